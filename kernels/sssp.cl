@@ -1,0 +1,186 @@
+// Batched single-source shortest paths: `batch` sources at once, state laid out as
+// [batch][n] (index b*n + u), so one launch serves every source of the batch and the graph's
+// arcs are shared. Built with -DWIDE=1 for 64-bit distances (needs the int64 atomics
+// extensions), else 32-bit. INF marks unreachable. Additions saturate at INF so no value wraps.
+//
+// Crauser / Martin iteration: relax (frontier -> neighbours, atomic min), minimum (per-source
+// threshold Delta over unsettled vertices), update (settle every unsettled u with
+// dist(u) <= Delta; they form the next frontier).
+// Two-phase (mask / cost / updating cost): tp_relax, tp_update until no cost changes.
+
+#ifdef WIDE
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
+typedef ulong dist_t;
+#define INF ULONG_MAX
+#define ATOMIC_MIN(p, v) atom_min((p), (v))
+#else
+typedef uint dist_t;
+#define INF UINT_MAX
+#define ATOMIC_MIN(p, v) atomic_min((p), (v))
+#endif
+
+inline dist_t sat_add(dist_t a, uint w) {
+    dist_t s = a + (dist_t)w;
+    return (s < a) ? INF : s;
+}
+
+// One item per (source, vertex): INF everywhere, 0 at the source, which is settled and is
+// the first frontier.
+__kernel void sssp_init(__global dist_t* dist, __global uchar* settled, __global uchar* frontier,
+                        __global const uint* src, uint n, uint batch) {
+    size_t i = get_global_id(0);
+    if (i >= (size_t)n * batch) return;
+    uint b = (uint)(i / n);
+    uint u = (uint)(i - (size_t)b * n);
+    uchar s = (u == src[b]) ? 1 : 0;
+    dist[i] = s ? 0 : INF;
+    settled[i] = s;
+    frontier[i] = s;
+}
+
+// Frontier vertices relax their arcs into unsettled neighbours. Items below `batch` also reset
+// the per-source threshold for the minimum kernel that follows.
+__kernel void sssp_relax(__global const uint* off, __global const uint* tgt, __global const uint* wt,
+                         __global dist_t* dist, __global const uchar* settled,
+                         __global const uchar* frontier, __global dist_t* delta, uint n, uint batch) {
+    size_t i = get_global_id(0);
+    if (i < batch) delta[i] = INF;
+    if (i >= (size_t)n * batch || !frontier[i]) return;
+    size_t base = (i / n) * n;
+    uint u = (uint)(i - base);
+    dist_t du = dist[i];
+    uint end = off[u + 1];
+    for (uint e = off[u]; e < end; e++) {
+        size_t j = base + tgt[e];
+        if (!settled[j]) {
+            dist_t nd = sat_add(du, wt[e]);
+            if (nd < dist[j]) ATOMIC_MIN(&dist[j], nd);
+        }
+    }
+}
+
+// Per-source threshold: min over unsettled reached u of dist(u) + omega(u) (Crauser) or
+// dist(u) (Martin, use_omega = 0). `groups_per_batch` work-groups serve each source; each
+// work-item strides over that source's vertices, then the group reduces in local memory
+// (the local size must be a power of two) and one item per group does an atomic min.
+__kernel void sssp_minimum(__global const dist_t* dist, __global const uchar* settled,
+                           __global const uint* minw, __global dist_t* delta,
+                           __local dist_t* scratch, uint n, uint groups_per_batch, uint use_omega) {
+    size_t lid = get_local_id(0), L = get_local_size(0);
+    size_t g = get_group_id(0);
+    size_t b = g / groups_per_batch, gb = g % groups_per_batch;
+    size_t stride = (size_t)groups_per_batch * L;
+    __global const dist_t* d = dist + b * n;
+    __global const uchar* s = settled + b * n;
+    dist_t best = INF;
+    for (size_t u = gb * L + lid; u < n; u += stride) {
+        if (!s[u]) {
+            dist_t du = d[u];
+            if (du != INF) best = min(best, use_omega ? sat_add(du, minw[u]) : du);
+        }
+    }
+    scratch[lid] = best;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (size_t h = L / 2; h > 0; h >>= 1) {
+        if (lid < h) scratch[lid] = min(scratch[lid], scratch[lid + h]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0 && scratch[0] != INF) ATOMIC_MIN(&delta[b], scratch[0]);
+}
+
+// Settle every unsettled reached u with dist(u) <= Delta of its source; those form the next
+// frontier. `changed` is set when anything settles (the host reads it now and then).
+__kernel void sssp_update(__global const dist_t* dist, __global uchar* settled, __global uchar* frontier,
+                          __global const dist_t* delta, __global uint* changed, uint n, uint batch) {
+    size_t i = get_global_id(0);
+    if (i >= (size_t)n * batch) return;
+    uchar f = 0;
+    if (!settled[i]) {
+        dist_t d = dist[i];
+        if (d != INF && d <= delta[i / n]) {
+            settled[i] = 1;
+            f = 1;
+            *changed = 1;
+        }
+    }
+    frontier[i] = f;
+}
+
+// Two-phase, phase 1: masked vertices relax their arcs into the updating cost.
+__kernel void tp_relax(__global const uint* off, __global const uint* tgt, __global const uint* wt,
+                       __global const dist_t* cost, __global dist_t* upd, __global uchar* mask,
+                       uint n, uint batch) {
+    size_t i = get_global_id(0);
+    if (i >= (size_t)n * batch || !mask[i]) return;
+    mask[i] = 0;
+    size_t base = (i / n) * n;
+    uint u = (uint)(i - base);
+    dist_t du = cost[i];
+    uint end = off[u + 1];
+    for (uint e = off[u]; e < end; e++) {
+        size_t j = base + tgt[e];
+        dist_t nd = sat_add(du, wt[e]);
+        if (nd < upd[j]) ATOMIC_MIN(&upd[j], nd);
+    }
+}
+
+// Two-phase, phase 2: a lowered updating cost becomes the cost and re-enters the mask.
+__kernel void tp_update(__global dist_t* cost, __global dist_t* upd, __global uchar* mask,
+                        __global uint* changed, uint n, uint batch) {
+    size_t i = get_global_id(0);
+    if (i >= (size_t)n * batch) return;
+    dist_t u = upd[i];
+    if (u < cost[i]) {
+        cost[i] = u;
+        mask[i] = 1;
+        *changed = 1;
+    }
+    upd[i] = cost[i];
+}
+
+// Per-source summary on the device: reached count, 128-bit sum and max of finite distances.
+// Same grid as sssp_minimum; each group writes 4 words (count, sum_lo, sum_hi, max) to
+// partial[g*4..], which the host adds up.
+__kernel void sssp_summary(__global const dist_t* dist, __global ulong* partial, __local ulong* scratch,
+                           uint n, uint groups_per_batch) {
+    size_t lid = get_local_id(0), L = get_local_size(0);
+    size_t g = get_group_id(0);
+    size_t b = g / groups_per_batch, gb = g % groups_per_batch;
+    size_t stride = (size_t)groups_per_batch * L;
+    __global const dist_t* d = dist + b * n;
+    ulong cnt = 0, lo = 0, hi = 0, mx = 0;
+    for (size_t u = gb * L + lid; u < n; u += stride) {
+        dist_t du = d[u];
+        if (du != INF) {
+            ulong x = (ulong)du;
+            cnt++;
+            lo += x;
+            hi += (lo < x) ? 1 : 0;
+            mx = max(mx, x);
+        }
+    }
+    __local ulong* sc = scratch;
+    __local ulong* sl = scratch + L;
+    __local ulong* sh = scratch + 2 * L;
+    __local ulong* sm = scratch + 3 * L;
+    sc[lid] = cnt; sl[lid] = lo; sh[lid] = hi; sm[lid] = mx;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (size_t h = L / 2; h > 0; h >>= 1) {
+        if (lid < h) {
+            ulong a = sl[lid], c = sl[lid + h];
+            ulong s = a + c;
+            sl[lid] = s;
+            sh[lid] += sh[lid + h] + ((s < a) ? 1 : 0);
+            sc[lid] += sc[lid + h];
+            sm[lid] = max(sm[lid], sm[lid + h]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0) {
+        partial[g * 4 + 0] = sc[0];
+        partial[g * 4 + 1] = sl[0];
+        partial[g * 4 + 2] = sh[0];
+        partial[g * 4 + 3] = sm[0];
+    }
+}

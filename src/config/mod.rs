@@ -1,0 +1,165 @@
+//! Configuration: the raw TOML mirror (`raw`), `--set` overrides, and the validated [`Plan`].
+//!
+//! Two stages, as in ripgrep: what the user typed, as close to the file as possible, then a plan
+//! with every default filled in and every value checked. Unknown keys are rejected by name.
+
+mod raw;
+
+pub use raw::{AutoOr, DeviceSel, NodePolicy, Policy, Sources};
+
+use crate::graph::GenSpec;
+use crate::{Error, Result};
+use std::path::{Path, PathBuf};
+
+/// Where the graph comes from.
+#[derive(Debug, Clone)]
+pub enum InputSpec {
+    /// A file; format from its extension.
+    Path(PathBuf),
+    /// A generated graph.
+    Generate(GenSpec),
+}
+
+/// Which units run, after defaults.
+#[derive(Debug, Clone)]
+pub struct UnitsPlan {
+    /// Number of CPU workers (0 = none).
+    pub cpu_workers: usize,
+    /// Which OpenCL devices to use.
+    pub opencl: DeviceSel,
+    /// Device type filter: "gpu", "cpu", "accelerator" or "all".
+    pub device_type: String,
+    /// In-order queues per device (`None` = chosen by the tuner).
+    pub concurrent_kernels: Option<usize>,
+}
+
+/// How tasks are shared out within a node.
+#[derive(Debug, Clone)]
+pub struct SchedulerPlan {
+    /// Equitable (static) or work-queue (dynamic).
+    pub policy: Policy,
+    /// Tasks per pull for CPU workers (`None` = automatic).
+    pub chunk: Option<usize>,
+    /// Tasks per pull for GPU queues (`None` = the GPU half's batch).
+    pub gpu_chunk: Option<usize>,
+}
+
+/// Where results go.
+#[derive(Debug, Clone)]
+pub struct OutputPlan {
+    /// Output directory (created if missing).
+    pub dir: PathBuf,
+    /// Write the full distance matrix (`distances.npy`).
+    pub distances: bool,
+    /// Write a Chrome-trace/Perfetto JSON file of the schedule.
+    pub trace: bool,
+}
+
+/// How tasks are shared out among nodes (MPI ranks).
+#[derive(Debug, Clone)]
+pub struct NodesPlan {
+    /// Master-slave (dynamic) or equitable (static).
+    pub policy: NodePolicy,
+    /// Whether rank 0 also computes under master-slave.
+    pub master_computes: bool,
+    /// Tasks per request under master-slave (`None` = automatic).
+    pub chunk: Option<usize>,
+}
+
+/// A validated run plan.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The config file's path (for messages).
+    pub config_path: PathBuf,
+    /// The final TOML text after overrides (what MPI broadcasts).
+    pub resolved_toml: String,
+    /// Plugin name.
+    pub plugin: String,
+    /// Which tasks (sources) to run.
+    pub sources: Sources,
+    /// The input graph.
+    pub input: InputSpec,
+    /// Units.
+    pub units: UnitsPlan,
+    /// Scheduler.
+    pub scheduler: SchedulerPlan,
+    /// Output.
+    pub output: OutputPlan,
+    /// Node layer.
+    pub nodes: NodesPlan,
+    /// The plugin's own table (`[apsp]` for plugin "apsp"), empty when absent.
+    pub plugin_options: toml::Table,
+    /// Every plugin table in the file, by name (checked against the registry at run time).
+    pub other_tables: std::collections::BTreeMap<String, toml::Table>,
+}
+
+impl Plan {
+    /// Read a config file and apply `key=value` overrides.
+    pub fn load(path: &Path, overrides: &[String]) -> Result<Plan> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        Self::from_toml(&text, path, overrides)
+    }
+
+    /// Build a plan from TOML text; `path` names it in messages.
+    pub fn from_toml(text: &str, path: &Path, overrides: &[String]) -> Result<Plan> {
+        let shown = path.display().to_string();
+        // Parse into a typed mirror first: errors then carry the file's line and column.
+        let _: raw::RawConfig = toml::from_str(text).map_err(|e| toml_error(&shown, e))?;
+        let mut tree: toml::Table = toml::from_str(text).map_err(|e| toml_error(&shown, e))?;
+        for o in overrides {
+            apply_override(&mut tree, o)?;
+        }
+        let resolved_toml = toml::to_string(&tree).map_err(|e| Error::Config(e.to_string()))?;
+        let raw: raw::RawConfig = toml::from_str(&resolved_toml)
+            .map_err(|e| Error::Config(format!("{shown} after --set: {}", e.message())))?;
+        raw.validate(path, resolved_toml)
+    }
+}
+
+fn toml_error(path: &str, e: toml::de::Error) -> Error {
+    match e.span() {
+        Some(_) => Error::Config(format!("{path}: {e}")),
+        None => Error::Config(format!("{path}: {}", e.message())),
+    }
+}
+
+/// Set a dotted key (`input.path`, `run.sources`, `apsp.batch`) in the TOML tree. The value is
+/// read as TOML (`64`, `true`, `[1, 2]`, `"x"`), and as a bare string when that fails (`all`).
+pub fn apply_override(tree: &mut toml::Table, assignment: &str) -> Result<()> {
+    let Some((key, value)) = assignment.split_once('=') else {
+        return Err(Error::Config(format!(
+            "--set {assignment}: expected KEY=VALUE, e.g. --set run.sources=64"
+        )));
+    };
+    let key = key.trim();
+    let parts: Vec<&str> = key.split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err(Error::Config(format!("--set {assignment}: malformed key '{key}'")));
+    }
+    let value = value.trim();
+    let parsed: toml::Value = match toml::from_str::<toml::Table>(&format!("v = {value}")) {
+        Ok(mut t) => t.remove("v").expect("parsed table has the key"),
+        Err(_) => toml::Value::String(value.to_string()),
+    };
+    // The input is a file or a generator: setting one replaces the other.
+    if let Some(toml::Value::Table(input)) = tree.get_mut("input") {
+        if key == "input.path" {
+            input.remove("generate");
+        } else if key.starts_with("input.generate") {
+            input.remove("path");
+        }
+    }
+    let mut table = tree;
+    for p in &parts[..parts.len() - 1] {
+        let entry =
+            table.entry(p.to_string()).or_insert_with(|| toml::Value::Table(Default::default()));
+        table = entry.as_table_mut().ok_or_else(|| {
+            Error::Config(format!("--set {assignment}: '{p}' is a value, not a table"))
+        })?;
+    }
+    table.insert(parts[parts.len() - 1].to_string(), parsed);
+    Ok(())
+}
+
+#[cfg(test)]
+mod test;

@@ -1,0 +1,271 @@
+//! The raw serde mirror of the config file. Every table denies unknown keys; values that take
+//! a word or a number ("auto" | N) convert through `TryFrom<toml::Value>` so the message says
+//! exactly which forms are accepted.
+
+use super::*;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// `"auto"` or an explicit value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "toml::Value")]
+pub enum AutoOr {
+    /// Let the runtime choose.
+    Auto,
+    /// This many.
+    N(usize),
+}
+
+impl TryFrom<toml::Value> for AutoOr {
+    type Error = String;
+    fn try_from(v: toml::Value) -> Result<Self, String> {
+        match v {
+            toml::Value::String(s) if s == "auto" => Ok(AutoOr::Auto),
+            toml::Value::Integer(i) if i >= 0 => Ok(AutoOr::N(i as usize)),
+            other => Err(format!("expected \"auto\" or a non-negative integer, found {other}")),
+        }
+    }
+}
+
+impl AutoOr {
+    /// The explicit value, if any.
+    pub fn value(self) -> Option<usize> {
+        match self {
+            AutoOr::Auto => None,
+            AutoOr::N(n) => Some(n),
+        }
+    }
+}
+
+/// `run.sources`: which tasks to run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "toml::Value")]
+pub enum Sources {
+    /// Every vertex.
+    All,
+    /// The first N vertex ids of the input's numbering.
+    First(u64),
+    /// These ids, in the input's numbering.
+    List(Vec<u64>),
+}
+
+impl TryFrom<toml::Value> for Sources {
+    type Error = String;
+    fn try_from(v: toml::Value) -> Result<Self, String> {
+        const WANT: &str = "expected \"all\", a count N, or a list of vertex ids";
+        match v {
+            toml::Value::String(s) if s == "all" => Ok(Sources::All),
+            toml::Value::Integer(i) if i >= 0 => Ok(Sources::First(i as u64)),
+            toml::Value::Array(a) => a
+                .into_iter()
+                .map(|x| match x {
+                    toml::Value::Integer(i) if i >= 0 => Ok(i as u64),
+                    other => Err(format!("{WANT}; list entry {other} is not a vertex id")),
+                })
+                .collect::<Result<_, _>>()
+                .map(Sources::List),
+            other => Err(format!("{WANT}, found {other}")),
+        }
+    }
+}
+
+/// `units.opencl`: which OpenCL devices to use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "toml::Value")]
+pub enum DeviceSel {
+    /// Every device of the chosen type.
+    All,
+    /// No OpenCL device.
+    None,
+    /// Devices whose name (or platform name) contains one of these substrings, case-insensitive.
+    Names(Vec<String>),
+}
+
+impl TryFrom<toml::Value> for DeviceSel {
+    type Error = String;
+    fn try_from(v: toml::Value) -> Result<Self, String> {
+        match v {
+            toml::Value::String(s) if s == "all" => Ok(DeviceSel::All),
+            toml::Value::String(s) if s == "none" => Ok(DeviceSel::None),
+            toml::Value::Array(a) => a
+                .into_iter()
+                .map(|x| match x {
+                    toml::Value::String(s) => Ok(s),
+                    other => Err(format!("device name substrings must be strings, found {other}")),
+                })
+                .collect::<Result<_, _>>()
+                .map(DeviceSel::Names),
+            other => Err(format!(
+                "expected \"all\", \"none\" or a list of device name substrings, found {other}"
+            )),
+        }
+    }
+}
+
+/// Scheduling policy among a node's units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Policy {
+    /// Static equal shares, one contiguous range per unit.
+    Equitable,
+    /// Dynamic: each idle unit takes the next chunk.
+    WorkQueue,
+}
+
+/// Scheduling policy among nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodePolicy {
+    /// Rank 0 hands out chunks on request.
+    MasterSlave,
+    /// Static equal shares per rank.
+    Equitable,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRun {
+    plugin: String,
+    sources: Option<Sources>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawInput {
+    path: Option<PathBuf>,
+    generate: Option<GenSpec>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawUnits {
+    cpu_workers: Option<AutoOr>,
+    opencl: Option<DeviceSel>,
+    device_type: Option<String>,
+    concurrent_kernels: Option<AutoOr>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawScheduler {
+    policy: Option<Policy>,
+    chunk: Option<AutoOr>,
+    gpu_chunk: Option<AutoOr>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawOutput {
+    dir: Option<PathBuf>,
+    #[serde(default)]
+    distances: bool,
+    #[serde(default)]
+    trace: bool,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawNodes {
+    policy: Option<NodePolicy>,
+    master_computes: Option<bool>,
+    chunk: Option<AutoOr>,
+}
+
+/// The whole file. Tables other than the fixed ones are plugin option tables (`[apsp]`), checked
+/// against the plugin registry when the plugin is resolved.
+#[derive(Debug, Deserialize)]
+pub(super) struct RawConfig {
+    run: RawRun,
+    #[serde(default)]
+    input: RawInput,
+    #[serde(default)]
+    units: RawUnits,
+    #[serde(default)]
+    scheduler: RawScheduler,
+    #[serde(default)]
+    output: RawOutput,
+    #[serde(default)]
+    nodes: RawNodes,
+    #[serde(flatten)]
+    plugin_tables: BTreeMap<String, toml::Value>,
+}
+
+impl RawConfig {
+    pub(super) fn validate(self, path: &Path, resolved_toml: String) -> Result<Plan> {
+        let shown = path.display();
+        let input = match (self.input.path, self.input.generate) {
+            (Some(p), None) => InputSpec::Path(p),
+            (None, Some(g)) => InputSpec::Generate(g),
+            (Some(_), Some(_)) => {
+                return Err(Error::Config(format!(
+                    "{shown}: [input] has both 'path' and [input.generate]; keep one"
+                )))
+            }
+            (None, None) => {
+                return Err(Error::Config(format!(
+                    "{shown}: [input] needs 'path = \"FILE\"' or an [input.generate] table"
+                )))
+            }
+        };
+        let cpu_workers = match self.units.cpu_workers.unwrap_or(AutoOr::Auto) {
+            AutoOr::Auto => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            AutoOr::N(n) => n,
+        };
+        let device_type = self.units.device_type.unwrap_or_else(|| "gpu".into()).to_lowercase();
+        if !["gpu", "cpu", "accelerator", "all"].contains(&device_type.as_str()) {
+            return Err(Error::Config(format!(
+                "{shown}: units.device_type = \"{device_type}\": use \"gpu\", \"cpu\", \"accelerator\" or \"all\""
+            )));
+        }
+        let positive = |key: &str, v: Option<AutoOr>| -> Result<Option<usize>> {
+            match v.and_then(AutoOr::value) {
+                Some(0) => Err(Error::Config(format!("{shown}: {key} = 0: use \"auto\" or N >= 1"))),
+                other => Ok(other),
+            }
+        };
+        let mut plugin_options = toml::Table::new();
+        let mut extra = BTreeMap::new();
+        for (name, value) in self.plugin_tables {
+            let toml::Value::Table(t) = value else {
+                return Err(Error::Config(format!(
+                    "{shown}: unknown top-level key '{name}'; known tables are [run] [input] [units] \
+                     [scheduler] [output] [nodes] and one table per plugin"
+                )));
+            };
+            if name == self.run.plugin {
+                plugin_options = t.clone();
+            }
+            extra.insert(name, t);
+        }
+        Ok(Plan {
+            config_path: path.to_path_buf(),
+            resolved_toml,
+            plugin: self.run.plugin,
+            sources: self.run.sources.unwrap_or(Sources::All),
+            input,
+            units: UnitsPlan {
+                cpu_workers,
+                opencl: self.units.opencl.unwrap_or(DeviceSel::All),
+                device_type,
+                concurrent_kernels: positive("units.concurrent_kernels", self.units.concurrent_kernels)?,
+            },
+            scheduler: SchedulerPlan {
+                policy: self.scheduler.policy.unwrap_or(Policy::WorkQueue),
+                chunk: positive("scheduler.chunk", self.scheduler.chunk)?,
+                gpu_chunk: positive("scheduler.gpu_chunk", self.scheduler.gpu_chunk)?,
+            },
+            output: OutputPlan {
+                dir: self.output.dir.unwrap_or_else(|| PathBuf::from("tuccompi-out")),
+                distances: self.output.distances,
+                trace: self.output.trace,
+            },
+            nodes: NodesPlan {
+                policy: self.nodes.policy.unwrap_or(NodePolicy::MasterSlave),
+                master_computes: self.nodes.master_computes.unwrap_or(true),
+                chunk: positive("nodes.chunk", self.nodes.chunk)?,
+            },
+            plugin_options,
+            other_tables: extra,
+        })
+    }
+}

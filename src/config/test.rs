@@ -1,0 +1,52 @@
+use super::*;
+
+fn plan(text: &str, sets: &[&str]) -> Result<Plan> {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    Plan::from_toml(text, Path::new("c.toml"), &sets)
+}
+
+const MIN: &str = "[run]\nplugin = \"apsp\"\n[input]\npath = \"g.gr\"\n";
+
+#[test]
+fn defaults() {
+    let p = plan(MIN, &[]).unwrap();
+    assert_eq!(p.sources, Sources::All);
+    assert_eq!(p.scheduler.policy, Policy::WorkQueue);
+    assert!(p.units.cpu_workers >= 1);
+    assert!(matches!(p.input, InputSpec::Path(ref x) if x == Path::new("g.gr")));
+}
+
+#[test]
+fn unknown_key_is_named_with_its_line() {
+    let e = plan(&format!("{MIN}[units]\ncpu_workerz = 2\n"), &[]).unwrap_err().to_string();
+    assert!(e.contains("cpu_workerz") && e.contains("line 6"), "{e}");
+}
+
+#[test]
+fn overrides() {
+    let p = plan(MIN, &["run.sources=64", "input.path=x.mtx", "scheduler.policy=equitable", "apsp.batch=7"]).unwrap();
+    assert_eq!(p.sources, Sources::First(64));
+    assert_eq!(p.scheduler.policy, Policy::Equitable);
+    assert_eq!(p.plugin_options["batch"].as_integer(), Some(7));
+    let p = plan(MIN, &["run.sources=[3, 5]", "units.cpu_workers=0"]).unwrap();
+    assert_eq!(p.sources, Sources::List(vec![3, 5]));
+    assert_eq!(p.units.cpu_workers, 0);
+    let e = plan(MIN, &["run.sourcez=3"]).unwrap_err().to_string();
+    assert!(e.contains("sourcez"), "{e}");
+    let e = plan(MIN, &["nonsense"]).unwrap_err().to_string();
+    assert!(e.contains("KEY=VALUE"), "{e}");
+}
+
+#[test]
+fn bad_values_say_what_is_accepted() {
+    let e = plan(&format!("{MIN}[units]\ncpu_workers = \"many\"\n"), &[]).unwrap_err().to_string();
+    assert!(e.contains("\"auto\" or a non-negative integer"), "{e}");
+    let e = plan(MIN, &["run.sources=-3"]).unwrap_err().to_string();
+    assert!(e.contains("\"all\""), "{e}");
+    let e = plan(MIN, &["scheduler.chunk=0"]).unwrap_err().to_string();
+    assert!(e.contains("scheduler.chunk = 0"), "{e}");
+    let e = plan("[run]\nplugin = \"apsp\"\n", &[]).unwrap_err().to_string();
+    assert!(e.contains("[input] needs"), "{e}");
+    let e = plan(&format!("{MIN}stray = 1\n"), &[]).unwrap_err().to_string();
+    assert!(e.contains("unknown"), "{e}");
+}

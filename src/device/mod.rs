@@ -1,0 +1,282 @@
+//! The device layer: OpenCL platforms and devices through `opencl3`.
+//!
+//! Takes nothing from the layers above. Offers: discovery and selection of devices
+//! ([`discover`]), one context per [`Device`], programs built once per device from the kernel
+//! files (embedded in the binary; `TUCCOMPI_KERNELS=DIR` reads them from DIR instead), and a safe
+//! handle for buffers and launches ([`Queue`], [`DBuf`]). All `unsafe` of the project's OpenCL use
+//! lives in this folder, each block with its reason.
+//!
+//! The OpenCL library is loaded at run time (`opencl3`'s `dynamic` feature): a machine without
+//! it gets [`Error::Device`] explaining what to install, never a crash.
+
+mod kernels;
+mod queue;
+
+pub use kernels::{kernel_file, kernel_files, KernelFile};
+pub use queue::{Arg, DBuf, Queue, Scalar};
+
+use crate::{Error, Result};
+use opencl3::context::Context;
+use opencl3::device::{
+    Device as ClDevice, CL_DEVICE_TYPE_ACCELERATOR, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_GPU,
+};
+use opencl3::kernel::Kernel;
+use opencl3::program::Program;
+use opencl3::types::cl_device_id;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// What `tuccompi devices`, the tuner and the report know about a device.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DeviceInfo {
+    /// Device name as the driver reports it.
+    pub name: String,
+    /// Platform name.
+    pub platform: String,
+    /// Vendor.
+    pub vendor: String,
+    /// "gpu", "cpu", "accelerator" or "other".
+    pub kind: String,
+    /// Compute units (SMs, CUs, cores).
+    pub compute_units: u32,
+    /// Maximum clock in MHz.
+    pub clock_mhz: u32,
+    /// Global memory in bytes.
+    pub global_mem: u64,
+    /// Largest single allocation in bytes.
+    pub max_alloc: u64,
+    /// Local memory per work-group in bytes.
+    pub local_mem: u64,
+    /// Maximum work-group size.
+    pub max_work_group: usize,
+    /// Whether 64-bit atomics (`cl_khr_int64_base_atomics` + `_extended_atomics`) exist.
+    pub int64_atomics: bool,
+    /// Driver version string.
+    pub driver: String,
+}
+
+/// One OpenCL device with its context and program cache. Shared (`Arc`) by its queues.
+pub struct Device {
+    /// Position in the list of selected devices (`gpu0`, `gpu1`, ...).
+    pub index: usize,
+    /// Properties.
+    pub info: DeviceInfo,
+    id: cl_device_id,
+    context: Context,
+    programs: Mutex<HashMap<(String, String), Arc<Program>>>,
+}
+
+// SAFETY: cl_device_id is an opaque handle that OpenCL allows on any thread; Context and Program
+// are Send + Sync in opencl3, and the program cache is behind a mutex.
+unsafe impl Send for Device {}
+// SAFETY: as above; no method hands out a kernel object shared between threads (each
+// `Device::kernel` call makes a new one, since clSetKernelArg is not thread-safe).
+unsafe impl Sync for Device {}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device").field("index", &self.index).field("info", &self.info).finish()
+    }
+}
+
+/// Which devices a run may use.
+#[derive(Debug, Clone)]
+pub struct Filter {
+    /// "gpu", "cpu", "accelerator" or "all".
+    pub device_type: String,
+    /// Name substrings (case-insensitive); empty = every device of the type.
+    pub names: Vec<String>,
+}
+
+fn cl_err(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::Device(format!("{what}: {e}"))
+}
+
+/// Why there is no OpenCL platform, in words a user can act on.
+pub fn no_platform_help() -> String {
+    let mut s = String::from(
+        "no OpenCL platform found. For CPUs, install PoCL (Debian/Ubuntu: apt-get install \
+         pocl-opencl-icd ocl-icd-libopencl1).",
+    );
+    if nvidia_library_present() {
+        s.push_str(
+            " An NVIDIA OpenCL library (libnvidia-opencl.so.1) is installed but not registered \
+             with the ICD loader: run `mkdir -p /tmp/icd && echo libnvidia-opencl.so.1 > \
+             /tmp/icd/nvidia.icd && export OCL_ICD_VENDORS=/tmp/icd`.",
+        );
+    }
+    s
+}
+
+/// Whether an NVIDIA OpenCL library is present although no platform may be registered.
+pub fn nvidia_library_present() -> bool {
+    let mut dirs: Vec<String> = std::env::var("LD_LIBRARY_PATH")
+        .unwrap_or_default()
+        .split(':')
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect();
+    dirs.extend(
+        ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/nvidia/lib64", "/usr/local/nvidia/lib"]
+            .map(String::from),
+    );
+    dirs.iter().any(|d| std::path::Path::new(d).join("libnvidia-opencl.so.1").exists())
+}
+
+/// Every OpenCL device on this machine, with its properties. An error when the OpenCL library
+/// is missing or no platform is registered (see [`no_platform_help`]).
+pub fn list() -> Result<Vec<(DeviceInfo, cl_device_id)>> {
+    let platforms = match opencl3::platform::get_platforms() {
+        Ok(p) => p,
+        Err(e) if e.0 == -2000 => {
+            return Err(Error::Device(format!(
+                "the OpenCL library (libOpenCL.so.1) is not installed; {}",
+                no_platform_help()
+            )))
+        }
+        Err(e) if e.0 == -1001 => return Err(Error::Device(no_platform_help())),
+        Err(e) => return Err(cl_err("listing platforms", e)),
+    };
+    if platforms.is_empty() {
+        return Err(Error::Device(no_platform_help()));
+    }
+    let mut out = Vec::new();
+    for p in platforms {
+        let pname = p.name().unwrap_or_default();
+        let ids = match p.get_devices(CL_DEVICE_TYPE_ALL) {
+            Ok(ids) => ids,
+            Err(_) => continue, // a platform without devices
+        };
+        for id in ids {
+            let d = ClDevice::new(id);
+            let ty = d.dev_type().unwrap_or(0);
+            let kind = if ty & CL_DEVICE_TYPE_GPU != 0 {
+                "gpu"
+            } else if ty & CL_DEVICE_TYPE_CPU != 0 {
+                "cpu"
+            } else if ty & CL_DEVICE_TYPE_ACCELERATOR != 0 {
+                "accelerator"
+            } else {
+                "other"
+            };
+            let ext = d.extensions().unwrap_or_default();
+            out.push((
+                DeviceInfo {
+                    name: d.name().unwrap_or_default().trim().to_string(),
+                    platform: pname.clone(),
+                    vendor: d.vendor().unwrap_or_default(),
+                    kind: kind.into(),
+                    compute_units: d.max_compute_units().unwrap_or(1),
+                    clock_mhz: d.max_clock_frequency().unwrap_or(0),
+                    global_mem: d.global_mem_size().unwrap_or(0),
+                    max_alloc: d.max_mem_alloc_size().unwrap_or(0),
+                    local_mem: d.local_mem_size().unwrap_or(0),
+                    max_work_group: d.max_work_group_size().unwrap_or(1),
+                    int64_atomics: ext.contains("cl_khr_int64_base_atomics")
+                        && ext.contains("cl_khr_int64_extended_atomics"),
+                    driver: d.driver_version().unwrap_or_default(),
+                },
+                id,
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Open the devices `filter` selects, one context each. Errors when none matches.
+pub fn discover(filter: &Filter) -> Result<Vec<Arc<Device>>> {
+    let all = list()?;
+    let mut chosen = Vec::new();
+    for (info, id) in &all {
+        let type_ok = filter.device_type == "all" || filter.device_type == info.kind;
+        let name_ok = filter.names.is_empty()
+            || filter.names.iter().any(|n| {
+                let n = n.to_lowercase();
+                info.name.to_lowercase().contains(&n) || info.platform.to_lowercase().contains(&n)
+            });
+        if type_ok && name_ok {
+            chosen.push((info.clone(), *id));
+        }
+    }
+    if chosen.is_empty() {
+        let have: Vec<String> = all.iter().map(|(i, _)| format!("'{}' ({})", i.name, i.kind)).collect();
+        return Err(Error::Device(format!(
+            "no OpenCL device matches units.device_type = \"{}\" and units.opencl = {:?}; this \
+             machine has {}. Change the filter (units.device_type = \"all\" includes CPU devices \
+             such as PoCL) or set units.opencl = \"none\"",
+            filter.device_type,
+            filter.names,
+            have.join(", ")
+        )));
+    }
+    chosen
+        .into_iter()
+        .enumerate()
+        .map(|(index, (info, id))| {
+            let context = Context::from_device(&ClDevice::new(id))
+                .map_err(|e| cl_err(&format!("creating a context on '{}'", info.name), e))?;
+            Ok(Arc::new(Device { index, info, id, context, programs: Mutex::new(HashMap::new()) }))
+        })
+        .collect()
+}
+
+impl Device {
+    /// The program for kernel file `stem` built with `options`, built once and cached. A build
+    /// failure returns the compiler's log.
+    pub fn program(&self, stem: &str, options: &str) -> Result<Arc<Program>> {
+        let key = (stem.to_string(), options.to_string());
+        if let Some(p) = self.programs.lock().get(&key) {
+            return Ok(p.clone());
+        }
+        let file = kernels::kernel_file(stem)?;
+        let mut program = Program::create_from_source(&self.context, &file.source)
+            .map_err(|e| cl_err(&format!("creating program {stem}.cl"), e))?;
+        let opts = format!("-cl-std=CL1.2 {options}");
+        if let Err(e) = program.build(&[self.id], &opts) {
+            let log = program.get_build_log(self.id).unwrap_or_default();
+            return Err(Error::Device(format!(
+                "kernels/{stem}.cl failed to build on '{}' ({e}) with options '{opts}'. Build log:\n{}",
+                self.info.name,
+                log.trim()
+            )));
+        }
+        let p = Arc::new(program);
+        self.programs.lock().insert(key, p.clone());
+        Ok(p)
+    }
+
+    /// A new kernel object (one per queue: kernel arguments are per object).
+    pub fn kernel(&self, stem: &str, options: &str, name: &str) -> Result<Kernel> {
+        let p = self.program(stem, options)?;
+        Kernel::create(&p, name).map_err(|e| cl_err(&format!("kernel '{name}' of {stem}.cl"), e))
+    }
+
+    /// A new in-order command queue on this device.
+    pub fn queue(&self) -> Result<Queue> {
+        Queue::new(&self.context, self.id, &self.info.name)
+    }
+
+    /// Check that `bytes` in total, the largest single buffer being `largest`, fit on the device;
+    /// `what` says what they are for. Leaves 10% of global memory for the driver.
+    pub fn check_fits(&self, bytes: u64, largest: u64, what: &str) -> Result<()> {
+        let usable = self.info.global_mem / 10 * 9;
+        if bytes > usable || (self.info.max_alloc > 0 && largest > self.info.max_alloc) {
+            return Err(Error::Device(format!(
+                "{what} needs {:.1} MiB on '{}' (largest buffer {:.1} MiB), but the device has \
+                 {:.1} MiB usable (largest allocation {:.1} MiB). Use a smaller batch \
+                 ([apsp] batch), fewer concurrent kernels, or run it on CPU workers",
+                bytes as f64 / 1048576.0,
+                self.info.name,
+                largest as f64 / 1048576.0,
+                usable as f64 / 1048576.0,
+                self.info.max_alloc as f64 / 1048576.0
+            )));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn context(&self) -> &Context {
+        &self.context
+    }
+}

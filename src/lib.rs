@@ -1,0 +1,30 @@
+//! # tuccompi
+//!
+//! Runs embarrassingly parallel workloads over every computational unit a cluster has: CPU
+//! cores, OpenCL devices with several kernels in flight each, and many machines through MPI,
+//! after the TuCCompi model (Tuned, Concurrent, CUDA, OpenMP, MPI), rebuilt on OpenCL and Rust.
+//!
+//! Layers, outermost first (dependencies point downward only):
+//! [`node`] → [`thread`] → ([`scheduler`], [`tuning`]) → concurrent kernels (queues of the
+//! [`device`] layer, one unit thread each) → [`device`].
+//! A [`plugin::Plugin`] provides a CPU half and a GPU half of one task; see `examples/collatz.rs`.
+
+#![warn(missing_docs, unreachable_pub, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
+
+pub mod config;
+pub mod device;
+mod error;
+pub mod graph;
+pub mod node;
+pub mod plugin;
+#[path = "../plugins/mod.rs"]
+pub mod plugins;
+pub mod runtime;
+pub mod scheduler;
+pub mod sink;
+pub mod thread;
+pub mod tuning;
+
+pub use config::Plan;
+pub use error::{Error, Result};
+pub use runtime::{run, RunOptions};

@@ -1,0 +1,71 @@
+//! The node layer: one process per machine; MPI ranks when built with `--features mpi`.
+//!
+//! Takes the scheduler's policies; offers the runtime a [`Node`]: this process's rank, the
+//! [`TaskSource`] for its units (the whole task space on a single node; a static share, or
+//! chunks handed out by rank 0, under MPI), and the gathering of records and statistics at
+//! rank 0.
+
+#[cfg(feature = "mpi")]
+pub mod mpi;
+
+use crate::config::Plan;
+use crate::plugin::Records;
+use crate::scheduler::{self, TaskSource};
+use crate::thread::UnitStats;
+use crate::{Error, Result};
+
+/// What the runtime needs from the node layer.
+pub trait Node: Sync {
+    /// This process's rank (0 on a single node).
+    fn rank(&self) -> usize;
+    /// Number of nodes.
+    fn size(&self) -> usize;
+    /// Wait for every node.
+    fn barrier(&self) -> Result<()>;
+    /// The source of chunks for this node's units over tasks `0..tasks`.
+    fn task_source(&self, tasks: usize, plan: &Plan, weights: &[f64]) -> Result<Box<dyn TaskSource + '_>>;
+    /// Bring every node's records to rank 0 (each task was run by exactly one node).
+    fn gather_records(&self, records: &mut Records) -> Result<()>;
+    /// Per-node statistics, gathered at rank 0, for the report.
+    fn gather_stats(&self, stats: &[UnitStats], devices: &[serde_json::Value]) -> Result<serde_json::Value>;
+    /// Turn a local failure into the error to report (under MPI: stop every rank, naming this
+    /// one).
+    fn fail(&self, e: Error) -> Error;
+}
+
+/// This machine's host name (for reports).
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// A single node: no MPI.
+#[derive(Debug, Default)]
+pub struct Single;
+
+impl Node for Single {
+    fn rank(&self) -> usize {
+        0
+    }
+    fn size(&self) -> usize {
+        1
+    }
+    fn barrier(&self) -> Result<()> {
+        Ok(())
+    }
+    fn task_source(&self, tasks: usize, plan: &Plan, weights: &[f64]) -> Result<Box<dyn TaskSource + '_>> {
+        Ok(scheduler::source(plan.scheduler.policy, 0..tasks, weights))
+    }
+    fn gather_records(&self, _records: &mut Records) -> Result<()> {
+        Ok(())
+    }
+    fn gather_stats(&self, stats: &[UnitStats], devices: &[serde_json::Value]) -> Result<serde_json::Value> {
+        Ok(serde_json::json!([{ "rank": 0, "host": host_name(), "units": stats.len(), "devices": devices.len(),
+            "tasks": stats.iter().map(|s| s.tasks).sum::<usize>() }]))
+    }
+    fn fail(&self, e: Error) -> Error {
+        e
+    }
+}

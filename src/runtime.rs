@@ -1,0 +1,247 @@
+//! The runtime: from a validated plan to output files.
+//!
+//! Resolves the plugin, prepares its job, builds the node's units (CPU workers, and the
+//! queues of every selected OpenCL device, each set up once by the GPU half), runs them under
+//! the scheduling policy through the thread layer, and writes `report.json` (and the trace).
+//! While a run is in progress its output directory holds a file `INCOMPLETE`; it is removed
+//! only after every output file is written, so a failed run never looks complete.
+
+use crate::config::{DeviceSel, Plan, Policy};
+use crate::device::{self, Filter};
+use crate::node::Node;
+use crate::plugin::{Job, Plugin, PrepareCtx, Records};
+use crate::sink::write_file;
+use crate::thread::{run_units, Slice, Unit, UnitSpec, UnitStats};
+use crate::{Error, Result};
+use parking_lot::Mutex;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// How to run, beyond the plan.
+#[derive(Default)]
+pub struct RunOptions<'a> {
+    /// No progress bar.
+    pub quiet: bool,
+    /// Plugins beyond the built-in registry (a user's own, from an example or another crate).
+    pub extra_plugins: Vec<&'a dyn Plugin>,
+}
+
+impl std::fmt::Debug for RunOptions<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RunOptions(quiet={}, extra={})", self.quiet, self.extra_plugins.len())
+    }
+}
+
+/// The outcome of a run (also written as `report.json`).
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The report as JSON.
+    pub report: serde_json::Value,
+}
+
+/// Find plugin `plan.plugin`; every plugin table in the config must name a known plugin.
+pub fn resolve_plugin<'a>(plan: &Plan, extra: &[&'a dyn Plugin]) -> Result<&'a dyn Plugin>
+where
+    'static: 'a,
+{
+    let all: Vec<&'a dyn Plugin> = crate::plugins::registry().into_iter().chain(extra.iter().copied()).collect();
+    let names: Vec<&str> = all.iter().map(|p| p.name()).collect();
+    for t in plan.other_tables.keys() {
+        if !names.contains(&t.as_str()) {
+            return Err(Error::Config(format!(
+                "{}: unknown table [{t}]; known tables are [run] [input] [units] [scheduler] [output] \
+                 [nodes] and plugin tables ({})",
+                plan.config_path.display(),
+                names.join(", ")
+            )));
+        }
+    }
+    all.into_iter().find(|p| p.name() == plan.plugin).ok_or_else(|| {
+        Error::Config(format!(
+            "{}: run.plugin = \"{}\" is not a known plugin; `tuccompi plugins` lists them ({})",
+            plan.config_path.display(),
+            plan.plugin,
+            names.join(", ")
+        ))
+    })
+}
+
+/// The OpenCL devices a plan selects, or `None` when it asks for none. `Err` only when the
+/// config names devices explicitly (or asks for no CPU workers) and none can be opened.
+pub fn select_devices(plan: &Plan) -> Result<Vec<Arc<device::Device>>> {
+    let names = match &plan.units.opencl {
+        DeviceSel::None => return Ok(Vec::new()),
+        DeviceSel::All => Vec::new(),
+        DeviceSel::Names(n) => n.clone(),
+    };
+    let filter = Filter { device_type: plan.units.device_type.clone(), names };
+    match device::discover(&filter) {
+        Ok(d) => Ok(d),
+        Err(e) if plan.units.opencl == DeviceSel::All && plan.units.cpu_workers > 0 => {
+            tracing::info!("running on CPU workers only: {e}");
+            Ok(Vec::new())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn cpu_chunk(plan: &Plan, tasks: usize, units: usize) -> usize {
+    plan.scheduler.chunk.unwrap_or_else(|| (tasks / (units.max(1) * 16)).clamp(1, 64))
+}
+
+/// Run a plan on this node (and, under MPI, with the other nodes).
+pub fn run(plan: &Plan, opts: &RunOptions<'_>, node: &dyn Node) -> Result<Outcome> {
+    let t0 = Instant::now();
+    let plugin = resolve_plugin(plan, &opts.extra_plugins)?;
+    let dir = &plan.output.dir;
+    let is_root = node.rank() == 0;
+    if is_root {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        write_file(dir, "INCOMPLETE", "a tuccompi run is writing here, or failed; see report.json when it is gone\n")?;
+        for stale in ["report.json", "summary.csv", "trace.json"] {
+            let _ = std::fs::remove_file(dir.join(stale));
+        }
+    }
+    node.barrier()?;
+    let job = plugin.prepare(&PrepareCtx { plan, out_dir: dir, is_root })?;
+    let tasks = job.tasks();
+
+    let mut units = Vec::new();
+    if job.cpu().is_some() {
+        for i in 0..plan.units.cpu_workers {
+            units.push(Unit { name: format!("cpu{i}"), spec: UnitSpec::Cpu, chunk: 0 });
+        }
+    } else if plan.units.cpu_workers > 0 {
+        tracing::info!("plugin {} has no CPU half; CPU workers stay idle", plugin.name());
+    }
+    let mut device_reports = Vec::new();
+    if let Some(gpu) = job.gpu() {
+        for dev in select_devices(plan)? {
+            let setup = gpu.setup(&dev, plan.units.concurrent_kernels)?;
+            let shared: Arc<dyn std::any::Any + Send + Sync> = Arc::from(setup.shared);
+            let chunk = plan.scheduler.gpu_chunk.unwrap_or(setup.chunk);
+            for q in 0..setup.queues {
+                units.push(Unit {
+                    name: format!("gpu{}.q{q}", dev.index),
+                    spec: UnitSpec::Gpu { device: dev.clone(), shared: shared.clone(), queue: q },
+                    chunk,
+                });
+            }
+            device_reports.push(serde_json::json!({
+                "name": dev.info.name, "platform": dev.info.platform, "kind": dev.info.kind,
+                "queues": setup.queues, "chunk": chunk, "tuning": setup.tuning,
+            }));
+        }
+    } else if plan.units.opencl != DeviceSel::None && plan.units.cpu_workers == 0 {
+        return Err(Error::Config(format!("plugin {} has no GPU half; set units.cpu_workers >= 1", plugin.name())));
+    }
+    if units.is_empty() {
+        return Err(Error::Config(
+            "no computational units: units.cpu_workers = 0 and no OpenCL device was selected; \
+             set units.cpu_workers >= 1 or select a device with units.opencl"
+                .into(),
+        ));
+    }
+    let cpus = units.iter().filter(|u| matches!(u.spec, UnitSpec::Cpu)).count();
+    let chunk = cpu_chunk(plan, tasks, units.len());
+    for u in units.iter_mut().filter(|u| matches!(u.spec, UnitSpec::Cpu)) {
+        u.chunk = chunk;
+    }
+    tracing::info!(tasks, cpus, gpu_queues = units.len() - cpus, "running {}", plugin.name());
+
+    let words = job.record_words();
+    let records = Mutex::new(Records { words, data: vec![0; tasks * words] });
+    let progress = progress_bar(opts.quiet || !is_root, tasks as u64);
+    let weights = vec![1.0; units.len()];
+    let node_run = node.task_source(tasks, plan, &weights).and_then(|source| {
+        run_units(job.as_ref(), &units, source.as_ref(), &records, &progress)
+    });
+    progress.finish_and_clear();
+    let (stats, slices) = match node_run {
+        Ok(r) => r,
+        Err(e) => return Err(node.fail(e)),
+    };
+    let mut records = records.into_inner();
+    node.gather_records(&mut records)?;
+    let node_stats = node.gather_stats(&stats, &device_reports)?;
+    if !is_root {
+        node.barrier()?;
+        return Ok(Outcome { report: serde_json::Value::Null });
+    }
+    let checksum = job.finish(&records, dir)?;
+    let wall = t0.elapsed().as_secs_f64();
+    let report = report_json(plan, plugin, job.as_ref(), &stats, &device_reports, node_stats, checksum, wall, node.size());
+    write_file(dir, "report.json", &serde_json::to_string_pretty(&report).expect("report serializes"))?;
+    if plan.output.trace {
+        write_file(dir, "trace.json", &trace_json(&units, &slices))?;
+    }
+    node.barrier()?;
+    std::fs::remove_file(dir.join("INCOMPLETE")).map_err(|e| Error::io(dir.join("INCOMPLETE"), e))?;
+    Ok(Outcome { report })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn report_json(
+    plan: &Plan,
+    plugin: &dyn Plugin,
+    job: &dyn Job,
+    stats: &[UnitStats],
+    devices: &[serde_json::Value],
+    nodes: serde_json::Value,
+    checksum: serde_json::Value,
+    wall: f64,
+    node_count: usize,
+) -> serde_json::Value {
+    serde_json::json!({
+        "tuccompi": env!("CARGO_PKG_VERSION"),
+        "plugin": plugin.name(),
+        "config": plan.config_path.display().to_string(),
+        "input": job.describe(),
+        "tasks": job.tasks(),
+        "policy": plan.scheduler.policy,
+        "node_policy": if node_count > 1 { serde_json::json!(plan.nodes.policy) } else { serde_json::Value::Null },
+        "units": stats,
+        "devices": devices,
+        "nodes": nodes,
+        "wall_seconds": wall,
+        "checksum": checksum,
+    })
+}
+
+/// A Chrome-trace / Perfetto JSON document: one track per unit, one slice per chunk.
+fn trace_json(units: &[Unit], slices: &[Slice]) -> String {
+    let mut events: Vec<serde_json::Value> = units
+        .iter()
+        .enumerate()
+        .map(|(i, u)| serde_json::json!({"name": "thread_name", "ph": "M", "pid": 0, "tid": i, "args": {"name": u.name}}))
+        .collect();
+    events.extend(slices.iter().map(|s| {
+        serde_json::json!({
+            "name": format!("tasks {}..{}", s.tasks.start, s.tasks.end),
+            "ph": "X", "pid": 0, "tid": s.unit, "ts": s.start_us, "dur": s.dur_us,
+            "args": {"tasks": s.tasks.len()},
+        })
+    }));
+    serde_json::to_string(&serde_json::json!({ "traceEvents": events, "displayTimeUnit": "ms" })).expect("trace serializes")
+}
+
+fn progress_bar(hidden: bool, len: u64) -> indicatif::ProgressBar {
+    if hidden {
+        return indicatif::ProgressBar::hidden();
+    }
+    // indicatif draws only when stderr is a terminal.
+    let pb = indicatif::ProgressBar::new(len);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} tasks  {per_sec}  ETA {eta}")
+            .expect("valid template"),
+    );
+    pb
+}
+
+/// The policy's name as written in the config.
+pub fn policy_name(p: Policy) -> &'static str {
+    match p {
+        Policy::Equitable => "equitable",
+        Policy::WorkQueue => "work-queue",
+    }
+}

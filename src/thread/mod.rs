@@ -1,0 +1,204 @@
+//! The thread layer: one host thread per computational unit.
+//!
+//! Takes a [`TaskSource`] from the scheduler and workers from the plugin's halves (a CPU worker
+//! per core, a GPU worker per in-order queue of each device, so a device with k queues has k
+//! threads feeding it, which keeps every queue busy). Offers the runtime [`run_units`]: run every
+//! unit until the source is dry and return per-unit statistics and the trace of chunks.
+//!
+//! Protocol: each unit thread pulls a chunk, runs it into a private record buffer, copies the
+//! records into the shared store, and sends a `ChunkDone` event over a crossbeam channel to the
+//! coordinating thread, which drives the progress bar. A failure (error or panic) stops the
+//! source, so every other unit ends after its current chunk, and the first error is returned.
+
+use crate::device::Device;
+use crate::plugin::{Job, Records, RecordsOut, Worker};
+use crate::scheduler::TaskSource;
+use crate::{Error, Result};
+use parking_lot::Mutex;
+use std::ops::Range;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// One unit to run.
+pub enum UnitSpec {
+    /// A CPU worker.
+    Cpu,
+    /// One in-order queue of a device; `shared` is what the GPU half uploaded to it.
+    Gpu {
+        /// The device.
+        device: Arc<Device>,
+        /// The GPU half's per-device data.
+        shared: Arc<dyn std::any::Any + Send + Sync>,
+        /// Queue index on the device.
+        queue: usize,
+    },
+}
+
+impl std::fmt::Debug for UnitSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UnitSpec::Cpu => write!(f, "Cpu"),
+            UnitSpec::Gpu { device, queue, .. } => write!(f, "Gpu({}, q{queue})", device.info.name),
+        }
+    }
+}
+
+/// A unit with its name and chunk size.
+#[derive(Debug)]
+pub struct Unit {
+    /// Display name (`cpu0`, `gpu0.q1`).
+    pub name: String,
+    /// What it is.
+    pub spec: UnitSpec,
+    /// Tasks it asks for per pull.
+    pub chunk: usize,
+}
+
+/// What one unit did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct UnitStats {
+    /// Display name.
+    pub name: String,
+    /// "cpu" or "gpu".
+    pub kind: &'static str,
+    /// Device name for GPU units.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// Queue index for GPU units.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue: Option<usize>,
+    /// Tasks done.
+    pub tasks: usize,
+    /// Chunks done.
+    pub chunks: usize,
+    /// Seconds spent running chunks.
+    pub busy_seconds: f64,
+}
+
+/// One chunk on one unit, for the trace.
+#[derive(Debug, Clone)]
+pub struct Slice {
+    /// Index into the unit list.
+    pub unit: usize,
+    /// Tasks run.
+    pub tasks: Range<usize>,
+    /// Start, microseconds since the run began.
+    pub start_us: f64,
+    /// Duration in microseconds.
+    pub dur_us: f64,
+}
+
+enum Event {
+    ChunkDone(Slice),
+}
+
+/// Run every unit until `source` is dry. Records land in `records` (task-indexed).
+pub fn run_units(
+    job: &dyn Job,
+    units: &[Unit],
+    source: &dyn TaskSource,
+    records: &Mutex<Records>,
+    progress: &indicatif::ProgressBar,
+) -> Result<(Vec<UnitStats>, Vec<Slice>)> {
+    let t0 = Instant::now();
+    let words = job.record_words();
+    let (tx, rx) = crossbeam_channel::unbounded::<Event>();
+    let first_error: Mutex<Option<Error>> = Mutex::new(None);
+    let mut slices = Vec::new();
+    std::thread::scope(|s| {
+        for (index, unit) in units.iter().enumerate() {
+            let tx = tx.clone();
+            let first_error = &first_error;
+            std::thread::Builder::new()
+                .name(unit.name.clone())
+                .spawn_scoped(s, move || {
+                    let fail = |msg: String| {
+                        source.stop();
+                        first_error.lock().get_or_insert(Error::Unit { unit: unit.name.clone(), msg });
+                    };
+                    let made = catch_unwind(AssertUnwindSafe(|| make_worker(job, &unit.spec)));
+                    let mut worker = match made {
+                        Ok(Ok(w)) => w,
+                        Ok(Err(e)) => return fail(e.to_string()),
+                        Err(p) => return fail(panic_text(p)),
+                    };
+                    let mut buf = Vec::new();
+                    while let Some(range) = source.next(index, unit.chunk) {
+                        let start = t0.elapsed();
+                        buf.clear();
+                        buf.resize(range.len() * words, 0);
+                        let mut out = RecordsOut::new(range.start, words, &mut buf);
+                        let r = catch_unwind(AssertUnwindSafe(|| worker.run(range.clone(), &mut out)));
+                        match r {
+                            Ok(Ok(())) => {}
+                            Ok(Err(e)) => return fail(format!("tasks {}..{}: {e}", range.start, range.end)),
+                            Err(p) => return fail(format!("tasks {}..{}: {}", range.start, range.end, panic_text(p))),
+                        }
+                        records.lock().data[range.start * words..range.end * words].copy_from_slice(&buf);
+                        let end = t0.elapsed();
+                        let _ = tx.send(Event::ChunkDone(Slice {
+                            unit: index,
+                            tasks: range,
+                            start_us: start.as_secs_f64() * 1e6,
+                            dur_us: (end - start).as_secs_f64() * 1e6,
+                        }));
+                    }
+                })
+                .expect("spawning a unit thread");
+        }
+        drop(tx);
+        for ev in rx.iter() {
+            match ev {
+                Event::ChunkDone(slice) => {
+                    progress.inc(slice.tasks.len() as u64);
+                    slices.push(slice);
+                }
+            }
+        }
+    });
+    if let Some(e) = first_error.into_inner() {
+        return Err(e);
+    }
+    let stats = units
+        .iter()
+        .enumerate()
+        .map(|(i, u)| {
+            let mine = slices.iter().filter(|s| s.unit == i);
+            let (mut tasks, mut chunks, mut busy) = (0, 0, 0.0);
+            for s in mine {
+                tasks += s.tasks.len();
+                chunks += 1;
+                busy += s.dur_us / 1e6;
+            }
+            let (kind, device, queue) = match &u.spec {
+                UnitSpec::Cpu => ("cpu", None, None),
+                UnitSpec::Gpu { device, queue, .. } => ("gpu", Some(device.info.name.clone()), Some(*queue)),
+            };
+            UnitStats { name: u.name.clone(), kind, device, queue, tasks, chunks, busy_seconds: busy }
+        })
+        .collect();
+    Ok((stats, slices))
+}
+
+fn make_worker<'a>(job: &'a dyn Job, spec: &'a UnitSpec) -> Result<Box<dyn Worker + 'a>> {
+    match spec {
+        UnitSpec::Cpu => job
+            .cpu()
+            .ok_or_else(|| Error::Config("this plugin has no CPU half; set units.cpu_workers = 0".into()))?
+            .worker(),
+        UnitSpec::Gpu { device, shared, queue } => job
+            .gpu()
+            .ok_or_else(|| Error::Config("this plugin has no GPU half; set units.opencl = \"none\"".into()))?
+            .worker(device, shared.as_ref(), *queue),
+    }
+}
+
+fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+    let msg = p
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    format!("panicked: {msg} (a bug in tuccompi or the plugin; please report it)")
+}

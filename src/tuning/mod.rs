@@ -1,0 +1,239 @@
+//! The tuning layer: launch parameters from kernel characterizations.
+//!
+//! Takes the characterization of each kernel (`kernels/NAME.toml`, TuCCompi's `KERNELCHAR` in
+//! TOML), the device's properties and the problem's shape; offers [`predict`], which returns
+//! launch parameters with the reason for each. The rules are the table in [`RULES`] and the
+//! README. Values set in the config win over predictions ([`Source::Config`]).
+
+use crate::device::{kernel_file, DeviceInfo};
+use crate::{Error, Result};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// Global memory access pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Access {
+    /// Neighbouring items touch neighbouring words.
+    Coalesced,
+    /// Items touch arbitrary words (graph neighbours).
+    Scatter,
+}
+
+/// Low / medium / high.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// Little.
+    Low,
+    /// Some.
+    Medium,
+    /// Much.
+    High,
+}
+
+/// How the kernel's global size is formed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Grid {
+    /// One work-item per data item; the local size is free.
+    Items,
+    /// A fixed number of work-groups per source (reductions); the local size sets the work per
+    /// item.
+    Groups,
+}
+
+/// One kernel's characterization.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelChar {
+    /// Dimensions of the NDRange (1 for every kernel so far).
+    pub dims: u32,
+    /// Global memory access pattern.
+    pub access: Access,
+    /// Computational load per work-item.
+    pub load: Level,
+    /// Data shared across work-groups.
+    pub sharing: Level,
+    /// Uses global atomics (contention grows with items in flight).
+    #[serde(default)]
+    pub atomics: bool,
+    /// Reduces in local memory with a tree (local size must be a power of two).
+    #[serde(default)]
+    pub reduction: bool,
+    /// How the global size is formed.
+    pub grid: Grid,
+}
+
+/// Kernel names declared in OpenCL C source (`__kernel void NAME(`).
+pub fn kernel_names(source: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for part in source.split("__kernel").skip(1) {
+        let rest = part.trim_start();
+        let rest = rest.strip_prefix("void").map(str::trim_start).unwrap_or(rest);
+        let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        if !name.is_empty() {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// Load and validate the characterizations of kernel file `stem`: every table must name a
+/// kernel of the .cl file, and every kernel must have a table.
+pub fn characterizations(stem: &str) -> Result<BTreeMap<String, KernelChar>> {
+    let file = kernel_file(stem)?;
+    let origin = file.origin.replace(".cl", ".toml");
+    let chars: BTreeMap<String, KernelChar> = toml::from_str(&file.characterization)
+        .map_err(|e| Error::Config(format!("{origin}: {e}")))?;
+    let names = kernel_names(&file.source);
+    for k in chars.keys() {
+        if !names.contains(k) {
+            return Err(Error::Config(format!(
+                "{origin}: [{k}] characterizes a kernel that {stem}.cl does not define (it has: {})",
+                names.join(", ")
+            )));
+        }
+    }
+    for k in &names {
+        if !chars.contains_key(k) {
+            return Err(Error::Config(format!(
+                "{origin}: kernel '{k}' of {stem}.cl has no characterization; add a [{k}] table \
+                 with dims, access, load, sharing and grid"
+            )));
+        }
+    }
+    for (k, c) in &chars {
+        if c.dims != 1 {
+            return Err(Error::Config(format!("{origin}: [{k}] dims = {}: only 1 is supported", c.dims)));
+        }
+    }
+    Ok(chars)
+}
+
+/// Where a parameter's value came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// Set in the config.
+    Config,
+    /// Predicted by the rules.
+    Predicted,
+}
+
+/// A chosen value with its origin and reason.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Choice {
+    /// The value.
+    pub value: usize,
+    /// Config or predicted.
+    pub source: Source,
+    /// Why.
+    pub reason: String,
+}
+
+/// The problem's shape, as the tuner sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    /// Items per task (vertices).
+    pub n: usize,
+    /// Mean work per item (mean out-degree).
+    pub mean_degree: f64,
+    /// Device bytes per task in flight (per-source state).
+    pub bytes_per_task: u64,
+    /// Device bytes shared by all tasks (the graph).
+    pub shared_bytes: u64,
+}
+
+/// Launch parameters for a GPU half.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LaunchParams {
+    /// Local size per kernel.
+    pub local: BTreeMap<String, Choice>,
+    /// Tasks per batch.
+    pub batch: Choice,
+    /// Work-groups per task for `grid = "groups"` kernels.
+    pub groups_per_task: Choice,
+    /// In-order queues on the device.
+    pub queues: Choice,
+}
+
+/// The prediction rules, one line each (printed by `tuccompi check` and the README).
+pub const RULES: &[(&str, &str)] = &[
+    ("local size, GPU, scatter access or medium/high load", "128: more, smaller groups per compute unit hide the latency of irregular loads and divergent loops"),
+    ("local size, GPU, coalesced and low load", "256: wide groups stream memory; 256 is a multiple of every vendor's SIMD width (32/64)"),
+    ("local size, CPU device (PoCL)", "the device's preferred 64 (capped by max work-group): PoCL vectorizes across a group's items"),
+    ("local size, reduction kernels", "rounded down to a power of two, as the tree needs"),
+    ("batch (tasks per launch)", "enough items to fill the device: compute units x max work-group x 8 items (GPU; x 1 for CPU devices) / n, between 1 and 256, and at most 40% of device memory over all queues"),
+    ("groups per task (reductions)", "4 groups per compute unit spread over the batch, at least 1 and no more than n / local"),
+    ("queues", "GPU: 4 when one batch fills under a quarter of the device (small graphs: kernels overlap), else 2 (transfers and host work overlap); CPU devices: 1 (one queue already uses every core)"),
+];
+
+/// Predict launch parameters for kernels `chars` on `dev` for `shape`; `batch` and `queues`
+/// set in the config override the prediction.
+pub fn predict(
+    chars: &BTreeMap<String, KernelChar>,
+    dev: &DeviceInfo,
+    shape: Shape,
+    config_batch: Option<usize>,
+    config_queues: Option<usize>,
+    config_local: Option<usize>,
+) -> LaunchParams {
+    let gpu = dev.kind == "gpu";
+    let maxwg = dev.max_work_group.max(1);
+    let pow2_floor = |x: usize| if x == 0 { 1 } else { 1usize << (usize::BITS - 1 - x.leading_zeros()) };
+    let mut local = BTreeMap::new();
+    for (name, c) in chars {
+        let (mut v, mut reason) = if let Some(l) = config_local {
+            (l, "[apsp] local_size".to_string())
+        } else if !gpu {
+            (64, RULES[2].1.to_string())
+        } else if c.access == Access::Scatter || c.load >= Level::Medium {
+            (128, RULES[0].1.to_string())
+        } else {
+            (256, RULES[1].1.to_string())
+        };
+        v = v.clamp(1, maxwg);
+        if c.reduction && !v.is_power_of_two() {
+            v = pow2_floor(v);
+            reason.push_str("; ");
+            reason.push_str(RULES[3].1);
+        }
+        let source = if config_local.is_some() { Source::Config } else { Source::Predicted };
+        local.insert(name.clone(), Choice { value: v, source, reason });
+    }
+    let fill = dev.compute_units as usize * maxwg * if gpu { 8 } else { 1 };
+    let queues_pred = if !gpu {
+        1
+    } else if shape.n.saturating_mul(fill.div_ceil(shape.n.max(1)).min(256)) < fill / 4 {
+        4
+    } else {
+        2
+    };
+    let queues = match config_queues {
+        Some(q) => Choice { value: q, source: Source::Config, reason: "units.concurrent_kernels".into() },
+        None => Choice { value: queues_pred, source: Source::Predicted, reason: RULES[6].1.into() },
+    };
+    let mem_cap = ((dev.global_mem as f64 * 0.4 - shape.shared_bytes as f64).max(0.0)
+        / (queues.value as f64 * shape.bytes_per_task.max(1) as f64)) as usize;
+    let batch = match config_batch {
+        Some(b) => Choice { value: b, source: Source::Config, reason: "[apsp] batch".into() },
+        None => {
+            let b = fill.div_ceil(shape.n.max(1)).clamp(1, 256).min(mem_cap.max(1));
+            Choice { value: b, source: Source::Predicted, reason: RULES[4].1.into() }
+        }
+    };
+    let red_local = chars.iter().filter(|(_, c)| c.grid == Grid::Groups).map(|(k, _)| local[k].value).max().unwrap_or(64);
+    let gpt = (dev.compute_units as usize * 4)
+        .div_ceil(batch.value)
+        .clamp(1, shape.n.div_ceil(red_local).max(1));
+    LaunchParams {
+        local,
+        batch,
+        groups_per_task: Choice { value: gpt, source: Source::Predicted, reason: RULES[5].1.into() },
+        queues,
+    }
+}
+
+#[cfg(test)]
+mod test;

@@ -1,0 +1,82 @@
+use super::*;
+
+fn dev(kind: &str, cus: u32, maxwg: usize) -> DeviceInfo {
+    DeviceInfo {
+        name: "test".into(),
+        platform: "p".into(),
+        vendor: "v".into(),
+        kind: kind.into(),
+        compute_units: cus,
+        clock_mhz: 1000,
+        global_mem: 8 << 30,
+        max_alloc: 2 << 30,
+        local_mem: 48 << 10,
+        max_work_group: maxwg,
+        int64_atomics: true,
+        driver: "1".into(),
+    }
+}
+
+fn shape(n: usize) -> Shape {
+    Shape { n, mean_degree: 2.5, bytes_per_task: n as u64 * 6, shared_bytes: n as u64 * 16 }
+}
+
+#[test]
+fn sssp_characterizations_are_complete_and_valid() {
+    let c = characterizations("sssp").unwrap();
+    assert!(c.contains_key("sssp_relax") && c["sssp_relax"].access == Access::Scatter);
+    assert!(c["sssp_minimum"].reduction);
+    characterizations("collatz").unwrap();
+}
+
+#[test]
+fn kernel_names_are_found() {
+    let src = "__kernel void a(int x) {}\n__kernel  void b_2 (void) {}\n";
+    assert_eq!(kernel_names(src), vec!["a", "b_2"]);
+}
+
+#[test]
+fn gpu_rules() {
+    let c = characterizations("sssp").unwrap();
+    let p = predict(&c, &dev("gpu", 132, 1024), shape(400_000), None, None, None);
+    assert_eq!(p.local["sssp_relax"].value, 128);
+    assert_eq!(p.local["sssp_update"].value, 256);
+    assert_eq!(p.local["sssp_minimum"].value, 256);
+    // 132 CUs x 1024 x 8 = 1,081,344 items: 3 sources of 400k vertices.
+    assert_eq!(p.batch.value, 3);
+    assert_eq!(p.queues.value, 2);
+    // A small graph: the batch caps at 256 and the device is still not full, so 4 queues.
+    let p = predict(&c, &dev("gpu", 132, 1024), shape(500), None, None, None);
+    assert_eq!(p.batch.value, 256);
+    assert_eq!(p.queues.value, 4);
+    assert!(p.groups_per_task.value >= 1);
+}
+
+#[test]
+fn config_wins_and_reductions_stay_power_of_two() {
+    let c = characterizations("sssp").unwrap();
+    let p = predict(&c, &dev("gpu", 8, 1024), shape(1000), Some(7), Some(3), Some(96));
+    assert_eq!((p.batch.value, p.batch.source), (7, Source::Config));
+    assert_eq!(p.queues.value, 3);
+    assert_eq!(p.local["sssp_relax"].value, 96);
+    assert_eq!(p.local["sssp_minimum"].value, 64);
+}
+
+#[test]
+fn cpu_device_rules() {
+    let c = characterizations("sssp").unwrap();
+    let p = predict(&c, &dev("cpu", 2, 4096), shape(3353), None, None, None);
+    assert_eq!(p.local["sssp_relax"].value, 64);
+    assert_eq!(p.queues.value, 1);
+    assert_eq!(p.batch.value, 3); // 2 x 4096 / 3353
+}
+
+#[test]
+fn memory_caps_the_batch() {
+    let c = characterizations("sssp").unwrap();
+    let mut d = dev("gpu", 132, 1024);
+    d.global_mem = 64 << 20; // 64 MiB
+    let p = predict(&c, &d, shape(1_000_000), None, Some(1), None);
+    // 40% of 64 MiB = 25.6 MiB, minus 16 MB of graph, over 6 MB per source: 1.
+    assert_eq!(p.batch.value, 1);
+}
