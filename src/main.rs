@@ -116,8 +116,9 @@ fn check(config: &std::path::Path, set: &[String]) -> Result<(), Error> {
     println!("config     {}", plan.config_path.display());
     println!("plugin     {} — {}", plugin.name(), plugin.description());
     match &plan.input {
-        tuccompi::config::InputSpec::Path(p) => println!("input      {}", p.display()),
-        tuccompi::config::InputSpec::Generate(g) => println!("input      generated {g:?}"),
+        Some(tuccompi::config::InputSpec::Path(p)) => println!("input      {}", p.display()),
+        Some(tuccompi::config::InputSpec::Generate(g)) => println!("input      generated {g:?}"),
+        None => println!("input      none"),
     }
     let job = plugin.prepare(&tuccompi::plugin::PrepareCtx { plan: &plan, out_dir: std::path::Path::new("/nonexistent"), is_root: false });
     match job {

@@ -97,8 +97,12 @@ impl std::fmt::Debug for ApspJob {
 /// Load the input graph a plan names (file or generator).
 pub fn load_graph(plan: &crate::config::Plan) -> Result<crate::graph::EdgeList> {
     match &plan.input {
-        crate::config::InputSpec::Path(p) => read_graph(p),
-        crate::config::InputSpec::Generate(g) => generate(g),
+        Some(crate::config::InputSpec::Path(p)) => read_graph(p),
+        Some(crate::config::InputSpec::Generate(g)) => generate(g),
+        None => Err(Error::Config(format!(
+            "{}: this plugin reads a graph: add [input] with 'path = \"FILE\"' or an [input.generate] table",
+            plan.config_path.display()
+        ))),
     }
 }
 

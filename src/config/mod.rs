@@ -77,8 +77,8 @@ pub struct Plan {
     pub plugin: String,
     /// Which tasks (sources) to run.
     pub sources: Sources,
-    /// The input graph.
-    pub input: InputSpec,
+    /// The input graph (`None` when the config has no [input]).
+    pub input: Option<InputSpec>,
     /// Units.
     pub units: UnitsPlan,
     /// Scheduler.

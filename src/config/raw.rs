@@ -194,18 +194,15 @@ impl RawConfig {
     pub(super) fn validate(self, path: &Path, resolved_toml: String) -> Result<Plan> {
         let shown = path.display();
         let input = match (self.input.path, self.input.generate) {
-            (Some(p), None) => InputSpec::Path(p),
-            (None, Some(g)) => InputSpec::Generate(g),
+            (Some(p), None) => Some(InputSpec::Path(p)),
+            (None, Some(g)) => Some(InputSpec::Generate(g)),
             (Some(_), Some(_)) => {
                 return Err(Error::Config(format!(
                     "{shown}: [input] has both 'path' and [input.generate]; keep one"
                 )))
             }
-            (None, None) => {
-                return Err(Error::Config(format!(
-                    "{shown}: [input] needs 'path = \"FILE\"' or an [input.generate] table"
-                )))
-            }
+            // Plugins that read no graph (the collatz example) need no [input].
+            (None, None) => None,
         };
         let cpu_workers = match self.units.cpu_workers.unwrap_or(AutoOr::Auto) {
             AutoOr::Auto => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),

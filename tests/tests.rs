@@ -1,0 +1,8 @@
+//! Integration tests: one binary, one module per capability.
+
+mod util;
+
+mod apsp_cpu;
+mod apsp_gpu;
+mod cli;
+mod example;

@@ -1,0 +1,127 @@
+//! Helpers: temp dirs, the data folder, OpenCL presence, running a plan, reading outputs.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tuccompi::{node::Single, Plan, RunOptions};
+
+/// A fresh empty directory under the system temp dir.
+pub fn tmpdir(tag: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let d = std::env::temp_dir().join(format!("tuccompi-test-{}-{tag}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A file of `../shared/data`, or `None` (with a message) when the folder is absent on a
+/// user's clone. With `TUCCOMPI_REQUIRE_DATA=1` (set by `.ci/run`) absence is a failure.
+pub fn data(name: &str) -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data").join(name);
+    if p.exists() {
+        return Some(p);
+    }
+    if std::env::var_os("TUCCOMPI_REQUIRE_DATA").is_some() {
+        panic!("TUCCOMPI_REQUIRE_DATA is set but {} is missing", p.display());
+    }
+    eprintln!("NOT RUN: {} not found (real-graph tests need ../shared/data beside the checkout)", p.display());
+    None
+}
+
+/// Whether an OpenCL device exists. With `TUCCOMPI_REQUIRE_OPENCL=1` (set by `.ci/run`) its
+/// absence is a failure; on a user's machine the test says it did not run.
+pub fn opencl() -> bool {
+    match tuccompi::device::list() {
+        Ok(list) if !list.is_empty() => true,
+        other => {
+            let why = match other {
+                Err(e) => e.to_string(),
+                _ => "no device".into(),
+            };
+            if std::env::var_os("TUCCOMPI_REQUIRE_OPENCL").is_some() {
+                panic!("TUCCOMPI_REQUIRE_OPENCL is set but OpenCL is unusable: {why}");
+            }
+            eprintln!("NOT RUN: OpenCL test skipped: {why}");
+            false
+        }
+    }
+}
+
+/// Outputs of a run.
+#[derive(Debug)]
+pub struct Out {
+    pub dir: PathBuf,
+    pub report: serde_json::Value,
+}
+
+impl Out {
+    pub fn summary(&self) -> Vec<[u128; 5]> {
+        read_summary(&self.dir.join("summary.csv"))
+    }
+    pub fn checksum(&self) -> (u64, u64, u64) {
+        let c = &self.report["checksum"];
+        (c["sum"].as_u64().unwrap(), c["unreachable"].as_u64().unwrap(), c["max"].as_u64().unwrap())
+    }
+}
+
+/// Parse summary.csv, checking its header.
+pub fn read_summary(p: &Path) -> Vec<[u128; 5]> {
+    let text = std::fs::read_to_string(p).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("source,reached,unreachable,sum,max"));
+    lines
+        .map(|l| {
+            let v: Vec<u128> = l.split(',').map(|x| x.parse().unwrap()).collect();
+            [v[0], v[1], v[2], v[3], v[4]]
+        })
+        .collect()
+}
+
+/// Run `toml` with overrides (quietly, single node) into a fresh directory.
+pub fn run(toml: &str, sets: &[&str]) -> Out {
+    try_run(toml, sets).unwrap_or_else(|e| panic!("run failed: {e}"))
+}
+
+/// Like [`run`] but returns the error.
+pub fn try_run(toml: &str, sets: &[&str]) -> tuccompi::Result<Out> {
+    let dir = tmpdir("run");
+    let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    all.push(format!("output.dir={:?}", dir.display().to_string()));
+    let plan = Plan::from_toml(toml, Path::new("test.toml"), &all)?;
+    let out = tuccompi::run(&plan, &RunOptions { quiet: true, ..Default::default() }, &Single)?;
+    assert!(!dir.join("INCOMPLETE").exists(), "a finished run left INCOMPLETE behind");
+    Ok(Out { dir, report: out.report })
+}
+
+/// An APSP config on `input` (a path) with `sources`.
+pub fn apsp_file(input: &Path, sources: &str) -> String {
+    format!("[run]\nplugin = \"apsp\"\nsources = {sources}\n[input]\npath = {:?}\n", input.display().to_string())
+}
+
+/// An APSP config on a generated graph.
+pub fn apsp_gen(model: &str, n: u64, extra: &str, sources: &str) -> String {
+    format!(
+        "[run]\nplugin = \"apsp\"\nsources = {sources}\n[input.generate]\nmodel = \"{model}\"\nvertices = {n}\n{extra}\n"
+    )
+}
+
+/// Dijkstra-free reference: Bellman-Ford on an edge list with u128 distances.
+pub fn bellman_ford(n: usize, arcs: &[(u32, u32, i64)], s: usize) -> Vec<Option<u128>> {
+    let mut d: Vec<Option<u128>> = vec![None; n];
+    d[s] = Some(0);
+    for _ in 0..n {
+        let mut changed = false;
+        for &(u, v, w) in arcs {
+            if let Some(du) = d[u as usize] {
+                let nd = du + w as u128;
+                if d[v as usize].is_none_or(|dv| nd < dv) {
+                    d[v as usize] = Some(nd);
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    d
+}
