@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# GPU-machine measurements for BENCHMARKS.md. Run from the repository root:
+#   benches/device.sh BIN DATA_DIR [SECTION...]
+# Sections: devices algos queues hetero batch. Prints one line per run:
+#   label  wall_s  tasks  tasks/s  checksum
+# NVIDIA's OpenCL is registered through OCL_ICD_VENDORS when the loader lacks it.
+set -u
+B=${1:?binary}; D=${2:?data dir}; shift 2
+SECTIONS=${*:-devices algos queues hetero}
+if ! ls /etc/OpenCL/vendors/*nvidia* >/dev/null 2>&1; then
+  mkdir -p /tmp/icd && echo libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd && export OCL_ICD_VENDORS=/tmp/icd
+fi
+CFG=configs/apsp.toml
+OUT=${OUT:-/tmp}/bench-out
+one() { # label, timeout, --set args...
+  local label=$1 t=$2; shift 2
+  rm -rf "$OUT"
+  if timeout "$t" "$B" run $CFG -q --set output.dir="\"$OUT\"" "$@" 2>/tmp/err.txt; then
+    python3 - "$label" "$OUT/report.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[2]))
+w = r["wall_seconds"]; t = r["tasks"]; c = r["checksum"]
+busy = {}
+for u in r["units"]:
+    busy.setdefault(u["kind"], [0, 0.0]); busy[u["kind"]][0] += u["tasks"]; busy[u["kind"]][1] += u["busy_seconds"]
+split = " ".join(f"{k}:{v[0]}" for k, v in sorted(busy.items()))
+dev = r["devices"][0] if r["devices"] else {}
+print(f"{sys.argv[1]:<44} {w:9.3f} s {t:7d} tasks {t/w:10.1f}/s  sum={c['sum']} unr={c['unreachable']}  [{split}] q={dev.get('queues','-')} chunk={dev.get('chunk','-')}", flush=True)
+PY
+  else
+    echo "$label: FAILED or timed out ($t s): $(tail -c 300 /tmp/err.txt)"
+  fi
+}
+BR="input.path=\"$D/osm-bremen-dist.gr.gz\""
+MO="input.path=\"$D/osm-moscow.gr.gz\""
+for s in $SECTIONS; do case $s in
+devices) "$B" devices; nproc ;;
+algos)
+  one "bremen 256 cpu16" 300 --set "$BR" --set run.sources=256 --set units.opencl=none
+  for a in crauser two-phase martin; do
+    one "bremen 256 gpu $a" 300 --set "$BR" --set run.sources=256 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"$a\"
+  done
+  one "moscow 256 cpu16" 300 --set "$MO" --set run.sources=256 --set units.opencl=none
+  for a in crauser two-phase; do
+    one "moscow 64 gpu $a" 300 --set "$MO" --set run.sources=64 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"$a\"
+  done ;;
+queues)
+  for k in 1 2 4 8; do
+    one "bremen 256 gpu crauser k=$k" 300 --set "$BR" --set run.sources=256 --set units.cpu_workers=0 --set units.concurrent_kernels=$k
+  done ;;
+batch)
+  for b in 1 8 32 128; do
+    one "bremen 256 gpu two-phase batch=$b" 300 --set "$BR" --set run.sources=256 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"two-phase\" --set apsp.batch=$b
+  done ;;
+hetero)
+  for p in equitable work-queue; do
+    one "bremen 1024 gpu+cpu16 $p" 300 --set "$BR" --set run.sources=1024 --set scheduler.policy=$p
+    one "bremen 1024 gpu $p" 300 --set "$BR" --set run.sources=1024 --set units.cpu_workers=0 --set scheduler.policy=$p
+    one "bremen 1024 cpu16 $p" 300 --set "$BR" --set run.sources=1024 --set units.opencl=none --set scheduler.policy=$p
+  done ;;
+esac; done
