@@ -36,26 +36,26 @@ MO="input.path=\"$D/osm-moscow.gr.gz\""
 for s in $SECTIONS; do case $s in
 devices) "$B" devices; nproc ;;
 algos)
-  one "bremen 256 cpu16" 300 --set "$BR" --set run.sources=256 --set units.opencl=none
+  one "bremen 256 cpu16" 120 --set "$BR" --set run.sources=256 --set units.opencl=none
   for a in crauser two-phase martin; do
-    one "bremen 256 gpu $a" 300 --set "$BR" --set run.sources=256 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"$a\"
+    one "bremen 256 gpu $a" 120 --set "$BR" --set run.sources=256 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"$a\"
   done
-  one "moscow 256 cpu16" 300 --set "$MO" --set run.sources=256 --set units.opencl=none
+  one "moscow 256 cpu16" 120 --set "$MO" --set run.sources=256 --set units.opencl=none
   for a in crauser two-phase; do
-    one "moscow 64 gpu $a" 300 --set "$MO" --set run.sources=64 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"$a\"
+    one "moscow 64 gpu $a" 120 --set "$MO" --set run.sources=64 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"$a\"
   done ;;
 queues)
   for k in 1 2 4 8; do
-    one "bremen 256 gpu crauser k=$k" 300 --set "$BR" --set run.sources=256 --set units.cpu_workers=0 --set units.concurrent_kernels=$k
+    one "bremen 256 gpu crauser k=$k" 120 --set "$BR" --set run.sources=256 --set units.cpu_workers=0 --set units.concurrent_kernels=$k
   done ;;
 batch)
   for b in 1 8 32 128; do
-    one "bremen 256 gpu two-phase batch=$b" 300 --set "$BR" --set run.sources=256 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"two-phase\" --set apsp.batch=$b
+    one "bremen 256 gpu two-phase batch=$b" 120 --set "$BR" --set run.sources=256 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"two-phase\" --set apsp.batch=$b
   done ;;
 hetero)
   for p in equitable work-queue; do
-    one "bremen 1024 gpu+cpu16 $p" 300 --set "$BR" --set run.sources=1024 --set scheduler.policy=$p
-    one "bremen 1024 gpu $p" 300 --set "$BR" --set run.sources=1024 --set units.cpu_workers=0 --set scheduler.policy=$p
-    one "bremen 1024 cpu16 $p" 300 --set "$BR" --set run.sources=1024 --set units.opencl=none --set scheduler.policy=$p
+    one "bremen 1024 gpu+cpu16 $p" 120 --set "$BR" --set run.sources=1024 --set scheduler.policy=$p
+    one "bremen 1024 gpu $p" 120 --set "$BR" --set run.sources=1024 --set units.cpu_workers=0 --set scheduler.policy=$p
+    one "bremen 1024 cpu16 $p" 120 --set "$BR" --set run.sources=1024 --set units.opencl=none --set scheduler.policy=$p
   done ;;
 esac; done
