@@ -52,6 +52,15 @@ batch)
   for b in 1 8 32 128; do
     one "bremen 256 gpu two-phase batch=$b" 120 --set "$BR" --set run.sources=256 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"two-phase\" --set apsp.batch=$b
   done ;;
+wl)
+  one "bremen 1024 cpu16" 120 --set "$BR" --set run.sources=1024 --set units.opencl=none
+  one "moscow 512 cpu16" 120 --set "$MO" --set run.sources=512 --set units.opencl=none
+  for k in 1 2 4; do for b in 64 256 1024; do
+    one "bremen 1024 gpu worklist k=$k batch=$b" 120 --set "$BR" --set run.sources=1024 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"worklist\" --set units.concurrent_kernels=$k --set apsp.batch=$b
+  done; done
+  for k in 1 2 4; do for b in 128 256 512; do
+    one "moscow 1024 gpu worklist k=$k batch=$b" 120 --set "$MO" --set run.sources=1024 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"worklist\" --set units.concurrent_kernels=$k --set apsp.batch=$b
+  done; done ;;
 hetero)
   for p in equitable work-queue; do
     one "bremen 1024 gpu+cpu16 $p" 120 --set "$BR" --set run.sources=1024 --set scheduler.policy=$p

@@ -184,3 +184,54 @@ __kernel void sssp_summary(__global const dist_t* dist, __global ulong* partial,
         partial[g * 4 + 3] = sm[0];
     }
 }
+
+// Work-list SSSP: Bellman-Ford rounds over a compacted frontier of (source, vertex) entries
+// i = b*n + v, batched. Round k processes list slot k%3 and appends every vertex whose distance
+// it lowered to slot (k+1)%3, once per round (stamp[i] = k+1 deduplicates); it also clears the
+// count of slot (k+2)%3, which the next round fills. A persistent grid strides over the
+// frontier, whose size it reads on the device, so the host never sizes a launch and checks
+// for an empty frontier only every few rounds (rounds past the end are no-ops). Exact: a
+// vertex whose distance drops is always processed again in a later round.
+__kernel void wl_init(__global dist_t* dist, __global uint* stamp, __global uint* list0,
+                      __global uint* counts, __global const uint* src, uint n, uint batch) {
+    size_t i = get_global_id(0);
+    if (i == 0) {
+        counts[0] = batch;
+        counts[1] = 0;
+        counts[2] = 0;
+    }
+    if (i >= (size_t)n * batch) return;
+    uint b = (uint)(i / n);
+    uint u = (uint)(i - (size_t)b * n);
+    uchar s = (u == src[b]) ? 1 : 0;
+    dist[i] = s ? 0 : INF;
+    stamp[i] = 0;
+    if (s) list0[b] = (uint)i;
+}
+
+__kernel void wl_relax(__global const uint* off, __global const uint* tgt, __global const uint* wt,
+                       __global dist_t* dist, __global uint* stamp, __global const uint* cur,
+                       __global uint* next, __global uint* counts, uint slot, uint n, uint round) {
+    size_t gid = get_global_id(0), gsz = get_global_size(0);
+    uint cnt = counts[slot];
+    uint ns = (slot + 1) % 3;
+    if (gid == 0) counts[(slot + 2) % 3] = 0;
+    for (size_t k = gid; k < cnt; k += gsz) {
+        uint i = cur[k];
+        size_t base = (size_t)(i / n) * n;
+        uint u = (uint)(i - base);
+        dist_t du = dist[i];
+        uint end = off[u + 1];
+        for (uint e = off[u]; e < end; e++) {
+            size_t j = base + tgt[e];
+            dist_t nd = sat_add(du, wt[e]);
+            if (nd < dist[j]) {
+                dist_t old = ATOMIC_MIN(&dist[j], nd);
+                if (nd < old && atomic_xchg(&stamp[j], round + 1) != round + 1) {
+                    uint p = atomic_inc(&counts[ns]);
+                    next[p] = (uint)j;
+                }
+            }
+        }
+    }
+}

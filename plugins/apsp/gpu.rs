@@ -1,15 +1,19 @@
-//! The GPU half of APSP: batched frontier SSSP on an OpenCL device.
+//! The GPU half of APSP: batched SSSP on an OpenCL device.
 //!
-//! A chunk of sources is processed `batch` at a time; every kernel works on batch × n items,
-//! so launches and the graph's arcs are shared by the batch. The host checks the "something
-//! settled" flag after 1, 2, 4 ... 64 iterations instead of after each one (iterations after
-//! the end are no-ops), and the per-source summary is reduced on the device, so only
+//! A chunk of sources is processed `batch` at a time; all state is `batch × n` (index
+//! `b·n + v`), so every launch serves the whole batch and the graph's arcs are shared. The host
+//! checks for the end after 1, 2, 4 ... 64 iterations rather than after each one (iterations
+//! after the end are no-ops), and the per-source summary is reduced on the device, so only
 //! `batch × groups × 4` words come back unless distance rows are requested.
+//!
+//! Algorithms ([`GpuAlgorithm`]): Crauser and Martin (relax / minimum / update over every
+//! vertex), two-phase (mask / cost / updating cost over every vertex), and the work list
+//! (rounds over a compacted frontier only).
 
 use super::{ApspJob, GpuAlgorithm, RowWrite};
 use crate::device::{Arg, DBuf, Device, Queue};
 use crate::plugin::{DeviceSetup, GpuHalf, RecordsOut, Worker};
-use crate::tuning::{characterizations, predict, LaunchParams, Shape};
+use crate::tuning::{characterizations, predict, subset, LaunchParams, Shape};
 use crate::{Error, Result};
 use opencl3::kernel::Kernel;
 use std::ops::Range;
@@ -38,6 +42,15 @@ impl ApspJob {
             4
         }
     }
+    /// Device bytes per source in flight for the chosen algorithm.
+    fn bytes_per_source(&self) -> u64 {
+        let (n, d) = (self.graph.n as u64, self.dist_bytes());
+        64 + n * match self.options.gpu_algorithm {
+            GpuAlgorithm::Crauser | GpuAlgorithm::Martin => d + 2,
+            GpuAlgorithm::TwoPhase => 2 * d + 2,
+            GpuAlgorithm::Worklist => d + 4 + 3 * 4,
+        }
+    }
 }
 
 impl GpuHalf for ApspJob {
@@ -54,14 +67,13 @@ impl GpuHalf for ApspJob {
             )));
         }
         let n = g.n as u64;
-        let two_phase = self.options.gpu_algorithm == GpuAlgorithm::TwoPhase;
         let shape = Shape {
             n: g.n,
             mean_degree: g.m() as f64 / g.n.max(1) as f64,
-            bytes_per_task: n * (self.dist_bytes() * if two_phase { 2 } else { 1 } + 2) + 64,
+            bytes_per_task: self.bytes_per_source(),
             shared_bytes: (2 * n + 1 + 2 * g.m() as u64) * 4,
         };
-        let chars = characterizations("sssp")?;
+        let chars = subset(&characterizations("sssp")?, self.options.gpu_algorithm.kernels());
         let params = predict(
             &chars,
             &device.info,
@@ -70,9 +82,16 @@ impl GpuHalf for ApspJob {
             queues,
             self.options.local_size.and_then(|l| l.value()),
         );
-        let total = shape.shared_bytes + params.queues.value as u64 * params.batch.value as u64 * shape.bytes_per_task;
-        let largest = (params.batch.value as u64 * n * self.dist_bytes()).max(g.m() as u64 * 4);
-        device.check_fits(total, largest, &format!("APSP on {} vertices, batch {}", g.n, params.batch.value))?;
+        let batch = params.batch.value as u64;
+        if batch * n >= u32::MAX as u64 {
+            return Err(Error::Config(format!(
+                "[apsp] batch = {batch}: batch x n = {} must stay below 2^32; use a smaller batch",
+                batch * n
+            )));
+        }
+        let total = shape.shared_bytes + params.queues.value as u64 * batch * shape.bytes_per_task;
+        let largest = (batch * n * self.dist_bytes()).max(g.m() as u64 * 4);
+        device.check_fits(total, largest, &format!("APSP on {} vertices, batch {batch}", g.n))?;
         // Build now, so a kernel that fails to compile is reported once, with its log.
         device.program("sssp", self.build_options())?;
         let q = device.queue()?;
@@ -107,27 +126,44 @@ impl GpuHalf for ApspJob {
         let items = batch * self.graph.n;
         let opts = self.build_options();
         let k = |name| device.kernel("sssp", opts, name);
-        let two_phase = self.options.gpu_algorithm == GpuAlgorithm::TwoPhase;
-        let dist = DistBuf::new(device, items, self.wide)?;
-        let aux = if two_phase { Some(DistBuf::new(device, items, self.wide)?) } else { None };
-        let groups = batch * sh.params.groups_per_task.value;
+        let wide = self.wide;
+        let state = match self.options.gpu_algorithm {
+            GpuAlgorithm::Crauser | GpuAlgorithm::Martin => State::Dense {
+                init: k("sssp_init")?,
+                relax: k("sssp_relax")?,
+                minimum: k("sssp_minimum")?,
+                update: k("sssp_update")?,
+                settled: DBuf::new(device, items)?,
+                frontier: DBuf::new(device, items)?,
+                delta: DistBuf::new(device, batch, wide)?,
+                changed: DBuf::new(device, 1)?,
+            },
+            GpuAlgorithm::TwoPhase => State::TwoPhase {
+                init: k("sssp_init")?,
+                relax: k("tp_relax")?,
+                update: k("tp_update")?,
+                upd: DistBuf::new(device, items, wide)?,
+                settled: DBuf::new(device, items)?,
+                mask: DBuf::new(device, items)?,
+                changed: DBuf::new(device, 1)?,
+            },
+            GpuAlgorithm::Worklist => State::Worklist {
+                init: k("wl_init")?,
+                relax: k("wl_relax")?,
+                stamp: DBuf::new(device, items)?,
+                lists: [DBuf::new(device, items)?, DBuf::new(device, items)?, DBuf::new(device, items)?],
+                counts: DBuf::new(device, 3)?,
+            },
+        };
         Ok(Box::new(GpuWorker {
             job: self,
             sh,
             q: device.queue()?,
-            init: k("sssp_init")?,
-            relax: k(if two_phase { "tp_relax" } else { "sssp_relax" })?,
-            minimum: k("sssp_minimum")?,
-            update: k(if two_phase { "tp_update" } else { "sssp_update" })?,
             summary: k("sssp_summary")?,
-            dist,
-            aux,
-            settled: DBuf::new(device, items)?,
-            frontier: DBuf::new(device, items)?,
-            delta: DistBuf::new(device, batch, self.wide)?,
-            changed: DBuf::new(device, 1)?,
+            dist: DistBuf::new(device, items, wide)?,
             src: DBuf::new(device, batch)?,
-            partial: DBuf::new(device, groups * 4)?,
+            partial: DBuf::new(device, batch * sh.params.groups_per_task.value * 4)?,
+            state,
         }))
     }
 }
@@ -149,30 +185,86 @@ impl DistBuf {
     }
 }
 
+/// Per-algorithm kernels and buffers of one queue.
+enum State {
+    Dense {
+        init: Kernel,
+        relax: Kernel,
+        minimum: Kernel,
+        update: Kernel,
+        settled: DBuf<u8>,
+        frontier: DBuf<u8>,
+        delta: DistBuf,
+        changed: DBuf<u32>,
+    },
+    TwoPhase {
+        init: Kernel,
+        relax: Kernel,
+        update: Kernel,
+        upd: DistBuf,
+        settled: DBuf<u8>,
+        mask: DBuf<u8>,
+        changed: DBuf<u32>,
+    },
+    Worklist {
+        init: Kernel,
+        relax: Kernel,
+        stamp: DBuf<u32>,
+        lists: [DBuf<u32>; 3],
+        counts: DBuf<u32>,
+    },
+}
+
 struct GpuWorker<'a> {
     job: &'a ApspJob,
     sh: &'a Shared,
     q: Queue,
-    init: Kernel,
-    relax: Kernel,
-    minimum: Kernel,
-    update: Kernel,
     summary: Kernel,
     dist: DistBuf,
-    aux: Option<DistBuf>,
-    settled: DBuf<u8>,
-    frontier: DBuf<u8>,
-    delta: DistBuf,
-    changed: DBuf<u32>,
     src: DBuf<u32>,
     partial: DBuf<u64>,
+    state: State,
 }
-
-// SAFETY-free note: Kernel is Send; the worker lives on one unit thread.
 
 impl GpuWorker<'_> {
     fn local(&self, kernel: &str) -> usize {
         self.sh.params.local[kernel].value
+    }
+
+    /// Run iterations of `step` (which enqueues one iteration and says how to read the "not
+    /// done" word) until that word reads 0; the check doubles from 1 to 64 iterations apart.
+    fn iterate(&mut self, n: usize, mut step: impl FnMut(&mut Self, usize) -> Result<()>, mut done: impl FnMut(&mut Self, usize) -> Result<bool>) -> Result<usize> {
+        let (mut check, mut k) = (1usize, 0usize);
+        // Crauser and Martin settle at least one vertex of every unfinished source per
+        // iteration; two-phase and the work list are Bellman-Ford by rounds: none needs more
+        // than n + 1 iterations.
+        let limit = n + 2 + 128;
+        loop {
+            for _ in 0..check {
+                step(self, k)?;
+                k += 1;
+            }
+            if done(self, k)? {
+                return Ok(k);
+            }
+            if k > limit {
+                return Err(Error::Device(format!(
+                    "{:?} SSSP did not converge after {k} iterations on {n} vertices (a bug; please report it)",
+                    self.job.options.gpu_algorithm
+                )));
+            }
+            check = (check * 2).min(64);
+        }
+    }
+
+    /// Read a flag word, and clear it for the next block of iterations.
+    fn take_flag(q: &Queue, flag: &mut DBuf<u32>) -> Result<bool> {
+        let mut v = [0u32];
+        q.read(flag, 0, &mut v)?;
+        if v[0] != 0 {
+            q.write(flag, 0, &[0])?;
+        }
+        Ok(v[0] == 0)
     }
 
     /// Run one batch of at most `params.batch` sources (tasks `range`).
@@ -182,56 +274,81 @@ impl GpuWorker<'_> {
         let b = range.len();
         let items = n * b;
         let (nn, bb) = (Arg::U32(n as u32), Arg::U32(b as u32));
-        let srcs: Vec<u32> = job.sources[range.clone()].to_vec();
-        self.q.write(&mut self.src, 0, &srcs)?;
-        let (sh, q) = (self.sh, &self.q);
+        self.q.write(&mut self.src, 0, &job.sources[range.clone()])?;
+        let sh = self.sh;
         let algo = job.options.gpu_algorithm;
-        let two_phase = algo == GpuAlgorithm::TwoPhase;
-        // sssp_init(dist, settled, frontier, src, n, batch); for two-phase the same kernel
-        // gives cost = dist and mask = frontier; the updating cost starts as a copy of cost.
-        q.launch(&self.init, items, Some(self.local("sssp_init")), &[self.dist.arg(), Arg::U8s(&self.settled), Arg::U8s(&self.frontier), Arg::U32s(&self.src), nn, bb])?;
-        if let Some(aux) = &self.aux {
-            q.launch(&self.init, items, Some(self.local("sssp_init")), &[aux.arg(), Arg::U8s(&self.settled), Arg::U8s(&self.frontier), Arg::U32s(&self.src), nn, bb])?;
-        }
         let gpt = sh.params.groups_per_task.value;
-        let lmin = self.local("sssp_minimum");
         let dsize = if job.wide { 8 } else { 4 };
-        let mut check = 1usize;
-        let mut iterations = 0usize;
-        // Crauser settles at least one vertex of every unfinished source per iteration and
-        // two-phase is Bellman-Ford by rounds: neither needs more than n + 1 iterations.
-        let limit = n + 2 + 128;
-        loop {
-            q.write(&mut self.changed, 0, &[0])?;
-            for _ in 0..check {
-                if two_phase {
-                    let aux = self.aux.as_ref().expect("two-phase has an updating-cost buffer");
-                    q.launch(&self.relax, items, Some(self.local("tp_relax")), &[Arg::U32s(&sh.off), Arg::U32s(&sh.tgt), Arg::U32s(&sh.wt), self.dist.arg(), aux.arg(), Arg::U8s(&self.frontier), nn, bb])?;
-                    q.launch(&self.update, items, Some(self.local("tp_update")), &[self.dist.arg(), aux.arg(), Arg::U8s(&self.frontier), Arg::U32s(&self.changed), nn, bb])?;
-                } else {
-                    q.launch(&self.relax, items, Some(self.local("sssp_relax")), &[Arg::U32s(&sh.off), Arg::U32s(&sh.tgt), Arg::U32s(&sh.wt), self.dist.arg(), Arg::U8s(&self.settled), Arg::U8s(&self.frontier), self.delta.arg(), nn, bb])?;
-                    let use_omega = (algo == GpuAlgorithm::Crauser) as u32;
-                    q.launch(&self.minimum, b * gpt * lmin, Some(lmin), &[self.dist.arg(), Arg::U8s(&self.settled), Arg::U32s(&sh.minw), self.delta.arg(), Arg::Local(lmin * dsize), nn, Arg::U32(gpt as u32), Arg::U32(use_omega)])?;
-                    q.launch(&self.update, items, Some(self.local("sssp_update")), &[self.dist.arg(), Arg::U8s(&self.settled), Arg::U8s(&self.frontier), self.delta.arg(), Arg::U32s(&self.changed), nn, bb])?;
-                }
+        let iterations = match algo {
+            GpuAlgorithm::Crauser | GpuAlgorithm::Martin => {
+                let State::Dense { init, settled, frontier, changed, .. } = &mut self.state else { unreachable!() };
+                self.q.launch(init, items, Some(sh.params.local["sssp_init"].value), &[self.dist.arg(), Arg::U8s(settled), Arg::U8s(frontier), Arg::U32s(&self.src), nn, bb])?;
+                self.q.write(changed, 0, &[0])?;
+                let lmin = self.local("sssp_minimum");
+                let use_omega = Arg::U32((algo == GpuAlgorithm::Crauser) as u32);
+                let (lr, lu) = (self.local("sssp_relax"), self.local("sssp_update"));
+                self.iterate(
+                    n,
+                    |w, _| {
+                        let State::Dense { relax, minimum, update, settled, frontier, delta, changed, .. } = &w.state else { unreachable!() };
+                        w.q.launch(relax, items, Some(lr), &[Arg::U32s(&sh.off), Arg::U32s(&sh.tgt), Arg::U32s(&sh.wt), w.dist.arg(), Arg::U8s(settled), Arg::U8s(frontier), delta.arg(), nn, bb])?;
+                        w.q.launch(minimum, b * gpt * lmin, Some(lmin), &[w.dist.arg(), Arg::U8s(settled), Arg::U32s(&sh.minw), delta.arg(), Arg::Local(lmin * dsize), nn, Arg::U32(gpt as u32), use_omega])?;
+                        w.q.launch(update, items, Some(lu), &[w.dist.arg(), Arg::U8s(settled), Arg::U8s(frontier), delta.arg(), Arg::U32s(changed), nn, bb])
+                    },
+                    |w, _| {
+                        let State::Dense { changed, .. } = &mut w.state else { unreachable!() };
+                        Self::take_flag(&w.q, changed)
+                    },
+                )?
             }
-            iterations += check;
-            let mut flag = [0u32];
-            q.read(&self.changed, 0, &mut flag)?;
-            if flag[0] == 0 {
-                break;
+            GpuAlgorithm::TwoPhase => {
+                // sssp_init gives cost = dist and mask = {source}; the updating cost starts as
+                // a copy of the cost (a second init into it).
+                let State::TwoPhase { init, upd, settled, mask, changed, .. } = &mut self.state else { unreachable!() };
+                let li = sh.params.local["sssp_init"].value;
+                self.q.launch(init, items, Some(li), &[self.dist.arg(), Arg::U8s(settled), Arg::U8s(mask), Arg::U32s(&self.src), nn, bb])?;
+                self.q.launch(init, items, Some(li), &[upd.arg(), Arg::U8s(settled), Arg::U8s(mask), Arg::U32s(&self.src), nn, bb])?;
+                self.q.write(changed, 0, &[0])?;
+                let (lr, lu) = (self.local("tp_relax"), self.local("tp_update"));
+                self.iterate(
+                    n,
+                    |w, _| {
+                        let State::TwoPhase { relax, update, upd, mask, changed, .. } = &w.state else { unreachable!() };
+                        w.q.launch(relax, items, Some(lr), &[Arg::U32s(&sh.off), Arg::U32s(&sh.tgt), Arg::U32s(&sh.wt), w.dist.arg(), upd.arg(), Arg::U8s(mask), nn, bb])?;
+                        w.q.launch(update, items, Some(lu), &[w.dist.arg(), upd.arg(), Arg::U8s(mask), Arg::U32s(changed), nn, bb])
+                    },
+                    |w, _| {
+                        let State::TwoPhase { changed, .. } = &mut w.state else { unreachable!() };
+                        Self::take_flag(&w.q, changed)
+                    },
+                )?
             }
-            if iterations > limit {
-                return Err(Error::Device(format!(
-                    "{algo:?} SSSP did not converge after {iterations} iterations on {n} vertices (a bug; please report it)"
-                )));
+            GpuAlgorithm::Worklist => {
+                let State::Worklist { init, stamp, lists, counts, .. } = &self.state else { unreachable!() };
+                self.q.launch(init, items, Some(sh.params.local["wl_init"].value), &[self.dist.arg(), Arg::U32s(stamp), Arg::U32s(&lists[0]), Arg::U32s(counts), Arg::U32s(&self.src), nn, bb])?;
+                let lr = self.local("wl_relax");
+                let grid = sh.params.persistent_items.value;
+                self.iterate(
+                    n,
+                    |w, k| {
+                        let State::Worklist { relax, stamp, lists, counts, .. } = &w.state else { unreachable!() };
+                        let slot = k % 3;
+                        w.q.launch(relax, grid, Some(lr), &[Arg::U32s(&sh.off), Arg::U32s(&sh.tgt), Arg::U32s(&sh.wt), w.dist.arg(), Arg::U32s(stamp), Arg::U32s(&lists[slot]), Arg::U32s(&lists[(slot + 1) % 3]), Arg::U32s(counts), Arg::U32(slot as u32), nn, Arg::U32(k as u32)])
+                    },
+                    |w, k| {
+                        // The frontier of round k is in slot k % 3.
+                        let State::Worklist { counts, .. } = &w.state else { unreachable!() };
+                        let mut c = [0u32];
+                        w.q.read(counts, k % 3, &mut c)?;
+                        Ok(c[0] == 0)
+                    },
+                )?
             }
-            check = (check * 2).min(64);
-        }
+        };
         let lsum = self.local("sssp_summary");
-        q.launch(&self.summary, b * gpt * lsum, Some(lsum), &[self.dist.arg(), Arg::U64s(&self.partial), Arg::Local(4 * lsum * 8), nn, Arg::U32(gpt as u32)])?;
+        self.q.launch(&self.summary, b * gpt * lsum, Some(lsum), &[self.dist.arg(), Arg::U64s(&self.partial), Arg::Local(4 * lsum * 8), nn, Arg::U32(gpt as u32)])?;
         let mut partial = vec![0u64; b * gpt * 4];
-        q.read(&self.partial, 0, &mut partial)?;
+        self.q.read(&self.partial, 0, &mut partial)?;
         for (i, t) in range.clone().enumerate() {
             let (mut cnt, mut sum, mut max) = (0u64, 0u128, 0u64);
             for p in partial[i * gpt * 4..(i + 1) * gpt * 4].chunks_exact(4) {
@@ -247,8 +364,8 @@ impl GpuWorker<'_> {
         }
         if let Some(rows) = &job.rows {
             match &self.dist {
-                DistBuf::Narrow(d) => write_rows::<u32>(q, d, rows, range, n)?,
-                DistBuf::Wide(d) => write_rows::<u64>(q, d, rows, range, n)?,
+                DistBuf::Narrow(d) => write_rows::<u32>(&self.q, d, rows, range, n)?,
+                DistBuf::Wide(d) => write_rows::<u64>(&self.q, d, rows, range, n)?,
             }
         }
         tracing::trace!(iterations, sources = b, "batch done");

@@ -39,6 +39,20 @@ pub enum GpuAlgorithm {
     /// The multi-GPU Dijkstra paper's two kernels over mask / cost / updating-cost arrays
     /// (Bellman-Ford-like frontier relaxation until no cost changes).
     TwoPhase,
+    /// Work-efficient Bellman-Ford over a compacted frontier (a work list) with a persistent
+    /// grid: per round, work proportional to the frontier, not to n.
+    Worklist,
+}
+
+impl GpuAlgorithm {
+    /// The kernels of kernels/sssp.cl this algorithm launches.
+    pub fn kernels(self) -> &'static [&'static str] {
+        match self {
+            GpuAlgorithm::Crauser | GpuAlgorithm::Martin => &["sssp_init", "sssp_relax", "sssp_minimum", "sssp_update", "sssp_summary"],
+            GpuAlgorithm::TwoPhase => &["sssp_init", "tp_relax", "tp_update", "sssp_summary"],
+            GpuAlgorithm::Worklist => &["wl_init", "wl_relax", "sssp_summary"],
+        }
+    }
 }
 
 /// `[apsp]` options.

@@ -41,6 +41,8 @@ pub enum Grid {
     /// A fixed number of work-groups per source (reductions); the local size sets the work per
     /// item.
     Groups,
+    /// A fixed grid that strides over work whose size only the device knows (work lists).
+    Persistent,
 }
 
 /// One kernel's characterization.
@@ -77,6 +79,11 @@ pub fn kernel_names(source: &str) -> Vec<String> {
         }
     }
     names
+}
+
+/// The characterizations of just the kernels `names` (those one algorithm launches).
+pub fn subset(chars: &BTreeMap<String, KernelChar>, names: &[&str]) -> BTreeMap<String, KernelChar> {
+    chars.iter().filter(|(k, _)| names.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
 /// Load and validate the characterizations of kernel file `stem`: every table must name a
@@ -156,6 +163,8 @@ pub struct LaunchParams {
     pub groups_per_task: Choice,
     /// In-order queues on the device.
     pub queues: Choice,
+    /// Work-items of `grid = "persistent"` kernels.
+    pub persistent_items: Choice,
 }
 
 /// The prediction rules, one line each (printed by `tuccompi check` and the README).
@@ -166,6 +175,8 @@ pub const RULES: &[(&str, &str)] = &[
     ("local size, reduction kernels", "rounded down to a power of two, as the tree needs"),
     ("batch (tasks per launch)", "enough items to fill the device: compute units x max work-group x 8 items (GPU; x 1 for CPU devices) / n, between 1 and 256, and at most 40% of device memory over all queues"),
     ("groups per task (reductions)", "4 groups per compute unit spread over the batch, at least 1 and no more than n / local"),
+    ("batch, work-list kernels (a persistent grid)", "GPU: 256 (the frontier is sparse, so only many sources fill the device), CPU devices: 16; capped by 40% of device memory over all queues"),
+    ("persistent grid", "GPU: compute units x 2048 items (every resident thread of an NVIDIA SM / AMD CU); CPU devices: compute units x local size"),
     ("queues", "GPU: 4 when one batch fills under a quarter of the device (small graphs: kernels overlap), else 2 (transfers and host work overlap); CPU devices: 1 (one queue already uses every core)"),
 ];
 
@@ -212,17 +223,25 @@ pub fn predict(
     };
     let queues = match config_queues {
         Some(q) => Choice { value: q, source: Source::Config, reason: "units.concurrent_kernels".into() },
-        None => Choice { value: queues_pred, source: Source::Predicted, reason: RULES[6].1.into() },
+        None => Choice { value: queues_pred, source: Source::Predicted, reason: RULES[8].1.into() },
     };
     let mem_cap = ((dev.global_mem as f64 * 0.4 - shape.shared_bytes as f64).max(0.0)
         / (queues.value as f64 * shape.bytes_per_task.max(1) as f64)) as usize;
+    let persistent = chars.values().any(|c| c.grid == Grid::Persistent);
     let batch = match config_batch {
         Some(b) => Choice { value: b, source: Source::Config, reason: "[apsp] batch".into() },
+        None if persistent => {
+            let b = if gpu { 256 } else { 16 };
+            Choice { value: b.min(mem_cap.max(1)), source: Source::Predicted, reason: RULES[6].1.into() }
+        }
         None => {
             let b = fill.div_ceil(shape.n.max(1)).clamp(1, 256).min(mem_cap.max(1));
             Choice { value: b, source: Source::Predicted, reason: RULES[4].1.into() }
         }
     };
+    let plocal = chars.iter().filter(|(_, c)| c.grid == Grid::Persistent).map(|(k, _)| local[k].value).max().unwrap_or(64);
+    let pitems = dev.compute_units as usize * if gpu { 2048 } else { plocal };
+    let persistent_items = Choice { value: pitems.div_ceil(plocal) * plocal, source: Source::Predicted, reason: RULES[7].1.into() };
     let red_local = chars.iter().filter(|(_, c)| c.grid == Grid::Groups).map(|(k, _)| local[k].value).max().unwrap_or(64);
     let gpt = (dev.compute_units as usize * 4)
         .div_ceil(batch.value)
@@ -232,6 +251,7 @@ pub fn predict(
         batch,
         groups_per_task: Choice { value: gpt, source: Source::Predicted, reason: RULES[5].1.into() },
         queues,
+        persistent_items,
     }
 }
 

@@ -80,3 +80,15 @@ fn memory_caps_the_batch() {
     // 40% of 64 MiB = 25.6 MiB, minus 16 MB of graph, over 6 MB per source: 1.
     assert_eq!(p.batch.value, 1);
 }
+
+#[test]
+fn work_list_rules() {
+    let c = subset(&characterizations("sssp").unwrap(), &["wl_init", "wl_relax", "sssp_summary"]);
+    assert_eq!(c.len(), 3);
+    let p = predict(&c, &dev("gpu", 132, 1024), shape(400_000), None, Some(1), None);
+    assert_eq!(p.batch.value, 256);
+    assert_eq!(p.local["wl_relax"].value, 128);
+    assert_eq!(p.persistent_items.value, 132 * 2048);
+    let p = predict(&c, &dev("cpu", 2, 4096), shape(3000), None, None, None);
+    assert_eq!((p.batch.value, p.persistent_items.value), (16, 128));
+}
