@@ -61,6 +61,14 @@ wl)
   for k in 1 2 4; do for b in 128 256 512; do
     one "moscow 1024 gpu worklist k=$k batch=$b" 120 --set "$MO" --set run.sources=1024 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"worklist\" --set units.concurrent_kernels=$k --set apsp.batch=$b
   done; done ;;
+delta)
+  for d in 0 auto 100 400 1600 6400; do
+    one "bremen 1024 gpu worklist delta=$d" 120 --set "$BR" --set run.sources=1024 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"worklist\" --set apsp.delta=$d
+    one "moscow 1024 gpu worklist delta=$d" 120 --set "$MO" --set run.sources=1024 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"worklist\" --set apsp.delta=$d
+  done
+  for k in 1 2 4; do
+    one "moscow 1024 gpu worklist auto k=$k" 120 --set "$MO" --set run.sources=1024 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"worklist\" --set units.concurrent_kernels=$k
+  done ;;
 hetero)
   for p in equitable work-queue; do
     one "bremen 1024 gpu+cpu16 $p" 120 --set "$BR" --set run.sources=1024 --set scheduler.policy=$p

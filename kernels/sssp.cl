@@ -185,20 +185,30 @@ __kernel void sssp_summary(__global const dist_t* dist, __global ulong* partial,
     }
 }
 
-// Work-list SSSP: Bellman-Ford rounds over a compacted frontier of (source, vertex) entries
-// i = b*n + v, batched. Round k processes list slot k%3 and appends every vertex whose distance
-// it lowered to slot (k+1)%3, once per round (stamp[i] = k+1 deduplicates); it also clears the
-// count of slot (k+2)%3, which the next round fills. A persistent grid strides over the
-// frontier, whose size it reads on the device, so the host never sizes a launch and checks
-// for an empty frontier only every few rounds (rounds past the end are no-ops). Exact: a
-// vertex whose distance drops is always processed again in a later round.
+// Work-list SSSP (near-far): Bellman-Ford rounds over a compacted frontier of (source,
+// vertex) entries i = b*n + v, batched, with a per-source threshold as in Delta-stepping.
+// Round k processes list slot k%3: an entry whose distance is within its source's threshold
+// relaxes its arcs (near work); one beyond it is carried to the next list unchanged (far) and
+// offers its distance to farmin[b]. Every vertex whose distance a round lowers, or that it
+// carries, is appended to slot (k+1)%3 once per round (stamp[i] = k+1 deduplicates). The
+// round also clears the count of slot (k+2)%3, which the next round fills. wl_advance then
+// moves the threshold of every source that had no near work to farmin + delta. A persistent
+// grid strides over the frontier, whose size it reads on the device, so the host never sizes
+// a launch and checks for an empty frontier only every few rounds (later rounds are no-ops).
+// Exact: a vertex whose distance drops is always processed again in a later round.
 __kernel void wl_init(__global dist_t* dist, __global uint* stamp, __global uint* list0,
-                      __global uint* counts, __global const uint* src, uint n, uint batch) {
+                      __global uint* counts, __global const uint* src, __global dist_t* thresh,
+                      __global dist_t* farmin, __global uint* active, dist_t delta, uint n, uint batch) {
     size_t i = get_global_id(0);
     if (i == 0) {
         counts[0] = batch;
         counts[1] = 0;
         counts[2] = 0;
+    }
+    if (i < batch) {
+        thresh[i] = delta;
+        farmin[i] = INF;
+        active[i] = 0;
     }
     if (i >= (size_t)n * batch) return;
     uint b = (uint)(i / n);
@@ -209,29 +219,57 @@ __kernel void wl_init(__global dist_t* dist, __global uint* stamp, __global uint
     if (s) list0[b] = (uint)i;
 }
 
+inline void wl_push(__global uint* stamp, __global uint* counts, __global uint* next, uint ns,
+                    size_t j, uint round) {
+    if (atomic_xchg(&stamp[j], round + 1) != round + 1) {
+        uint p = atomic_inc(&counts[ns]);
+        next[p] = (uint)j;
+    }
+}
+
 __kernel void wl_relax(__global const uint* off, __global const uint* tgt, __global const uint* wt,
                        __global dist_t* dist, __global uint* stamp, __global const uint* cur,
-                       __global uint* next, __global uint* counts, uint slot, uint n, uint round) {
+                       __global uint* next, __global uint* counts, __global const dist_t* thresh,
+                       __global dist_t* farmin, __global uint* active, uint slot, uint n, uint round) {
     size_t gid = get_global_id(0), gsz = get_global_size(0);
     uint cnt = counts[slot];
     uint ns = (slot + 1) % 3;
     if (gid == 0) counts[(slot + 2) % 3] = 0;
     for (size_t k = gid; k < cnt; k += gsz) {
         uint i = cur[k];
-        size_t base = (size_t)(i / n) * n;
+        uint b = i / n;
+        size_t base = (size_t)b * n;
         uint u = (uint)(i - base);
         dist_t du = dist[i];
+        if (du > thresh[b]) {
+            ATOMIC_MIN(&farmin[b], du);
+            wl_push(stamp, counts, next, ns, i, round);
+            continue;
+        }
+        active[b] = 1;
         uint end = off[u + 1];
         for (uint e = off[u]; e < end; e++) {
             size_t j = base + tgt[e];
             dist_t nd = sat_add(du, wt[e]);
             if (nd < dist[j]) {
                 dist_t old = ATOMIC_MIN(&dist[j], nd);
-                if (nd < old && atomic_xchg(&stamp[j], round + 1) != round + 1) {
-                    uint p = atomic_inc(&counts[ns]);
-                    next[p] = (uint)j;
-                }
+                if (nd < old) wl_push(stamp, counts, next, ns, j, round);
             }
         }
     }
+}
+
+// After each round: a source without near work moves its threshold to its nearest far entry
+// plus delta (saturating).
+__kernel void wl_advance(__global dist_t* thresh, __global dist_t* farmin, __global uint* active,
+                         dist_t delta, uint batch) {
+    size_t b = get_global_id(0);
+    if (b >= batch) return;
+    if (!active[b] && farmin[b] != INF) {
+        dist_t f = farmin[b];
+        dist_t t = f + delta;
+        thresh[b] = (t < f) ? INF : t;
+    }
+    farmin[b] = INF;
+    active[b] = 0;
 }

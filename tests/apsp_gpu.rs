@@ -5,7 +5,7 @@
 use crate::util::*;
 use std::process::Command;
 
-const ALGOS: [&str; 3] = ["crauser", "martin", "two-phase"];
+const ALGOS: [&str; 4] = ["crauser", "martin", "two-phase", "worklist"];
 
 /// The CPU half's summary: the reference every GPU run must reproduce exactly.
 fn cpu_reference(cfg: &str) -> Vec<[u128; 5]> {

@@ -51,6 +51,24 @@ impl ApspJob {
             GpuAlgorithm::Worklist => d + 4 + 3 * 4,
         }
     }
+    /// The work list's bucket width: `[apsp] delta`, else 8 x the mean arc weight; 0 means no
+    /// threshold (the type's maximum).
+    fn delta(&self) -> u64 {
+        let g = &self.graph;
+        let d = match self.options.delta.and_then(|d| d.value()) {
+            Some(d) => d as u64,
+            None => {
+                let mean = g.weights.iter().map(|&w| w as u64).sum::<u64>() / (g.m().max(1) as u64);
+                (8 * mean).max(1)
+            }
+        };
+        match (d, self.wide) {
+            (0, true) => u64::MAX,
+            (0, false) => u32::MAX as u64,
+            (d, false) => d.min(u32::MAX as u64),
+            (d, true) => d,
+        }
+    }
 }
 
 impl GpuHalf for ApspJob {
@@ -153,6 +171,10 @@ impl GpuHalf for ApspJob {
                 stamp: DBuf::new(device, items)?,
                 lists: [DBuf::new(device, items)?, DBuf::new(device, items)?, DBuf::new(device, items)?],
                 counts: DBuf::new(device, 3)?,
+                advance: k("wl_advance")?,
+                thresh: DistBuf::new(device, batch, wide)?,
+                farmin: DistBuf::new(device, batch, wide)?,
+                active: DBuf::new(device, batch)?,
             },
         };
         Ok(Box::new(GpuWorker {
@@ -212,6 +234,10 @@ enum State {
         stamp: DBuf<u32>,
         lists: [DBuf<u32>; 3],
         counts: DBuf<u32>,
+        advance: Kernel,
+        thresh: DistBuf,
+        farmin: DistBuf,
+        active: DBuf<u32>,
     },
 }
 
@@ -236,9 +262,9 @@ impl GpuWorker<'_> {
     fn iterate(&mut self, n: usize, mut step: impl FnMut(&mut Self, usize) -> Result<()>, mut done: impl FnMut(&mut Self, usize) -> Result<bool>) -> Result<usize> {
         let (mut check, mut k) = (1usize, 0usize);
         // Crauser and Martin settle at least one vertex of every unfinished source per
-        // iteration; two-phase and the work list are Bellman-Ford by rounds: none needs more
-        // than n + 1 iterations.
-        let limit = n + 2 + 128;
+        // iteration; two-phase is Bellman-Ford by rounds (at most n + 1); the work list adds at
+        // most one round per threshold step, and a step always reaches a far vertex.
+        let limit = 2 * n + 2 + 128;
         loop {
             for _ in 0..check {
                 step(self, k)?;
@@ -324,16 +350,18 @@ impl GpuWorker<'_> {
                 )?
             }
             GpuAlgorithm::Worklist => {
-                let State::Worklist { init, stamp, lists, counts, .. } = &self.state else { unreachable!() };
-                self.q.launch(init, items, Some(sh.params.local["wl_init"].value), &[self.dist.arg(), Arg::U32s(stamp), Arg::U32s(&lists[0]), Arg::U32s(counts), Arg::U32s(&self.src), nn, bb])?;
-                let lr = self.local("wl_relax");
+                let delta = if job.wide { Arg::U64(job.delta()) } else { Arg::U32(job.delta() as u32) };
+                let State::Worklist { init, stamp, lists, counts, thresh, farmin, active, .. } = &self.state else { unreachable!() };
+                self.q.launch(init, items, Some(sh.params.local["wl_init"].value), &[self.dist.arg(), Arg::U32s(stamp), Arg::U32s(&lists[0]), Arg::U32s(counts), Arg::U32s(&self.src), thresh.arg(), farmin.arg(), Arg::U32s(active), delta, nn, bb])?;
+                let (lr, la) = (self.local("wl_relax"), self.local("wl_advance"));
                 let grid = sh.params.persistent_items.value;
                 self.iterate(
                     n,
                     |w, k| {
-                        let State::Worklist { relax, stamp, lists, counts, .. } = &w.state else { unreachable!() };
+                        let State::Worklist { relax, advance, stamp, lists, counts, thresh, farmin, active, .. } = &w.state else { unreachable!() };
                         let slot = k % 3;
-                        w.q.launch(relax, grid, Some(lr), &[Arg::U32s(&sh.off), Arg::U32s(&sh.tgt), Arg::U32s(&sh.wt), w.dist.arg(), Arg::U32s(stamp), Arg::U32s(&lists[slot]), Arg::U32s(&lists[(slot + 1) % 3]), Arg::U32s(counts), Arg::U32(slot as u32), nn, Arg::U32(k as u32)])
+                        w.q.launch(relax, grid, Some(lr), &[Arg::U32s(&sh.off), Arg::U32s(&sh.tgt), Arg::U32s(&sh.wt), w.dist.arg(), Arg::U32s(stamp), Arg::U32s(&lists[slot]), Arg::U32s(&lists[(slot + 1) % 3]), Arg::U32s(counts), thresh.arg(), farmin.arg(), Arg::U32s(active), Arg::U32(slot as u32), nn, Arg::U32(k as u32)])?;
+                        w.q.launch(advance, b, Some(la), &[thresh.arg(), farmin.arg(), Arg::U32s(active), delta, bb])
                     },
                     |w, k| {
                         // The frontier of round k is in slot k % 3.

@@ -50,7 +50,7 @@ impl GpuAlgorithm {
         match self {
             GpuAlgorithm::Crauser | GpuAlgorithm::Martin => &["sssp_init", "sssp_relax", "sssp_minimum", "sssp_update", "sssp_summary"],
             GpuAlgorithm::TwoPhase => &["sssp_init", "tp_relax", "tp_update", "sssp_summary"],
-            GpuAlgorithm::Worklist => &["wl_init", "wl_relax", "sssp_summary"],
+            GpuAlgorithm::Worklist => &["wl_init", "wl_relax", "wl_advance", "sssp_summary"],
         }
     }
 }
@@ -66,6 +66,9 @@ pub struct ApspOptions {
     pub batch: Option<AutoOr>,
     /// Work-group size for the SSSP kernels ("auto" = the tuner's choice).
     pub local_size: Option<AutoOr>,
+    /// Bucket width of the work-list algorithm's threshold ("auto" = 8 x the mean arc weight;
+    /// 0 = no threshold, plain Bellman-Ford rounds).
+    pub delta: Option<AutoOr>,
 }
 
 /// Words per task record.
