@@ -62,12 +62,13 @@ wl)
     one "moscow 1024 gpu worklist k=$k batch=$b" 120 --set "$MO" --set run.sources=1024 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"worklist\" --set units.concurrent_kernels=$k --set apsp.batch=$b
   done; done ;;
 delta)
-  for d in 0 auto 100 400 1600 6400; do
-    one "bremen 1024 gpu worklist delta=$d" 120 --set "$BR" --set run.sources=1024 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"worklist\" --set apsp.delta=$d
-    one "moscow 1024 gpu worklist delta=$d" 120 --set "$MO" --set run.sources=1024 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"worklist\" --set apsp.delta=$d
+  for d in 0 auto 1600 6400 25600; do
+    one "bremen 1024 gpu worklist k=1 delta=$d" 120 --set "$BR" --set run.sources=1024 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"worklist\" --set apsp.delta=$d --set units.concurrent_kernels=1
+    one "moscow 1024 gpu worklist k=1 delta=$d" 120 --set "$MO" --set run.sources=1024 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"worklist\" --set apsp.delta=$d --set units.concurrent_kernels=1
   done
-  for k in 1 2 4; do
-    one "moscow 1024 gpu worklist auto k=$k" 120 --set "$MO" --set run.sources=1024 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"worklist\" --set units.concurrent_kernels=$k
+  for b in 128 512 1024; do
+    one "moscow 1024 gpu worklist k=1 batch=$b" 120 --set "$MO" --set run.sources=1024 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"worklist\" --set apsp.batch=$b --set units.concurrent_kernels=1
+    one "bremen 2048 gpu worklist k=1 batch=$b" 120 --set "$BR" --set run.sources=2048 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"worklist\" --set apsp.batch=$b --set units.concurrent_kernels=1
   done ;;
 hetero)
   for p in equitable work-queue; do

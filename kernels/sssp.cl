@@ -242,11 +242,12 @@ __kernel void wl_relax(__global const uint* off, __global const uint* tgt, __glo
         uint u = (uint)(i - base);
         dist_t du = dist[i];
         if (du > thresh[b]) {
-            ATOMIC_MIN(&farmin[b], du);
+            // Read before the atomic / the store: every entry of a source hits the same word.
+            if (du < farmin[b]) ATOMIC_MIN(&farmin[b], du);
             wl_push(stamp, counts, next, ns, i, round);
             continue;
         }
-        active[b] = 1;
+        if (!active[b]) active[b] = 1;
         uint end = off[u + 1];
         for (uint e = off[u]; e < end; e++) {
             size_t j = base + tgt[e];

@@ -177,7 +177,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("groups per task (reductions)", "4 groups per compute unit spread over the batch, at least 1 and no more than n / local"),
     ("batch, work-list kernels (a persistent grid)", "GPU: 256 (the frontier is sparse, so only many sources fill the device), CPU devices: 16; capped by 40% of device memory over all queues"),
     ("persistent grid", "GPU: compute units x 2048 items (every resident thread of an NVIDIA SM / AMD CU); CPU devices: compute units x local size"),
-    ("queues", "GPU: 4 when one batch fills under a quarter of the device (small graphs: kernels overlap), else 2 (transfers and host work overlap); CPU devices: 1 (one queue already uses every core)"),
+    ("queues", "GPU: 4 when one batch fills under a quarter of the device (small kernels overlap), else 1: on an H100 through NVIDIA OpenCL, kernels that fill the device ran slower from 2, 4 and 8 queues than from one (BENCHMARKS.md); CPU devices: 1 (one queue already uses every core)"),
 ];
 
 /// Predict launch parameters for kernels `chars` on `dev` for `shape`; `batch` and `queues`
@@ -216,10 +216,12 @@ pub fn predict(
     let fill = dev.compute_units as usize * maxwg * if gpu { 8 } else { 1 };
     let queues_pred = if !gpu {
         1
-    } else if shape.n.saturating_mul(fill.div_ceil(shape.n.max(1)).min(256)) < fill / 4 {
+    } else if !chars.values().any(|c| c.grid == Grid::Persistent)
+        && shape.n.saturating_mul(fill.div_ceil(shape.n.max(1)).min(256)) < fill / 4
+    {
         4
     } else {
-        2
+        1
     };
     let queues = match config_queues {
         Some(q) => Choice { value: q, source: Source::Config, reason: "units.concurrent_kernels".into() },
