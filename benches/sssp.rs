@@ -13,7 +13,12 @@ use std::time::Instant;
 use tuccompi::graph::{read_graph, Csr};
 use tuccompi::plugins::apsp::dijkstra::Dijkstra;
 
-fn binary_heap_dijkstra(g: &Csr, s: u32, dist: &mut [u32], heap: &mut BinaryHeap<Reverse<(u32, u32)>>) -> u64 {
+fn binary_heap_dijkstra(
+    g: &Csr,
+    s: u32,
+    dist: &mut [u32],
+    heap: &mut BinaryHeap<Reverse<(u32, u32)>>,
+) -> u64 {
     dist.fill(u32::MAX);
     heap.clear();
     dist[s as usize] = 0;
@@ -30,12 +35,20 @@ fn binary_heap_dijkstra(g: &Csr, s: u32, dist: &mut [u32], heap: &mut BinaryHeap
             }
         }
     }
-    dist.iter().filter(|&&d| d != u32::MAX).map(|&d| d as u64).sum()
+    dist.iter()
+        .filter(|&&d| d != u32::MAX)
+        .map(|&d| d as u64)
+        .sum()
 }
 
 /// Run `f(source)` for `sources` split over `threads` scoped threads; returns seconds and the
 /// sum of the per-source checksums (to compare the implementations).
-fn timed<S: Send>(sources: &[u32], threads: usize, init: impl Fn() -> S + Sync, f: impl Fn(&mut S, u32) -> u64 + Sync) -> (f64, u64) {
+fn timed<S: Send>(
+    sources: &[u32],
+    threads: usize,
+    init: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, u32) -> u64 + Sync,
+) -> (f64, u64) {
     let t = Instant::now();
     let per = sources.len().div_ceil(threads);
     let sum = std::thread::scope(|sc| {
@@ -55,13 +68,32 @@ fn timed<S: Send>(sources: &[u32], threads: usize, init: impl Fn() -> S + Sync, 
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
     let k: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(64);
-    let threads: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let path = args.get(2).cloned().unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/osm-moscow.gr.gz").into());
+    let threads: usize = args
+        .get(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let path = args.get(2).cloned().unwrap_or_else(|| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/data/osm-moscow.gr.gz"
+        )
+        .into()
+    });
     let g = Csr::from_edges(&read_graph(std::path::Path::new(&path)).expect("graph")).expect("csr");
-    let sources: Vec<u32> = (0..k as u32).map(|i| (i as u64 * 7919 % g.n as u64) as u32).collect();
-    println!("graph {} n={} m={}; {k} sources over {threads} threads", path, g.n, g.m());
+    let sources: Vec<u32> = (0..k as u32)
+        .map(|i| (i as u64 * 7919 % g.n as u64) as u32)
+        .collect();
+    println!(
+        "graph {} n={} m={}; {k} sources over {threads} threads",
+        path,
+        g.n,
+        g.m()
+    );
 
     let mut pg = petgraph::graph::DiGraph::<(), u32>::with_capacity(g.n, g.m());
     for _ in 0..g.n {
@@ -74,30 +106,67 @@ fn main() {
     }
 
     let ours = || {
-        timed(&sources, threads, || Dijkstra::<u32>::new(g.n), |dj, s| {
-            dj.run(&g, s).iter().filter(|&&d| d != u32::MAX).map(|&d| d as u64).sum()
-        })
+        timed(
+            &sources,
+            threads,
+            || Dijkstra::<u32>::new(g.n),
+            |dj, s| {
+                dj.run(&g, s)
+                    .iter()
+                    .filter(|&&d| d != u32::MAX)
+                    .map(|&d| d as u64)
+                    .sum()
+            },
+        )
     };
     let binary = || {
-        timed(&sources, threads, || (vec![0u32; g.n], BinaryHeap::new()), |(d, h), s| binary_heap_dijkstra(&g, s, d, h))
+        timed(
+            &sources,
+            threads,
+            || (vec![0u32; g.n], BinaryHeap::new()),
+            |(d, h), s| binary_heap_dijkstra(&g, s, d, h),
+        )
     };
     let petgraph = || {
-        timed(&sources, threads, || (), |_, s| {
-            petgraph::algo::dijkstra(&pg, s.into(), None, |e| *e.weight()).values().map(|&d| d as u64).sum()
-        })
+        timed(
+            &sources,
+            threads,
+            || (),
+            |_, s| {
+                petgraph::algo::dijkstra(&pg, s.into(), None, |e| *e.weight())
+                    .values()
+                    .map(|&d| d as u64)
+                    .sum()
+            },
+        )
     };
     // Warm up once each, then take the median of three.
     let mut rows = Vec::new();
-    for (name, f) in [("tuccompi radix heap", &ours as &dyn Fn() -> (f64, u64)), ("binary heap", &binary), ("petgraph 0.8 dijkstra", &petgraph)] {
+    for (name, f) in [
+        ("tuccompi radix heap", &ours as &dyn Fn() -> (f64, u64)),
+        ("binary heap", &binary),
+        ("petgraph 0.8 dijkstra", &petgraph),
+    ] {
         f();
         let mut ts: Vec<(f64, u64)> = (0..3).map(|_| f()).collect();
         ts.sort_by(|a, b| a.0.total_cmp(&b.0));
         rows.push((name, ts[1].0, ts[1].1));
     }
-    assert!(rows.iter().all(|r| r.2 == rows[0].2), "implementations disagree: {rows:?}");
+    assert!(
+        rows.iter().all(|r| r.2 == rows[0].2),
+        "implementations disagree: {rows:?}"
+    );
     let base = rows[2].1;
-    println!("{:<24} {:>14} {:>10} {:>12}", "implementation", "ms/SSSP/thread", "SSSP/s", "vs petgraph");
+    println!(
+        "{:<24} {:>14} {:>10} {:>12}",
+        "implementation", "ms/SSSP/thread", "SSSP/s", "vs petgraph"
+    );
     for (name, secs, _) in &rows {
-        println!("{name:<24} {:>14.1} {:>10.1} {:>11.2}x", secs * 1e3 * threads as f64 / k as f64, k as f64 / secs, base / secs);
+        println!(
+            "{name:<24} {:>14.1} {:>10.1} {:>11.2}x",
+            secs * 1e3 * threads as f64 / k as f64,
+            k as f64 / secs,
+            base / secs
+        );
     }
 }

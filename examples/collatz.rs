@@ -19,7 +19,9 @@
 use std::ops::Range;
 use std::path::Path;
 use tuccompi::device::{Arg, DBuf, Device, Queue};
-use tuccompi::plugin::{CpuHalf, DeviceSetup, GpuHalf, Job, Plugin, PrepareCtx, Records, RecordsOut, Worker};
+use tuccompi::plugin::{
+    CpuHalf, DeviceSetup, GpuHalf, Job, Plugin, PrepareCtx, Records, RecordsOut, Worker,
+};
 use tuccompi::tuning::{characterizations, predict, Shape};
 use tuccompi::{Error, Result};
 
@@ -89,12 +91,18 @@ impl Plugin for Collatz {
         let o: Options = toml::Value::Table(ctx.plan.plugin_options.clone())
             .try_into()
             .map_err(|e: toml::de::Error| Error::Config(format!("[collatz]: {}", e.message())))?;
-        if o.first == 0 || o.count == 0 || o.block == 0 || o.first.saturating_add(o.count) > 1 << 40 {
+        if o.first == 0 || o.count == 0 || o.block == 0 || o.first.saturating_add(o.count) > 1 << 40
+        {
             return Err(Error::Config(
-                "[collatz]: need first >= 1, count >= 1, block >= 1 and first + count <= 2^40".into(),
+                "[collatz]: need first >= 1, count >= 1, block >= 1 and first + count <= 2^40"
+                    .into(),
             ));
         }
-        Ok(Box::new(CollatzJob { first: o.first, count: o.count, block: o.block }))
+        Ok(Box::new(CollatzJob {
+            first: o.first,
+            count: o.count,
+            block: o.block,
+        }))
     }
 }
 
@@ -119,7 +127,13 @@ impl Job for CollatzJob {
         let (mut total, mut best, mut arg) = (0u64, 0u64, 0u64);
         for t in 0..self.tasks() {
             let r = records.get(t);
-            csv.push_str(&format!("{t},{},{},{},{}\n", self.block_range(t).start, r[0], r[1], r[2]));
+            csv.push_str(&format!(
+                "{t},{},{},{},{}\n",
+                self.block_range(t).start,
+                r[0],
+                r[1],
+                r[2]
+            ));
             total += r[0];
             if r[1] > best {
                 (best, arg) = (r[1], r[2]);
@@ -151,8 +165,20 @@ impl Worker for CpuWorker<'_> {
 impl GpuHalf for CollatzJob {
     fn setup(&self, device: &Device, queues: Option<usize>) -> Result<DeviceSetup> {
         // The tuner reads kernels/collatz.toml: nothing to upload, just launch parameters.
-        let shape = Shape { n: self.block as usize, mean_degree: 1.0, bytes_per_task: self.block * 4, shared_bytes: 0 };
-        let params = predict(&characterizations("collatz")?, &device.info, shape, Some(4), queues, None);
+        let shape = Shape {
+            n: self.block as usize,
+            mean_degree: 1.0,
+            bytes_per_task: self.block * 4,
+            shared_bytes: 0,
+        };
+        let params = predict(
+            &characterizations("collatz")?,
+            &device.info,
+            shape,
+            Some(4),
+            queues,
+            None,
+        );
         device.program("collatz", "")?;
         Ok(DeviceSetup {
             chunk: params.batch.value,
@@ -193,7 +219,11 @@ impl Worker for GpuWorker<'_> {
         for t in tasks {
             let r = self.job.block_range(t);
             let len = (r.end - r.start) as usize;
-            let args = [Arg::U32s(&self.steps), Arg::U64(r.start), Arg::U32(len as u32)];
+            let args = [
+                Arg::U32s(&self.steps),
+                Arg::U64(r.start),
+                Arg::U32(len as u32),
+            ];
             self.q.launch(&self.kernel, len, Some(self.local), &args)?;
             self.q.read(&self.steps, 0, &mut self.host[..len])?;
             reduce(r, self.host[..len].iter().copied(), out.record(t));
@@ -204,12 +234,20 @@ impl Worker for GpuWorker<'_> {
 
 #[allow(dead_code)] // the integration tests include this file as a module and run the plugin directly
 fn main() -> std::process::ExitCode {
-    let path = std::env::args().nth(1).unwrap_or_else(|| "configs/collatz.toml".into());
+    let path = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "configs/collatz.toml".into());
     let sets: Vec<String> = std::env::args().skip(2).filter(|a| a != "--set").collect();
     let result = tuccompi::Plan::load(Path::new(&path), &sets).and_then(|plan| {
-        let opts = tuccompi::RunOptions { quiet: false, extra_plugins: vec![&Collatz] };
+        let opts = tuccompi::RunOptions {
+            quiet: false,
+            extra_plugins: vec![&Collatz],
+        };
         let out = tuccompi::run(&plan, &opts, &tuccompi::node::Single)?;
-        println!("collatz: {} -> {}", out.report["tasks"], out.report["checksum"]);
+        println!(
+            "collatz: {} -> {}",
+            out.report["tasks"], out.report["checksum"]
+        );
         Ok(())
     });
     match result {

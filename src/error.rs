@@ -55,10 +55,17 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     /// Wrap an I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io { path: path.into(), source }
+        Error::Io {
+            path: path.into(),
+            source,
+        }
     }
     /// A parse error at `path:line`.
     pub fn parse(path: impl Into<PathBuf>, line: usize, msg: impl Into<String>) -> Self {
-        Error::Parse { path: path.into(), line, msg: msg.into() }
+        Error::Parse {
+            path: path.into(),
+            line,
+            msg: msg.into(),
+        }
     }
 }

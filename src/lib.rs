@@ -9,7 +9,12 @@
 //! [`device`] layer, one unit thread each) → [`device`].
 //! A [`plugin::Plugin`] provides a CPU half and a GPU half of one task; see `examples/collatz.rs`.
 
-#![warn(missing_docs, unreachable_pub, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
+#![warn(
+    missing_docs,
+    unreachable_pub,
+    missing_debug_implementations,
+    unsafe_op_in_unsafe_fn
+)]
 
 pub mod config;
 pub mod device;

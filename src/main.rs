@@ -6,7 +6,11 @@ use std::process::ExitCode;
 use tuccompi::{config::Plan, node, runtime, Error};
 
 #[derive(Parser)]
-#[command(name = "tuccompi", version, about = "Run embarrassingly parallel workloads on every CPU core, OpenCL device and MPI node")]
+#[command(
+    name = "tuccompi",
+    version,
+    about = "Run embarrassingly parallel workloads on every CPU core, OpenCL device and MPI node"
+)]
 struct Cli {
     /// No progress bar and no closing summary line.
     #[arg(long, short, global = true)]
@@ -49,8 +53,12 @@ fn main() -> ExitCode {
         1 => "info",
         _ => "debug",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
     match real_main(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -80,7 +88,14 @@ fn real_main(cli: Cli) -> Result<(), Error> {
 #[cfg(not(feature = "mpi"))]
 fn run(config: &std::path::Path, set: &[String], quiet: bool) -> Result<(), Error> {
     let plan = Plan::load(config, set)?;
-    let outcome = runtime::run(&plan, &runtime::RunOptions { quiet, ..Default::default() }, &node::Single)?;
+    let outcome = runtime::run(
+        &plan,
+        &runtime::RunOptions {
+            quiet,
+            ..Default::default()
+        },
+        &node::Single,
+    )?;
     if !quiet {
         print_outcome(&plan, &outcome.report);
     }
@@ -89,9 +104,18 @@ fn run(config: &std::path::Path, set: &[String], quiet: bool) -> Result<(), Erro
 
 #[cfg(feature = "mpi")]
 fn run(config: &std::path::Path, set: &[String], quiet: bool) -> Result<(), Error> {
+    use tuccompi::node::Node;
     let world = node::mpi::MpiNode::init()?;
     let plan = world.load_plan(config, set)?;
-    let outcome = runtime::run(&plan, &runtime::RunOptions { quiet, ..Default::default() }, &world)?;
+    let outcome = runtime::run(
+        &plan,
+        &runtime::RunOptions {
+            quiet,
+            ..Default::default()
+        },
+        &world,
+    )
+    .map_err(|e| if world.size() > 1 { world.fail(e) } else { e })?;
     if !quiet && world.is_root() {
         print_outcome(&plan, &outcome.report);
     }
@@ -120,34 +144,56 @@ fn check(config: &std::path::Path, set: &[String]) -> Result<(), Error> {
         Some(tuccompi::config::InputSpec::Generate(g)) => println!("input      generated {g:?}"),
         None => println!("input      none"),
     }
-    let job = plugin.prepare(&tuccompi::plugin::PrepareCtx { plan: &plan, out_dir: std::path::Path::new("/nonexistent"), is_root: false });
+    let job = plugin.prepare(&tuccompi::plugin::PrepareCtx {
+        plan: &plan,
+        out_dir: std::path::Path::new("/nonexistent"),
+        is_root: false,
+    });
     match job {
         Ok(job) => println!("           {}  ({} tasks)", job.describe(), job.tasks()),
-        Err(Error::Io { path, .. }) if path.ends_with("distances.npy") => println!("           (input not loaded: output.distances is set)"),
+        Err(Error::Io { path, .. }) if path.ends_with("distances.npy") => {
+            println!("           (input not loaded: output.distances is set)")
+        }
         Err(e) => return Err(e),
     }
     println!("sources    {:?}", plan.sources);
     println!("units      cpu_workers = {}", plan.units.cpu_workers);
     match runtime::select_devices(&plan) {
-        Ok(devs) if devs.is_empty() => println!("           no OpenCL device ({:?})", plan.units.opencl),
+        Ok(devs) if devs.is_empty() => {
+            println!("           no OpenCL device ({:?})", plan.units.opencl)
+        }
         Ok(devs) => {
             for d in devs {
-                println!("           gpu{}: {} [{}] ({} compute units)", d.index, d.info.name, d.info.platform, d.info.compute_units);
+                println!(
+                    "           gpu{}: {} [{}] ({} compute units)",
+                    d.index, d.info.name, d.info.platform, d.info.compute_units
+                );
             }
         }
         Err(e) => return Err(e),
     }
     println!(
         "           concurrent_kernels = {}",
-        plan.units.concurrent_kernels.map_or("auto (tuner)".to_string(), |k| k.to_string())
+        plan.units
+            .concurrent_kernels
+            .map_or("auto (tuner)".to_string(), |k| k.to_string())
     );
     println!(
         "scheduler  policy = {}, chunk = {}, gpu_chunk = {}",
         runtime::policy_name(plan.scheduler.policy),
-        plan.scheduler.chunk.map_or("auto".into(), |c| c.to_string()),
-        plan.scheduler.gpu_chunk.map_or("auto (batch)".into(), |c| c.to_string())
+        plan.scheduler
+            .chunk
+            .map_or("auto".into(), |c| c.to_string()),
+        plan.scheduler
+            .gpu_chunk
+            .map_or("auto (batch)".into(), |c| c.to_string())
     );
-    println!("output     {} (distances = {}, trace = {})", plan.output.dir.display(), plan.output.distances, plan.output.trace);
+    println!(
+        "output     {} (distances = {}, trace = {})",
+        plan.output.dir.display(),
+        plan.output.distances,
+        plan.output.trace
+    );
     println!("tuning rules:");
     for (when, what) in tuccompi::tuning::RULES {
         println!("  - {when}: {what}");
@@ -156,7 +202,9 @@ fn check(config: &std::path::Path, set: &[String]) -> Result<(), Error> {
 }
 
 fn devices() {
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     println!("CPU: {cores} cores (host threads available to CPU workers)");
     match tuccompi::device::list() {
         Ok(list) => {

@@ -28,7 +28,12 @@ pub struct RunOptions<'a> {
 
 impl std::fmt::Debug for RunOptions<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "RunOptions(quiet={}, extra={})", self.quiet, self.extra_plugins.len())
+        write!(
+            f,
+            "RunOptions(quiet={}, extra={})",
+            self.quiet,
+            self.extra_plugins.len()
+        )
     }
 }
 
@@ -44,7 +49,10 @@ pub fn resolve_plugin<'a>(plan: &Plan, extra: &[&'a dyn Plugin]) -> Result<&'a d
 where
     'static: 'a,
 {
-    let all: Vec<&'a dyn Plugin> = crate::plugins::registry().into_iter().chain(extra.iter().copied()).collect();
+    let all: Vec<&'a dyn Plugin> = crate::plugins::registry()
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect();
     let names: Vec<&str> = all.iter().map(|p| p.name()).collect();
     for t in plan.other_tables.keys() {
         if !names.contains(&t.as_str()) {
@@ -56,14 +64,16 @@ where
             )));
         }
     }
-    all.into_iter().find(|p| p.name() == plan.plugin).ok_or_else(|| {
-        Error::Config(format!(
-            "{}: run.plugin = \"{}\" is not a known plugin; `tuccompi plugins` lists them ({})",
-            plan.config_path.display(),
-            plan.plugin,
-            names.join(", ")
-        ))
-    })
+    all.into_iter()
+        .find(|p| p.name() == plan.plugin)
+        .ok_or_else(|| {
+            Error::Config(format!(
+                "{}: run.plugin = \"{}\" is not a known plugin; `tuccompi plugins` lists them ({})",
+                plan.config_path.display(),
+                plan.plugin,
+                names.join(", ")
+            ))
+        })
 }
 
 /// The OpenCL devices a plan selects, or `None` when it asks for none. `Err` only when the
@@ -74,7 +84,10 @@ pub fn select_devices(plan: &Plan) -> Result<Vec<Arc<device::Device>>> {
         DeviceSel::All => Vec::new(),
         DeviceSel::Names(n) => n.clone(),
     };
-    let filter = Filter { device_type: plan.units.device_type.clone(), names };
+    let filter = Filter {
+        device_type: plan.units.device_type.clone(),
+        names,
+    };
     match device::discover(&filter) {
         Ok(d) => Ok(d),
         Err(e) if plan.units.opencl == DeviceSel::All && plan.units.cpu_workers > 0 => {
@@ -86,7 +99,9 @@ pub fn select_devices(plan: &Plan) -> Result<Vec<Arc<device::Device>>> {
 }
 
 fn cpu_chunk(plan: &Plan, tasks: usize, units: usize) -> usize {
-    plan.scheduler.chunk.unwrap_or_else(|| (tasks / (units.max(1) * 16)).clamp(1, 64))
+    plan.scheduler
+        .chunk
+        .unwrap_or_else(|| (tasks / (units.max(1) * 16)).clamp(1, 64))
 }
 
 /// Run a plan on this node (and, under MPI, with the other nodes).
@@ -97,33 +112,76 @@ pub fn run(plan: &Plan, opts: &RunOptions<'_>, node: &dyn Node) -> Result<Outcom
     let is_root = node.rank() == 0;
     if is_root {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        write_file(dir, "INCOMPLETE", "a tuccompi run is writing here, or failed; see report.json when it is gone\n")?;
+        write_file(
+            dir,
+            "INCOMPLETE",
+            "a tuccompi run is writing here, or failed; see report.json when it is gone\n",
+        )?;
         for stale in ["report.json", "summary.csv", "trace.json"] {
             let _ = std::fs::remove_file(dir.join(stale));
         }
     }
     node.barrier()?;
-    let job = plugin.prepare(&PrepareCtx { plan, out_dir: dir, is_root })?;
+    // Rank 0 prepares first (it creates shared files such as distances.npy), then the others.
+    let prepare = || {
+        plugin
+            .prepare(&PrepareCtx {
+                plan,
+                out_dir: dir,
+                is_root,
+            })
+            .map_err(|e| node.fail(e))
+    };
+    let root_job = if is_root { Some(prepare()?) } else { None };
+    node.barrier()?;
+    let job = match root_job {
+        Some(j) => j,
+        None => prepare()?,
+    };
+    // Failure injection for the node layer's tests: this rank fails as a plugin would.
+    if std::env::var("TUCCOMPI_TEST_FAIL_RANK")
+        .ok()
+        .and_then(|r| r.parse::<usize>().ok())
+        == Some(node.rank())
+    {
+        return Err(node.fail(Error::Unit {
+            unit: "cpu0".into(),
+            msg: "injected failure (TUCCOMPI_TEST_FAIL_RANK)".into(),
+        }));
+    }
     let tasks = job.tasks();
 
     let mut units = Vec::new();
     if job.cpu().is_some() {
         for i in 0..plan.units.cpu_workers {
-            units.push(Unit { name: format!("cpu{i}"), spec: UnitSpec::Cpu, chunk: 0 });
+            units.push(Unit {
+                name: format!("cpu{i}"),
+                spec: UnitSpec::Cpu,
+                chunk: 0,
+            });
         }
     } else if plan.units.cpu_workers > 0 {
-        tracing::info!("plugin {} has no CPU half; CPU workers stay idle", plugin.name());
+        tracing::info!(
+            "plugin {} has no CPU half; CPU workers stay idle",
+            plugin.name()
+        );
     }
     let mut device_reports = Vec::new();
     if let Some(gpu) = job.gpu() {
-        for dev in select_devices(plan)? {
-            let setup = gpu.setup(&dev, plan.units.concurrent_kernels)?;
+        for dev in select_devices(plan).map_err(|e| node.fail(e))? {
+            let setup = gpu
+                .setup(&dev, plan.units.concurrent_kernels)
+                .map_err(|e| node.fail(e))?;
             let shared: Arc<dyn std::any::Any + Send + Sync> = Arc::from(setup.shared);
             let chunk = plan.scheduler.gpu_chunk.unwrap_or(setup.chunk);
             for q in 0..setup.queues {
                 units.push(Unit {
                     name: format!("gpu{}.q{q}", dev.index),
-                    spec: UnitSpec::Gpu { device: dev.clone(), shared: shared.clone(), queue: q },
+                    spec: UnitSpec::Gpu {
+                        device: dev.clone(),
+                        shared: shared.clone(),
+                        queue: q,
+                    },
                     chunk,
                 });
             }
@@ -133,29 +191,44 @@ pub fn run(plan: &Plan, opts: &RunOptions<'_>, node: &dyn Node) -> Result<Outcom
             }));
         }
     } else if plan.units.opencl != DeviceSel::None && plan.units.cpu_workers == 0 {
-        return Err(Error::Config(format!("plugin {} has no GPU half; set units.cpu_workers >= 1", plugin.name())));
+        return Err(Error::Config(format!(
+            "plugin {} has no GPU half; set units.cpu_workers >= 1",
+            plugin.name()
+        )));
     }
-    if units.is_empty() {
+    if units.is_empty() && node.size() == 1 {
         return Err(Error::Config(
             "no computational units: units.cpu_workers = 0 and no OpenCL device was selected; \
              set units.cpu_workers >= 1 or select a device with units.opencl"
                 .into(),
         ));
     }
-    let cpus = units.iter().filter(|u| matches!(u.spec, UnitSpec::Cpu)).count();
+    let cpus = units
+        .iter()
+        .filter(|u| matches!(u.spec, UnitSpec::Cpu))
+        .count();
     let chunk = cpu_chunk(plan, tasks, units.len());
     for u in units.iter_mut().filter(|u| matches!(u.spec, UnitSpec::Cpu)) {
         u.chunk = chunk;
     }
-    tracing::info!(tasks, cpus, gpu_queues = units.len() - cpus, "running {}", plugin.name());
+    tracing::info!(
+        tasks,
+        cpus,
+        gpu_queues = units.len() - cpus,
+        "running {}",
+        plugin.name()
+    );
 
     let words = job.record_words();
-    let records = Mutex::new(Records { words, data: vec![0; tasks * words] });
+    let records = Mutex::new(Records {
+        words,
+        data: vec![0; tasks * words],
+    });
     let progress = progress_bar(opts.quiet || !is_root, tasks as u64);
     let weights = vec![1.0; units.len()];
-    let node_run = node.task_source(tasks, plan, &weights).and_then(|source| {
-        run_units(job.as_ref(), &units, source.as_ref(), &records, &progress)
-    });
+    let node_run = node
+        .task_source(tasks, plan, &weights)
+        .and_then(|source| run_units(job.as_ref(), &units, source.as_ref(), &records, &progress));
     progress.finish_and_clear();
     let (stats, slices) = match node_run {
         Ok(r) => r,
@@ -166,17 +239,34 @@ pub fn run(plan: &Plan, opts: &RunOptions<'_>, node: &dyn Node) -> Result<Outcom
     let node_stats = node.gather_stats(&stats, &device_reports)?;
     if !is_root {
         node.barrier()?;
-        return Ok(Outcome { report: serde_json::Value::Null });
+        return Ok(Outcome {
+            report: serde_json::Value::Null,
+        });
     }
     let checksum = job.finish(&records, dir)?;
     let wall = t0.elapsed().as_secs_f64();
-    let report = report_json(plan, plugin, job.as_ref(), &stats, &device_reports, node_stats, checksum, wall, node.size());
-    write_file(dir, "report.json", &serde_json::to_string_pretty(&report).expect("report serializes"))?;
+    let report = report_json(
+        plan,
+        plugin,
+        job.as_ref(),
+        &stats,
+        &device_reports,
+        node_stats,
+        checksum,
+        wall,
+        node.size(),
+    );
+    write_file(
+        dir,
+        "report.json",
+        &serde_json::to_string_pretty(&report).expect("report serializes"),
+    )?;
     if plan.output.trace {
         write_file(dir, "trace.json", &trace_json(&units, &slices))?;
     }
     node.barrier()?;
-    std::fs::remove_file(dir.join("INCOMPLETE")).map_err(|e| Error::io(dir.join("INCOMPLETE"), e))?;
+    std::fs::remove_file(dir.join("INCOMPLETE"))
+        .map_err(|e| Error::io(dir.join("INCOMPLETE"), e))?;
     Ok(Outcome { report })
 }
 
@@ -222,7 +312,8 @@ fn trace_json(units: &[Unit], slices: &[Slice]) -> String {
             "args": {"tasks": s.tasks.len()},
         })
     }));
-    serde_json::to_string(&serde_json::json!({ "traceEvents": events, "displayTimeUnit": "ms" })).expect("trace serializes")
+    serde_json::to_string(&serde_json::json!({ "traceEvents": events, "displayTimeUnit": "ms" }))
+        .expect("trace serializes")
 }
 
 fn progress_bar(hidden: bool, len: u64) -> indicatif::ProgressBar {

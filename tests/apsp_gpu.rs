@@ -17,12 +17,27 @@ fn gpu_matches(cfg: &str, want: &[[u128; 5]], sets: &[&str]) -> serde_json::Valu
     let mut all = vec!["units.device_type=all"];
     all.extend_from_slice(sets);
     let out = run(cfg, &all);
-    assert_eq!(out.summary(), want, "GPU summary differs from the CPU half's with {sets:?}");
+    assert_eq!(
+        out.summary(),
+        want,
+        "GPU summary differs from the CPU half's with {sets:?}"
+    );
     let units = out.report["units"].as_array().unwrap();
-    let gpu_tasks: u64 = units.iter().filter(|u| u["kind"] == "gpu").map(|u| u["tasks"].as_u64().unwrap()).sum();
-    assert!(!out.report["devices"].as_array().unwrap().is_empty(), "no device was used with {sets:?}");
+    let gpu_tasks: u64 = units
+        .iter()
+        .filter(|u| u["kind"] == "gpu")
+        .map(|u| u["tasks"].as_u64().unwrap())
+        .sum();
+    assert!(
+        !out.report["devices"].as_array().unwrap().is_empty(),
+        "no device was used with {sets:?}"
+    );
     if sets.contains(&"units.cpu_workers=0") {
-        assert_eq!(gpu_tasks as usize, want.len(), "GPU alone must run every task");
+        assert_eq!(
+            gpu_tasks as usize,
+            want.len(),
+            "GPU alone must run every task"
+        );
     }
     out.report
 }
@@ -30,15 +45,33 @@ fn gpu_matches(cfg: &str, want: &[[u128; 5]], sets: &[&str]) -> serde_json::Valu
 /// The unit mixes: (queues, CPU workers, policy), covering 1 and 4 queues, alone and mixed,
 /// under both policies.
 const MIXES: [(&str, &str, &str); 4] = [
-    ("units.concurrent_kernels=1", "units.cpu_workers=0", "scheduler.policy=equitable"),
-    ("units.concurrent_kernels=4", "units.cpu_workers=2", "scheduler.policy=work-queue"),
-    ("units.concurrent_kernels=4", "units.cpu_workers=0", "scheduler.policy=work-queue"),
-    ("units.concurrent_kernels=1", "units.cpu_workers=2", "scheduler.policy=equitable"),
+    (
+        "units.concurrent_kernels=1",
+        "units.cpu_workers=0",
+        "scheduler.policy=equitable",
+    ),
+    (
+        "units.concurrent_kernels=4",
+        "units.cpu_workers=2",
+        "scheduler.policy=work-queue",
+    ),
+    (
+        "units.concurrent_kernels=4",
+        "units.cpu_workers=0",
+        "scheduler.policy=work-queue",
+    ),
+    (
+        "units.concurrent_kernels=1",
+        "units.cpu_workers=2",
+        "scheduler.policy=equitable",
+    ),
 ];
 
 #[test]
 fn rome99_256_sources_every_algorithm_and_mix() {
-    let Some(g) = data("rome99.gr.gz") else { return };
+    let Some(g) = data("rome99.gr.gz") else {
+        return;
+    };
     if !opencl() {
         return;
     }
@@ -47,10 +80,19 @@ fn rome99_256_sources_every_algorithm_and_mix() {
     for algo in ALGOS {
         let a = format!("apsp.gpu_algorithm={algo:?}");
         // Martin settles one distance level per iteration, so it is slow on PoCL: two mixes.
-        let mixes = if algo == "martin" { &MIXES[..2] } else { &MIXES[..] };
+        let mixes = if algo == "martin" {
+            &MIXES[..2]
+        } else {
+            &MIXES[..]
+        };
         for (q, c, p) in mixes {
             let r = gpu_matches(&cfg, &want, &[&a, q, c, p]);
-            let queues: u64 = r["devices"].as_array().unwrap().iter().map(|d| d["queues"].as_u64().unwrap()).sum();
+            let queues: u64 = r["devices"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d["queues"].as_u64().unwrap())
+                .sum();
             assert!(queues >= 1);
         }
     }
@@ -58,7 +100,9 @@ fn rome99_256_sources_every_algorithm_and_mix() {
 
 #[test]
 fn rome99_batch_sizes() {
-    let Some(g) = data("rome99.gr.gz") else { return };
+    let Some(g) = data("rome99.gr.gz") else {
+        return;
+    };
     if !opencl() {
         return;
     }
@@ -68,36 +112,85 @@ fn rome99_batch_sizes() {
         for algo in ["crauser", "two-phase"] {
             let b = format!("apsp.batch={batch}");
             let a = format!("apsp.gpu_algorithm={algo:?}");
-            let r = gpu_matches(&cfg, &want, &[&a, &b, "units.cpu_workers=0", "units.concurrent_kernels=2"]);
-            assert_eq!(r["devices"][0]["chunk"].as_u64().unwrap().to_string(), batch);
+            let r = gpu_matches(
+                &cfg,
+                &want,
+                &[&a, &b, "units.cpu_workers=0", "units.concurrent_kernels=2"],
+            );
+            assert_eq!(
+                r["devices"][0]["chunk"].as_u64().unwrap().to_string(),
+                batch
+            );
         }
     }
 }
 
 #[test]
 fn bremen_64_sources() {
-    let Some(g) = data("osm-bremen-dist.gr.gz") else { return };
+    let Some(g) = data("osm-bremen-dist.gr.gz") else {
+        return;
+    };
     if !opencl() {
         return;
     }
     let cfg = apsp_file(&g, "64");
     let want = cpu_reference(&cfg);
-    gpu_matches(&cfg, &want, &["apsp.gpu_algorithm=\"crauser\"", "apsp.batch=64", "units.cpu_workers=0", "units.concurrent_kernels=1"]);
-    gpu_matches(&cfg, &want, &["apsp.gpu_algorithm=\"two-phase\"", "apsp.batch=16", "units.cpu_workers=0", "units.concurrent_kernels=4", "scheduler.policy=equitable"]);
-    gpu_matches(&cfg, &want, &["apsp.gpu_algorithm=\"crauser\"", "apsp.batch=8", "units.cpu_workers=2", "units.concurrent_kernels=2", "scheduler.policy=work-queue"]);
+    gpu_matches(
+        &cfg,
+        &want,
+        &[
+            "apsp.gpu_algorithm=\"crauser\"",
+            "apsp.batch=64",
+            "units.cpu_workers=0",
+            "units.concurrent_kernels=1",
+        ],
+    );
+    gpu_matches(
+        &cfg,
+        &want,
+        &[
+            "apsp.gpu_algorithm=\"two-phase\"",
+            "apsp.batch=16",
+            "units.cpu_workers=0",
+            "units.concurrent_kernels=4",
+            "scheduler.policy=equitable",
+        ],
+    );
+    gpu_matches(
+        &cfg,
+        &want,
+        &[
+            "apsp.gpu_algorithm=\"crauser\"",
+            "apsp.batch=8",
+            "units.cpu_workers=2",
+            "units.concurrent_kernels=2",
+            "scheduler.policy=work-queue",
+        ],
+    );
 }
 
 #[test]
 fn bremen_martin_subset() {
     // Martin's baseline needs one iteration per distinct distance (tens of thousands on
     // bremen): 8 sources, one batch, keep CI's time in bounds.
-    let Some(g) = data("osm-bremen-dist.gr.gz") else { return };
+    let Some(g) = data("osm-bremen-dist.gr.gz") else {
+        return;
+    };
     if !opencl() {
         return;
     }
     let cfg = apsp_file(&g, "8");
     let want = cpu_reference(&cfg);
-    gpu_matches(&cfg, &want, &["apsp.gpu_algorithm=\"martin\"", "apsp.batch=8", "units.cpu_workers=0", "units.concurrent_kernels=1"]);
+    gpu_matches(
+        &cfg,
+        &want,
+        &[
+            "apsp.gpu_algorithm=\"martin\"",
+            "apsp.batch=8",
+            "units.cpu_workers=0",
+            "units.concurrent_kernels=1",
+        ],
+    );
 }
 
 /// Generated graphs with zero-weight arcs and unreachable parts; distance rows compared too.
@@ -107,25 +200,69 @@ fn generated_graphs_every_algorithm() {
         return;
     }
     let graphs = [
-        apsp_gen("rmat", 1500, "degree = 4\nmin_weight = 0\nmax_weight = 30\nseed = 9", "200"),
-        apsp_gen("road", 1600, "min_weight = 0\nmax_weight = 9\nseed = 4", "150"),
-        apsp_gen("uniform", 900, "degree = 1.2\nmin_weight = 0\nmax_weight = 1000\nseed = 2", "\"all\""),
+        apsp_gen(
+            "rmat",
+            1500,
+            "degree = 4\nmin_weight = 0\nmax_weight = 30\nseed = 9",
+            "200",
+        ),
+        apsp_gen(
+            "road",
+            1600,
+            "min_weight = 0\nmax_weight = 9\nseed = 4",
+            "150",
+        ),
+        apsp_gen(
+            "uniform",
+            900,
+            "degree = 1.2\nmin_weight = 0\nmax_weight = 1000\nseed = 2",
+            "\"all\"",
+        ),
         // Huge weights: 64-bit distances on the device (int64 atomics).
-        apsp_gen("uniform", 400, "degree = 3\nmin_weight = 1_000_000_000\nmax_weight = 4_294_967_295\nseed = 3", "64"),
+        apsp_gen(
+            "uniform",
+            400,
+            "degree = 3\nmin_weight = 1_000_000_000\nmax_weight = 4_294_967_295\nseed = 3",
+            "64",
+        ),
     ];
     for cfg in &graphs {
-        let cpu = run(cfg, &["units.opencl=none", "units.cpu_workers=2", "output.distances=true"]);
+        let cpu = run(
+            cfg,
+            &[
+                "units.opencl=none",
+                "units.cpu_workers=2",
+                "output.distances=true",
+            ],
+        );
         let want = cpu.summary();
-        assert!(want.iter().any(|r| r[2] > 0), "the graph should have unreachable pairs");
+        assert!(
+            want.iter().any(|r| r[2] > 0),
+            "the graph should have unreachable pairs"
+        );
         let cpu_npy = std::fs::read(cpu.dir.join("distances.npy")).unwrap();
         for algo in ALGOS {
             for (i, (q, c, p)) in MIXES.iter().enumerate() {
                 let a = format!("apsp.gpu_algorithm={algo:?}");
                 let b = format!("apsp.batch={}", [1, 7, 64, 5][i]);
-                let out = run(cfg, &["units.device_type=all", &a, &b, q, c, p, "output.distances=true"]);
+                let out = run(
+                    cfg,
+                    &[
+                        "units.device_type=all",
+                        &a,
+                        &b,
+                        q,
+                        c,
+                        p,
+                        "output.distances=true",
+                    ],
+                );
                 assert_eq!(out.summary(), want, "{algo} {q} {c} {p}: summary");
                 let npy = std::fs::read(out.dir.join("distances.npy")).unwrap();
-                assert!(npy == cpu_npy, "{algo} {q} {c} {p}: distances.npy differs from the CPU half's");
+                assert!(
+                    npy == cpu_npy,
+                    "{algo} {q} {c} {p}: distances.npy differs from the CPU half's"
+                );
             }
         }
         let wide = cpu.report["input"]["distance_type"] == "u64";
@@ -134,7 +271,11 @@ fn generated_graphs_every_algorithm() {
 }
 
 fn tuccompi(args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tuccompi")).args(args).envs(env.iter().copied()).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_tuccompi"))
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(!err.contains("panicked"), "{err}");
     (out.status.code().unwrap_or(-1), err)
@@ -150,33 +291,83 @@ fn device_errors_are_clear() {
     std::fs::write(&cfg, apsp_gen("road", 2000, "", "8")).unwrap();
     let cfg = cfg.to_str().unwrap();
     let od = format!("output.dir={:?}", dir.join("out").display().to_string());
-    let gpu_only = ["--set", "units.cpu_workers=0", "--set", "units.device_type=all", "--set", &od];
+    let gpu_only = [
+        "--set",
+        "units.cpu_workers=0",
+        "--set",
+        "units.device_type=all",
+        "--set",
+        &od,
+    ];
 
     // A kernel that fails to build: the compiler's log is shown.
     let kdir = dir.join("kernels");
     std::fs::create_dir_all(&kdir).unwrap();
     let src = tuccompi::device::kernel_file("sssp").unwrap();
-    std::fs::write(kdir.join("sssp.cl"), src.source.replace("dist[i] = s ? 0 : INF;", "dist[i] = s ? 0 : INF + undeclared_name;")).unwrap();
+    std::fs::write(
+        kdir.join("sssp.cl"),
+        src.source.replace(
+            "dist[i] = s ? 0 : INF;",
+            "dist[i] = s ? 0 : INF + undeclared_name;",
+        ),
+    )
+    .unwrap();
     std::fs::write(kdir.join("sssp.toml"), &src.characterization).unwrap();
-    let (code, err) = tuccompi(&[&["run", cfg][..], &gpu_only].concat(), &[("TUCCOMPI_KERNELS", kdir.to_str().unwrap())]);
+    let (code, err) = tuccompi(
+        &[&["run", cfg][..], &gpu_only].concat(),
+        &[("TUCCOMPI_KERNELS", kdir.to_str().unwrap())],
+    );
     assert_ne!(code, 0);
-    assert!(err.contains("sssp.cl failed to build") && err.contains("undeclared_name"), "{err}");
+    assert!(
+        err.contains("sssp.cl failed to build") && err.contains("undeclared_name"),
+        "{err}"
+    );
 
     // A characterization that does not match the kernels.
     std::fs::write(kdir.join("sssp.cl"), &src.source).unwrap();
-    std::fs::write(kdir.join("sssp.toml"), src.characterization.replace("[sssp_update]", "[sssp_updat]")).unwrap();
-    let (code, err) = tuccompi(&[&["run", cfg][..], &gpu_only].concat(), &[("TUCCOMPI_KERNELS", kdir.to_str().unwrap())]);
+    std::fs::write(
+        kdir.join("sssp.toml"),
+        src.characterization
+            .replace("[sssp_update]", "[sssp_updat]"),
+    )
+    .unwrap();
+    let (code, err) = tuccompi(
+        &[&["run", cfg][..], &gpu_only].concat(),
+        &[("TUCCOMPI_KERNELS", kdir.to_str().unwrap())],
+    );
     assert_ne!(code, 0);
-    assert!(err.contains("[sssp_updat]") && err.contains("does not define"), "{err}");
+    assert!(
+        err.contains("[sssp_updat]") && err.contains("does not define"),
+        "{err}"
+    );
 
     // Too big for the device.
-    let (code, err) = tuccompi(&[&["run", cfg][..], &gpu_only, &["--set", "apsp.batch=100000000"]].concat(), &[]);
+    let (code, err) = tuccompi(
+        &[
+            &["run", cfg][..],
+            &gpu_only,
+            &["--set", "apsp.batch=100000000"],
+        ]
+        .concat(),
+        &[],
+    );
     assert_ne!(code, 0);
     assert!(err.contains("MiB on") && err.contains("usable"), "{err}");
 
     // No device matches the filter.
-    let (code, err) = tuccompi(&[&["run", cfg][..], &gpu_only, &["--set", "units.opencl=[\"no-such-device\"]"]].concat(), &[]);
+    let (code, err) = tuccompi(
+        &[
+            &["run", cfg][..],
+            &gpu_only,
+            &["--set", "units.opencl=[\"no-such-device\"]"],
+        ]
+        .concat(),
+        &[],
+    );
     assert_ne!(code, 0);
-    assert!(err.contains("no OpenCL device matches") && err.contains("this machine has"), "{err}");
+    assert!(
+        err.contains("no OpenCL device matches") && err.contains("this machine has"),
+        "{err}"
+    );
     assert!(!dir.join("out/report.json").exists());
 }

@@ -5,8 +5,14 @@ use crate::util::*;
 use std::process::Command;
 
 fn tuccompi(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tuccompi")).args(args).output().unwrap();
-    let (o, e) = (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
+    let out = Command::new(env!("CARGO_BIN_EXE_tuccompi"))
+        .args(args)
+        .output()
+        .unwrap();
+    let (o, e) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
     assert!(!e.contains("panicked"), "panic: {e}");
     (out.status.code().unwrap_or(-1), o, e)
 }
@@ -25,21 +31,35 @@ fn fails_on_graph(name: &str, text: &str, needle: &str) {
     let (code, _, err) = tuccompi(&["run", &cfg]);
     assert_ne!(code, 0);
     assert!(err.contains(needle), "expected '{needle}' in: {err}");
-    assert!(!dir.join("out/report.json").exists(), "a failed run must not look complete");
+    assert!(
+        !dir.join("out/report.json").exists(),
+        "a failed run must not look complete"
+    );
 }
 
 #[test]
 fn malformed_line_names_file_and_line() {
-    fails_on_graph("g.gr", "p sp 3 2\na 1 2 3\na 2 three 4\n", "g.gr:3: head id 'three'");
+    fails_on_graph(
+        "g.gr",
+        "p sp 3 2\na 1 2 3\na 2 three 4\n",
+        "g.gr:3: head id 'three'",
+    );
 }
 
 #[test]
 fn missing_file() {
     let dir = tmpdir("cli");
-    let cfg = write(&dir, "c.toml", "[run]\nplugin = \"apsp\"\n[input]\npath = \"/no/such/graph.gr\"\n");
+    let cfg = write(
+        &dir,
+        "c.toml",
+        "[run]\nplugin = \"apsp\"\n[input]\npath = \"/no/such/graph.gr\"\n",
+    );
     let (code, _, err) = tuccompi(&["run", &cfg]);
     assert_ne!(code, 0);
-    assert!(err.contains("/no/such/graph.gr") && err.contains("No such file"), "{err}");
+    assert!(
+        err.contains("/no/such/graph.gr") && err.contains("No such file"),
+        "{err}"
+    );
     let (code, _, err) = tuccompi(&["run", "/no/such/config.toml"]);
     assert_ne!(code, 0);
     assert!(err.contains("/no/such/config.toml"), "{err}");
@@ -52,11 +72,19 @@ fn unknown_config_key_is_named() {
     let (code, _, err) = tuccompi(&["check", &cfg]);
     assert_ne!(code, 0);
     assert!(err.contains("policyy") && err.contains("line 6"), "{err}");
-    let cfg = write(&dir, "d.toml", "[run]\nplugin = \"apsp\"\n[input]\npath = \"x.gr\"\n[apsp]\nbach = 3\n");
+    let cfg = write(
+        &dir,
+        "d.toml",
+        "[run]\nplugin = \"apsp\"\n[input]\npath = \"x.gr\"\n[apsp]\nbach = 3\n",
+    );
     let (code, _, err) = tuccompi(&["check", &cfg]);
     assert_ne!(code, 0);
     assert!(err.contains("bach"), "{err}");
-    let cfg = write(&dir, "e.toml", "[run]\nplugin = \"apsp\"\n[input]\npath = \"x.gr\"\n[aspp]\nbatch = 3\n");
+    let cfg = write(
+        &dir,
+        "e.toml",
+        "[run]\nplugin = \"apsp\"\n[input]\npath = \"x.gr\"\n[aspp]\nbatch = 3\n",
+    );
     let (_, _, err) = tuccompi(&["check", &cfg]);
     assert!(err.contains("unknown table [aspp]"), "{err}");
 }
@@ -65,17 +93,28 @@ fn unknown_config_key_is_named() {
 fn source_out_of_range() {
     let dir = tmpdir("cli");
     let g = write(&dir, "g.gr", "p sp 3 1\na 1 2 3\n");
-    let cfg = write(&dir, "c.toml", &format!("[run]\nplugin = \"apsp\"\nsources = [1, 4]\n[input]\npath = {g:?}\n"));
+    let cfg = write(
+        &dir,
+        "c.toml",
+        &format!("[run]\nplugin = \"apsp\"\nsources = [1, 4]\n[input]\npath = {g:?}\n"),
+    );
     let (code, _, err) = tuccompi(&["check", &cfg]);
     assert_ne!(code, 0);
-    assert!(err.contains("vertex id 4 is out of range") && err.contains("1..=3"), "{err}");
+    assert!(
+        err.contains("vertex id 4 is out of range") && err.contains("1..=3"),
+        "{err}"
+    );
     let (_, _, err) = tuccompi(&["check", &cfg, "--set", "run.sources=9"]);
     assert!(err.contains("run.sources = 9"), "{err}");
 }
 
 #[test]
 fn negative_weight_is_refused_by_dijkstra_plugins() {
-    fails_on_graph("n.gr", "p sp 3 2\na 1 2 3\na 2 3 -4\n", "n.gr:3: negative arc weight");
+    fails_on_graph(
+        "n.gr",
+        "p sp 3 2\na 1 2 3\na 2 3 -4\n",
+        "n.gr:3: negative arc weight",
+    );
 }
 
 #[test]
@@ -86,8 +125,16 @@ fn empty_graph() {
 
 #[test]
 fn weight_that_does_not_fit() {
-    fails_on_graph("w.gr", "p sp 2 1\na 1 2 5000000000\n", "weight 5000000000, outside 0..=4294967295");
-    fails_on_graph("x.gr", "p sp 2 1\na 1 2 99999999999999999999999\n", "x.gr:2:");
+    fails_on_graph(
+        "w.gr",
+        "p sp 2 1\na 1 2 5000000000\n",
+        "weight 5000000000, outside 0..=4294967295",
+    );
+    fails_on_graph(
+        "x.gr",
+        "p sp 2 1\na 1 2 99999999999999999999999\n",
+        "x.gr:2:",
+    );
 }
 
 #[test]
@@ -96,7 +143,11 @@ fn hostile_files() {
     fails_on_graph("b.gr", "\u{0}\u{1}\u{2}\u{ff}garbage", "b.gr:1:");
     fails_on_graph("h.gr", "a 1 2 3\n", "before the 'p sp N M' line");
     fails_on_graph("k.gr", "p sp 99999999999 1\n", "too many");
-    fails_on_graph("m.mtx", "%%MatrixMarket matrix coordinate complex general\n1 1 1\n1 1 1 1\n", "m.mtx:1: field 'complex'");
+    fails_on_graph(
+        "m.mtx",
+        "%%MatrixMarket matrix coordinate complex general\n1 1 1\n1 1 1 1\n",
+        "m.mtx:1: field 'complex'",
+    );
     fails_on_graph("z.gz", "x", "unknown graph format");
 }
 
@@ -111,7 +162,12 @@ fn subcommands() {
     let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/apsp.toml");
     let (code, out, err) = tuccompi(&["check", cfg, "--set", "units.cpu_workers=3"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("plugin     apsp") && out.contains("cpu_workers = 3") && out.contains("\"n\":100000"), "{out}");
+    assert!(
+        out.contains("plugin     apsp")
+            && out.contains("cpu_workers = 3")
+            && out.contains("\"n\":100000"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -119,14 +175,30 @@ fn default_config_runs_and_writes_its_files() {
     let dir = tmpdir("cli");
     let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/apsp.toml");
     let od = format!("output.dir={:?}", dir.display().to_string());
-    let (code, out, err) = tuccompi(&["run", cfg, "--set", &od, "--set", "run.sources=16", "--set", "output.trace=true"]);
+    let (code, out, err) = tuccompi(&[
+        "run",
+        cfg,
+        "--set",
+        &od,
+        "--set",
+        "run.sources=16",
+        "--set",
+        "output.trace=true",
+    ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("16 tasks"), "{out}");
-    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["tasks"], 16);
     assert_eq!(read_summary(&dir.join("summary.csv")).len(), 16);
-    let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("trace.json")).unwrap()).unwrap();
-    let slices = trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").count();
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("trace.json")).unwrap()).unwrap();
+    let slices = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .count();
     assert!(slices >= 1);
     assert!(!dir.join("INCOMPLETE").exists());
 }

@@ -12,9 +12,13 @@ fn run_collatz(sets: &[&str]) -> serde_json::Value {
     let dir = tmpdir("collatz");
     let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     all.push(format!("output.dir={:?}", dir.display().to_string()));
-    let text = "[run]\nplugin = \"collatz\"\n[collatz]\nfirst = 1000\ncount = 300000\nblock = 7000\n";
+    let text =
+        "[run]\nplugin = \"collatz\"\n[collatz]\nfirst = 1000\ncount = 300000\nblock = 7000\n";
     let plan = Plan::from_toml(text, std::path::Path::new("c.toml"), &all).unwrap();
-    let opts = RunOptions { quiet: true, extra_plugins: vec![&collatz::Collatz] };
+    let opts = RunOptions {
+        quiet: true,
+        extra_plugins: vec![&collatz::Collatz],
+    };
     tuccompi::run(&plan, &opts, &Single).unwrap().report["checksum"].clone()
 }
 
@@ -32,7 +36,10 @@ fn reference() -> serde_json::Value {
 
 #[test]
 fn collatz_cpu_half() {
-    assert_eq!(run_collatz(&["units.opencl=none", "units.cpu_workers=3"]), reference());
+    assert_eq!(
+        run_collatz(&["units.opencl=none", "units.cpu_workers=3"]),
+        reference()
+    );
 }
 
 #[test]
@@ -41,6 +48,16 @@ fn collatz_gpu_half_and_mixed() {
         return;
     }
     let want = reference();
-    assert_eq!(run_collatz(&["units.cpu_workers=0", "units.device_type=all"]), want);
-    assert_eq!(run_collatz(&["units.cpu_workers=2", "units.device_type=all", "scheduler.policy=equitable"]), want);
+    assert_eq!(
+        run_collatz(&["units.cpu_workers=0", "units.device_type=all"]),
+        want
+    );
+    assert_eq!(
+        run_collatz(&[
+            "units.cpu_workers=2",
+            "units.device_type=all",
+            "scheduler.policy=equitable"
+        ]),
+        want
+    );
 }

@@ -6,3 +6,5 @@ mod apsp_cpu;
 mod apsp_gpu;
 mod cli;
 mod example;
+#[cfg(feature = "mpi")]
+mod mpi;

@@ -7,7 +7,11 @@ use tuccompi::{node::Single, Plan, RunOptions};
 /// A fresh empty directory under the system temp dir.
 pub fn tmpdir(tag: &str) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
-    let d = std::env::temp_dir().join(format!("tuccompi-test-{}-{tag}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let d = std::env::temp_dir().join(format!(
+        "tuccompi-test-{}-{tag}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -16,14 +20,22 @@ pub fn tmpdir(tag: &str) -> PathBuf {
 /// A file of `../shared/data`, or `None` (with a message) when the folder is absent on a
 /// user's clone. With `TUCCOMPI_REQUIRE_DATA=1` (set by `.ci/run`) absence is a failure.
 pub fn data(name: &str) -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data").join(name);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/data")
+        .join(name);
     if p.exists() {
         return Some(p);
     }
     if std::env::var_os("TUCCOMPI_REQUIRE_DATA").is_some() {
-        panic!("TUCCOMPI_REQUIRE_DATA is set but {} is missing", p.display());
+        panic!(
+            "TUCCOMPI_REQUIRE_DATA is set but {} is missing",
+            p.display()
+        );
     }
-    eprintln!("NOT RUN: {} not found (real-graph tests need ../shared/data beside the checkout)", p.display());
+    eprintln!(
+        "NOT RUN: {} not found (real-graph tests need ../shared/data beside the checkout)",
+        p.display()
+    );
     None
 }
 
@@ -59,7 +71,11 @@ impl Out {
     }
     pub fn checksum(&self) -> (u64, u64, u64) {
         let c = &self.report["checksum"];
-        (c["sum"].as_u64().unwrap(), c["unreachable"].as_u64().unwrap(), c["max"].as_u64().unwrap())
+        (
+            c["sum"].as_u64().unwrap(),
+            c["unreachable"].as_u64().unwrap(),
+            c["max"].as_u64().unwrap(),
+        )
     }
 }
 
@@ -87,14 +103,30 @@ pub fn try_run(toml: &str, sets: &[&str]) -> tuccompi::Result<Out> {
     let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     all.push(format!("output.dir={:?}", dir.display().to_string()));
     let plan = Plan::from_toml(toml, Path::new("test.toml"), &all)?;
-    let out = tuccompi::run(&plan, &RunOptions { quiet: true, ..Default::default() }, &Single)?;
-    assert!(!dir.join("INCOMPLETE").exists(), "a finished run left INCOMPLETE behind");
-    Ok(Out { dir, report: out.report })
+    let out = tuccompi::run(
+        &plan,
+        &RunOptions {
+            quiet: true,
+            ..Default::default()
+        },
+        &Single,
+    )?;
+    assert!(
+        !dir.join("INCOMPLETE").exists(),
+        "a finished run left INCOMPLETE behind"
+    );
+    Ok(Out {
+        dir,
+        report: out.report,
+    })
 }
 
 /// An APSP config on `input` (a path) with `sources`.
 pub fn apsp_file(input: &Path, sources: &str) -> String {
-    format!("[run]\nplugin = \"apsp\"\nsources = {sources}\n[input]\npath = {:?}\n", input.display().to_string())
+    format!(
+        "[run]\nplugin = \"apsp\"\nsources = {sources}\n[input]\npath = {:?}\n",
+        input.display().to_string()
+    )
 }
 
 /// An APSP config on a generated graph.

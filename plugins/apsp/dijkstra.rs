@@ -57,7 +57,11 @@ pub struct RadixHeap {
 
 impl Default for RadixHeap {
     fn default() -> Self {
-        RadixHeap { last: 0, len: 0, buckets: (0..65).map(|_| Vec::new()).collect() }
+        RadixHeap {
+            last: 0,
+            len: 0,
+            buckets: (0..65).map(|_| Vec::new()).collect(),
+        }
     }
 }
 
@@ -90,7 +94,11 @@ impl RadixHeap {
         if self.buckets[0].is_empty() {
             let i = (1..65).find(|&i| !self.buckets[i].is_empty())?;
             let mut moved = std::mem::take(&mut self.buckets[i]);
-            self.last = moved.iter().map(|e| e.0).min().expect("bucket is not empty");
+            self.last = moved
+                .iter()
+                .map(|e| e.0)
+                .min()
+                .expect("bucket is not empty");
             for &(k, v) in &moved {
                 self.buckets[bucket_of(k ^ self.last)].push((k, v));
             }
@@ -123,7 +131,10 @@ pub struct Dijkstra<D: Dist> {
 impl<D: Dist> Dijkstra<D> {
     /// State for graphs of `n` vertices.
     pub fn new(n: usize) -> Self {
-        Dijkstra { dist: vec![D::INF; n], heap: RadixHeap::default() }
+        Dijkstra {
+            dist: vec![D::INF; n],
+            heap: RadixHeap::default(),
+        }
     }
 
     /// Single-source shortest paths from `s`; the result is in `self.dist`.
@@ -138,7 +149,10 @@ impl<D: Dist> Dijkstra<D> {
             if k != du.to_u64() {
                 continue; // stale entry
             }
-            let (a, b) = (offsets[u as usize] as usize, offsets[u as usize + 1] as usize);
+            let (a, b) = (
+                offsets[u as usize] as usize,
+                offsets[u as usize + 1] as usize,
+            );
             for (&v, &w) in targets[a..b].iter().zip(&weights[a..b]) {
                 let nd = du.plus(w);
                 let dv = &mut self.dist[v as usize];
@@ -186,7 +200,14 @@ mod test {
     #[test]
     fn matches_bellman_ford_on_generated_graphs() {
         for model in [GenModel::Uniform, GenModel::Rmat, GenModel::Road] {
-            let spec = GenSpec { model, vertices: 300, degree: Some(3.0), seed: 3, min_weight: Some(0), max_weight: Some(50) };
+            let spec = GenSpec {
+                model,
+                vertices: 300,
+                degree: Some(3.0),
+                seed: 3,
+                min_weight: Some(0),
+                max_weight: Some(50),
+            };
             let g = Csr::from_edges(&generate(&spec).unwrap()).unwrap();
             let mut dj32 = Dijkstra::<u32>::new(g.n);
             let mut dj64 = Dijkstra::<u64>::new(g.n);
@@ -194,8 +215,11 @@ mod test {
                 let want = bellman_ford(&g, s);
                 let got: Vec<u64> = dj64.run(&g, s as u32).to_vec();
                 assert_eq!(got, want, "{model:?} source {s}");
-                let got32: Vec<u64> =
-                    dj32.run(&g, s as u32).iter().map(|&d| if d == u32::MAX { u64::MAX } else { d as u64 }).collect();
+                let got32: Vec<u64> = dj32
+                    .run(&g, s as u32)
+                    .iter()
+                    .map(|&d| if d == u32::MAX { u64::MAX } else { d as u64 })
+                    .collect();
                 assert_eq!(got32, want, "{model:?} source {s} (u32)");
             }
         }

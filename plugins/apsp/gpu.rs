@@ -91,7 +91,10 @@ impl GpuHalf for ApspJob {
             bytes_per_task: self.bytes_per_source(),
             shared_bytes: (2 * n + 1 + 2 * g.m() as u64) * 4,
         };
-        let chars = subset(&characterizations("sssp")?, self.options.gpu_algorithm.kernels());
+        let chars = subset(
+            &characterizations("sssp")?,
+            self.options.gpu_algorithm.kernels(),
+        );
         let params = predict(
             &chars,
             &device.info,
@@ -109,7 +112,11 @@ impl GpuHalf for ApspJob {
         }
         let total = shape.shared_bytes + params.queues.value as u64 * batch * shape.bytes_per_task;
         let largest = (batch * n * self.dist_bytes()).max(g.m() as u64 * 4);
-        device.check_fits(total, largest, &format!("APSP on {} vertices, batch {batch}", g.n))?;
+        device.check_fits(
+            total,
+            largest,
+            &format!("APSP on {} vertices, batch {batch}", g.n),
+        )?;
         // Build now, so a kernel that fails to compile is reported once, with its log.
         device.program("sssp", self.build_options())?;
         let q = device.queue()?;
@@ -139,7 +146,9 @@ impl GpuHalf for ApspJob {
         shared: &'a (dyn std::any::Any + Send + Sync),
         _queue: usize,
     ) -> Result<Box<dyn Worker + 'a>> {
-        let sh = shared.downcast_ref::<Shared>().expect("APSP shared device data");
+        let sh = shared
+            .downcast_ref::<Shared>()
+            .expect("APSP shared device data");
         let batch = sh.params.batch.value;
         let items = batch * self.graph.n;
         let opts = self.build_options();
@@ -169,7 +178,11 @@ impl GpuHalf for ApspJob {
                 init: k("wl_init")?,
                 relax: k("wl_relax")?,
                 stamp: DBuf::new(device, items)?,
-                lists: [DBuf::new(device, items)?, DBuf::new(device, items)?, DBuf::new(device, items)?],
+                lists: [
+                    DBuf::new(device, items)?,
+                    DBuf::new(device, items)?,
+                    DBuf::new(device, items)?,
+                ],
                 counts: DBuf::new(device, 3)?,
                 advance: k("wl_advance")?,
                 thresh: DistBuf::new(device, batch, wide)?,
@@ -197,7 +210,11 @@ enum DistBuf {
 
 impl DistBuf {
     fn new(device: &Device, len: usize, wide: bool) -> Result<Self> {
-        Ok(if wide { DistBuf::Wide(DBuf::new(device, len)?) } else { DistBuf::Narrow(DBuf::new(device, len)?) })
+        Ok(if wide {
+            DistBuf::Wide(DBuf::new(device, len)?)
+        } else {
+            DistBuf::Narrow(DBuf::new(device, len)?)
+        })
     }
     fn arg(&self) -> Arg<'_> {
         match self {
@@ -259,7 +276,12 @@ impl GpuWorker<'_> {
 
     /// Run iterations of `step` (which enqueues one iteration and says how to read the "not
     /// done" word) until that word reads 0; the check doubles from 1 to 64 iterations apart.
-    fn iterate(&mut self, n: usize, mut step: impl FnMut(&mut Self, usize) -> Result<()>, mut done: impl FnMut(&mut Self, usize) -> Result<bool>) -> Result<usize> {
+    fn iterate(
+        &mut self,
+        n: usize,
+        mut step: impl FnMut(&mut Self, usize) -> Result<()>,
+        mut done: impl FnMut(&mut Self, usize) -> Result<bool>,
+    ) -> Result<usize> {
         let (mut check, mut k) = (1usize, 0usize);
         // Crauser and Martin settle at least one vertex of every unfinished source per
         // iteration; two-phase is Bellman-Ford by rounds (at most n + 1); the work list adds at
@@ -300,15 +322,37 @@ impl GpuWorker<'_> {
         let b = range.len();
         let items = n * b;
         let (nn, bb) = (Arg::U32(n as u32), Arg::U32(b as u32));
-        self.q.write(&mut self.src, 0, &job.sources[range.clone()])?;
+        self.q
+            .write(&mut self.src, 0, &job.sources[range.clone()])?;
         let sh = self.sh;
         let algo = job.options.gpu_algorithm;
         let gpt = sh.params.groups_per_task.value;
         let dsize = if job.wide { 8 } else { 4 };
         let iterations = match algo {
             GpuAlgorithm::Crauser | GpuAlgorithm::Martin => {
-                let State::Dense { init, settled, frontier, changed, .. } = &mut self.state else { unreachable!() };
-                self.q.launch(init, items, Some(sh.params.local["sssp_init"].value), &[self.dist.arg(), Arg::U8s(settled), Arg::U8s(frontier), Arg::U32s(&self.src), nn, bb])?;
+                let State::Dense {
+                    init,
+                    settled,
+                    frontier,
+                    changed,
+                    ..
+                } = &mut self.state
+                else {
+                    unreachable!()
+                };
+                self.q.launch(
+                    init,
+                    items,
+                    Some(sh.params.local["sssp_init"].value),
+                    &[
+                        self.dist.arg(),
+                        Arg::U8s(settled),
+                        Arg::U8s(frontier),
+                        Arg::U32s(&self.src),
+                        nn,
+                        bb,
+                    ],
+                )?;
                 self.q.write(changed, 0, &[0])?;
                 let lmin = self.local("sssp_minimum");
                 let use_omega = Arg::U32((algo == GpuAlgorithm::Crauser) as u32);
@@ -316,13 +360,69 @@ impl GpuWorker<'_> {
                 self.iterate(
                     n,
                     |w, _| {
-                        let State::Dense { relax, minimum, update, settled, frontier, delta, changed, .. } = &w.state else { unreachable!() };
-                        w.q.launch(relax, items, Some(lr), &[Arg::U32s(&sh.off), Arg::U32s(&sh.tgt), Arg::U32s(&sh.wt), w.dist.arg(), Arg::U8s(settled), Arg::U8s(frontier), delta.arg(), nn, bb])?;
-                        w.q.launch(minimum, b * gpt * lmin, Some(lmin), &[w.dist.arg(), Arg::U8s(settled), Arg::U32s(&sh.minw), delta.arg(), Arg::Local(lmin * dsize), nn, Arg::U32(gpt as u32), use_omega])?;
-                        w.q.launch(update, items, Some(lu), &[w.dist.arg(), Arg::U8s(settled), Arg::U8s(frontier), delta.arg(), Arg::U32s(changed), nn, bb])
+                        let State::Dense {
+                            relax,
+                            minimum,
+                            update,
+                            settled,
+                            frontier,
+                            delta,
+                            changed,
+                            ..
+                        } = &w.state
+                        else {
+                            unreachable!()
+                        };
+                        w.q.launch(
+                            relax,
+                            items,
+                            Some(lr),
+                            &[
+                                Arg::U32s(&sh.off),
+                                Arg::U32s(&sh.tgt),
+                                Arg::U32s(&sh.wt),
+                                w.dist.arg(),
+                                Arg::U8s(settled),
+                                Arg::U8s(frontier),
+                                delta.arg(),
+                                nn,
+                                bb,
+                            ],
+                        )?;
+                        w.q.launch(
+                            minimum,
+                            b * gpt * lmin,
+                            Some(lmin),
+                            &[
+                                w.dist.arg(),
+                                Arg::U8s(settled),
+                                Arg::U32s(&sh.minw),
+                                delta.arg(),
+                                Arg::Local(lmin * dsize),
+                                nn,
+                                Arg::U32(gpt as u32),
+                                use_omega,
+                            ],
+                        )?;
+                        w.q.launch(
+                            update,
+                            items,
+                            Some(lu),
+                            &[
+                                w.dist.arg(),
+                                Arg::U8s(settled),
+                                Arg::U8s(frontier),
+                                delta.arg(),
+                                Arg::U32s(changed),
+                                nn,
+                                bb,
+                            ],
+                        )
                     },
                     |w, _| {
-                        let State::Dense { changed, .. } = &mut w.state else { unreachable!() };
+                        let State::Dense { changed, .. } = &mut w.state else {
+                            unreachable!()
+                        };
                         Self::take_flag(&w.q, changed)
                     },
                 )?
@@ -330,42 +430,187 @@ impl GpuWorker<'_> {
             GpuAlgorithm::TwoPhase => {
                 // sssp_init gives cost = dist and mask = {source}; the updating cost starts as
                 // a copy of the cost (a second init into it).
-                let State::TwoPhase { init, upd, settled, mask, changed, .. } = &mut self.state else { unreachable!() };
+                let State::TwoPhase {
+                    init,
+                    upd,
+                    settled,
+                    mask,
+                    changed,
+                    ..
+                } = &mut self.state
+                else {
+                    unreachable!()
+                };
                 let li = sh.params.local["sssp_init"].value;
-                self.q.launch(init, items, Some(li), &[self.dist.arg(), Arg::U8s(settled), Arg::U8s(mask), Arg::U32s(&self.src), nn, bb])?;
-                self.q.launch(init, items, Some(li), &[upd.arg(), Arg::U8s(settled), Arg::U8s(mask), Arg::U32s(&self.src), nn, bb])?;
+                self.q.launch(
+                    init,
+                    items,
+                    Some(li),
+                    &[
+                        self.dist.arg(),
+                        Arg::U8s(settled),
+                        Arg::U8s(mask),
+                        Arg::U32s(&self.src),
+                        nn,
+                        bb,
+                    ],
+                )?;
+                self.q.launch(
+                    init,
+                    items,
+                    Some(li),
+                    &[
+                        upd.arg(),
+                        Arg::U8s(settled),
+                        Arg::U8s(mask),
+                        Arg::U32s(&self.src),
+                        nn,
+                        bb,
+                    ],
+                )?;
                 self.q.write(changed, 0, &[0])?;
                 let (lr, lu) = (self.local("tp_relax"), self.local("tp_update"));
                 self.iterate(
                     n,
                     |w, _| {
-                        let State::TwoPhase { relax, update, upd, mask, changed, .. } = &w.state else { unreachable!() };
-                        w.q.launch(relax, items, Some(lr), &[Arg::U32s(&sh.off), Arg::U32s(&sh.tgt), Arg::U32s(&sh.wt), w.dist.arg(), upd.arg(), Arg::U8s(mask), nn, bb])?;
-                        w.q.launch(update, items, Some(lu), &[w.dist.arg(), upd.arg(), Arg::U8s(mask), Arg::U32s(changed), nn, bb])
+                        let State::TwoPhase {
+                            relax,
+                            update,
+                            upd,
+                            mask,
+                            changed,
+                            ..
+                        } = &w.state
+                        else {
+                            unreachable!()
+                        };
+                        w.q.launch(
+                            relax,
+                            items,
+                            Some(lr),
+                            &[
+                                Arg::U32s(&sh.off),
+                                Arg::U32s(&sh.tgt),
+                                Arg::U32s(&sh.wt),
+                                w.dist.arg(),
+                                upd.arg(),
+                                Arg::U8s(mask),
+                                nn,
+                                bb,
+                            ],
+                        )?;
+                        w.q.launch(
+                            update,
+                            items,
+                            Some(lu),
+                            &[
+                                w.dist.arg(),
+                                upd.arg(),
+                                Arg::U8s(mask),
+                                Arg::U32s(changed),
+                                nn,
+                                bb,
+                            ],
+                        )
                     },
                     |w, _| {
-                        let State::TwoPhase { changed, .. } = &mut w.state else { unreachable!() };
+                        let State::TwoPhase { changed, .. } = &mut w.state else {
+                            unreachable!()
+                        };
                         Self::take_flag(&w.q, changed)
                     },
                 )?
             }
             GpuAlgorithm::Worklist => {
-                let delta = if job.wide { Arg::U64(job.delta()) } else { Arg::U32(job.delta() as u32) };
-                let State::Worklist { init, stamp, lists, counts, thresh, farmin, active, .. } = &self.state else { unreachable!() };
-                self.q.launch(init, items, Some(sh.params.local["wl_init"].value), &[self.dist.arg(), Arg::U32s(stamp), Arg::U32s(&lists[0]), Arg::U32s(counts), Arg::U32s(&self.src), thresh.arg(), farmin.arg(), Arg::U32s(active), delta, nn, bb])?;
+                let delta = if job.wide {
+                    Arg::U64(job.delta())
+                } else {
+                    Arg::U32(job.delta() as u32)
+                };
+                let State::Worklist {
+                    init,
+                    stamp,
+                    lists,
+                    counts,
+                    thresh,
+                    farmin,
+                    active,
+                    ..
+                } = &self.state
+                else {
+                    unreachable!()
+                };
+                self.q.launch(
+                    init,
+                    items,
+                    Some(sh.params.local["wl_init"].value),
+                    &[
+                        self.dist.arg(),
+                        Arg::U32s(stamp),
+                        Arg::U32s(&lists[0]),
+                        Arg::U32s(counts),
+                        Arg::U32s(&self.src),
+                        thresh.arg(),
+                        farmin.arg(),
+                        Arg::U32s(active),
+                        delta,
+                        nn,
+                        bb,
+                    ],
+                )?;
                 let (lr, la) = (self.local("wl_relax"), self.local("wl_advance"));
                 let grid = sh.params.persistent_items.value;
                 self.iterate(
                     n,
                     |w, k| {
-                        let State::Worklist { relax, advance, stamp, lists, counts, thresh, farmin, active, .. } = &w.state else { unreachable!() };
+                        let State::Worklist {
+                            relax,
+                            advance,
+                            stamp,
+                            lists,
+                            counts,
+                            thresh,
+                            farmin,
+                            active,
+                            ..
+                        } = &w.state
+                        else {
+                            unreachable!()
+                        };
                         let slot = k % 3;
-                        w.q.launch(relax, grid, Some(lr), &[Arg::U32s(&sh.off), Arg::U32s(&sh.tgt), Arg::U32s(&sh.wt), w.dist.arg(), Arg::U32s(stamp), Arg::U32s(&lists[slot]), Arg::U32s(&lists[(slot + 1) % 3]), Arg::U32s(counts), thresh.arg(), farmin.arg(), Arg::U32s(active), Arg::U32(slot as u32), nn, Arg::U32(k as u32)])?;
-                        w.q.launch(advance, b, Some(la), &[thresh.arg(), farmin.arg(), Arg::U32s(active), delta, bb])
+                        w.q.launch(
+                            relax,
+                            grid,
+                            Some(lr),
+                            &[
+                                Arg::U32s(&sh.off),
+                                Arg::U32s(&sh.tgt),
+                                Arg::U32s(&sh.wt),
+                                w.dist.arg(),
+                                Arg::U32s(stamp),
+                                Arg::U32s(&lists[slot]),
+                                Arg::U32s(&lists[(slot + 1) % 3]),
+                                Arg::U32s(counts),
+                                thresh.arg(),
+                                farmin.arg(),
+                                Arg::U32s(active),
+                                Arg::U32(slot as u32),
+                                nn,
+                                Arg::U32(k as u32),
+                            ],
+                        )?;
+                        w.q.launch(
+                            advance,
+                            b,
+                            Some(la),
+                            &[thresh.arg(), farmin.arg(), Arg::U32s(active), delta, bb],
+                        )
                     },
                     |w, k| {
                         // The frontier of round k is in slot k % 3.
-                        let State::Worklist { counts, .. } = &w.state else { unreachable!() };
+                        let State::Worklist { counts, .. } = &w.state else {
+                            unreachable!()
+                        };
                         let mut c = [0u32];
                         w.q.read(counts, k % 3, &mut c)?;
                         Ok(c[0] == 0)
@@ -374,7 +619,18 @@ impl GpuWorker<'_> {
             }
         };
         let lsum = self.local("sssp_summary");
-        self.q.launch(&self.summary, b * gpt * lsum, Some(lsum), &[self.dist.arg(), Arg::U64s(&self.partial), Arg::Local(4 * lsum * 8), nn, Arg::U32(gpt as u32)])?;
+        self.q.launch(
+            &self.summary,
+            b * gpt * lsum,
+            Some(lsum),
+            &[
+                self.dist.arg(),
+                Arg::U64s(&self.partial),
+                Arg::Local(4 * lsum * 8),
+                nn,
+                Arg::U32(gpt as u32),
+            ],
+        )?;
         let mut partial = vec![0u64; b * gpt * 4];
         self.q.read(&self.partial, 0, &mut partial)?;
         for (i, t) in range.clone().enumerate() {

@@ -49,7 +49,13 @@ impl GpuAlgorithm {
     /// The kernels of kernels/sssp.cl this algorithm launches.
     pub fn kernels(self) -> &'static [&'static str] {
         match self {
-            GpuAlgorithm::Crauser | GpuAlgorithm::Martin => &["sssp_init", "sssp_relax", "sssp_minimum", "sssp_update", "sssp_summary"],
+            GpuAlgorithm::Crauser | GpuAlgorithm::Martin => &[
+                "sssp_init",
+                "sssp_relax",
+                "sssp_minimum",
+                "sssp_update",
+                "sssp_summary",
+            ],
             GpuAlgorithm::TwoPhase => &["sssp_init", "tp_relax", "tp_update", "sssp_summary"],
             GpuAlgorithm::Worklist => &["wl_init", "wl_relax", "wl_advance", "sssp_summary"],
         }
@@ -108,7 +114,13 @@ pub struct ApspJob {
 
 impl std::fmt::Debug for ApspJob {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "ApspJob(n={}, m={}, tasks={})", self.graph.n, self.graph.m(), self.sources.len())
+        write!(
+            f,
+            "ApspJob(n={}, m={}, tasks={})",
+            self.graph.n,
+            self.graph.m(),
+            self.sources.len()
+        )
     }
 }
 
@@ -138,7 +150,9 @@ pub fn resolve_sources(sources: &Sources, n: usize, base: u64) -> Result<Vec<u32
         }
         Sources::List(ids) => {
             if ids.is_empty() {
-                return Err(Error::Config("run.sources = []: list at least one vertex id".into()));
+                return Err(Error::Config(
+                    "run.sources = []: list at least one vertex id".into(),
+                ));
             }
             ids.iter()
                 .map(|&id| {
@@ -186,7 +200,13 @@ impl Plugin for Apsp {
         } else {
             None
         };
-        Ok(Box::new(ApspJob { graph, sources, wide, options, rows }))
+        Ok(Box::new(ApspJob {
+            graph,
+            sources,
+            wide,
+            options,
+            rows,
+        }))
     }
 }
 
@@ -224,23 +244,43 @@ impl Job for ApspJob {
             total += sum;
             unreachable += n - r[0];
             largest = largest.max(r[3]);
-            let _ = writeln!(csv, "{},{},{},{},{}", s as u64 + self.graph.id_base, r[0], n - r[0], sum, r[3]);
+            let _ = writeln!(
+                csv,
+                "{},{},{},{},{}",
+                s as u64 + self.graph.id_base,
+                r[0],
+                n - r[0],
+                sum,
+                r[3]
+            );
         }
         write_file(dir, "summary.csv", &csv)?;
         if let Some(rows) = &self.rows {
             rows.sync()?;
         }
-        let sum = if total <= u64::MAX as u128 { serde_json::json!(total as u64) } else { serde_json::json!(total.to_string()) };
-        Ok(serde_json::json!({ "sum": sum, "unreachable": unreachable, "max": largest, "sources": self.sources.len() }))
+        let sum = if total <= u64::MAX as u128 {
+            serde_json::json!(total as u64)
+        } else {
+            serde_json::json!(total.to_string())
+        };
+        Ok(
+            serde_json::json!({ "sum": sum, "unreachable": unreachable, "max": largest, "sources": self.sources.len() }),
+        )
     }
 }
 
 impl CpuHalf for ApspJob {
     fn worker(&self) -> Result<Box<dyn Worker + '_>> {
         Ok(if self.wide {
-            Box::new(CpuWorker::<u64> { job: self, dj: Dijkstra::new(self.graph.n) })
+            Box::new(CpuWorker::<u64> {
+                job: self,
+                dj: Dijkstra::new(self.graph.n),
+            })
         } else {
-            Box::new(CpuWorker::<u32> { job: self, dj: Dijkstra::new(self.graph.n) })
+            Box::new(CpuWorker::<u32> {
+                job: self,
+                dj: Dijkstra::new(self.graph.n),
+            })
         })
     }
 }

@@ -134,7 +134,9 @@ pub fn apply_override(tree: &mut toml::Table, assignment: &str) -> Result<()> {
     let key = key.trim();
     let parts: Vec<&str> = key.split('.').collect();
     if parts.iter().any(|p| p.is_empty()) {
-        return Err(Error::Config(format!("--set {assignment}: malformed key '{key}'")));
+        return Err(Error::Config(format!(
+            "--set {assignment}: malformed key '{key}'"
+        )));
     }
     let value = value.trim();
     let parsed: toml::Value = match toml::from_str::<toml::Table>(&format!("v = {value}")) {
@@ -151,8 +153,9 @@ pub fn apply_override(tree: &mut toml::Table, assignment: &str) -> Result<()> {
     }
     let mut table = tree;
     for p in &parts[..parts.len() - 1] {
-        let entry =
-            table.entry(p.to_string()).or_insert_with(|| toml::Value::Table(Default::default()));
+        let entry = table
+            .entry(p.to_string())
+            .or_insert_with(|| toml::Value::Table(Default::default()));
         table = entry.as_table_mut().ok_or_else(|| {
             Error::Config(format!("--set {assignment}: '{p}' is a value, not a table"))
         })?;

@@ -22,7 +22,9 @@ impl TryFrom<toml::Value> for AutoOr {
         match v {
             toml::Value::String(s) if s == "auto" => Ok(AutoOr::Auto),
             toml::Value::Integer(i) if i >= 0 => Ok(AutoOr::N(i as usize)),
-            other => Err(format!("expected \"auto\" or a non-negative integer, found {other}")),
+            other => Err(format!(
+                "expected \"auto\" or a non-negative integer, found {other}"
+            )),
         }
     }
 }
@@ -91,7 +93,9 @@ impl TryFrom<toml::Value> for DeviceSel {
                 .into_iter()
                 .map(|x| match x {
                     toml::Value::String(s) => Ok(s),
-                    other => Err(format!("device name substrings must be strings, found {other}")),
+                    other => Err(format!(
+                        "device name substrings must be strings, found {other}"
+                    )),
                 })
                 .collect::<Result<_, _>>()
                 .map(DeviceSel::Names),
@@ -205,10 +209,16 @@ impl RawConfig {
             (None, None) => None,
         };
         let cpu_workers = match self.units.cpu_workers.unwrap_or(AutoOr::Auto) {
-            AutoOr::Auto => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            AutoOr::Auto => std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
             AutoOr::N(n) => n,
         };
-        let device_type = self.units.device_type.unwrap_or_else(|| "gpu".into()).to_lowercase();
+        let device_type = self
+            .units
+            .device_type
+            .unwrap_or_else(|| "gpu".into())
+            .to_lowercase();
         if !["gpu", "cpu", "accelerator", "all"].contains(&device_type.as_str()) {
             return Err(Error::Config(format!(
                 "{shown}: units.device_type = \"{device_type}\": use \"gpu\", \"cpu\", \"accelerator\" or \"all\""
@@ -216,7 +226,9 @@ impl RawConfig {
         }
         let positive = |key: &str, v: Option<AutoOr>| -> Result<Option<usize>> {
             match v.and_then(AutoOr::value) {
-                Some(0) => Err(Error::Config(format!("{shown}: {key} = 0: use \"auto\" or N >= 1"))),
+                Some(0) => Err(Error::Config(format!(
+                    "{shown}: {key} = 0: use \"auto\" or N >= 1"
+                ))),
                 other => Ok(other),
             }
         };
@@ -244,7 +256,10 @@ impl RawConfig {
                 cpu_workers,
                 opencl: self.units.opencl.unwrap_or(DeviceSel::All),
                 device_type,
-                concurrent_kernels: positive("units.concurrent_kernels", self.units.concurrent_kernels)?,
+                concurrent_kernels: positive(
+                    "units.concurrent_kernels",
+                    self.units.concurrent_kernels,
+                )?,
             },
             scheduler: SchedulerPlan {
                 policy: self.scheduler.policy.unwrap_or(Policy::WorkQueue),
@@ -252,7 +267,10 @@ impl RawConfig {
                 gpu_chunk: positive("scheduler.gpu_chunk", self.scheduler.gpu_chunk)?,
             },
             output: OutputPlan {
-                dir: self.output.dir.unwrap_or_else(|| PathBuf::from("tuccompi-out")),
+                dir: self
+                    .output
+                    .dir
+                    .unwrap_or_else(|| PathBuf::from("tuccompi-out")),
                 distances: self.output.distances,
                 trace: self.output.trace,
             },

@@ -18,13 +18,24 @@ fn defaults() {
 
 #[test]
 fn unknown_key_is_named_with_its_line() {
-    let e = plan(&format!("{MIN}[units]\ncpu_workerz = 2\n"), &[]).unwrap_err().to_string();
+    let e = plan(&format!("{MIN}[units]\ncpu_workerz = 2\n"), &[])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("cpu_workerz") && e.contains("line 6"), "{e}");
 }
 
 #[test]
 fn overrides() {
-    let p = plan(MIN, &["run.sources=64", "input.path=x.mtx", "scheduler.policy=equitable", "apsp.batch=7"]).unwrap();
+    let p = plan(
+        MIN,
+        &[
+            "run.sources=64",
+            "input.path=x.mtx",
+            "scheduler.policy=equitable",
+            "apsp.batch=7",
+        ],
+    )
+    .unwrap();
     assert_eq!(p.sources, Sources::First(64));
     assert_eq!(p.scheduler.policy, Policy::Equitable);
     assert_eq!(p.plugin_options["batch"].as_integer(), Some(7));
@@ -39,12 +50,16 @@ fn overrides() {
 
 #[test]
 fn bad_values_say_what_is_accepted() {
-    let e = plan(&format!("{MIN}[units]\ncpu_workers = \"many\"\n"), &[]).unwrap_err().to_string();
+    let e = plan(&format!("{MIN}[units]\ncpu_workers = \"many\"\n"), &[])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("\"auto\" or a non-negative integer"), "{e}");
     let e = plan(MIN, &["run.sources=-3"]).unwrap_err().to_string();
     assert!(e.contains("\"all\""), "{e}");
     let e = plan(MIN, &["scheduler.chunk=0"]).unwrap_err().to_string();
     assert!(e.contains("scheduler.chunk = 0"), "{e}");
-    let e = plan(&format!("{MIN}stray = 1\n"), &[]).unwrap_err().to_string();
+    let e = plan(&format!("{MIN}stray = 1\n"), &[])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("unknown"), "{e}");
 }

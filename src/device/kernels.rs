@@ -18,13 +18,24 @@ pub struct KernelFile {
 }
 
 const EMBEDDED: &[(&str, &str, &str)] = &[
-    ("sssp", include_str!("../../kernels/sssp.cl"), include_str!("../../kernels/sssp.toml")),
-    ("collatz", include_str!("../../kernels/collatz.cl"), include_str!("../../kernels/collatz.toml")),
+    (
+        "sssp",
+        include_str!("../../kernels/sssp.cl"),
+        include_str!("../../kernels/sssp.toml"),
+    ),
+    (
+        "collatz",
+        include_str!("../../kernels/collatz.cl"),
+        include_str!("../../kernels/collatz.toml"),
+    ),
 ];
 
 /// Every kernel stem known to this binary.
 pub fn kernel_files() -> Result<Vec<KernelFile>> {
-    EMBEDDED.iter().map(|(stem, _, _)| kernel_file(stem)).collect()
+    EMBEDDED
+        .iter()
+        .map(|(stem, _, _)| kernel_file(stem))
+        .collect()
 }
 
 /// The kernel file `stem`, from `TUCCOMPI_KERNELS` if set, else embedded.
@@ -35,7 +46,12 @@ pub fn kernel_file(stem: &str) -> Result<KernelFile> {
         let toml = dir.join(format!("{stem}.toml"));
         let source = std::fs::read_to_string(&cl).map_err(|e| Error::io(&cl, e))?;
         let characterization = std::fs::read_to_string(&toml).map_err(|e| Error::io(&toml, e))?;
-        return Ok(KernelFile { stem: stem.into(), source, characterization, origin: cl.display().to_string() });
+        return Ok(KernelFile {
+            stem: stem.into(),
+            source,
+            characterization,
+            origin: cl.display().to_string(),
+        });
     }
     EMBEDDED
         .iter()

@@ -18,7 +18,8 @@ pub use queue::{Arg, DBuf, Queue, Scalar};
 use crate::{Error, Result};
 use opencl3::context::Context;
 use opencl3::device::{
-    Device as ClDevice, CL_DEVICE_TYPE_ACCELERATOR, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_GPU,
+    Device as ClDevice, CL_DEVICE_TYPE_ACCELERATOR, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU,
+    CL_DEVICE_TYPE_GPU,
 };
 use opencl3::kernel::Kernel;
 use opencl3::program::Program;
@@ -76,7 +77,10 @@ unsafe impl Sync for Device {}
 
 impl std::fmt::Debug for Device {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Device").field("index", &self.index).field("info", &self.info).finish()
+        f.debug_struct("Device")
+            .field("index", &self.index)
+            .field("info", &self.info)
+            .finish()
     }
 }
 
@@ -118,10 +122,20 @@ pub fn nvidia_library_present() -> bool {
         .map(String::from)
         .collect();
     dirs.extend(
-        ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/nvidia/lib64", "/usr/local/nvidia/lib"]
-            .map(String::from),
+        [
+            "/usr/lib/x86_64-linux-gnu",
+            "/usr/lib64",
+            "/usr/lib",
+            "/usr/local/nvidia/lib64",
+            "/usr/local/nvidia/lib",
+        ]
+        .map(String::from),
     );
-    dirs.iter().any(|d| std::path::Path::new(d).join("libnvidia-opencl.so.1").exists())
+    dirs.iter().any(|d| {
+        std::path::Path::new(d)
+            .join("libnvidia-opencl.so.1")
+            .exists()
+    })
 }
 
 /// Every OpenCL device on this machine, with its properties. An error when the OpenCL library
@@ -200,7 +214,10 @@ pub fn discover(filter: &Filter) -> Result<Vec<Arc<Device>>> {
         }
     }
     if chosen.is_empty() {
-        let have: Vec<String> = all.iter().map(|(i, _)| format!("'{}' ({})", i.name, i.kind)).collect();
+        let have: Vec<String> = all
+            .iter()
+            .map(|(i, _)| format!("'{}' ({})", i.name, i.kind))
+            .collect();
         return Err(Error::Device(format!(
             "no OpenCL device matches units.device_type = \"{}\" and units.opencl = {:?}; this \
              machine has {}. Change the filter (units.device_type = \"all\" includes CPU devices \
@@ -216,7 +233,13 @@ pub fn discover(filter: &Filter) -> Result<Vec<Arc<Device>>> {
         .map(|(index, (info, id))| {
             let context = Context::from_device(&ClDevice::new(id))
                 .map_err(|e| cl_err(&format!("creating a context on '{}'", info.name), e))?;
-            Ok(Arc::new(Device { index, info, id, context, programs: Mutex::new(HashMap::new()) }))
+            Ok(Arc::new(Device {
+                index,
+                info,
+                id,
+                context,
+                programs: Mutex::new(HashMap::new()),
+            }))
         })
         .collect()
 }

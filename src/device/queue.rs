@@ -52,13 +52,17 @@ impl<T: Scalar> DBuf<T> {
 
     fn in_context(context: &Context, len: usize, dev: &str) -> Result<Self> {
         // SAFETY: no host pointer is passed (null), so OpenCL allocates and owns the memory.
-        let buf = unsafe { Buffer::<T>::create(context, CL_MEM_READ_WRITE, len.max(1), ptr::null_mut()) }
-            .map_err(|e| {
-                cl_err(
-                    &format!("allocating {:.1} MiB on '{dev}'", (len * std::mem::size_of::<T>()) as f64 / 1048576.0),
-                    e,
-                )
-            })?;
+        let buf =
+            unsafe { Buffer::<T>::create(context, CL_MEM_READ_WRITE, len.max(1), ptr::null_mut()) }
+                .map_err(|e| {
+                    cl_err(
+                        &format!(
+                            "allocating {:.1} MiB on '{dev}'",
+                            (len * std::mem::size_of::<T>()) as f64 / 1048576.0
+                        ),
+                        e,
+                    )
+                })?;
         Ok(DBuf { buf, len })
     }
 
@@ -117,10 +121,19 @@ impl Queue {
         #[allow(deprecated)]
         let queue = unsafe { CommandQueue::create(context, id, 0) }
             .map_err(|e| cl_err(&format!("creating a queue on '{device}'"), e))?;
-        Ok(Queue { queue, device: device.into() })
+        Ok(Queue {
+            queue,
+            device: device.into(),
+        })
     }
 
-    fn bounds<T: Scalar>(&self, buf: &DBuf<T>, offset: usize, len: usize, what: &str) -> Result<()> {
+    fn bounds<T: Scalar>(
+        &self,
+        buf: &DBuf<T>,
+        offset: usize,
+        len: usize,
+        what: &str,
+    ) -> Result<()> {
         if offset.checked_add(len).is_none_or(|end| end > buf.len) {
             return Err(Error::Device(format!(
                 "{what} of {len} elements at {offset} outside a buffer of {} on '{}' (a bug in the GPU half)",
@@ -158,7 +171,13 @@ impl Queue {
         }
         // SAFETY: the range was checked; the call blocks, so `out` outlives the transfer.
         unsafe {
-            self.queue.enqueue_read_buffer(&buf.buf, CL_BLOCKING, offset * std::mem::size_of::<T>(), out, &[])
+            self.queue.enqueue_read_buffer(
+                &buf.buf,
+                CL_BLOCKING,
+                offset * std::mem::size_of::<T>(),
+                out,
+                &[],
+            )
         }
         .map_err(|e| cl_err(&format!("reading from '{}'", self.device), e))?;
         Ok(())
@@ -166,7 +185,13 @@ impl Queue {
 
     /// Enqueue `kernel` over `global` work-items (rounded up to a multiple of `local`), with
     /// `args` in the kernel's parameter order. Does not wait.
-    pub fn launch(&self, kernel: &Kernel, global: usize, local: Option<usize>, args: &[Arg<'_>]) -> Result<()> {
+    pub fn launch(
+        &self,
+        kernel: &Kernel,
+        global: usize,
+        local: Option<usize>,
+        args: &[Arg<'_>],
+    ) -> Result<()> {
         let name = kernel.function_name().unwrap_or_default();
         let expected = kernel.num_args().unwrap_or(args.len() as u32) as usize;
         if expected != args.len() {
@@ -212,17 +237,29 @@ impl Queue {
                 &[],
             )
         }
-        .map_err(|e| cl_err(&format!("launching '{name}' on '{}' (global {global}, local {local:?})", self.device), e))?;
+        .map_err(|e| {
+            cl_err(
+                &format!(
+                    "launching '{name}' on '{}' (global {global}, local {local:?})",
+                    self.device
+                ),
+                e,
+            )
+        })?;
         Ok(())
     }
 
     /// Wait until everything enqueued has finished.
     pub fn finish(&self) -> Result<()> {
-        self.queue.finish().map_err(|e| cl_err(&format!("waiting for '{}'", self.device), e))
+        self.queue
+            .finish()
+            .map_err(|e| cl_err(&format!("waiting for '{}'", self.device), e))
     }
 
     /// Submit everything enqueued without waiting.
     pub fn flush(&self) -> Result<()> {
-        self.queue.flush().map_err(|e| cl_err(&format!("flushing '{}'", self.device), e))
+        self.queue
+            .flush()
+            .map_err(|e| cl_err(&format!("flushing '{}'", self.device), e))
     }
 }

@@ -75,7 +75,13 @@ pub fn generate(spec: &GenSpec) -> Result<EdgeList> {
         )));
     }
     let lo = spec.min_weight.unwrap_or(1);
-    let hi = spec.max_weight.unwrap_or(if spec.model == GenModel::Complete { 10 } else { 100 });
+    let hi = spec
+        .max_weight
+        .unwrap_or(if spec.model == GenModel::Complete {
+            10
+        } else {
+            100
+        });
     if lo > hi {
         return Err(Error::Config(format!(
             "input.generate: min_weight {lo} > max_weight {hi}; make min_weight <= max_weight"
@@ -172,7 +178,8 @@ pub fn generate(spec: &GenSpec) -> Result<EdgeList> {
         arcs,
         id_base: 0,
         origin: Origin {
-            name: format!("generated {:?} n={} seed={}", spec.model, n_out, spec.seed).to_lowercase(),
+            name: format!("generated {:?} n={} seed={}", spec.model, n_out, spec.seed)
+                .to_lowercase(),
             first_negative: None,
         },
     })
@@ -183,19 +190,37 @@ mod test {
     use super::*;
 
     fn spec(model: GenModel, n: u64) -> GenSpec {
-        GenSpec { model, vertices: n, degree: None, seed: 7, min_weight: Some(0), max_weight: Some(9) }
+        GenSpec {
+            model,
+            vertices: n,
+            degree: None,
+            seed: 7,
+            min_weight: Some(0),
+            max_weight: Some(9),
+        }
     }
 
     #[test]
     fn deterministic_and_in_range() {
-        for m in [GenModel::Uniform, GenModel::Rmat, GenModel::Road, GenModel::Complete] {
+        for m in [
+            GenModel::Uniform,
+            GenModel::Rmat,
+            GenModel::Road,
+            GenModel::Complete,
+        ] {
             let a = generate(&spec(m, 100)).unwrap();
             let b = generate(&spec(m, 100)).unwrap();
             assert_eq!(a.arcs, b.arcs, "{m:?}");
             assert!(!a.arcs.is_empty());
-            assert!(a.arcs.iter().all(|&(u, v, w)| (u as usize) < a.n && (v as usize) < a.n && w >= 0));
+            assert!(a
+                .arcs
+                .iter()
+                .all(|&(u, v, w)| (u as usize) < a.n && (v as usize) < a.n && w >= 0));
         }
         assert_eq!(generate(&spec(GenModel::Rmat, 100)).unwrap().n, 128);
-        assert_eq!(generate(&spec(GenModel::Complete, 5)).unwrap().arcs.len(), 20);
+        assert_eq!(
+            generate(&spec(GenModel::Complete, 5)).unwrap().arcs.len(),
+            20
+        );
     }
 }

@@ -144,7 +144,14 @@ impl Csr {
             }
             offsets.push(targets.len() as u32);
         }
-        Ok(Csr { n, offsets, targets, weights, id_base: list.id_base, name: list.origin.name.clone() })
+        Ok(Csr {
+            n,
+            offsets,
+            targets,
+            weights,
+            id_base: list.id_base,
+            name: list.origin.name.clone(),
+        })
     }
 }
 
@@ -153,13 +160,21 @@ mod test {
     use super::*;
 
     fn list(n: usize, arcs: &[(u32, u32, i64)]) -> EdgeList {
-        EdgeList { n, arcs: arcs.to_vec(), id_base: 0, origin: Origin::default() }
+        EdgeList {
+            n,
+            arcs: arcs.to_vec(),
+            id_base: 0,
+            origin: Origin::default(),
+        }
     }
 
     #[test]
     fn collapses_parallel_arcs_and_drops_loops() {
-        let g = Csr::from_edges(&list(3, &[(0, 1, 5), (0, 1, 2), (1, 1, 1), (2, 0, 0), (0, 2, 7)]))
-            .unwrap();
+        let g = Csr::from_edges(&list(
+            3,
+            &[(0, 1, 5), (0, 1, 2), (1, 1, 1), (2, 0, 0), (0, 2, 7)],
+        ))
+        .unwrap();
         assert_eq!(g.offsets, vec![0, 2, 2, 3]);
         assert_eq!(g.targets, vec![1, 2, 0]);
         assert_eq!(g.weights, vec![2, 7, 0]);

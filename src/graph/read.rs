@@ -10,14 +10,21 @@ use std::path::Path;
 
 /// Read a graph file; the format follows from the extension (a trailing `.gz` is decompressed).
 pub fn read_graph(path: &Path) -> Result<EdgeList> {
-    let name = path.file_name().and_then(|s| s.to_str()).unwrap_or("").to_ascii_lowercase();
+    let name = path
+        .file_name()
+        .and_then(|s| s.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
     let (stem, gz) = match name.strip_suffix(".gz") {
         Some(s) => (s.to_string(), true),
         None => (name.clone(), false),
     };
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let raw: Box<dyn Read> =
-        if gz { Box::new(flate2::read::MultiGzDecoder::new(file)) } else { Box::new(file) };
+    let raw: Box<dyn Read> = if gz {
+        Box::new(flate2::read::MultiGzDecoder::new(file))
+    } else {
+        Box::new(file)
+    };
     let reader = BufReader::with_capacity(1 << 20, raw);
     let ext = stem.rsplit('.').next().unwrap_or("");
     let mut p = Parser::new(path);
@@ -36,7 +43,10 @@ pub fn read_graph(path: &Path) -> Result<EdgeList> {
         }
     };
     if list.n == 0 {
-        return Err(Error::Input(format!("{}: the graph has no vertices", path.display())));
+        return Err(Error::Input(format!(
+            "{}: the graph has no vertices",
+            path.display()
+        )));
     }
     Ok(list)
 }
@@ -49,7 +59,11 @@ struct Parser<'a> {
 
 impl<'a> Parser<'a> {
     fn new(path: &'a Path) -> Self {
-        Parser { path, line: 0, first_negative: None }
+        Parser {
+            path,
+            line: 0,
+            first_negative: None,
+        }
     }
 
     fn err(&self, msg: impl Into<String>) -> Error {
@@ -66,9 +80,9 @@ impl<'a> Parser<'a> {
         let mut buf = Vec::with_capacity(256);
         loop {
             buf.clear();
-            let got = reader.read_until(b'\n', &mut buf).map_err(|e| {
-                Error::parse(self.path, self.line + 1, format!("cannot read: {e}"))
-            })?;
+            let got = reader
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| Error::parse(self.path, self.line + 1, format!("cannot read: {e}")))?;
             if got == 0 {
                 return Ok(());
             }
@@ -96,7 +110,10 @@ impl<'a> Parser<'a> {
             }
         }
         if v - base >= u32::MAX as u64 {
-            return Err(self.err(format!("{what} {v} is too large (at most {} vertices)", u32::MAX)));
+            return Err(self.err(format!(
+                "{what} {v} is too large (at most {} vertices)",
+                u32::MAX
+            )));
         }
         Ok((v - base) as u32)
     }
@@ -107,9 +124,9 @@ impl<'a> Parser<'a> {
             Ok(w) => w,
             Err(_) => {
                 // Accept integral reals such as "3.0" or "1e3"; refuse fractions and giants.
-                let f: f64 = tok.parse().map_err(|_| {
-                    self.err(format!("weight '{tok}' is not a number"))
-                })?;
+                let f: f64 = tok
+                    .parse()
+                    .map_err(|_| self.err(format!("weight '{tok}' is not a number")))?;
                 if !f.is_finite() || f.fract() != 0.0 {
                     return Err(self.err(format!(
                         "weight '{tok}' is not an integer; tuccompi computes exact integer distances, \
@@ -117,7 +134,9 @@ impl<'a> Parser<'a> {
                     )));
                 }
                 if f.abs() >= 9.2e18 {
-                    return Err(self.err(format!("weight '{tok}' does not fit in a 64-bit integer")));
+                    return Err(
+                        self.err(format!("weight '{tok}' does not fit in a 64-bit integer"))
+                    );
                 }
                 f as i64
             }
@@ -322,11 +341,20 @@ mod test {
         let g = read_graph(&write("a.gr", "c hi\np sp 3 2\na 1 2 5\na 3 1 0\n")).unwrap();
         assert_eq!((g.n, g.arcs.len(), g.id_base), (3, 2, 1));
         assert_eq!(g.arcs[1], (2, 0, 0));
-        let e = read_graph(&write("b.gr", "p sp 3 1\na 1 x 5\n")).unwrap_err().to_string();
-        assert!(e.ends_with("b.gr:2: head id 'x' is not a non-negative integer"), "{e}");
-        let e = read_graph(&write("c.gr", "p sp 3 1\na 1 4 5\n")).unwrap_err().to_string();
+        let e = read_graph(&write("b.gr", "p sp 3 1\na 1 x 5\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with("b.gr:2: head id 'x' is not a non-negative integer"),
+            "{e}"
+        );
+        let e = read_graph(&write("c.gr", "p sp 3 1\na 1 4 5\n"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("c.gr:2: head id 4 is out of range"), "{e}");
-        let e = read_graph(&write("d.gr", "p sp 3 2\na 1 2 5\n")).unwrap_err().to_string();
+        let e = read_graph(&write("d.gr", "p sp 3 2\na 1 2 5\n"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("truncated"), "{e}");
         let e = read_graph(&write("e.gr", "p sp 2 1\na 1 2 99999999999999999999\n")).unwrap_err();
         assert!(e.to_string().contains("e.gr:2:"), "{e}");
@@ -340,9 +368,16 @@ mod test {
         ))
         .unwrap();
         assert_eq!(g.arcs, vec![(1, 0, 1), (0, 1, 1), (2, 2, 1)]);
-        let e = read_graph(&write("r.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2 0.5\n"))
-            .unwrap_err();
-        assert!(e.to_string().contains("r.mtx:3: weight '0.5' is not an integer"), "{e}");
+        let e = read_graph(&write(
+            "r.mtx",
+            "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2 0.5\n",
+        ))
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("r.mtx:3: weight '0.5' is not an integer"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -350,7 +385,9 @@ mod test {
         let g = read_graph(&write("x.wel", "# c\n0 4 3\n4 0 -2\n")).unwrap();
         assert_eq!((g.n, g.id_base), (5, 0));
         assert!(g.origin.first_negative.as_ref().unwrap().1 == 3);
-        let e = read_graph(&write("y.el", "0 1\n0 1 2\n")).unwrap_err().to_string();
+        let e = read_graph(&write("y.el", "0 1\n0 1 2\n"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("y.el:2: expected 2 fields"), "{e}");
     }
 }

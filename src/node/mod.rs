@@ -23,11 +23,20 @@ pub trait Node: Sync {
     /// Wait for every node.
     fn barrier(&self) -> Result<()>;
     /// The source of chunks for this node's units over tasks `0..tasks`.
-    fn task_source(&self, tasks: usize, plan: &Plan, weights: &[f64]) -> Result<Box<dyn TaskSource + '_>>;
+    fn task_source(
+        &self,
+        tasks: usize,
+        plan: &Plan,
+        weights: &[f64],
+    ) -> Result<Box<dyn TaskSource + '_>>;
     /// Bring every node's records to rank 0 (each task was run by exactly one node).
     fn gather_records(&self, records: &mut Records) -> Result<()>;
     /// Per-node statistics, gathered at rank 0, for the report.
-    fn gather_stats(&self, stats: &[UnitStats], devices: &[serde_json::Value]) -> Result<serde_json::Value>;
+    fn gather_stats(
+        &self,
+        stats: &[UnitStats],
+        devices: &[serde_json::Value],
+    ) -> Result<serde_json::Value>;
     /// Turn a local failure into the error to report (under MPI: stop every rank, naming this
     /// one).
     fn fail(&self, e: Error) -> Error;
@@ -55,15 +64,26 @@ impl Node for Single {
     fn barrier(&self) -> Result<()> {
         Ok(())
     }
-    fn task_source(&self, tasks: usize, plan: &Plan, weights: &[f64]) -> Result<Box<dyn TaskSource + '_>> {
+    fn task_source(
+        &self,
+        tasks: usize,
+        plan: &Plan,
+        weights: &[f64],
+    ) -> Result<Box<dyn TaskSource + '_>> {
         Ok(scheduler::source(plan.scheduler.policy, 0..tasks, weights))
     }
     fn gather_records(&self, _records: &mut Records) -> Result<()> {
         Ok(())
     }
-    fn gather_stats(&self, stats: &[UnitStats], devices: &[serde_json::Value]) -> Result<serde_json::Value> {
-        Ok(serde_json::json!([{ "rank": 0, "host": host_name(), "units": stats.len(), "devices": devices.len(),
-            "tasks": stats.iter().map(|s| s.tasks).sum::<usize>() }]))
+    fn gather_stats(
+        &self,
+        stats: &[UnitStats],
+        devices: &[serde_json::Value],
+    ) -> Result<serde_json::Value> {
+        Ok(
+            serde_json::json!([{ "rank": 0, "host": host_name(), "units": stats.len(), "devices": devices.len(),
+            "tasks": stats.iter().map(|s| s.tasks).sum::<usize>() }]),
+        )
     }
     fn fail(&self, e: Error) -> Error {
         e

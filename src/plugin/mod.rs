@@ -76,7 +76,11 @@ pub struct DeviceSetup {
 
 impl std::fmt::Debug for DeviceSetup {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "DeviceSetup(chunk={}, queues={})", self.chunk, self.queues)
+        write!(
+            f,
+            "DeviceSetup(chunk={}, queues={})",
+            self.chunk, self.queues
+        )
     }
 }
 

@@ -49,7 +49,10 @@ impl Equitable {
                 Mutex::new(r)
             })
             .collect();
-        Equitable { shares, stopped: AtomicBool::new(false) }
+        Equitable {
+            shares,
+            stopped: AtomicBool::new(false),
+        }
     }
 }
 
@@ -84,7 +87,12 @@ pub struct WorkQueue {
 impl WorkQueue {
     /// A queue over `tasks` shared by `units` units.
     pub fn new(tasks: Range<usize>, units: usize) -> Self {
-        WorkQueue { next: AtomicUsize::new(tasks.start), end: tasks.end, units: units.max(1), stopped: AtomicBool::new(false) }
+        WorkQueue {
+            next: AtomicUsize::new(tasks.start),
+            end: tasks.end,
+            units: units.max(1),
+            stopped: AtomicBool::new(false),
+        }
     }
 }
 
@@ -99,7 +107,12 @@ impl TaskSource for WorkQueue {
             // spread over every unit; but at least one task.
             let left = self.end - cur;
             let take = want.max(1).min((left / (2 * self.units)).max(1)).min(left);
-            match self.next.compare_exchange_weak(cur, cur + take, Ordering::Relaxed, Ordering::Relaxed) {
+            match self.next.compare_exchange_weak(
+                cur,
+                cur + take,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
                 Ok(_) => return Some(cur..cur + take),
                 Err(now) => cur = now,
             }
@@ -142,8 +155,18 @@ mod test {
     fn every_task_exactly_once() {
         for (tasks, units, want) in [(0..0, 3, 4), (0..10, 3, 4), (5..1000, 7, 64), (0..2, 5, 1)] {
             let expect: Vec<usize> = tasks.clone().collect();
-            assert_eq!(drain(&Equitable::new(tasks.clone(), &vec![1.0; units]), units, want), expect);
-            assert_eq!(drain(&WorkQueue::new(tasks.clone(), units), units, want), expect);
+            assert_eq!(
+                drain(
+                    &Equitable::new(tasks.clone(), &vec![1.0; units]),
+                    units,
+                    want
+                ),
+                expect
+            );
+            assert_eq!(
+                drain(&WorkQueue::new(tasks.clone(), units), units, want),
+                expect
+            );
         }
     }
 

@@ -47,9 +47,30 @@ fn header_bytes(rows: usize, cols: usize, ty: NpyType) -> Result<Vec<u8>> {
     // Begin an array into a byte vector and stop before any element: what is left is exactly
     // npyz's header for this shape and dtype. Dropping the writer ignores the element count.
     match ty {
-        NpyType::U32 => drop(npyz::WriteOptions::<u32>::new().default_dtype().shape(&shape).writer(&mut bytes).begin_nd().map_err(io)?),
-        NpyType::U64 => drop(npyz::WriteOptions::<u64>::new().default_dtype().shape(&shape).writer(&mut bytes).begin_nd().map_err(io)?),
-        NpyType::I64 => drop(npyz::WriteOptions::<i64>::new().default_dtype().shape(&shape).writer(&mut bytes).begin_nd().map_err(io)?),
+        NpyType::U32 => drop(
+            npyz::WriteOptions::<u32>::new()
+                .default_dtype()
+                .shape(&shape)
+                .writer(&mut bytes)
+                .begin_nd()
+                .map_err(io)?,
+        ),
+        NpyType::U64 => drop(
+            npyz::WriteOptions::<u64>::new()
+                .default_dtype()
+                .shape(&shape)
+                .writer(&mut bytes)
+                .begin_nd()
+                .map_err(io)?,
+        ),
+        NpyType::I64 => drop(
+            npyz::WriteOptions::<i64>::new()
+                .default_dtype()
+                .shape(&shape)
+                .writer(&mut bytes)
+                .begin_nd()
+                .map_err(io)?,
+        ),
     }
     Ok(bytes)
 }
@@ -59,22 +80,40 @@ impl NpyRows {
     pub fn create(path: &Path, rows: usize, cols: usize, ty: NpyType) -> Result<Self> {
         let header = header_bytes(rows, cols, ty)?;
         let file = File::create(path).map_err(|e| Error::io(path, e))?;
-        file.write_all_at(&header, 0).map_err(|e| Error::io(path, e))?;
+        file.write_all_at(&header, 0)
+            .map_err(|e| Error::io(path, e))?;
         let total = header.len() as u64 + (rows as u64) * (cols as u64) * ty.size() as u64;
         file.set_len(total).map_err(|e| Error::io(path, e))?;
-        Ok(NpyRows { file, path: path.into(), header: header.len() as u64, cols, ty })
+        Ok(NpyRows {
+            file,
+            path: path.into(),
+            header: header.len() as u64,
+            cols,
+            ty,
+        })
     }
 
     /// Open a matrix another process created with the same shape (MPI ranks other than 0).
     pub fn open(path: &Path, rows: usize, cols: usize, ty: NpyType) -> Result<Self> {
         let header = header_bytes(rows, cols, ty)?;
-        let file = std::fs::OpenOptions::new().write(true).open(path).map_err(|e| Error::io(path, e))?;
-        Ok(NpyRows { file, path: path.into(), header: header.len() as u64, cols, ty })
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
+        Ok(NpyRows {
+            file,
+            path: path.into(),
+            header: header.len() as u64,
+            cols,
+            ty,
+        })
     }
 
     fn at(&self, row: usize, bytes: &[u8]) -> Result<()> {
         let off = self.header + (row as u64) * (self.cols as u64) * self.ty.size() as u64;
-        self.file.write_all_at(bytes, off).map_err(|e| Error::io(&self.path, e))
+        self.file
+            .write_all_at(bytes, off)
+            .map_err(|e| Error::io(&self.path, e))
     }
 
     /// Write row `row` (length `cols`) of a u32 matrix.

@@ -115,7 +115,10 @@ pub fn run_units(
                 .spawn_scoped(s, move || {
                     let fail = |msg: String| {
                         source.stop();
-                        first_error.lock().get_or_insert(Error::Unit { unit: unit.name.clone(), msg });
+                        first_error.lock().get_or_insert(Error::Unit {
+                            unit: unit.name.clone(),
+                            msg,
+                        });
                     };
                     let made = catch_unwind(AssertUnwindSafe(|| make_worker(job, &unit.spec)));
                     let mut worker = match made {
@@ -129,13 +132,24 @@ pub fn run_units(
                         buf.clear();
                         buf.resize(range.len() * words, 0);
                         let mut out = RecordsOut::new(range.start, words, &mut buf);
-                        let r = catch_unwind(AssertUnwindSafe(|| worker.run(range.clone(), &mut out)));
+                        let r =
+                            catch_unwind(AssertUnwindSafe(|| worker.run(range.clone(), &mut out)));
                         match r {
                             Ok(Ok(())) => {}
-                            Ok(Err(e)) => return fail(format!("tasks {}..{}: {e}", range.start, range.end)),
-                            Err(p) => return fail(format!("tasks {}..{}: {}", range.start, range.end, panic_text(p))),
+                            Ok(Err(e)) => {
+                                return fail(format!("tasks {}..{}: {e}", range.start, range.end))
+                            }
+                            Err(p) => {
+                                return fail(format!(
+                                    "tasks {}..{}: {}",
+                                    range.start,
+                                    range.end,
+                                    panic_text(p)
+                                ))
+                            }
                         }
-                        records.lock().data[range.start * words..range.end * words].copy_from_slice(&buf);
+                        records.lock().data[range.start * words..range.end * words]
+                            .copy_from_slice(&buf);
                         let end = t0.elapsed();
                         let _ = tx.send(Event::ChunkDone(Slice {
                             unit: index,
@@ -173,9 +187,19 @@ pub fn run_units(
             }
             let (kind, device, queue) = match &u.spec {
                 UnitSpec::Cpu => ("cpu", None, None),
-                UnitSpec::Gpu { device, queue, .. } => ("gpu", Some(device.info.name.clone()), Some(*queue)),
+                UnitSpec::Gpu { device, queue, .. } => {
+                    ("gpu", Some(device.info.name.clone()), Some(*queue))
+                }
             };
-            UnitStats { name: u.name.clone(), kind, device, queue, tasks, chunks, busy_seconds: busy }
+            UnitStats {
+                name: u.name.clone(),
+                kind,
+                device,
+                queue,
+                tasks,
+                chunks,
+                busy_seconds: busy,
+            }
         })
         .collect();
     Ok((stats, slices))
@@ -185,11 +209,19 @@ fn make_worker<'a>(job: &'a dyn Job, spec: &'a UnitSpec) -> Result<Box<dyn Worke
     match spec {
         UnitSpec::Cpu => job
             .cpu()
-            .ok_or_else(|| Error::Config("this plugin has no CPU half; set units.cpu_workers = 0".into()))?
+            .ok_or_else(|| {
+                Error::Config("this plugin has no CPU half; set units.cpu_workers = 0".into())
+            })?
             .worker(),
-        UnitSpec::Gpu { device, shared, queue } => job
+        UnitSpec::Gpu {
+            device,
+            shared,
+            queue,
+        } => job
             .gpu()
-            .ok_or_else(|| Error::Config("this plugin has no GPU half; set units.opencl = \"none\"".into()))?
+            .ok_or_else(|| {
+                Error::Config("this plugin has no GPU half; set units.opencl = \"none\"".into())
+            })?
             .worker(device, shared.as_ref(), *queue),
     }
 }

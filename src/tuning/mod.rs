@@ -72,8 +72,14 @@ pub fn kernel_names(source: &str) -> Vec<String> {
     let mut names = Vec::new();
     for part in source.split("__kernel").skip(1) {
         let rest = part.trim_start();
-        let rest = rest.strip_prefix("void").map(str::trim_start).unwrap_or(rest);
-        let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        let rest = rest
+            .strip_prefix("void")
+            .map(str::trim_start)
+            .unwrap_or(rest);
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
         if !name.is_empty() {
             names.push(name);
         }
@@ -82,8 +88,15 @@ pub fn kernel_names(source: &str) -> Vec<String> {
 }
 
 /// The characterizations of just the kernels `names` (those one algorithm launches).
-pub fn subset(chars: &BTreeMap<String, KernelChar>, names: &[&str]) -> BTreeMap<String, KernelChar> {
-    chars.iter().filter(|(k, _)| names.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect()
+pub fn subset(
+    chars: &BTreeMap<String, KernelChar>,
+    names: &[&str],
+) -> BTreeMap<String, KernelChar> {
+    chars
+        .iter()
+        .filter(|(k, _)| names.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 /// Load and validate the characterizations of kernel file `stem`: every table must name a
@@ -112,7 +125,10 @@ pub fn characterizations(stem: &str) -> Result<BTreeMap<String, KernelChar>> {
     }
     for (k, c) in &chars {
         if c.dims != 1 {
-            return Err(Error::Config(format!("{origin}: [{k}] dims = {}: only 1 is supported", c.dims)));
+            return Err(Error::Config(format!(
+                "{origin}: [{k}] dims = {}: only 1 is supported",
+                c.dims
+            )));
         }
     }
     Ok(chars)
@@ -192,7 +208,13 @@ pub fn predict(
 ) -> LaunchParams {
     let gpu = dev.kind == "gpu";
     let maxwg = dev.max_work_group.max(1);
-    let pow2_floor = |x: usize| if x == 0 { 1 } else { 1usize << (usize::BITS - 1 - x.leading_zeros()) };
+    let pow2_floor = |x: usize| {
+        if x == 0 {
+            1
+        } else {
+            1usize << (usize::BITS - 1 - x.leading_zeros())
+        }
+    };
     let mut local = BTreeMap::new();
     for (name, c) in chars {
         let (mut v, mut reason) = if let Some(l) = config_local {
@@ -210,48 +232,103 @@ pub fn predict(
             reason.push_str("; ");
             reason.push_str(RULES[3].1);
         }
-        let source = if config_local.is_some() { Source::Config } else { Source::Predicted };
-        local.insert(name.clone(), Choice { value: v, source, reason });
+        let source = if config_local.is_some() {
+            Source::Config
+        } else {
+            Source::Predicted
+        };
+        local.insert(
+            name.clone(),
+            Choice {
+                value: v,
+                source,
+                reason,
+            },
+        );
     }
     let fill = dev.compute_units as usize * maxwg * if gpu { 8 } else { 1 };
     let queues_pred = if !gpu {
         1
     } else if !chars.values().any(|c| c.grid == Grid::Persistent)
-        && shape.n.saturating_mul(fill.div_ceil(shape.n.max(1)).min(256)) < fill / 4
+        && shape
+            .n
+            .saturating_mul(fill.div_ceil(shape.n.max(1)).min(256))
+            < fill / 4
     {
         4
     } else {
         1
     };
     let queues = match config_queues {
-        Some(q) => Choice { value: q, source: Source::Config, reason: "units.concurrent_kernels".into() },
-        None => Choice { value: queues_pred, source: Source::Predicted, reason: RULES[8].1.into() },
+        Some(q) => Choice {
+            value: q,
+            source: Source::Config,
+            reason: "units.concurrent_kernels".into(),
+        },
+        None => Choice {
+            value: queues_pred,
+            source: Source::Predicted,
+            reason: RULES[8].1.into(),
+        },
     };
     let mem_cap = ((dev.global_mem as f64 * 0.4 - shape.shared_bytes as f64).max(0.0)
         / (queues.value as f64 * shape.bytes_per_task.max(1) as f64)) as usize;
     let persistent = chars.values().any(|c| c.grid == Grid::Persistent);
     let batch = match config_batch {
-        Some(b) => Choice { value: b, source: Source::Config, reason: "[apsp] batch".into() },
+        Some(b) => Choice {
+            value: b,
+            source: Source::Config,
+            reason: "[apsp] batch".into(),
+        },
         None if persistent => {
             let b = if gpu { 256 } else { 16 };
-            Choice { value: b.min(mem_cap.max(1)), source: Source::Predicted, reason: RULES[6].1.into() }
+            Choice {
+                value: b.min(mem_cap.max(1)),
+                source: Source::Predicted,
+                reason: RULES[6].1.into(),
+            }
         }
         None => {
-            let b = fill.div_ceil(shape.n.max(1)).clamp(1, 256).min(mem_cap.max(1));
-            Choice { value: b, source: Source::Predicted, reason: RULES[4].1.into() }
+            let b = fill
+                .div_ceil(shape.n.max(1))
+                .clamp(1, 256)
+                .min(mem_cap.max(1));
+            Choice {
+                value: b,
+                source: Source::Predicted,
+                reason: RULES[4].1.into(),
+            }
         }
     };
-    let plocal = chars.iter().filter(|(_, c)| c.grid == Grid::Persistent).map(|(k, _)| local[k].value).max().unwrap_or(64);
+    let plocal = chars
+        .iter()
+        .filter(|(_, c)| c.grid == Grid::Persistent)
+        .map(|(k, _)| local[k].value)
+        .max()
+        .unwrap_or(64);
     let pitems = dev.compute_units as usize * if gpu { 2048 } else { plocal };
-    let persistent_items = Choice { value: pitems.div_ceil(plocal) * plocal, source: Source::Predicted, reason: RULES[7].1.into() };
-    let red_local = chars.iter().filter(|(_, c)| c.grid == Grid::Groups).map(|(k, _)| local[k].value).max().unwrap_or(64);
+    let persistent_items = Choice {
+        value: pitems.div_ceil(plocal) * plocal,
+        source: Source::Predicted,
+        reason: RULES[7].1.into(),
+    };
+    let red_local = chars
+        .iter()
+        .filter(|(_, c)| c.grid == Grid::Groups)
+        .map(|(k, _)| local[k].value)
+        .max()
+        .unwrap_or(64);
     let gpt = (dev.compute_units as usize * 4)
         .div_ceil(batch.value)
         .clamp(1, shape.n.div_ceil(red_local).max(1));
     LaunchParams {
         local,
         batch,
-        groups_per_task: Choice { value: gpt, source: Source::Predicted, reason: RULES[5].1.into() },
+        groups_per_task: Choice {
+            value: gpt,
+            source: Source::Predicted,
+            reason: RULES[5].1.into(),
+        },
         queues,
         persistent_items,
     }

@@ -18,7 +18,12 @@ fn dev(kind: &str, cus: u32, maxwg: usize) -> DeviceInfo {
 }
 
 fn shape(n: usize) -> Shape {
-    Shape { n, mean_degree: 2.5, bytes_per_task: n as u64 * 6, shared_bytes: n as u64 * 16 }
+    Shape {
+        n,
+        mean_degree: 2.5,
+        bytes_per_task: n as u64 * 6,
+        shared_bytes: n as u64 * 16,
+    }
 }
 
 #[test]
@@ -35,7 +40,13 @@ fn kernel_names_are_found() {
     assert_eq!(kernel_names(src), vec!["a", "b_2"]);
 }
 
-const CRAUSER: [&str; 5] = ["sssp_init", "sssp_relax", "sssp_minimum", "sssp_update", "sssp_summary"];
+const CRAUSER: [&str; 5] = [
+    "sssp_init",
+    "sssp_relax",
+    "sssp_minimum",
+    "sssp_update",
+    "sssp_summary",
+];
 
 #[test]
 fn gpu_rules() {
@@ -57,7 +68,14 @@ fn gpu_rules() {
 #[test]
 fn config_wins_and_reductions_stay_power_of_two() {
     let c = subset(&characterizations("sssp").unwrap(), &CRAUSER);
-    let p = predict(&c, &dev("gpu", 8, 1024), shape(1000), Some(7), Some(3), Some(96));
+    let p = predict(
+        &c,
+        &dev("gpu", 8, 1024),
+        shape(1000),
+        Some(7),
+        Some(3),
+        Some(96),
+    );
     assert_eq!((p.batch.value, p.batch.source), (7, Source::Config));
     assert_eq!(p.queues.value, 3);
     assert_eq!(p.local["sssp_relax"].value, 96);
@@ -85,9 +103,19 @@ fn memory_caps_the_batch() {
 
 #[test]
 fn work_list_rules() {
-    let c = subset(&characterizations("sssp").unwrap(), &["wl_init", "wl_relax", "sssp_summary"]);
+    let c = subset(
+        &characterizations("sssp").unwrap(),
+        &["wl_init", "wl_relax", "sssp_summary"],
+    );
     assert_eq!(c.len(), 3);
-    let p = predict(&c, &dev("gpu", 132, 1024), shape(400_000), None, Some(1), None);
+    let p = predict(
+        &c,
+        &dev("gpu", 132, 1024),
+        shape(400_000),
+        None,
+        Some(1),
+        None,
+    );
     assert_eq!(p.batch.value, 256);
     assert_eq!(p.local["wl_relax"].value, 128);
     assert_eq!(p.persistent_items.value, 132 * 2048);

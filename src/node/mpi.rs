@@ -1,0 +1,369 @@
+//! The node layer over MPI (cargo feature `mpi`): one process per node, started by `mpirun`.
+//!
+//! Protocol:
+//! - Rank 0 loads the config (with `--set` overrides) and broadcasts the resolved TOML, so no
+//!   rank can run a different config; it also broadcasts the input file's bytes, which other
+//!   ranks read from a private temporary copy. Each node detects its own units.
+//! - `master-slave`: rank 0 runs a server thread over one central guided queue; rank 0's own
+//!   units (if `nodes.master_computes`) take from it directly, other ranks send a request per
+//!   chunk (`[want]`) and get `[start, end]` back (empty = no more work). Every other rank ends
+//!   with one request that gets the empty answer (its source's `Drop` sends `[0]` if needed),
+//!   so the server knows when to stop. `equitable`: each rank takes a static contiguous share.
+//! - Records: every task was run by exactly one rank and other ranks' records of it are zero,
+//!   so an element-wise sum (MPI reduce) at rank 0 assembles them. Statistics are gathered
+//!   as JSON. Distance rows are written by each rank at their offsets in one shared file.
+//! - Failure: the failing rank prints its rank, host and error and calls `MPI_Abort`, so every
+//!   rank stops; the output directory keeps its `INCOMPLETE` marker.
+//!
+//! MPI calls are serialized: one mutex guards the communicator on each rank, and the library
+//! is initialized with at least `MPI_THREAD_SERIALIZED`.
+
+use super::{host_name, Node};
+use crate::config::{InputSpec, NodePolicy, Plan};
+use crate::plugin::Records;
+use crate::scheduler::{self, TaskSource, WorkQueue};
+use crate::thread::UnitStats;
+use crate::{Error, Result};
+use mpi::collective::SystemOperation;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+use parking_lot::Mutex;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+const TAG_REQ: i32 = 11;
+const TAG_REP: i32 = 12;
+const TAG_STATS: i32 = 13;
+
+/// This process as one MPI node.
+pub struct MpiNode {
+    _universe: mpi::environment::Universe,
+    world: Mutex<SimpleCommunicator>,
+    rank: usize,
+    size: usize,
+    host: String,
+    temp_input: Mutex<Option<PathBuf>>,
+}
+
+// SAFETY: the communicator is only used under the `world` mutex, and MPI was initialized with
+// at least MPI_THREAD_SERIALIZED, so calls from different threads never overlap.
+unsafe impl Sync for MpiNode {}
+// SAFETY: as above; the universe is finalized by whichever thread drops the node (main).
+unsafe impl Send for MpiNode {}
+
+impl std::fmt::Debug for MpiNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "MpiNode(rank {} of {} on {})",
+            self.rank, self.size, self.host
+        )
+    }
+}
+
+impl MpiNode {
+    /// Initialize MPI.
+    pub fn init() -> Result<Self> {
+        let (universe, threading) = mpi::initialize_with_threading(mpi::Threading::Multiple)
+            .ok_or_else(|| Error::Node("MPI was already initialized".into()))?;
+        if threading < mpi::Threading::Serialized {
+            return Err(Error::Node(format!(
+                "the MPI library provides only {threading:?} threading; tuccompi needs MPI_THREAD_SERIALIZED"
+            )));
+        }
+        let world = universe.world();
+        let (rank, size) = (world.rank() as usize, world.size() as usize);
+        let host = mpi::environment::processor_name().unwrap_or_else(|_| host_name());
+        Ok(MpiNode {
+            _universe: universe,
+            world: Mutex::new(world),
+            rank,
+            size,
+            host,
+            temp_input: Mutex::new(None),
+        })
+    }
+
+    /// Whether this is rank 0.
+    pub fn is_root(&self) -> bool {
+        self.rank == 0
+    }
+
+    fn bcast_bytes(&self, bytes: Option<Vec<u8>>) -> Vec<u8> {
+        let w = self.world.lock();
+        let root = w.process_at_rank(0);
+        let mut len = [bytes.as_ref().map_or(0, |b| b.len() as u64)];
+        root.broadcast_into(&mut len[..]);
+        let mut buf = bytes.unwrap_or_else(|| vec![0u8; len[0] as usize]);
+        buf.resize(len[0] as usize, 0);
+        root.broadcast_into(&mut buf[..]);
+        buf
+    }
+
+    fn bcast_status(&self, ok: bool) -> bool {
+        let w = self.world.lock();
+        let mut s = [ok as u8];
+        w.process_at_rank(0).broadcast_into(&mut s[..]);
+        s[0] == 1
+    }
+
+    /// Rank 0 loads and validates the config and reads the input file; every rank gets the
+    /// same resolved config (and its own copy of the input).
+    pub fn load_plan(&self, config: &Path, overrides: &[String]) -> Result<Plan> {
+        let mut loaded = if self.is_root() {
+            Some(Plan::load(config, overrides))
+        } else {
+            None
+        };
+        let ok = self.bcast_status(loaded.as_ref().is_none_or(|r| r.is_ok()));
+        if !ok {
+            return match loaded {
+                Some(Err(e)) => Err(e),
+                _ => Err(Error::Node(
+                    "rank 0 could not load the config (its message says why)".into(),
+                )),
+            };
+        }
+        let text = self.bcast_bytes(
+            loaded
+                .as_ref()
+                .map(|p| p.as_ref().unwrap().resolved_toml.clone().into_bytes()),
+        );
+        let mut plan = match loaded.take() {
+            Some(p) => p?,
+            None => Plan::from_toml(&String::from_utf8_lossy(&text), config, &[])?,
+        };
+        if let Some(InputSpec::Path(path)) = plan.input.clone() {
+            let bytes = if self.is_root() {
+                Some(std::fs::read(&path))
+            } else {
+                None
+            };
+            let ok = self.bcast_status(bytes.as_ref().is_none_or(|r| r.is_ok()));
+            if !ok {
+                return match bytes {
+                    Some(Err(e)) => Err(Error::io(&path, e)),
+                    _ => Err(Error::Node(
+                        "rank 0 could not read the input (its message says why)".into(),
+                    )),
+                };
+            }
+            let data = self.bcast_bytes(bytes.map(|b| b.unwrap()));
+            if !self.is_root() {
+                let dir = std::env::temp_dir().join(format!(
+                    "tuccompi-rank{}-{}",
+                    self.rank,
+                    std::process::id()
+                ));
+                std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+                let copy = dir.join(path.file_name().unwrap_or_default());
+                std::fs::write(&copy, data).map_err(|e| Error::io(&copy, e))?;
+                plan.input = Some(InputSpec::Path(copy));
+                *self.temp_input.lock() = Some(dir);
+            }
+        }
+        Ok(plan)
+    }
+}
+
+impl Drop for MpiNode {
+    fn drop(&mut self) {
+        if let Some(dir) = self.temp_input.lock().take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// Rank 0's source under master-slave: the central queue, served to other ranks by a thread.
+struct Master {
+    queue: Arc<WorkQueue>,
+    computes: bool,
+    server: Option<std::thread::JoinHandle<()>>,
+}
+
+impl TaskSource for Master {
+    fn next(&self, unit: usize, want: usize) -> Option<Range<usize>> {
+        if self.computes {
+            self.queue.next(unit, want)
+        } else {
+            None
+        }
+    }
+    fn stop(&self) {
+        self.queue.stop();
+    }
+}
+
+impl Drop for Master {
+    fn drop(&mut self) {
+        if let Some(h) = self.server.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Another rank's source under master-slave: asks rank 0 for each chunk.
+struct Remote<'a> {
+    node: &'a MpiNode,
+    done: Mutex<bool>,
+}
+
+impl Remote<'_> {
+    fn ask(&self, want: usize) -> Range<usize> {
+        let w = self.node.world.lock();
+        let root = w.process_at_rank(0);
+        root.send_with_tag(&[want as u64][..], TAG_REQ);
+        let (r, _) = root.receive_vec_with_tag::<u64>(TAG_REP);
+        r[0] as usize..r[1] as usize
+    }
+}
+
+impl TaskSource for Remote<'_> {
+    fn next(&self, _unit: usize, want: usize) -> Option<Range<usize>> {
+        let mut done = self.done.lock();
+        if *done {
+            return None;
+        }
+        let r = self.ask(want.max(1));
+        if r.is_empty() {
+            *done = true;
+            return None;
+        }
+        Some(r)
+    }
+    fn stop(&self) {
+        // Ask for nothing more; Drop tells the master this rank is finished.
+        let mut done = self.done.lock();
+        if !*done {
+            self.ask(0);
+            *done = true;
+        }
+    }
+}
+
+impl Drop for Remote<'_> {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl Node for MpiNode {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+    fn size(&self) -> usize {
+        self.size
+    }
+    fn barrier(&self) -> Result<()> {
+        self.world.lock().barrier();
+        Ok(())
+    }
+
+    fn task_source(
+        &self,
+        tasks: usize,
+        plan: &Plan,
+        weights: &[f64],
+    ) -> Result<Box<dyn TaskSource + '_>> {
+        match plan.nodes.policy {
+            NodePolicy::Equitable => {
+                let (r, s) = (self.rank, self.size);
+                let share = tasks * r / s..tasks * (r + 1) / s;
+                Ok(scheduler::source(plan.scheduler.policy, share, weights))
+            }
+            NodePolicy::MasterSlave if self.rank == 0 => {
+                // Guided over roughly every unit of the run: the local count times the nodes.
+                let queue = Arc::new(WorkQueue::new(0..tasks, weights.len().max(1) * self.size));
+                let q = queue.clone();
+                let others = self.size - 1;
+                let cap = plan.nodes.chunk;
+                let server = std::thread::Builder::new()
+                    .name("mpi-master".into())
+                    .spawn(move || {
+                        // MPI calls here never overlap with rank 0's main thread, which makes
+                        // none until this thread is joined (Master's Drop).
+                        let world = SimpleCommunicator::world();
+                        let mut finished = 0;
+                        while finished < others {
+                            let (msg, status) =
+                                world.any_process().receive_vec_with_tag::<u64>(TAG_REQ);
+                            let want = cap.map_or(msg[0] as usize, |c| c.min(msg[0] as usize));
+                            let r = if msg[0] == 0 {
+                                None
+                            } else {
+                                q.next(0, want.max(1))
+                            }
+                            .unwrap_or(0..0);
+                            if r.is_empty() {
+                                finished += 1;
+                            }
+                            world
+                                .process_at_rank(status.source_rank())
+                                .send_with_tag(&[r.start as u64, r.end as u64][..], TAG_REP);
+                        }
+                    })
+                    .map_err(|e| Error::Node(format!("starting the master thread: {e}")))?;
+                Ok(Box::new(Master {
+                    queue,
+                    computes: plan.nodes.master_computes,
+                    server: Some(server),
+                }))
+            }
+            NodePolicy::MasterSlave => Ok(Box::new(Remote {
+                node: self,
+                done: Mutex::new(false),
+            })),
+        }
+    }
+
+    fn gather_records(&self, records: &mut Records) -> Result<()> {
+        let w = self.world.lock();
+        let root = w.process_at_rank(0);
+        if self.rank == 0 {
+            let mut sum = vec![0u64; records.data.len()];
+            root.reduce_into_root(&records.data[..], &mut sum[..], SystemOperation::sum());
+            records.data = sum;
+        } else {
+            root.reduce_into(&records.data[..], SystemOperation::sum());
+        }
+        Ok(())
+    }
+
+    fn gather_stats(
+        &self,
+        stats: &[UnitStats],
+        devices: &[serde_json::Value],
+    ) -> Result<serde_json::Value> {
+        let mine = serde_json::json!({
+            "rank": self.rank, "host": self.host, "units": stats, "devices": devices,
+            "tasks": stats.iter().map(|s| s.tasks).sum::<usize>(),
+        });
+        let w = self.world.lock();
+        if self.rank != 0 {
+            let bytes = serde_json::to_vec(&mine).expect("json");
+            w.process_at_rank(0).send_with_tag(&bytes[..], TAG_STATS);
+            return Ok(serde_json::Value::Null);
+        }
+        let mut all = vec![mine];
+        for r in 1..self.size {
+            let (bytes, _) = w
+                .process_at_rank(r as i32)
+                .receive_vec_with_tag::<u8>(TAG_STATS);
+            all.push(serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null));
+        }
+        Ok(serde_json::Value::Array(all))
+    }
+
+    fn fail(&self, e: Error) -> Error {
+        eprintln!(
+            "tuccompi: error: rank {} on {} failed: {e}",
+            self.rank, self.host
+        );
+        // Stop every rank; the output directory keeps its INCOMPLETE marker.
+        // The lock may be held by a unit thread blocked in a request; MPI_Abort is safe to call
+        // regardless, so take the communicator without waiting.
+        let w = SimpleCommunicator::world();
+        w.abort(3)
+    }
+}
