@@ -71,9 +71,28 @@ delta)
     one "bremen 2048 gpu worklist k=1 batch=$b" 120 --set "$BR" --set run.sources=2048 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"worklist\" --set apsp.batch=$b --set units.concurrent_kernels=1
   done ;;
 hetero)
-  for p in equitable work-queue; do
-    one "bremen 1024 gpu+cpu16 $p" 120 --set "$BR" --set run.sources=1024 --set scheduler.policy=$p
-    one "bremen 1024 gpu $p" 120 --set "$BR" --set run.sources=1024 --set units.cpu_workers=0 --set scheduler.policy=$p
-    one "bremen 1024 cpu16 $p" 120 --set "$BR" --set run.sources=1024 --set units.opencl=none --set scheduler.policy=$p
+  for g in "bremen 4096 $BR" "moscow 2048 $MO"; do
+    set -- $g
+    for p in equitable work-queue; do
+      one "$1 $2 gpu+cpu16 $p" 200 --set "$3" --set run.sources=$2 --set scheduler.policy=$p
+      one "$1 $2 gpu $p" 200 --set "$3" --set run.sources=$2 --set units.cpu_workers=0 --set scheduler.policy=$p
+      one "$1 $2 cpu16 $p" 200 --set "$3" --set run.sources=$2 --set units.opencl=none --set scheduler.policy=$p
+    done
   done ;;
+mpi)
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  M=${MPIBIN:-$B}
+  for r in 1 2 4; do
+    w=$((16 / r))
+    T0=$(date +%s.%N)
+    mpirun -np $r --bind-to none "$M" run $CFG -q --set "$BR" --set run.sources=4096 --set units.opencl=none --set units.cpu_workers=$w --set output.dir="\"$OUT\"" || echo "mpirun failed"
+    T1=$(date +%s.%N)
+    python3 -c "import json;r=json.load(open('$OUT/report.json'));print(f'bremen 4096 cpu {r[\"nodes\"].__len__()} ranks x $w workers  {r[\"wall_seconds\"]:.3f} s (mpirun total {$T1-$T0:.3f} s)  sum={r[\"checksum\"][\"sum\"]}')"
+  done
+  T0=$(date +%s.%N)
+  mpirun --bind-to none -np 1 -x TUCCOMPI_UNITS="cpu_workers=8" "$M" run $CFG -q --set "$MO" --set run.sources=2048 --set output.dir="\"$OUT\"" : \
+         -np 1 -x TUCCOMPI_UNITS="cpu_workers=8,opencl=none" "$M" run $CFG -q --set "$MO" --set run.sources=2048 --set output.dir="\"$OUT\"" || echo "mpirun failed"
+  T1=$(date +%s.%N)
+  python3 -c "import json;r=json.load(open('$OUT/report.json'));print(f'moscow 2048 2 ranks (gpu+8 cpu | 8 cpu)  {r[\"wall_seconds\"]:.3f} s (mpirun total {$T1-$T0:.3f} s) tasks per rank {[n[\"tasks\"] for n in r[\"nodes\"]]} sum={r[\"checksum\"][\"sum\"]}')"
+  one "moscow 2048 1 process gpu+16 cpu" 200 --set "$MO" --set run.sources=2048 ;;
 esac; done

@@ -106,7 +106,7 @@ fn run(config: &std::path::Path, set: &[String], quiet: bool) -> Result<(), Erro
 fn run(config: &std::path::Path, set: &[String], quiet: bool) -> Result<(), Error> {
     use tuccompi::node::Node;
     let world = node::mpi::MpiNode::init()?;
-    let plan = world.load_plan(config, set)?;
+    let plan = world.load_plan(config, set)?.with_node_units()?;
     let outcome = runtime::run(
         &plan,
         &runtime::RunOptions {

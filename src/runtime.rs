@@ -152,20 +152,6 @@ pub fn run(plan: &Plan, opts: &RunOptions<'_>, node: &dyn Node) -> Result<Outcom
     let tasks = job.tasks();
 
     let mut units = Vec::new();
-    if job.cpu().is_some() {
-        for i in 0..plan.units.cpu_workers {
-            units.push(Unit {
-                name: format!("cpu{i}"),
-                spec: UnitSpec::Cpu,
-                chunk: 0,
-            });
-        }
-    } else if plan.units.cpu_workers > 0 {
-        tracing::info!(
-            "plugin {} has no CPU half; CPU workers stay idle",
-            plugin.name()
-        );
-    }
     let mut device_reports = Vec::new();
     if let Some(gpu) = job.gpu() {
         for dev in select_devices(plan).map_err(|e| node.fail(e))? {
@@ -195,6 +181,31 @@ pub fn run(plan: &Plan, opts: &RunOptions<'_>, node: &dyn Node) -> Result<Outcom
             "plugin {} has no GPU half; set units.cpu_workers >= 1",
             plugin.name()
         )));
+    }
+    // CPU workers: "auto" leaves one core to the host thread of each GPU queue (it launches
+    // kernels and waits on the device; starved, it slows the whole device down).
+    let gpu_queues = units.len();
+    let cpu_workers = if plan.units.cpu_workers_auto {
+        plan.units
+            .cpu_workers
+            .saturating_sub(gpu_queues)
+            .max(if gpu_queues == 0 { 1 } else { 0 })
+    } else {
+        plan.units.cpu_workers
+    };
+    if job.cpu().is_some() {
+        for i in 0..cpu_workers {
+            units.push(Unit {
+                name: format!("cpu{i}"),
+                spec: UnitSpec::Cpu,
+                chunk: 0,
+            });
+        }
+    } else if plan.units.cpu_workers > 0 {
+        tracing::info!(
+            "plugin {} has no CPU half; CPU workers stay idle",
+            plugin.name()
+        );
     }
     if units.is_empty() && node.size() == 1 {
         return Err(Error::Config(

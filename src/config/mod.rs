@@ -23,8 +23,11 @@ pub enum InputSpec {
 /// Which units run, after defaults.
 #[derive(Debug, Clone)]
 pub struct UnitsPlan {
-    /// Number of CPU workers (0 = none).
+    /// Number of CPU workers (0 = none). With `"auto"` this is every core, and the runtime
+    /// leaves one core to the host thread of each GPU queue.
     pub cpu_workers: usize,
+    /// Whether `cpu_workers` was "auto".
+    pub cpu_workers_auto: bool,
     /// Which OpenCL devices to use.
     pub opencl: DeviceSel,
     /// Device type filter: "gpu", "cpu", "accelerator" or "all".
@@ -113,6 +116,33 @@ impl Plan {
         let raw: raw::RawConfig = toml::from_str(&resolved_toml)
             .map_err(|e| Error::Config(format!("{shown} after --set: {}", e.message())))?;
         raw.validate(path, resolved_toml)
+    }
+}
+
+impl Plan {
+    /// Apply node-local unit overrides from `TUCCOMPI_UNITS` (`"cpu_workers=8,opencl=none"`):
+    /// each node picks its own units (as `CUDA_VISIBLE_DEVICES` does), everything else stays
+    /// as rank 0 resolved it. Only keys of `[units]` are accepted.
+    pub fn with_node_units(self) -> Result<Plan> {
+        let Ok(spec) = std::env::var("TUCCOMPI_UNITS") else {
+            return Ok(self);
+        };
+        let sets: Vec<String> = spec
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| format!("units.{s}"))
+            .collect();
+        if let Some(bad) = sets.iter().find(|s| {
+            s.split_once('=')
+                .is_none_or(|(k, _)| k.matches('.').count() != 1)
+        }) {
+            return Err(Error::Config(format!(
+                "TUCCOMPI_UNITS: '{}' is not KEY=VALUE of [units], e.g. TUCCOMPI_UNITS=\"cpu_workers=8,opencl=none\"",
+                bad.trim_start_matches("units.")
+            )));
+        }
+        Plan::from_toml(&self.resolved_toml, &self.config_path, &sets)
     }
 }
 

@@ -254,6 +254,7 @@ impl RawConfig {
             input,
             units: UnitsPlan {
                 cpu_workers,
+                cpu_workers_auto: self.units.cpu_workers.unwrap_or(AutoOr::Auto) == AutoOr::Auto,
                 opencl: self.units.opencl.unwrap_or(DeviceSel::All),
                 device_type,
                 concurrent_kernels: positive(

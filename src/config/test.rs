@@ -63,3 +63,26 @@ fn bad_values_say_what_is_accepted() {
         .to_string();
     assert!(e.contains("unknown"), "{e}");
 }
+
+#[test]
+fn node_unit_overrides_touch_only_units() {
+    // One test sets and clears the variable, so no other test sees it.
+    std::env::set_var("TUCCOMPI_UNITS", "cpu_workers=5, opencl=none");
+    let p = plan(MIN, &["run.sources=9"]).unwrap().with_node_units();
+    std::env::set_var("TUCCOMPI_UNITS", "policy=equitable");
+    let bad = plan(MIN, &[]).unwrap().with_node_units();
+    std::env::remove_var("TUCCOMPI_UNITS");
+    let p = p.unwrap();
+    assert_eq!(
+        (
+            p.units.cpu_workers,
+            p.units.opencl.clone(),
+            p.sources.clone()
+        ),
+        (5, DeviceSel::None, Sources::First(9))
+    );
+    assert!(bad
+        .unwrap_err()
+        .to_string()
+        .contains("unknown field `policy`"));
+}

@@ -273,8 +273,9 @@ impl Node for MpiNode {
                 Ok(scheduler::source(plan.scheduler.policy, share, weights))
             }
             NodePolicy::MasterSlave if self.rank == 0 => {
-                // Guided over roughly every unit of the run: the local count times the nodes.
-                let queue = Arc::new(WorkQueue::new(0..tasks, weights.len().max(1) * self.size));
+                // Rank 0's units, plus one slot that stands for every other rank's requests.
+                let remote = weights.len();
+                let queue = Arc::new(WorkQueue::new(0..tasks, remote + 1));
                 let q = queue.clone();
                 let others = self.size - 1;
                 let cap = plan.nodes.chunk;
