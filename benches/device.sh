@@ -19,13 +19,13 @@ one() { # label, timeout, --set args...
     python3 - "$label" "$OUT/report.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[2]))
-w = r["wall_seconds"]; t = r["tasks"]; c = r["checksum"]
+w = r["wall_seconds"]; rs = r.get("run_seconds", w); t = r["tasks"]; c = r["checksum"]
 busy = {}
 for u in r["units"]:
     busy.setdefault(u["kind"], [0, 0.0]); busy[u["kind"]][0] += u["tasks"]; busy[u["kind"]][1] += u["busy_seconds"]
 split = " ".join(f"{k}:{v[0]}" for k, v in sorted(busy.items()))
 dev = r["devices"][0] if r["devices"] else {}
-print(f"{sys.argv[1]:<44} {w:9.3f} s {t:7d} tasks {t/w:10.1f}/s  sum={c['sum']} unr={c['unreachable']}  [{split}] q={dev.get('queues','-')} chunk={dev.get('chunk','-')}", flush=True)
+print(f"{sys.argv[1]:<44} {w:8.3f} s wall {rs:8.3f} s run {t:7d} tasks {t/rs:9.1f}/s  sum={c['sum']} unr={c['unreachable']}  [{split}] q={dev.get('queues','-')} chunk={dev.get('chunk','-')}", flush=True)
 PY
   else
     echo "$label: FAILED or timed out ($t s): $(tail -c 300 /tmp/err.txt)"
@@ -71,7 +71,7 @@ delta)
     one "bremen 2048 gpu worklist k=1 batch=$b" 120 --set "$BR" --set run.sources=2048 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"worklist\" --set apsp.batch=$b --set units.concurrent_kernels=1
   done ;;
 hetero)
-  for g in "bremen 4096 $BR" "moscow 2048 $MO"; do
+  for g in "bremen 16384 $BR" "moscow 6144 $MO"; do
     set -- $g
     for p in equitable work-queue; do
       one "$1 $2 gpu+cpu16 $p" 200 --set "$3" --set run.sources=$2 --set scheduler.policy=$p

@@ -241,6 +241,7 @@ pub fn run(plan: &Plan, opts: &RunOptions<'_>, node: &dyn Node) -> Result<Outcom
         .task_source(tasks, plan, &weights)
         .and_then(|source| run_units(job.as_ref(), &units, source.as_ref(), &records, &progress));
     progress.finish_and_clear();
+    let run_seconds = t_run.elapsed().as_secs_f64();
     let (stats, slices) = match node_run {
         Ok(r) => r,
         Err(e) => return Err(node.fail(e)),
