@@ -237,6 +237,7 @@ pub fn run(plan: &Plan, opts: &RunOptions<'_>, node: &dyn Node) -> Result<Outcom
     });
     let progress = progress_bar(opts.quiet || !is_root, tasks as u64);
     let weights = vec![1.0; units.len()];
+    let t_run = Instant::now();
     let node_run = node
         .task_source(tasks, plan, &weights)
         .and_then(|source| run_units(job.as_ref(), &units, source.as_ref(), &records, &progress));
