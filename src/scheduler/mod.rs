@@ -13,7 +13,7 @@
 use crate::config::Policy;
 use parking_lot::Mutex;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A source of chunks for units.
 pub trait TaskSource: Sync {
