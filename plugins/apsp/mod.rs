@@ -175,8 +175,8 @@ impl Plugin for Apsp {
         "apsp"
     }
     fn description(&self) -> &'static str {
-        "all-pairs shortest paths as one SSSP per source: Dijkstra on CPU cores, \
-         Crauser/Martin/two-phase frontier SSSP in batches on OpenCL devices"
+        "all-pairs shortest paths as one SSSP per source: Dijkstra on CPU cores; batched \
+         work-list (default), Crauser, Martin or two-phase SSSP on OpenCL devices"
     }
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         let options: ApspOptions = toml::Value::Table(ctx.plan.plugin_options.clone())
