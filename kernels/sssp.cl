@@ -187,15 +187,19 @@ __kernel void sssp_summary(__global const dist_t* dist, __global ulong* partial,
 
 // Work-list SSSP (near-far): Bellman-Ford rounds over a compacted frontier of (source,
 // vertex) entries i = b*n + v, batched, with a per-source threshold as in Delta-stepping.
-// Round k processes list slot k%3: an entry whose distance is within its source's threshold
-// relaxes its arcs (near work); one beyond it is carried to the next list unchanged (far) and
-// offers its distance to farmin[b]. Every vertex whose distance a round lowers, or that it
-// carries, is appended to slot (k+1)%3 once per round (stamp[i] = k+1 deduplicates). The
-// round also clears the count of slot (k+2)%3, which the next round fills. wl_advance then
-// moves the threshold of every source that had no near work to farmin + delta. A persistent
-// grid strides over the frontier, whose size it reads on the device, so the host never sizes
-// a launch and checks for an empty frontier only every few rounds (later rounds are no-ops).
-// Exact: a vertex whose distance drops is always processed again in a later round.
+// Round k (one launch of wl_round) processes list slot k%3: an entry whose distance is within
+// its source's threshold relaxes its arcs (near work); one beyond it is carried to the next
+// list unchanged (far) and offers its distance to farmin. Every vertex whose distance the round
+// lowers, or that it carries, is appended to slot (k+1)%3 once per round (stamp[i] = k+1
+// deduplicates). Appends are gathered per work-group in local memory and reserved with one
+// global atomic per group. The round also clears the count of slot (k+2)%3, which the next
+// round fills.
+// Per-source state (thresh, farmin, active) is triple-buffered by round like the lists: round k
+// derives its thresholds from round k-1's (a source that had no near work moves to its nearest
+// far entry + delta), stores them for round k+1, and clears the buffers round k+1 will fill.
+// A persistent grid strides over the frontier, whose size it reads on the device, so the host
+// never sizes a launch and checks for an empty frontier only every few rounds (later rounds are
+// no-ops). Exact: a vertex whose distance drops is always processed again in a later round.
 __kernel void wl_init(__global dist_t* dist, __global uint* stamp, __global uint* list0,
                       __global uint* counts, __global const uint* src, __global dist_t* thresh,
                       __global dist_t* farmin, __global uint* active, dist_t delta, uint n, uint batch) {
@@ -206,9 +210,12 @@ __kernel void wl_init(__global dist_t* dist, __global uint* stamp, __global uint
         counts[2] = 0;
     }
     if (i < batch) {
-        thresh[i] = delta;
-        farmin[i] = INF;
-        active[i] = 0;
+        // Round 0 reads buffer 2 as "round -1": threshold delta, active (so it does not jump).
+        for (uint k = 0; k < 3; k++) {
+            thresh[k * batch + i] = delta;
+            farmin[k * batch + i] = INF;
+            active[k * batch + i] = (k == 2) ? 1 : 0;
+        }
     }
     if (i >= (size_t)n * batch) return;
     uint b = (uint)(i / n);
@@ -219,58 +226,74 @@ __kernel void wl_init(__global dist_t* dist, __global uint* stamp, __global uint
     if (s) list0[b] = (uint)i;
 }
 
-inline void wl_push(__global uint* stamp, __global uint* counts, __global uint* next, uint ns,
-                    size_t j, uint round) {
-    if (atomic_xchg(&stamp[j], round + 1) != round + 1) {
-        uint p = atomic_inc(&counts[ns]);
-        next[p] = (uint)j;
+inline dist_t wl_threshold(__global const dist_t* thresh, __global const dist_t* farmin,
+                           __global const uint* active, size_t prev, size_t b, dist_t delta) {
+    dist_t t = thresh[prev + b];
+    dist_t f = farmin[prev + b];
+    if (!active[prev + b] && f != INF) {
+        t = f + delta;
+        if (t < f) t = INF;
     }
+    return t;
 }
 
-__kernel void wl_relax(__global const uint* off, __global const uint* tgt, __global const uint* wt,
+__kernel void wl_round(__global const uint* off, __global const uint* tgt, __global const uint* wt,
                        __global dist_t* dist, __global uint* stamp, __global const uint* cur,
-                       __global uint* next, __global uint* counts, __global const dist_t* thresh,
-                       __global dist_t* farmin, __global uint* active, uint slot, uint n, uint round) {
+                       __global uint* next, __global uint* counts, __global dist_t* thresh,
+                       __global dist_t* farmin, __global uint* active, __local uint* lbuf,
+                       dist_t delta, uint slot, uint n, uint batch, uint round, uint lcap) {
+    __local uint lcount, lbase;
     size_t gid = get_global_id(0), gsz = get_global_size(0);
-    uint cnt = counts[slot];
+    size_t lid = get_local_id(0), L = get_local_size(0);
+    size_t prev = (size_t)((slot + 2) % 3) * batch, mine = (size_t)slot * batch;
     uint ns = (slot + 1) % 3;
+    uint cnt = counts[slot];
     if (gid == 0) counts[(slot + 2) % 3] = 0;
-    for (size_t k = gid; k < cnt; k += gsz) {
-        uint i = cur[k];
-        uint b = i / n;
-        size_t base = (size_t)b * n;
-        uint u = (uint)(i - base);
-        dist_t du = dist[i];
-        if (du > thresh[b]) {
-            // Read before the atomic / the store: every entry of a source hits the same word.
-            if (du < farmin[b]) ATOMIC_MIN(&farmin[b], du);
-            wl_push(stamp, counts, next, ns, i, round);
-            continue;
-        }
-        if (!active[b]) active[b] = 1;
-        uint end = off[u + 1];
-        for (uint e = off[u]; e < end; e++) {
-            size_t j = base + tgt[e];
-            dist_t nd = sat_add(du, wt[e]);
-            if (nd < dist[j]) {
-                dist_t old = ATOMIC_MIN(&dist[j], nd);
-                if (nd < old) wl_push(stamp, counts, next, ns, j, round);
+    for (size_t b = gid; b < batch; b += gsz) {
+        thresh[mine + b] = wl_threshold(thresh, farmin, active, prev, b, delta);
+        farmin[(size_t)ns * batch + b] = INF;
+        active[(size_t)ns * batch + b] = 0;
+    }
+    // Every item of a group runs the same number of passes (barriers inside).
+    for (size_t base = get_group_id(0) * L; base < cnt; base += gsz) {
+        if (lid == 0) lcount = 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        size_t k = base + lid;
+        if (k < cnt) {
+            uint i = cur[k];
+            uint b = i / n;
+            size_t row = (size_t)b * n;
+            uint u = (uint)(i - row);
+            dist_t du = dist[i];
+            uint push_far = 0;
+            if (du > wl_threshold(thresh, farmin, active, prev, b, delta)) {
+                if (du < farmin[mine + b]) ATOMIC_MIN(&farmin[mine + b], du);
+                push_far = 1;
+            } else if (!active[mine + b]) {
+                active[mine + b] = 1;
+            }
+            uint end = push_far ? off[u] : off[u + 1];
+            if (push_far && atomic_xchg(&stamp[i], round + 1) != round + 1) {
+                uint p = atomic_inc(&lcount);
+                if (p < lcap) lbuf[p] = i; else next[atomic_inc(&counts[ns])] = i;
+            }
+            for (uint e = off[u]; e < end; e++) {
+                size_t j = row + tgt[e];
+                dist_t nd = sat_add(du, wt[e]);
+                if (nd < dist[j]) {
+                    dist_t old = ATOMIC_MIN(&dist[j], nd);
+                    if (nd < old && atomic_xchg(&stamp[j], round + 1) != round + 1) {
+                        uint p = atomic_inc(&lcount);
+                        if (p < lcap) lbuf[p] = (uint)j; else next[atomic_inc(&counts[ns])] = (uint)j;
+                    }
+                }
             }
         }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint c = min(lcount, lcap);
+        if (lid == 0 && c > 0) lbase = atomic_add(&counts[ns], c);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint t = lid; t < c; t += L) next[lbase + t] = lbuf[t];
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
-}
-
-// After each round: a source without near work moves its threshold to its nearest far entry
-// plus delta (saturating).
-__kernel void wl_advance(__global dist_t* thresh, __global dist_t* farmin, __global uint* active,
-                         dist_t delta, uint batch) {
-    size_t b = get_global_id(0);
-    if (b >= batch) return;
-    if (!active[b] && farmin[b] != INF) {
-        dist_t f = farmin[b];
-        dist_t t = f + delta;
-        thresh[b] = (t < f) ? INF : t;
-    }
-    farmin[b] = INF;
-    active[b] = 0;
 }

@@ -341,7 +341,20 @@ fn device_errors_are_clear() {
         "{err}"
     );
 
-    // Too big for the device.
+    // Too big for the device: 2,000,000 sources x 2,000 vertices fit 32-bit indices but need
+    // tens of GB.
+    let (code, err) = tuccompi(
+        &[
+            &["run", cfg][..],
+            &gpu_only,
+            &["--set", "apsp.batch=2000000"],
+        ]
+        .concat(),
+        &[],
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("MiB on") && err.contains("usable"), "{err}");
+    // A batch whose k x n indices would not fit 32 bits.
     let (code, err) = tuccompi(
         &[
             &["run", cfg][..],
@@ -352,7 +365,7 @@ fn device_errors_are_clear() {
         &[],
     );
     assert_ne!(code, 0);
-    assert!(err.contains("MiB on") && err.contains("usable"), "{err}");
+    assert!(err.contains("must stay below 2^32"), "{err}");
 
     // No device matches the filter.
     let (code, err) = tuccompi(

@@ -176,7 +176,7 @@ impl GpuHalf for ApspJob {
             },
             GpuAlgorithm::Worklist => State::Worklist {
                 init: k("wl_init")?,
-                relax: k("wl_relax")?,
+                round: k("wl_round")?,
                 stamp: DBuf::new(device, items)?,
                 lists: [
                     DBuf::new(device, items)?,
@@ -184,10 +184,10 @@ impl GpuHalf for ApspJob {
                     DBuf::new(device, items)?,
                 ],
                 counts: DBuf::new(device, 3)?,
-                advance: k("wl_advance")?,
-                thresh: DistBuf::new(device, batch, wide)?,
-                farmin: DistBuf::new(device, batch, wide)?,
-                active: DBuf::new(device, batch)?,
+                // Per-source state, one copy per round modulo 3 (see wl_round).
+                thresh: DistBuf::new(device, 3 * batch, wide)?,
+                farmin: DistBuf::new(device, 3 * batch, wide)?,
+                active: DBuf::new(device, 3 * batch)?,
             },
         };
         Ok(Box::new(GpuWorker {
@@ -247,11 +247,10 @@ enum State {
     },
     Worklist {
         init: Kernel,
-        relax: Kernel,
+        round: Kernel,
         stamp: DBuf<u32>,
         lists: [DBuf<u32>; 3],
         counts: DBuf<u32>,
-        advance: Kernel,
         thresh: DistBuf,
         farmin: DistBuf,
         active: DBuf<u32>,
@@ -558,14 +557,16 @@ impl GpuWorker<'_> {
                         bb,
                     ],
                 )?;
-                let (lr, la) = (self.local("wl_relax"), self.local("wl_advance"));
+                let lr = self.local("wl_round");
+                // Appends gathered in local memory: 8 per work-item (road graphs have degree
+                // < 8; a fuller group falls back to global appends).
+                let lcap = 8 * lr;
                 let grid = sh.params.persistent_items.value;
                 self.iterate(
                     n,
                     |w, k| {
                         let State::Worklist {
-                            relax,
-                            advance,
+                            round,
                             stamp,
                             lists,
                             counts,
@@ -579,7 +580,7 @@ impl GpuWorker<'_> {
                         };
                         let slot = k % 3;
                         w.q.launch(
-                            relax,
+                            round,
                             grid,
                             Some(lr),
                             &[
@@ -594,16 +595,14 @@ impl GpuWorker<'_> {
                                 thresh.arg(),
                                 farmin.arg(),
                                 Arg::U32s(active),
+                                Arg::Local(lcap * 4),
+                                delta,
                                 Arg::U32(slot as u32),
                                 nn,
+                                bb,
                                 Arg::U32(k as u32),
+                                Arg::U32(lcap as u32),
                             ],
-                        )?;
-                        w.q.launch(
-                            advance,
-                            b,
-                            Some(la),
-                            &[thresh.arg(), farmin.arg(), Arg::U32s(active), delta, bb],
                         )
                     },
                     |w, k| {

@@ -57,7 +57,7 @@ impl GpuAlgorithm {
                 "sssp_summary",
             ],
             GpuAlgorithm::TwoPhase => &["sssp_init", "tp_relax", "tp_update", "sssp_summary"],
-            GpuAlgorithm::Worklist => &["wl_init", "wl_relax", "wl_advance", "sssp_summary"],
+            GpuAlgorithm::Worklist => &["wl_init", "wl_round", "sssp_summary"],
         }
     }
 }

@@ -105,7 +105,7 @@ fn memory_caps_the_batch() {
 fn work_list_rules() {
     let c = subset(
         &characterizations("sssp").unwrap(),
-        &["wl_init", "wl_relax", "sssp_summary"],
+        &["wl_init", "wl_round", "sssp_summary"],
     );
     assert_eq!(c.len(), 3);
     let p = predict(
@@ -117,7 +117,7 @@ fn work_list_rules() {
         None,
     );
     assert_eq!(p.batch.value, 256);
-    assert_eq!(p.local["wl_relax"].value, 128);
+    assert_eq!(p.local["wl_round"].value, 128);
     assert_eq!(p.persistent_items.value, 132 * 2048);
     let p = predict(&c, &dev("cpu", 2, 4096), shape(3000), None, None, None);
     assert_eq!((p.batch.value, p.persistent_items.value), (16, 128));
