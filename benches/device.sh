@@ -79,6 +79,12 @@ hetero)
       one "$1 $2 cpu16 $p" 200 --set "$3" --set run.sources=$2 --set units.opencl=none --set scheduler.policy=$p
     done
   done ;;
+full)
+  one "bremen full APSP gpu+cpu" 300 --set "$BR" --set run.sources=\"all\"
+  one "bremen full APSP gpu" 300 --set "$BR" --set run.sources=\"all\" --set units.cpu_workers=0
+  one "moscow 16384 gpu+cpu" 300 --set "$MO" --set run.sources=16384
+  one "moscow 8192 gpu" 300 --set "$MO" --set run.sources=8192 --set units.cpu_workers=0
+  one "moscow 2048 cpu16" 300 --set "$MO" --set run.sources=2048 --set units.opencl=none ;;
 mpi)
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
   M=${MPIBIN:-$B}

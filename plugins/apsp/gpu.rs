@@ -51,7 +51,7 @@ impl ApspJob {
             GpuAlgorithm::Worklist => d + 4 + 3 * 4,
         }
     }
-    /// The work list's bucket width: `[apsp] delta`, else 32 x the mean arc weight; 0 means no
+    /// The work list's bucket width: `[apsp] delta`, else 64 x the mean arc weight; 0 means no
     /// threshold (the type's maximum).
     fn delta(&self) -> u64 {
         let g = &self.graph;
@@ -59,7 +59,7 @@ impl ApspJob {
             Some(d) => d as u64,
             None => {
                 let mean = g.weights.iter().map(|&w| w as u64).sum::<u64>() / (g.m().max(1) as u64);
-                (32 * mean).max(1)
+                (64 * mean).max(1)
             }
         };
         match (d, self.wide) {

@@ -73,7 +73,7 @@ pub struct ApspOptions {
     pub batch: Option<AutoOr>,
     /// Work-group size for the SSSP kernels ("auto" = the tuner's choice).
     pub local_size: Option<AutoOr>,
-    /// Bucket width of the work-list algorithm's threshold ("auto" = 32 x the mean arc weight;
+    /// Bucket width of the work-list algorithm's threshold ("auto" = 64 x the mean arc weight;
     /// 0 = no threshold, plain Bellman-Ford rounds).
     pub delta: Option<AutoOr>,
 }

@@ -191,7 +191,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("local size, reduction kernels", "rounded down to a power of two, as the tree needs"),
     ("batch (tasks per launch)", "enough items to fill the device: compute units x max work-group x 8 items (GPU; x 1 for CPU devices) / n, between 1 and 256, and at most 40% of device memory over all queues"),
     ("groups per task (reductions)", "4 groups per compute unit spread over the batch, at least 1 and no more than n / local"),
-    ("batch, work-list kernels (a persistent grid)", "GPU: 256 (the frontier is sparse, so only many sources fill the device), CPU devices: 16; capped by 40% of device memory over all queues"),
+    ("batch, work-list kernels (a persistent grid)", "GPU: 2^27 / n rounded down to a power of two, within 256..1024 (frontiers are sparse, so only many sources fill the device; on an H100 osm-bremen-dist ran best at 1024, osm-moscow at 256); CPU devices: 16; capped by 40% of device memory over all queues"),
     ("persistent grid", "GPU: compute units x 2048 items (every resident thread of an NVIDIA SM / AMD CU); CPU devices: compute units x local size"),
     ("queues", "GPU: 4 when one batch fills under a quarter of the device (small kernels overlap), else 1: on an H100 through NVIDIA OpenCL, kernels that fill the device ran slower from 2, 4 and 8 queues than from one (BENCHMARKS.md); CPU devices: 1 (one queue already uses every core)"),
 ];
@@ -281,7 +281,7 @@ pub fn predict(
             reason: "[apsp] batch".into(),
         },
         None if persistent => {
-            let b = if gpu { 256 } else { 16 };
+            let b = if gpu { pow2_floor((1usize << 27) / shape.n.max(1)).clamp(256, 1024) } else { 16 };
             Choice {
                 value: b.min(mem_cap.max(1)),
                 source: Source::Predicted,
