@@ -37,16 +37,17 @@ for s in $SECTIONS; do case $s in
 devices) "$B" devices; nproc ;;
 algos)
   one "bremen 256 cpu16" 120 --set "$BR" --set run.sources=256 --set units.opencl=none
-  for a in crauser two-phase martin; do
+  for a in worklist crauser two-phase martin; do
     one "bremen 256 gpu $a" 120 --set "$BR" --set run.sources=256 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"$a\"
   done
   one "moscow 256 cpu16" 120 --set "$MO" --set run.sources=256 --set units.opencl=none
-  for a in crauser two-phase; do
+  for a in worklist crauser two-phase; do
     one "moscow 64 gpu $a" 120 --set "$MO" --set run.sources=64 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"$a\"
   done ;;
 queues)
   for k in 1 2 4 8; do
-    one "bremen 256 gpu crauser k=$k" 120 --set "$BR" --set run.sources=256 --set units.cpu_workers=0 --set units.concurrent_kernels=$k
+    one "bremen 256 gpu crauser k=$k" 120 --set "$BR" --set run.sources=256 --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"crauser\" --set units.concurrent_kernels=$k
+    one "moscow 2048 gpu worklist k=$k" 120 --set "$MO" --set run.sources=2048 --set units.cpu_workers=0 --set units.concurrent_kernels=$k
   done ;;
 batch)
   for b in 1 8 32 128; do
