@@ -562,59 +562,80 @@ impl GpuWorker<'_> {
                 // < 8; a fuller group falls back to global appends).
                 let lcap = 8 * lr;
                 let grid = sh.params.persistent_items.value;
-                self.iterate(
-                    n,
-                    |w, k| {
-                        let State::Worklist {
-                            round,
-                            stamp,
-                            lists,
-                            counts,
-                            thresh,
-                            farmin,
-                            active,
-                            ..
-                        } = &w.state
-                        else {
-                            unreachable!()
-                        };
-                        let slot = k % 3;
-                        w.q.launch(
-                            round,
-                            grid,
-                            Some(lr),
-                            &[
-                                Arg::U32s(&sh.off),
-                                Arg::U32s(&sh.tgt),
-                                Arg::U32s(&sh.wt),
-                                w.dist.arg(),
-                                Arg::U32s(stamp),
-                                Arg::U32s(&lists[slot]),
-                                Arg::U32s(&lists[(slot + 1) % 3]),
-                                Arg::U32s(counts),
-                                thresh.arg(),
-                                farmin.arg(),
-                                Arg::U32s(active),
-                                Arg::Local(lcap * 4),
-                                delta,
-                                Arg::U32(slot as u32),
-                                nn,
-                                bb,
-                                Arg::U32(k as u32),
-                                Arg::U32(lcap as u32),
-                            ],
-                        )
-                    },
-                    |w, k| {
-                        // The frontier of round k is in slot k % 3.
-                        let State::Worklist { counts, .. } = &w.state else {
-                            unreachable!()
-                        };
-                        let mut c = [0u32];
-                        w.q.read(counts, k % 3, &mut c)?;
-                        Ok(c[0] == 0)
-                    },
-                )?
+                let launch = |w: &Self, k: usize| -> Result<()> {
+                    let State::Worklist {
+                        round,
+                        stamp,
+                        lists,
+                        counts,
+                        thresh,
+                        farmin,
+                        active,
+                        ..
+                    } = &w.state
+                    else {
+                        unreachable!()
+                    };
+                    let slot = k % 3;
+                    w.q.launch(
+                        round,
+                        grid,
+                        Some(lr),
+                        &[
+                            Arg::U32s(&sh.off),
+                            Arg::U32s(&sh.tgt),
+                            Arg::U32s(&sh.wt),
+                            w.dist.arg(),
+                            Arg::U32s(stamp),
+                            Arg::U32s(&lists[slot]),
+                            Arg::U32s(&lists[(slot + 1) % 3]),
+                            Arg::U32s(counts),
+                            thresh.arg(),
+                            farmin.arg(),
+                            Arg::U32s(active),
+                            Arg::Local(lcap * 4),
+                            delta,
+                            Arg::U32(slot as u32),
+                            nn,
+                            bb,
+                            Arg::U32(k as u32),
+                            Arg::U32(lcap as u32),
+                        ],
+                    )
+                };
+                // Pipelined: the next block of rounds is enqueued before waiting for the
+                // frontier count at the end of the previous one, so the device never idles
+                // while the host thread catches up (rounds past the end are no-ops).
+                let limit = 2 * n + 2 + 128;
+                let (mut k, mut check) = (0usize, 1usize);
+                for _ in 0..check {
+                    launch(self, k)?;
+                    k += 1;
+                }
+                loop {
+                    let State::Worklist { counts, .. } = &self.state else {
+                        unreachable!()
+                    };
+                    let next_check = (check * 2).min(64);
+                    let start = k;
+                    let this = &*self;
+                    let left = this.q.read_one_pipelined(counts, k % 3, || {
+                        for r in start..start + next_check {
+                            launch(this, r)?;
+                        }
+                        Ok(())
+                    })?;
+                    k += next_check;
+                    check = next_check;
+                    if left == 0 {
+                        break k;
+                    }
+                    if k > limit {
+                        return Err(Error::Device(format!(
+                            "work-list SSSP did not converge after {k} rounds on {n} vertices (a bug; please report it)"
+                        )));
+                    }
+                }
             }
         };
         let lsum = self.local("sssp_summary");

@@ -7,7 +7,7 @@ use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
 use opencl3::kernel::Kernel;
 use opencl3::memory::{Buffer, ClMem, CL_MEM_READ_WRITE};
-use opencl3::types::{cl_device_id, CL_BLOCKING};
+use opencl3::types::{cl_device_id, CL_BLOCKING, CL_NON_BLOCKING};
 use std::ptr;
 
 /// Plain scalar types that may cross to the device byte for byte.
@@ -181,6 +181,38 @@ impl Queue {
         }
         .map_err(|e| cl_err(&format!("reading from '{}'", self.device), e))?;
         Ok(())
+    }
+
+    /// Read one element of `buf` at `offset` as of this point in the queue, run `meanwhile`
+    /// (which may enqueue more work behind the read, keeping the device busy), then wait for
+    /// the read and return the value.
+    pub fn read_one_pipelined<T: Scalar>(
+        &self,
+        buf: &DBuf<T>,
+        offset: usize,
+        meanwhile: impl FnOnce() -> Result<()>,
+    ) -> Result<T> {
+        self.bounds(buf, offset, 1, "read")?;
+        let mut value = Box::new([T::default()]);
+        // SAFETY: the range was checked; `value` is heap memory owned by this frame, and the
+        // event is waited for below before it is read or dropped, also when `meanwhile` fails.
+        let event = unsafe {
+            self.queue.enqueue_read_buffer(
+                &buf.buf,
+                CL_NON_BLOCKING,
+                offset * std::mem::size_of::<T>(),
+                &mut value[..],
+                &[],
+            )
+        }
+        .map_err(|e| cl_err(&format!("reading from '{}'", self.device), e))?;
+        let more = meanwhile();
+        let waited = event
+            .wait()
+            .map_err(|e| cl_err(&format!("waiting for '{}'", self.device), e));
+        more?;
+        waited?;
+        Ok(value[0])
     }
 
     /// Enqueue `kernel` over `global` work-items (rounded up to a multiple of `local`), with

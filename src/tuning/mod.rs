@@ -281,7 +281,11 @@ pub fn predict(
             reason: "[apsp] batch".into(),
         },
         None if persistent => {
-            let b = if gpu { pow2_floor((1usize << 27) / shape.n.max(1)).clamp(256, 1024) } else { 16 };
+            let b = if gpu {
+                pow2_floor((1usize << 27) / shape.n.max(1)).clamp(256, 1024)
+            } else {
+                16
+            };
             Choice {
                 value: b.min(mem_cap.max(1)),
                 source: Source::Predicted,
