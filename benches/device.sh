@@ -86,6 +86,18 @@ full)
   one "moscow 16384 gpu+cpu" 300 --set "$MO" --set run.sources=16384
   one "moscow 8192 gpu" 300 --set "$MO" --set run.sources=8192 --set units.cpu_workers=0
   one "moscow 2048 cpu16" 300 --set "$MO" --set run.sources=2048 --set units.opencl=none ;;
+tune)
+  export TUCCOMPI_CACHE=/tmp/tune-cache.toml
+  RM="input.generate.model=rmat"
+  for a in worklist two-phase crauser; do
+    for g in "bremen $BR" "moscow $MO" "rmat18 input.generate.vertices=262144"; do
+      set -- $g
+      case $a in worklist) S=1024;; two-phase) S=64;; crauser) S=16;; esac
+      extra=(--set "$2"); [ "$1" = rmat18 ] && extra+=(--set "$RM" --set input.generate.degree=16 --set input.generate.max_weight=100)
+      echo "== tune $a on $1 (sample $S, median of 3)"
+      timeout 150 "$B" tune $CFG "${extra[@]}" --set apsp.gpu_algorithm=\"$a\" --set run.sources=$S --sample $S --repeat 3 || echo "tune $a $1 failed or timed out"
+    done
+  done ;;
 mpi)
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
   M=${MPIBIN:-$B}

@@ -28,6 +28,7 @@ pub mod runtime;
 pub mod scheduler;
 pub mod sink;
 pub mod thread;
+pub mod tune;
 pub mod tuning;
 
 pub use config::Plan;

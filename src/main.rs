@@ -40,6 +40,21 @@ enum Command {
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<String>,
     },
+    /// Time candidate GPU launch parameters on the real devices and problem, print the table,
+    /// and store the winners in the tuning cache.
+    Tune {
+        /// The config file (TOML).
+        config: PathBuf,
+        /// Override a config key.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// Tasks per timed run (default: four predicted batches).
+        #[arg(long)]
+        sample: Option<usize>,
+        /// Timed runs per candidate; the median counts.
+        #[arg(long, default_value_t = 3)]
+        repeat: usize,
+    },
     /// List the plugins.
     Plugins,
     /// List CPU cores and OpenCL devices.
@@ -72,6 +87,44 @@ fn real_main(cli: Cli) -> Result<(), Error> {
     match cli.command {
         Command::Run { config, set } => run(&config, &set, cli.quiet),
         Command::Check { config, set } => check(&config, &set),
+        Command::Tune {
+            config,
+            set,
+            sample,
+            repeat,
+        } => {
+            let plan = Plan::load(&config, &set)?;
+            println!(
+                "{:<40} {:>10} {:>7} {:>12} {:>10}  predicted",
+                "device", "local_size", "batch", "seconds", "tasks/s"
+            );
+            let rows =
+                tuccompi::tune::tune(&plan, tuccompi::tune::TuneOptions { sample, repeat }, |r| {
+                    println!(
+                        "{:<40} {:>10} {:>7} {:>12.4} {:>10.1}  {}",
+                        r.device,
+                        if r.local_size == 0 {
+                            "driver".to_string()
+                        } else {
+                            r.local_size.to_string()
+                        },
+                        r.batch,
+                        r.seconds,
+                        r.tasks as f64 / r.seconds.max(1e-12),
+                        if r.predicted { "yes" } else { "" }
+                    );
+                })?;
+            let best = rows.iter().min_by(|a, b| a.seconds.total_cmp(&b.seconds));
+            if let Some(b) = best {
+                println!(
+                    "best: local_size {} batch {}; stored in {}",
+                    b.local_size,
+                    b.batch,
+                    tuccompi::tuning::cache_path().display()
+                );
+            }
+            Ok(())
+        }
         Command::Plugins => {
             for p in tuccompi::plugins::registry() {
                 println!("{:<12} {}", p.name(), p.description());
@@ -149,13 +202,17 @@ fn check(config: &std::path::Path, set: &[String]) -> Result<(), Error> {
         out_dir: std::path::Path::new("/nonexistent"),
         is_root: false,
     });
-    match job {
-        Ok(job) => println!("           {}  ({} tasks)", job.describe(), job.tasks()),
+    let job_ref = match job {
+        Ok(job) => {
+            println!("           {}  ({} tasks)", job.describe(), job.tasks());
+            Some(job)
+        }
         Err(Error::Io { path, .. }) if path.ends_with("distances.npy") => {
-            println!("           (input not loaded: output.distances is set)")
+            println!("           (input not loaded: output.distances is set)");
+            None
         }
         Err(e) => return Err(e),
-    }
+    };
     println!("sources    {:?}", plan.sources);
     println!("units      cpu_workers = {}", plan.units.cpu_workers);
     match runtime::select_devices(&plan) {
@@ -168,6 +225,10 @@ fn check(config: &std::path::Path, set: &[String]) -> Result<(), Error> {
                     "           gpu{}: {} [{}] ({} compute units)",
                     d.index, d.info.name, d.info.platform, d.info.compute_units
                 );
+                let half = job_ref.as_ref().and_then(|j| j.gpu());
+                if let Some(p) = half.map(|g| g.launch_plan(&d, plan.units.concurrent_kernels)) {
+                    print_launch_plan(&p?);
+                }
             }
         }
         Err(e) => return Err(e),
@@ -217,5 +278,26 @@ fn devices() {
             }
         }
         Err(e) => println!("OpenCL: {e}"),
+    }
+}
+
+fn print_launch_plan(p: &serde_json::Value) {
+    let show = |what: &str, c: &serde_json::Value| {
+        println!(
+            "             {what:<22} {:>7}  ({}: {})",
+            c["value"],
+            c["source"].as_str().unwrap_or(""),
+            c["reason"].as_str().unwrap_or("")
+        );
+    };
+    for key in ["batch", "queues", "groups_per_task", "persistent_items"] {
+        if !p[key].is_null() {
+            show(key, &p[key]);
+        }
+    }
+    if let Some(locals) = p["local"].as_object() {
+        for (k, c) in locals {
+            show(&format!("local {k}"), c);
+        }
     }
 }

@@ -384,3 +384,111 @@ fn device_errors_are_clear() {
     );
     assert!(!dir.join("out/report.json").exists());
 }
+
+#[test]
+fn tune_stores_winners_that_runs_then_use() {
+    if !opencl() {
+        return;
+    }
+    let dir = tmpdir("tune");
+    let cfg = dir.join("c.toml");
+    std::fs::write(&cfg, apsp_gen("road", 3000, "seed = 3", "64")).unwrap();
+    let cfg = cfg.to_str().unwrap();
+    let cache = dir.join("cache/tuning.toml");
+    let env = [("TUCCOMPI_CACHE", cache.to_str().unwrap())];
+    let out = Command::new(env!("CARGO_BIN_EXE_tuccompi"))
+        .args([
+            "tune",
+            cfg,
+            "--set",
+            "units.device_type=all",
+            "--repeat",
+            "1",
+            "--sample",
+            "32",
+        ])
+        .envs(env)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("predicted")
+            && text.contains("yes")
+            && text.contains("driver")
+            && text.contains("best:"),
+        "{text}"
+    );
+    let stored = std::fs::read_to_string(&cache).unwrap();
+    assert!(
+        stored.contains("apsp.worklist.u32") && stored.contains("batch ="),
+        "{stored}"
+    );
+    // A run now takes the cached values (config > cache > prediction) ...
+    let od = format!("output.dir={:?}", dir.join("out").display().to_string());
+    let run = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_tuccompi"))
+            .args(
+                [
+                    &[
+                        "run",
+                        cfg,
+                        "-q",
+                        "--set",
+                        "units.device_type=all",
+                        "--set",
+                        "units.cpu_workers=0",
+                        "--set",
+                        &od,
+                    ][..],
+                    extra,
+                ]
+                .concat(),
+            )
+            .envs(env)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("out/report.json")).unwrap())
+                .unwrap();
+        r["devices"][0]["tuning"]["batch"]["source"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(run(&[]), "cache");
+    // ... unless the config sets them.
+    assert_eq!(run(&["--set", "apsp.batch=5"]), "config");
+    // check shows where each value comes from.
+    let out = Command::new(env!("CARGO_BIN_EXE_tuccompi"))
+        .args(["check", cfg, "--set", "units.device_type=all"])
+        .envs(env)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("(cache: measured by tuccompi tune)") && text.contains("(predicted:"),
+        "{text}"
+    );
+    // A corrupt cache is a clear error naming the file.
+    std::fs::write(&cache, "entries = 3\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_tuccompi"))
+        .args(["check", cfg, "--set", "units.device_type=all"])
+        .envs(env)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("tuning.toml") && err.contains("delete the file"),
+        "{err}"
+    );
+}

@@ -13,7 +13,7 @@
 use super::{ApspJob, GpuAlgorithm, RowWrite};
 use crate::device::{Arg, DBuf, Device, Queue};
 use crate::plugin::{DeviceSetup, GpuHalf, RecordsOut, Worker};
-use crate::tuning::{characterizations, predict, subset, LaunchParams, Shape};
+use crate::tuning::{cache_key, characterizations, choose, subset, Cache, LaunchParams, Shape};
 use crate::{Error, Result};
 use opencl3::kernel::Kernel;
 use std::ops::Range;
@@ -71,7 +71,51 @@ impl ApspJob {
     }
 }
 
+impl ApspJob {
+    /// The tuning cache's key for this job on `device`.
+    pub fn cache_key(&self, device: &Device) -> String {
+        let kernels = format!(
+            "apsp.{:?}.{}",
+            self.options.gpu_algorithm,
+            if self.wide { "u64" } else { "u32" }
+        );
+        cache_key(&device.info, &kernels.to_lowercase(), self.graph.n)
+    }
+
+    /// Launch parameters on `device`: config > tuning cache > prediction.
+    fn params(&self, device: &Device, queues: Option<usize>) -> Result<(Shape, LaunchParams)> {
+        let g = &self.graph;
+        let n = g.n as u64;
+        let shape = Shape {
+            n: g.n,
+            mean_degree: g.m() as f64 / g.n.max(1) as f64,
+            bytes_per_task: self.bytes_per_source(),
+            shared_bytes: (2 * n + 1 + 2 * g.m() as u64) * 4,
+        };
+        let chars = subset(
+            &characterizations("sssp")?,
+            self.options.gpu_algorithm.kernels(),
+        );
+        let cached = Cache::load()?.entries.get(&self.cache_key(device)).copied();
+        let params = choose(
+            &chars,
+            &device.info,
+            shape,
+            self.options.batch.and_then(|b| b.value()),
+            queues,
+            self.options.local_size.and_then(|l| l.value()),
+            cached,
+        );
+        Ok((shape, params))
+    }
+}
+
 impl GpuHalf for ApspJob {
+    fn launch_plan(&self, device: &Device, queues: Option<usize>) -> Result<serde_json::Value> {
+        let (_, params) = self.params(device, queues)?;
+        Ok(serde_json::to_value(&params).unwrap_or_default())
+    }
+
     fn setup(&self, device: &Device, queues: Option<usize>) -> Result<DeviceSetup> {
         let g = &self.graph;
         if self.wide && !device.info.int64_atomics {
@@ -85,24 +129,7 @@ impl GpuHalf for ApspJob {
             )));
         }
         let n = g.n as u64;
-        let shape = Shape {
-            n: g.n,
-            mean_degree: g.m() as f64 / g.n.max(1) as f64,
-            bytes_per_task: self.bytes_per_source(),
-            shared_bytes: (2 * n + 1 + 2 * g.m() as u64) * 4,
-        };
-        let chars = subset(
-            &characterizations("sssp")?,
-            self.options.gpu_algorithm.kernels(),
-        );
-        let params = predict(
-            &chars,
-            &device.info,
-            shape,
-            self.options.batch.and_then(|b| b.value()),
-            queues,
-            self.options.local_size.and_then(|l| l.value()),
-        );
+        let (shape, params) = self.params(device, queues)?;
         let batch = params.batch.value as u64;
         if batch * n >= u32::MAX as u64 {
             return Err(Error::Config(format!(
@@ -136,7 +163,11 @@ impl GpuHalf for ApspJob {
             shared: Box::new(shared),
             chunk: params.batch.value,
             queues: params.queues.value,
-            tuning: serde_json::to_value(&params).unwrap_or_default(),
+            tuning: {
+                let mut t = serde_json::to_value(&params).unwrap_or_default();
+                t["cache_key"] = serde_json::json!(self.cache_key(device));
+                t
+            },
         })
     }
 

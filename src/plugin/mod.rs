@@ -89,6 +89,11 @@ pub trait GpuHalf: Sync {
     /// Upload shared data to `device` and choose launch parameters. `queues` is
     /// `units.concurrent_kernels` when the config sets it.
     fn setup(&self, device: &Device, queues: Option<usize>) -> Result<DeviceSetup>;
+    /// The launch parameters `setup` would choose on `device`, with where each came from, for
+    /// `tuccompi check` (uploads nothing). `Null` when the half has nothing to show.
+    fn launch_plan(&self, _device: &Device, _queues: Option<usize>) -> Result<serde_json::Value> {
+        Ok(serde_json::Value::Null)
+    }
     /// A worker bound to one in-order queue of `device`.
     fn worker<'a>(
         &'a self,

@@ -5,6 +5,10 @@
 //! launch parameters with the reason for each. The rules are the table in [`RULES`] and the
 //! README. Values set in the config win over predictions ([`Source::Config`]).
 
+mod cache;
+
+pub use cache::{key as cache_key, path as cache_path, Cache, Entry as CacheEntry};
+
 use crate::device::{kernel_file, DeviceInfo};
 use crate::{Error, Result};
 use serde::Deserialize;
@@ -140,6 +144,8 @@ pub fn characterizations(stem: &str) -> Result<BTreeMap<String, KernelChar>> {
 pub enum Source {
     /// Set in the config.
     Config,
+    /// Measured by `tuccompi tune` (the tuning cache).
+    Cache,
     /// Predicted by the rules.
     Predicted,
 }
@@ -196,6 +202,52 @@ pub const RULES: &[(&str, &str)] = &[
     ("queues", "GPU: 4 when one batch fills under a quarter of the device (small kernels overlap), else 1: on an H100 through NVIDIA OpenCL, kernels that fill the device ran slower from 2, 4 and 8 queues than from one (BENCHMARKS.md); CPU devices: 1 (one queue already uses every core)"),
 ];
 
+/// Launch parameters with the run-time precedence: a value set in the config, else the tuning
+/// cache's (`cached`), else the prediction. The local size from the cache applies to kernels
+/// that need no particular local size (not reductions, not persistent grids sized by it).
+pub fn choose(
+    chars: &BTreeMap<String, KernelChar>,
+    dev: &DeviceInfo,
+    shape: Shape,
+    config_batch: Option<usize>,
+    config_queues: Option<usize>,
+    config_local: Option<usize>,
+    cached: Option<CacheEntry>,
+) -> LaunchParams {
+    let mut p = predict(chars, dev, shape, config_batch, config_queues, config_local);
+    let Some(c) = cached else { return p };
+    if config_batch.is_none() {
+        if let Some(b) = c.batch {
+            p.batch = Choice {
+                value: b,
+                source: Source::Cache,
+                reason: "measured by tuccompi tune".into(),
+            };
+        }
+    }
+    if config_local.is_none() {
+        if let Some(l) = c.local_size {
+            for (name, ch) in chars {
+                // Reductions need a power of two; a persistent grid's local memory is sized by
+                // its local size, so it cannot be the driver's (0).
+                let free = !ch.reduction
+                    && (ch.grid == Grid::Items || (ch.grid == Grid::Persistent && l > 0));
+                if free {
+                    p.local.insert(
+                        name.clone(),
+                        Choice {
+                            value: l,
+                            source: Source::Cache,
+                            reason: "measured by tuccompi tune (0 = the driver's choice)".into(),
+                        },
+                    );
+                }
+            }
+        }
+    }
+    p
+}
+
 /// Predict launch parameters for kernels `chars` on `dev` for `shape`; `batch` and `queues`
 /// set in the config override the prediction.
 pub fn predict(
@@ -216,7 +268,22 @@ pub fn predict(
         }
     };
     let mut local = BTreeMap::new();
+    // local_size = 0 asks for the driver's choice, which only kernels with no local-memory
+    // needs can take (items grids, no reduction); the others keep the prediction.
+    let driver = config_local == Some(0);
+    let config_local = config_local.filter(|&l| l > 0);
     for (name, c) in chars {
+        if driver && c.grid == Grid::Items && !c.reduction {
+            local.insert(
+                name.clone(),
+                Choice {
+                    value: 0,
+                    source: Source::Config,
+                    reason: "local_size = 0: the driver's choice".into(),
+                },
+            );
+            continue;
+        }
         let (mut v, mut reason) = if let Some(l) = config_local {
             (l, "[apsp] local_size".to_string())
         } else if !gpu {

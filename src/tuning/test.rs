@@ -122,3 +122,71 @@ fn work_list_rules() {
     let p = predict(&c, &dev("cpu", 2, 4096), shape(3000), None, None, None);
     assert_eq!((p.batch.value, p.persistent_items.value), (16, 128));
 }
+
+#[test]
+fn driver_choice_only_where_allowed() {
+    let c = subset(
+        &characterizations("sssp").unwrap(),
+        &["wl_init", "wl_round", "sssp_summary"],
+    );
+    let p = predict(&c, &dev("gpu", 132, 1024), shape(1000), None, None, Some(0));
+    assert_eq!(p.local["wl_init"].value, 0);
+    assert_eq!(p.local["wl_round"].value, 128);
+    assert_eq!(p.local["sssp_summary"].value, 256);
+}
+
+#[test]
+fn precedence_config_then_cache_then_prediction() {
+    let c = subset(
+        &characterizations("sssp").unwrap(),
+        &["wl_init", "wl_round", "sssp_summary"],
+    );
+    let d = dev("gpu", 132, 1024);
+    let cached = Some(CacheEntry {
+        local_size: Some(64),
+        batch: Some(300),
+    });
+    let p = choose(&c, &d, shape(400_000), None, None, None, cached);
+    assert_eq!((p.batch.value, p.batch.source), (300, Source::Cache));
+    assert_eq!(
+        (p.local["wl_round"].value, p.local["wl_round"].source),
+        (64, Source::Cache)
+    );
+    assert_eq!(p.local["sssp_summary"].source, Source::Predicted);
+    let p = choose(&c, &d, shape(400_000), Some(7), None, Some(32), cached);
+    assert_eq!((p.batch.value, p.batch.source), (7, Source::Config));
+    assert_eq!(
+        (p.local["wl_round"].value, p.local["wl_round"].source),
+        (32, Source::Config)
+    );
+    let p = choose(&c, &d, shape(400_000), None, None, None, None);
+    assert_eq!(p.batch.source, Source::Predicted);
+}
+
+#[test]
+fn cache_round_trip() {
+    let dir = std::env::temp_dir().join(format!("tuccompi-cache-{}", std::process::id()));
+    let file = dir.join("t.toml");
+    let mut c = Cache::default();
+    let k = cache_key(&dev("gpu", 132, 1024), "apsp.worklist.u32", 411_992);
+    assert!(k.ends_with("apsp.worklist.u32 | n~2^18"), "{k}");
+    c.entries.insert(
+        k.clone(),
+        CacheEntry {
+            local_size: Some(256),
+            batch: Some(512),
+        },
+    );
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(&file, toml::to_string_pretty(&c).unwrap()).unwrap();
+    let back: Cache = toml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        back.entries[&k],
+        CacheEntry {
+            local_size: Some(256),
+            batch: Some(512)
+        }
+    );
+    std::fs::write(&file, "[entries.x]\nlocal_sise = 3\n").unwrap();
+    assert!(toml::from_str::<Cache>(&std::fs::read_to_string(&file).unwrap()).is_err());
+}
