@@ -64,6 +64,24 @@ pub fn tune(plan: &Plan, opts: TuneOptions, mut print: impl FnMut(&Row)) -> Resu
     }
     let tmp = std::env::temp_dir().join(format!("tuccompi-tune-{}", std::process::id()));
     let mut cache = Cache::load()?;
+    // Every timed run compares against the rules' own prediction, not an earlier tuning.
+    crate::tuning::bypass_cache(true);
+    let rows = tune_devices(plan, opts, &mut print, &tmp, &mut cache);
+    crate::tuning::bypass_cache(false);
+    let _ = std::fs::remove_dir_all(&tmp);
+    let rows = rows?;
+    cache.save()?;
+    Ok(rows)
+}
+
+fn tune_devices(
+    plan: &Plan,
+    opts: TuneOptions,
+    print: &mut impl FnMut(&Row),
+    tmp: &Path,
+    cache: &mut Cache,
+) -> Result<Vec<Row>> {
+    let devices = select_devices(plan)?;
     let mut rows = Vec::new();
     for dev in devices {
         let name = dev.info.name.clone();
@@ -167,7 +185,5 @@ pub fn tune(plan: &Plan, opts: TuneOptions, mut print: impl FnMut(&Row)) -> Resu
         );
         rows.extend(mine);
     }
-    cache.save()?;
-    let _ = std::fs::remove_dir_all(&tmp);
     Ok(rows)
 }

@@ -7,7 +7,9 @@
 
 mod cache;
 
-pub use cache::{key as cache_key, path as cache_path, Cache, Entry as CacheEntry};
+pub use cache::{
+    bypass as bypass_cache, key as cache_key, path as cache_path, Cache, Entry as CacheEntry,
+};
 
 use crate::device::{kernel_file, DeviceInfo};
 use crate::{Error, Result};
@@ -191,13 +193,13 @@ pub struct LaunchParams {
 
 /// The prediction rules, one line each (printed by `tuccompi check` and the README).
 pub const RULES: &[(&str, &str)] = &[
-    ("local size, GPU, scatter access or medium/high load", "128: more, smaller groups per compute unit hide the latency of irregular loads and divergent loops"),
+    ("local size, GPU, scatter access or medium/high load", "256: on an H100, `tuccompi tune` found 256-512 best for the irregular SSSP kernels (work list within 3% of the best on bremen and moscow; 128 was 8-14% slower)"),
     ("local size, GPU, coalesced and low load", "256: wide groups stream memory; 256 is a multiple of every vendor's SIMD width (32/64)"),
     ("local size, CPU device (PoCL)", "the device's preferred 64 (capped by max work-group): PoCL vectorizes across a group's items"),
     ("local size, reduction kernels", "rounded down to a power of two, as the tree needs"),
-    ("batch (tasks per launch)", "enough items to fill the device: compute units x max work-group x 8 items (GPU; x 1 for CPU devices) / n, between 1 and 256, and at most 40% of device memory over all queues"),
+    ("batch (tasks per launch)", "enough items to fill the device: compute units x max work-group x 16 items (GPU; x 1 for CPU devices) / n, between 1 and 256, and at most 40% of device memory over all queues (H100: twice the old x 8 batch ran 1-22% faster for crauser and two-phase)"),
     ("groups per task (reductions)", "4 groups per compute unit spread over the batch, at least 1 and no more than n / local"),
-    ("batch, work-list kernels (a persistent grid)", "GPU: 2^27 / n rounded down to a power of two, within 256..1024 (frontiers are sparse, so only many sources fill the device; on an H100 osm-bremen-dist ran best at 1024, osm-moscow at 256); CPU devices: 16; capped by 40% of device memory over all queues"),
+    ("batch, work-list kernels (a persistent grid)", "GPU: 2^28 / n rounded down to a power of two, within 256..1024 (frontiers are sparse, so only many sources fill the device; on an H100 osm-bremen-dist ran best at 1024, osm-moscow at 512); CPU devices: 16; capped by 40% of device memory over all queues"),
     ("persistent grid", "GPU: compute units x 2048 items (every resident thread of an NVIDIA SM / AMD CU); CPU devices: compute units x local size"),
     ("queues", "GPU: 4 when one batch fills under a quarter of the device (small kernels overlap), else 1: on an H100 through NVIDIA OpenCL, kernels that fill the device ran slower from 2, 4 and 8 queues than from one (BENCHMARKS.md); CPU devices: 1 (one queue already uses every core)"),
 ];
@@ -289,7 +291,7 @@ pub fn predict(
         } else if !gpu {
             (64, RULES[2].1.to_string())
         } else if c.access == Access::Scatter || c.load >= Level::Medium {
-            (128, RULES[0].1.to_string())
+            (256, RULES[0].1.to_string())
         } else {
             (256, RULES[1].1.to_string())
         };
@@ -313,7 +315,7 @@ pub fn predict(
             },
         );
     }
-    let fill = dev.compute_units as usize * maxwg * if gpu { 8 } else { 1 };
+    let fill = dev.compute_units as usize * maxwg * if gpu { 16 } else { 1 };
     let queues_pred = if !gpu {
         1
     } else if !chars.values().any(|c| c.grid == Grid::Persistent)
@@ -349,7 +351,7 @@ pub fn predict(
         },
         None if persistent => {
             let b = if gpu {
-                pow2_floor((1usize << 27) / shape.n.max(1)).clamp(256, 1024)
+                pow2_floor((1usize << 28) / shape.n.max(1)).clamp(256, 1024)
             } else {
                 16
             };

@@ -52,14 +52,14 @@ const CRAUSER: [&str; 5] = [
 fn gpu_rules() {
     let c = subset(&characterizations("sssp").unwrap(), &CRAUSER);
     let p = predict(&c, &dev("gpu", 132, 1024), shape(400_000), None, None, None);
-    assert_eq!(p.local["sssp_relax"].value, 128);
+    assert_eq!(p.local["sssp_relax"].value, 256);
     assert_eq!(p.local["sssp_update"].value, 256);
     assert_eq!(p.local["sssp_minimum"].value, 256);
-    // 132 CUs x 1024 x 8 = 1,081,344 items: 3 sources of 400k vertices.
-    assert_eq!(p.batch.value, 3);
+    // 132 CUs x 1024 x 16 = 2,162,688 items: 6 sources of 400k vertices.
+    assert_eq!(p.batch.value, 6);
     assert_eq!(p.queues.value, 1);
     // A small graph: the batch caps at 256 and the device is still not full, so 4 queues.
-    let p = predict(&c, &dev("gpu", 132, 1024), shape(500), None, None, None);
+    let p = predict(&c, &dev("gpu", 132, 1024), shape(300), None, None, None);
     assert_eq!(p.batch.value, 256);
     assert_eq!(p.queues.value, 4);
     assert!(p.groups_per_task.value >= 1);
@@ -116,9 +116,15 @@ fn work_list_rules() {
         Some(1),
         None,
     );
-    assert_eq!(p.batch.value, 256);
-    assert_eq!(p.local["wl_round"].value, 128);
+    assert_eq!(p.batch.value, 512);
+    assert_eq!(p.local["wl_round"].value, 256);
     assert_eq!(p.persistent_items.value, 132 * 2048);
+    let b = |n| {
+        predict(&c, &dev("gpu", 132, 1024), shape(n), None, Some(1), None)
+            .batch
+            .value
+    };
+    assert_eq!((b(40_000), b(600_000)), (1024, 256));
     let p = predict(&c, &dev("cpu", 2, 4096), shape(3000), None, None, None);
     assert_eq!((p.batch.value, p.persistent_items.value), (16, 128));
 }
@@ -131,7 +137,7 @@ fn driver_choice_only_where_allowed() {
     );
     let p = predict(&c, &dev("gpu", 132, 1024), shape(1000), None, None, Some(0));
     assert_eq!(p.local["wl_init"].value, 0);
-    assert_eq!(p.local["wl_round"].value, 128);
+    assert_eq!(p.local["wl_round"].value, 256);
     assert_eq!(p.local["sssp_summary"].value, 256);
 }
 
