@@ -89,7 +89,7 @@ full)
 tune)
   export TUCCOMPI_CACHE=/tmp/tune-cache.toml
   RM="input.generate.model=rmat"
-  for a in worklist two-phase crauser; do
+  for a in ${ALGOS:-worklist two-phase crauser}; do
     for g in "bremen $BR" "moscow $MO" "rmat18 input.generate.vertices=262144"; do
       set -- $g
       case $a in worklist) S=1024;; two-phase) S=64;; crauser) S=16;; esac
