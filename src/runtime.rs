@@ -185,7 +185,13 @@ pub fn run(plan: &Plan, opts: &RunOptions<'_>, node: &dyn Node) -> Result<Outcom
     // CPU workers: "auto" leaves one core to the host thread of each GPU queue (it launches
     // kernels and waits on the device; starved, it slows the whole device down).
     let gpu_queues = units.len();
-    let cpu_workers = if plan.units.cpu_workers_auto {
+    let cpu_workers = if job.prefers_gpu() && gpu_queues > 0 {
+        tracing::info!(
+            "plugin {} runs on the GPU; CPU workers stay idle",
+            plugin.name()
+        );
+        0
+    } else if plan.units.cpu_workers_auto {
         plan.units
             .cpu_workers
             .saturating_sub(gpu_queues)

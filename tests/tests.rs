@@ -5,6 +5,7 @@ mod util;
 mod apsp_cpu;
 mod apsp_gpu;
 mod cli;
+mod dense;
 mod example;
 #[cfg(feature = "mpi")]
 mod mpi;

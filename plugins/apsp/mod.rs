@@ -98,6 +98,46 @@ pub fn summarize<D: Dist>(dist: &[D], rec: &mut [u64]) {
     rec[3] = max;
 }
 
+/// Write `summary.csv` from per-source records `[reached, sum_lo, sum_hi, max]` and return the
+/// checksum for the report. Shared by the plugins that run one SSSP per source.
+pub fn write_summary(
+    dir: &Path,
+    sources: &[u32],
+    id_base: u64,
+    n: usize,
+    records: &Records,
+) -> Result<serde_json::Value> {
+    let n = n as u64;
+    let mut csv = String::with_capacity(sources.len() * 40 + 64);
+    csv.push_str("source,reached,unreachable,sum,max\n");
+    let (mut total, mut unreachable, mut largest) = (0u128, 0u64, 0u64);
+    for (t, &s) in sources.iter().enumerate() {
+        let r = records.get(t);
+        let sum = r[1] as u128 | (r[2] as u128) << 64;
+        total += sum;
+        unreachable += n - r[0];
+        largest = largest.max(r[3]);
+        let _ = writeln!(
+            csv,
+            "{},{},{},{},{}",
+            s as u64 + id_base,
+            r[0],
+            n - r[0],
+            sum,
+            r[3]
+        );
+    }
+    write_file(dir, "summary.csv", &csv)?;
+    let sum = if total <= u64::MAX as u128 {
+        serde_json::json!(total as u64)
+    } else {
+        serde_json::json!(total.to_string())
+    };
+    Ok(
+        serde_json::json!({ "sum": sum, "unreachable": unreachable, "max": largest, "sources": sources.len() }),
+    )
+}
+
 /// The shared state of an APSP run.
 pub struct ApspJob {
     /// The graph.
@@ -234,37 +274,15 @@ impl Job for ApspJob {
         Some(self)
     }
     fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
-        let n = self.graph.n as u64;
-        let mut csv = String::with_capacity(self.sources.len() * 40 + 64);
-        csv.push_str("source,reached,unreachable,sum,max\n");
-        let (mut total, mut unreachable, mut largest) = (0u128, 0u64, 0u64);
-        for (t, &s) in self.sources.iter().enumerate() {
-            let r = records.get(t);
-            let sum = r[1] as u128 | (r[2] as u128) << 64;
-            total += sum;
-            unreachable += n - r[0];
-            largest = largest.max(r[3]);
-            let _ = writeln!(
-                csv,
-                "{},{},{},{},{}",
-                s as u64 + self.graph.id_base,
-                r[0],
-                n - r[0],
-                sum,
-                r[3]
-            );
-        }
-        write_file(dir, "summary.csv", &csv)?;
         if let Some(rows) = &self.rows {
             rows.sync()?;
         }
-        let sum = if total <= u64::MAX as u128 {
-            serde_json::json!(total as u64)
-        } else {
-            serde_json::json!(total.to_string())
-        };
-        Ok(
-            serde_json::json!({ "sum": sum, "unreachable": unreachable, "max": largest, "sources": self.sources.len() }),
+        write_summary(
+            dir,
+            &self.sources,
+            self.graph.id_base,
+            self.graph.n,
+            records,
         )
     }
 }

@@ -28,6 +28,11 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../kernels/collatz.cl"),
         include_str!("../../kernels/collatz.toml"),
     ),
+    (
+        "fw",
+        include_str!("../../kernels/fw.cl"),
+        include_str!("../../kernels/fw.toml"),
+    ),
 ];
 
 /// Every kernel stem known to this binary.

@@ -50,6 +50,11 @@ pub trait Job: Sync {
     fn gpu(&self) -> Option<&dyn GpuHalf> {
         None
     }
+    /// Whether, when the run has GPU queues, CPU workers should stay idle (a job of one big
+    /// task that a device runs best, such as Floyd-Warshall on the whole matrix).
+    fn prefers_gpu(&self) -> bool {
+        false
+    }
     /// Turn the records of every task into output files under `dir`; return the checksum object
     /// for `report.json`. Called once, on the root node, after every task finished.
     fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value>;

@@ -1,0 +1,252 @@
+//! The OpenCL half of the dense plugins: the matrix lives on one device; naive = one launch
+//! per pivot, blocked = three phases per diagonal tile (16 × 16 tiles in local memory),
+//! R-Kleene = recursion on the host over min-plus products, with 16 × 16 diagonal blocks
+//! closed in local memory.
+
+use super::{FwJob, Matrix, Variant};
+use crate::device::{Arg, DBuf, Device, Queue};
+use crate::plugin::{DeviceSetup, GpuHalf, RecordsOut, Worker};
+use crate::{Error, Result};
+use opencl3::kernel::Kernel;
+use std::ops::Range;
+
+/// Tile side in kernels/fw.cl.
+const T: usize = 16;
+
+impl GpuHalf for FwJob {
+    fn setup(&self, device: &Device, _queues: Option<usize>) -> Result<DeviceSetup> {
+        if !matches!(self.input, Matrix::Narrow(_)) {
+            return Err(Error::Device(format!(
+                "{}: paths may exceed 2^28 in magnitude, beyond the devices' exact 32-bit Floyd-Warshall; run it on CPU workers (units.opencl = \"none\")",
+                self.name
+            )));
+        }
+        let nn = (self.n * self.n) as u64 * 4;
+        let scratch = if self.variant == Variant::RKleene {
+            nn / 2 + 16
+        } else {
+            0
+        };
+        device.check_fits(
+            nn + scratch,
+            nn,
+            &format!("a dense {} x {} matrix", self.n, self.n),
+        )?;
+        device.program("fw", "")?;
+        Ok(DeviceSetup {
+            shared: Box::new(()),
+            chunk: 1,
+            queues: 1,
+            tuning: serde_json::json!({ "tile": T, "note": "one device runs the whole matrix" }),
+        })
+    }
+
+    fn worker<'a>(
+        &'a self,
+        device: &'a Device,
+        _shared: &'a (dyn std::any::Any + Send + Sync),
+        _queue: usize,
+    ) -> Result<Box<dyn Worker + 'a>> {
+        Ok(Box::new(GpuFw {
+            job: self,
+            device,
+            q: device.queue()?,
+        }))
+    }
+}
+
+struct GpuFw<'a> {
+    job: &'a FwJob,
+    device: &'a Device,
+    q: Queue,
+}
+
+impl GpuFw<'_> {
+    fn k(&self, name: &str) -> Result<Kernel> {
+        self.device.kernel("fw", "", name)
+    }
+}
+
+struct Rk<'a> {
+    q: &'a Queue,
+    m: &'a DBuf<i32>,
+    ta: &'a DBuf<i32>,
+    tb: &'a DBuf<i32>,
+    diag: Kernel,
+    copy: Kernel,
+    mp: Kernel,
+    n: u32,
+}
+
+impl Rk<'_> {
+    /// C(rows x cols at c) = min(C, A(rows x inner at a) ⊗ B(inner x cols at b)).
+    #[allow(clippy::too_many_arguments)]
+    fn product(
+        &self,
+        c: (usize, usize),
+        a: (usize, usize),
+        b: (usize, usize),
+        rows: usize,
+        inner: usize,
+        cols: usize,
+    ) -> Result<()> {
+        let u = |x: usize| Arg::U32(x as u32);
+        let n = Arg::U32(self.n);
+        self.q.launch(
+            &self.copy,
+            rows * inner,
+            Some(256),
+            &[
+                Arg::I32s(self.m),
+                Arg::I32s(self.ta),
+                n,
+                u(a.0),
+                u(a.1),
+                u(rows),
+                u(inner),
+            ],
+        )?;
+        self.q.launch(
+            &self.copy,
+            inner * cols,
+            Some(256),
+            &[
+                Arg::I32s(self.m),
+                Arg::I32s(self.tb),
+                n,
+                u(b.0),
+                u(b.1),
+                u(inner),
+                u(cols),
+            ],
+        )?;
+        self.q.launch(
+            &self.mp,
+            rows * cols,
+            Some(256),
+            &[
+                Arg::I32s(self.m),
+                Arg::I32s(self.ta),
+                Arg::I32s(self.tb),
+                n,
+                u(c.0),
+                u(c.1),
+                u(rows),
+                u(inner),
+                u(cols),
+            ],
+        )
+    }
+
+    /// Close the diagonal block of side s at (o, o).
+    fn closure(&self, o: usize, s: usize) -> Result<()> {
+        if s <= T {
+            return self.q.launch(
+                &self.diag,
+                T * T,
+                Some(T * T),
+                &[
+                    Arg::I32s(self.m),
+                    Arg::U32(self.n),
+                    Arg::U32(o as u32),
+                    Arg::U32(s as u32),
+                ],
+            );
+        }
+        let h = s / 2;
+        let (a, d, sd) = (o, o + h, s - h);
+        self.closure(a, h)?;
+        self.product((a, d), (a, a), (a, d), h, h, sd)?;
+        self.product((d, a), (d, a), (a, a), sd, h, h)?;
+        self.product((d, d), (d, a), (a, d), sd, h, sd)?;
+        self.closure(d, sd)?;
+        self.product((a, d), (a, d), (d, d), h, sd, sd)?;
+        self.product((d, a), (d, d), (d, a), sd, sd, h)?;
+        self.product((a, a), (a, d), (d, a), h, sd, h)
+    }
+}
+
+impl Worker for GpuFw<'_> {
+    fn run(&mut self, _range: Range<usize>, _out: &mut RecordsOut<'_>) -> Result<()> {
+        let Matrix::Narrow(input) = &self.job.input else {
+            unreachable!("setup refuses 64-bit matrices")
+        };
+        let n = self.job.n;
+        let mut m = DBuf::<i32>::new(self.device, n * n)?;
+        self.q.write(&mut m, 0, input)?;
+        let nn = Arg::U32(n as u32);
+        match self.job.variant {
+            Variant::Naive => {
+                let k = self.k("fw_naive")?;
+                for p in 0..n {
+                    self.q.launch(
+                        &k,
+                        n * n,
+                        Some(256),
+                        &[Arg::I32s(&m), nn, Arg::U32(p as u32)],
+                    )?;
+                }
+            }
+            Variant::Blocked => {
+                let (d, p2, p3) = (
+                    self.k("fw_diag")?,
+                    self.k("fw_phase2")?,
+                    self.k("fw_phase3")?,
+                );
+                let nb = n.div_ceil(T);
+                for kb in 0..nb {
+                    let (kbu, nbu) = (Arg::U32(kb as u32), Arg::U32(nb as u32));
+                    self.q.launch(
+                        &d,
+                        T * T,
+                        Some(T * T),
+                        &[
+                            Arg::I32s(&m),
+                            nn,
+                            Arg::U32((kb * T) as u32),
+                            Arg::U32(T as u32),
+                        ],
+                    )?;
+                    if nb > 1 {
+                        self.q.launch(
+                            &p2,
+                            2 * (nb - 1) * T * T,
+                            Some(T * T),
+                            &[Arg::I32s(&m), nn, kbu, nbu],
+                        )?;
+                        self.q.launch(
+                            &p3,
+                            nb * nb * T * T,
+                            Some(T * T),
+                            &[Arg::I32s(&m), nn, kbu, nbu],
+                        )?;
+                    }
+                }
+            }
+            Variant::RKleene => {
+                let half = n.div_ceil(2) + 1;
+                let (ta, tb) = (
+                    DBuf::new(self.device, half * half)?,
+                    DBuf::new(self.device, half * half)?,
+                );
+                let rk = Rk {
+                    q: &self.q,
+                    m: &m,
+                    ta: &ta,
+                    tb: &tb,
+                    diag: self.k("fw_diag")?,
+                    copy: self.k("fw_copy")?,
+                    mp: self.k("fw_minplus")?,
+                    n: n as u32,
+                };
+                rk.closure(0, n)?;
+            }
+        }
+        let mut out = vec![0i32; n * n];
+        self.q.read(&m, 0, &mut out)?;
+        self.job.store(
+            Matrix::Narrow(out),
+            &format!("gpu ({})", self.device.info.name),
+        )
+    }
+}

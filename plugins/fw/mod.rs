@@ -1,0 +1,381 @@
+//! Dense APSP: `fw-naive`, `fw-blocked` (three-phase Kleene, Pandey & Sharma) and `rkleene`
+//! (recursive R-Kleene) Floyd-Warshall, each with a CPU half (rayon) and an OpenCL half.
+//!
+//! The whole matrix is one task, run by one unit (a GPU when one is selected). Values are i32
+//! when every path provably fits (`(n-1)·max|w| < 2^28`, so with INF = 2^30-1 no sum of two
+//! values wraps), else i64 (CPU only; INF = 2^61, paths < 2^59). Values at or above INF/2 are
+//! unreachable: without negative cycles a value derived from INF stays above it. Negative
+//! weights are allowed; a negative cycle is an error naming a vertex on it.
+//!
+//! Complexity: O(n³) time, O(n²) memory.
+
+pub mod cpu;
+pub mod dijkstra;
+mod gpu;
+
+use crate::config::AutoOr;
+use crate::plugin::{CpuHalf, GpuHalf, Job, Plugin, PrepareCtx, Records, RecordsOut, Worker};
+use crate::plugins::apsp::{load_graph, resolve_sources};
+use crate::sink::{write_file, NpyRows, NpyType};
+use crate::{Error, Result};
+use parking_lot::Mutex;
+use serde::Deserialize;
+use std::fmt::Write as _;
+use std::ops::Range;
+use std::path::Path;
+
+/// Which Floyd-Warshall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// One pass per k over the whole matrix.
+    Naive,
+    /// Tiles: close the diagonal tile, then its row and column, then the rest.
+    Blocked,
+    /// Recursive quadrants with min-plus products.
+    RKleene,
+}
+
+/// A dense plugin.
+#[derive(Debug)]
+pub struct Fw(pub Variant);
+
+/// `[fw-blocked]` etc. options.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct FwOptions {
+    /// Tile size of the blocked and recursive variants ("auto": 64 on CPUs, 16 on devices).
+    pub tile: Option<AutoOr>,
+}
+
+/// Matrix element: i32 or i64.
+pub trait Val: Copy + Ord + Send + Sync + Default + std::fmt::Debug + 'static {
+    /// Unreachable.
+    const INF: Self;
+    /// Zero.
+    const ZERO: Self;
+    /// a + b (never wraps for the bounds above).
+    fn add(self, b: Self) -> Self;
+    /// As i64.
+    fn to_i64(self) -> i64;
+    /// From an i64 weight (checked by the caller).
+    fn from_i64(w: i64) -> Self;
+    /// Whether this value means unreachable.
+    #[inline(always)]
+    fn unreachable(self) -> bool {
+        self.to_i64() >= Self::INF.to_i64() / 2
+    }
+}
+
+impl Val for i32 {
+    const INF: Self = (1 << 30) - 1;
+    const ZERO: Self = 0;
+    #[inline(always)]
+    fn add(self, b: Self) -> Self {
+        self + b
+    }
+    fn to_i64(self) -> i64 {
+        self as i64
+    }
+    fn from_i64(w: i64) -> Self {
+        w as i32
+    }
+}
+
+impl Val for i64 {
+    const INF: Self = 1 << 61;
+    const ZERO: Self = 0;
+    #[inline(always)]
+    fn add(self, b: Self) -> Self {
+        self + b
+    }
+    fn to_i64(self) -> i64 {
+        self
+    }
+    fn from_i64(w: i64) -> Self {
+        w
+    }
+}
+
+/// The distance matrix, in the width the bounds allow.
+#[derive(Debug, Clone)]
+pub enum Matrix {
+    /// 32-bit.
+    Narrow(Vec<i32>),
+    /// 64-bit.
+    Wide(Vec<i64>),
+}
+
+/// A prepared dense job.
+pub struct FwJob {
+    variant: Variant,
+    /// Vertices.
+    pub n: usize,
+    input: Matrix,
+    sources: Vec<u32>,
+    id_base: u64,
+    negative: bool,
+    tile: Option<usize>,
+    rows: Option<NpyRows>,
+    result: Mutex<Option<(Matrix, String)>>,
+    name: String,
+}
+
+impl std::fmt::Debug for FwJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FwJob({:?}, n={})", self.variant, self.n)
+    }
+}
+
+/// Build the dense input: 0 on the diagonal, the lightest arc, INF elsewhere. A negative
+/// self-loop is a negative cycle.
+fn dense<T: Val>(n: usize, arcs: &[(u32, u32, i64)], id_base: u64) -> Result<Vec<T>> {
+    let mut m = vec![T::INF; n * n];
+    for i in 0..n {
+        m[i * n + i] = T::ZERO;
+    }
+    for &(u, v, w) in arcs {
+        if u == v {
+            if w < 0 {
+                return Err(Error::Input(format!(
+                    "negative cycle: vertex {} has a self-loop of weight {w}",
+                    u as u64 + id_base
+                )));
+            }
+            continue;
+        }
+        let c = &mut m[u as usize * n + v as usize];
+        *c = (*c).min(T::from_i64(w));
+    }
+    Ok(m)
+}
+
+impl Plugin for Fw {
+    fn name(&self) -> &'static str {
+        match self.0 {
+            Variant::Naive => "fw-naive",
+            Variant::Blocked => "fw-blocked",
+            Variant::RKleene => "rkleene",
+        }
+    }
+    fn description(&self) -> &'static str {
+        match self.0 {
+            Variant::Naive => {
+                "dense APSP, Floyd-Warshall with one pass per k (negative weights allowed)"
+            }
+            Variant::Blocked => {
+                "dense APSP, blocked three-phase Kleene Floyd-Warshall (negative weights allowed)"
+            }
+            Variant::RKleene => {
+                "dense APSP, recursive R-Kleene with min-plus products (negative weights allowed)"
+            }
+        }
+    }
+    fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
+        let options: FwOptions = toml::Value::Table(ctx.plan.plugin_options.clone())
+            .try_into()
+            .map_err(|e: toml::de::Error| {
+                Error::Config(format!("[{}]: {}", self.name(), e.message()))
+            })?;
+        let list = load_graph(ctx.plan)?;
+        let n = list.n;
+        let bytes = (n as u128) * (n as u128) * 8;
+        if bytes > 1 << 36 {
+            return Err(Error::Input(format!(
+                "{}: {n} vertices need {:.1} GiB as a dense matrix; dense plugins take at most ~90,000 vertices (use apsp for sparse graphs)",
+                list.origin.name,
+                bytes as f64 / (1u64 << 30) as f64
+            )));
+        }
+        let maxw = list
+            .arcs
+            .iter()
+            .map(|a| a.2.unsigned_abs())
+            .max()
+            .unwrap_or(0) as u128;
+        let bound = (n.saturating_sub(1) as u128) * maxw;
+        if bound >= 1 << 59 {
+            return Err(Error::Input(format!(
+                "{}: paths can reach {bound} in magnitude, beyond exact 64-bit Floyd-Warshall (2^59); rescale the weights",
+                list.origin.name
+            )));
+        }
+        let negative = list.arcs.iter().any(|a| a.2 < 0);
+        let input = if bound < 1 << 28 {
+            Matrix::Narrow(dense(n, &list.arcs, list.id_base)?)
+        } else {
+            Matrix::Wide(dense(n, &list.arcs, list.id_base)?)
+        };
+        let sources = resolve_sources(&ctx.plan.sources, n, list.id_base)?;
+        let rows = if ctx.plan.output.distances {
+            let path = ctx.out_dir.join("distances.npy");
+            let ty = if negative {
+                NpyType::I64
+            } else if bound < u32::MAX as u128 {
+                NpyType::U32
+            } else {
+                NpyType::U64
+            };
+            Some(if ctx.is_root {
+                NpyRows::create(&path, sources.len(), n, ty)?
+            } else {
+                NpyRows::open(&path, sources.len(), n, ty)?
+            })
+        } else {
+            None
+        };
+        Ok(Box::new(FwJob {
+            variant: self.0,
+            n,
+            input,
+            sources,
+            id_base: list.id_base,
+            negative,
+            tile: options.tile.and_then(|t| t.value()),
+            rows,
+            result: Mutex::new(None),
+            name: list.origin.name,
+        }))
+    }
+}
+
+impl FwJob {
+    /// Store a finished matrix (after checking for negative cycles).
+    fn store(&self, m: Matrix, unit: &str) -> Result<()> {
+        let n = self.n;
+        let neg = match &m {
+            Matrix::Narrow(a) => (0..n).find(|&i| a[i * n + i] < 0),
+            Matrix::Wide(a) => (0..n).find(|&i| a[i * n + i] < 0),
+        };
+        if let Some(v) = neg {
+            return Err(Error::Input(format!(
+                "{}: negative cycle through vertex {}: shortest paths are undefined",
+                self.name,
+                v as u64 + self.id_base
+            )));
+        }
+        *self.result.lock() = Some((m, unit.to_string()));
+        Ok(())
+    }
+}
+
+impl Job for FwJob {
+    fn tasks(&self) -> usize {
+        1
+    }
+    fn record_words(&self) -> usize {
+        0
+    }
+    fn describe(&self) -> serde_json::Value {
+        serde_json::json!({
+            "name": self.name, "n": self.n, "variant": format!("{:?}", self.variant),
+            "element": match self.input { Matrix::Narrow(_) => "i32", Matrix::Wide(_) => "i64" },
+            "negative_weights": self.negative,
+        })
+    }
+    fn cpu(&self) -> Option<&dyn CpuHalf> {
+        Some(self)
+    }
+    fn gpu(&self) -> Option<&dyn GpuHalf> {
+        Some(self)
+    }
+    fn prefers_gpu(&self) -> bool {
+        true
+    }
+    fn finish(&self, _records: &Records, dir: &Path) -> Result<serde_json::Value> {
+        let guard = self.result.lock();
+        let Some((m, unit)) = guard.as_ref() else {
+            return Err(Error::Unit {
+                unit: "none".into(),
+                msg: "no unit computed the matrix".into(),
+            });
+        };
+        let n = self.n;
+        let row = |s: usize| -> Vec<Option<i64>> {
+            match m {
+                Matrix::Narrow(a) => a[s * n..(s + 1) * n]
+                    .iter()
+                    .map(|&d| (!d.unreachable()).then_some(d as i64))
+                    .collect(),
+                Matrix::Wide(a) => a[s * n..(s + 1) * n]
+                    .iter()
+                    .map(|&d| (!d.unreachable()).then_some(d))
+                    .collect(),
+            }
+        };
+        let mut csv = String::from("source,reached,unreachable,sum,max\n");
+        let (mut total, mut unreachable, mut largest) = (0i128, 0u64, i64::MIN);
+        for (t, &s) in self.sources.iter().enumerate() {
+            let r = row(s as usize);
+            let reached = r.iter().flatten().count() as u64;
+            let sum: i128 = r.iter().flatten().map(|&d| d as i128).sum();
+            let max = r.iter().flatten().copied().max().unwrap_or(0);
+            total += sum;
+            unreachable += n as u64 - reached;
+            largest = largest.max(max);
+            let _ = writeln!(
+                csv,
+                "{},{},{},{},{}",
+                s as u64 + self.id_base,
+                reached,
+                n as u64 - reached,
+                sum,
+                max
+            );
+            if let Some(rows) = &self.rows {
+                if self.negative {
+                    rows.write_i64(
+                        t,
+                        &r.iter().map(|d| d.unwrap_or(i64::MAX)).collect::<Vec<_>>(),
+                    )?;
+                } else if matches!(m, Matrix::Narrow(_)) {
+                    rows.write_u32(
+                        t,
+                        &r.iter()
+                            .map(|d| d.map_or(u32::MAX, |x| x as u32))
+                            .collect::<Vec<_>>(),
+                    )?;
+                } else {
+                    rows.write_u64(
+                        t,
+                        &r.iter()
+                            .map(|d| d.map_or(u64::MAX, |x| x as u64))
+                            .collect::<Vec<_>>(),
+                    )?;
+                }
+            }
+        }
+        write_file(dir, "summary.csv", &csv)?;
+        if let Some(rows) = &self.rows {
+            rows.sync()?;
+        }
+        let sum = if (i64::MIN as i128..=i64::MAX as i128).contains(&total) {
+            serde_json::json!(total as i64)
+        } else {
+            serde_json::json!(total.to_string())
+        };
+        Ok(serde_json::json!({
+            "sum": sum, "unreachable": unreachable, "max": if self.sources.is_empty() { 0 } else { largest },
+            "sources": self.sources.len(), "computed_by": unit,
+        }))
+    }
+}
+
+impl CpuHalf for FwJob {
+    fn worker(&self) -> Result<Box<dyn Worker + '_>> {
+        Ok(Box::new(CpuFw(self)))
+    }
+}
+
+struct CpuFw<'a>(&'a FwJob);
+
+impl Worker for CpuFw<'_> {
+    fn run(&mut self, _range: Range<usize>, _out: &mut RecordsOut<'_>) -> Result<()> {
+        let job = self.0;
+        let tile = job.tile.unwrap_or(64).max(1);
+        let m = match &job.input {
+            Matrix::Narrow(a) => Matrix::Narrow(cpu::solve(a.clone(), job.n, job.variant, tile)),
+            Matrix::Wide(a) => Matrix::Wide(cpu::solve(a.clone(), job.n, job.variant, tile)),
+        };
+        job.store(m, "cpu (rayon over every core)")
+    }
+}
