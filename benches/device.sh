@@ -98,6 +98,23 @@ tune)
       timeout 150 "$B" tune $CFG "${extra[@]}" --set apsp.gpu_algorithm=\"$a\" --set run.sources=$S --sample $S --repeat 3 || echo "tune $a $1 failed or timed out"
     done
   done ;;
+dense)
+  FW=/tmp/fw.toml
+  printf '[run]\nplugin = "fw-blocked"\n[input.generate]\nmodel = "complete"\nvertices = 1024\nseed = 1\n' > $FW
+  dn() { # label, timeout, args
+    local label=$1 t=$2; shift 2
+    rm -rf "$OUT"
+    if timeout "$t" "$B" run $FW -q --set output.dir="\"$OUT\"" "$@" 2>/tmp/err.txt; then
+      python3 -c "import json,sys;r=json.load(open('$OUT/report.json'));n=r['input']['n'];s=r['run_seconds'];print(f'{sys.argv[1]:<40} n={n:6d} run {s:9.3f} s  {n**3/s/1e12:7.3f} T upd/s  sum={r[\"checksum\"][\"sum\"]} by {r[\"checksum\"].get(\"computed_by\",\"\")}')" "$label"
+    else echo "$label: FAILED or timed out: $(tail -c 300 /tmp/err.txt)"; fi
+  }
+  for n in 4096 8192 16384; do dn "gpu fw-blocked" 200 --set input.generate.vertices=$n --set units.cpu_workers=0; done
+  for n in 1024 4096 8192; do dn "gpu fw-naive" 200 --set run.plugin=\"fw-naive\" --set input.generate.vertices=$n --set units.cpu_workers=0; done
+  for n in 64 256 1024 4096; do
+    dn "gpu rkleene" 200 --set run.plugin=\"rkleene\" --set input.generate.vertices=$n --set units.cpu_workers=0
+    RAYON_NUM_THREADS=1 dn "cpu rkleene, 1 thread" 200 --set run.plugin=\"rkleene\" --set input.generate.vertices=$n --set units.opencl=none
+  done
+  for n in 1024 4096; do dn "cpu fw-blocked, 16 threads" 200 --set input.generate.vertices=$n --set units.opencl=none; done ;;
 mpi)
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
   M=${MPIBIN:-$B}

@@ -19,9 +19,7 @@ pub fn solve<T: Val>(mut m: Vec<T>, n: usize, variant: Variant, tile: usize) -> 
 
 #[inline(always)]
 fn relax_row<T: Val>(row: &mut [T], aik: T, rk: &[T]) {
-    for (c, &b) in row.iter_mut().zip(rk) {
-        *c = (*c).min(aik.add(b));
-    }
+    T::relax_row(row, aik, rk)
 }
 
 /// One pass per k: rows in parallel, row k copied first (it is read by every row).

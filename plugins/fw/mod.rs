@@ -64,9 +64,38 @@ pub trait Val: Copy + Ord + Send + Sync + Default + std::fmt::Debug + 'static {
     fn unreachable(self) -> bool {
         self.to_i64() >= Self::INF.to_i64() / 2
     }
+    /// `row[j] = min(row[j], aik + rk[j])` for every j: the inner loop of every variant.
+    #[inline(always)]
+    fn relax_row(row: &mut [Self], aik: Self, rk: &[Self]) {
+        for (c, &b) in row.iter_mut().zip(rk) {
+            *c = (*c).min(aik.add(b));
+        }
+    }
+}
+
+/// The i32 row update compiled for AVX2 (`vpminsd` on 8 lanes); the portable x86-64 baseline
+/// has no packed 32-bit min before SSE4.1, which made the loop about 4x slower.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn relax_row_avx2(row: &mut [i32], aik: i32, rk: &[i32]) {
+    for (c, &b) in row.iter_mut().zip(rk) {
+        *c = (*c).min(aik + b);
+    }
 }
 
 impl Val for i32 {
+    #[inline(always)]
+    fn relax_row(row: &mut [i32], aik: i32, rk: &[i32]) {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked just above; the answer is cached).
+            unsafe { relax_row_avx2(row, aik, rk) };
+            return;
+        }
+        for (c, &b) in row.iter_mut().zip(rk) {
+            *c = (*c).min(aik + b);
+        }
+    }
     const INF: Self = (1 << 30) - 1;
     const ZERO: Self = 0;
     #[inline(always)]
