@@ -13,7 +13,15 @@ use tuccompi::plugins::fw::cpu::solve;
 use tuccompi::plugins::fw::{Val, Variant};
 
 fn matrix(n: usize) -> Vec<i32> {
-    let list = generate(&GenSpec { model: GenModel::Complete, vertices: n as u64, degree: None, seed: 1, min_weight: None, max_weight: None }).unwrap();
+    let list = generate(&GenSpec {
+        model: GenModel::Complete,
+        vertices: n as u64,
+        degree: None,
+        seed: 1,
+        min_weight: None,
+        max_weight: None,
+    })
+    .unwrap();
     let mut m = vec![i32::INF; n * n];
     for i in 0..n {
         m[i * n + i] = 0;
@@ -32,16 +40,37 @@ fn time(m: &[i32], n: usize, v: Variant, tile: usize) -> (f64, i64) {
 }
 
 fn main() {
-    let sizes: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
-    let sizes = if sizes.is_empty() { vec![256, 512, 1024, 2048] } else { sizes };
-    let serial = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-    println!("{:>6} {:>12} {:>12} {:>12} {:>14} {:>10} {:>12}", "n", "blocked s", "naive s", "rkleene s", "rkleene 1T s", "blocked/naive", "G upd/s (blk)");
+    let sizes: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let sizes = if sizes.is_empty() {
+        vec![256, 512, 1024, 2048]
+    } else {
+        sizes
+    };
+    let serial = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    println!(
+        "{:>6} {:>12} {:>12} {:>12} {:>14} {:>10} {:>12}",
+        "n", "blocked s", "naive s", "rkleene s", "rkleene 1T s", "blocked/naive", "G upd/s (blk)"
+    );
     for n in sizes {
         let m = matrix(n);
         let (tb, cb) = time(&m, n, Variant::Blocked, 64);
-        let (tn, cn) = if n <= 2048 { time(&m, n, Variant::Naive, 1) } else { (f64::NAN, cb) };
+        let (tn, cn) = if n <= 2048 {
+            time(&m, n, Variant::Naive, 1)
+        } else {
+            (f64::NAN, cb)
+        };
         let (tr, cr) = time(&m, n, Variant::RKleene, 64);
-        let (ts, cs) = if n <= 2048 { serial.install(|| time(&m, n, Variant::RKleene, 64)) } else { (f64::NAN, cb) };
+        let (ts, cs) = if n <= 2048 {
+            serial.install(|| time(&m, n, Variant::RKleene, 64))
+        } else {
+            (f64::NAN, cb)
+        };
         assert!(cb == cn && cb == cr && cb == cs, "variants disagree");
         println!(
             "{n:>6} {tb:>12.4} {tn:>12.4} {tr:>12.4} {ts:>14.4} {:>10.2}x {:>12.2}   checksum {cb}",

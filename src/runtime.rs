@@ -138,6 +138,12 @@ pub fn run(plan: &Plan, opts: &RunOptions<'_>, node: &dyn Node) -> Result<Outcom
         Some(j) => j,
         None => prepare()?,
     };
+    if node.size() > 1 && !job.multi_node() {
+        return Err(node.fail(Error::Config(format!(
+            "plugin {} computes one matrix in one process; run it without mpirun (it uses every core or a GPU of one node)",
+            plugin.name()
+        ))));
+    }
     // Failure injection for the node layer's tests: this rank fails as a plugin would.
     if std::env::var("TUCCOMPI_TEST_FAIL_RANK")
         .ok()

@@ -310,6 +310,9 @@ impl Job for FwJob {
     fn prefers_gpu(&self) -> bool {
         true
     }
+    fn multi_node(&self) -> bool {
+        false
+    }
     fn finish(&self, _records: &Records, dir: &Path) -> Result<serde_json::Value> {
         let guard = self.result.lock();
         let Some((m, unit)) = guard.as_ref() else {

@@ -50,6 +50,11 @@ pub trait Job: Sync {
     fn gpu(&self) -> Option<&dyn GpuHalf> {
         None
     }
+    /// Whether the job can spread over several MPI nodes (its results are all in its records
+    /// or in rows written at offsets). A job that keeps its result in memory says no.
+    fn multi_node(&self) -> bool {
+        true
+    }
     /// Whether, when the run has GPU queues, CPU workers should stay idle (a job of one big
     /// task that a device runs best, such as Floyd-Warshall on the whole matrix).
     fn prefers_gpu(&self) -> bool {
