@@ -165,9 +165,25 @@ fn plain_run_without_mpirun_is_one_node() {
 fn dense_plugins_refuse_several_ranks() {
     let dir = tmpdir("mpidense");
     let path = dir.join("c.toml");
-    std::fs::write(&path, "[run]\nplugin = \"fw-blocked\"\n[input.generate]\nmodel = \"complete\"\nvertices = 50\n").unwrap();
+    std::fs::write(
+        &path,
+        "[run]\nplugin = \"fw-blocked\"\n[input.generate]\nmodel = \"complete\"\nvertices = 50\n",
+    )
+    .unwrap();
     let od = format!("output.dir={:?}", dir.join("out").display().to_string());
-    let (ok, text) = mpirun(2, &["run", path.to_str().unwrap(), "-q", "--set", &od, "--set", "units.opencl=none"], &[]);
+    let (ok, text) = mpirun(
+        2,
+        &[
+            "run",
+            path.to_str().unwrap(),
+            "-q",
+            "--set",
+            &od,
+            "--set",
+            "units.opencl=none",
+        ],
+        &[],
+    );
     assert!(!ok);
     assert!(text.contains("run it without mpirun"), "{text}");
 }

@@ -1,5 +1,6 @@
 //! The OpenCL half of the dense plugins: the matrix lives on one device; naive = one launch
-//! per pivot, blocked = three phases per diagonal tile (16 × 16 tiles in local memory),
+//! per pivot, blocked = three phases per diagonal tile (64 × 64 tiles in local memory, 4 × 4
+//! register tiles per work-item),
 //! R-Kleene = recursion on the host over min-plus products, with 16 × 16 diagonal blocks
 //! closed in local memory.
 
@@ -188,36 +189,29 @@ impl Worker for GpuFw<'_> {
                 }
             }
             Variant::Blocked => {
-                let (d, p2, p3) = (
-                    self.k("fw_diag")?,
-                    self.k("fw_phase2")?,
-                    self.k("fw_phase3")?,
+                // 64 x 64 tiles, 256 items per group, 4 x 4 results per item (kernels/fw.cl).
+                const BT: usize = 64;
+                let (p1, p2, p3) = (
+                    self.k("fwb_phase1")?,
+                    self.k("fwb_phase2")?,
+                    self.k("fwb_phase3")?,
                 );
-                let nb = n.div_ceil(T);
+                let nb = n.div_ceil(BT);
                 for kb in 0..nb {
                     let (kbu, nbu) = (Arg::U32(kb as u32), Arg::U32(nb as u32));
-                    self.q.launch(
-                        &d,
-                        T * T,
-                        Some(T * T),
-                        &[
-                            Arg::I32s(&m),
-                            nn,
-                            Arg::U32((kb * T) as u32),
-                            Arg::U32(T as u32),
-                        ],
-                    )?;
+                    self.q
+                        .launch(&p1, 256, Some(256), &[Arg::I32s(&m), nn, kbu])?;
                     if nb > 1 {
                         self.q.launch(
                             &p2,
-                            2 * (nb - 1) * T * T,
-                            Some(T * T),
+                            2 * (nb - 1) * 256,
+                            Some(256),
                             &[Arg::I32s(&m), nn, kbu, nbu],
                         )?;
                         self.q.launch(
                             &p3,
-                            nb * nb * T * T,
-                            Some(T * T),
+                            (nb - 1) * (nb - 1) * 256,
+                            Some(256),
                             &[Arg::I32s(&m), nn, kbu, nbu],
                         )?;
                     }
