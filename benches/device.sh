@@ -116,6 +116,8 @@ dense)
     RAYON_NUM_THREADS=1 dn "cpu rkleene, 1 thread" 200 --set run.plugin=\"rkleene\" --set input.generate.vertices=$n --set units.opencl=none
   done
   for n in 1024 4096; do dn "cpu fw-blocked, 16 threads" 200 --set input.generate.vertices=$n --set units.opencl=none; done ;;
+moscowfull)
+  one "moscow full APSP gpu+cpu" 560 --set "$MO" --set run.sources=\"all\" ;;
 mpi)
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
   M=${MPIBIN:-$B}
