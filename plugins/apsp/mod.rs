@@ -230,13 +230,14 @@ impl Plugin for Apsp {
         // stays below u32::MAX, which marks unreachable; else u64.
         let wide = graph.n as u128 * graph.max_weight() as u128 >= u32::MAX as u128;
         let rows = if ctx.plan.output.distances {
-            let path = ctx.out_dir.join("distances.npy");
             let ty = if wide { NpyType::U64 } else { NpyType::U32 };
-            Some(if ctx.is_root {
-                NpyRows::create(&path, sources.len(), graph.n, ty)?
-            } else {
-                NpyRows::open(&path, sources.len(), graph.n, ty)?
-            })
+            Some(NpyRows::distances(
+                ctx.out_dir,
+                ctx.is_root,
+                sources.len(),
+                graph.n,
+                ty,
+            )?)
         } else {
             None
         };

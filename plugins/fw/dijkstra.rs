@@ -71,13 +71,14 @@ impl Plugin for DenseDijkstra {
         let wide = n as u128 * g.max_weight() as u128 >= u32::MAX as u128;
         let sources = resolve_sources(&ctx.plan.sources, n, list.id_base)?;
         let rows = if ctx.plan.output.distances {
-            let path = ctx.out_dir.join("distances.npy");
             let ty = if wide { NpyType::U64 } else { NpyType::U32 };
-            Some(if ctx.is_root {
-                NpyRows::create(&path, sources.len(), n, ty)?
-            } else {
-                NpyRows::open(&path, sources.len(), n, ty)?
-            })
+            Some(NpyRows::distances(
+                ctx.out_dir,
+                ctx.is_root,
+                sources.len(),
+                n,
+                ty,
+            )?)
         } else {
             None
         };

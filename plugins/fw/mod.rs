@@ -236,7 +236,6 @@ impl Plugin for Fw {
         };
         let sources = resolve_sources(&ctx.plan.sources, n, list.id_base)?;
         let rows = if ctx.plan.output.distances {
-            let path = ctx.out_dir.join("distances.npy");
             let ty = if negative {
                 NpyType::I64
             } else if bound < u32::MAX as u128 {
@@ -244,11 +243,13 @@ impl Plugin for Fw {
             } else {
                 NpyType::U64
             };
-            Some(if ctx.is_root {
-                NpyRows::create(&path, sources.len(), n, ty)?
-            } else {
-                NpyRows::open(&path, sources.len(), n, ty)?
-            })
+            Some(NpyRows::distances(
+                ctx.out_dir,
+                ctx.is_root,
+                sources.len(),
+                n,
+                ty,
+            )?)
         } else {
             None
         };

@@ -109,6 +109,23 @@ impl NpyRows {
         })
     }
 
+    /// `distances.npy` under `dir`: created by the root node, opened by the others (which
+    /// write their rows into the same file).
+    pub fn distances(
+        dir: &Path,
+        is_root: bool,
+        rows: usize,
+        cols: usize,
+        ty: NpyType,
+    ) -> Result<Self> {
+        let path = dir.join("distances.npy");
+        if is_root {
+            Self::create(&path, rows, cols, ty)
+        } else {
+            Self::open(&path, rows, cols, ty)
+        }
+    }
+
     fn at(&self, row: usize, bytes: &[u8]) -> Result<()> {
         let off = self.header + (row as u64) * (self.cols as u64) * self.ty.size() as u64;
         self.file
@@ -116,25 +133,31 @@ impl NpyRows {
             .map_err(|e| Error::io(&self.path, e))
     }
 
+    fn write_le<T: Copy, const N: usize>(
+        &self,
+        row: usize,
+        values: &[T],
+        ty: NpyType,
+        le: fn(T) -> [u8; N],
+    ) -> Result<()> {
+        debug_assert!(self.ty == ty && values.len() == self.cols);
+        let bytes: Vec<u8> = values.iter().flat_map(|&v| le(v)).collect();
+        self.at(row, &bytes)
+    }
+
     /// Write row `row` (length `cols`) of a u32 matrix.
     pub fn write_u32(&self, row: usize, values: &[u32]) -> Result<()> {
-        debug_assert!(self.ty == NpyType::U32 && values.len() == self.cols);
-        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        self.at(row, &bytes)
+        self.write_le(row, values, NpyType::U32, u32::to_le_bytes)
     }
 
     /// Write row `row` of a u64 matrix.
     pub fn write_u64(&self, row: usize, values: &[u64]) -> Result<()> {
-        debug_assert!(self.ty == NpyType::U64 && values.len() == self.cols);
-        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        self.at(row, &bytes)
+        self.write_le(row, values, NpyType::U64, u64::to_le_bytes)
     }
 
     /// Write row `row` of an i64 matrix.
     pub fn write_i64(&self, row: usize, values: &[i64]) -> Result<()> {
-        debug_assert!(self.ty == NpyType::I64 && values.len() == self.cols);
-        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        self.at(row, &bytes)
+        self.write_le(row, values, NpyType::I64, i64::to_le_bytes)
     }
 
     /// Flush to disk.
