@@ -69,3 +69,30 @@ impl Error {
         }
     }
 }
+
+/// A vector of `len` copies of `value`, or a clear error instead of aborting when the memory
+/// cannot be had (hostile headers such as `p sp 3000000000 0` ask for gigabytes).
+pub fn filled<T: Clone>(len: usize, value: T, what: &str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| {
+        Error::Input(format!(
+            "not enough memory for {what}: {len} elements of {} bytes ({:.1} GiB)",
+            std::mem::size_of::<T>(),
+            (len as f64) * std::mem::size_of::<T>() as f64 / (1u64 << 30) as f64
+        ))
+    })?;
+    v.resize(len, value);
+    Ok(v)
+}
+
+#[cfg(test)]
+mod test {
+    #[test]
+    fn impossible_allocation_is_an_error_not_an_abort() {
+        let e = super::filled(usize::MAX / 4, 0u64, "a test")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("not enough memory for a test"), "{e}");
+        assert_eq!(super::filled(3, 7u8, "x").unwrap(), vec![7, 7, 7]);
+    }
+}

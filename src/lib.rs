@@ -32,5 +32,5 @@ pub mod tune;
 pub mod tuning;
 
 pub use config::Plan;
-pub use error::{Error, Result};
+pub use error::{filled, Error, Result};
 pub use runtime::{run, RunOptions};

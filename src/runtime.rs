@@ -245,7 +245,7 @@ pub fn run(plan: &Plan, opts: &RunOptions<'_>, node: &dyn Node) -> Result<Outcom
     let words = job.record_words();
     let records = Mutex::new(Records {
         words,
-        data: vec![0; tasks * words],
+        data: crate::filled(tasks * words, 0, "the per-task records")?,
     });
     let progress = progress_bar(opts.quiet || !is_root, tasks as u64);
     let weights = vec![1.0; units.len()];

@@ -62,7 +62,7 @@ impl Plugin for DenseDijkstra {
         }
         // The CSR builder refuses negative weights (naming the line) and collapses parallel arcs.
         let g = crate::graph::Csr::from_edges(&list)?;
-        let mut w = vec![u32::MAX; n * n];
+        let mut w = crate::filled(n * n, u32::MAX, &format!("a dense {n} x {n} matrix"))?;
         for u in 0..n {
             for e in g.offsets[u] as usize..g.offsets[u + 1] as usize {
                 w[u * n + g.targets[e] as usize] = g.weights[e];

@@ -158,7 +158,7 @@ impl std::fmt::Debug for FwJob {
 /// Build the dense input: 0 on the diagonal, the lightest arc, INF elsewhere. A negative
 /// self-loop is a negative cycle.
 fn dense<T: Val>(n: usize, arcs: &[(u32, u32, i64)], id_base: u64) -> Result<Vec<T>> {
-    let mut m = vec![T::INF; n * n];
+    let mut m = crate::filled(n * n, T::INF, &format!("a dense {n} x {n} matrix"))?;
     for i in 0..n {
         m[i * n + i] = T::ZERO;
     }

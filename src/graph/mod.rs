@@ -100,7 +100,11 @@ impl Csr {
             )));
         }
         let n = list.n;
-        let mut count = vec![0u64; n + 1];
+        let mut count = crate::filled(
+            n + 1,
+            0u64,
+            &format!("the CSR of {} ({n} vertices)", list.origin.name),
+        )?;
         for &(u, v, _) in &list.arcs {
             if u != v {
                 count[u as usize + 1] += 1;
@@ -111,7 +115,11 @@ impl Csr {
         }
         let total = count[n] as usize;
         let mut fill = count.clone();
-        let mut pairs = vec![(0u32, 0u32); total];
+        let mut pairs = crate::filled(
+            total,
+            (0u32, 0u32),
+            &format!("the arcs of {}", list.origin.name),
+        )?;
         for &(u, v, w) in &list.arcs {
             if u != v {
                 let slot = &mut fill[u as usize];
