@@ -108,7 +108,7 @@ dense)
       python3 -c "import json,sys;r=json.load(open('$OUT/report.json'));n=r['input']['n'];s=r['run_seconds'];print(f'{sys.argv[1]:<40} n={n:6d} run {s:9.3f} s  {n**3/s/1e12:7.3f} T upd/s  sum={r[\"checksum\"][\"sum\"]} by {r[\"checksum\"].get(\"computed_by\",\"\")}')" "$label"
     else echo "$label: FAILED or timed out: $(tail -c 300 /tmp/err.txt)"; fi
   }
-  for n in 4096 8192 16384; do dn "gpu fw-blocked" 200 --set input.generate.vertices=$n --set units.cpu_workers=0; done
+  for n in ${FW_SIZES:-4096 8192 16384}; do dn "gpu fw-blocked" 200 --set input.generate.vertices=$n --set units.cpu_workers=0; done
   [ -n "${BLOCKED_ONLY:-}" ] && continue
   for n in 1024 4096 8192; do dn "gpu fw-naive" 200 --set run.plugin=\"fw-naive\" --set input.generate.vertices=$n --set units.cpu_workers=0; done
   for n in 64 256 1024 4096; do
