@@ -163,7 +163,8 @@ fn tune_devices(
         // 0 = the driver's choice; the work list's persistent kernel cannot take it, so the
         // plugin falls back to its own there.
         for l in [64usize, 128, 256, 512, 0] {
-            if l <= maxwg && !(l == pred_local && best_batch == pred_batch) && l != pred_local {
+            // The predicted local size was timed at every batch of the first sweep already.
+            if l <= maxwg && l != pred_local {
                 mine.push(time(l, best_batch)?);
             }
         }

@@ -92,7 +92,7 @@ pub fn generate(spec: &GenSpec) -> Result<EdgeList> {
     let mut arcs: Vec<(u32, u32, i64)> = Vec::new();
     let mut n_out = n;
     let degree_arcs = |d: f64| -> Result<u64> {
-        if !(d >= 0.0) || d * n as f64 > 4e9 {
+        if d.is_nan() || d < 0.0 || d * n as f64 > 4e9 {
             return Err(Error::Config(format!(
                 "input.generate.degree = {d}: too large or negative for {n} vertices"
             )));
