@@ -273,9 +273,11 @@ impl Node for MpiNode {
                 Ok(scheduler::source(plan.scheduler.policy, share, weights))
             }
             NodePolicy::MasterSlave if self.rank == 0 => {
-                // Rank 0's units, plus one slot that stands for every other rank's requests.
-                let remote = weights.len();
-                let queue = Arc::new(WorkQueue::new(0..tasks, remote + 1));
+                // Rank 0's units, then one slot per other rank: the queue learns each rank's
+                // speed from its requests (tasks granted over the time until it asks again),
+                // so chunks and the tail follow the ranks' real throughput.
+                let local = weights.len();
+                let queue = Arc::new(WorkQueue::new(0..tasks, local + self.size - 1));
                 let q = queue.clone();
                 let others = self.size - 1;
                 let cap = plan.nodes.chunk;
@@ -285,19 +287,21 @@ impl Node for MpiNode {
                         // MPI calls here never overlap with rank 0's main thread, which makes
                         // none until this thread is joined (Master's Drop).
                         let world = SimpleCommunicator::world();
+                        let mut last: Vec<Option<(std::time::Instant, usize)>> = vec![None; others + 1];
                         let mut finished = 0;
                         while finished < others {
-                            let (msg, status) =
-                                world.any_process().receive_vec_with_tag::<u64>(TAG_REQ);
-                            let want = cap.map_or(msg[0] as usize, |c| c.min(msg[0] as usize));
-                            let r = if msg[0] == 0 {
-                                None
-                            } else {
-                                q.next(0, want.max(1))
+                            let (msg, status) = world.any_process().receive_vec_with_tag::<u64>(TAG_REQ);
+                            let rank = status.source_rank() as usize;
+                            let slot = local + rank - 1;
+                            if let Some((t, len)) = last[rank].take() {
+                                q.done(slot, len, t.elapsed().as_secs_f64());
                             }
-                            .unwrap_or(0..0);
+                            let want = cap.map_or(msg[0] as usize, |c| c.min(msg[0] as usize));
+                            let r = if msg[0] == 0 { None } else { q.next(slot, want.max(1)) }.unwrap_or(0..0);
                             if r.is_empty() {
                                 finished += 1;
+                            } else {
+                                last[rank] = Some((std::time::Instant::now(), r.len()));
                             }
                             world
                                 .process_at_rank(status.source_rank())
