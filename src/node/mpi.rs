@@ -287,17 +287,24 @@ impl Node for MpiNode {
                         // MPI calls here never overlap with rank 0's main thread, which makes
                         // none until this thread is joined (Master's Drop).
                         let world = SimpleCommunicator::world();
-                        let mut last: Vec<Option<(std::time::Instant, usize)>> = vec![None; others + 1];
+                        let mut last: Vec<Option<(std::time::Instant, usize)>> =
+                            vec![None; others + 1];
                         let mut finished = 0;
                         while finished < others {
-                            let (msg, status) = world.any_process().receive_vec_with_tag::<u64>(TAG_REQ);
+                            let (msg, status) =
+                                world.any_process().receive_vec_with_tag::<u64>(TAG_REQ);
                             let rank = status.source_rank() as usize;
                             let slot = local + rank - 1;
                             if let Some((t, len)) = last[rank].take() {
                                 q.done(slot, len, t.elapsed().as_secs_f64());
                             }
                             let want = cap.map_or(msg[0] as usize, |c| c.min(msg[0] as usize));
-                            let r = if msg[0] == 0 { None } else { q.next(slot, want.max(1)) }.unwrap_or(0..0);
+                            let r = if msg[0] == 0 {
+                                None
+                            } else {
+                                q.next(slot, want.max(1))
+                            }
+                            .unwrap_or(0..0);
                             if r.is_empty() {
                                 finished += 1;
                             } else {
