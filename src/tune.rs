@@ -66,7 +66,7 @@ pub fn tune(plan: &Plan, opts: TuneOptions, mut print: impl FnMut(&Row)) -> Resu
     let mut cache = Cache::load()?;
     // Every timed run compares against the rules' own prediction, not an earlier tuning.
     crate::tuning::bypass_cache(true);
-    let rows = tune_devices(plan, opts, &mut print, &tmp, &mut cache);
+    let rows = tune_devices(plan, devices, opts, &mut print, &tmp, &mut cache);
     crate::tuning::bypass_cache(false);
     let _ = std::fs::remove_dir_all(&tmp);
     let rows = rows?;
@@ -76,12 +76,12 @@ pub fn tune(plan: &Plan, opts: TuneOptions, mut print: impl FnMut(&Row)) -> Resu
 
 fn tune_devices(
     plan: &Plan,
+    devices: Vec<std::sync::Arc<crate::device::Device>>,
     opts: TuneOptions,
     print: &mut impl FnMut(&Row),
     tmp: &Path,
     cache: &mut Cache,
 ) -> Result<Vec<Row>> {
-    let devices = select_devices(plan)?;
     let mut rows = Vec::new();
     for dev in devices {
         let name = dev.info.name.clone();

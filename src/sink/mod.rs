@@ -40,38 +40,25 @@ pub struct NpyRows {
 }
 
 fn header_bytes(rows: usize, cols: usize, ty: NpyType) -> Result<Vec<u8>> {
+    match ty {
+        NpyType::U32 => header_of::<u32>(rows, cols),
+        NpyType::U64 => header_of::<u64>(rows, cols),
+        NpyType::I64 => header_of::<i64>(rows, cols),
+    }
+}
+
+/// npyz's header for a `rows × cols` array of `T`: begin an array into a byte vector and stop
+/// before any element (dropping the writer ignores the element count).
+fn header_of<T: npyz::AutoSerialize>(rows: usize, cols: usize) -> Result<Vec<u8>> {
     use npyz::WriterBuilder;
     let mut bytes = Vec::new();
-    let shape = [rows as u64, cols as u64];
-    let io = |e| Error::Input(format!("npy header: {e}"));
-    // Begin an array into a byte vector and stop before any element: what is left is exactly
-    // npyz's header for this shape and dtype. Dropping the writer ignores the element count.
-    match ty {
-        NpyType::U32 => drop(
-            npyz::WriteOptions::<u32>::new()
-                .default_dtype()
-                .shape(&shape)
-                .writer(&mut bytes)
-                .begin_nd()
-                .map_err(io)?,
-        ),
-        NpyType::U64 => drop(
-            npyz::WriteOptions::<u64>::new()
-                .default_dtype()
-                .shape(&shape)
-                .writer(&mut bytes)
-                .begin_nd()
-                .map_err(io)?,
-        ),
-        NpyType::I64 => drop(
-            npyz::WriteOptions::<i64>::new()
-                .default_dtype()
-                .shape(&shape)
-                .writer(&mut bytes)
-                .begin_nd()
-                .map_err(io)?,
-        ),
-    }
+    let writer = npyz::WriteOptions::<T>::new()
+        .default_dtype()
+        .shape(&[rows as u64, cols as u64])
+        .writer(&mut bytes)
+        .begin_nd()
+        .map_err(|e| Error::Input(format!("npy header: {e}")))?;
+    drop(writer);
     Ok(bytes)
 }
 

@@ -373,24 +373,23 @@ pub fn predict(
             }
         }
     };
-    let plocal = chars
-        .iter()
-        .filter(|(_, c)| c.grid == Grid::Persistent)
-        .map(|(k, _)| local[k].value)
-        .max()
-        .unwrap_or(64);
+    // The largest local size among the kernels of one grid kind (64 when there are none).
+    let max_local = |grid: Grid| {
+        chars
+            .iter()
+            .filter(|(_, c)| c.grid == grid)
+            .map(|(k, _)| local[k].value)
+            .max()
+            .unwrap_or(64)
+    };
+    let plocal = max_local(Grid::Persistent);
     let pitems = dev.compute_units as usize * if gpu { 2048 } else { plocal };
     let persistent_items = Choice {
         value: pitems.div_ceil(plocal) * plocal,
         source: Source::Predicted,
         reason: RULES[7].1.into(),
     };
-    let red_local = chars
-        .iter()
-        .filter(|(_, c)| c.grid == Grid::Groups)
-        .map(|(k, _)| local[k].value)
-        .max()
-        .unwrap_or(64);
+    let red_local = max_local(Grid::Groups);
     let gpt = (dev.compute_units as usize * 4)
         .div_ceil(batch.value)
         .clamp(1, shape.n.div_ceil(red_local).max(1));
