@@ -9,29 +9,36 @@
 //! The steps to write a plugin, as here:
 //! 1. Options: a serde struct for the plugin's own config table (`[collatz]`).
 //! 2. `Plugin::prepare`: read options/input, return a `Job` (task count, record width).
-//! 3. `CpuHalf::worker` and/or `GpuHalf::{setup, worker}`: per-unit state, then `run` a chunk.
+//! 3. `CpuHalf::worker` and/or `GpuHalf`: per-unit state, then `Worker::run` on a chunk.
 //! 4. `Job::finish`: turn the records into files and a checksum.
-//! 5. Kernels in `kernels/NAME.cl` with a characterization `kernels/NAME.toml`; the tuner picks
-//!    the local size from it.
+//! 5. Kernels: `collatz.cl` with its characterization `collatz.toml` beside this file, declared
+//!    as a `KernelSource`; the tuner picks the local size from the characterization.
 //! 6. Register it: in `plugins/mod.rs` for a built-in plugin, or pass it in
 //!    `RunOptions::extra_plugins` from your own binary, as `main` does below.
 
 use std::ops::Range;
 use std::path::Path;
-use tuccompi::device::{Arg, DBuf, Device, Queue};
-use tuccompi::plugin::{
-    CpuHalf, DeviceSetup, GpuHalf, Job, Plugin, PrepareCtx, Records, RecordsOut, Worker,
-};
-use tuccompi::tuning::{characterizations, predict, Shape};
+use tuccompi::device::{Arg, DBuf, Device, KernelSource, Queue};
+use tuccompi::plugin::Worker;
+use tuccompi::plugin::{CpuHalf, Gpu, GpuHalf, Job, Plugin, PrepareCtx, Records, RecordsOut};
+use tuccompi::tuning::{LaunchParams, Request, Setting, Shape, Tuner};
 use tuccompi::{Error, Result};
+
+/// The kernel, shipped with the example.
+const KERNELS: KernelSource = KernelSource {
+    stem: "collatz",
+    source: include_str!("collatz.cl"),
+    characterization: include_str!("collatz.toml"),
+};
 
 /// The plugin.
 #[derive(Debug)]
 pub struct Collatz;
 
+/// `[collatz]` options; also the prepared job.
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Options {
+pub struct CollatzJob {
     first: u64,
     count: u64,
     #[serde(default = "default_block")]
@@ -40,14 +47,6 @@ struct Options {
 
 fn default_block() -> u64 {
     1 << 16
-}
-
-/// A prepared run.
-#[derive(Debug)]
-pub struct CollatzJob {
-    first: u64,
-    count: u64,
-    block: u64,
 }
 
 /// Steps from `x` down to 1.
@@ -67,17 +66,16 @@ impl CollatzJob {
     }
 }
 
-/// Sum, max and argmax of the steps of the numbers `range`, given per-number steps.
-fn reduce(range: Range<u64>, steps: impl Iterator<Item = u32>, rec: &mut [u64]) {
+/// The record of a block: sum, max and argmax of the steps of the numbers `range`.
+fn reduce(range: Range<u64>, steps: impl Iterator<Item = u32>) -> [u64; 3] {
     let (mut sum, mut max, mut arg) = (0u64, 0u64, range.start);
     for (x, s) in range.zip(steps) {
         sum += s as u64;
         if s as u64 > max {
-            max = s as u64;
-            arg = x;
+            (max, arg) = (s as u64, x);
         }
     }
-    rec.copy_from_slice(&[sum, max, arg]);
+    [sum, max, arg]
 }
 
 impl Plugin for Collatz {
@@ -88,21 +86,14 @@ impl Plugin for Collatz {
         "Collatz stopping times of a range of numbers (example plugin)"
     }
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
-        let o: Options = toml::Value::Table(ctx.plan.plugin_options.clone())
-            .try_into()
-            .map_err(|e: toml::de::Error| Error::Config(format!("[collatz]: {}", e.message())))?;
-        if o.first == 0 || o.count == 0 || o.block == 0 || o.first.saturating_add(o.count) > 1 << 40
-        {
+        let job: CollatzJob = ctx.options("collatz")?;
+        if job.first == 0 || job.count == 0 || job.block == 0 || job.first + job.count > 1 << 40 {
             return Err(Error::Config(
                 "[collatz]: need first >= 1, count >= 1, block >= 1 and first + count <= 2^40"
                     .into(),
             ));
         }
-        Ok(Box::new(CollatzJob {
-            first: o.first,
-            count: o.count,
-            block: o.block,
-        }))
+        Ok(Box::new(job))
     }
 }
 
@@ -119,24 +110,19 @@ impl Job for CollatzJob {
     fn cpu(&self) -> Option<&dyn CpuHalf> {
         Some(self)
     }
-    fn gpu(&self) -> Option<&dyn GpuHalf> {
-        Some(self)
+    fn gpu(&self) -> Option<Gpu<'_>> {
+        Some(Gpu::new(self))
     }
     fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
         let mut csv = String::from("block,first,sum,max,argmax\n");
         let (mut total, mut best, mut arg) = (0u64, 0u64, 0u64);
         for t in 0..self.tasks() {
-            let r = records.get(t);
-            csv.push_str(&format!(
-                "{t},{},{},{},{}\n",
-                self.block_range(t).start,
-                r[0],
-                r[1],
-                r[2]
-            ));
-            total += r[0];
-            if r[1] > best {
-                (best, arg) = (r[1], r[2]);
+            let [sum, max, argmax] = records.read::<[u64; 3]>(t);
+            let first = self.block_range(t).start;
+            csv.push_str(&format!("{t},{first},{sum},{max},{argmax}\n"));
+            total += sum;
+            if max > best {
+                (best, arg) = (max, argmax);
             }
         }
         tuccompi::sink::write_file(dir, "collatz.csv", &csv)?;
@@ -156,52 +142,54 @@ impl Worker for CpuWorker<'_> {
     fn run(&mut self, tasks: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
         for t in tasks {
             let r = self.0.block_range(t);
-            reduce(r.clone(), r.map(steps), out.record(t));
+            out.put(t, &reduce(r.clone(), r.map(steps)));
         }
         Ok(())
     }
 }
 
 impl GpuHalf for CollatzJob {
-    fn setup(&self, device: &Device, queues: Option<usize>) -> Result<DeviceSetup> {
-        // The tuner reads kernels/collatz.toml: nothing to upload, just launch parameters.
+    /// Nothing to upload: the devices' queues share just the launch parameters.
+    type Shared = LaunchParams;
+
+    fn kernels(&self) -> &'static [KernelSource] {
+        &[KERNELS]
+    }
+    fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
         let shape = Shape {
             n: self.block as usize,
             mean_degree: 1.0,
             bytes_per_task: self.block * 4,
             shared_bytes: 0,
         };
-        let params = predict(
-            &characterizations("collatz")?,
-            &device.info,
+        let request = Request {
+            kernels: &KERNELS,
+            launched: &["collatz_steps"],
+            cache_name: None,
             shape,
-            Some(4),
-            queues,
-            None,
-        );
-        device.program("collatz", "")?;
-        Ok(DeviceSetup {
-            chunk: params.batch.value,
-            queues: params.queues.value,
-            tuning: serde_json::to_value(&params).unwrap_or_default(),
-            shared: Box::new(params.local["collatz_steps"].value),
-        })
+            batch: Setting::from_config(Some(4), "4 blocks per chunk (the example's choice)"),
+            local_size: None,
+        };
+        tuner.params(&device.info, request)
     }
-
+    fn setup(&self, device: &Device, params: &LaunchParams) -> Result<LaunchParams> {
+        device.program(&KERNELS, "")?;
+        Ok(params.clone())
+    }
     fn worker<'a>(
         &'a self,
         device: &'a Device,
-        shared: &'a (dyn std::any::Any + Send + Sync),
-        _queue: usize,
-    ) -> Result<Box<dyn Worker + 'a>> {
-        Ok(Box::new(GpuWorker {
+        params: &'a LaunchParams,
+        q: Queue,
+    ) -> Result<impl Worker + 'a> {
+        Ok(GpuWorker {
             job: self,
-            local: *shared.downcast_ref::<usize>().expect("local size"),
-            kernel: device.kernel("collatz", "", "collatz_steps")?,
+            local: params.local("collatz_steps"),
+            kernel: device.kernel(&KERNELS, "", "collatz_steps")?,
             steps: DBuf::new(device, self.block as usize)?,
             host: vec![0; self.block as usize],
-            q: device.queue()?,
-        }))
+            q,
+        })
     }
 }
 
@@ -226,7 +214,7 @@ impl Worker for GpuWorker<'_> {
             ];
             self.q.launch(&self.kernel, len, Some(self.local), &args)?;
             self.q.read(&self.steps, 0, &mut self.host[..len])?;
-            reduce(r, self.host[..len].iter().copied(), out.record(t));
+            out.put(t, &reduce(r, self.host[..len].iter().copied()));
         }
         Ok(())
     }
@@ -236,7 +224,7 @@ impl Worker for GpuWorker<'_> {
 fn main() -> std::process::ExitCode {
     let path = std::env::args()
         .nth(1)
-        .unwrap_or_else(|| "configs/collatz.toml".into());
+        .unwrap_or("configs/collatz.toml".into());
     let sets: Vec<String> = std::env::args().skip(2).filter(|a| a != "--set").collect();
     let result = tuccompi::Plan::load(Path::new(&path), &sets).and_then(|plan| {
         let opts = tuccompi::RunOptions {
@@ -250,11 +238,7 @@ fn main() -> std::process::ExitCode {
         );
         Ok(())
     });
-    match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("collatz: error: {e}");
-            std::process::ExitCode::from(2)
-        }
-    }
+    result
+        .map_err(|e| eprintln!("collatz: error: {e}"))
+        .map_or(2.into(), |()| 0.into())
 }

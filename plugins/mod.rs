@@ -1,7 +1,10 @@
-//! Built-in plugins. Adding one: a folder here, one line in [`registry`], its kernels under
-//! `kernels/`, and an example under `examples/`.
+//! Built-in plugins, on top of every layer (no layer imports them; `main` hands [`registry`] to
+//! the runtime). Adding one: a folder here, its kernels under `kernels/`, one line in
+//! [`registry`]. Plugins share helpers through [`common`], never by importing a sibling.
 
 pub mod apsp;
+pub mod common;
+pub mod dense_dijkstra;
 pub mod fw;
 
 use crate::plugin::Plugin;
@@ -13,6 +16,6 @@ pub fn registry() -> Vec<&'static dyn Plugin> {
         &fw::Fw(fw::Variant::Naive),
         &fw::Fw(fw::Variant::Blocked),
         &fw::Fw(fw::Variant::RKleene),
-        &fw::dijkstra::DenseDijkstra,
+        &dense_dijkstra::DenseDijkstra,
     ]
 }

@@ -8,6 +8,8 @@
 //! [`node`] → [`thread`] → ([`scheduler`], [`tuning`]) → concurrent kernels (queues of the
 //! [`device`] layer, one unit thread each) → [`device`].
 //! A [`plugin::Plugin`] provides a CPU half and a GPU half of one task; see `examples/collatz.rs`.
+//! The built-in plugins ([`plugins`]) sit on top of all of this: they use the layers, and no
+//! layer names them. [`run`] is the runtime with the built-in registry handed to it.
 
 #![warn(
     missing_docs,
@@ -28,9 +30,14 @@ pub mod runtime;
 pub mod scheduler;
 pub mod sink;
 pub mod thread;
-pub mod tune;
 pub mod tuning;
 
 pub use config::Plan;
 pub use error::{filled, Error, Result};
-pub use runtime::{run, RunOptions};
+pub use runtime::RunOptions;
+
+/// Run `plan` with the built-in plugins ([`plugins::registry`]) and `opts.extra_plugins`:
+/// [`runtime::run`] with the registry handed to it.
+pub fn run(plan: &Plan, opts: &RunOptions<'_>, node: &dyn node::Node) -> Result<runtime::Outcome> {
+    runtime::run(plan, &plugins::registry(), opts, node)
+}

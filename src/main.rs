@@ -3,7 +3,9 @@
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tuccompi::{config::Plan, node, runtime, Error};
+use tuccompi::plugin::Plugin;
+use tuccompi::tuning::{Choice, LaunchParams, Tuner};
+use tuccompi::{config::Plan, node, plugins, runtime, Error};
 
 #[derive(Parser)]
 #[command(
@@ -40,8 +42,8 @@ enum Command {
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<String>,
     },
-    /// Time candidate GPU launch parameters on the real devices and problem, print the table,
-    /// and store the winners in the tuning cache.
+    /// Time candidate launch parameters of APSP's GPU half ([apsp] batch and local_size) on the
+    /// real devices and problem, print the table, and store the winners in the tuning cache.
     Tune {
         /// The config file (TOML).
         config: PathBuf,
@@ -98,22 +100,22 @@ fn real_main(cli: Cli) -> Result<(), Error> {
                 "{:<40} {:>10} {:>7} {:>12} {:>10}  predicted",
                 "device", "local_size", "batch", "seconds", "tasks/s"
             );
-            let rows =
-                tuccompi::tune::tune(&plan, tuccompi::tune::TuneOptions { sample, repeat }, |r| {
-                    println!(
-                        "{:<40} {:>10} {:>7} {:>12.4} {:>10.1}  {}",
-                        r.device,
-                        if r.local_size == 0 {
-                            "driver".to_string()
-                        } else {
-                            r.local_size.to_string()
-                        },
-                        r.batch,
-                        r.seconds,
-                        r.tasks as f64 / r.seconds.max(1e-12),
-                        if r.predicted { "yes" } else { "" }
-                    );
-                })?;
+            let options = plugins::apsp::tune::TuneOptions { sample, repeat };
+            let rows = plugins::apsp::tune::tune(&plan, options, |r| {
+                println!(
+                    "{:<40} {:>10} {:>7} {:>12.4} {:>10.1}  {}",
+                    r.device,
+                    if r.local_size == 0 {
+                        "driver".to_string()
+                    } else {
+                        r.local_size.to_string()
+                    },
+                    r.batch,
+                    r.seconds,
+                    r.tasks as f64 / r.seconds.max(1e-12),
+                    if r.predicted { "yes" } else { "" }
+                );
+            })?;
             let best = rows.iter().min_by(|a, b| a.seconds.total_cmp(&b.seconds));
             if let Some(b) = best {
                 println!(
@@ -126,7 +128,7 @@ fn real_main(cli: Cli) -> Result<(), Error> {
             Ok(())
         }
         Command::Plugins => {
-            for p in tuccompi::plugins::registry() {
+            for p in plugins::registry() {
                 println!("{:<12} {}", p.name(), p.description());
             }
             Ok(())
@@ -143,6 +145,7 @@ fn run(config: &std::path::Path, set: &[String], quiet: bool) -> Result<(), Erro
     let plan = Plan::load(config, set)?;
     let outcome = runtime::run(
         &plan,
+        &plugins::registry(),
         &runtime::RunOptions {
             quiet,
             ..Default::default()
@@ -162,6 +165,7 @@ fn run(config: &std::path::Path, set: &[String], quiet: bool) -> Result<(), Erro
     let plan = world.load_plan(config, set)?.with_node_units()?;
     let outcome = runtime::run(
         &plan,
+        &plugins::registry(),
         &runtime::RunOptions {
             quiet,
             ..Default::default()
@@ -189,7 +193,8 @@ fn print_outcome(plan: &Plan, report: &serde_json::Value) {
 
 fn check(config: &std::path::Path, set: &[String]) -> Result<(), Error> {
     let plan = Plan::load(config, set)?;
-    let plugin = runtime::resolve_plugin(&plan, &[])?;
+    let registry: Vec<&dyn Plugin> = plugins::registry();
+    let plugin = runtime::resolve_plugin(&plan, &registry, &[])?;
     println!("config     {}", plan.config_path.display());
     println!("plugin     {} — {}", plugin.name(), plugin.description());
     match &plan.input {
@@ -226,7 +231,8 @@ fn check(config: &std::path::Path, set: &[String]) -> Result<(), Error> {
                     d.index, d.info.name, d.info.platform, d.info.compute_units
                 );
                 let half = job_ref.as_ref().and_then(|j| j.gpu());
-                if let Some(p) = half.map(|g| g.launch_plan(&d, plan.units.concurrent_kernels)) {
+                let tuner = Tuner::new(plan.units.concurrent_kernels, Default::default());
+                if let Some(p) = half.map(|g| g.params(&d, &tuner)) {
                     print_launch_plan(&p?);
                 }
             }
@@ -281,23 +287,20 @@ fn devices() {
     }
 }
 
-fn print_launch_plan(p: &serde_json::Value) {
-    let show = |what: &str, c: &serde_json::Value| {
+fn print_launch_plan(p: &LaunchParams) {
+    let show = |what: &str, c: &Choice| {
         println!(
             "             {what:<22} {:>7}  ({}: {})",
-            c["value"],
-            c["source"].as_str().unwrap_or(""),
-            c["reason"].as_str().unwrap_or("")
+            c.value,
+            c.source.as_str(),
+            c.reason
         );
     };
-    for key in ["batch", "queues", "groups_per_task", "persistent_items"] {
-        if !p[key].is_null() {
-            show(key, &p[key]);
-        }
-    }
-    if let Some(locals) = p["local"].as_object() {
-        for (k, c) in locals {
-            show(&format!("local {k}"), c);
-        }
+    show("batch", &p.batch);
+    show("queues", &p.queues);
+    show("groups_per_task", &p.groups_per_task);
+    show("persistent_items", &p.persistent_items);
+    for (k, c) in &p.local {
+        show(&format!("local {k}"), c);
     }
 }

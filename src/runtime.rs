@@ -1,6 +1,7 @@
 //! The runtime: from a validated plan to output files.
 //!
-//! Resolves the plugin, prepares its job, builds the node's units (CPU workers, and the
+//! Resolves the plugin among those the caller hands over (`main` passes the built-in registry;
+//! the runtime knows no plugin by name), prepares its job, builds the node's units (CPU workers, and the
 //! queues of every selected OpenCL device, each set up once by the GPU half), runs them under
 //! the scheduling policy through the thread layer, and writes `report.json` (and the trace).
 //! While a run is in progress its output directory holds a file `INCOMPLETE`; it is removed
@@ -12,6 +13,7 @@ use crate::node::Node;
 use crate::plugin::{Job, Plugin, PrepareCtx, Records};
 use crate::sink::write_file;
 use crate::thread::{run_units, Slice, Unit, UnitSpec, UnitStats};
+use crate::tuning::{CacheUse, LaunchParams, Tuner};
 use crate::{Error, Result};
 use parking_lot::Mutex;
 use std::sync::Arc;
@@ -22,7 +24,8 @@ use std::time::Instant;
 pub struct RunOptions<'a> {
     /// No progress bar.
     pub quiet: bool,
-    /// Plugins beyond the built-in registry (a user's own, from an example or another crate).
+    /// Plugins beyond the registry passed to [`run`] (a user's own, from an example or another
+    /// crate).
     pub extra_plugins: Vec<&'a dyn Plugin>,
 }
 
@@ -42,17 +45,37 @@ impl std::fmt::Debug for RunOptions<'_> {
 pub struct Outcome {
     /// The report as JSON.
     pub report: serde_json::Value,
+    /// This node's devices with their launch parameters.
+    pub devices: Vec<DeviceReport>,
+    /// Seconds of the scheduling phase alone (no input loading, kernel builds or output).
+    pub run_seconds: f64,
 }
 
-/// Find plugin `plan.plugin`; every plugin table in the config must name a known plugin.
-pub fn resolve_plugin<'a>(plan: &Plan, extra: &[&'a dyn Plugin]) -> Result<&'a dyn Plugin>
-where
-    'static: 'a,
-{
-    let all: Vec<&'a dyn Plugin> = crate::plugins::registry()
-        .into_iter()
-        .chain(extra.iter().copied())
-        .collect();
+/// One device of a run, as `report.json` lists it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DeviceReport {
+    /// Device name.
+    pub name: String,
+    /// Platform name.
+    pub platform: String,
+    /// "gpu", "cpu", ...
+    pub kind: String,
+    /// In-order queues (units) on it.
+    pub queues: usize,
+    /// Tasks per chunk its queues asked for.
+    pub chunk: usize,
+    /// The GPU half's launch parameters, each with origin and reason.
+    pub tuning: LaunchParams,
+}
+
+/// Find plugin `plan.plugin` among `plugins` and `extra`; every plugin table in the config must
+/// name one of them.
+pub fn resolve_plugin<'a>(
+    plan: &Plan,
+    plugins: &[&'a dyn Plugin],
+    extra: &[&'a dyn Plugin],
+) -> Result<&'a dyn Plugin> {
+    let all: Vec<&'a dyn Plugin> = plugins.iter().chain(extra).copied().collect();
     let names: Vec<&str> = all.iter().map(|p| p.name()).collect();
     for t in plan.other_tables.keys() {
         if !names.contains(&t.as_str()) {
@@ -104,10 +127,28 @@ fn cpu_chunk(plan: &Plan, tasks: usize, units: usize) -> usize {
         .unwrap_or_else(|| (tasks / (units.max(1) * 16)).clamp(1, 64))
 }
 
-/// Run a plan on this node (and, under MPI, with the other nodes).
-pub fn run(plan: &Plan, opts: &RunOptions<'_>, node: &dyn Node) -> Result<Outcome> {
+/// Run a plan on this node (and, under MPI, with the other nodes), with `plugins` (the
+/// registry) and `opts.extra_plugins` to choose from. GPU halves' tuners read the tuning cache.
+pub fn run(
+    plan: &Plan,
+    plugins: &[&dyn Plugin],
+    opts: &RunOptions<'_>,
+    node: &dyn Node,
+) -> Result<Outcome> {
+    run_with_cache(plan, plugins, opts, CacheUse::Read, node)
+}
+
+/// [`run`], with the tuners reading the tuning cache or not (`tuccompi tune` ignores it, so the
+/// prediction it compares against is the rules' own).
+pub fn run_with_cache(
+    plan: &Plan,
+    plugins: &[&dyn Plugin],
+    opts: &RunOptions<'_>,
+    cache: CacheUse,
+    node: &dyn Node,
+) -> Result<Outcome> {
     let t0 = Instant::now();
-    let plugin = resolve_plugin(plan, &opts.extra_plugins)?;
+    let plugin = resolve_plugin(plan, plugins, &opts.extra_plugins)?;
     let dir = &plan.output.dir;
     let is_root = node.rank() == 0;
     if is_root {
@@ -160,27 +201,31 @@ pub fn run(plan: &Plan, opts: &RunOptions<'_>, node: &dyn Node) -> Result<Outcom
     let mut units = Vec::new();
     let mut device_reports = Vec::new();
     if let Some(gpu) = job.gpu() {
+        let tuner = Tuner::new(plan.units.concurrent_kernels, cache);
         for dev in select_devices(plan).map_err(|e| node.fail(e))? {
-            let setup = gpu
-                .setup(&dev, plan.units.concurrent_kernels)
-                .map_err(|e| node.fail(e))?;
-            let shared: Arc<dyn std::any::Any + Send + Sync> = Arc::from(setup.shared);
-            let chunk = plan.scheduler.gpu_chunk.unwrap_or(setup.chunk);
-            for q in 0..setup.queues {
+            let params = gpu.params(&dev, &tuner).map_err(|e| node.fail(e))?;
+            let half = gpu.setup(dev.clone(), &params).map_err(|e| node.fail(e))?;
+            let chunk = plan.scheduler.gpu_chunk.unwrap_or(params.batch.value);
+            let queues = params.queues.value;
+            for q in 0..queues {
                 units.push(Unit {
                     name: format!("gpu{}.q{q}", dev.index),
                     spec: UnitSpec::Gpu {
                         device: dev.clone(),
-                        shared: shared.clone(),
+                        half: half.clone(),
                         queue: q,
                     },
                     chunk,
                 });
             }
-            device_reports.push(serde_json::json!({
-                "name": dev.info.name, "platform": dev.info.platform, "kind": dev.info.kind,
-                "queues": setup.queues, "chunk": chunk, "tuning": setup.tuning,
-            }));
+            device_reports.push(DeviceReport {
+                name: dev.info.name.clone(),
+                platform: dev.info.platform.clone(),
+                kind: dev.info.kind.clone(),
+                queues,
+                chunk,
+                tuning: params,
+            });
         }
     } else if plan.units.opencl != DeviceSel::None && plan.units.cpu_workers == 0 {
         return Err(Error::Config(format!(
@@ -261,11 +306,17 @@ pub fn run(plan: &Plan, opts: &RunOptions<'_>, node: &dyn Node) -> Result<Outcom
     };
     let mut records = records.into_inner();
     node.gather_records(&mut records)?;
-    let node_stats = node.gather_stats(&stats, &device_reports)?;
+    let device_json: Vec<serde_json::Value> = device_reports
+        .iter()
+        .map(|d| serde_json::to_value(d).expect("device report serializes"))
+        .collect();
+    let node_stats = node.gather_stats(&stats, &device_json)?;
     if !is_root {
         node.barrier()?;
         return Ok(Outcome {
             report: serde_json::Value::Null,
+            devices: device_reports,
+            run_seconds,
         });
     }
     let checksum = job.finish(&records, dir)?;
@@ -275,7 +326,7 @@ pub fn run(plan: &Plan, opts: &RunOptions<'_>, node: &dyn Node) -> Result<Outcom
         plugin,
         job.as_ref(),
         &stats,
-        &device_reports,
+        &device_json,
         node_stats,
         checksum,
         wall,
@@ -295,7 +346,11 @@ pub fn run(plan: &Plan, opts: &RunOptions<'_>, node: &dyn Node) -> Result<Outcom
     node.barrier()?;
     std::fs::remove_file(dir.join("INCOMPLETE"))
         .map_err(|e| Error::io(dir.join("INCOMPLETE"), e))?;
-    Ok(Outcome { report })
+    Ok(Outcome {
+        report,
+        devices: device_reports,
+        run_seconds,
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -327,7 +382,7 @@ fn report_json(
 }
 
 /// A Chrome-trace / Perfetto JSON document: one track per unit, one slice per chunk.
-fn trace_json(units: &[Unit], slices: &[Slice]) -> String {
+fn trace_json(units: &[Unit<'_>], slices: &[Slice]) -> String {
     let mut events: Vec<serde_json::Value> = units
         .iter()
         .enumerate()

@@ -303,7 +303,7 @@ fn device_errors_are_clear() {
     // A kernel that fails to build: the compiler's log is shown.
     let kdir = dir.join("kernels");
     std::fs::create_dir_all(&kdir).unwrap();
-    let src = tuccompi::device::kernel_file("sssp").unwrap();
+    let src = tuccompi::plugins::apsp::gpu::KERNELS;
     std::fs::write(
         kdir.join("sssp.cl"),
         src.source.replace(

@@ -8,44 +8,7 @@
 //! Complexity: O(m + n log C) per source, C the largest distance.
 
 use crate::graph::Csr;
-
-/// A distance type: u32 when every path fits, else u64. `INF` marks unreachable.
-pub trait Dist: Copy + Ord + Send + Sync + std::fmt::Debug + 'static {
-    /// Unreachable.
-    const INF: Self;
-    /// Zero.
-    const ZERO: Self;
-    /// `self + w`; never overflows for a graph whose `distance_bound` fits (checked by the caller).
-    fn plus(self, w: u32) -> Self;
-    /// As u64 (INF included).
-    fn to_u64(self) -> u64;
-}
-
-impl Dist for u32 {
-    const INF: Self = u32::MAX;
-    const ZERO: Self = 0;
-    #[inline(always)]
-    fn plus(self, w: u32) -> Self {
-        self + w
-    }
-    #[inline(always)]
-    fn to_u64(self) -> u64 {
-        self as u64
-    }
-}
-
-impl Dist for u64 {
-    const INF: Self = u64::MAX;
-    const ZERO: Self = 0;
-    #[inline(always)]
-    fn plus(self, w: u32) -> Self {
-        self + w as u64
-    }
-    #[inline(always)]
-    fn to_u64(self) -> u64 {
-        self
-    }
-}
+pub use crate::plugins::common::Dist;
 
 /// A monotone priority queue of `(key, vertex)` for integer keys.
 #[derive(Debug)]

@@ -5,8 +5,9 @@
 //! closed in local memory.
 
 use super::{FwJob, Matrix, Variant};
-use crate::device::{Arg, DBuf, Device, Queue};
-use crate::plugin::{DeviceSetup, GpuHalf, RecordsOut, Worker};
+use crate::device::{Arg, DBuf, Device, KernelSource, Queue};
+use crate::plugin::{GpuHalf, RecordsOut, Worker};
+use crate::tuning::{Choice, LaunchParams, Request, Shape, Tuner};
 use crate::{Error, Result};
 use opencl3::kernel::Kernel;
 use std::ops::Range;
@@ -14,8 +15,55 @@ use std::ops::Range;
 /// Tile side in kernels/fw.cl.
 const T: usize = 16;
 
+/// The dense kernels (`kernels/fw.cl`) and their characterization (`kernels/fw.toml`).
+pub(super) const KERNELS: KernelSource = KernelSource {
+    stem: "fw",
+    source: include_str!("../../kernels/fw.cl"),
+    characterization: include_str!("../../kernels/fw.toml"),
+};
+
+impl Variant {
+    /// The kernels of [`KERNELS`] this variant launches.
+    fn launched(self) -> &'static [&'static str] {
+        match self {
+            Variant::Naive => &["fw_naive"],
+            Variant::Blocked => &["fwb_phase1", "fwb_phase2", "fwb_phase3"],
+            Variant::RKleene => &["fw_diag", "fw_copy", "fw_minplus"],
+        }
+    }
+}
+
 impl GpuHalf for FwJob {
-    fn setup(&self, device: &Device, _queues: Option<usize>) -> Result<DeviceSetup> {
+    type Shared = LaunchParams;
+
+    fn kernels(&self) -> &'static [KernelSource] {
+        &[KERNELS]
+    }
+
+    fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
+        let nn = (self.n * self.n) as u64;
+        let mut p = tuner.params(
+            &device.info,
+            Request {
+                kernels: &KERNELS,
+                launched: self.variant.launched(),
+                cache_name: None,
+                shape: Shape {
+                    n: self.n * self.n,
+                    mean_degree: self.n as f64,
+                    bytes_per_task: nn * 4,
+                    shared_bytes: 0,
+                },
+                batch: None,
+                local_size: None,
+            },
+        )?;
+        p.batch = Choice::fixed(1, "the whole matrix is one task");
+        p.queues = Choice::fixed(1, "one device runs the whole matrix, on one queue");
+        Ok(p)
+    }
+
+    fn setup(&self, device: &Device, params: &LaunchParams) -> Result<LaunchParams> {
         if !matches!(self.input, Matrix::Narrow(_)) {
             return Err(Error::Device(format!(
                 "{}: paths may exceed 2^28 in magnitude, beyond the devices' exact 32-bit Floyd-Warshall; run it on CPU workers (units.opencl = \"none\")",
@@ -33,38 +81,35 @@ impl GpuHalf for FwJob {
             nn,
             &format!("a dense {} x {} matrix", self.n, self.n),
         )?;
-        device.program("fw", "")?;
-        Ok(DeviceSetup {
-            shared: Box::new(()),
-            chunk: 1,
-            queues: 1,
-            tuning: serde_json::json!({ "tile": T, "note": "one device runs the whole matrix" }),
-        })
+        device.program(&KERNELS, "")?;
+        Ok(params.clone())
     }
 
     fn worker<'a>(
         &'a self,
         device: &'a Device,
-        _shared: &'a (dyn std::any::Any + Send + Sync),
-        _queue: usize,
-    ) -> Result<Box<dyn Worker + 'a>> {
-        Ok(Box::new(GpuFw {
+        params: &'a LaunchParams,
+        queue: Queue,
+    ) -> Result<impl Worker + 'a> {
+        Ok(GpuFw {
             job: self,
             device,
-            q: device.queue()?,
-        }))
+            params,
+            q: queue,
+        })
     }
 }
 
 struct GpuFw<'a> {
     job: &'a FwJob,
     device: &'a Device,
+    params: &'a LaunchParams,
     q: Queue,
 }
 
 impl GpuFw<'_> {
     fn k(&self, name: &str) -> Result<Kernel> {
-        self.device.kernel("fw", "", name)
+        self.device.kernel(&KERNELS, "", name)
     }
 }
 
@@ -77,6 +122,7 @@ struct Rk<'a> {
     copy: Kernel,
     mp: Kernel,
     n: u32,
+    params: &'a LaunchParams,
 }
 
 impl Rk<'_> {
@@ -96,7 +142,7 @@ impl Rk<'_> {
         self.q.launch(
             &self.copy,
             rows * inner,
-            Some(256),
+            Some(self.params.local("fw_copy")),
             &[
                 Arg::I32s(self.m),
                 Arg::I32s(self.ta),
@@ -110,7 +156,7 @@ impl Rk<'_> {
         self.q.launch(
             &self.copy,
             inner * cols,
-            Some(256),
+            Some(self.params.local("fw_copy")),
             &[
                 Arg::I32s(self.m),
                 Arg::I32s(self.tb),
@@ -124,7 +170,7 @@ impl Rk<'_> {
         self.q.launch(
             &self.mp,
             rows * cols,
-            Some(256),
+            Some(self.params.local("fw_minplus")),
             &[
                 Arg::I32s(self.m),
                 Arg::I32s(self.ta),
@@ -145,7 +191,7 @@ impl Rk<'_> {
             return self.q.launch(
                 &self.diag,
                 T * T,
-                Some(T * T),
+                Some(self.params.local("fw_diag")),
                 &[
                     Arg::I32s(self.m),
                     Arg::U32(self.n),
@@ -183,7 +229,7 @@ impl Worker for GpuFw<'_> {
                     self.q.launch(
                         &k,
                         n * n,
-                        Some(256),
+                        Some(self.params.local("fw_naive")),
                         &[Arg::I32s(&m), nn, Arg::U32(p as u32)],
                     )?;
                 }
@@ -197,21 +243,26 @@ impl Worker for GpuFw<'_> {
                     self.k("fwb_phase3")?,
                 );
                 let nb = n.div_ceil(BT);
+                let (l1, l2, l3) = (
+                    self.params.local("fwb_phase1"),
+                    self.params.local("fwb_phase2"),
+                    self.params.local("fwb_phase3"),
+                );
                 for kb in 0..nb {
                     let (kbu, nbu) = (Arg::U32(kb as u32), Arg::U32(nb as u32));
                     self.q
-                        .launch(&p1, 256, Some(256), &[Arg::I32s(&m), nn, kbu])?;
+                        .launch(&p1, l1, Some(l1), &[Arg::I32s(&m), nn, kbu])?;
                     if nb > 1 {
                         self.q.launch(
                             &p2,
-                            2 * (nb - 1) * 256,
-                            Some(256),
+                            2 * (nb - 1) * l2,
+                            Some(l2),
                             &[Arg::I32s(&m), nn, kbu, nbu],
                         )?;
                         self.q.launch(
                             &p3,
-                            (nb - 1) * (nb - 1) * 256,
-                            Some(256),
+                            (nb - 1) * (nb - 1) * l3,
+                            Some(l3),
                             &[Arg::I32s(&m), nn, kbu, nbu],
                         )?;
                     }
@@ -232,6 +283,7 @@ impl Worker for GpuFw<'_> {
                     copy: self.k("fw_copy")?,
                     mp: self.k("fw_minplus")?,
                     n: n as u32,
+                    params: self.params,
                 };
                 rk.closure(0, n)?;
             }

@@ -10,17 +10,17 @@
 //! Complexity: O(n³) time, O(n²) memory.
 
 pub mod cpu;
-pub mod dijkstra;
 mod gpu;
 
 use crate::config::AutoOr;
-use crate::plugin::{CpuHalf, GpuHalf, Job, Plugin, PrepareCtx, Records, RecordsOut, Worker};
-use crate::plugins::apsp::{load_graph, resolve_sources};
-use crate::sink::{write_file, NpyRows, NpyType};
+use crate::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Records, RecordsOut, Worker};
+use crate::plugins::common::{
+    distance_rows, load_graph, resolve_sources, write_summary, PathSummary, RowWrite,
+};
+use crate::sink::{NpyRows, NpyType};
 use crate::{Error, Result};
 use parking_lot::Mutex;
 use serde::Deserialize;
-use std::fmt::Write as _;
 use std::ops::Range;
 use std::path::Path;
 
@@ -200,11 +200,7 @@ impl Plugin for Fw {
         }
     }
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
-        let options: FwOptions = toml::Value::Table(ctx.plan.plugin_options.clone())
-            .try_into()
-            .map_err(|e: toml::de::Error| {
-                Error::Config(format!("[{}]: {}", self.name(), e.message()))
-            })?;
+        let options: FwOptions = ctx.options(self.name())?;
         let list = load_graph(ctx.plan)?;
         let n = list.n;
         let bytes = (n as u128) * (n as u128) * 8;
@@ -235,24 +231,14 @@ impl Plugin for Fw {
             Matrix::Wide(dense(n, &list.arcs, list.id_base)?)
         };
         let sources = resolve_sources(&ctx.plan.sources, n, list.id_base)?;
-        let rows = if ctx.plan.output.distances {
-            let ty = if negative {
-                NpyType::I64
-            } else if bound < u32::MAX as u128 {
-                NpyType::U32
-            } else {
-                NpyType::U64
-            };
-            Some(NpyRows::distances(
-                ctx.out_dir,
-                ctx.is_root,
-                sources.len(),
-                n,
-                ty,
-            )?)
+        let ty = if negative {
+            NpyType::I64
+        } else if bound < u32::MAX as u128 {
+            NpyType::U32
         } else {
-            None
+            NpyType::U64
         };
+        let rows = distance_rows(ctx, sources.len(), n, ty)?;
         Ok(Box::new(FwJob {
             variant: self.0,
             n,
@@ -305,8 +291,8 @@ impl Job for FwJob {
     fn cpu(&self) -> Option<&dyn CpuHalf> {
         Some(self)
     }
-    fn gpu(&self) -> Option<&dyn GpuHalf> {
-        Some(self)
+    fn gpu(&self) -> Option<Gpu<'_>> {
+        Some(Gpu::new(self))
     }
     fn prefers_gpu(&self) -> bool {
         true
@@ -335,61 +321,36 @@ impl Job for FwJob {
                     .collect(),
             }
         };
-        let mut csv = String::from("source,reached,unreachable,sum,max\n");
-        let (mut total, mut unreachable, mut largest) = (0i128, 0u64, i64::MIN);
+        let mut summaries = Vec::with_capacity(self.sources.len());
         for (t, &s) in self.sources.iter().enumerate() {
             let r = row(s as usize);
-            let reached = r.iter().flatten().count() as u64;
-            let sum: i128 = r.iter().flatten().map(|&d| d as i128).sum();
-            let max = r.iter().flatten().copied().max().unwrap_or(0);
-            total += sum;
-            unreachable += n as u64 - reached;
-            largest = largest.max(max);
-            let _ = writeln!(
-                csv,
-                "{},{},{},{},{}",
-                s as u64 + self.id_base,
-                reached,
-                n as u64 - reached,
-                sum,
-                max
-            );
+            summaries.push(PathSummary {
+                reached: r.iter().flatten().count() as u64,
+                sum: r.iter().flatten().map(|&d| d as i128).sum(),
+                // The row holds d(s, s) = 0 (a negative cycle was refused), so max >= 0.
+                max: r.iter().flatten().copied().max().unwrap_or(0).max(0) as u64,
+            });
             if let Some(rows) = &self.rows {
                 if self.negative {
-                    rows.write_i64(
-                        t,
-                        &r.iter().map(|d| d.unwrap_or(i64::MAX)).collect::<Vec<_>>(),
-                    )?;
+                    let row: Vec<i64> = r.iter().map(|d| d.unwrap_or(i64::MAX)).collect();
+                    i64::write_row(rows, t, &row)?;
                 } else if matches!(m, Matrix::Narrow(_)) {
-                    rows.write_u32(
-                        t,
-                        &r.iter()
-                            .map(|d| d.map_or(u32::MAX, |x| x as u32))
-                            .collect::<Vec<_>>(),
-                    )?;
+                    let row: Vec<u32> =
+                        r.iter().map(|d| d.map_or(u32::MAX, |x| x as u32)).collect();
+                    u32::write_row(rows, t, &row)?;
                 } else {
-                    rows.write_u64(
-                        t,
-                        &r.iter()
-                            .map(|d| d.map_or(u64::MAX, |x| x as u64))
-                            .collect::<Vec<_>>(),
-                    )?;
+                    let row: Vec<u64> =
+                        r.iter().map(|d| d.map_or(u64::MAX, |x| x as u64)).collect();
+                    u64::write_row(rows, t, &row)?;
                 }
             }
         }
-        write_file(dir, "summary.csv", &csv)?;
         if let Some(rows) = &self.rows {
             rows.sync()?;
         }
-        let sum = if (i64::MIN as i128..=i64::MAX as i128).contains(&total) {
-            serde_json::json!(total as i64)
-        } else {
-            serde_json::json!(total.to_string())
-        };
-        Ok(serde_json::json!({
-            "sum": sum, "unreachable": unreachable, "max": if self.sources.is_empty() { 0 } else { largest },
-            "sources": self.sources.len(), "computed_by": unit,
-        }))
+        let mut checksum = write_summary(dir, &self.sources, self.id_base, n, summaries)?;
+        checksum["computed_by"] = serde_json::json!(unit);
+        Ok(checksum)
     }
 }
 

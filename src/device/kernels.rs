@@ -1,71 +1,74 @@
-//! Kernel files: `kernels/NAME.cl` with its characterization `kernels/NAME.toml`, embedded in
-//! the binary so it is self-contained. `TUCCOMPI_KERNELS=DIR` reads them from DIR instead (for
-//! kernel development without rebuilding).
+//! Kernel files as plugins declare them: OpenCL C source and its characterization (TOML),
+//! embedded by the plugin with `include_str!`, so the binary is self-contained and the core
+//! holds no table of kernels. `TUCCOMPI_KERNELS=DIR` reads `DIR/STEM.cl` and `DIR/STEM.toml`
+//! instead (for kernel development without rebuilding).
 
 use crate::{Error, Result};
+use std::borrow::Cow;
 
-/// One kernel file and its characterization.
+/// A kernel file a plugin ships: `kernels/STEM.cl` with its characterization `kernels/STEM.toml`.
+///
+/// Declared by the plugin itself, next to the code that launches it:
+///
+/// ```ignore
+/// pub const KERNELS: KernelSource = KernelSource {
+///     stem: "collatz",
+///     source: include_str!("collatz.cl"),
+///     characterization: include_str!("collatz.toml"),
+/// };
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelSource {
+    /// Stem shared by the two files (`sssp` for `sssp.cl` + `sssp.toml`); also the name
+    /// `TUCCOMPI_KERNELS` looks for, and the key of the device's program cache.
+    pub stem: &'static str,
+    /// OpenCL C source (kernels only).
+    pub source: &'static str,
+    /// Characterization TOML: one table per `__kernel` of `source`.
+    pub characterization: &'static str,
+}
+
+/// A kernel file as a run uses it: the embedded copy, or the one `TUCCOMPI_KERNELS` names.
 #[derive(Debug, Clone)]
 pub struct KernelFile {
-    /// Stem (`sssp` for `kernels/sssp.cl`).
-    pub stem: String,
+    /// Stem (`sssp` for `sssp.cl`).
+    pub stem: &'static str,
     /// OpenCL C source.
-    pub source: String,
+    pub source: Cow<'static, str>,
     /// Characterization TOML.
-    pub characterization: String,
-    /// Where it came from (for messages).
+    pub characterization: Cow<'static, str>,
+    /// Where the source came from (for messages): `kernels/sssp.cl (embedded)` or a path.
     pub origin: String,
 }
 
-const EMBEDDED: &[(&str, &str, &str)] = &[
-    (
-        "sssp",
-        include_str!("../../kernels/sssp.cl"),
-        include_str!("../../kernels/sssp.toml"),
-    ),
-    (
-        "collatz",
-        include_str!("../../kernels/collatz.cl"),
-        include_str!("../../kernels/collatz.toml"),
-    ),
-    (
-        "fw",
-        include_str!("../../kernels/fw.cl"),
-        include_str!("../../kernels/fw.toml"),
-    ),
-];
-
-/// Every kernel stem known to this binary.
-pub fn kernel_files() -> Result<Vec<KernelFile>> {
-    EMBEDDED
-        .iter()
-        .map(|(stem, _, _)| kernel_file(stem))
-        .collect()
+impl KernelFile {
+    /// Where the characterization came from (for messages).
+    pub fn toml_origin(&self) -> String {
+        self.origin.replace(".cl", ".toml")
+    }
 }
 
-/// The kernel file `stem`, from `TUCCOMPI_KERNELS` if set, else embedded.
-pub fn kernel_file(stem: &str) -> Result<KernelFile> {
-    if let Ok(dir) = std::env::var("TUCCOMPI_KERNELS") {
+impl KernelSource {
+    /// The file to build: from `TUCCOMPI_KERNELS` if set, else the embedded copy.
+    pub fn load(&self) -> Result<KernelFile> {
+        let Some(dir) = std::env::var_os("TUCCOMPI_KERNELS") else {
+            return Ok(KernelFile {
+                stem: self.stem,
+                source: Cow::Borrowed(self.source),
+                characterization: Cow::Borrowed(self.characterization),
+                origin: format!("kernels/{}.cl (embedded)", self.stem),
+            });
+        };
         let dir = std::path::Path::new(&dir);
-        let cl = dir.join(format!("{stem}.cl"));
-        let toml = dir.join(format!("{stem}.toml"));
+        let cl = dir.join(format!("{}.cl", self.stem));
+        let toml = dir.join(format!("{}.toml", self.stem));
         let source = std::fs::read_to_string(&cl).map_err(|e| Error::io(&cl, e))?;
         let characterization = std::fs::read_to_string(&toml).map_err(|e| Error::io(&toml, e))?;
-        return Ok(KernelFile {
-            stem: stem.into(),
-            source,
-            characterization,
+        Ok(KernelFile {
+            stem: self.stem,
+            source: Cow::Owned(source),
+            characterization: Cow::Owned(characterization),
             origin: cl.display().to_string(),
-        });
-    }
-    EMBEDDED
-        .iter()
-        .find(|(s, _, _)| *s == stem)
-        .map(|(s, cl, toml)| KernelFile {
-            stem: s.to_string(),
-            source: cl.to_string(),
-            characterization: toml.to_string(),
-            origin: format!("kernels/{s}.cl (embedded)"),
         })
-        .ok_or_else(|| Error::Device(format!("no kernel file '{stem}' in this binary")))
+    }
 }

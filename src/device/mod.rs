@@ -2,8 +2,8 @@
 //!
 //! Takes nothing from the layers above. Offers: discovery and selection of devices
 //! ([`discover`]), one context per [`Device`], programs built once per device from the kernel
-//! files (embedded in the binary; `TUCCOMPI_KERNELS=DIR` reads them from DIR instead), and a safe
-//! handle for buffers and launches ([`Queue`], [`DBuf`]). All `unsafe` of the project's OpenCL use
+//! files plugins declare ([`KernelSource`]: embedded by the plugin; `TUCCOMPI_KERNELS=DIR` reads
+//! them from DIR instead), and a handle for buffers and launches ([`Queue`], [`DBuf`]). All `unsafe` of the project's OpenCL use
 //! lives in this folder, each block with its reason.
 //!
 //! The OpenCL library is loaded at run time (`opencl3`'s `dynamic` feature): a machine without
@@ -12,7 +12,7 @@
 mod kernels;
 mod queue;
 
-pub use kernels::{kernel_file, kernel_files, KernelFile};
+pub use kernels::{KernelFile, KernelSource};
 pub use queue::{Arg, DBuf, Queue, Scalar};
 
 use crate::{Error, Result};
@@ -245,14 +245,15 @@ pub fn discover(filter: &Filter) -> Result<Vec<Arc<Device>>> {
 }
 
 impl Device {
-    /// The program for kernel file `stem` built with `options`, built once and cached. A build
-    /// failure returns the compiler's log.
-    pub fn program(&self, stem: &str, options: &str) -> Result<Arc<Program>> {
+    /// The program of kernel file `kernels` built with `options`, built once and cached (by stem
+    /// and options). A build failure returns the compiler's log.
+    pub fn program(&self, kernels: &KernelSource, options: &str) -> Result<Arc<Program>> {
+        let stem = kernels.stem;
         let key = (stem.to_string(), options.to_string());
         if let Some(p) = self.programs.lock().get(&key) {
             return Ok(p.clone());
         }
-        let file = kernels::kernel_file(stem)?;
+        let file = kernels.load()?;
         let mut program = Program::create_from_source(&self.context, &file.source)
             .map_err(|e| cl_err(&format!("creating program {stem}.cl"), e))?;
         let opts = format!("-cl-std=CL1.2 {options}");
@@ -269,10 +270,12 @@ impl Device {
         Ok(p)
     }
 
-    /// A new kernel object (one per queue: kernel arguments are per object).
-    pub fn kernel(&self, stem: &str, options: &str, name: &str) -> Result<Kernel> {
-        let p = self.program(stem, options)?;
-        Kernel::create(&p, name).map_err(|e| cl_err(&format!("kernel '{name}' of {stem}.cl"), e))
+    /// A new kernel object `name` of `kernels` built with `options` (one per queue: kernel
+    /// arguments are per object).
+    pub fn kernel(&self, kernels: &KernelSource, options: &str, name: &str) -> Result<Kernel> {
+        let p = self.program(kernels, options)?;
+        Kernel::create(&p, name)
+            .map_err(|e| cl_err(&format!("kernel '{name}' of {}.cl", kernels.stem), e))
     }
 
     /// A new in-order command queue on this device.
@@ -287,8 +290,8 @@ impl Device {
         if bytes > usable || (self.info.max_alloc > 0 && largest > self.info.max_alloc) {
             return Err(Error::Device(format!(
                 "{what} needs {:.1} MiB on '{}' (largest buffer {:.1} MiB), but the device has \
-                 {:.1} MiB usable (largest allocation {:.1} MiB). Use a smaller batch \
-                 ([apsp] batch), fewer concurrent kernels, or run it on CPU workers",
+                 {:.1} MiB usable (largest allocation {:.1} MiB). Use a smaller batch, fewer \
+                 concurrent kernels, or run it on CPU workers",
                 bytes as f64 / 1048576.0,
                 self.info.name,
                 largest as f64 / 1048576.0,

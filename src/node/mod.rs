@@ -89,3 +89,6 @@ impl Node for Single {
         e
     }
 }
+
+#[cfg(test)]
+mod test;

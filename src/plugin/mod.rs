@@ -3,15 +3,20 @@
 //! A [`Plugin`] is found by name and prepares a [`Job`] from the run plan: the task space, a CPU
 //! half and/or a GPU half, and how per-task records become output files. Halves create per-unit
 //! workers once (heaps, device buffers) and then run chunks of tasks, writing a fixed number of
-//! `u64` words per task into a [`RecordsOut`]. The runtime gathers the records (across nodes too)
+//! `u64` words per task into a [`RecordsOut`] (typed through [`Record`]). A [`GpuHalf`] is typed:
+//! its per-device data is its own `Shared` type, its launch parameters [`LaunchParams`] from the
+//! [`Tuner`], and its kernels [`KernelSource`]s it declares; the runtime erases those types once,
+//! privately, through [`Gpu`]. The runtime gathers the records (across nodes too)
 //! and hands them to [`Job::finish`] on rank 0. Bulk output (distance rows) is written by the
 //! workers themselves at fixed file offsets, so no process holds it whole.
 
 use crate::config::Plan;
-use crate::device::Device;
+use crate::device::{Device, KernelSource, Queue};
+use crate::tuning::{characterizations, LaunchParams, Tuner};
 use crate::Result;
 use std::ops::Range;
 use std::path::Path;
+use std::sync::Arc;
 
 /// A registered workload.
 pub trait Plugin: Sync {
@@ -34,6 +39,18 @@ pub struct PrepareCtx<'a> {
     pub is_root: bool,
 }
 
+impl PrepareCtx<'_> {
+    /// The plugin's own config table (`[table]`) as `T` (a serde struct; use
+    /// `#[serde(deny_unknown_fields)]` so a misspelt key is an error naming it).
+    pub fn options<T: serde::de::DeserializeOwned>(&self, table: &str) -> Result<T> {
+        toml::Value::Table(self.plan.plugin_options.clone())
+            .try_into()
+            .map_err(|e: toml::de::Error| {
+                crate::Error::Config(format!("[{table}]: {}", e.message()))
+            })
+    }
+}
+
 /// One prepared run of a plugin.
 pub trait Job: Sync {
     /// Number of tasks (the workspace).
@@ -46,8 +63,8 @@ pub trait Job: Sync {
     fn cpu(&self) -> Option<&dyn CpuHalf> {
         None
     }
-    /// The GPU half, if the plugin has one.
-    fn gpu(&self) -> Option<&dyn GpuHalf> {
+    /// The GPU half, if the plugin has one: `Some(Gpu::new(self))`.
+    fn gpu(&self) -> Option<Gpu<'_>> {
         None
     }
     /// Whether the job can spread over several MPI nodes (its results are all in its records
@@ -71,52 +88,170 @@ pub trait CpuHalf: Sync {
     fn worker(&self) -> Result<Box<dyn Worker + '_>>;
 }
 
-/// What a GPU half sets up once per device: data shared by the device's queues, and the tuned
-/// numbers the runtime needs.
-pub struct DeviceSetup {
-    /// Shared by the device's queues (uploaded graph, launch parameters...).
-    pub shared: Box<dyn std::any::Any + Send + Sync>,
-    /// Tasks per chunk the device's queues ask for.
-    pub chunk: usize,
-    /// In-order queues (concurrent kernels) to run on the device.
-    pub queues: usize,
-    /// The chosen launch parameters and their reasons, for the report and `tuccompi check`.
-    pub tuning: serde_json::Value,
-}
-
-impl std::fmt::Debug for DeviceSetup {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "DeviceSetup(chunk={}, queues={})",
-            self.chunk, self.queues
-        )
-    }
-}
-
-/// The GPU half of a plugin: set up each device once, then make one worker per in-order queue.
+/// The GPU half of a plugin: choose launch parameters and set up each device once, then make one
+/// worker per in-order queue.
+///
+/// The runtime calls, per selected device: [`params`](GpuHalf::params) (also what `tuccompi
+/// check` prints), then [`setup`](GpuHalf::setup) with those parameters, then
+/// [`worker`](GpuHalf::worker) once per queue (`params.queues`), on that queue's unit thread.
+/// Each queue's unit asks for `params.batch` tasks per chunk unless `scheduler.gpu_chunk` says
+/// otherwise. A [`Job`] hands its GPU half to the runtime as [`Gpu::new(self)`](Gpu::new).
 pub trait GpuHalf: Sync {
-    /// Upload shared data to `device` and choose launch parameters. `queues` is
-    /// `units.concurrent_kernels` when the config sets it.
-    fn setup(&self, device: &Device, queues: Option<usize>) -> Result<DeviceSetup>;
-    /// The launch parameters `setup` would choose on `device`, with where each came from, for
-    /// `tuccompi check` (uploads nothing). `Null` when the half has nothing to show.
-    fn launch_plan(&self, _device: &Device, _queues: Option<usize>) -> Result<serde_json::Value> {
-        Ok(serde_json::Value::Null)
-    }
-    /// A worker bound to one in-order queue of `device`.
+    /// What [`setup`](GpuHalf::setup) leaves on each device for all its queues: uploaded data
+    /// and whatever of the launch parameters the workers need. Workers borrow it.
+    type Shared: Send + Sync;
+    /// The kernel files this half launches (each embedded by the plugin with `include_str!`).
+    /// The runtime checks their characterizations before [`params`](GpuHalf::params).
+    fn kernels(&self) -> &'static [KernelSource];
+    /// Launch parameters on `device`, from [`Tuner::params`] with the characterizations of the
+    /// kernels this half launches (and values of its config table). Uploads nothing.
+    fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams>;
+    /// Upload shared data to `device` and build its programs (so a build error is reported
+    /// once, with its log).
+    fn setup(&self, device: &Device, params: &LaunchParams) -> Result<Self::Shared>;
+    /// A worker that owns `queue`, one in-order queue of `device`.
     fn worker<'a>(
         &'a self,
         device: &'a Device,
-        shared: &'a (dyn std::any::Any + Send + Sync),
-        queue: usize,
-    ) -> Result<Box<dyn Worker + 'a>>;
+        shared: &'a Self::Shared,
+        queue: Queue,
+    ) -> Result<impl Worker + 'a>;
+}
+
+/// A job's GPU half as the runtime holds it: [`GpuHalf`] with its `Shared` type erased (the one
+/// place that happens). Made by [`Gpu::new`] in [`Job::gpu`].
+#[derive(Clone, Copy)]
+pub struct Gpu<'a>(&'a dyn erased::ErasedGpu);
+
+impl std::fmt::Debug for Gpu<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Gpu")
+    }
+}
+
+impl<'a> Gpu<'a> {
+    /// The runtime's handle on `half`.
+    pub fn new<H: GpuHalf>(half: &'a H) -> Self {
+        Gpu(half)
+    }
+    /// Launch parameters on `device` (after checking every declared kernel file's
+    /// characterizations).
+    pub fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
+        self.0.params(device, tuner)
+    }
+    /// Set the half up on `device` with `params`.
+    pub fn setup(&self, device: Arc<Device>, params: &LaunchParams) -> Result<GpuOnDevice<'a>> {
+        self.0
+            .setup(device, params)
+            .map(|d| GpuOnDevice(Arc::from(d)))
+    }
+}
+
+/// A GPU half set up on one device: its shared data, from which each queue's worker is made.
+/// Cloned into every queue's unit.
+#[derive(Clone)]
+pub struct GpuOnDevice<'a>(Arc<dyn erased::ErasedOnDevice + 'a>);
+
+impl std::fmt::Debug for GpuOnDevice<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GpuOnDevice")
+    }
+}
+
+impl GpuOnDevice<'_> {
+    /// A worker that owns `queue`.
+    pub fn worker(&self, queue: Queue) -> Result<Box<dyn Worker + '_>> {
+        self.0.worker(queue)
+    }
+}
+
+/// The type erasure the runtime needs, done once: a `GpuHalf` with any `Shared` behind one
+/// object-safe trait, and the device it was set up on with its shared data behind another.
+mod erased {
+    use super::*;
+
+    pub(super) trait ErasedGpu: Sync {
+        fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams>;
+        fn setup<'a>(
+            &'a self,
+            device: Arc<Device>,
+            params: &LaunchParams,
+        ) -> Result<Box<dyn ErasedOnDevice + 'a>>;
+    }
+
+    pub(super) trait ErasedOnDevice: Send + Sync {
+        fn worker(&self, queue: Queue) -> Result<Box<dyn Worker + '_>>;
+    }
+
+    struct OnDevice<'a, H: GpuHalf> {
+        half: &'a H,
+        device: Arc<Device>,
+        shared: H::Shared,
+    }
+
+    impl<H: GpuHalf> ErasedGpu for H {
+        fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
+            for k in self.kernels() {
+                characterizations(k)?;
+            }
+            GpuHalf::params(self, device, tuner)
+        }
+        fn setup<'a>(
+            &'a self,
+            device: Arc<Device>,
+            params: &LaunchParams,
+        ) -> Result<Box<dyn ErasedOnDevice + 'a>> {
+            let shared = GpuHalf::setup(self, &device, params)?;
+            Ok(Box::new(OnDevice {
+                half: self,
+                device,
+                shared,
+            }))
+        }
+    }
+
+    impl<H: GpuHalf> ErasedOnDevice for OnDevice<'_, H> {
+        fn worker(&self, queue: Queue) -> Result<Box<dyn Worker + '_>> {
+            let w = self.half.worker(&self.device, &self.shared, queue)?;
+            Ok(Box::new(w))
+        }
+    }
 }
 
 /// Runs chunks of tasks on one unit.
 pub trait Worker: Send {
     /// Run tasks `range` and write each task's record into `out`.
     fn run(&mut self, range: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()>;
+}
+
+impl<W: Worker + ?Sized> Worker for Box<W> {
+    fn run(&mut self, range: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
+        (**self).run(range, out)
+    }
+}
+
+/// A typed view of a task's record: how a value is laid out in `u64` words (a 128-bit sum
+/// takes two). Write with [`RecordsOut::put`], read with [`Records::read`].
+pub trait Record: Sized {
+    /// Words per record ([`Job::record_words`]).
+    const WORDS: usize;
+    /// Lay `self` out in `words` (`WORDS` long).
+    fn to_words(&self, words: &mut [u64]);
+    /// Read a record back from `words` (`WORDS` long).
+    fn from_words(words: &[u64]) -> Self;
+}
+
+/// `N` plain words.
+impl<const N: usize> Record for [u64; N] {
+    const WORDS: usize = N;
+    fn to_words(&self, words: &mut [u64]) {
+        words.copy_from_slice(self);
+    }
+    fn from_words(words: &[u64]) -> Self {
+        let mut r = [0; N];
+        r.copy_from_slice(words);
+        r
+    }
 }
 
 /// Records of one chunk, written by a worker.
@@ -137,6 +272,11 @@ impl<'a> RecordsOut<'a> {
         let i = (task - self.start) * self.words;
         &mut self.data[i..i + self.words]
     }
+    /// Write `record` as the record of task `task`.
+    pub fn put<R: Record>(&mut self, task: usize, record: &R) {
+        debug_assert_eq!(R::WORDS, self.words, "record type of the wrong width");
+        record.to_words(self.record(task));
+    }
 }
 
 /// Records of every task, `words` per task, in task order.
@@ -152,5 +292,10 @@ impl Records {
     /// The record of `task`.
     pub fn get(&self, task: usize) -> &[u64] {
         &self.data[task * self.words..(task + 1) * self.words]
+    }
+    /// The record of `task` as `R`.
+    pub fn read<R: Record>(&self, task: usize) -> R {
+        debug_assert_eq!(R::WORDS, self.words, "record type of the wrong width");
+        R::from_words(self.get(task))
     }
 }

@@ -160,3 +160,6 @@ pub fn write_file(dir: &Path, name: &str, text: &str) -> Result<()> {
     std::fs::write(&tmp, text).map_err(|e| Error::io(&tmp, e))?;
     std::fs::rename(&tmp, &dst).map_err(|e| Error::io(&dst, e))
 }
+
+#[cfg(test)]
+mod test;

@@ -11,7 +11,7 @@
 //! source, so every other unit ends after its current chunk, and the first error is returned.
 
 use crate::device::Device;
-use crate::plugin::{Job, Records, RecordsOut, Worker};
+use crate::plugin::{GpuOnDevice, Job, Records, RecordsOut, Worker};
 use crate::scheduler::TaskSource;
 use crate::{Error, Result};
 use parking_lot::Mutex;
@@ -21,21 +21,21 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// One unit to run.
-pub enum UnitSpec {
+pub enum UnitSpec<'a> {
     /// A CPU worker.
     Cpu,
-    /// One in-order queue of a device; `shared` is what the GPU half uploaded to it.
+    /// One in-order queue of a device, with the GPU half set up on that device.
     Gpu {
         /// The device.
         device: Arc<Device>,
-        /// The GPU half's per-device data.
-        shared: Arc<dyn std::any::Any + Send + Sync>,
+        /// The GPU half with its per-device data; makes the queue's worker.
+        half: GpuOnDevice<'a>,
         /// Queue index on the device.
         queue: usize,
     },
 }
 
-impl std::fmt::Debug for UnitSpec {
+impl std::fmt::Debug for UnitSpec<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             UnitSpec::Cpu => write!(f, "Cpu"),
@@ -46,11 +46,11 @@ impl std::fmt::Debug for UnitSpec {
 
 /// A unit with its name and chunk size.
 #[derive(Debug)]
-pub struct Unit {
+pub struct Unit<'a> {
     /// Display name (`cpu0`, `gpu0.q1`).
     pub name: String,
     /// What it is.
-    pub spec: UnitSpec,
+    pub spec: UnitSpec<'a>,
     /// Tasks it asks for per pull.
     pub chunk: usize,
 }
@@ -96,7 +96,7 @@ enum Event {
 /// Run every unit until `source` is dry. Records land in `records` (task-indexed).
 pub fn run_units(
     job: &dyn Job,
-    units: &[Unit],
+    units: &[Unit<'_>],
     source: &dyn TaskSource,
     records: &Mutex<Records>,
     progress: &indicatif::ProgressBar,
@@ -205,7 +205,7 @@ pub fn run_units(
     Ok((stats, slices))
 }
 
-fn make_worker<'a>(job: &'a dyn Job, spec: &'a UnitSpec) -> Result<Box<dyn Worker + 'a>> {
+fn make_worker<'a>(job: &'a dyn Job, spec: &'a UnitSpec<'_>) -> Result<Box<dyn Worker + 'a>> {
     match spec {
         UnitSpec::Cpu => job
             .cpu()
@@ -213,16 +213,8 @@ fn make_worker<'a>(job: &'a dyn Job, spec: &'a UnitSpec) -> Result<Box<dyn Worke
                 Error::Config("this plugin has no CPU half; set units.cpu_workers = 0".into())
             })?
             .worker(),
-        UnitSpec::Gpu {
-            device,
-            shared,
-            queue,
-        } => job
-            .gpu()
-            .ok_or_else(|| {
-                Error::Config("this plugin has no GPU half; set units.opencl = \"none\"".into())
-            })?
-            .worker(device, shared.as_ref(), *queue),
+        // Each queue's worker owns its own in-order queue.
+        UnitSpec::Gpu { device, half, .. } => half.worker(device.queue()?),
     }
 }
 
@@ -234,3 +226,6 @@ fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "unknown panic".into());
     format!("panicked: {msg} (a bug in tuccompi or the plugin; please report it)")
 }
+
+#[cfg(test)]
+mod test;

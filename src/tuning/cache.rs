@@ -8,15 +8,6 @@ use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-
-static BYPASS: AtomicBool = AtomicBool::new(false);
-
-/// While `on`, [`Cache::load`] returns an empty cache (used by `tuccompi tune`, so the
-/// prediction it compares against is the rules' own).
-pub fn bypass(on: bool) {
-    BYPASS.store(on, Ordering::Relaxed);
-}
 
 /// Tuned values for one key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,9 +51,6 @@ pub fn path() -> PathBuf {
 impl Cache {
     /// Load the cache (empty if the file does not exist; an error if it is corrupt).
     pub fn load() -> Result<Cache> {
-        if BYPASS.load(Ordering::Relaxed) {
-            return Ok(Cache::default());
-        }
         let p = path();
         match std::fs::read_to_string(&p) {
             Ok(text) => toml::from_str(&text).map_err(|e| {

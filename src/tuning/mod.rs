@@ -1,17 +1,17 @@
 //! The tuning layer: launch parameters from kernel characterizations.
 //!
-//! Takes the characterization of each kernel (`kernels/NAME.toml`, TuCCompi's `KERNELCHAR` in
-//! TOML), the device's properties and the problem's shape; offers [`predict`], which returns
-//! launch parameters with the reason for each. The rules are the table in [`RULES`] and the
-//! README. Values set in the config win over predictions ([`Source::Config`]).
+//! Takes the characterization of each kernel (`NAME.toml` beside `NAME.cl`, TuCCompi's
+//! `KERNELCHAR` in TOML, declared by the plugin as a [`KernelSource`]), the device's properties
+//! and the problem's shape; offers GPU halves a [`Tuner`], whose [`Tuner::params`] returns typed
+//! [`LaunchParams`]: every value with its origin ([`Source`]) and the reason for it. The rules
+//! are the table in [`RULES`] and the README. Values set in the config win over the tuning
+//! cache (`tuccompi tune`'s measurements), which wins over the prediction ([`predict`]).
 
 mod cache;
 
-pub use cache::{
-    bypass as bypass_cache, key as cache_key, path as cache_path, Cache, Entry as CacheEntry,
-};
+pub use cache::{key as cache_key, path as cache_path, Cache, Entry as CacheEntry};
 
-use crate::device::{kernel_file, DeviceInfo};
+use crate::device::{DeviceInfo, KernelSource};
 use crate::{Error, Result};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -71,6 +71,11 @@ pub struct KernelChar {
     pub reduction: bool,
     /// How the global size is formed.
     pub grid: Grid,
+    /// The work-group size the kernel's code is written for, exactly (tiles in local memory
+    /// indexed by the local id). The tuner takes it instead of its rules ([`Source::Fixed`]), and
+    /// refuses a device whose work-groups cannot be that large.
+    #[serde(default)]
+    pub local: Option<usize>,
 }
 
 /// Kernel names declared in OpenCL C source (`__kernel void NAME(`).
@@ -105,11 +110,12 @@ pub fn subset(
         .collect()
 }
 
-/// Load and validate the characterizations of kernel file `stem`: every table must name a
+/// Load and validate the characterizations of kernel file `kernels`: every table must name a
 /// kernel of the .cl file, and every kernel must have a table.
-pub fn characterizations(stem: &str) -> Result<BTreeMap<String, KernelChar>> {
-    let file = kernel_file(stem)?;
-    let origin = file.origin.replace(".cl", ".toml");
+pub fn characterizations(kernels: &KernelSource) -> Result<BTreeMap<String, KernelChar>> {
+    let file = kernels.load()?;
+    let stem = file.stem;
+    let origin = file.toml_origin();
     let chars: BTreeMap<String, KernelChar> = toml::from_str(&file.characterization)
         .map_err(|e| Error::Config(format!("{origin}: {e}")))?;
     let names = kernel_names(&file.source);
@@ -140,6 +146,9 @@ pub fn characterizations(stem: &str) -> Result<BTreeMap<String, KernelChar>> {
     Ok(chars)
 }
 
+/// The reason of a value set in the config, before [`Tuner::params`] names the key.
+const CONFIG: &str = "set in the config";
+
 /// Where a parameter's value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -150,6 +159,21 @@ pub enum Source {
     Cache,
     /// Predicted by the rules.
     Predicted,
+    /// Fixed by the kernel's characterization (`local = N`) or by the plugin's code, which
+    /// depends on it.
+    Fixed,
+}
+
+impl Source {
+    /// The origin as `report.json` and `tuccompi check` write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Config => "config",
+            Source::Cache => "cache",
+            Source::Predicted => "predicted",
+            Source::Fixed => "fixed",
+        }
+    }
 }
 
 /// A chosen value with its origin and reason.
@@ -157,7 +181,7 @@ pub enum Source {
 pub struct Choice {
     /// The value.
     pub value: usize,
-    /// Config or predicted.
+    /// Config, cache, predicted or fixed.
     pub source: Source,
     /// Why.
     pub reason: String,
@@ -176,7 +200,20 @@ pub struct Shape {
     pub shared_bytes: u64,
 }
 
-/// Launch parameters for a GPU half.
+impl Choice {
+    /// A value the plugin's code fixes, with the reason ([`Source::Fixed`]).
+    pub fn fixed(value: usize, reason: impl Into<String>) -> Self {
+        Choice {
+            value,
+            source: Source::Fixed,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Launch parameters for a GPU half: what the runtime needs (`batch` is the tasks a queue asks
+/// for per chunk, `queues` the in-order queues per device) and what the half's launches use.
+/// Serialized only for `report.json` and `tuccompi check`.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct LaunchParams {
     /// Local size per kernel.
@@ -189,6 +226,137 @@ pub struct LaunchParams {
     pub queues: Choice,
     /// Work-items of `grid = "persistent"` kernels.
     pub persistent_items: Choice,
+    /// The tuning cache's key these parameters were looked up under (`None`: no lookup).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_key: Option<String>,
+}
+
+impl LaunchParams {
+    /// The local size chosen for kernel `name` (0 = the driver's choice).
+    ///
+    /// # Panics
+    /// If `name` was not among the kernels the parameters were chosen for (a bug in the GPU
+    /// half: every kernel it launches must be listed in its [`Request::launched`]).
+    pub fn local(&self, name: &str) -> usize {
+        match self.local.get(name) {
+            Some(c) => c.value,
+            None => {
+                panic!("no launch parameters for kernel '{name}': list it in Request::launched")
+            }
+        }
+    }
+}
+
+/// A value of the plugin's config table that overrides a prediction, with the key that set it
+/// (the reason shown in the report).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setting {
+    /// The value.
+    pub value: usize,
+    /// Where it was set, as the user wrote it (`[myplugin] batch`).
+    pub key: String,
+}
+
+impl Setting {
+    /// `value`, set by config key `key`; `None` when the config leaves it to the tuner.
+    pub fn from_config(value: Option<usize>, key: &str) -> Option<Self> {
+        value.map(|value| Setting {
+            value,
+            key: key.to_string(),
+        })
+    }
+}
+
+/// What a GPU half asks the tuner for.
+#[derive(Debug, Clone)]
+pub struct Request<'a> {
+    /// The kernel file.
+    pub kernels: &'a KernelSource,
+    /// The kernels of that file this half launches (their characterizations drive the rules).
+    pub launched: &'a [&'a str],
+    /// The kernel set's name in the tuning cache (`myplugin.variant.u32`); `None`: no lookup.
+    pub cache_name: Option<String>,
+    /// The problem's shape.
+    pub shape: Shape,
+    /// Tasks per batch set in the plugin's config table.
+    pub batch: Option<Setting>,
+    /// Local size set in the plugin's config table (0 = the driver's choice where allowed).
+    pub local_size: Option<Setting>,
+}
+
+/// Whether the tuner reads the tuning cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CacheUse {
+    /// Read it: config > cache > prediction (runs, `check`).
+    #[default]
+    Read,
+    /// Ignore it (`tuccompi tune`, so the prediction it compares against is the rules' own).
+    Ignore,
+}
+
+/// The tuning layer's handle, given to GPU halves: turns a [`Request`] into [`LaunchParams`].
+#[derive(Debug, Clone, Default)]
+pub struct Tuner {
+    queues: Option<usize>,
+    cache: CacheUse,
+}
+
+impl Tuner {
+    /// A tuner for a run whose config sets `units.concurrent_kernels` to `queues` (`None`:
+    /// "auto"), reading the tuning cache or not.
+    pub fn new(queues: Option<usize>, cache: CacheUse) -> Self {
+        Tuner { queues, cache }
+    }
+
+    /// Launch parameters for `req` on `dev`: config > tuning cache > prediction, each with its
+    /// origin and reason. Errors when the characterizations do not match the kernel file, or
+    /// the cache file is corrupt.
+    pub fn params(&self, dev: &DeviceInfo, req: Request<'_>) -> Result<LaunchParams> {
+        let chars = subset(&characterizations(req.kernels)?, req.launched);
+        for k in req.launched {
+            let Some(c) = chars.get(*k) else {
+                return Err(Error::Config(format!(
+                    "kernels/{}.cl has no kernel '{k}' (a bug in the GPU half that launches it)",
+                    req.kernels.stem
+                )));
+            };
+            if let Some(l) = c.local.filter(|&l| l > dev.max_work_group) {
+                return Err(Error::Device(format!(
+                    "kernel '{k}' of {}.cl needs work-groups of {l} items, but '{}' allows at most \
+                     {}; run it on CPU workers (units.opencl = \"none\") or another device",
+                    req.kernels.stem, dev.name, dev.max_work_group
+                )));
+            }
+        }
+        let key = req
+            .cache_name
+            .as_ref()
+            .map(|name| cache_key(dev, name, req.shape.n));
+        let cached = match (&key, self.cache) {
+            (Some(k), CacheUse::Read) => Cache::load()?.entries.get(k).copied(),
+            _ => None,
+        };
+        let mut p = choose(
+            &chars,
+            dev,
+            req.shape,
+            req.batch.as_ref().map(|s| s.value),
+            self.queues,
+            req.local_size.as_ref().map(|s| s.value),
+            cached,
+        );
+        // The config's own key names the reason.
+        if let Some(s) = &req.batch {
+            p.batch.reason = p.batch.reason.replacen(CONFIG, &s.key, 1);
+        }
+        if let Some(s) = &req.local_size {
+            for c in p.local.values_mut() {
+                c.reason = c.reason.replacen(CONFIG, &s.key, 1);
+            }
+        }
+        p.cache_key = key;
+        Ok(p)
+    }
 }
 
 /// The prediction rules, one line each (printed by `tuccompi check` and the README).
@@ -218,6 +386,7 @@ pub fn choose(
 ) -> LaunchParams {
     let mut p = predict(chars, dev, shape, config_batch, config_queues, config_local);
     let Some(c) = cached else { return p };
+    let fixed = |name: &str| chars[name].local.is_some();
     if config_batch.is_none() {
         if let Some(b) = c.batch {
             p.batch = Choice {
@@ -233,6 +402,7 @@ pub fn choose(
                 // Reductions need a power of two; a persistent grid's local memory is sized by
                 // its local size, so it cannot be the driver's (0).
                 let free = !ch.reduction
+                    && !fixed(name)
                     && (ch.grid == Grid::Items || (ch.grid == Grid::Persistent && l > 0));
                 if free {
                     p.local.insert(
@@ -275,6 +445,13 @@ pub fn predict(
     let driver = config_local == Some(0);
     let config_local = config_local.filter(|&l| l > 0);
     for (name, c) in chars {
+        if let Some(l) = c.local {
+            let reason = format!(
+                "local = {l} in the kernel's characterization: its code is written for work-groups of exactly {l} items"
+            );
+            local.insert(name.clone(), Choice::fixed(l, reason));
+            continue;
+        }
         if driver && c.grid == Grid::Items && !c.reduction {
             local.insert(
                 name.clone(),
@@ -287,7 +464,7 @@ pub fn predict(
             continue;
         }
         let (mut v, mut reason) = if let Some(l) = config_local {
-            (l, "[apsp] local_size".to_string())
+            (l, CONFIG.to_string())
         } else if !gpu {
             (64, RULES[2].1.to_string())
         } else if c.access == Access::Scatter || c.load >= Level::Medium {
@@ -347,7 +524,7 @@ pub fn predict(
         Some(b) => Choice {
             value: b,
             source: Source::Config,
-            reason: "[apsp] batch".into(),
+            reason: CONFIG.into(),
         },
         None if persistent => {
             let b = if gpu {
@@ -403,6 +580,7 @@ pub fn predict(
         },
         queues,
         persistent_items,
+        cache_key: None,
     }
 }
 

@@ -1,5 +1,16 @@
 use super::*;
 
+const SSSP: KernelSource = KernelSource {
+    stem: "sssp",
+    source: include_str!("../../kernels/sssp.cl"),
+    characterization: include_str!("../../kernels/sssp.toml"),
+};
+const COLLATZ: KernelSource = KernelSource {
+    stem: "collatz",
+    source: include_str!("../../examples/collatz.cl"),
+    characterization: include_str!("../../examples/collatz.toml"),
+};
+
 fn dev(kind: &str, cus: u32, maxwg: usize) -> DeviceInfo {
     DeviceInfo {
         name: "test".into(),
@@ -28,10 +39,10 @@ fn shape(n: usize) -> Shape {
 
 #[test]
 fn sssp_characterizations_are_complete_and_valid() {
-    let c = characterizations("sssp").unwrap();
+    let c = characterizations(&SSSP).unwrap();
     assert!(c.contains_key("sssp_relax") && c["sssp_relax"].access == Access::Scatter);
     assert!(c["sssp_minimum"].reduction);
-    characterizations("collatz").unwrap();
+    characterizations(&COLLATZ).unwrap();
 }
 
 #[test]
@@ -50,7 +61,7 @@ const CRAUSER: [&str; 5] = [
 
 #[test]
 fn gpu_rules() {
-    let c = subset(&characterizations("sssp").unwrap(), &CRAUSER);
+    let c = subset(&characterizations(&SSSP).unwrap(), &CRAUSER);
     let p = predict(&c, &dev("gpu", 132, 1024), shape(400_000), None, None, None);
     assert_eq!(p.local["sssp_relax"].value, 256);
     assert_eq!(p.local["sssp_update"].value, 256);
@@ -67,7 +78,7 @@ fn gpu_rules() {
 
 #[test]
 fn config_wins_and_reductions_stay_power_of_two() {
-    let c = subset(&characterizations("sssp").unwrap(), &CRAUSER);
+    let c = subset(&characterizations(&SSSP).unwrap(), &CRAUSER);
     let p = predict(
         &c,
         &dev("gpu", 8, 1024),
@@ -84,7 +95,7 @@ fn config_wins_and_reductions_stay_power_of_two() {
 
 #[test]
 fn cpu_device_rules() {
-    let c = subset(&characterizations("sssp").unwrap(), &CRAUSER);
+    let c = subset(&characterizations(&SSSP).unwrap(), &CRAUSER);
     let p = predict(&c, &dev("cpu", 2, 4096), shape(3353), None, None, None);
     assert_eq!(p.local["sssp_relax"].value, 64);
     assert_eq!(p.queues.value, 1);
@@ -93,7 +104,7 @@ fn cpu_device_rules() {
 
 #[test]
 fn memory_caps_the_batch() {
-    let c = subset(&characterizations("sssp").unwrap(), &CRAUSER);
+    let c = subset(&characterizations(&SSSP).unwrap(), &CRAUSER);
     let mut d = dev("gpu", 132, 1024);
     d.global_mem = 64 << 20; // 64 MiB
     let p = predict(&c, &d, shape(1_000_000), None, Some(1), None);
@@ -104,7 +115,7 @@ fn memory_caps_the_batch() {
 #[test]
 fn work_list_rules() {
     let c = subset(
-        &characterizations("sssp").unwrap(),
+        &characterizations(&SSSP).unwrap(),
         &["wl_init", "wl_round", "sssp_summary"],
     );
     assert_eq!(c.len(), 3);
@@ -132,7 +143,7 @@ fn work_list_rules() {
 #[test]
 fn driver_choice_only_where_allowed() {
     let c = subset(
-        &characterizations("sssp").unwrap(),
+        &characterizations(&SSSP).unwrap(),
         &["wl_init", "wl_round", "sssp_summary"],
     );
     let p = predict(&c, &dev("gpu", 132, 1024), shape(1000), None, None, Some(0));
@@ -144,7 +155,7 @@ fn driver_choice_only_where_allowed() {
 #[test]
 fn precedence_config_then_cache_then_prediction() {
     let c = subset(
-        &characterizations("sssp").unwrap(),
+        &characterizations(&SSSP).unwrap(),
         &["wl_init", "wl_round", "sssp_summary"],
     );
     let d = dev("gpu", 132, 1024);

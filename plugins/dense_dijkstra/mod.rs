@@ -4,18 +4,26 @@
 //! the sparse `apsp`. O(n²) per source, O(n²) memory. Non-negative weights; u32 distances when
 //! n · max weight < 2^32 - 1 (always, on devices), else u64 on the CPU.
 
-use crate::device::{Arg, DBuf, Device, Queue};
+use crate::device::{Arg, DBuf, Device, KernelSource, Queue};
 use crate::plugin::{
-    CpuHalf, DeviceSetup, GpuHalf, Job, Plugin, PrepareCtx, Records, RecordsOut, Worker,
+    CpuHalf, Gpu, GpuHalf, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker,
 };
-use crate::plugins::apsp::dijkstra::Dist;
-use crate::plugins::apsp::{
-    load_graph, resolve_sources, summarize, write_summary, RowWrite, RECORD_WORDS,
+use crate::plugins::common::{
+    distance_rows, load_graph, needs_wide, resolve_sources, write_summary_records, Dist,
+    PathSummary, RowWrite,
 };
 use crate::sink::{NpyRows, NpyType};
+use crate::tuning::{Choice, LaunchParams, Request, Shape, Tuner};
 use crate::{Error, Result};
 use std::ops::Range;
 use std::path::Path;
+
+/// The kernel (`kernels/dense_dijkstra.cl`) and its characterization.
+pub const KERNELS: KernelSource = KernelSource {
+    stem: "dense_dijkstra",
+    source: include_str!("../../kernels/dense_dijkstra.cl"),
+    characterization: include_str!("../../kernels/dense_dijkstra.toml"),
+};
 
 /// The plugin.
 #[derive(Debug)]
@@ -68,20 +76,10 @@ impl Plugin for DenseDijkstra {
                 w[u * n + g.targets[e] as usize] = g.weights[e];
             }
         }
-        let wide = n as u128 * g.max_weight() as u128 >= u32::MAX as u128;
+        let wide = needs_wide(n, g.max_weight() as u64);
         let sources = resolve_sources(&ctx.plan.sources, n, list.id_base)?;
-        let rows = if ctx.plan.output.distances {
-            let ty = if wide { NpyType::U64 } else { NpyType::U32 };
-            Some(NpyRows::distances(
-                ctx.out_dir,
-                ctx.is_root,
-                sources.len(),
-                n,
-                ty,
-            )?)
-        } else {
-            None
-        };
+        let ty = if wide { NpyType::U64 } else { NpyType::U32 };
+        let rows = distance_rows(ctx, sources.len(), n, ty)?;
         Ok(Box::new(DdJob {
             n,
             w,
@@ -99,7 +97,7 @@ impl Job for DdJob {
         self.sources.len()
     }
     fn record_words(&self) -> usize {
-        RECORD_WORDS
+        PathSummary::WORDS
     }
     fn describe(&self) -> serde_json::Value {
         serde_json::json!({ "name": self.name, "n": self.n, "distance_type": if self.wide { "u64" } else { "u32" } })
@@ -107,14 +105,14 @@ impl Job for DdJob {
     fn cpu(&self) -> Option<&dyn CpuHalf> {
         Some(self)
     }
-    fn gpu(&self) -> Option<&dyn GpuHalf> {
-        Some(self)
+    fn gpu(&self) -> Option<Gpu<'_>> {
+        Some(Gpu::new(self))
     }
     fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
         if let Some(rows) = &self.rows {
             rows.sync()?;
         }
-        write_summary(dir, &self.sources, self.id_base, self.n, records)
+        write_summary_records(dir, &self.sources, self.id_base, self.n, records)
     }
 }
 
@@ -188,7 +186,7 @@ impl<D: Dist + From<u32> + RowWrite> Worker for CpuDd<'_, D> {
                 &mut self.dist,
                 &mut self.done,
             );
-            summarize(&self.dist, out.record(t));
+            out.put(t, &PathSummary::of(&self.dist));
             if let Some(rows) = &self.job.rows {
                 D::write_row(rows, t, &self.dist)?;
             }
@@ -199,10 +197,41 @@ impl<D: Dist + From<u32> + RowWrite> Worker for CpuDd<'_, D> {
 
 /// Sources per launch on a device (one work-group each).
 const GPU_BATCH: usize = 256;
-const GPU_LOCAL: usize = 256;
 
 impl GpuHalf for DdJob {
-    fn setup(&self, device: &Device, _queues: Option<usize>) -> Result<DeviceSetup> {
+    type Shared = (DBuf<u32>, LaunchParams);
+
+    fn kernels(&self) -> &'static [KernelSource] {
+        &[KERNELS]
+    }
+
+    fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
+        let n = self.n as u64;
+        let mut p = tuner.params(
+            &device.info,
+            Request {
+                kernels: &KERNELS,
+                launched: &["dd_sssp"],
+                cache_name: None,
+                shape: Shape {
+                    n: self.n,
+                    mean_degree: self.n as f64,
+                    bytes_per_task: n * 5,
+                    shared_bytes: n * n * 4,
+                },
+                batch: None,
+                local_size: None,
+            },
+        )?;
+        p.batch = Choice::fixed(
+            GPU_BATCH,
+            "one work-group per source: 256 sources per launch fill a GPU's compute units",
+        );
+        p.queues = Choice::fixed(1, "one queue: each launch already fills the device");
+        Ok(p)
+    }
+
+    fn setup(&self, device: &Device, params: &LaunchParams) -> Result<Self::Shared> {
         if self.wide {
             return Err(Error::Device(format!(
                 "{}: n x max weight does not fit 32 bits, beyond the device kernel; run it on CPU workers (units.opencl = \"none\")",
@@ -210,48 +239,37 @@ impl GpuHalf for DdJob {
             )));
         }
         let nn = (self.n * self.n) as u64 * 4;
+        let batch = params.batch.value;
         device.check_fits(
-            nn + (GPU_BATCH * self.n * 5) as u64,
+            nn + (batch * self.n * 5) as u64,
             nn,
             &format!("a dense {} x {} matrix", self.n, self.n),
         )?;
-        device.program("fw", "")?;
+        device.program(&KERNELS, "")?;
         let q = device.queue()?;
         let mut w = DBuf::<u32>::new(device, self.n * self.n)?;
         q.write(&mut w, 0, &self.w)?;
-        Ok(DeviceSetup {
-            shared: Box::new(w),
-            chunk: GPU_BATCH,
-            queues: 1,
-            tuning: serde_json::json!({ "batch": GPU_BATCH, "local": GPU_LOCAL }),
-        })
+        Ok((w, params.clone()))
     }
 
     fn worker<'a>(
         &'a self,
         device: &'a Device,
-        shared: &'a (dyn std::any::Any + Send + Sync),
-        _queue: usize,
-    ) -> Result<Box<dyn Worker + 'a>> {
-        let w = shared.downcast_ref::<DBuf<u32>>().expect("dense matrix");
-        let local = GPU_LOCAL
-            .min(device.info.max_work_group)
-            .next_power_of_two()
-            / if GPU_LOCAL.min(device.info.max_work_group).is_power_of_two() {
-                1
-            } else {
-                2
-            };
-        Ok(Box::new(GpuDd {
+        (w, params): &'a Self::Shared,
+        queue: Queue,
+    ) -> Result<impl Worker + 'a> {
+        let batch = params.batch.value;
+        Ok(GpuDd {
             job: self,
             w,
-            q: device.queue()?,
-            k: device.kernel("fw", "", "dd_sssp")?,
-            dist: DBuf::new(device, GPU_BATCH * self.n)?,
-            done: DBuf::new(device, GPU_BATCH * self.n)?,
-            src: DBuf::new(device, GPU_BATCH)?,
-            local,
-        }))
+            q: queue,
+            k: device.kernel(&KERNELS, "", "dd_sssp")?,
+            dist: DBuf::new(device, batch * self.n)?,
+            done: DBuf::new(device, batch * self.n)?,
+            src: DBuf::new(device, batch)?,
+            batch,
+            local: params.local("dd_sssp"),
+        })
     }
 }
 
@@ -263,6 +281,7 @@ struct GpuDd<'a> {
     dist: DBuf<u32>,
     done: DBuf<u8>,
     src: DBuf<u32>,
+    batch: usize,
     local: usize,
 }
 
@@ -272,7 +291,7 @@ impl Worker for GpuDd<'_> {
         let mut start = range.start;
         let mut row = vec![0u32; n];
         while start < range.end {
-            let end = (start + GPU_BATCH).min(range.end);
+            let end = (start + self.batch).min(range.end);
             let b = end - start;
             self.q
                 .write(&mut self.src, 0, &self.job.sources[start..end])?;
@@ -293,7 +312,7 @@ impl Worker for GpuDd<'_> {
             )?;
             for (i, t) in (start..end).enumerate() {
                 self.q.read(&self.dist, i * n, &mut row)?;
-                summarize(&row, out.record(t));
+                out.put(t, &PathSummary::of(&row));
                 if let Some(rows) = &self.job.rows {
                     rows.write_u32(t, &row)?;
                 }

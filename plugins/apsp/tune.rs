@@ -1,6 +1,7 @@
-//! `tuccompi tune`: measured calibration of a plugin's GPU launch parameters.
+//! `tuccompi tune`: measured calibration of APSP's GPU launch parameters (`[apsp] batch` and
+//! `[apsp] local_size`).
 //!
-//! For each selected device, runs the plugin's GPU half alone on a fixed sample of tasks with a
+//! For each selected device, runs APSP's GPU half alone on a fixed sample of tasks with a
 //! few candidates, in two sweeps (batch at the predicted local size, then local size at the
 //! best batch; local size 0 is the driver's own choice), each timed `repeat` times (median of
 //! `run_seconds`). Prints the table and stores the winners in the tuning cache, which later
@@ -8,8 +9,9 @@
 
 use crate::config::Plan;
 use crate::node::Single;
-use crate::runtime::{run, select_devices, RunOptions};
-use crate::tuning::{cache_key, Cache, CacheEntry};
+use crate::plugin::Plugin;
+use crate::runtime::{run_with_cache, select_devices, Outcome, RunOptions};
+use crate::tuning::{Cache, CacheEntry, CacheUse, LaunchParams};
 use crate::{Error, Result};
 use std::path::Path;
 
@@ -39,20 +41,20 @@ pub struct TuneOptions {
     pub repeat: usize,
 }
 
-fn pick_local(tuning: &serde_json::Value) -> usize {
+fn pick_local(tuning: &LaunchParams) -> usize {
     // The predicted local size of the kernels the cache's local size applies to.
-    let locals = tuning["local"].as_object().cloned().unwrap_or_default();
     ["wl_round", "sssp_relax", "tp_relax"]
         .iter()
-        .find_map(|k| locals.get(*k).and_then(|c| c["value"].as_u64()))
-        .unwrap_or(128) as usize
+        .find_map(|k| tuning.local.get(*k).map(|c| c.value))
+        .unwrap_or(128)
 }
 
-/// Tune `plan`'s GPU half on every selected device; returns the timed rows and writes the cache.
+/// Tune APSP's GPU half (`plan.plugin` must be `apsp`) on every selected device; returns the
+/// timed rows and writes the cache.
 pub fn tune(plan: &Plan, opts: TuneOptions, mut print: impl FnMut(&Row)) -> Result<Vec<Row>> {
     if plan.plugin != "apsp" {
         return Err(Error::Config(format!(
-            "tuccompi tune calibrates plugins whose GPU half reads [{0}] batch and local_size; {0} does not",
+            "tuccompi tune calibrates the apsp plugin ([apsp] batch and local_size); run.plugin is {}",
             plan.plugin
         )));
     }
@@ -64,10 +66,7 @@ pub fn tune(plan: &Plan, opts: TuneOptions, mut print: impl FnMut(&Row)) -> Resu
     }
     let tmp = std::env::temp_dir().join(format!("tuccompi-tune-{}", std::process::id()));
     let mut cache = Cache::load()?;
-    // Every timed run compares against the rules' own prediction, not an earlier tuning.
-    crate::tuning::bypass_cache(true);
     let rows = tune_devices(plan, devices, opts, &mut print, &tmp, &mut cache);
-    crate::tuning::bypass_cache(false);
     let _ = std::fs::remove_dir_all(&tmp);
     let rows = rows?;
     cache.save()?;
@@ -85,7 +84,7 @@ fn tune_devices(
     let mut rows = Vec::new();
     for dev in devices {
         let name = dev.info.name.clone();
-        let base = |extra: &[String]| -> Result<serde_json::Value> {
+        let base = |extra: &[String]| -> Result<Outcome> {
             let mut sets = vec![
                 "units.cpu_workers=0".to_string(),
                 format!("units.opencl=[{:?}]", name),
@@ -96,22 +95,24 @@ fn tune_devices(
             ];
             sets.extend_from_slice(extra);
             let p = Plan::from_toml(&plan.resolved_toml, Path::new(&plan.config_path), &sets)?;
-            Ok(run(
-                &p,
-                &RunOptions {
-                    quiet: true,
-                    ..Default::default()
-                },
-                &Single,
-            )?
-            .report)
+            let apsp: &dyn Plugin = &super::Apsp;
+            let opts = RunOptions {
+                quiet: true,
+                ..Default::default()
+            };
+            // Every timed run compares against the rules' own prediction, not an earlier
+            // tuning.
+            run_with_cache(&p, &[apsp], &opts, CacheUse::Ignore, &Single)
         };
         // A first run shows the prediction (and loads and builds everything once).
         let first = base(&["run.sources=1".into()])?;
-        let tuning = &first["devices"][0]["tuning"];
-        let pred_batch = tuning["batch"]["value"].as_u64().unwrap_or(1) as usize;
-        let pred_local = pick_local(tuning);
-        let n = first["input"]["n"].as_u64().unwrap_or(1) as usize;
+        let Some(tuning) = first.devices.first().map(|d| d.tuning.clone()) else {
+            return Err(Error::Device(format!("'{name}' ran no GPU queue")));
+        };
+        let pred_batch = tuning.batch.value;
+        let pred_local = pick_local(&tuning);
+        // The input's size, as the plugin describes it in the report.
+        let n = first.report["input"]["n"].as_u64().unwrap_or(1) as usize;
         let tasks_all = match &plan.sources {
             crate::config::Sources::All => n,
             crate::config::Sources::First(k) => *k as usize,
@@ -129,11 +130,7 @@ fn tune_devices(
             ];
             let mut secs = Vec::new();
             for _ in 0..opts.repeat.max(1) {
-                secs.push(
-                    base(&extra)?["run_seconds"]
-                        .as_f64()
-                        .unwrap_or(f64::INFINITY),
-                );
+                secs.push(base(&extra)?.run_seconds);
             }
             secs.sort_by(f64::total_cmp);
             let row = Row {
@@ -173,10 +170,9 @@ fn tune_devices(
             .min_by(|a, b| a.seconds.total_cmp(&b.seconds))
             .cloned()
             .expect("candidates");
-        let key = tuning["cache_key"]
-            .as_str()
-            .map(String::from)
-            .unwrap_or_else(|| cache_key(&dev.info, &plan.plugin, n));
+        let Some(key) = tuning.cache_key else {
+            return Err(Error::Device(format!("'{name}': no tuning cache key")));
+        };
         cache.entries.insert(
             key,
             CacheEntry {

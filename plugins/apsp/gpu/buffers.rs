@@ -1,0 +1,120 @@
+//! The per-queue buffers every algorithm shares: the batch's distances (`b·n + v`), its sources,
+//! and the device reduction of each distance row into a [`PathSummary`].
+
+use super::{Ctx, Setup};
+use crate::device::{Arg, DBuf, Device, Queue, Scalar};
+use crate::plugin::Record;
+use crate::plugins::common::{PathSummary, RowWrite};
+use crate::sink::NpyRows;
+use crate::Result;
+use opencl3::kernel::Kernel;
+use std::ops::Range;
+
+/// A distance buffer of the job's width.
+#[derive(Debug)]
+pub enum DistBuf {
+    /// u32 distances.
+    Narrow(DBuf<u32>),
+    /// u64 distances.
+    Wide(DBuf<u64>),
+}
+
+impl DistBuf {
+    /// `len` distances, 64-bit when `wide`.
+    pub fn new(device: &Device, len: usize, wide: bool) -> Result<Self> {
+        Ok(if wide {
+            DistBuf::Wide(DBuf::new(device, len)?)
+        } else {
+            DistBuf::Narrow(DBuf::new(device, len)?)
+        })
+    }
+    /// As a kernel argument (`__global DIST*`).
+    pub fn arg(&self) -> Arg<'_> {
+        match self {
+            DistBuf::Narrow(b) => Arg::U32s(b),
+            DistBuf::Wide(b) => Arg::U64s(b),
+        }
+    }
+}
+
+/// One queue's batch buffers.
+#[derive(Debug)]
+pub struct Batch {
+    /// Distances, `b·n + v`.
+    pub dist: DistBuf,
+    /// The batch's sources (internal ids).
+    pub src: DBuf<u32>,
+    partial: DBuf<u64>,
+    summary: Kernel,
+}
+
+impl Batch {
+    /// Buffers for batches of up to `params.batch` sources.
+    pub fn new(setup: &Setup<'_>) -> Result<Self> {
+        let batch = setup.batch();
+        Ok(Batch {
+            dist: setup.dist_buf(setup.items())?,
+            src: DBuf::new(setup.device, batch)?,
+            partial: DBuf::new(
+                setup.device,
+                batch * setup.params.groups_per_task.value * PathSummary::WORDS,
+            )?,
+            summary: setup.kernel("sssp_summary")?,
+        })
+    }
+
+    /// One summary per source: `sssp_summary` reduces each row into `groups_per_task` partial
+    /// records on the device; the host merges those.
+    pub fn summaries(&self, cx: &Ctx<'_>) -> Result<Vec<PathSummary>> {
+        let gpt = cx.sh.params.groups_per_task.value;
+        let lsum = cx.local("sssp_summary");
+        let words = PathSummary::WORDS;
+        cx.q.launch(
+            &self.summary,
+            cx.b * gpt * lsum,
+            Some(lsum),
+            &[
+                self.dist.arg(),
+                Arg::U64s(&self.partial),
+                Arg::Local(words * lsum * 8),
+                Arg::U32(cx.n as u32),
+                Arg::U32(gpt as u32),
+            ],
+        )?;
+        let mut partial = vec![0u64; cx.b * gpt * words];
+        cx.q.read(&self.partial, 0, &mut partial)?;
+        Ok(partial
+            .chunks_exact(gpt * words)
+            .map(|row| {
+                let mut s = PathSummary::default();
+                for p in row.chunks_exact(words) {
+                    s.merge(PathSummary::from_words(p));
+                }
+                s
+            })
+            .collect())
+    }
+
+    /// Read each source's row of `dist` and write it as row `task` of `rows`.
+    pub fn write_rows(&self, cx: &Ctx<'_>, tasks: Range<usize>, rows: &NpyRows) -> Result<()> {
+        match &self.dist {
+            DistBuf::Narrow(d) => write_rows::<u32>(cx.q, d, rows, tasks, cx.n),
+            DistBuf::Wide(d) => write_rows::<u64>(cx.q, d, rows, tasks, cx.n),
+        }
+    }
+}
+
+fn write_rows<D: Scalar + RowWrite>(
+    q: &Queue,
+    d: &DBuf<D>,
+    rows: &NpyRows,
+    tasks: Range<usize>,
+    n: usize,
+) -> Result<()> {
+    let mut row = vec![D::default(); n];
+    for (i, t) in tasks.enumerate() {
+        q.read(d, i * n, &mut row)?;
+        D::write_row(rows, t, &row)?;
+    }
+    Ok(())
+}

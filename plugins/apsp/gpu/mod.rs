@@ -1,0 +1,399 @@
+//! The GPU half of APSP: batched SSSP on an OpenCL device.
+//!
+//! A chunk of sources is processed `batch` at a time; all state is `batch × n` (index
+//! `b·n + v`), so every launch serves the whole batch and the graph's arcs are shared. The host
+//! checks for the end after 1, 2, 4 ... 64 iterations rather than after each one (iterations
+//! after the end are no-ops), and the per-source summary is reduced on the device, so only
+//! `batch × groups × 4` words come back unless distance rows are requested.
+//!
+//! One file per algorithm ([`GpuAlgorithm`]), each an [`Algorithm`] with its own kernels and
+//! buffers: [`crauser`] and [`martin`] (relax / minimum / update over every vertex),
+//! [`two_phase`] (mask / cost / updating cost over every vertex), [`worklist`] (rounds over a
+//! compacted frontier only). What every algorithm shares is in one place: the graph on the
+//! device ([`GraphBuffers`], one copy per device) and the batch's distances, sources and
+//! summary reduction ([`buffers::Batch`], one per queue).
+//!
+//! Adding an algorithm: a file here with a [`Spec`] (the kernels it launches, its device bytes
+//! per source, its constructor) and an [`Algorithm`] impl; a variant of [`GpuAlgorithm`]; one arm
+//! in [`GpuAlgorithm::spec`]. An algorithm whose distances are not batch-major `b·n + v` (or that
+//! summarizes on its own) overrides [`Algorithm::summaries`] and [`Algorithm::write_rows`].
+
+mod buffers;
+mod crauser;
+mod martin;
+mod two_phase;
+mod worklist;
+
+use super::{ApspJob, GpuAlgorithm};
+use crate::device::{DBuf, Device, KernelSource, Queue};
+use crate::plugin::{GpuHalf, RecordsOut, Worker};
+use crate::plugins::common::PathSummary;
+use crate::sink::NpyRows;
+use crate::tuning::{LaunchParams, Request, Setting, Shape, Tuner};
+use crate::{Error, Result};
+use buffers::Batch;
+use std::ops::Range;
+
+pub use buffers::DistBuf;
+
+/// The SSSP kernels (`kernels/sssp.cl`) and their characterization (`kernels/sssp.toml`).
+pub const KERNELS: KernelSource = KernelSource {
+    stem: "sssp",
+    source: include_str!("../../../kernels/sssp.cl"),
+    characterization: include_str!("../../../kernels/sssp.toml"),
+};
+
+/// What the half knows about an algorithm before any queue exists.
+#[derive(Debug)]
+pub struct Spec {
+    /// The kernels of [`KERNELS`] it launches (the tuner reads their characterizations).
+    pub launched: &'static [&'static str],
+    /// Device bytes per vertex of each source in flight, given the distance width in bytes.
+    pub bytes_per_vertex: fn(dist_bytes: u64) -> u64,
+    /// Its per-queue state: kernels and buffers.
+    pub make: fn(&Setup<'_>) -> Result<Box<dyn Algorithm>>,
+}
+
+impl GpuAlgorithm {
+    /// The algorithm's [`Spec`].
+    pub fn spec(self) -> &'static Spec {
+        match self {
+            GpuAlgorithm::Crauser => &crauser::SPEC,
+            GpuAlgorithm::Martin => &martin::SPEC,
+            GpuAlgorithm::TwoPhase => &two_phase::SPEC,
+            GpuAlgorithm::Worklist => &worklist::SPEC,
+        }
+    }
+}
+
+/// The graph on one device, shared by its queues.
+#[derive(Debug)]
+pub struct GraphBuffers {
+    /// CSR offsets (n + 1).
+    pub off: DBuf<u32>,
+    /// Arc targets (m).
+    pub tgt: DBuf<u32>,
+    /// Arc weights (m).
+    pub wt: DBuf<u32>,
+    /// Lightest arc out of each vertex (n; Crauser's ω).
+    pub minw: DBuf<u32>,
+}
+
+/// What each device keeps for all its queues.
+#[derive(Debug)]
+pub struct Shared {
+    /// The graph.
+    pub graph: GraphBuffers,
+    /// The launch parameters.
+    pub params: LaunchParams,
+}
+
+/// What an algorithm's constructor gets: the device, the job and the launch parameters.
+#[derive(Debug)]
+pub struct Setup<'a> {
+    /// The device.
+    pub device: &'a Device,
+    /// The job.
+    pub job: &'a ApspJob,
+    /// The launch parameters.
+    pub params: &'a LaunchParams,
+}
+
+impl Setup<'_> {
+    /// Kernel `name` of [`KERNELS`], built for this job's distance width.
+    pub fn kernel(&self, name: &str) -> Result<opencl3::kernel::Kernel> {
+        self.device.kernel(&KERNELS, self.job.build_options(), name)
+    }
+    /// Most sources per batch.
+    pub fn batch(&self) -> usize {
+        self.params.batch.value
+    }
+    /// `batch × n`: items of per-source state.
+    pub fn items(&self) -> usize {
+        self.batch() * self.job.graph.n
+    }
+    /// A distance buffer of `len` elements of this job's width.
+    pub fn dist_buf(&self, len: usize) -> Result<DistBuf> {
+        DistBuf::new(self.device, len, self.job.wide)
+    }
+}
+
+/// What an algorithm sees while it runs one batch.
+#[derive(Debug)]
+pub struct Ctx<'a> {
+    /// The job (graph, options, distance width).
+    pub job: &'a ApspJob,
+    /// The device's graph and launch parameters.
+    pub sh: &'a Shared,
+    /// This worker's queue.
+    pub q: &'a Queue,
+    /// Vertices.
+    pub n: usize,
+    /// Sources in this batch (at most `params.batch`).
+    pub b: usize,
+}
+
+impl Ctx<'_> {
+    /// The local size chosen for kernel `name`.
+    pub fn local(&self, name: &str) -> usize {
+        self.sh.params.local(name)
+    }
+}
+
+/// One GPU SSSP algorithm bound to one queue: its own kernels and buffers, made once per queue
+/// by its [`Spec::make`] and reused for every batch.
+///
+/// Per batch the worker uploads the sources (`batch.src`, and `sources` on the host), calls
+/// [`solve`](Algorithm::solve), then [`summaries`](Algorithm::summaries) for the records and,
+/// when distance rows are requested, [`write_rows`](Algorithm::write_rows).
+pub trait Algorithm: Send {
+    /// Compute the shortest paths of the batch's `cx.b` sources; by default the distances end
+    /// in `batch.dist` at `b·n + v`. Returns the iterations it took (for the log).
+    fn solve(&mut self, cx: &Ctx<'_>, batch: &Batch, sources: &[u32]) -> Result<usize>;
+    /// One summary per source of the batch (default: the device reduction over `batch.dist`).
+    fn summaries(&mut self, cx: &Ctx<'_>, batch: &Batch) -> Result<Vec<PathSummary>> {
+        batch.summaries(cx)
+    }
+    /// Write the batch's distance rows (tasks `tasks`) into `rows` (default: read `batch.dist`
+    /// row by row).
+    fn write_rows(
+        &mut self,
+        cx: &Ctx<'_>,
+        batch: &Batch,
+        tasks: Range<usize>,
+        rows: &NpyRows,
+    ) -> Result<()> {
+        batch.write_rows(cx, tasks, rows)
+    }
+}
+
+/// Run iterations of `step` (which enqueues one iteration) until `done` (which reads the "not
+/// done" word) says so; the check doubles from 1 to 64 iterations apart. Errors past the bound
+/// every algorithm here meets: Crauser and Martin settle at least one vertex of every unfinished
+/// source per iteration; two-phase is Bellman-Ford by rounds (at most n + 1); the work list adds
+/// at most one round per threshold step, and a step always reaches a far vertex.
+pub fn iterate<S>(
+    state: &mut S,
+    cx: &Ctx<'_>,
+    mut step: impl FnMut(&mut S, usize) -> Result<()>,
+    mut done: impl FnMut(&mut S) -> Result<bool>,
+) -> Result<usize> {
+    let (mut check, mut k) = (1usize, 0usize);
+    loop {
+        for _ in 0..check {
+            step(state, k)?;
+            k += 1;
+        }
+        if done(state)? {
+            return Ok(k);
+        }
+        if k > iteration_limit(cx.n) {
+            return Err(not_converged(cx, k));
+        }
+        check = (check * 2).min(64);
+    }
+}
+
+/// The most iterations any algorithm here needs on `n` vertices (see [`iterate`]).
+pub fn iteration_limit(n: usize) -> usize {
+    2 * n + 2 + 128
+}
+
+/// The error for an algorithm that ran past [`iteration_limit`].
+pub fn not_converged(cx: &Ctx<'_>, k: usize) -> Error {
+    Error::Device(format!(
+        "{:?} SSSP did not converge after {k} iterations on {} vertices (a bug; please report it)",
+        cx.job.options.gpu_algorithm, cx.n
+    ))
+}
+
+/// Read a flag word, and clear it for the next block of iterations; true when it was 0.
+pub fn take_flag(q: &Queue, flag: &mut DBuf<u32>) -> Result<bool> {
+    let mut v = [0u32];
+    q.read(flag, 0, &mut v)?;
+    if v[0] != 0 {
+        q.write(flag, 0, &[0])?;
+    }
+    Ok(v[0] == 0)
+}
+
+impl ApspJob {
+    fn build_options(&self) -> &'static str {
+        if self.wide {
+            "-DWIDE=1"
+        } else {
+            ""
+        }
+    }
+    fn dist_bytes(&self) -> u64 {
+        if self.wide {
+            8
+        } else {
+            4
+        }
+    }
+    /// Device bytes per source in flight for the chosen algorithm.
+    fn bytes_per_source(&self) -> u64 {
+        let spec = self.options.gpu_algorithm.spec();
+        64 + self.graph.n as u64 * (spec.bytes_per_vertex)(self.dist_bytes())
+    }
+    /// The kernel set's name in the tuning cache (`apsp.worklist.u32`).
+    fn cache_name(&self) -> String {
+        format!(
+            "apsp.{:?}.{}",
+            self.options.gpu_algorithm,
+            if self.wide { "u64" } else { "u32" }
+        )
+        .to_lowercase()
+    }
+}
+
+impl GpuHalf for ApspJob {
+    type Shared = Shared;
+
+    fn kernels(&self) -> &'static [KernelSource] {
+        &[KERNELS]
+    }
+
+    fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
+        let g = &self.graph;
+        let n = g.n as u64;
+        let shape = Shape {
+            n: g.n,
+            mean_degree: g.m() as f64 / g.n.max(1) as f64,
+            bytes_per_task: self.bytes_per_source(),
+            shared_bytes: (2 * n + 1 + 2 * g.m() as u64) * 4,
+        };
+        tuner.params(
+            &device.info,
+            Request {
+                kernels: &KERNELS,
+                launched: self.options.gpu_algorithm.spec().launched,
+                cache_name: Some(self.cache_name()),
+                shape,
+                batch: Setting::from_config(
+                    self.options.batch.and_then(|b| b.value()),
+                    "[apsp] batch",
+                ),
+                local_size: Setting::from_config(
+                    self.options.local_size.and_then(|l| l.value()),
+                    "[apsp] local_size",
+                ),
+            },
+        )
+    }
+
+    fn setup(&self, device: &Device, params: &LaunchParams) -> Result<Shared> {
+        let g = &self.graph;
+        if self.wide && !device.info.int64_atomics {
+            return Err(Error::Device(format!(
+                "'{}' lacks 64-bit atomics (cl_khr_int64_base_atomics and _extended_atomics), which \
+                 this graph needs: n x max weight = {} x {} does not fit 32 bits. Use CPU workers \
+                 (units.opencl = \"none\") or another device",
+                device.info.name,
+                g.n,
+                g.max_weight()
+            )));
+        }
+        let n = g.n as u64;
+        let batch = params.batch.value as u64;
+        if batch * n >= u32::MAX as u64 {
+            return Err(Error::Config(format!(
+                "[apsp] batch = {batch}: batch x n = {} must stay below 2^32; use a smaller batch",
+                batch * n
+            )));
+        }
+        let shared_bytes = (2 * n + 1 + 2 * g.m() as u64) * 4;
+        let total = shared_bytes + params.queues.value as u64 * batch * self.bytes_per_source();
+        let largest = (batch * n * self.dist_bytes()).max(g.m() as u64 * 4);
+        device.check_fits(
+            total,
+            largest,
+            &format!("APSP on {} vertices, batch {batch} ([apsp] batch)", g.n),
+        )?;
+        // Build now, so a kernel that fails to compile is reported once, with its log.
+        device.program(&KERNELS, self.build_options())?;
+        let q = device.queue()?;
+        let upload = |data: &[u32]| -> Result<DBuf<u32>> {
+            let mut b = DBuf::new(device, data.len())?;
+            q.write(&mut b, 0, data)?;
+            Ok(b)
+        };
+        Ok(Shared {
+            graph: GraphBuffers {
+                off: upload(&g.offsets)?,
+                tgt: upload(&g.targets)?,
+                wt: upload(&g.weights)?,
+                minw: upload(&g.min_out_weight())?,
+            },
+            params: params.clone(),
+        })
+    }
+
+    fn worker<'a>(
+        &'a self,
+        device: &'a Device,
+        shared: &'a Shared,
+        queue: Queue,
+    ) -> Result<impl Worker + 'a> {
+        let setup = Setup {
+            device,
+            job: self,
+            params: &shared.params,
+        };
+        Ok(GpuWorker {
+            job: self,
+            sh: shared,
+            batch: Batch::new(&setup)?,
+            algo: (self.options.gpu_algorithm.spec().make)(&setup)?,
+            q: queue,
+        })
+    }
+}
+
+struct GpuWorker<'a> {
+    job: &'a ApspJob,
+    sh: &'a Shared,
+    q: Queue,
+    batch: Batch,
+    algo: Box<dyn Algorithm>,
+}
+
+impl GpuWorker<'_> {
+    /// Run one batch of at most `params.batch` sources (tasks `range`).
+    fn run_batch(&mut self, range: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
+        let job = self.job;
+        let sources = &job.sources[range.clone()];
+        self.q.write(&mut self.batch.src, 0, sources)?;
+        let cx = Ctx {
+            job,
+            sh: self.sh,
+            q: &self.q,
+            n: job.graph.n,
+            b: range.len(),
+        };
+        let iterations = self.algo.solve(&cx, &self.batch, sources)?;
+        let summaries = self.algo.summaries(&cx, &self.batch)?;
+        for (t, s) in range.clone().zip(summaries) {
+            out.put(t, &s);
+        }
+        if let Some(rows) = &job.rows {
+            self.algo.write_rows(&cx, &self.batch, range, rows)?;
+        }
+        tracing::trace!(iterations, sources = cx.b, "batch done");
+        Ok(())
+    }
+}
+
+impl Worker for GpuWorker<'_> {
+    fn run(&mut self, range: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
+        let batch = self.sh.params.batch.value;
+        let mut start = range.start;
+        while start < range.end {
+            let end = (start + batch).min(range.end);
+            self.run_batch(start..end, out)?;
+            start = end;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,74 @@
+//! The node layer's single-node path: the whole task space for this node's units, nothing to
+//! gather, errors passed through.
+
+use super::*;
+use crate::config::Policy;
+
+fn plan(policy: &str) -> Plan {
+    let text = format!(
+        "[run]\nplugin = \"apsp\"\n[input]\npath = \"g.gr\"\n[scheduler]\npolicy = \"{policy}\"\n"
+    );
+    Plan::from_toml(&text, std::path::Path::new("c.toml"), &[]).unwrap()
+}
+
+#[test]
+fn single_node_hands_out_every_task_once() {
+    let node = Single;
+    assert_eq!((node.rank(), node.size()), (0, 1));
+    node.barrier().unwrap();
+    for policy in ["equitable", "work-queue"] {
+        let p = plan(policy);
+        let source = node.task_source(100, &p, &[1.0, 1.0]).unwrap();
+        let mut seen = vec![0u8; 100];
+        let mut live = true;
+        while live {
+            live = false;
+            for unit in 0..2 {
+                if let Some(r) = source.next(unit, 9) {
+                    assert!(r.len() <= 9);
+                    r.for_each(|t| seen[t] += 1);
+                    live = true;
+                }
+            }
+        }
+        assert!(seen.iter().all(|&c| c == 1), "{policy}");
+    }
+    assert_eq!(plan("equitable").scheduler.policy, Policy::Equitable);
+}
+
+#[test]
+fn single_node_gathers_nothing_and_reports_itself() {
+    let node = Single;
+    let mut records = Records {
+        words: 2,
+        data: vec![1, 2, 3, 4],
+    };
+    node.gather_records(&mut records).unwrap();
+    assert_eq!(records.data, vec![1, 2, 3, 4]);
+    let stats = [
+        UnitStats {
+            name: "cpu0".into(),
+            kind: "cpu",
+            device: None,
+            queue: None,
+            tasks: 5,
+            chunks: 2,
+            busy_seconds: 0.1,
+        },
+        UnitStats {
+            name: "cpu1".into(),
+            kind: "cpu",
+            device: None,
+            queue: None,
+            tasks: 6,
+            chunks: 1,
+            busy_seconds: 0.1,
+        },
+    ];
+    let s = node.gather_stats(&stats, &[]).unwrap();
+    assert_eq!(s[0]["rank"], 0);
+    assert_eq!(s[0]["units"], 2);
+    assert_eq!(s[0]["tasks"], 11);
+    let e = node.fail(Error::Input("x".into()));
+    assert_eq!(e.to_string(), "x");
+}

@@ -1,0 +1,212 @@
+//! The thread layer alone: a CPU-only job whose tasks write their square, on several units under
+//! both policies; a unit that fails or panics ends the run with an error naming it.
+
+use super::*;
+use crate::config::Policy;
+use crate::plugin::{CpuHalf, Records, Worker};
+use crate::scheduler;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Tasks write `t * t`; task `fail` returns an error, task `panic` panics.
+struct Squares {
+    tasks: usize,
+    fail: Option<usize>,
+    panic: Option<usize>,
+    runs: AtomicUsize,
+}
+
+impl Squares {
+    fn new(tasks: usize) -> Self {
+        Squares {
+            tasks,
+            fail: None,
+            panic: None,
+            runs: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl Job for Squares {
+    fn tasks(&self) -> usize {
+        self.tasks
+    }
+    fn record_words(&self) -> usize {
+        1
+    }
+    fn describe(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+    fn cpu(&self) -> Option<&dyn CpuHalf> {
+        Some(self)
+    }
+    fn finish(&self, _: &Records, _: &std::path::Path) -> Result<serde_json::Value> {
+        Ok(serde_json::Value::Null)
+    }
+}
+
+impl CpuHalf for Squares {
+    fn worker(&self) -> Result<Box<dyn Worker + '_>> {
+        Ok(Box::new(SquareWorker(self)))
+    }
+}
+
+struct SquareWorker<'a>(&'a Squares);
+
+impl Worker for SquareWorker<'_> {
+    fn run(&mut self, range: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
+        for t in range {
+            self.0.runs.fetch_add(1, Ordering::Relaxed);
+            if self.0.fail == Some(t) {
+                return Err(Error::Input(format!("task {t} refused")));
+            }
+            if self.0.panic == Some(t) {
+                panic!("task {t} exploded");
+            }
+            out.put(t, &[(t * t) as u64]);
+        }
+        Ok(())
+    }
+}
+
+fn cpu_units(k: usize, chunk: usize) -> Vec<Unit<'static>> {
+    (0..k)
+        .map(|i| Unit {
+            name: format!("cpu{i}"),
+            spec: UnitSpec::Cpu,
+            chunk,
+        })
+        .collect()
+}
+
+fn run(
+    job: &Squares,
+    units: &[Unit<'_>],
+    policy: Policy,
+) -> Result<(Records, Vec<UnitStats>, Vec<Slice>)> {
+    let records = Mutex::new(Records {
+        words: 1,
+        data: vec![u64::MAX; job.tasks],
+    });
+    let source = scheduler::source(policy, 0..job.tasks, &vec![1.0; units.len()]);
+    let (stats, slices) = run_units(
+        job,
+        units,
+        source.as_ref(),
+        &records,
+        &indicatif::ProgressBar::hidden(),
+    )?;
+    Ok((records.into_inner(), stats, slices))
+}
+
+#[test]
+fn every_task_runs_once_and_its_record_lands() {
+    for policy in [Policy::Equitable, Policy::WorkQueue] {
+        let job = Squares::new(1000);
+        let units = cpu_units(3, 7);
+        let (records, stats, slices) = run(&job, &units, policy).unwrap();
+        for t in 0..1000 {
+            assert_eq!(
+                records.read::<[u64; 1]>(t),
+                [(t * t) as u64],
+                "{policy:?} task {t}"
+            );
+        }
+        assert_eq!(
+            job.runs.load(Ordering::Relaxed),
+            1000,
+            "{policy:?}: a task ran twice"
+        );
+        // The events: every chunk reported once, covering the task space exactly.
+        let mut seen = vec![0u8; 1000];
+        for s in &slices {
+            assert!(s.tasks.len() <= 7 && s.unit < 3, "{s:?}");
+            for t in s.tasks.clone() {
+                seen[t] += 1;
+            }
+        }
+        assert!(
+            seen.iter().all(|&c| c == 1),
+            "{policy:?}: chunks overlap or miss tasks"
+        );
+        assert_eq!(stats.iter().map(|s| s.tasks).sum::<usize>(), 1000);
+        assert_eq!(stats.iter().map(|s| s.chunks).sum::<usize>(), slices.len());
+        assert!(stats.iter().all(|s| s.kind == "cpu" && s.device.is_none()));
+    }
+}
+
+#[test]
+fn a_failing_unit_fails_the_run_naming_unit_and_tasks() {
+    let mut job = Squares::new(400);
+    job.fail = Some(137);
+    let units = cpu_units(2, 10);
+    let err = run(&job, &units, Policy::WorkQueue).unwrap_err();
+    let Error::Unit { unit, msg } = &err else {
+        panic!("expected a unit error, got {err}");
+    };
+    assert!(unit.starts_with("cpu"), "{err}");
+    // "tasks A..B: task 137 refused", with A <= 137 < B.
+    let range = msg
+        .strip_prefix("tasks ")
+        .and_then(|m| m.split_once(':'))
+        .map(|r| r.0);
+    let (a, b) = range
+        .and_then(|r| r.split_once(".."))
+        .expect("a task range");
+    let (a, b): (usize, usize) = (a.parse().unwrap(), b.parse().unwrap());
+    assert!(
+        a <= 137 && 137 < b && msg.contains("task 137 refused"),
+        "{err}"
+    );
+    // The failure stops the source: the other unit ends after its current chunk.
+    assert!(
+        job.runs.load(Ordering::Relaxed) < 400,
+        "the run went on after the failure"
+    );
+}
+
+#[test]
+fn a_panicking_worker_is_an_error_not_a_crash() {
+    let mut job = Squares::new(50);
+    job.panic = Some(3);
+    let err = run(&job, &cpu_units(2, 4), Policy::Equitable).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("panicked")
+            && text.contains("task 3 exploded")
+            && text.contains("tasks 0..4"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_job_without_a_cpu_half_gets_a_clear_error() {
+    struct NoCpu;
+    impl Job for NoCpu {
+        fn tasks(&self) -> usize {
+            1
+        }
+        fn record_words(&self) -> usize {
+            0
+        }
+        fn describe(&self) -> serde_json::Value {
+            serde_json::Value::Null
+        }
+        fn finish(&self, _: &Records, _: &std::path::Path) -> Result<serde_json::Value> {
+            Ok(serde_json::Value::Null)
+        }
+    }
+    let records = Mutex::new(Records {
+        words: 0,
+        data: vec![],
+    });
+    let source = scheduler::source(Policy::WorkQueue, 0..1, &[1.0]);
+    let err = run_units(
+        &NoCpu,
+        &cpu_units(1, 1),
+        source.as_ref(),
+        &records,
+        &indicatif::ProgressBar::hidden(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("no CPU half"), "{err}");
+}
