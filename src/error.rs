@@ -73,16 +73,26 @@ impl Error {
 /// A vector of `len` copies of `value`, or a clear error instead of aborting when the memory
 /// cannot be had (hostile headers such as `p sp 3000000000 0` ask for gigabytes).
 pub fn filled<T: Clone>(len: usize, value: T, what: &str) -> Result<Vec<T>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| {
-        Error::Input(format!(
-            "not enough memory for {what}: {len} elements of {} bytes ({:.1} GiB)",
-            std::mem::size_of::<T>(),
-            (len as f64) * std::mem::size_of::<T>() as f64 / (1u64 << 30) as f64
-        ))
-    })?;
+    let mut v = reserved(len, what)?;
     v.resize(len, value);
     Ok(v)
+}
+
+/// An empty vector with room for `len` elements, or a clear error instead of aborting when the
+/// memory cannot be had (a generator asked for billions of vertices, say).
+pub fn reserved<T>(len: usize, what: &str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| no_memory::<T>(len, what))?;
+    Ok(v)
+}
+
+fn no_memory<T>(len: usize, what: &str) -> Error {
+    Error::Input(format!(
+        "not enough memory for {what}: {len} elements of {} bytes ({:.1} GiB)",
+        std::mem::size_of::<T>(),
+        (len as f64) * std::mem::size_of::<T>() as f64 / (1u64 << 30) as f64
+    ))
 }
 
 #[cfg(test)]
@@ -94,5 +104,10 @@ mod test {
             .to_string();
         assert!(e.starts_with("not enough memory for a test"), "{e}");
         assert_eq!(super::filled(3, 7u8, "x").unwrap(), vec![7, 7, 7]);
+        let e = super::reserved::<u64>(usize::MAX / 4, "b test").unwrap_err();
+        assert!(
+            e.to_string().starts_with("not enough memory for b test"),
+            "{e}"
+        );
     }
 }

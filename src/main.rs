@@ -95,7 +95,7 @@ fn real_main(cli: Cli) -> Result<(), Error> {
             sample,
             repeat,
         } => {
-            let plan = Plan::load(&config, &set)?;
+            let plan = Plan::load(&config, &set)?.with_node_units()?;
             println!(
                 "{:<40} {:>10} {:>7} {:>12} {:>10}  predicted",
                 "device", "local_size", "batch", "seconds", "tasks/s"
@@ -142,7 +142,7 @@ fn real_main(cli: Cli) -> Result<(), Error> {
 
 #[cfg(not(feature = "mpi"))]
 fn run(config: &std::path::Path, set: &[String], quiet: bool) -> Result<(), Error> {
-    let plan = Plan::load(config, set)?;
+    let plan = Plan::load(config, set)?.with_node_units()?;
     let outcome = runtime::run(
         &plan,
         &plugins::registry(),
@@ -192,14 +192,14 @@ fn print_outcome(plan: &Plan, report: &serde_json::Value) {
 }
 
 fn check(config: &std::path::Path, set: &[String]) -> Result<(), Error> {
-    let plan = Plan::load(config, set)?;
+    let plan = Plan::load(config, set)?.with_node_units()?;
     let registry: Vec<&dyn Plugin> = plugins::registry();
     let plugin = runtime::resolve_plugin(&plan, &registry, &[])?;
     println!("config     {}", plan.config_path.display());
     println!("plugin     {} — {}", plugin.name(), plugin.description());
     match &plan.input {
         Some(tuccompi::config::InputSpec::Path(p)) => println!("input      {}", p.display()),
-        Some(tuccompi::config::InputSpec::Generate(g)) => println!("input      generated {g:?}"),
+        Some(tuccompi::config::InputSpec::Generate(g)) => println!("input      generated {g}"),
         None => println!("input      none"),
     }
     let job = plugin.prepare(&tuccompi::plugin::PrepareCtx {
@@ -218,11 +218,14 @@ fn check(config: &std::path::Path, set: &[String]) -> Result<(), Error> {
         }
         Err(e) => return Err(e),
     };
-    println!("sources    {:?}", plan.sources);
+    println!("sources    {}", plan.sources);
     println!("units      cpu_workers = {}", plan.units.cpu_workers);
     match runtime::select_devices(&plan) {
         Ok(devs) if devs.is_empty() => {
-            println!("           no OpenCL device ({:?})", plan.units.opencl)
+            println!(
+                "           no OpenCL device (units.opencl = {})",
+                plan.units.opencl
+            )
         }
         Ok(devs) => {
             for d in devs {
@@ -274,6 +277,9 @@ fn devices() {
         .unwrap_or(1);
     println!("CPU: {cores} cores (host threads available to CPU workers)");
     match tuccompi::device::list() {
+        Ok(list) if list.is_empty() => {
+            println!("OpenCL: platforms found, but none lists a device")
+        }
         Ok(list) => {
             for (i, (d, _)) in list.iter().enumerate() {
                 println!(
@@ -283,7 +289,8 @@ fn devices() {
                 );
             }
         }
-        Err(e) => println!("OpenCL: {e}"),
+        // The error's own text starts with "OpenCL: ".
+        Err(e) => println!("{e}"),
     }
 }
 

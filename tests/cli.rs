@@ -5,8 +5,14 @@ use crate::util::*;
 use std::process::Command;
 
 fn tuccompi(args: &[&str]) -> (i32, String, String) {
+    tuccompi_env(args, &[])
+}
+
+/// Like [`tuccompi`], with extra environment variables.
+fn tuccompi_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_tuccompi"))
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     let (o, e) = (
@@ -25,9 +31,14 @@ fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
 
 /// Run `apsp` on a graph file with this content; expect failure mentioning `needle`.
 fn fails_on_graph(name: &str, text: &str, needle: &str) {
+    fails_on_graph_with("apsp", name, text, needle)
+}
+
+/// Run `plugin` on a graph file with this content; expect failure mentioning `needle`.
+fn fails_on_graph_with(plugin: &str, name: &str, text: &str, needle: &str) {
     let dir = tmpdir("cli");
     let g = write(&dir, name, text);
-    let cfg = write(&dir, "c.toml", &format!("[run]\nplugin = \"apsp\"\n[input]\npath = {g:?}\n[units]\nopencl = \"none\"\n[output]\ndir = {:?}\n", dir.join("out").display().to_string()));
+    let cfg = write(&dir, "c.toml", &format!("[run]\nplugin = \"{plugin}\"\n[input]\npath = {g:?}\n[units]\nopencl = \"none\"\n[output]\ndir = {:?}\n", dir.join("out").display().to_string()));
     let (code, _, err) = tuccompi(&["run", &cfg]);
     assert_ne!(code, 0);
     assert!(err.contains(needle), "expected '{needle}' in: {err}");
@@ -134,6 +145,140 @@ fn weight_that_does_not_fit() {
         "x.gr",
         "p sp 2 1\na 1 2 99999999999999999999999\n",
         "x.gr:2:",
+    );
+    // The line of the offending weight reaches the user, for edge lists too.
+    fails_on_graph(
+        "w.wel",
+        "0 1 3\n1 0 5000000000\n",
+        "w.wel:2: arc 1 -> 0 has weight 5000000000, outside 0..=4294967295",
+    );
+    // 2^64 - 1: the limit stated is the plugins', not "64 bits".
+    fails_on_graph(
+        "y.gr",
+        "p sp 2 1\na 1 2 18446744073709551615\n",
+        "y.gr:2: weight '18446744073709551615' is out of range: Dijkstra-based plugins (apsp, dense-dijkstra) take 0..=4294967295",
+    );
+}
+
+#[test]
+fn floyd_warshall_range_names_the_heaviest_arc() {
+    fails_on_graph_with(
+        "fw-naive",
+        "f.gr",
+        "p sp 3 2\na 1 2 -3\na 2 3 900000000000000000\n",
+        "beyond exact 64-bit Floyd-Warshall (2^59); the heaviest weight is at",
+    );
+    fails_on_graph_with(
+        "fw-naive",
+        "g.gr",
+        "p sp 3 2\na 1 2 -3\na 2 3 9e17\n",
+        "g.gr:3; rescale",
+    );
+}
+
+#[test]
+fn more_hostile_files() {
+    fails_on_graph(
+        "m.gr",
+        "p sp 2 1\na 1 2 3\na 2 1 3\n",
+        "m.gr:3: arc number 2 but the problem line (line 1) declares 1 arcs",
+    );
+    fails_on_graph(
+        "n.mtx",
+        "%%MatrixMarket matrix coordinate integer general\n2 3 1\n1 3 5\n",
+        "n.mtx:2: the matrix is 2 x 3",
+    );
+    fails_on_graph("e.gr", "", "e.gr: the file is empty");
+    fails_on_graph(
+        "s.gr",
+        "p sp 2 1\na 1 2 3\u{a0}\n",
+        "s.gr:2: weight '3\\u{a0}'",
+    );
+    fails_on_graph("d.gr.gz", "not gzip", "d.gr.gz:1: cannot decompress");
+    let dir = tmpdir("cli");
+    std::fs::create_dir(dir.join("g.gr")).unwrap();
+    let cfg = write(
+        &dir,
+        "c.toml",
+        &format!(
+            "[run]\nplugin = \"apsp\"\n[input]\npath = {:?}\n",
+            dir.join("g.gr").display().to_string()
+        ),
+    );
+    let (code, _, err) = tuccompi(&["check", &cfg]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("g.gr: is a directory; input.path must name a graph file"),
+        "{err}"
+    );
+    // A byte-order mark and CRLF line ends are read as the file means.
+    let g = write(&dir, "b.gr", "\u{feff}p sp 2 1\r\na 1 2 3\r\n");
+    let cfg = write(
+        &dir,
+        "b.toml",
+        &format!("[run]\nplugin = \"apsp\"\n[input]\npath = {g:?}\n"),
+    );
+    let (code, out, err) = tuccompi(&["check", &cfg]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"m\":1,\"n\":2"), "{out}");
+}
+
+#[test]
+fn node_local_units_apply_without_mpi() {
+    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/apsp.toml");
+    let (code, out, err) = tuccompi_env(
+        &["check", cfg, "--set", "units.cpu_workers=1"],
+        &[("TUCCOMPI_UNITS", "cpu_workers=3,opencl=none")],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("cpu_workers = 3") && out.contains("units.opencl = none"),
+        "{out}"
+    );
+    let (code, _, err) = tuccompi_env(&["check", cfg], &[("TUCCOMPI_UNITS", "policy=equitable")]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("TUCCOMPI_UNITS=\"policy=equitable\"")
+            && err.contains("unknown field `policy`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn check_and_devices_print_words_not_debug_text() {
+    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/apsp.toml");
+    let (code, out, err) = tuccompi(&["check", cfg, "--set", "units.opencl=none"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("input      generated road graph, 100000 vertices, seed 1, weights 1..=1000")
+            && out.contains("sources    the first 256 ids"),
+        "{out}"
+    );
+    assert!(!out.contains("GenSpec") && !out.contains("First("), "{out}");
+    // No OpenCL platform registered: the error says "OpenCL: " once.
+    let none = tmpdir("cli");
+    let (code, out, _) = tuccompi_env(&["devices"], &[("OCL_ICD_VENDORS", none.to_str().unwrap())]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("OpenCL: ") && !out.contains("OpenCL: OpenCL"),
+        "{out}"
+    );
+}
+
+#[test]
+fn too_many_cpu_workers_and_duplicate_sources() {
+    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/apsp.toml");
+    let (code, _, err) = tuccompi(&["check", cfg, "--set", "units.cpu_workers=100000"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("units.cpu_workers = 100000 is more than"),
+        "{err}"
+    );
+    let (code, _, err) = tuccompi(&["check", cfg, "--set", "run.sources=[1, 2, 1]"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("run.sources lists vertex id 1 twice (entries 1 and 3)"),
+        "{err}"
     );
 }
 

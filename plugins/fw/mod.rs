@@ -219,9 +219,15 @@ impl Plugin for Fw {
             .unwrap_or(0) as u128;
         let bound = (n.saturating_sub(1) as u128) * maxw;
         if bound >= 1 << 59 {
+            let heaviest = match &list.origin.heaviest {
+                Some((path, line)) => format!("; the heaviest weight is at {path}:{line}"),
+                None => String::new(),
+            };
             return Err(Error::Input(format!(
-                "{}: paths can reach {bound} in magnitude, beyond exact 64-bit Floyd-Warshall (2^59); rescale the weights",
-                list.origin.name
+                "{}: paths can reach (vertices - 1) x max |weight| = {} x {maxw} = {bound} in \
+                 magnitude, beyond exact 64-bit Floyd-Warshall (2^59){heaviest}; rescale the weights",
+                list.origin.name,
+                n.saturating_sub(1)
             )));
         }
         let negative = list.arcs.iter().any(|a| a.2 < 0);

@@ -114,7 +114,7 @@ impl Plan {
         }
         let resolved_toml = toml::to_string(&tree).map_err(|e| Error::Config(e.to_string()))?;
         let raw: raw::RawConfig = toml::from_str(&resolved_toml)
-            .map_err(|e| Error::Config(format!("{shown} after --set: {}", e.message())))?;
+            .map_err(|e| Error::Config(format!("{shown} after overrides: {}", e.message())))?;
         raw.validate(path, resolved_toml)
     }
 }
@@ -142,7 +142,11 @@ impl Plan {
                 bad.trim_start_matches("units.")
             )));
         }
-        Plan::from_toml(&self.resolved_toml, &self.config_path, &sets)
+        Plan::from_toml(&self.resolved_toml, &self.config_path, &sets).map_err(|e| {
+            Error::Config(format!(
+                "TUCCOMPI_UNITS=\"{spec}\" (node-local [units] override): {e}"
+            ))
+        })
     }
 }
 

@@ -71,6 +71,26 @@ impl TryFrom<toml::Value> for Sources {
     }
 }
 
+/// As the user would write it in words: `all`, `the first 64 ids`, `[1, 5, 9]` (long lists
+/// shortened to their first ids and a count).
+impl std::fmt::Display for Sources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Sources::All => write!(f, "all"),
+            Sources::First(k) => write!(f, "the first {k} ids"),
+            Sources::List(ids) => {
+                const SHOWN: usize = 8;
+                let head: Vec<String> = ids.iter().take(SHOWN).map(u64::to_string).collect();
+                write!(f, "[{}", head.join(", "))?;
+                if ids.len() > SHOWN {
+                    write!(f, ", ... ({} ids)", ids.len())?;
+                }
+                write!(f, "]")
+            }
+        }
+    }
+}
+
 /// `units.opencl`: which OpenCL devices to use.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "toml::Value")]
@@ -102,6 +122,17 @@ impl TryFrom<toml::Value> for DeviceSel {
             other => Err(format!(
                 "expected \"all\", \"none\" or a list of device name substrings, found {other}"
             )),
+        }
+    }
+}
+
+/// As in the config: `all`, `none`, `["A100", "0000:41"]`.
+impl std::fmt::Display for DeviceSel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceSel::All => write!(f, "all"),
+            DeviceSel::None => write!(f, "none"),
+            DeviceSel::Names(n) => write!(f, "{n:?}"),
         }
     }
 }
@@ -194,6 +225,17 @@ pub(super) struct RawConfig {
     plugin_tables: BTreeMap<String, toml::Value>,
 }
 
+/// `units.cpu_workers` may be at most this many on a process that may use `cores` cores: room
+/// to oversubscribe (I/O-bound plugins, tests of scheduling) without letting a typo start
+/// 100,000 threads.
+pub(super) fn max_cpu_workers(cores: usize) -> usize {
+    (4 * cores).max(MIN_WORKER_CAP)
+}
+
+/// The smallest `units.cpu_workers` bound, so that a config fits a process confined to one or
+/// two cores (a container, an MPI rank bound to a core).
+pub(super) const MIN_WORKER_CAP: usize = 16;
+
 impl RawConfig {
     pub(super) fn validate(self, path: &Path, resolved_toml: String) -> Result<Plan> {
         let shown = path.display();
@@ -208,12 +250,43 @@ impl RawConfig {
             // Plugins that read no graph (the collatz example) need no [input].
             (None, None) => None,
         };
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
         let cpu_workers = match self.units.cpu_workers.unwrap_or(AutoOr::Auto) {
-            AutoOr::Auto => std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1),
+            AutoOr::Auto => cores,
+            AutoOr::N(n) if n > max_cpu_workers(cores) => {
+                // Each worker is a thread with its own per-task state (O(n) for a graph), and
+                // CPU-bound workers beyond the cores only take turns: 100,000 of them exhaust
+                // memory or threads long before they help.
+                return Err(Error::Config(format!(
+                    "{shown}: units.cpu_workers = {n} is more than this process can use: it may \
+                     run on {cores} cores, and tuccompi allows up to {} workers here (4 per core, \
+                     at least {MIN_WORKER_CAP}); use \"auto\" (one per core) or at most {}. Under \
+                     mpirun the cores a rank may use depend on binding: `--bind-to none` gives \
+                     it the whole node",
+                    max_cpu_workers(cores),
+                    max_cpu_workers(cores)
+                )));
+            }
             AutoOr::N(n) => n,
         };
+        if let Some(Sources::List(ids)) = &self.run.sources {
+            let mut first_at = std::collections::HashMap::with_capacity(ids.len());
+            for (i, &id) in ids.iter().enumerate() {
+                if let Some(&j) = first_at.get(&id) {
+                    // Duplicates would run the same task twice and write two summary rows
+                    // (and two distance rows) for one source.
+                    return Err(Error::Config(format!(
+                        "{shown}: run.sources lists vertex id {id} twice (entries {} and {}); \
+                         each id is one task with one summary row, so list it once",
+                        j + 1,
+                        i + 1
+                    )));
+                }
+                first_at.insert(id, i);
+            }
+        }
         let device_type = self
             .units
             .device_type

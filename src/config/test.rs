@@ -81,8 +81,65 @@ fn node_unit_overrides_touch_only_units() {
         ),
         (5, DeviceSel::None, Sources::First(9))
     );
-    assert!(bad
+    let bad = bad.unwrap_err().to_string();
+    assert!(
+        bad.starts_with("TUCCOMPI_UNITS=\"policy=equitable\"")
+            && bad.contains("unknown field `policy`"),
+        "{bad}"
+    );
+}
+
+#[test]
+fn cpu_workers_far_above_the_cores_is_refused() {
+    let cap = raw::max_cpu_workers(
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+    );
+    let e = plan(MIN, &["units.cpu_workers=100000"])
         .unwrap_err()
-        .to_string()
-        .contains("unknown field `policy`"));
+        .to_string();
+    assert!(
+        e.contains("units.cpu_workers = 100000 is more than this process can use")
+            && e.contains(&format!("at most {cap}"))
+            && e.contains("--bind-to none"),
+        "{e}"
+    );
+    // Oversubscription within the bound stays allowed (a 1-core container runs 16).
+    assert_eq!(
+        plan(MIN, &[&format!("units.cpu_workers={cap}")])
+            .unwrap()
+            .units
+            .cpu_workers,
+        cap
+    );
+    assert!(raw::max_cpu_workers(1) >= 16 && raw::max_cpu_workers(64) == 256);
+}
+
+#[test]
+fn duplicate_sources_are_refused_by_id_and_entry() {
+    let e = plan(MIN, &["run.sources=[4, 7, 9, 7]"])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("c.toml: run.sources lists vertex id 7 twice (entries 2 and 4)"),
+        "{e}"
+    );
+    assert!(plan(MIN, &["run.sources=[4, 7, 9]"]).is_ok());
+}
+
+#[test]
+fn plan_values_print_as_words() {
+    assert_eq!(Sources::All.to_string(), "all");
+    assert_eq!(Sources::First(64).to_string(), "the first 64 ids");
+    assert_eq!(Sources::List(vec![3, 5]).to_string(), "[3, 5]");
+    assert_eq!(
+        Sources::List((1..=10).collect()).to_string(),
+        "[1, 2, 3, 4, 5, 6, 7, 8, ... (10 ids)]"
+    );
+    assert_eq!(DeviceSel::None.to_string(), "none");
+    assert_eq!(
+        DeviceSel::Names(vec!["A100".into()]).to_string(),
+        "[\"A100\"]"
+    );
 }

@@ -46,6 +46,52 @@ fn one() -> u64 {
     1
 }
 
+impl GenModel {
+    /// The name used in `[input.generate] model`.
+    pub fn name(self) -> &'static str {
+        match self {
+            GenModel::Uniform => "uniform",
+            GenModel::Rmat => "rmat",
+            GenModel::Road => "road",
+            GenModel::Complete => "complete",
+        }
+    }
+}
+
+/// Human text for `check` and messages: `road graph, 100000 vertices, seed 1, weights 1..=100`.
+impl std::fmt::Display for GenSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} graph, {} vertices", self.model.name(), self.vertices)?;
+        match (self.model, self.degree) {
+            (GenModel::Uniform | GenModel::Rmat, d) => {
+                let d = d.unwrap_or(if self.model == GenModel::Uniform {
+                    8.0
+                } else {
+                    16.0
+                });
+                write!(f, ", mean out-degree {d}")?;
+            }
+            (_, Some(d)) => write!(f, ", degree {d} (ignored by this model)")?,
+            (_, None) => {}
+        }
+        let (lo, hi) = weight_range(self);
+        write!(f, ", seed {}, weights {lo}..={hi}", self.seed)
+    }
+}
+
+/// The arc weight range after defaults (road highways are 4x longer, at most `u32::MAX`).
+fn weight_range(spec: &GenSpec) -> (u32, u32) {
+    let lo = spec.min_weight.unwrap_or(1);
+    let hi = spec
+        .max_weight
+        .unwrap_or(if spec.model == GenModel::Complete {
+            10
+        } else {
+            100
+        });
+    (lo, hi)
+}
+
 struct SplitMix64(u64);
 
 impl SplitMix64 {
@@ -74,14 +120,7 @@ pub fn generate(spec: &GenSpec) -> Result<EdgeList> {
             u32::MAX
         )));
     }
-    let lo = spec.min_weight.unwrap_or(1);
-    let hi = spec
-        .max_weight
-        .unwrap_or(if spec.model == GenModel::Complete {
-            10
-        } else {
-            100
-        });
+    let (lo, hi) = weight_range(spec);
     if lo > hi {
         return Err(Error::Config(format!(
             "input.generate: min_weight {lo} > max_weight {hi}; make min_weight <= max_weight"
@@ -89,7 +128,11 @@ pub fn generate(spec: &GenSpec) -> Result<EdgeList> {
     }
     let mut rng = SplitMix64(spec.seed ^ 0x5EED_0000_0000_0000);
     let weight = |rng: &mut SplitMix64| (lo as u64 + rng.below((hi - lo) as u64 + 1)) as i64;
-    let mut arcs: Vec<(u32, u32, i64)> = Vec::new();
+    let mut arcs: Vec<(u32, u32, i64)>;
+    let what = format!(
+        "the arcs of a generated {} graph on {n} vertices",
+        spec.model.name()
+    );
     let mut n_out = n;
     let degree_arcs = |d: f64| -> Result<u64> {
         if d.is_nan() || d < 0.0 || d * n as f64 > 4e9 {
@@ -102,7 +145,7 @@ pub fn generate(spec: &GenSpec) -> Result<EdgeList> {
     match spec.model {
         GenModel::Uniform => {
             let m = degree_arcs(spec.degree.unwrap_or(8.0))?;
-            arcs.reserve(m as usize);
+            arcs = crate::reserved(m as usize, &what)?;
             for _ in 0..m {
                 let (u, v) = (rng.below(n) as u32, rng.below(n) as u32);
                 arcs.push((u, v, weight(&mut rng)));
@@ -111,8 +154,14 @@ pub fn generate(spec: &GenSpec) -> Result<EdgeList> {
         GenModel::Rmat => {
             let scale = 64 - (n - 1).leading_zeros().min(63);
             n_out = 1u64 << scale;
+            if n_out >= u32::MAX as u64 {
+                return Err(Error::Config(format!(
+                    "input.generate.vertices = {n}: rmat rounds up to a power of two, here 2^{scale}; use at most 2^31 = {}",
+                    1u64 << 31
+                )));
+            }
             let m = degree_arcs(spec.degree.unwrap_or(16.0))?;
-            arcs.reserve(m as usize);
+            arcs = crate::reserved(m as usize, &what)?;
             for _ in 0..m {
                 let (mut u, mut v) = (0u64, 0u64);
                 for bit in 0..scale {
@@ -134,7 +183,17 @@ pub fn generate(spec: &GenSpec) -> Result<EdgeList> {
         }
         GenModel::Road => {
             let w = (n as f64).sqrt().ceil() as u64;
-            arcs.reserve(4 * n as usize);
+            // Up to 4 arcs per vertex (two links both ways, few highways); the CSR's offsets
+            // are 32-bit, so refuse now rather than after generating gigabytes.
+            if 4 * n > u32::MAX as u64 {
+                return Err(Error::Config(format!(
+                    "input.generate.vertices = {n}: a road graph has up to 4 arcs per vertex and \
+                     tuccompi's CSR holds at most {} arcs; use at most {} vertices",
+                    u32::MAX,
+                    u32::MAX / 4
+                )));
+            }
+            arcs = crate::reserved(4 * n as usize, &what)?;
             for u in 0..n {
                 let x = u % w;
                 let mut link = |v: u64, rng: &mut SplitMix64| {
@@ -151,7 +210,7 @@ pub fn generate(spec: &GenSpec) -> Result<EdgeList> {
                 if rng.below(100) == 0 {
                     // A rare one-way "highway" arc, somewhat longer than a street.
                     let v = rng.below(n);
-                    let wt = weight(&mut rng) * 4;
+                    let wt = (weight(&mut rng) * 4).min(u32::MAX as i64);
                     arcs.push((u as u32, v as u32, wt));
                 }
             }
@@ -163,7 +222,7 @@ pub fn generate(spec: &GenSpec) -> Result<EdgeList> {
                     n * (n - 1)
                 )));
             }
-            arcs.reserve((n * n) as usize);
+            arcs = crate::reserved((n * n) as usize, &what)?;
             for u in 0..n {
                 for v in 0..n {
                     if u != v {
@@ -181,6 +240,7 @@ pub fn generate(spec: &GenSpec) -> Result<EdgeList> {
             name: format!("generated {:?} n={} seed={}", spec.model, n_out, spec.seed)
                 .to_lowercase(),
             first_negative: None,
+            heaviest: None,
         },
     })
 }
@@ -221,6 +281,45 @@ mod test {
         assert_eq!(
             generate(&spec(GenModel::Complete, 5)).unwrap().arcs.len(),
             20
+        );
+    }
+
+    #[test]
+    fn huge_requests_are_errors_not_aborts() {
+        // 4e9 road vertices asked for 256 GB of arcs and aborted ("memory allocation failed").
+        let e = generate(&spec(GenModel::Road, 4_000_000_000))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("use at most 1073741823 vertices"), "{e}");
+        let e = generate(&spec(GenModel::Rmat, 3_000_000_000))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("rmat rounds up to a power of two"), "{e}");
+    }
+
+    #[test]
+    fn road_highways_stay_in_u32() {
+        let mut s = spec(GenModel::Road, 400);
+        s.min_weight = Some(u32::MAX - 1);
+        s.max_weight = Some(u32::MAX);
+        let g = generate(&s).unwrap();
+        assert!(g.arcs.iter().all(|a| a.2 <= u32::MAX as i64));
+        assert!(crate::graph::Csr::from_edges(&g).is_ok());
+    }
+
+    #[test]
+    fn spec_prints_as_words() {
+        let mut s = spec(GenModel::Road, 100_000);
+        s.seed = 1;
+        s.min_weight = None;
+        s.max_weight = None;
+        assert_eq!(
+            s.to_string(),
+            "road graph, 100000 vertices, seed 1, weights 1..=100"
+        );
+        assert_eq!(
+            spec(GenModel::Uniform, 10).to_string(),
+            "uniform graph, 10 vertices, mean out-degree 8, seed 7, weights 0..=9"
         );
     }
 }

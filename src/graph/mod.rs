@@ -17,6 +17,9 @@ pub struct Origin {
     pub name: String,
     /// File and 1-based line of the first negative weight, if any.
     pub first_negative: Option<(String, usize)>,
+    /// File and 1-based line of the first arc with the largest weight magnitude, if read from a
+    /// file: range errors of the plugins point there.
+    pub heaviest: Option<(String, usize)>,
 }
 
 /// Directed, weighted arcs as read (before collapsing parallel arcs).
@@ -90,14 +93,21 @@ impl Csr {
                  variants need weights >= 0 (use a Floyd-Warshall plugin for negative weights)"
             )));
         }
-        if let Some(&(u, v, w)) = list.arcs.iter().find(|a| a.2 < 0 || a.2 > u32::MAX as i64) {
-            return Err(crate::Error::Input(format!(
-                "{}: arc {} -> {} has weight {w}, outside 0..={}; rescale the weights",
-                list.origin.name,
-                u as u64 + list.id_base,
-                v as u64 + list.id_base,
-                u32::MAX
-            )));
+        if let Some(&(u, v, w)) = list.arcs.iter().rev().max_by_key(|a| a.2.unsigned_abs()) {
+            if !(0..=u32::MAX as i64).contains(&w) {
+                let at = match &list.origin.heaviest {
+                    Some((path, line)) => format!("{path}:{line}"),
+                    None => list.origin.name.clone(),
+                };
+                return Err(crate::Error::Input(format!(
+                    "{at}: arc {} -> {} has weight {w}, outside 0..={}, the weights that \
+                     Dijkstra and its GPU variants take; rescale the weights (the Floyd-Warshall \
+                     plugins take 64-bit weights)",
+                    u as u64 + list.id_base,
+                    v as u64 + list.id_base,
+                    u32::MAX
+                )));
+            }
         }
         let n = list.n;
         let mut count = crate::filled(
@@ -127,9 +137,9 @@ impl Csr {
                 *slot += 1;
             }
         }
-        let mut offsets = Vec::with_capacity(n + 1);
-        let mut targets = Vec::with_capacity(total);
-        let mut weights = Vec::with_capacity(total);
+        let mut offsets = crate::reserved(n + 1, &format!("the CSR of {}", list.origin.name))?;
+        let mut targets = crate::reserved(total, &format!("the arcs of {}", list.origin.name))?;
+        let mut weights = crate::reserved(total, &format!("the weights of {}", list.origin.name))?;
         offsets.push(0u32);
         for u in 0..n {
             let row = &mut pairs[count[u] as usize..count[u + 1] as usize];
@@ -193,5 +203,13 @@ mod test {
     fn refuses_huge_weight() {
         let e = Csr::from_edges(&list(2, &[(0, 1, 1 << 33)])).unwrap_err();
         assert!(e.to_string().contains("outside"), "{e}");
+        // The heaviest arc is named, with its file and line when the reader recorded them.
+        let mut l = list(3, &[(0, 1, 7), (1, 2, 1 << 34), (2, 0, 1 << 33)]);
+        l.origin.heaviest = Some(("g.wel".into(), 2));
+        let e = Csr::from_edges(&l).unwrap_err().to_string();
+        assert!(
+            e.starts_with("g.wel:2: arc 1 -> 2 has weight 17179869184, outside 0..=4294967295"),
+            "{e}"
+        );
     }
 }

@@ -1,7 +1,9 @@
 //! Graph file readers: DIMACS `.gr`, Matrix Market `.mtx`, whitespace edge lists
 //! (`.el`, `.wel`, `.txt`), each optionally gzip-compressed (`.gz`).
 //!
-//! Every complaint names `file:line` and says what to change.
+//! Every complaint names `file:line` and says what to change. Tokens are quoted with invisible
+//! characters escaped (`'3\u{a0}'`), a leading UTF-8 byte-order mark is skipped, and CRLF line
+//! ends are accepted.
 
 use super::{EdgeList, Origin};
 use crate::{Error, Result};
@@ -20,6 +22,13 @@ pub fn read_graph(path: &Path) -> Result<EdgeList> {
         None => (name.clone(), false),
     };
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    // Opening a directory succeeds on Linux; reading it would fail with a bare "Is a directory".
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(Error::Input(format!(
+            "{}: is a directory; input.path must name a graph file",
+            path.display()
+        )));
+    }
     let raw: Box<dyn Read> = if gz {
         Box::new(flate2::read::MultiGzDecoder::new(file))
     } else {
@@ -27,7 +36,7 @@ pub fn read_graph(path: &Path) -> Result<EdgeList> {
     };
     let reader = BufReader::with_capacity(1 << 20, raw);
     let ext = stem.rsplit('.').next().unwrap_or("");
-    let mut p = Parser::new(path);
+    let mut p = Parser::new(path, gz);
     let list = match ext {
         "gr" => p.dimacs(reader)?,
         "mtx" => p.matrix_market(reader)?,
@@ -53,16 +62,27 @@ pub fn read_graph(path: &Path) -> Result<EdgeList> {
 
 struct Parser<'a> {
     path: &'a Path,
+    gz: bool,
     line: usize,
     first_negative: Option<usize>,
+    /// Largest weight magnitude so far and the line of its first occurrence.
+    heaviest: Option<(u64, usize)>,
+}
+
+/// A token as the user should see it in a message: invisible characters (a no-break space, a
+/// zero-width space, control bytes) escaped rather than printed as nothing.
+fn shown(tok: &str) -> String {
+    tok.escape_debug().to_string()
 }
 
 impl<'a> Parser<'a> {
-    fn new(path: &'a Path) -> Self {
+    fn new(path: &'a Path, gz: bool) -> Self {
         Parser {
             path,
+            gz,
             line: 0,
             first_negative: None,
+            heaviest: None,
         }
     }
 
@@ -80,24 +100,50 @@ impl<'a> Parser<'a> {
         let mut buf = Vec::with_capacity(256);
         loop {
             buf.clear();
-            let got = reader
-                .read_until(b'\n', &mut buf)
-                .map_err(|e| Error::parse(self.path, self.line + 1, format!("cannot read: {e}")))?;
+            let got = reader.read_until(b'\n', &mut buf).map_err(|e| {
+                let msg = if self.gz {
+                    format!(
+                        "cannot decompress ({e}); the .gz file is corrupt or truncated \
+                         (`gzip -t` checks it)"
+                    )
+                } else {
+                    format!("cannot read: {e}")
+                };
+                Error::parse(self.path, self.line + 1, msg)
+            })?;
             if got == 0 {
+                if self.line == 0 {
+                    return Err(Error::Input(format!(
+                        "{}: the file is empty{}",
+                        self.path.display(),
+                        if self.gz {
+                            " (after decompression)"
+                        } else {
+                            ""
+                        }
+                    )));
+                }
                 return Ok(());
             }
             self.line += 1;
-            let text = std::str::from_utf8(&buf)
+            let mut text = std::str::from_utf8(&buf)
                 .map_err(|_| self.err("not valid text (UTF-8); is this a graph file?"))?;
+            if self.line == 1 {
+                // Editors on Windows may start a UTF-8 file with a byte-order mark.
+                text = text.strip_prefix('\u{feff}').unwrap_or(text);
+            }
             f(self, text.trim_end_matches(['\n', '\r']))?;
         }
     }
 
     fn id(&self, tok: Option<&str>, what: &str, base: u64, n: Option<u64>) -> Result<u32> {
         let tok = tok.ok_or_else(|| self.err(format!("missing {what}")))?;
-        let v: u64 = tok
-            .parse()
-            .map_err(|_| self.err(format!("{what} '{tok}' is not a non-negative integer")))?;
+        let v: u64 = tok.parse().map_err(|_| {
+            self.err(format!(
+                "{what} '{}' is not a non-negative integer",
+                shown(tok)
+            ))
+        })?;
         if v < base {
             return Err(self.err(format!("{what} {v} is below the first id {base}")));
         }
@@ -126,23 +172,37 @@ impl<'a> Parser<'a> {
                 // Accept integral reals such as "3.0" or "1e3"; refuse fractions and giants.
                 let f: f64 = tok
                     .parse()
-                    .map_err(|_| self.err(format!("weight '{tok}' is not a number")))?;
-                if !f.is_finite() || f.fract() != 0.0 {
+                    .map_err(|_| self.err(format!("weight '{}' is not a number", shown(tok))))?;
+                if f.is_nan() {
+                    return Err(self.err(format!("weight '{}' is not a number", shown(tok))));
+                }
+                if f.is_finite() && f.fract() != 0.0 {
                     return Err(self.err(format!(
-                        "weight '{tok}' is not an integer; tuccompi computes exact integer distances, \
-                         so scale the weights to integers"
+                        "weight '{}' is not an integer; tuccompi computes exact integer distances, \
+                         so scale the weights to integers",
+                        shown(tok)
                     )));
                 }
-                if f.abs() >= 9.2e18 {
-                    return Err(
-                        self.err(format!("weight '{tok}' does not fit in a 64-bit integer"))
-                    );
+                // Weights are kept as i64; no plugin takes anything near that, so say what
+                // each takes rather than the storage limit.
+                if !f.is_finite() || f.abs() >= 9.2e18 {
+                    return Err(self.err(format!(
+                        "weight '{}' is out of range: Dijkstra-based plugins (apsp, \
+                         dense-dijkstra) take 0..={}, Floyd-Warshall plugins (fw-naive, \
+                         fw-blocked, rkleene) magnitudes below 2^59 / (vertices - 1); rescale \
+                         the weights",
+                        shown(tok),
+                        u32::MAX
+                    )));
                 }
                 f as i64
             }
         };
         if w < 0 && self.first_negative.is_none() {
             self.first_negative = Some(self.line);
+        }
+        if self.heaviest.is_none_or(|(a, _)| w.unsigned_abs() > a) {
+            self.heaviest = Some((w.unsigned_abs(), self.line));
         }
         Ok(w)
     }
@@ -155,6 +215,7 @@ impl<'a> Parser<'a> {
             id_base,
             origin: Origin {
                 first_negative: self.first_negative.map(|l| (name.clone(), l)),
+                heaviest: self.heaviest.map(|(_, l)| (name.clone(), l)),
                 name,
             },
         }
@@ -163,6 +224,7 @@ impl<'a> Parser<'a> {
     fn dimacs<R: BufRead>(&mut self, reader: R) -> Result<EdgeList> {
         let mut n: Option<u64> = None;
         let mut declared = 0u64;
+        let mut problem_line = 0;
         let mut arcs = Vec::new();
         self.lines(reader, |p, line| {
             let mut t = line.split_ascii_whitespace();
@@ -181,11 +243,15 @@ impl<'a> Parser<'a> {
                     };
                     let nn = parse(t.next(), "N")?;
                     declared = parse(t.next(), "M")?;
+                    if t.next().is_some() {
+                        return Err(p.err("extra field after 'p sp N M'"));
+                    }
                     if nn >= u32::MAX as u64 {
                         return Err(p.err(format!("{nn} vertices is too many (at most {})", u32::MAX - 1)));
                     }
                     arcs.reserve(declared.min(1 << 28) as usize);
                     n = Some(nn);
+                    problem_line = p.line;
                     Ok(())
                 }
                 Some("a") => {
@@ -198,20 +264,29 @@ impl<'a> Parser<'a> {
                     if t.next().is_some() {
                         return Err(p.err("extra field after 'a U V W'"));
                     }
+                    if arcs.len() as u64 == declared {
+                        return Err(p.err(format!(
+                            "arc number {} but the problem line (line {problem_line}) declares \
+                             {declared} arcs; correct M in 'p sp N M' or remove the extra arcs",
+                            declared + 1
+                        )));
+                    }
                     arcs.push((u, v, w));
                     Ok(())
                 }
                 Some(tag) => Err(p.err(format!(
-                    "unknown line type '{tag}'; a .gr file has only 'c', 'p sp N M' and 'a U V W' lines"
+                    "unknown line type '{}'; a .gr file has only 'c', 'p sp N M' and 'a U V W' lines",
+                    shown(tag)
                 ))),
             }
         })?;
         let Some(n) = n else {
             return Err(self.err("no 'p sp N M' problem line found; is this a DIMACS .gr file?"));
         };
-        if arcs.len() as u64 != declared {
+        if (arcs.len() as u64) < declared {
             return Err(self.err(format!(
-                "the problem line declares {declared} arcs but the file has {}; is it truncated?",
+                "the problem line (line {problem_line}) declares {declared} arcs but the file \
+                 ends after {}; is it truncated?",
                 arcs.len()
             )));
         }
@@ -222,8 +297,9 @@ impl<'a> Parser<'a> {
         let mut header_seen = false;
         let mut pattern = false;
         let mut symmetric = false;
-        let mut size: Option<(u64, u64)> = None;
+        let mut size: Option<u64> = None;
         let mut declared = 0u64;
+        let mut size_line = 0;
         let mut entries = 0u64;
         let mut arcs = Vec::new();
         self.lines(reader, |p, line| {
@@ -239,12 +315,12 @@ impl<'a> Parser<'a> {
                 pattern = match f[3] {
                     "pattern" => true,
                     "integer" | "real" => false,
-                    other => return Err(p.err(format!("field '{other}' unsupported; use integer, real or pattern"))),
+                    other => return Err(p.err(format!("field '{}' unsupported; use integer, real or pattern", shown(other)))),
                 };
                 symmetric = match f[4] {
                     "general" => false,
                     "symmetric" => true,
-                    other => return Err(p.err(format!("symmetry '{other}' unsupported; use general or symmetric"))),
+                    other => return Err(p.err(format!("symmetry '{}' unsupported; use general or symmetric", shown(other)))),
                 };
                 header_seen = true;
                 return Ok(());
@@ -254,7 +330,7 @@ impl<'a> Parser<'a> {
                 return Ok(());
             }
             let mut t = line.split_ascii_whitespace();
-            let Some((rows, cols)) = size else {
+            let Some(n) = size else {
                 let mut num = |what| -> Result<u64> {
                     t.next().and_then(|s| s.parse().ok()).ok_or_else(|| {
                         p.err(format!("expected the size line 'ROWS COLS ENTRIES': {what} missing or not a number"))
@@ -262,19 +338,35 @@ impl<'a> Parser<'a> {
                 };
                 let (r, c) = (num("ROWS")?, num("COLS")?);
                 declared = num("ENTRIES")?;
-                if r.max(c) >= u32::MAX as u64 {
-                    return Err(p.err("too many vertices"));
+                if t.next().is_some() {
+                    return Err(p.err("extra field after the size line 'ROWS COLS ENTRIES'"));
                 }
-                size = Some((r, c));
+                if r != c {
+                    return Err(p.err(format!(
+                        "the matrix is {r} x {c}; a graph's adjacency matrix is square \
+                         (ROWS = COLS = the number of vertices)"
+                    )));
+                }
+                if r >= u32::MAX as u64 {
+                    return Err(p.err(format!("{r} vertices is too many (at most {})", u32::MAX - 1)));
+                }
+                size_line = p.line;
+                size = Some(r);
                 arcs.reserve(declared.min(1 << 28) as usize * if symmetric { 2 } else { 1 });
                 return Ok(());
             };
-            let n = rows.max(cols);
             let u = p.id(t.next(), "row index", 1, Some(n))?;
             let v = p.id(t.next(), "column index", 1, Some(n))?;
             let w = if pattern { 1 } else { p.weight(t.next())? };
             if t.next().is_some() {
                 return Err(p.err("extra field after 'ROW COL VALUE'"));
+            }
+            if entries == declared {
+                return Err(p.err(format!(
+                    "entry number {} but the size line (line {size_line}) declares {declared} \
+                     entries; correct ENTRIES or remove the extra entries",
+                    declared + 1
+                )));
             }
             entries += 1;
             arcs.push((u, v, w));
@@ -283,15 +375,16 @@ impl<'a> Parser<'a> {
             }
             Ok(())
         })?;
-        let Some((rows, cols)) = size else {
+        let Some(rows) = size else {
             return Err(self.err("no size line 'ROWS COLS ENTRIES' found"));
         };
-        if entries != declared {
+        if entries < declared {
             return Err(self.err(format!(
-                "the size line declares {declared} entries but the file has {entries}; is it truncated?"
+                "the size line (line {size_line}) declares {declared} entries but the file ends \
+                 after {entries}; is it truncated?"
             )));
         }
-        Ok(self.done(rows.max(cols) as usize, arcs, 1))
+        Ok(self.done(rows as usize, arcs, 1))
     }
 
     fn edge_list<R: BufRead>(&mut self, reader: R, columns: Option<usize>) -> Result<EdgeList> {
@@ -304,13 +397,23 @@ impl<'a> Parser<'a> {
                 return Ok(());
             }
             let f: Vec<&str> = line.split_ascii_whitespace().collect();
-            let want = *cols.get_or_insert(f.len());
-            if f.len() != want || !(2..=3).contains(&want) {
+            if cols.is_none() && !(2..=3).contains(&f.len()) {
                 return Err(p.err(format!(
-                    "expected {} fields ('U V{}'), found {}",
-                    want.clamp(2, 3),
-                    if want == 3 { " W" } else { "" },
+                    "expected 2 fields ('U V') or 3 ('U V W'), found {}",
                     f.len()
+                )));
+            }
+            let want = *cols.get_or_insert(f.len());
+            if f.len() != want {
+                return Err(p.err(format!(
+                    "expected {want} fields ('U V{}'), found {}{}",
+                    if want == 3 { " W" } else { "" },
+                    f.len(),
+                    if columns.is_none() {
+                        "; every line of a .txt edge list has as many fields as its first"
+                    } else {
+                        ""
+                    }
                 )));
             }
             let u = p.id(Some(f[0]), "source id", 0, None)?;
@@ -355,7 +458,10 @@ mod test {
         let e = read_graph(&write("d.gr", "p sp 3 2\na 1 2 5\n"))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("truncated"), "{e}");
+        assert!(
+            e.ends_with("d.gr:2: the problem line (line 1) declares 2 arcs but the file ends after 1; is it truncated?"),
+            "{e}"
+        );
         let e = read_graph(&write("e.gr", "p sp 2 1\na 1 2 99999999999999999999\n")).unwrap_err();
         assert!(e.to_string().contains("e.gr:2:"), "{e}");
     }
@@ -376,6 +482,152 @@ mod test {
         assert!(
             e.to_string()
                 .contains("r.mtx:3: weight '0.5' is not an integer"),
+            "{e}"
+        );
+    }
+
+    fn fails(name: &str, text: &[u8]) -> String {
+        let dir = std::env::temp_dir().join(format!("tuccompi-read-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        read_graph(&p).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn more_arcs_than_declared_is_not_called_truncated() {
+        let e = fails("more.gr", b"p sp 2 1\na 1 2 3\na 2 1 3\n");
+        assert!(
+            e.ends_with("more.gr:3: arc number 2 but the problem line (line 1) declares 1 arcs; correct M in 'p sp N M' or remove the extra arcs"),
+            "{e}"
+        );
+        let e = fails(
+            "more.mtx",
+            b"%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 2\n2 1\n",
+        );
+        assert!(
+            e.ends_with("more.mtx:4: entry number 2 but the size line (line 2) declares 1 entries; correct ENTRIES or remove the extra entries"),
+            "{e}"
+        );
+        let e = fails(
+            "less.mtx",
+            b"%%MatrixMarket matrix coordinate pattern general\n2 2 3\n1 2\n",
+        );
+        assert!(e.contains("ends after 1; is it truncated?"), "{e}");
+    }
+
+    #[test]
+    fn non_square_matrix_is_refused() {
+        let e = fails(
+            "ns.mtx",
+            b"%%MatrixMarket matrix coordinate integer general\n% c\n2 3 1\n1 3 5\n",
+        );
+        assert!(
+            e.ends_with("ns.mtx:3: the matrix is 2 x 3; a graph's adjacency matrix is square (ROWS = COLS = the number of vertices)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn weights_out_of_range_name_the_line_and_the_real_limits() {
+        // Beyond i64: the reader refuses, stating what the plugins take (not "64 bits").
+        let e = fails("big.gr", b"p sp 2 1\na 1 2 18446744073709551615\n");
+        assert!(
+            e.contains("big.gr:2: weight '18446744073709551615' is out of range: Dijkstra-based plugins (apsp, dense-dijkstra) take 0..=4294967295, Floyd-Warshall plugins")
+                && !e.contains("64-bit"),
+            "{e}"
+        );
+        assert!(fails("inf.gr", b"p sp 2 1\na 1 2 1e400\n").contains("out of range"));
+        assert!(fails("nan.gr", b"p sp 2 1\na 1 2 NaN\n").contains("'NaN' is not a number"));
+        // Within i64 but beyond u32: the CSR (Dijkstra plugins) names the line of the heaviest.
+        let dir = std::env::temp_dir().join(format!("tuccompi-read-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("w.wel");
+        std::fs::write(&p, "0 1 5\n1 2 5000000000\n2 0 6000000000\n").unwrap();
+        let g = read_graph(&p).unwrap();
+        assert_eq!(g.origin.heaviest.as_ref().unwrap().1, 3);
+        let e = crate::graph::Csr::from_edges(&g).unwrap_err().to_string();
+        assert!(
+            e.contains("w.wel:3: arc 2 -> 0 has weight 6000000000, outside 0..=4294967295"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn byte_order_mark_crlf_and_invisible_characters() {
+        let g = read_graph(&write("bom.gr", "\u{feff}p sp 2 1\r\na 1 2 3\r\n")).unwrap();
+        assert_eq!(g.arcs, vec![(0, 1, 3)]);
+        let g = read_graph(&write("bom.el", "\u{feff}0 1\n")).unwrap();
+        assert_eq!(g.n, 2);
+        // A no-break space glued to a number is shown, not printed as a blank.
+        let e = fails("nbsp.gr", "p sp 2 1\na 1 2 3\u{a0}\n".as_bytes());
+        assert!(
+            e.ends_with("nbsp.gr:2: weight '3\\u{a0}' is not a number"),
+            "{e}"
+        );
+        let e = fails("zw.gr", "\u{200b}p sp 2 1\n".as_bytes());
+        assert!(e.contains("zw.gr:1: unknown line type '\\u{200b}p'"), "{e}");
+    }
+
+    #[test]
+    fn hostile_files_get_a_message() {
+        let e = fails("empty.gr", b"");
+        assert!(e.ends_with("empty.gr: the file is empty"), "{e}");
+        let e = fails("empty.mtx", b"");
+        assert!(e.ends_with("empty.mtx: the file is empty"), "{e}");
+        let e = fails(
+            "hdr.mtx",
+            b"%%MatrixMarket matrix coordinate integer general\n",
+        );
+        assert!(
+            e.ends_with("hdr.mtx:1: no size line 'ROWS COLS ENTRIES' found"),
+            "{e}"
+        );
+        let e = fails("x.txt", b"0 1 2 3\n");
+        assert!(
+            e.ends_with("x.txt:1: expected 2 fields ('U V') or 3 ('U V W'), found 4"),
+            "{e}"
+        );
+        let e = fails("y.txt", b"0 1 2\n1 2\n");
+        assert!(
+            e.contains("y.txt:2: expected 3 fields ('U V W'), found 2; every line"),
+            "{e}"
+        );
+        let e = fails("p.gr", b"p sp 2 1 9\n");
+        assert!(e.ends_with("p.gr:1: extra field after 'p sp N M'"), "{e}");
+        // gzip: corrupt, truncated, or empty after decompression.
+        let e = fails("bad.gr.gz", b"not gzip at all");
+        assert!(
+            e.contains("bad.gr.gz:1: cannot decompress") && e.contains("corrupt or truncated"),
+            "{e}"
+        );
+        let mut gz = Vec::new();
+        {
+            use std::io::Write;
+            let mut w = flate2::write::GzEncoder::new(&mut gz, flate2::Compression::default());
+            w.write_all("p sp 3 2\na 1 2 3\na 2 3 4\n".repeat(50).as_bytes())
+                .unwrap();
+        }
+        let e = fails("cut.gr.gz", &gz[..gz.len() / 2]);
+        assert!(
+            e.contains("cut.gr.gz:") && e.contains("corrupt or truncated"),
+            "{e}"
+        );
+        let mut empty = Vec::new();
+        flate2::write::GzEncoder::new(&mut empty, flate2::Compression::default())
+            .finish()
+            .unwrap();
+        let e = fails("e.gr.gz", &empty);
+        assert!(
+            e.ends_with("e.gr.gz: the file is empty (after decompression)"),
+            "{e}"
+        );
+        // A directory opens on Linux; reading it must not be the message.
+        let dir = std::env::temp_dir().join(format!("tuccompi-read-{}/dir.gr", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let e = read_graph(&dir).unwrap_err().to_string();
+        assert!(
+            e.ends_with("dir.gr: is a directory; input.path must name a graph file"),
             "{e}"
         );
     }
