@@ -236,6 +236,9 @@ pub(super) fn max_cpu_workers(cores: usize) -> usize {
 /// two cores (a container, an MPI rank bound to a core).
 pub(super) const MIN_WORKER_CAP: usize = 16;
 
+/// The most in-order queues `units.concurrent_kernels` may ask for per device.
+pub(super) const MAX_QUEUES_PER_DEVICE: usize = 64;
+
 impl RawConfig {
     pub(super) fn validate(self, path: &Path, resolved_toml: String) -> Result<Plan> {
         let shown = path.display();
@@ -305,6 +308,17 @@ impl RawConfig {
                 other => Ok(other),
             }
         };
+        let concurrent_kernels =
+            positive("units.concurrent_kernels", self.units.concurrent_kernels)?;
+        if let Some(k) = concurrent_kernels.filter(|&k| k > MAX_QUEUES_PER_DEVICE) {
+            // Each queue is a unit with its own host thread; devices run a handful of hardware
+            // queues at most, so more only adds threads.
+            return Err(Error::Config(format!(
+                "{shown}: units.concurrent_kernels = {k}: at most {MAX_QUEUES_PER_DEVICE} queues \
+                 per device (each is a unit with its own host thread); use \"auto\" (the tuner \
+                 picks 1 or 4) or 1..={MAX_QUEUES_PER_DEVICE}"
+            )));
+        }
         let mut plugin_options = toml::Table::new();
         let mut extra = BTreeMap::new();
         for (name, value) in self.plugin_tables {
@@ -330,10 +344,7 @@ impl RawConfig {
                 cpu_workers_auto: self.units.cpu_workers.unwrap_or(AutoOr::Auto) == AutoOr::Auto,
                 opencl: self.units.opencl.unwrap_or(DeviceSel::All),
                 device_type,
-                concurrent_kernels: positive(
-                    "units.concurrent_kernels",
-                    self.units.concurrent_kernels,
-                )?,
+                concurrent_kernels,
             },
             scheduler: SchedulerPlan {
                 policy: self.scheduler.policy.unwrap_or(Policy::WorkQueue),

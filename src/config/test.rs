@@ -114,6 +114,21 @@ fn cpu_workers_far_above_the_cores_is_refused() {
         cap
     );
     assert!(raw::max_cpu_workers(1) >= 16 && raw::max_cpu_workers(64) == 256);
+    // The same for queues per device: each is a unit with a host thread.
+    let e = plan(MIN, &["units.concurrent_kernels=100000"])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("units.concurrent_kernels = 100000: at most 64 queues per device"),
+        "{e}"
+    );
+    assert_eq!(
+        plan(MIN, &["units.concurrent_kernels=64"])
+            .unwrap()
+            .units
+            .concurrent_kernels,
+        Some(64)
+    );
 }
 
 #[test]

@@ -60,6 +60,9 @@ pub fn read_graph(path: &Path) -> Result<EdgeList> {
     Ok(list)
 }
 
+/// The longest line any format needs (a few numbers and a comment) is far below this.
+const MAX_LINE: usize = 64 << 10;
+
 struct Parser<'a> {
     path: &'a Path,
     gz: bool,
@@ -100,17 +103,21 @@ impl<'a> Parser<'a> {
         let mut buf = Vec::with_capacity(256);
         loop {
             buf.clear();
-            let got = reader.read_until(b'\n', &mut buf).map_err(|e| {
-                let msg = if self.gz {
-                    format!(
-                        "cannot decompress ({e}); the .gz file is corrupt or truncated \
+            // A bounded read: a binary file without newlines must not be slurped whole.
+            let got = (&mut reader)
+                .take(MAX_LINE as u64 + 1)
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| {
+                    let msg = if self.gz {
+                        format!(
+                            "cannot decompress ({e}); the .gz file is corrupt or truncated \
                          (`gzip -t` checks it)"
-                    )
-                } else {
-                    format!("cannot read: {e}")
-                };
-                Error::parse(self.path, self.line + 1, msg)
-            })?;
+                        )
+                    } else {
+                        format!("cannot read: {e}")
+                    };
+                    Error::parse(self.path, self.line + 1, msg)
+                })?;
             if got == 0 {
                 if self.line == 0 {
                     return Err(Error::Input(format!(
@@ -126,6 +133,12 @@ impl<'a> Parser<'a> {
                 return Ok(());
             }
             self.line += 1;
+            if got > MAX_LINE {
+                return Err(self.err(format!(
+                    "line longer than {} KiB; is this a graph file?",
+                    MAX_LINE >> 10
+                )));
+            }
             let mut text = std::str::from_utf8(&buf)
                 .map_err(|_| self.err("not valid text (UTF-8); is this a graph file?"))?;
             if self.line == 1 {
@@ -591,6 +604,13 @@ mod test {
         let e = fails("y.txt", b"0 1 2\n1 2\n");
         assert!(
             e.contains("y.txt:2: expected 3 fields ('U V W'), found 2; every line"),
+            "{e}"
+        );
+        let mut long = b"c ".to_vec();
+        long.resize(100 << 10, b'x');
+        let e = fails("long.gr", &long);
+        assert!(
+            e.ends_with("long.gr:1: line longer than 64 KiB; is this a graph file?"),
             "{e}"
         );
         let e = fails("p.gr", b"p sp 2 1 9\n");
