@@ -21,7 +21,7 @@ use std::path::Path;
 use tuccompi::device::{Arg, DBuf, Device, KernelSource, Queue};
 use tuccompi::plugin::Worker;
 use tuccompi::plugin::{CpuHalf, Gpu, GpuHalf, Job, Plugin, PrepareCtx, Records, RecordsOut};
-use tuccompi::tuning::{LaunchParams, Request, Setting, Shape, Tuner};
+use tuccompi::tuning::{Choice, LaunchParams, Request, Shape, Tuner};
 use tuccompi::{Error, Result};
 
 /// The kernel, shipped with the example.
@@ -162,15 +162,10 @@ impl GpuHalf for CollatzJob {
             bytes_per_task: self.block * 4,
             shared_bytes: 0,
         };
-        let request = Request {
-            kernels: &KERNELS,
-            launched: &["collatz_steps"],
-            cache_name: None,
-            shape,
-            batch: Setting::from_config(Some(4), "4 blocks per chunk (the example's choice)"),
-            local_size: None,
-        };
-        tuner.params(&device.info, request)
+        let request = Request::new(&KERNELS, &["collatz_steps"], shape);
+        let mut params = tuner.params(&device.info, request)?;
+        params.batch = Choice::fixed(4, "4 blocks per chunk (the example's choice)");
+        Ok(params)
     }
     fn setup(&self, device: &Device, params: &LaunchParams) -> Result<LaunchParams> {
         device.program(&KERNELS, "")?;
@@ -212,7 +207,8 @@ impl Worker for GpuWorker<'_> {
                 Arg::U64(r.start),
                 Arg::U32(len as u32),
             ];
-            self.q.launch(&self.kernel, len, Some(self.local), &args)?;
+            // SAFETY: collatz_steps(uint* steps, ulong first, uint count); steps holds >= count.
+            unsafe { self.q.launch(&self.kernel, len, Some(self.local), &args) }?;
             self.q.read(&self.steps, 0, &mut self.host[..len])?;
             out.put(t, &reduce(r, self.host[..len].iter().copied()));
         }

@@ -312,7 +312,7 @@ fn device_errors_are_clear() {
         ),
     )
     .unwrap();
-    std::fs::write(kdir.join("sssp.toml"), &src.characterization).unwrap();
+    std::fs::write(kdir.join("sssp.toml"), src.characterization).unwrap();
     let (code, err) = tuccompi(
         &[&["run", cfg][..], &gpu_only].concat(),
         &[("TUCCOMPI_KERNELS", kdir.to_str().unwrap())],
@@ -324,7 +324,7 @@ fn device_errors_are_clear() {
     );
 
     // A characterization that does not match the kernels.
-    std::fs::write(kdir.join("sssp.cl"), &src.source).unwrap();
+    std::fs::write(kdir.join("sssp.cl"), src.source).unwrap();
     std::fs::write(
         kdir.join("sssp.toml"),
         src.characterization

@@ -209,19 +209,16 @@ impl GpuHalf for DdJob {
         let n = self.n as u64;
         let mut p = tuner.params(
             &device.info,
-            Request {
-                kernels: &KERNELS,
-                launched: &["dd_sssp"],
-                cache_name: None,
-                shape: Shape {
+            Request::new(
+                &KERNELS,
+                &["dd_sssp"],
+                Shape {
                     n: self.n,
                     mean_degree: self.n as f64,
                     bytes_per_task: n * 5,
                     shared_bytes: n * n * 4,
                 },
-                batch: None,
-                local_size: None,
-            },
+            ),
         )?;
         p.batch = Choice::fixed(
             GPU_BATCH,
@@ -296,20 +293,23 @@ impl Worker for GpuDd<'_> {
             self.q
                 .write(&mut self.src, 0, &self.job.sources[start..end])?;
             let l = self.local;
-            self.q.launch(
-                &self.k,
-                b * l,
-                Some(l),
-                &[
-                    Arg::U32s(self.w),
-                    Arg::U32s(&self.dist),
-                    Arg::U8s(&self.done),
-                    Arg::U32s(&self.src),
-                    Arg::Local(l * 4),
-                    Arg::Local(l * 4),
-                    Arg::U32(n as u32),
-                ],
-            )?;
+            // SAFETY: dd_sssp's order and types; w is n x n, dist/done batch x n, src batch.
+            unsafe {
+                self.q.launch(
+                    &self.k,
+                    b * l,
+                    Some(l),
+                    &[
+                        Arg::U32s(self.w),
+                        Arg::U32s(&self.dist),
+                        Arg::U8s(&self.done),
+                        Arg::U32s(&self.src),
+                        Arg::Local(l * 4),
+                        Arg::Local(l * 4),
+                        Arg::U32(n as u32),
+                    ],
+                )
+            }?;
             for (i, t) in (start..end).enumerate() {
                 self.q.read(&self.dist, i * n, &mut row)?;
                 out.put(t, &PathSummary::of(&row));

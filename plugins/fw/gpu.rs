@@ -44,19 +44,16 @@ impl GpuHalf for FwJob {
         let nn = (self.n * self.n) as u64;
         let mut p = tuner.params(
             &device.info,
-            Request {
-                kernels: &KERNELS,
-                launched: self.variant.launched(),
-                cache_name: None,
-                shape: Shape {
+            Request::new(
+                &KERNELS,
+                self.variant.launched(),
+                Shape {
                     n: self.n * self.n,
                     mean_degree: self.n as f64,
                     bytes_per_task: nn * 4,
                     shared_bytes: 0,
                 },
-                batch: None,
-                local_size: None,
-            },
+            ),
         )?;
         p.batch = Choice::fixed(1, "the whole matrix is one task");
         p.queues = Choice::fixed(1, "one device runs the whole matrix, on one queue");
@@ -139,66 +136,78 @@ impl Rk<'_> {
     ) -> Result<()> {
         let u = |x: usize| Arg::U32(x as u32);
         let n = Arg::U32(self.n);
-        self.q.launch(
-            &self.copy,
-            rows * inner,
-            Some(self.params.local("fw_copy")),
-            &[
-                Arg::I32s(self.m),
-                Arg::I32s(self.ta),
-                n,
-                u(a.0),
-                u(a.1),
-                u(rows),
-                u(inner),
-            ],
-        )?;
-        self.q.launch(
-            &self.copy,
-            inner * cols,
-            Some(self.params.local("fw_copy")),
-            &[
-                Arg::I32s(self.m),
-                Arg::I32s(self.tb),
-                n,
-                u(b.0),
-                u(b.1),
-                u(inner),
-                u(cols),
-            ],
-        )?;
-        self.q.launch(
-            &self.mp,
-            rows * cols,
-            Some(self.params.local("fw_minplus")),
-            &[
-                Arg::I32s(self.m),
-                Arg::I32s(self.ta),
-                Arg::I32s(self.tb),
-                n,
-                u(c.0),
-                u(c.1),
-                u(rows),
-                u(inner),
-                u(cols),
-            ],
-        )
+        // SAFETY: fw.cl's argument types; m is n x n, operands (half + 1)^2.
+        unsafe {
+            self.q.launch(
+                &self.copy,
+                rows * inner,
+                Some(self.params.local("fw_copy")),
+                &[
+                    Arg::I32s(self.m),
+                    Arg::I32s(self.ta),
+                    n,
+                    u(a.0),
+                    u(a.1),
+                    u(rows),
+                    u(inner),
+                ],
+            )
+        }?;
+        // SAFETY: fw.cl's argument types; m is n x n, operands (half + 1)^2.
+        unsafe {
+            self.q.launch(
+                &self.copy,
+                inner * cols,
+                Some(self.params.local("fw_copy")),
+                &[
+                    Arg::I32s(self.m),
+                    Arg::I32s(self.tb),
+                    n,
+                    u(b.0),
+                    u(b.1),
+                    u(inner),
+                    u(cols),
+                ],
+            )
+        }?;
+        // SAFETY: fw.cl's argument types; m is n x n, operands (half + 1)^2.
+        unsafe {
+            self.q.launch(
+                &self.mp,
+                rows * cols,
+                Some(self.params.local("fw_minplus")),
+                &[
+                    Arg::I32s(self.m),
+                    Arg::I32s(self.ta),
+                    Arg::I32s(self.tb),
+                    n,
+                    u(c.0),
+                    u(c.1),
+                    u(rows),
+                    u(inner),
+                    u(cols),
+                ],
+            )
+        }
     }
 
     /// Close the diagonal block of side s at (o, o).
     fn closure(&self, o: usize, s: usize) -> Result<()> {
         if s <= T {
-            return self.q.launch(
-                &self.diag,
-                T * T,
-                Some(self.params.local("fw_diag")),
-                &[
-                    Arg::I32s(self.m),
-                    Arg::U32(self.n),
-                    Arg::U32(o as u32),
-                    Arg::U32(s as u32),
-                ],
-            );
+            // SAFETY: fw.cl's argument types; m is n x n, operands (half + 1)^2.
+            return unsafe {
+                self.q.launch(
+                    &self.diag,
+                    T * T,
+                    Some(self.params.local("fw_diag")),
+                    &[
+                        Arg::I32s(self.m),
+                        Arg::U32(self.n),
+                        Arg::U32(o as u32),
+                        Arg::U32(s as u32),
+                    ],
+                )
+            };
         }
         let h = s / 2;
         let (a, d, sd) = (o, o + h, s - h);
@@ -226,12 +235,15 @@ impl Worker for GpuFw<'_> {
             Variant::Naive => {
                 let k = self.k("fw_naive")?;
                 for p in 0..n {
-                    self.q.launch(
-                        &k,
-                        n * n,
-                        Some(self.params.local("fw_naive")),
-                        &[Arg::I32s(&m), nn, Arg::U32(p as u32)],
-                    )?;
+                    // SAFETY: fw.cl's argument types; m is n x n, operands (half + 1)^2.
+                    unsafe {
+                        self.q.launch(
+                            &k,
+                            n * n,
+                            Some(self.params.local("fw_naive")),
+                            &[Arg::I32s(&m), nn, Arg::U32(p as u32)],
+                        )
+                    }?;
                 }
             }
             Variant::Blocked => {
@@ -250,21 +262,27 @@ impl Worker for GpuFw<'_> {
                 );
                 for kb in 0..nb {
                     let (kbu, nbu) = (Arg::U32(kb as u32), Arg::U32(nb as u32));
-                    self.q
-                        .launch(&p1, l1, Some(l1), &[Arg::I32s(&m), nn, kbu])?;
+                    // SAFETY: fw.cl's argument types; m is n x n, operands (half + 1)^2.
+                    unsafe { self.q.launch(&p1, l1, Some(l1), &[Arg::I32s(&m), nn, kbu]) }?;
                     if nb > 1 {
-                        self.q.launch(
-                            &p2,
-                            2 * (nb - 1) * l2,
-                            Some(l2),
-                            &[Arg::I32s(&m), nn, kbu, nbu],
-                        )?;
-                        self.q.launch(
-                            &p3,
-                            (nb - 1) * (nb - 1) * l3,
-                            Some(l3),
-                            &[Arg::I32s(&m), nn, kbu, nbu],
-                        )?;
+                        // SAFETY: fw.cl's argument types; m is n x n, operands (half + 1)^2.
+                        unsafe {
+                            self.q.launch(
+                                &p2,
+                                2 * (nb - 1) * l2,
+                                Some(l2),
+                                &[Arg::I32s(&m), nn, kbu, nbu],
+                            )
+                        }?;
+                        // SAFETY: fw.cl's argument types; m is n x n, operands (half + 1)^2.
+                        unsafe {
+                            self.q.launch(
+                                &p3,
+                                (nb - 1) * (nb - 1) * l3,
+                                Some(l3),
+                                &[Arg::I32s(&m), nn, kbu, nbu],
+                            )
+                        }?;
                     }
                 }
             }

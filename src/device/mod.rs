@@ -3,8 +3,10 @@
 //! Takes nothing from the layers above. Offers: discovery and selection of devices
 //! ([`discover`]), one context per [`Device`], programs built once per device from the kernel
 //! files plugins declare ([`KernelSource`]: embedded by the plugin; `TUCCOMPI_KERNELS=DIR` reads
-//! them from DIR instead), and a handle for buffers and launches ([`Queue`], [`DBuf`]). All `unsafe` of the project's OpenCL use
-//! lives in this folder, each block with its reason.
+//! them from DIR instead), and a handle for buffers and launches ([`Queue`], [`DBuf`]). The
+//! project's OpenCL FFI lives in this folder, each `unsafe` block with its reason; the one
+//! contract it cannot check, that launch arguments have the kernel's types, is
+//! [`Queue::launch`]'s `# Safety` section, which each call site answers.
 //!
 //! The OpenCL library is loaded at run time (`opencl3`'s `dynamic` feature): a machine without
 //! it gets [`Error::Device`] explaining what to install, never a crash.
@@ -63,17 +65,13 @@ pub struct Device {
     pub index: usize,
     /// Properties.
     pub info: DeviceInfo,
-    id: cl_device_id,
+    // opencl3's Device, Context and Program are Send + Sync (OpenCL objects are thread-safe
+    // except for setting kernel arguments, and `Device::kernel` makes a new kernel object per
+    // call); the program cache is behind a mutex.
+    cl: ClDevice,
     context: Context,
     programs: Mutex<HashMap<(String, String), Arc<Program>>>,
 }
-
-// SAFETY: cl_device_id is an opaque handle that OpenCL allows on any thread; Context and Program
-// are Send + Sync in opencl3, and the program cache is behind a mutex.
-unsafe impl Send for Device {}
-// SAFETY: as above; no method hands out a kernel object shared between threads (each
-// `Device::kernel` call makes a new one, since clSetKernelArg is not thread-safe).
-unsafe impl Sync for Device {}
 
 impl std::fmt::Debug for Device {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -141,6 +139,11 @@ pub fn nvidia_library_present() -> bool {
 /// Every OpenCL device on this machine, with its properties. An error when the OpenCL library
 /// is missing or no platform is registered (see [`no_platform_help`]).
 pub fn list() -> Result<Vec<(DeviceInfo, cl_device_id)>> {
+    // PoCL initializes its devices lazily in the first clGetDeviceIDs, and another thread's
+    // clGetDeviceInfo during that initialization crashed (two unit tests discovering devices at
+    // once). The OpenCL runtime is process-wide, so discovery takes a process-wide lock.
+    static DISCOVERY: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = DISCOVERY.lock();
     let platforms = match opencl3::platform::get_platforms() {
         Ok(p) => p,
         Err(e) if e.0 == -2000 => {
@@ -236,7 +239,7 @@ pub fn discover(filter: &Filter) -> Result<Vec<Arc<Device>>> {
             Ok(Arc::new(Device {
                 index,
                 info,
-                id,
+                cl: ClDevice::new(id),
                 context,
                 programs: Mutex::new(HashMap::new()),
             }))
@@ -257,8 +260,8 @@ impl Device {
         let mut program = Program::create_from_source(&self.context, &file.source)
             .map_err(|e| cl_err(&format!("creating program {stem}.cl"), e))?;
         let opts = format!("-cl-std=CL1.2 {options}");
-        if let Err(e) = program.build(&[self.id], &opts) {
-            let log = program.get_build_log(self.id).unwrap_or_default();
+        if let Err(e) = program.build(&[self.cl.id()], &opts) {
+            let log = program.get_build_log(self.cl.id()).unwrap_or_default();
             return Err(Error::Device(format!(
                 "kernels/{stem}.cl failed to build on '{}' ({e}) with options '{opts}'. Build log:\n{}",
                 self.info.name,
@@ -280,7 +283,7 @@ impl Device {
 
     /// A new in-order command queue on this device.
     pub fn queue(&self) -> Result<Queue> {
-        Queue::new(&self.context, self.id, &self.info.name)
+        Queue::new(&self.context, self.cl.id(), &self.info.name)
     }
 
     /// Check that `bytes` in total, the largest single buffer being `largest`, fit on the device;
@@ -306,3 +309,6 @@ impl Device {
         &self.context
     }
 }
+
+#[cfg(test)]
+mod test;

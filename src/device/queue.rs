@@ -1,5 +1,6 @@
-//! A safe handle over one in-order command queue: typed buffers with bounds-checked blocking
-//! transfers, and kernel launches with their arguments.
+//! A handle over one in-order command queue: typed buffers with bounds-checked blocking
+//! transfers (safe), and kernel launches with their arguments (`unsafe`: OpenCL cannot tell
+//! whether an argument has the type the kernel declares, see [`Queue::launch`]).
 
 use super::{cl_err, Device};
 use crate::{Error, Result};
@@ -37,12 +38,6 @@ impl<T: Scalar> std::fmt::Debug for DBuf<T> {
         write!(f, "DBuf<{}>[{}]", std::any::type_name::<T>(), self.len)
     }
 }
-
-// SAFETY: a cl_mem handle may be used from any thread (OpenCL objects are thread-safe except
-// kernels' argument setting); transfers go through a queue, which orders them.
-unsafe impl<T: Scalar> Send for DBuf<T> {}
-// SAFETY: as above.
-unsafe impl<T: Scalar> Sync for DBuf<T> {}
 
 impl<T: Scalar> DBuf<T> {
     /// Allocate `len` elements (at least one) on `device`.
@@ -105,9 +100,6 @@ pub struct Queue {
     queue: CommandQueue,
     device: String,
 }
-
-// SAFETY: OpenCL command queues are thread-safe objects; opencl3 marks CommandQueue Send.
-unsafe impl Send for Queue {}
 
 impl std::fmt::Debug for Queue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -216,8 +208,28 @@ impl Queue {
     }
 
     /// Enqueue `kernel` over `global` work-items (rounded up to a multiple of `local`), with
-    /// `args` in the kernel's parameter order. Does not wait.
-    pub fn launch(
+    /// `args` in the kernel's parameter order. Does not wait. A wrong number of arguments is
+    /// refused (an error, before any is set).
+    ///
+    /// # Safety
+    ///
+    /// OpenCL does not check argument types: the device reads whatever it is given as what the
+    /// kernel declares. The caller guarantees that
+    /// - each argument has the kernel's type for that parameter: [`Arg::U32s`] for a
+    ///   `__global uint*`, [`Arg::U64s`] for `__global ulong*`, [`Arg::I32s`] for `__global int*`,
+    ///   [`Arg::U8s`] for `__global uchar*`, [`Arg::I64s`] for `__global long*`, [`Arg::U32`] for
+    ///   `uint`, [`Arg::U64`] for `ulong`, [`Arg::I64`] for `long`, [`Arg::Local`] for a
+    ///   `__local` pointer (the byte count the kernel indexes within);
+    /// - every buffer holds at least as many elements as the kernel, with these scalar
+    ///   arguments and `global` work-items, indexes (the kernel reads and writes only inside
+    ///   the buffers it is given);
+    /// - `local`, when given, is a size the kernel's code accepts (for instance the exact
+    ///   work-group size of a kernel whose local-memory tiles are indexed by the local id).
+    ///
+    /// Buffers must also stay alive until the queue finishes the launch: [`DBuf`] is dropped
+    /// only by its owner, and every blocking read or [`Queue::finish`] on this in-order queue
+    /// waits for earlier launches.
+    pub unsafe fn launch(
         &self,
         kernel: &Kernel,
         global: usize,
@@ -234,9 +246,9 @@ impl Queue {
         }
         for (i, a) in args.iter().enumerate() {
             let i = i as u32;
-            // SAFETY: each argument is a live cl_mem handle or a plain scalar of the width the
-            // kernel declares (the GPU halves pass them in the kernel's order; the count was
-            // checked above); a local size is a byte count.
+            // SAFETY: each argument is a live cl_mem handle or a plain scalar of the type the
+            // kernel declares at this position (this function's contract; the count was checked
+            // above); a local size is a byte count.
             let r = unsafe {
                 match *a {
                     Arg::U32s(b) => kernel.set_arg(i, &b.buf.get()),
@@ -258,7 +270,7 @@ impl Queue {
         };
         let gws = [global];
         // SAFETY: arguments are set above; the work sizes are plain arrays living across the
-        // call; the kernel reads only buffers it was given.
+        // call; the kernel stays inside the buffers it was given (this function's contract).
         unsafe {
             self.queue.enqueue_nd_range_kernel(
                 kernel.get(),

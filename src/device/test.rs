@@ -36,7 +36,8 @@ fn buffers_round_trip_and_refuse_out_of_bounds() {
     let q = dev.queue().unwrap();
     let mut b = DBuf::<u64>::new(&dev, 10).unwrap();
     assert_eq!(b.len(), 10);
-    q.write(&mut b, 0, &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]).unwrap();
+    q.write(&mut b, 0, &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+        .unwrap();
     q.write(&mut b, 8, &[u64::MAX, 42]).unwrap();
     let mut out = [0u64; 4];
     q.read(&b, 6, &mut out).unwrap();
@@ -60,8 +61,15 @@ fn a_launch_computes_and_a_wrong_argument_count_is_refused() {
     q.write(&mut a, 0, &input).unwrap();
     // SAFETY: axpy takes (__global uint*, uint, uint): a u32 buffer of n elements, two u32
     // values; it touches a[i] for i < n only.
-    unsafe { q.launch(&k, n, Some(64), &[Arg::U32s(&a), Arg::U32(5), Arg::U32(n as u32)]) }
-        .unwrap();
+    unsafe {
+        q.launch(
+            &k,
+            n,
+            Some(64),
+            &[Arg::U32s(&a), Arg::U32(5), Arg::U32(n as u32)],
+        )
+    }
+    .unwrap();
     let mut out = vec![0u32; n];
     q.read(&a, 0, &mut out).unwrap();
     assert!(out.iter().enumerate().all(|(i, &v)| v == 2 * i as u32 + 5));
@@ -90,6 +98,9 @@ fn programs_are_built_once_and_build_errors_show_the_log() {
         err.contains("device_test_broken.cl failed to build") && err.contains("undeclared_name"),
         "{err}"
     );
-    let err = dev.kernel(&TEST_KERNELS, "", "no_such_kernel").unwrap_err().to_string();
+    let err = dev
+        .kernel(&TEST_KERNELS, "", "no_such_kernel")
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("no_such_kernel"), "{err}");
 }

@@ -19,7 +19,7 @@ fn single_node_hands_out_every_task_once() {
     for policy in ["equitable", "work-queue"] {
         let p = plan(policy);
         let source = node.task_source(100, &p, &[1.0, 1.0]).unwrap();
-        let mut seen = vec![0u8; 100];
+        let mut seen = [0u8; 100];
         let mut live = true;
         while live {
             live = false;

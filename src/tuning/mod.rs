@@ -284,6 +284,21 @@ pub struct Request<'a> {
     pub local_size: Option<Setting>,
 }
 
+impl<'a> Request<'a> {
+    /// A request for kernels `launched` of `kernels` on a problem of `shape`, with nothing set in
+    /// the config and no cache lookup (set the other fields to change that).
+    pub fn new(kernels: &'a KernelSource, launched: &'a [&'a str], shape: Shape) -> Self {
+        Request {
+            kernels,
+            launched,
+            cache_name: None,
+            shape,
+            batch: None,
+            local_size: None,
+        }
+    }
+}
+
 /// Whether the tuner reads the tuning cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CacheUse {

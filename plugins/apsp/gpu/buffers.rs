@@ -69,18 +69,21 @@ impl Batch {
         let gpt = cx.sh.params.groups_per_task.value;
         let lsum = cx.local("sssp_summary");
         let words = PathSummary::WORDS;
-        cx.q.launch(
-            &self.summary,
-            cx.b * gpt * lsum,
-            Some(lsum),
-            &[
-                self.dist.arg(),
-                Arg::U64s(&self.partial),
-                Arg::Local(words * lsum * 8),
-                Arg::U32(cx.n as u32),
-                Arg::U32(gpt as u32),
-            ],
-        )?;
+        // SAFETY: sssp_summary's order and types; partial holds b x groups x 4 words.
+        unsafe {
+            cx.q.launch(
+                &self.summary,
+                cx.b * gpt * lsum,
+                Some(lsum),
+                &[
+                    self.dist.arg(),
+                    Arg::U64s(&self.partial),
+                    Arg::Local(words * lsum * 8),
+                    Arg::U32(cx.n as u32),
+                    Arg::U32(gpt as u32),
+                ],
+            )
+        }?;
         let mut partial = vec![0u64; cx.b * gpt * words];
         cx.q.read(&self.partial, 0, &mut partial)?;
         Ok(partial

@@ -75,69 +75,81 @@ impl Settle {
         let dsize = if cx.job.wide { 8 } else { 4 };
         let lmin = cx.local("sssp_minimum");
         let use_omega = Arg::U32((self.threshold == Threshold::Crauser) as u32);
-        cx.q.launch(
-            &self.relax,
-            items,
-            Some(cx.local("sssp_relax")),
-            &[
-                Arg::U32s(&g.off),
-                Arg::U32s(&g.tgt),
-                Arg::U32s(&g.wt),
-                batch.dist.arg(),
-                Arg::U8s(&self.settled),
-                Arg::U8s(&self.frontier),
-                self.delta.arg(),
-                nn,
-                bb,
-            ],
-        )?;
-        cx.q.launch(
-            &self.minimum,
-            cx.b * gpt * lmin,
-            Some(lmin),
-            &[
-                batch.dist.arg(),
-                Arg::U8s(&self.settled),
-                Arg::U32s(&g.minw),
-                self.delta.arg(),
-                Arg::Local(lmin * dsize),
-                nn,
-                Arg::U32(gpt as u32),
-                use_omega,
-            ],
-        )?;
-        cx.q.launch(
-            &self.update,
-            items,
-            Some(cx.local("sssp_update")),
-            &[
-                batch.dist.arg(),
-                Arg::U8s(&self.settled),
-                Arg::U8s(&self.frontier),
-                self.delta.arg(),
-                Arg::U32s(&self.changed),
-                nn,
-                bb,
-            ],
-        )
+        // SAFETY: sssp.cl's argument types (DistBuf = dist_t); b x n items.
+        unsafe {
+            cx.q.launch(
+                &self.relax,
+                items,
+                Some(cx.local("sssp_relax")),
+                &[
+                    Arg::U32s(&g.off),
+                    Arg::U32s(&g.tgt),
+                    Arg::U32s(&g.wt),
+                    batch.dist.arg(),
+                    Arg::U8s(&self.settled),
+                    Arg::U8s(&self.frontier),
+                    self.delta.arg(),
+                    nn,
+                    bb,
+                ],
+            )
+        }?;
+        // SAFETY: sssp.cl's argument types (DistBuf = dist_t); b x n items.
+        unsafe {
+            cx.q.launch(
+                &self.minimum,
+                cx.b * gpt * lmin,
+                Some(lmin),
+                &[
+                    batch.dist.arg(),
+                    Arg::U8s(&self.settled),
+                    Arg::U32s(&g.minw),
+                    self.delta.arg(),
+                    Arg::Local(lmin * dsize),
+                    nn,
+                    Arg::U32(gpt as u32),
+                    use_omega,
+                ],
+            )
+        }?;
+        // SAFETY: sssp.cl's argument types (DistBuf = dist_t); b x n items.
+        unsafe {
+            cx.q.launch(
+                &self.update,
+                items,
+                Some(cx.local("sssp_update")),
+                &[
+                    batch.dist.arg(),
+                    Arg::U8s(&self.settled),
+                    Arg::U8s(&self.frontier),
+                    self.delta.arg(),
+                    Arg::U32s(&self.changed),
+                    nn,
+                    bb,
+                ],
+            )
+        }
     }
 }
 
 impl Algorithm for Settle {
     fn solve(&mut self, cx: &Ctx<'_>, batch: &Batch, _sources: &[u32]) -> Result<usize> {
-        cx.q.launch(
-            &self.init,
-            cx.n * cx.b,
-            Some(cx.local("sssp_init")),
-            &[
-                batch.dist.arg(),
-                Arg::U8s(&self.settled),
-                Arg::U8s(&self.frontier),
-                Arg::U32s(&batch.src),
-                Arg::U32(cx.n as u32),
-                Arg::U32(cx.b as u32),
-            ],
-        )?;
+        // SAFETY: sssp.cl's argument types (DistBuf = dist_t); b x n items.
+        unsafe {
+            cx.q.launch(
+                &self.init,
+                cx.n * cx.b,
+                Some(cx.local("sssp_init")),
+                &[
+                    batch.dist.arg(),
+                    Arg::U8s(&self.settled),
+                    Arg::U8s(&self.frontier),
+                    Arg::U32s(&batch.src),
+                    Arg::U32(cx.n as u32),
+                    Arg::U32(cx.b as u32),
+                ],
+            )
+        }?;
         cx.q.write(&mut self.changed, 0, &[0])?;
         iterate(
             self,

@@ -17,6 +17,11 @@
 //! per source, its constructor) and an [`Algorithm`] impl; a variant of [`GpuAlgorithm`]; one arm
 //! in [`GpuAlgorithm::spec`]. An algorithm whose distances are not batch-major `b·n + v` (or that
 //! summarizes on its own) overrides [`Algorithm::summaries`] and [`Algorithm::write_rows`].
+//!
+//! Launches are `unsafe` ([`Queue::launch`]): each passes the arguments in the order and with
+//! the types `kernels/sssp.cl` declares (a [`DistBuf`] is the width of `dist_t` for the build
+//! options of [`Setup::kernel`]), and every per-source buffer holds `batch × n` items (or
+//! `batch`, or `3 × batch`) while the kernels bound their items by the `n` and `b` they are given.
 
 mod buffers;
 mod crauser;

@@ -48,34 +48,40 @@ impl TwoPhase {
         let g = &cx.sh.graph;
         let items = cx.n * cx.b;
         let (nn, bb) = (Arg::U32(cx.n as u32), Arg::U32(cx.b as u32));
-        cx.q.launch(
-            &self.relax,
-            items,
-            Some(cx.local("tp_relax")),
-            &[
-                Arg::U32s(&g.off),
-                Arg::U32s(&g.tgt),
-                Arg::U32s(&g.wt),
-                batch.dist.arg(),
-                self.upd.arg(),
-                Arg::U8s(&self.mask),
-                nn,
-                bb,
-            ],
-        )?;
-        cx.q.launch(
-            &self.update,
-            items,
-            Some(cx.local("tp_update")),
-            &[
-                batch.dist.arg(),
-                self.upd.arg(),
-                Arg::U8s(&self.mask),
-                Arg::U32s(&self.changed),
-                nn,
-                bb,
-            ],
-        )
+        // SAFETY: sssp.cl's argument types (DistBuf = dist_t); b x n items.
+        unsafe {
+            cx.q.launch(
+                &self.relax,
+                items,
+                Some(cx.local("tp_relax")),
+                &[
+                    Arg::U32s(&g.off),
+                    Arg::U32s(&g.tgt),
+                    Arg::U32s(&g.wt),
+                    batch.dist.arg(),
+                    self.upd.arg(),
+                    Arg::U8s(&self.mask),
+                    nn,
+                    bb,
+                ],
+            )
+        }?;
+        // SAFETY: sssp.cl's argument types (DistBuf = dist_t); b x n items.
+        unsafe {
+            cx.q.launch(
+                &self.update,
+                items,
+                Some(cx.local("tp_update")),
+                &[
+                    batch.dist.arg(),
+                    self.upd.arg(),
+                    Arg::U8s(&self.mask),
+                    Arg::U32s(&self.changed),
+                    nn,
+                    bb,
+                ],
+            )
+        }
     }
 }
 
@@ -85,19 +91,22 @@ impl Algorithm for TwoPhase {
         // the cost (a second init into it).
         let li = cx.local("sssp_init");
         for cost in [&batch.dist, &self.upd] {
-            cx.q.launch(
-                &self.init,
-                cx.n * cx.b,
-                Some(li),
-                &[
-                    cost.arg(),
-                    Arg::U8s(&self.settled),
-                    Arg::U8s(&self.mask),
-                    Arg::U32s(&batch.src),
-                    Arg::U32(cx.n as u32),
-                    Arg::U32(cx.b as u32),
-                ],
-            )?;
+            // SAFETY: sssp.cl's argument types (DistBuf = dist_t); b x n items.
+            unsafe {
+                cx.q.launch(
+                    &self.init,
+                    cx.n * cx.b,
+                    Some(li),
+                    &[
+                        cost.arg(),
+                        Arg::U8s(&self.settled),
+                        Arg::U8s(&self.mask),
+                        Arg::U32s(&batch.src),
+                        Arg::U32(cx.n as u32),
+                        Arg::U32(cx.b as u32),
+                    ],
+                )
+            }?;
         }
         cx.q.write(&mut self.changed, 0, &[0])?;
         iterate(
