@@ -225,7 +225,9 @@ impl Rk<'_> {
 impl Worker for GpuFw<'_> {
     fn run(&mut self, _range: Range<usize>, _out: &mut RecordsOut<'_>) -> Result<()> {
         let Matrix::Narrow(input) = &self.job.input else {
-            unreachable!("setup refuses 64-bit matrices")
+            return Err(Error::Device(
+                "a 64-bit matrix reached the device (setup refuses them; a bug)".into(),
+            ));
         };
         let n = self.job.n;
         let mut m = DBuf::<i32>::new(self.device, n * n)?;
