@@ -2,7 +2,9 @@
 //! serial R-Kleene (one thread), on the complete digraph with weights 1..10 of the seed
 //! papers. Prints seconds and updates per second (n³ / time).
 //!
-//!     cargo bench --bench dense -- [N...]          (default 256 512 1024 2048)
+//!     cargo bench --bench dense -- [N...] [blocked]   (default 256 512 1024 2048)
+//!
+//! With `blocked`, only fw-blocked runs (best of three).
 //!
 //! `benches/dense.sh N` runs this and SciPy's `floyd_warshall` on the same graph in one
 //! command and prints the ratio.
@@ -44,6 +46,19 @@ fn main() {
         .skip(1)
         .filter_map(|a| a.parse().ok())
         .collect();
+    if std::env::args().any(|a| a == "blocked") {
+        for n in if sizes.is_empty() { vec![2048] } else { sizes } {
+            let m = matrix(n);
+            let runs: Vec<(f64, i64)> = (0..3).map(|_| time(&m, n, Variant::Blocked, 64)).collect();
+            let best = runs.iter().map(|r| r.0).fold(f64::INFINITY, f64::min);
+            println!(
+                "{n:>6} blocked best of 3 {best:.4} s  {:.2} G upd/s  checksum {}",
+                (n as f64).powi(3) / best / 1e9,
+                runs[0].1
+            );
+        }
+        return;
+    }
     let sizes = if sizes.is_empty() {
         vec![256, 512, 1024, 2048]
     } else {

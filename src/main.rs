@@ -265,7 +265,10 @@ fn check(config: &std::path::Path, set: &[String]) -> Result<(), Error> {
         plan.output.trace
     );
     println!("tuning rules:");
-    for (when, what) in tuccompi::tuning::RULES {
+    for (when, what) in tuccompi::tuning::RULES
+        .iter()
+        .chain(tuccompi::tuning::TILE_RULES)
+    {
         println!("  - {when}: {what}");
     }
     Ok(())
@@ -307,6 +310,16 @@ fn print_launch_plan(p: &LaunchParams) {
     show("queues", &p.queues);
     show("groups_per_task", &p.groups_per_task);
     show("persistent_items", &p.persistent_items);
+    if let Some(t) = &p.tile {
+        // Register-tiled kernels' shape (tuning::TileShape).
+        show("tile (block)", &t.block);
+        show("group tile", &t.group);
+        show("register rows", &t.register_rows);
+        show("register cols", &t.register_cols);
+        show("slab", &t.slab);
+        show("closure register", &t.closure_register);
+        show("strips", &t.strips);
+    }
     for (k, c) in &p.local {
         show(&format!("local {k}"), c);
     }

@@ -165,6 +165,93 @@ fn gpu_halves_awkward_sizes_inf_and_negative() {
     check(70, 3, false, true);
 }
 
+/// GPU fw-blocked with shapes other than the tuner's: small blocks so that many rounds, padded
+/// sizes and several strips (transfers overlapped) occur on small graphs.
+#[test]
+fn gpu_blocked_shapes_and_strips() {
+    if !opencl() {
+        return;
+    }
+    let shapes: [&[&str]; 2] = [
+        &[
+            "fw-blocked.tile=16",
+            "fw-blocked.register_tile=\"4x4\"",
+            "fw-blocked.strips=3",
+        ],
+        &[
+            "fw-blocked.tile=32",
+            "fw-blocked.group=16",
+            "fw-blocked.register_tile=\"8x4\"",
+            "fw-blocked.slab=8",
+            "fw-blocked.strips=2",
+            "fw-blocked.profile=true",
+        ],
+    ];
+    for (n, density, negative) in [(100, 30, true), (45, 30, false), (70, 3, true)] {
+        let (text, arcs) = graph(n, density, negative, n as u64 * 13 + 5);
+        let dir = tmpdir("dense-shapes");
+        let g = dir.join("g.gr");
+        std::fs::write(&g, text).unwrap();
+        let want = summary_of(n, &reference(n, &arcs));
+        let cfg = format!(
+            "[run]\nplugin = \"fw-blocked\"\n[input]\npath = {:?}\n",
+            g.display().to_string()
+        );
+        for shape in shapes {
+            let mut sets = vec!["units.cpu_workers=0", "units.device_type=\"all\""];
+            sets.extend_from_slice(shape);
+            let out = run(&cfg, &sets);
+            assert_eq!(
+                signed_summary(&out.dir.join("summary.csv")),
+                want,
+                "n={n} {shape:?}"
+            );
+            let t = &out.report["checksum"]["gpu_seconds"];
+            assert!(t["rounds"].as_u64().unwrap() >= 2, "{t}");
+            if shape.contains(&"fw-blocked.profile=true") {
+                assert!(t["phase3"].as_f64().unwrap() > 0.0, "{t}");
+            }
+        }
+    }
+}
+
+#[test]
+fn gpu_blocked_options_are_checked() {
+    let dir = tmpdir("dense-opts");
+    let g = dir.join("g.wel");
+    std::fs::write(&g, "0 1 2\n1 2 3\n").unwrap();
+    let cfg = |p: &str| {
+        format!(
+            "[run]\nplugin = \"{p}\"\n[input]\npath = {:?}\n",
+            g.display().to_string()
+        )
+    };
+    let e = try_run(&cfg("fw-blocked"), &["fw-blocked.register_tile=\"8by8\""])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("[fw-blocked] register_tile = \"8by8\""), "{e}");
+    let e = try_run(&cfg("rkleene"), &["rkleene.strips=2"])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("[rkleene]") && e.contains("belong to [fw-blocked]"),
+        "{e}"
+    );
+    if opencl() {
+        let e = try_run(
+            &cfg("fw-blocked"),
+            &[
+                "units.cpu_workers=0",
+                "units.device_type=\"all\"",
+                "fw-blocked.tile=24",
+            ],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("[fw-blocked]") && e.contains("24"), "{e}");
+    }
+}
+
 #[test]
 fn negative_cycle_is_an_error() {
     let dir = tmpdir("negcycle");

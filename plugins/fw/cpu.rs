@@ -22,6 +22,72 @@ fn relax_row<T: Val>(row: &mut [T], aik: T, rk: &[T]) {
     T::relax_row(row, aik, rk)
 }
 
+/// Rows updated together by [`relax_panel`].
+pub(super) const PANEL_ROWS: usize = 4;
+/// Columns per register block of [`relax_panel`] (two AVX2 vectors of i32 per row).
+const PANEL_COLS: usize = 16;
+/// Pivots whose row values are gathered at once.
+const PANEL_PIVOTS: usize = 64;
+
+/// `rows` (up to PANEL_ROWS whole rows of n): every row ← min(row, row[k0..k0+t] ⊗ kr), with
+/// kr the t closed pivot rows. A PANEL_ROWS × PANEL_COLS block of results stays in registers
+/// over all t pivots, so each pivot-row load serves PANEL_ROWS rows. The row's values at the
+/// pivots are read before the update: either old or new values give the same minimum (kr is
+/// closed over its pivots). Unreachable values need no test: INF + INF fits the element type.
+#[inline(always)]
+pub(super) fn relax_panel<T: Val>(rows: &mut [T], n: usize, k0: usize, kr: &[T]) {
+    let t = kr.len() / n;
+    let nr = rows.len() / n;
+    if nr != PANEL_ROWS {
+        for row in rows.chunks_exact_mut(n) {
+            for (kk, rk) in kr.chunks_exact(n).enumerate() {
+                let aik = row[k0 + kk];
+                if !aik.unreachable() {
+                    relax_row(row, aik, rk);
+                }
+            }
+        }
+        return;
+    }
+    for p0 in (0..t).step_by(PANEL_PIVOTS) {
+        let pt = PANEL_PIVOTS.min(t - p0);
+        let mut a = [[T::ZERO; PANEL_PIVOTS]; PANEL_ROWS];
+        for (r, ar) in a.iter_mut().enumerate() {
+            ar[..pt].copy_from_slice(&rows[r * n + k0 + p0..r * n + k0 + p0 + pt]);
+        }
+        let full = n / PANEL_COLS * PANEL_COLS;
+        for j in (0..full).step_by(PANEL_COLS) {
+            let mut acc = [[T::ZERO; PANEL_COLS]; PANEL_ROWS];
+            for (r, accr) in acc.iter_mut().enumerate() {
+                accr.copy_from_slice(&rows[r * n + j..r * n + j + PANEL_COLS]);
+            }
+            for kk in 0..pt {
+                let b: &[T; PANEL_COLS] = kr[(p0 + kk) * n + j..(p0 + kk) * n + j + PANEL_COLS]
+                    .try_into()
+                    .expect("a block of PANEL_COLS");
+                for (accr, ar) in acc.iter_mut().zip(&a) {
+                    let x = ar[kk];
+                    for (c, &bv) in accr.iter_mut().zip(b) {
+                        *c = (*c).min(x.add(bv));
+                    }
+                }
+            }
+            for (r, accr) in acc.iter().enumerate() {
+                rows[r * n + j..r * n + j + PANEL_COLS].copy_from_slice(accr);
+            }
+        }
+        for j in full..n {
+            for kk in 0..pt {
+                let bv = kr[(p0 + kk) * n + j];
+                for (r, ar) in a.iter().enumerate() {
+                    let c = &mut rows[r * n + j];
+                    *c = (*c).min(ar[kk].add(bv));
+                }
+            }
+        }
+    }
+}
+
 /// One pass per k: rows in parallel, row k copied first (it is read by every row).
 /// O(n³).
 pub fn naive<T: Val>(m: &mut [T], n: usize) {
@@ -39,9 +105,10 @@ pub fn naive<T: Val>(m: &mut [T], n: usize) {
 
 /// Blocked: for each tile of pivots, first close the tile's own rows over those pivots in
 /// order (the diagonal tile and its row: phases 1 and 2), then every other row against the
-/// closed tile rows in parallel (the column and the rest: phases 2 and 3). Any path from row i
-/// through tile vertices enters the tile at a first vertex k, and the closed row k already
-/// covers the rest of the path within the tile. O(n³), tile rows stay in cache.
+/// closed tile rows in parallel (the column and the rest: phases 2 and 3), PANEL_ROWS rows at
+/// a time with their results in registers ([`relax_panel`]). Any path from row i through tile
+/// vertices enters the tile at a first vertex k, and the closed row k already covers the rest
+/// of the path within the tile. O(n³), tile rows stay in cache.
 pub fn blocked<T: Val>(m: &mut [T], n: usize, tile: usize) {
     let mut krows = vec![T::ZERO; tile.min(n) * n];
     let mut k0 = 0;
@@ -59,17 +126,12 @@ pub fn blocked<T: Val>(m: &mut [T], n: usize, tile: usize) {
         let t = k1 - k0;
         krows[..t * n].copy_from_slice(&m[k0 * n..k1 * n]);
         let kr = &krows[..t * n];
-        m.par_chunks_mut(n)
-            .enumerate()
-            .filter(|(i, _)| *i < k0 || *i >= k1)
-            .for_each(|(_, row)| {
-                for (kk, rk) in kr.chunks_exact(n).enumerate() {
-                    let aik = row[k0 + kk];
-                    if !aik.unreachable() {
-                        relax_row(row, aik, rk);
-                    }
-                }
-            });
+        let (above, rest) = m.split_at_mut(k0 * n);
+        let below = &mut rest[t * n..];
+        for part in [above, below] {
+            part.par_chunks_mut(PANEL_ROWS * n)
+                .for_each(|rows| T::relax_panel(rows, n, k0, kr));
+        }
         k0 = k1;
     }
 }

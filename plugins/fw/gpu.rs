@@ -1,9 +1,9 @@
 //! The OpenCL half of the dense plugins: the matrix lives on one device; naive = one launch
-//! per pivot, blocked = three phases per diagonal tile (64 × 64 tiles in local memory, 4 × 4
-//! register tiles per work-item),
-//! R-Kleene = recursion on the host over min-plus products, with 16 × 16 diagonal blocks
-//! closed in local memory.
+//! per pivot, blocked = three phases per block of pivots with register-tiled min-plus kernels
+//! (blocked_gpu.rs; the tuner picks the tile shape), R-Kleene = recursion on the host over
+//! min-plus products, with 16 × 16 diagonal blocks closed in local memory.
 
+use super::blocked_gpu;
 use super::{FwJob, Matrix, Variant};
 use crate::device::{Arg, DBuf, Device, KernelSource, Queue};
 use crate::plugin::{GpuHalf, RecordsOut, Worker};
@@ -57,6 +57,13 @@ impl GpuHalf for FwJob {
         )?;
         p.batch = Choice::fixed(1, "the whole matrix is one task");
         p.queues = Choice::fixed(1, "one device runs the whole matrix, on one queue");
+        if self.variant == Variant::Blocked {
+            let shape = self.tile_shape(device)?;
+            for (name, c) in &shape.local {
+                p.local.insert(name.clone(), c.clone());
+            }
+            p.tile = Some(shape);
+        }
         Ok(p)
     }
 
@@ -66,6 +73,16 @@ impl GpuHalf for FwJob {
                 "{}: paths may exceed 2^28 in magnitude, beyond the devices' exact 32-bit Floyd-Warshall; run it on CPU workers (units.opencl = \"none\")",
                 self.name
             )));
+        }
+        if let (Variant::Blocked, Some(shape)) = (self.variant, &params.tile) {
+            let ld = blocked_gpu::padded(self.n, shape.block.value) as u64;
+            device.check_fits(
+                ld * ld * 4,
+                ld * ld * 4,
+                &format!("a dense {} x {} matrix (padded to {ld})", self.n, self.n),
+            )?;
+            device.program(&KERNELS, &blocked_gpu::build_options(shape))?;
+            return Ok(params.clone());
         }
         let nn = (self.n * self.n) as u64 * 4;
         let scratch = if self.variant == Variant::RKleene {
@@ -230,6 +247,20 @@ impl Worker for GpuFw<'_> {
             ));
         };
         let n = self.job.n;
+        if self.job.variant == Variant::Blocked {
+            let Some(shape) = &self.params.tile else {
+                return Err(Error::Device(
+                    "fw-blocked without a tile shape (params sets it; a bug)".into(),
+                ));
+            };
+            let (out, timing) = blocked_gpu::run(self.job, self.device, shape, input)?;
+            tracing::info!("fw-blocked on '{}': {timing}", self.device.info.name);
+            *self.job.timing.lock() = Some(timing);
+            return self.job.store(
+                Matrix::Narrow(out),
+                &format!("gpu ({})", self.device.info.name),
+            );
+        }
         let mut m = DBuf::<i32>::new(self.device, n * n)?;
         self.q.write(&mut m, 0, input)?;
         let nn = Arg::U32(n as u32);
@@ -248,46 +279,7 @@ impl Worker for GpuFw<'_> {
                     }?;
                 }
             }
-            Variant::Blocked => {
-                // 64 x 64 tiles, 256 items per group, 4 x 4 results per item (kernels/fw.cl).
-                const BT: usize = 64;
-                let (p1, p2, p3) = (
-                    self.k("fwb_phase1")?,
-                    self.k("fwb_phase2")?,
-                    self.k("fwb_phase3")?,
-                );
-                let nb = n.div_ceil(BT);
-                let (l1, l2, l3) = (
-                    self.params.local("fwb_phase1"),
-                    self.params.local("fwb_phase2"),
-                    self.params.local("fwb_phase3"),
-                );
-                for kb in 0..nb {
-                    let (kbu, nbu) = (Arg::U32(kb as u32), Arg::U32(nb as u32));
-                    // SAFETY: fw.cl's argument types; m is n x n, operands (half + 1)^2.
-                    unsafe { self.q.launch(&p1, l1, Some(l1), &[Arg::I32s(&m), nn, kbu]) }?;
-                    if nb > 1 {
-                        // SAFETY: fw.cl's argument types; m is n x n, operands (half + 1)^2.
-                        unsafe {
-                            self.q.launch(
-                                &p2,
-                                2 * (nb - 1) * l2,
-                                Some(l2),
-                                &[Arg::I32s(&m), nn, kbu, nbu],
-                            )
-                        }?;
-                        // SAFETY: fw.cl's argument types; m is n x n, operands (half + 1)^2.
-                        unsafe {
-                            self.q.launch(
-                                &p3,
-                                (nb - 1) * (nb - 1) * l3,
-                                Some(l3),
-                                &[Arg::I32s(&m), nn, kbu, nbu],
-                            )
-                        }?;
-                    }
-                }
-            }
+            Variant::Blocked => unreachable!("fw-blocked runs in blocked_gpu.rs"),
             Variant::RKleene => {
                 let half = n.div_ceil(2) + 1;
                 let (ta, tb) = (

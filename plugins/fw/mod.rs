@@ -9,6 +9,7 @@
 //!
 //! Complexity: O(n³) time, O(n²) memory.
 
+mod blocked_gpu;
 pub mod cpu;
 mod gpu;
 
@@ -43,8 +44,37 @@ pub struct Fw(pub Variant);
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct FwOptions {
-    /// Tile size of the blocked and recursive variants ("auto": 64 on CPUs, 16 on devices).
+    /// Tile size of the blocked and recursive variants ("auto": 64 on CPUs; on devices the
+    /// tuner's block for fw-blocked, 16 for rkleene).
     pub tile: Option<AutoOr>,
+    /// fw-blocked on devices: side of the C tile one work-group updates ("auto").
+    pub group: Option<AutoOr>,
+    /// fw-blocked on devices: register tile of the min-plus kernels, "ROWSxCOLS" ("auto").
+    pub register_tile: Option<String>,
+    /// fw-blocked on devices: pivots per local-memory slab ("auto").
+    pub slab: Option<AutoOr>,
+    /// fw-blocked on devices: row strips whose transfers overlap the rounds ("auto"; 1 = none).
+    pub strips: Option<AutoOr>,
+    /// fw-blocked on devices: time every kernel launch (profiled queue) and report each
+    /// phase's device seconds.
+    #[serde(default)]
+    pub profile: bool,
+}
+
+/// Parse a register tile "ROWSxCOLS" (or "auto").
+fn parse_register_tile(s: &str, plugin: &str) -> Result<Option<(usize, usize)>> {
+    if s == "auto" {
+        return Ok(None);
+    }
+    let parsed = s
+        .split_once(['x', 'X'])
+        .and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?)));
+    match parsed {
+        Some((a, b)) if a > 0 && b > 0 => Ok(Some((a, b))),
+        _ => Err(Error::Config(format!(
+            "[{plugin}] register_tile = {s:?}: expected \"auto\" or \"ROWSxCOLS\" such as \"8x8\""
+        ))),
+    }
 }
 
 /// Matrix element: i32 or i64.
@@ -63,6 +93,11 @@ pub trait Val: Copy + Ord + Send + Sync + Default + std::fmt::Debug + 'static {
     #[inline(always)]
     fn unreachable(self) -> bool {
         self.to_i64() >= Self::INF.to_i64() / 2
+    }
+    /// fw-blocked's update of rows outside the pivot tile ([`cpu::relax_panel`]).
+    #[inline(always)]
+    fn relax_panel(rows: &mut [Self], n: usize, k0: usize, kr: &[Self]) {
+        cpu::relax_panel(rows, n, k0, kr)
     }
     /// `row[j] = min(row[j], aik + rk[j])` for every j: the inner loop of every variant.
     #[inline(always)]
@@ -83,7 +118,24 @@ fn relax_row_avx2(row: &mut [i32], aik: i32, rk: &[i32]) {
     }
 }
 
+/// [`cpu::relax_panel`] on i32 compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn relax_panel_avx2(rows: &mut [i32], n: usize, k0: usize, kr: &[i32]) {
+    cpu::relax_panel(rows, n, k0, kr)
+}
+
 impl Val for i32 {
+    #[inline(always)]
+    fn relax_panel(rows: &mut [i32], n: usize, k0: usize, kr: &[i32]) {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked just above; the answer is cached).
+            unsafe { relax_panel_avx2(rows, n, k0, kr) };
+            return;
+        }
+        cpu::relax_panel(rows, n, k0, kr)
+    }
     #[inline(always)]
     fn relax_row(row: &mut [i32], aik: i32, rk: &[i32]) {
         #[cfg(target_arch = "x86_64")]
@@ -144,8 +196,12 @@ pub struct FwJob {
     id_base: u64,
     negative: bool,
     tile: Option<usize>,
+    gpu_tile: crate::tuning::TileRequest,
+    profile: bool,
     rows: Option<NpyRows>,
     result: Mutex<Option<(Matrix, String)>>,
+    /// Where a GPU run spent its time (report: checksum.gpu_seconds).
+    timing: Mutex<Option<serde_json::Value>>,
     name: String,
 }
 
@@ -201,6 +257,18 @@ impl Plugin for Fw {
     }
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         let options: FwOptions = ctx.options(self.name())?;
+        if self.0 != Variant::Blocked
+            && (options.register_tile.is_some()
+                || options.group.is_some()
+                || options.slab.is_some()
+                || options.strips.is_some()
+                || options.profile)
+        {
+            return Err(Error::Config(format!(
+                "[{}]: group, register_tile, slab, strips and profile belong to [fw-blocked] (its GPU half)",
+                self.name()
+            )));
+        }
         let list = load_graph(ctx.plan)?;
         let n = list.n;
         let bytes = (n as u128) * (n as u128) * 8;
@@ -245,6 +313,16 @@ impl Plugin for Fw {
             NpyType::U64
         };
         let rows = distance_rows(ctx, sources.len(), n, ty)?;
+        let gpu_tile = crate::tuning::TileRequest {
+            block: options.tile.and_then(|t| t.value()),
+            group: options.group.and_then(|t| t.value()),
+            register: match &options.register_tile {
+                Some(s) => parse_register_tile(s, self.name())?,
+                None => None,
+            },
+            slab: options.slab.and_then(|t| t.value()),
+            strips: options.strips.and_then(|t| t.value()),
+        };
         Ok(Box::new(FwJob {
             variant: self.0,
             n,
@@ -253,8 +331,11 @@ impl Plugin for Fw {
             id_base: list.id_base,
             negative,
             tile: options.tile.and_then(|t| t.value()),
+            gpu_tile,
+            profile: options.profile,
             rows,
             result: Mutex::new(None),
+            timing: Mutex::new(None),
             name: list.origin.name,
         }))
     }
@@ -356,6 +437,9 @@ impl Job for FwJob {
         }
         let mut checksum = write_summary(dir, &self.sources, self.id_base, n, summaries)?;
         checksum["computed_by"] = serde_json::json!(unit);
+        if let Some(t) = self.timing.lock().take() {
+            checksum["gpu_seconds"] = t;
+        }
         Ok(checksum)
     }
 }

@@ -8,6 +8,10 @@
 //! contract it cannot check, that launch arguments have the kernel's types, is
 //! [`Queue::launch`]'s `# Safety` section, which each call site answers.
 //!
+//! For kernel work, `TUCCOMPI_CL_OPTIONS` appends build options to every program (e.g.
+//! `-cl-nv-verbose`), and `TUCCOMPI_DUMP_BINARIES=DIR` writes each built program's binary
+//! (`CL_PROGRAM_BINARIES`: PTX on NVIDIA) and build log into DIR.
+//!
 //! The OpenCL library is loaded at run time (`opencl3`'s `dynamic` feature): a machine without
 //! it gets [`Error::Device`] explaining what to install, never a crash.
 
@@ -15,7 +19,7 @@ mod kernels;
 mod queue;
 
 pub use kernels::{KernelFile, KernelSource};
-pub use queue::{Arg, DBuf, Queue, Scalar};
+pub use queue::{Arg, DBuf, Marker, Pinned, Queue, Scalar};
 
 use crate::{Error, Result};
 use opencl3::context::Context;
@@ -69,8 +73,23 @@ pub struct Device {
     // except for setting kernel arguments, and `Device::kernel` makes a new kernel object per
     // call); the program cache is behind a mutex.
     cl: ClDevice,
-    context: Context,
+    context: std::mem::ManuallyDrop<Context>,
     programs: Mutex<HashMap<(String, String), Arc<Program>>>,
+}
+
+/// Held while devices are listed and while contexts are created or released. PoCL initializes
+/// its devices in clGetDeviceIDs, tears them down when the last context goes and sets them up
+/// again in the next enumeration; a device query in another thread meanwhile read freed memory
+/// (seen as crashes of concurrent tests). The OpenCL runtime is process-wide, so the lock is too.
+static SETUP: Mutex<()> = Mutex::new(());
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        let _setup = SETUP.lock();
+        self.programs.lock().clear();
+        // SAFETY: dropped once, here; no other use of the context follows.
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.context) };
+    }
 }
 
 impl std::fmt::Debug for Device {
@@ -139,11 +158,11 @@ pub fn nvidia_library_present() -> bool {
 /// Every OpenCL device on this machine, with its properties. An error when the OpenCL library
 /// is missing or no platform is registered (see [`no_platform_help`]).
 pub fn list() -> Result<Vec<(DeviceInfo, cl_device_id)>> {
-    // PoCL initializes its devices lazily in the first clGetDeviceIDs, and another thread's
-    // clGetDeviceInfo during that initialization crashed (two unit tests discovering devices at
-    // once). The OpenCL runtime is process-wide, so discovery takes a process-wide lock.
-    static DISCOVERY: Mutex<()> = Mutex::new(());
-    let _one_at_a_time = DISCOVERY.lock();
+    let _setup = SETUP.lock();
+    list_unlocked()
+}
+
+fn list_unlocked() -> Result<Vec<(DeviceInfo, cl_device_id)>> {
     let platforms = match opencl3::platform::get_platforms() {
         Ok(p) => p,
         Err(e) if e.0 == -2000 => {
@@ -203,7 +222,8 @@ pub fn list() -> Result<Vec<(DeviceInfo, cl_device_id)>> {
 
 /// Open the devices `filter` selects, one context each. Errors when none matches.
 pub fn discover(filter: &Filter) -> Result<Vec<Arc<Device>>> {
-    let all = list()?;
+    let _setup = SETUP.lock();
+    let all = list_unlocked()?;
     let mut chosen = Vec::new();
     for (info, id) in &all {
         let type_ok = filter.device_type == "all" || filter.device_type == info.kind;
@@ -240,7 +260,7 @@ pub fn discover(filter: &Filter) -> Result<Vec<Arc<Device>>> {
                 index,
                 info,
                 cl: ClDevice::new(id),
-                context,
+                context: std::mem::ManuallyDrop::new(context),
                 programs: Mutex::new(HashMap::new()),
             }))
         })
@@ -259,7 +279,8 @@ impl Device {
         let file = kernels.load()?;
         let mut program = Program::create_from_source(&self.context, &file.source)
             .map_err(|e| cl_err(&format!("creating program {stem}.cl"), e))?;
-        let opts = format!("-cl-std=CL1.2 {options}");
+        let extra = std::env::var("TUCCOMPI_CL_OPTIONS").unwrap_or_default();
+        let opts = format!("-cl-std=CL1.2 {options} {extra}");
         if let Err(e) = program.build(&[self.cl.id()], &opts) {
             let log = program.get_build_log(self.cl.id()).unwrap_or_default();
             return Err(Error::Device(format!(
@@ -268,10 +289,40 @@ impl Device {
                 log.trim()
             )));
         }
+        if let Some(dir) = std::env::var_os("TUCCOMPI_DUMP_BINARIES") {
+            self.dump(&program, stem, &opts, std::path::Path::new(&dir))?;
+        }
         let p = Arc::new(program);
         self.programs.lock().insert(key, p.clone());
         Ok(p)
     }
+
+    /// Write `program`'s binary for this device and its build log into `dir`, named after the
+    /// stem, the device and the options (`TUCCOMPI_DUMP_BINARIES`).
+    fn dump(&self, program: &Program, stem: &str, opts: &str, dir: &std::path::Path) -> Result<()> {
+        let clean = |s: &str| -> String {
+            s.chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                .collect::<String>()
+                .split('_')
+                .filter(|p| !p.is_empty())
+                .collect::<Vec<_>>()
+                .join("_")
+        };
+        let name = format!("{stem}-{}-{}", clean(&self.info.name), clean(opts));
+        let bins = program
+            .get_binaries()
+            .map_err(|e| cl_err(&format!("reading the binary of {stem}.cl"), e))?;
+        let log = program.get_build_log(self.cl.id()).unwrap_or_default();
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        for (i, b) in bins.iter().enumerate() {
+            let p = dir.join(format!("{name}.{i}.bin"));
+            std::fs::write(&p, b).map_err(|e| Error::io(&p, e))?;
+        }
+        let p = dir.join(format!("{name}.log"));
+        std::fs::write(&p, format!("options: {opts}\n{log}")).map_err(|e| Error::io(&p, e))
+    }
+
 
     /// A new kernel object `name` of `kernels` built with `options` (one per queue: kernel
     /// arguments are per object).
@@ -283,7 +334,12 @@ impl Device {
 
     /// A new in-order command queue on this device.
     pub fn queue(&self) -> Result<Queue> {
-        Queue::new(&self.context, self.cl.id(), &self.info.name)
+        Queue::new(&self.context, self.cl.id(), &self.info.name, false)
+    }
+
+    /// A new in-order command queue that records device times ([`Marker::seconds`]).
+    pub fn profiled_queue(&self) -> Result<Queue> {
+        Queue::new(&self.context, self.cl.id(), &self.info.name, true)
     }
 
     /// Check that `bytes` in total, the largest single buffer being `largest`, fit on the device;
@@ -307,6 +363,10 @@ impl Device {
 
     pub(crate) fn context(&self) -> &Context {
         &self.context
+    }
+
+    pub(crate) fn id(&self) -> cl_device_id {
+        self.cl.id()
     }
 }
 

@@ -4,11 +4,15 @@
 
 use super::{cl_err, Device};
 use crate::{Error, Result};
-use opencl3::command_queue::CommandQueue;
+use opencl3::command_queue::{CommandQueue, CL_QUEUE_PROFILING_ENABLE};
 use opencl3::context::Context;
+use opencl3::event::Event;
 use opencl3::kernel::Kernel;
-use opencl3::memory::{Buffer, ClMem, CL_MEM_READ_WRITE};
+use opencl3::memory::{
+    Buffer, ClMem, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_WRITE,
+};
 use opencl3::types::{cl_device_id, CL_BLOCKING, CL_NON_BLOCKING};
+use std::ffi::c_void;
 use std::ptr;
 
 /// Plain scalar types that may cross to the device byte for byte.
@@ -72,6 +76,105 @@ impl<T: Scalar> DBuf<T> {
     }
 }
 
+/// Page-locked host memory from the OpenCL runtime (`CL_MEM_ALLOC_HOST_PTR`, mapped): transfers
+/// between it and device buffers run at the bus's speed, where pageable memory goes through
+/// the driver's own staging copy (about 7 GB/s on an H200 through NVIDIA's OpenCL). Unmapped
+/// when dropped.
+pub struct Pinned<T: Scalar> {
+    buf: Buffer<T>,
+    queue: CommandQueue,
+    ptr: *mut T,
+    len: usize,
+}
+
+impl<T: Scalar> std::fmt::Debug for Pinned<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Pinned<{}>[{}]", std::any::type_name::<T>(), self.len)
+    }
+}
+
+// SAFETY: the mapping is plain host memory owned by this value; the buffer and queue handles
+// are thread-safe OpenCL objects.
+unsafe impl<T: Scalar> Send for Pinned<T> {}
+
+impl<T: Scalar> Pinned<T> {
+    /// `len` elements (at least one) of page-locked memory usable with `device`'s queues.
+    pub fn new(device: &Device, len: usize) -> Result<Self> {
+        let len = len.max(1);
+        let dev = &device.info.name;
+        let err = |e| {
+            cl_err(
+                &format!(
+                    "allocating {:.1} MiB of page-locked host memory for '{dev}'",
+                    (len * std::mem::size_of::<T>()) as f64 / 1048576.0
+                ),
+                e,
+            )
+        };
+        // SAFETY: no host pointer is passed; OpenCL allocates host-accessible memory.
+        let buf = unsafe {
+            Buffer::<T>::create(
+                device.context(),
+                CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR,
+                len,
+                ptr::null_mut(),
+            )
+        }
+        .map_err(err)?;
+        // SAFETY: `device.id()` is the device the context was created for.
+        #[allow(deprecated)]
+        let queue =
+            unsafe { CommandQueue::create(device.context(), device.id(), 0) }.map_err(err)?;
+        let mut mapped: opencl3::types::cl_mem = ptr::null_mut();
+        // SAFETY: a blocking map of the whole buffer; the pointer stays valid until unmapped
+        // in Drop.
+        unsafe {
+            queue.enqueue_map_buffer(
+                &buf,
+                CL_BLOCKING,
+                CL_MAP_READ | CL_MAP_WRITE,
+                0,
+                len * std::mem::size_of::<T>(),
+                &mut mapped,
+                &[],
+            )
+        }
+        .map_err(err)?;
+        Ok(Pinned {
+            buf,
+            queue,
+            ptr: mapped as *mut T,
+            len,
+        })
+    }
+
+    /// The memory.
+    pub fn as_slice(&self) -> &[T] {
+        // SAFETY: `ptr` maps `len` elements of memory the runtime allocated (the OS hands out
+        // zeroed pages) for the life of self; every T is a plain integer, valid for any bits.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    /// The memory, writable.
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        // SAFETY: as in as_slice; `&mut self` makes the borrow exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl<T: Scalar> Drop for Pinned<T> {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` came from mapping `buf` on this queue and is unmapped once.
+        let unmapped = unsafe {
+            self.queue
+                .enqueue_unmap_mem_object(self.buf.get(), self.ptr as *mut c_void, &[])
+        };
+        if unmapped.is_ok() {
+            let _ = self.queue.finish();
+        }
+    }
+}
+
 /// A kernel argument.
 #[derive(Debug, Clone, Copy)]
 pub enum Arg<'a> {
@@ -107,11 +210,47 @@ impl std::fmt::Debug for Queue {
     }
 }
 
+/// A point in a queue's command stream: a marker, or one launch ([`Queue::launch_marked`]).
+/// Waiting on it waits for everything enqueued before it on its queue (in-order queues).
+#[derive(Debug)]
+pub struct Marker(Event);
+
+impl Marker {
+    /// Block until the point is reached.
+    pub fn wait(&self) -> Result<()> {
+        self.0.wait().map_err(|e| cl_err("waiting for a marker", e))
+    }
+
+    /// Device time in seconds between the start and the end of the command; the queue must
+    /// come from [`Device::profiled_queue`] and the command must have finished.
+    pub fn seconds(&self) -> Result<f64> {
+        let start = self
+            .0
+            .profiling_command_start()
+            .map_err(|e| cl_err("reading a profiling start time", e))?;
+        let end = self
+            .0
+            .profiling_command_end()
+            .map_err(|e| cl_err("reading a profiling end time", e))?;
+        Ok(end.saturating_sub(start) as f64 * 1e-9)
+    }
+}
+
 impl Queue {
-    pub(super) fn new(context: &Context, id: cl_device_id, device: &str) -> Result<Self> {
+    pub(super) fn new(
+        context: &Context,
+        id: cl_device_id,
+        device: &str,
+        profiling: bool,
+    ) -> Result<Self> {
+        let props = if profiling {
+            CL_QUEUE_PROFILING_ENABLE
+        } else {
+            0
+        };
         // SAFETY: `id` is the device the context was created for.
         #[allow(deprecated)]
-        let queue = unsafe { CommandQueue::create(context, id, 0) }
+        let queue = unsafe { CommandQueue::create(context, id, props) }
             .map_err(|e| cl_err(&format!("creating a queue on '{device}'"), e))?;
         Ok(Queue {
             queue,
@@ -207,6 +346,166 @@ impl Queue {
         Ok(value[0])
     }
 
+    /// Check the rows `row .. row + rows` of `cols` elements in a buffer of rows of `ld`.
+    fn rows_bounds<T: Scalar>(
+        &self,
+        buf: &DBuf<T>,
+        ld: usize,
+        row: usize,
+        cols: usize,
+        len: usize,
+    ) -> Result<usize> {
+        if cols == 0 || cols > ld || !len.is_multiple_of(cols) {
+            return Err(Error::Device(format!(
+                "rows of {cols} elements in rows of {ld} ({len} elements given) on '{}' (a bug in the GPU half)",
+                self.device
+            )));
+        }
+        let rows = len / cols;
+        if rows > 0 {
+            self.bounds(buf, (row + rows - 1) * ld, cols, "row transfer")?;
+        }
+        Ok(rows)
+    }
+
+    /// Copy `data`, packed rows of `cols` elements, into rows `row..` of `buf`, whose rows are
+    /// `ld` elements apart (columns `cols..ld` are left alone); returns when done. Takes the
+    /// buffer by shared reference so that another queue may run kernels on other rows
+    /// meanwhile: ordering between queues is the caller's ([`Marker`]).
+    pub fn write_rows<T: Scalar>(
+        &self,
+        buf: &DBuf<T>,
+        ld: usize,
+        row: usize,
+        cols: usize,
+        data: &[T],
+    ) -> Result<()> {
+        let rows = self.rows_bounds(buf, ld, row, cols, data.len())?;
+        if rows == 0 {
+            return Ok(());
+        }
+        let sz = std::mem::size_of::<T>();
+        let (origin, host, region) = ([0, row, 0], [0usize; 3], [cols * sz, rows, 1]);
+        // SAFETY: the rows were checked against the buffer; the call blocks, so `data` outlives
+        // the transfer; the origin and region arrays live across the call.
+        let ev = unsafe {
+            if cols == ld {
+                opencl3::command_queue::enqueue_write_buffer(
+                    self.queue.get(),
+                    buf.buf.get(),
+                    CL_BLOCKING,
+                    row * ld * sz,
+                    std::mem::size_of_val(data),
+                    data.as_ptr() as *const c_void,
+                    0,
+                    ptr::null(),
+                )
+            } else {
+                opencl3::command_queue::enqueue_write_buffer_rect(
+                    self.queue.get(),
+                    buf.buf.get(),
+                    CL_BLOCKING,
+                    origin.as_ptr(),
+                    host.as_ptr(),
+                    region.as_ptr(),
+                    ld * sz,
+                    0,
+                    cols * sz,
+                    0,
+                    data.as_ptr() as *const c_void,
+                    0,
+                    ptr::null(),
+                )
+            }
+        }
+        .map_err(|e| cl_err(&format!("writing rows to '{}'", self.device), e))?;
+        drop(Event::new(ev));
+        Ok(())
+    }
+
+    /// Copy rows `row..` of `buf` (rows `ld` elements apart), their first `cols` elements, into
+    /// `out` as packed rows; returns when done. See [`Queue::write_rows`].
+    pub fn read_rows<T: Scalar>(
+        &self,
+        buf: &DBuf<T>,
+        ld: usize,
+        row: usize,
+        cols: usize,
+        out: &mut [T],
+    ) -> Result<()> {
+        let rows = self.rows_bounds(buf, ld, row, cols, out.len())?;
+        if rows == 0 {
+            return Ok(());
+        }
+        let sz = std::mem::size_of::<T>();
+        let (origin, host, region) = ([0, row, 0], [0usize; 3], [cols * sz, rows, 1]);
+        // SAFETY: as in write_rows; `out` is exclusively borrowed for the blocking call.
+        let ev = unsafe {
+            if cols == ld {
+                opencl3::command_queue::enqueue_read_buffer(
+                    self.queue.get(),
+                    buf.buf.get(),
+                    CL_BLOCKING,
+                    row * ld * sz,
+                    std::mem::size_of_val(out),
+                    out.as_mut_ptr() as *mut c_void,
+                    0,
+                    ptr::null(),
+                )
+            } else {
+                opencl3::command_queue::enqueue_read_buffer_rect(
+                    self.queue.get(),
+                    buf.buf.get(),
+                    CL_BLOCKING,
+                    origin.as_ptr(),
+                    host.as_ptr(),
+                    region.as_ptr(),
+                    ld * sz,
+                    0,
+                    cols * sz,
+                    0,
+                    out.as_mut_ptr() as *mut c_void,
+                    0,
+                    ptr::null(),
+                )
+            }
+        }
+        .map_err(|e| cl_err(&format!("reading rows from '{}'", self.device), e))?;
+        drop(Event::new(ev));
+        Ok(())
+    }
+
+    /// Enqueue filling all of `buf` with `value` (does not wait).
+    pub fn fill<T: Scalar>(&self, buf: &DBuf<T>, value: T) -> Result<()> {
+        let sz = std::mem::size_of::<T>();
+        // SAFETY: the range is the whole buffer; OpenCL copies the pattern before returning.
+        let ev = unsafe {
+            opencl3::command_queue::enqueue_fill_buffer(
+                self.queue.get(),
+                buf.buf.get(),
+                &value as *const T as *const c_void,
+                sz,
+                0,
+                buf.len.max(1) * sz,
+                0,
+                ptr::null(),
+            )
+        }
+        .map_err(|e| cl_err(&format!("filling a buffer on '{}'", self.device), e))?;
+        drop(Event::new(ev));
+        Ok(())
+    }
+
+    /// Enqueue a marker after everything enqueued so far, and flush, so that another thread
+    /// may wait for it.
+    pub fn marker(&self) -> Result<Marker> {
+        // SAFETY: an empty wait list; the returned event is owned by the Marker.
+        let ev = unsafe { self.queue.enqueue_marker_with_wait_list(&[]) }
+            .map_err(|e| cl_err(&format!("enqueueing a marker on '{}'", self.device), e))?;
+        self.flush()?;
+        Ok(Marker(ev))
+    }
+
     /// Enqueue `kernel` over `global` work-items (rounded up to a multiple of `local`), with
     /// `args` in the kernel's parameter order. Does not wait. A wrong number of arguments is
     /// refused (an error, before any is set).
@@ -236,6 +535,37 @@ impl Queue {
         local: Option<usize>,
         args: &[Arg<'_>],
     ) -> Result<()> {
+        // SAFETY: this function's contract is enqueue's.
+        unsafe { self.enqueue(kernel, global, local, args) }.map(drop)
+    }
+
+    /// [`Queue::launch`], returning the launch's [`Marker`] (for its device time on a
+    /// profiled queue).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Queue::launch`].
+    pub unsafe fn launch_marked(
+        &self,
+        kernel: &Kernel,
+        global: usize,
+        local: Option<usize>,
+        args: &[Arg<'_>],
+    ) -> Result<Marker> {
+        // SAFETY: this function's contract is enqueue's.
+        unsafe { self.enqueue(kernel, global, local, args) }.map(Marker)
+    }
+
+    /// # Safety
+    ///
+    /// As for [`Queue::launch`].
+    unsafe fn enqueue(
+        &self,
+        kernel: &Kernel,
+        global: usize,
+        local: Option<usize>,
+        args: &[Arg<'_>],
+    ) -> Result<Event> {
         let name = kernel.function_name().unwrap_or_default();
         let expected = kernel.num_args().unwrap_or(args.len() as u32) as usize;
         if expected != args.len() {
@@ -271,7 +601,7 @@ impl Queue {
         let gws = [global];
         // SAFETY: arguments are set above; the work sizes are plain arrays living across the
         // call; the kernel stays inside the buffers it was given (this function's contract).
-        unsafe {
+        let event = unsafe {
             self.queue.enqueue_nd_range_kernel(
                 kernel.get(),
                 1,
@@ -290,7 +620,7 @@ impl Queue {
                 e,
             )
         })?;
-        Ok(())
+        Ok(event)
     }
 
     /// Wait until everything enqueued has finished.

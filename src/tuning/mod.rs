@@ -8,8 +8,11 @@
 //! cache (`tuccompi tune`'s measurements), which wins over the prediction ([`predict`]).
 
 mod cache;
+mod tile;
 
 pub use cache::{key as cache_key, path as cache_path, Cache, Entry as CacheEntry};
+
+pub use tile::{tile_shape, TileKind, TileRequest, TileShape, TILE_RULES};
 
 use crate::device::{DeviceInfo, KernelSource};
 use crate::{Error, Result};
@@ -76,17 +79,40 @@ pub struct KernelChar {
     /// refuses a device whose work-groups cannot be that large.
     #[serde(default)]
     pub local: Option<usize>,
+    /// Register-tiled: the tile shape, and with it the local size, comes from [`tile_shape`].
+    #[serde(default)]
+    pub tile: Option<TileKind>,
 }
 
-/// Kernel names declared in OpenCL C source (`__kernel void NAME(`).
+/// Kernel names declared in OpenCL C source (`__kernel void NAME(`, with any
+/// `__attribute__((...))` before or after `void`).
 pub fn kernel_names(source: &str) -> Vec<String> {
+    // Skip leading attributes (balanced parentheses).
+    fn attributes(mut s: &str) -> &str {
+        while let Some(rest) = s.trim_start().strip_prefix("__attribute__") {
+            let mut depth = 0usize;
+            let mut end = rest.len();
+            for (i, c) in rest.char_indices() {
+                match c {
+                    '(' => depth += 1,
+                    ')' => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            end = i + 1;
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            s = &rest[end..];
+        }
+        s.trim_start()
+    }
     let mut names = Vec::new();
     for part in source.split("__kernel").skip(1) {
-        let rest = part.trim_start();
-        let rest = rest
-            .strip_prefix("void")
-            .map(str::trim_start)
-            .unwrap_or(rest);
+        let rest = attributes(part);
+        let rest = rest.strip_prefix("void").map(attributes).unwrap_or(rest);
         let name: String = rest
             .chars()
             .take_while(|c| c.is_alphanumeric() || *c == '_')
@@ -229,6 +255,9 @@ pub struct LaunchParams {
     /// The tuning cache's key these parameters were looked up under (`None`: no lookup).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_key: Option<String>,
+    /// The tile shape of register-tiled kernels ([`tile_shape`]), for halves that launch them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tile: Option<TileShape>,
 }
 
 impl LaunchParams {
@@ -596,6 +625,7 @@ pub fn predict(
         queues,
         persistent_items,
         cache_key: None,
+        tile: None,
     }
 }
 

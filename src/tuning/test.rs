@@ -5,6 +5,11 @@ const SSSP: KernelSource = KernelSource {
     source: include_str!("../../kernels/sssp.cl"),
     characterization: include_str!("../../kernels/sssp.toml"),
 };
+const FW: KernelSource = KernelSource {
+    stem: "fw",
+    source: include_str!("../../kernels/fw.cl"),
+    characterization: include_str!("../../kernels/fw.toml"),
+};
 const COLLATZ: KernelSource = KernelSource {
     stem: "collatz",
     source: include_str!("../../examples/collatz.cl"),
@@ -47,8 +52,10 @@ fn sssp_characterizations_are_complete_and_valid() {
 
 #[test]
 fn kernel_names_are_found() {
-    let src = "__kernel void a(int x) {}\n__kernel  void b_2 (void) {}\n";
-    assert_eq!(kernel_names(src), vec!["a", "b_2"]);
+    let src = "__kernel void a(int x) {}\n__kernel  void b_2 (void) {}\n\
+               __kernel __attribute__((reqd_work_group_size(256, 1, 1)))\nvoid c(int x) {}\n\
+               __kernel void __attribute__((a(1))) d(int x) {}\n";
+    assert_eq!(kernel_names(src), vec!["a", "b_2", "c", "d"]);
 }
 
 const CRAUSER: [&str; 5] = [
@@ -206,4 +213,106 @@ fn cache_round_trip() {
     );
     std::fs::write(&file, "[entries.x]\nlocal_sise = 3\n").unwrap();
     assert!(toml::from_str::<Cache>(&std::fs::read_to_string(&file).unwrap()).is_err());
+}
+
+fn fw_blocked() -> BTreeMap<String, KernelChar> {
+    subset(
+        &characterizations(&FW).unwrap(),
+        &["fwb_phase1", "fwb_phase2", "fwb_phase3"],
+    )
+}
+
+#[test]
+fn tile_shape_rules() {
+    let c = fw_blocked();
+    assert_eq!(c["fwb_phase3"].tile, Some(TileKind::Product));
+    assert_eq!(c["fwb_phase1"].tile, Some(TileKind::Closure));
+    // H200: 132 CUs, 48 KiB local memory, 1024 items per group.
+    let t = tile_shape(&c, &dev("gpu", 132, 1024), 16384, TileRequest::default()).unwrap();
+    assert_eq!(
+        (
+            t.block.value,
+            t.group.value,
+            t.register_rows.value,
+            t.register_cols.value
+        ),
+        (128, 64, 8, 8)
+    );
+    assert_eq!((t.slab.value, t.closure_register.value), (32, 8));
+    assert_eq!(t.local["fwb_phase3"].value, 64);
+    assert_eq!(t.local["fwb_phase2"].value, 64);
+    assert_eq!(t.local["fwb_phase1"].value, 256);
+    assert_eq!(t.block.source, Source::Predicted);
+    // Too few 128-blocks to fill 132 CUs twice: 64.
+    let t = tile_shape(&c, &dev("gpu", 132, 1024), 2048, TileRequest::default()).unwrap();
+    assert_eq!((t.block.value, t.local["fwb_phase3"].value), (64, 64));
+    // CPU devices: 4 x 4 over the whole block, no overlap.
+    let t = tile_shape(&c, &dev("cpu", 2, 4096), 16384, TileRequest::default()).unwrap();
+    assert_eq!(
+        (
+            t.block.value,
+            t.group.value,
+            t.register_rows.value,
+            t.strips.value
+        ),
+        (64, 64, 4, 1)
+    );
+    // The config wins, and the local size follows it.
+    let req = TileRequest {
+        block: Some(128),
+        group: Some(128),
+        register: Some((8, 4)),
+        slab: Some(16),
+        strips: Some(2),
+    };
+    let t = tile_shape(&c, &dev("gpu", 132, 1024), 16384, req).unwrap();
+    assert_eq!(t.local["fwb_phase3"].value, 512);
+    assert_eq!(t.slab.value, 16);
+    assert_eq!(t.block.source, Source::Config);
+}
+
+#[test]
+fn tile_shapes_that_cannot_run_are_refused_by_key() {
+    let c = fw_blocked();
+    let d = dev("gpu", 132, 1024);
+    let req = |block, register, slab| TileRequest {
+        block,
+        group: block,
+        register,
+        slab,
+        strips: None,
+    };
+    let e = tile_shape(&c, &d, 4096, req(Some(128), Some((8, 6)), None)).unwrap_err();
+    assert!(e.contains("register_tile columns = 6"), "{e}");
+    let e = tile_shape(&c, &d, 4096, req(Some(40), Some((4, 4)), None)).unwrap_err();
+    assert!(e.contains("tile = 40"), "{e}");
+    let e = tile_shape(
+        &c,
+        &d,
+        4096,
+        TileRequest {
+            block: Some(128),
+            group: Some(48),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(e.contains("group = 48"), "{e}");
+    // 128 / 4 squared = 1024 items for the product is allowed; 64 x 64 = 4096 is not.
+    let e = tile_shape(&c, &d, 4096, req(Some(256), Some((4, 4)), None)).unwrap_err();
+    assert!(e.contains("4096 work-items"), "{e}");
+    // A slab of 64 for a 128 block: 70 KiB of local memory.
+    let e = tile_shape(&c, &d, 4096, req(Some(128), None, Some(64))).unwrap_err();
+    assert!(e.contains("slab = 64"), "{e}");
+    let e = tile_shape(
+        &c,
+        &d,
+        4096,
+        TileRequest {
+            strips: Some(0),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(e.contains("strips = 0"), "{e}");
 }
