@@ -21,7 +21,7 @@
 //! next piece into one while the other crosses the bus (pageable memory crosses at about 7
 //! GB/s through NVIDIA's OpenCL).
 //!
-//! Work: n³ updates (ld³ with padding); phases 1 and 2 are 1/nb and 1/nb of it.
+//! Work: n³ updates (ld³ with padding); phase 1 does 1/nb² of it, phase 2 1/nb.
 
 use super::gpu::KERNELS;
 use super::{FwJob, Val};

@@ -279,7 +279,11 @@ impl Worker for GpuFw<'_> {
                     }?;
                 }
             }
-            Variant::Blocked => unreachable!("fw-blocked runs in blocked_gpu.rs"),
+            Variant::Blocked => {
+                return Err(Error::Device(
+                    "fw-blocked reached the naive/R-Kleene launcher (a bug)".into(),
+                ))
+            }
             Variant::RKleene => {
                 let half = n.div_ceil(2) + 1;
                 let (ta, tb) = (

@@ -323,7 +323,6 @@ impl Device {
         std::fs::write(&p, format!("options: {opts}\n{log}")).map_err(|e| Error::io(&p, e))
     }
 
-
     /// A new kernel object `name` of `kernels` built with `options` (one per queue: kernel
     /// arguments are per object).
     pub fn kernel(&self, kernels: &KernelSource, options: &str, name: &str) -> Result<Kernel> {
