@@ -11,6 +11,7 @@ use crate::config::{DeviceSel, Plan, Policy};
 use crate::device::{self, Filter};
 use crate::node::Node;
 use crate::plugin::{Job, Plugin, PrepareCtx, Records};
+use crate::scheduler::UnitInfo;
 use crate::sink::write_file;
 use crate::thread::{run_units, Slice, Unit, UnitSpec, UnitStats};
 use crate::tuning::{CacheUse, LaunchParams, Tuner};
@@ -121,10 +122,13 @@ pub fn select_devices(plan: &Plan) -> Result<Vec<Arc<device::Device>>> {
     }
 }
 
+/// Tasks a CPU worker asks for per pull: the configured cap; under the work queue, no cap
+/// (the queue sizes chunks); under equitable, a slice of its share so results stream.
 fn cpu_chunk(plan: &Plan, tasks: usize, units: usize) -> usize {
-    plan.scheduler
-        .chunk
-        .unwrap_or_else(|| (tasks / (units.max(1) * 16)).clamp(1, 64))
+    plan.scheduler.chunk.unwrap_or(match plan.scheduler.policy {
+        Policy::WorkQueue => usize::MAX,
+        Policy::Equitable => (tasks / (units.max(1) * 16)).clamp(1, 64),
+    })
 }
 
 /// Run a plan on this node (and, under MPI, with the other nodes), with `plugins` (the
@@ -293,10 +297,10 @@ pub fn run_with_cache(
         data: crate::filled(tasks * words, 0, "the per-task records")?,
     });
     let progress = progress_bar(opts.quiet || !is_root, tasks as u64);
-    let weights = vec![1.0; units.len()];
+    let infos: Vec<UnitInfo> = units.iter().map(Unit::info).collect();
     let t_run = Instant::now();
     let node_run = node
-        .task_source(tasks, plan, &weights)
+        .task_source(tasks, plan, &infos)
         .and_then(|source| run_units(job.as_ref(), &units, source.as_ref(), &records, &progress));
     progress.finish_and_clear();
     let run_seconds = t_run.elapsed().as_secs_f64();

@@ -10,7 +10,7 @@ pub mod mpi;
 
 use crate::config::Plan;
 use crate::plugin::Records;
-use crate::scheduler::{self, TaskSource};
+use crate::scheduler::{self, TaskSource, UnitInfo};
 use crate::thread::UnitStats;
 use crate::{Error, Result};
 
@@ -22,12 +22,12 @@ pub trait Node: Sync {
     fn size(&self) -> usize;
     /// Wait for every node.
     fn barrier(&self) -> Result<()>;
-    /// The source of chunks for this node's units over tasks `0..tasks`.
+    /// The source of chunks for this node's `units` over tasks `0..tasks`.
     fn task_source(
         &self,
         tasks: usize,
         plan: &Plan,
-        weights: &[f64],
+        units: &[UnitInfo],
     ) -> Result<Box<dyn TaskSource + '_>>;
     /// Bring every node's records to rank 0 (each task was run by exactly one node).
     fn gather_records(&self, records: &mut Records) -> Result<()>;
@@ -68,9 +68,9 @@ impl Node for Single {
         &self,
         tasks: usize,
         plan: &Plan,
-        weights: &[f64],
+        units: &[UnitInfo],
     ) -> Result<Box<dyn TaskSource + '_>> {
-        Ok(scheduler::source(plan.scheduler.policy, 0..tasks, weights))
+        Ok(scheduler::source(plan.scheduler.policy, 0..tasks, units))
     }
     fn gather_records(&self, _records: &mut Records) -> Result<()> {
         Ok(())

@@ -4,11 +4,15 @@
 //! - Rank 0 loads the config (with `--set` overrides) and broadcasts the resolved TOML, so no
 //!   rank can run a different config; it also broadcasts the input file's bytes, which other
 //!   ranks read from a private temporary copy. Each node detects its own units.
-//! - `master-slave`: rank 0 runs a server thread over one central guided queue; rank 0's own
-//!   units (if `nodes.master_computes`) take from it directly, other ranks send a request per
-//!   chunk (`[want]`) and get `[start, end]` back (empty = no more work). Every other rank ends
-//!   with one request that gets the empty answer (its source's `Drop` sends `[0]` if needed),
-//!   so the server knows when to stop. `equitable`: each rank takes a static contiguous share.
+//! - `master-slave`: every rank sends rank 0 its unit list; rank 0 runs one work queue with a
+//!   slot per unit of every rank, served by a thread. Rank 0's own units (if
+//!   `nodes.master_computes`) take from it directly; another rank's unit sends
+//!   `[NEXT, unit, want]` per chunk and gets `[start, end]` back (empty = nothing for it). That
+//!   request also says that its previous chunk finished: the master holds each remote unit's
+//!   chunk guard and drops it then, so the queue learns every unit's chunk times. A failed
+//!   chunk is `[FAIL, unit]` (its tasks go back to the queue); a unit that leaves sends
+//!   `[LEAVE, unit]`; a rank whose units have all left sends `[BYE]`, and the server stops after
+//!   every other rank's BYE. `equitable`: each rank takes a static contiguous share.
 //! - Records: every task was run by exactly one rank and other ranks' records of it are zero,
 //!   so an element-wise sum (MPI reduce) at rank 0 assembles them. Statistics are gathered
 //!   as JSON. Distance rows are written by each rank at their offsets in one shared file.
@@ -21,7 +25,7 @@
 use super::{host_name, Node};
 use crate::config::{InputSpec, NodePolicy, Plan};
 use crate::plugin::Records;
-use crate::scheduler::{self, TaskSource, WorkQueue};
+use crate::scheduler::{self, Chunk, TaskSource, UnitInfo, WorkQueue};
 use crate::thread::UnitStats;
 use crate::{Error, Result};
 use mpi::collective::SystemOperation;
@@ -35,6 +39,7 @@ use std::sync::Arc;
 const TAG_REQ: i32 = 11;
 const TAG_REP: i32 = 12;
 const TAG_STATS: i32 = 13;
+const TAG_UNITS: i32 = 14;
 
 /// This process as one MPI node.
 pub struct MpiNode {
@@ -183,7 +188,8 @@ struct Master {
 }
 
 impl TaskSource for Master {
-    fn next(&self, unit: usize, want: usize) -> Option<Range<usize>> {
+    fn next(&self, unit: usize, want: usize) -> Option<Chunk<'_>> {
+        // The chunk reports to the queue itself.
         if self.computes {
             self.queue.next(unit, want)
         } else {
@@ -192,6 +198,15 @@ impl TaskSource for Master {
     }
     fn stop(&self) {
         self.queue.stop();
+    }
+    fn now(&self) -> f64 {
+        self.queue.now()
+    }
+    fn failed(&self, unit: usize, tasks: Range<usize>) {
+        self.queue.failed(unit, tasks);
+    }
+    fn wait_for_work(&self, unit: usize) -> bool {
+        self.computes && self.queue.wait_for_work(unit)
     }
 }
 
@@ -203,48 +218,109 @@ impl Drop for Master {
     }
 }
 
-/// Another rank's source under master-slave: asks rank 0 for each chunk.
+/// Requests to the master: `[REQ_*, unit, want]`.
+const REQ_NEXT: u64 = 0;
+/// The unit's chunk failed: its tasks go back to the queue, the unit is out.
+const REQ_FAIL: u64 = 1;
+/// The unit leaves the run (it got nothing and will not ask again).
+const REQ_LEAVE: u64 = 2;
+/// Every unit of this rank has left (its source is dropped).
+const REQ_BYE: u64 = 3;
+
+/// The master's server: answers every other rank's requests from the queue. Each remote unit
+/// has its own slot in the queue; the chunk it holds is kept here, and its next request says
+/// how that chunk ended (`REQ_NEXT`: finished, so the guard drops and the queue learns its time
+/// from grant to request; `REQ_FAIL`: its tasks go back), so no outcome can be lost.
+fn serve(queue: &WorkQueue, offsets: &[usize], cap: Option<usize>) {
+    // MPI calls here never overlap with rank 0's main thread, which makes none until this
+    // thread is joined (Master's Drop).
+    let world = SimpleCommunicator::world();
+    let others = offsets.len() - 1;
+    let mut held: Vec<Option<Chunk<'_>>> = (0..offsets[others]).map(|_| None).collect();
+    let mut finished = 0;
+    while finished < others {
+        let (msg, status) = world.any_process().receive_vec_with_tag::<u64>(TAG_REQ);
+        let rank = status.source_rank() as usize;
+        let (kind, unit, want) = (msg[0], msg[1] as usize, msg[2] as usize);
+        let slot = offsets[rank - 1] + unit;
+        let reply = match kind {
+            REQ_NEXT => {
+                drop(held[slot].take());
+                let want = cap.map_or(want, |c| c.min(want)).max(1);
+                queue.next(slot, want).map(|c| {
+                    let r = c.tasks();
+                    held[slot] = Some(c);
+                    r
+                })
+            }
+            REQ_FAIL => {
+                match held[slot].take() {
+                    Some(c) => c.fail(),
+                    None => queue.failed(slot, 0..0),
+                }
+                None
+            }
+            REQ_LEAVE => {
+                // Out of the plan: an idle remote unit must not count as capacity.
+                queue.failed(slot, 0..0);
+                None
+            }
+            _ => {
+                finished += 1;
+                continue;
+            }
+        }
+        .unwrap_or(0..0);
+        world
+            .process_at_rank(status.source_rank())
+            .send_with_tag(&[reply.start as u64, reply.end as u64][..], TAG_REP);
+    }
+}
+
+/// Another rank's source under master-slave: asks rank 0 for each chunk, per unit.
 struct Remote<'a> {
     node: &'a MpiNode,
-    done: Mutex<bool>,
+    stopped: std::sync::atomic::AtomicBool,
 }
 
 impl Remote<'_> {
-    fn ask(&self, want: usize) -> Range<usize> {
+    fn ask(&self, kind: u64, unit: usize, want: usize) -> Range<usize> {
         let w = self.node.world.lock();
         let root = w.process_at_rank(0);
-        root.send_with_tag(&[want as u64][..], TAG_REQ);
+        root.send_with_tag(&[kind, unit as u64, want as u64][..], TAG_REQ);
         let (r, _) = root.receive_vec_with_tag::<u64>(TAG_REP);
         r[0] as usize..r[1] as usize
     }
 }
 
 impl TaskSource for Remote<'_> {
-    fn next(&self, _unit: usize, want: usize) -> Option<Range<usize>> {
-        let mut done = self.done.lock();
-        if *done {
+    fn next(&self, unit: usize, want: usize) -> Option<Chunk<'_>> {
+        if self.stopped.load(std::sync::atomic::Ordering::Relaxed) {
             return None;
         }
-        let r = self.ask(want.max(1));
-        if r.is_empty() {
-            *done = true;
-            return None;
-        }
-        Some(r)
+        // This request also tells the master that the unit's previous chunk finished.
+        let r = self.ask(REQ_NEXT, unit, want.max(1));
+        (!r.is_empty()).then(|| Chunk::new(self, unit, r))
     }
     fn stop(&self) {
-        // Ask for nothing more; Drop tells the master this rank is finished.
-        let mut done = self.done.lock();
-        if !*done {
-            self.ask(0);
-            *done = true;
-        }
+        self.stopped
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    fn failed(&self, unit: usize, _tasks: Range<usize>) {
+        self.ask(REQ_FAIL, unit, 0);
+    }
+    fn wait_for_work(&self, unit: usize) -> bool {
+        // Remote units do not wait for tasks given back: they leave, and say so.
+        self.ask(REQ_LEAVE, unit, 0);
+        false
     }
 }
 
 impl Drop for Remote<'_> {
     fn drop(&mut self) {
-        self.stop();
+        let w = self.node.world.lock();
+        w.process_at_rank(0)
+            .send_with_tag(&[REQ_BYE, 0, 0][..], TAG_REQ);
     }
 }
 
@@ -264,57 +340,41 @@ impl Node for MpiNode {
         &self,
         tasks: usize,
         plan: &Plan,
-        weights: &[f64],
+        units: &[UnitInfo],
     ) -> Result<Box<dyn TaskSource + '_>> {
         match plan.nodes.policy {
             NodePolicy::Equitable => {
                 let (r, s) = (self.rank, self.size);
                 let share = tasks * r / s..tasks * (r + 1) / s;
-                Ok(scheduler::source(plan.scheduler.policy, share, weights))
+                Ok(scheduler::source(plan.scheduler.policy, share, units))
             }
             NodePolicy::MasterSlave if self.rank == 0 => {
-                // Rank 0's units, then one slot per other rank: the queue learns each rank's
-                // speed from its requests (tasks granted over the time until it asks again),
-                // so chunks and the tail follow the ranks' real throughput.
-                let local = weights.len();
-                let queue = Arc::new(WorkQueue::new(0..tasks, local + self.size - 1));
+                // One queue slot per unit of every rank: rank 0's units, then each other
+                // rank's, so the queue plans with every unit's own speed.
+                let mut all: Vec<UnitInfo> = units.to_vec();
+                let mut offsets = Vec::with_capacity(self.size);
+                {
+                    let w = self.world.lock();
+                    for r in 1..self.size {
+                        let (bytes, _) = w
+                            .process_at_rank(r as i32)
+                            .receive_vec_with_tag::<u8>(TAG_UNITS);
+                        let theirs: Vec<UnitInfo> = serde_json::from_slice(&bytes)
+                            .map_err(|e| Error::Node(format!("rank {r}'s unit list: {e}")))?;
+                        offsets.push(all.len());
+                        all.extend(theirs.into_iter().map(|mut u| {
+                            u.class = format!("rank{r}/{}", u.class);
+                            u
+                        }));
+                    }
+                }
+                offsets.push(all.len());
+                let queue = Arc::new(WorkQueue::new(0..tasks, &all));
                 let q = queue.clone();
-                let others = self.size - 1;
                 let cap = plan.nodes.chunk;
                 let server = std::thread::Builder::new()
                     .name("mpi-master".into())
-                    .spawn(move || {
-                        // MPI calls here never overlap with rank 0's main thread, which makes
-                        // none until this thread is joined (Master's Drop).
-                        let world = SimpleCommunicator::world();
-                        let mut last: Vec<Option<(std::time::Instant, usize)>> =
-                            vec![None; others + 1];
-                        let mut finished = 0;
-                        while finished < others {
-                            let (msg, status) =
-                                world.any_process().receive_vec_with_tag::<u64>(TAG_REQ);
-                            let rank = status.source_rank() as usize;
-                            let slot = local + rank - 1;
-                            if let Some((t, len)) = last[rank].take() {
-                                q.done(slot, len, t.elapsed().as_secs_f64());
-                            }
-                            let want = cap.map_or(msg[0] as usize, |c| c.min(msg[0] as usize));
-                            let r = if msg[0] == 0 {
-                                None
-                            } else {
-                                q.next(slot, want.max(1))
-                            }
-                            .unwrap_or(0..0);
-                            if r.is_empty() {
-                                finished += 1;
-                            } else {
-                                last[rank] = Some((std::time::Instant::now(), r.len()));
-                            }
-                            world
-                                .process_at_rank(status.source_rank())
-                                .send_with_tag(&[r.start as u64, r.end as u64][..], TAG_REP);
-                        }
-                    })
+                    .spawn(move || serve(&q, &offsets, cap))
                     .map_err(|e| Error::Node(format!("starting the master thread: {e}")))?;
                 Ok(Box::new(Master {
                     queue,
@@ -322,10 +382,17 @@ impl Node for MpiNode {
                     server: Some(server),
                 }))
             }
-            NodePolicy::MasterSlave => Ok(Box::new(Remote {
-                node: self,
-                done: Mutex::new(false),
-            })),
+            NodePolicy::MasterSlave => {
+                let bytes = serde_json::to_vec(units).expect("unit infos serialize");
+                self.world
+                    .lock()
+                    .process_at_rank(0)
+                    .send_with_tag(&bytes[..], TAG_UNITS);
+                Ok(Box::new(Remote {
+                    node: self,
+                    stopped: std::sync::atomic::AtomicBool::new(false),
+                }))
+            }
         }
     }
 

@@ -12,7 +12,7 @@
 
 use crate::device::Device;
 use crate::plugin::{GpuOnDevice, Job, Records, RecordsOut, Worker};
-use crate::scheduler::TaskSource;
+use crate::scheduler::{TaskSource, UnitInfo};
 use crate::{Error, Result};
 use parking_lot::Mutex;
 use std::ops::Range;
@@ -53,6 +53,17 @@ pub struct Unit<'a> {
     pub spec: UnitSpec<'a>,
     /// Tasks it asks for per pull.
     pub chunk: usize,
+}
+
+impl Unit<'_> {
+    /// What the scheduler needs to know of this unit: its kind, and its class (units of one
+    /// class run at one speed: the CPU workers; the queues of devices of one model).
+    pub fn info(&self) -> UnitInfo {
+        match &self.spec {
+            UnitSpec::Cpu => UnitInfo::cpu("cpu"),
+            UnitSpec::Gpu { device, .. } => UnitInfo::device(device.info.name.clone()),
+        }
+    }
 }
 
 /// What one unit did.
@@ -127,29 +138,33 @@ pub fn run_units(
                         Err(p) => return fail(panic_text(p)),
                     };
                     let mut buf = Vec::new();
-                    while let Some(range) = source.next(index, unit.chunk) {
+                    loop {
+                        // The chunk reports its time to the source when dropped below.
+                        let Some(chunk) = source.next(index, unit.chunk) else {
+                            if source.wait_for_work(index) {
+                                continue;
+                            }
+                            break;
+                        };
+                        let range = chunk.tasks();
                         let start = t0.elapsed();
                         buf.clear();
                         buf.resize(range.len() * words, 0);
                         let mut out = RecordsOut::new(range.start, words, &mut buf);
                         let r =
                             catch_unwind(AssertUnwindSafe(|| worker.run(range.clone(), &mut out)));
-                        match r {
-                            Ok(Ok(())) => {}
-                            Ok(Err(e)) => {
-                                return fail(format!("tasks {}..{}: {e}", range.start, range.end))
-                            }
-                            Err(p) => {
-                                return fail(format!(
-                                    "tasks {}..{}: {}",
-                                    range.start,
-                                    range.end,
-                                    panic_text(p)
-                                ))
-                            }
+                        let msg = match r {
+                            Ok(Ok(())) => None,
+                            Ok(Err(e)) => Some(e.to_string()),
+                            Err(p) => Some(panic_text(p)),
+                        };
+                        if let Some(msg) = msg {
+                            chunk.fail();
+                            return fail(format!("tasks {}..{}: {msg}", range.start, range.end));
                         }
                         records.lock().data[range.start * words..range.end * words]
                             .copy_from_slice(&buf);
+                        drop(chunk);
                         let end = t0.elapsed();
                         let _ = tx.send(Event::ChunkDone(Slice {
                             unit: index,

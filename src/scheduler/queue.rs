@@ -1,0 +1,483 @@
+//! The work-queue policy: a central queue that plans the end of the run from each unit's
+//! measured cost model.
+//!
+//! Model: a chunk of `k` tasks on unit `i` takes `latency_i + k · per_task_i` seconds, with `k`
+//! at most what the unit asks for (a device's batch). The estimate is a least-squares fit over
+//! the unit's finished chunks, older chunks weighing less; a CPU worker's latency is taken as
+//! 0. A unit not measured yet borrows the mean estimate of its class (the other CPU workers,
+//! the other queues of its device).
+//!
+//! On every request at time `now`, with `R` tasks not handed out yet:
+//! 1. Plan: the earliest `T` such that the units, each from the moment its current chunk is
+//!    expected to end, could finish `R` tasks by `T` in whole chunks (`capacity`). This is the
+//!    optimal makespan of the rest when the estimates are right.
+//! 2. The requester's share is what it can finish by `T`. It takes a fraction (`Rules::share`)
+//!    of it, so that the next request corrects any error in the estimates; a device takes at
+//!    least enough to amortize its latency (`Rules::amortize`), never more than its share.
+//! 3. A share of 0 means that the others clear everything before this unit could finish one
+//!    chunk: it takes nothing and waits (`wait_for_work`); it asks again whenever a chunk
+//!    finishes, in case another unit slowed down.
+//! 4. Before a unit has any estimate it takes a probe: 1 task on a CPU worker, a fair share of
+//!    the tasks left on a device. While some unit is still unmeasured, no unit takes a chunk
+//!    longer than the run has lasted so far, so nothing big is handed out on half the facts.
+//!
+//! Complexity: a request costs O(units · 60) (a bisection for `T`) under the queue's lock.
+
+use super::{Chunk, Clock, TaskSource, UnitInfo, UnitKind, WallClock};
+use parking_lot::{Condvar, Mutex};
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A unit's cost model: a chunk of `k` tasks takes `latency + k · per_task` seconds.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Estimate {
+    /// Seconds per chunk, whatever its size.
+    pub latency: f64,
+    /// Seconds per task.
+    pub per_task: f64,
+}
+
+impl Estimate {
+    /// Seconds for a chunk of `k` tasks.
+    pub fn time(&self, k: usize) -> f64 {
+        self.latency + k as f64 * self.per_task
+    }
+
+    /// Tasks this unit can finish within `span` seconds in chunks of at most `cap` tasks.
+    pub fn capacity(&self, cap: usize, span: f64) -> usize {
+        if span <= 0.0 || cap == 0 {
+            return 0;
+        }
+        let c = cap as f64;
+        let chunk = self.time(cap);
+        let full = (span / chunk).floor();
+        let rest = span - full * chunk;
+        let part = if rest < self.latency {
+            0.0
+        } else if self.per_task > 0.0 {
+            ((rest - self.latency) / self.per_task).floor().min(c)
+        } else {
+            c
+        };
+        let tasks = full * c + part;
+        if tasks >= usize::MAX as f64 / 2.0 {
+            usize::MAX / 2
+        } else {
+            tasks as usize
+        }
+    }
+}
+
+/// The policy's constants, chosen by simulation (`sim.rs`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Rules {
+    /// Fraction of its planned share a unit takes per request.
+    pub share: f64,
+    /// A device's chunk is at least `amortize · latency / per_task` tasks (its latency at most
+    /// 1 / (1 + amortize) of the chunk's time), capped by its share.
+    pub amortize: f64,
+    /// Weight an older chunk keeps in the estimate each time a newer one is added.
+    pub decay: f64,
+    /// For a device measured at one chunk size only: the part of its chunk time taken as
+    /// latency until a second size shows the split.
+    pub split: f64,
+}
+
+impl Default for Rules {
+    fn default() -> Self {
+        Rules {
+            share: 0.25,
+            amortize: 4.0,
+            decay: 0.8,
+            split: 0.5,
+        }
+    }
+}
+
+/// Decayed sums over a unit's finished chunks: sizes `k` and times `t`.
+#[derive(Debug, Clone, Copy, Default)]
+struct Samples {
+    w: f64,
+    k: f64,
+    t: f64,
+    kk: f64,
+    kt: f64,
+}
+
+impl Samples {
+    fn add(&mut self, k: f64, t: f64, decay: f64) {
+        let d = if self.w > 0.0 { decay } else { 0.0 };
+        self.w = self.w * d + 1.0;
+        self.k = self.k * d + k;
+        self.t = self.t * d + t;
+        self.kk = self.kk * d + k * k;
+        self.kt = self.kt * d + k * t;
+    }
+
+    fn estimate(&self, kind: UnitKind, split: f64) -> Option<Estimate> {
+        if self.w == 0.0 || self.k == 0.0 {
+            return None;
+        }
+        let (mk, mt) = (self.k / self.w, self.t / self.w);
+        // A zero time (a coarse clock, an empty task) must not read as infinite speed.
+        let mt = mt.max(1e-9);
+        let pure_rate = Estimate {
+            latency: 0.0,
+            per_task: mt / mk,
+        };
+        if kind == UnitKind::Cpu {
+            return Some(pure_rate);
+        }
+        let var = self.kk / self.w - mk * mk;
+        if var <= (0.05 * mk).powi(2) {
+            // One chunk size so far: the split between latency and per-task time is unknown.
+            return Some(Estimate {
+                latency: split * mt,
+                per_task: (1.0 - split) * mt / mk,
+            });
+        }
+        let per_task = (self.kt / self.w - mk * mt) / var;
+        let latency = mt - per_task * mk;
+        Some(if per_task <= 0.0 {
+            Estimate {
+                latency: mt,
+                per_task: 1e-12,
+            }
+        } else if latency < 0.0 {
+            pure_rate
+        } else {
+            Estimate { latency, per_task }
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+struct UnitState {
+    kind: UnitKind,
+    class: usize,
+    /// The most it asked for (its chunk cap).
+    want: usize,
+    samples: Samples,
+    /// The chunk it runs: handed out at, tasks.
+    in_flight: Option<(f64, usize)>,
+    asked: bool,
+    /// Failed: gets nothing more.
+    out: bool,
+}
+
+#[derive(Debug)]
+struct State {
+    next: usize,
+    /// Tasks given back by failed units (served first).
+    returned: Vec<Range<usize>>,
+    units: Vec<UnitState>,
+    /// Bumped whenever a chunk finishes or fails (waiting units re-plan).
+    generation: u64,
+}
+
+impl State {
+    fn left(&self, end: usize) -> usize {
+        end - self.next + self.returned.iter().map(|r| r.len()).sum::<usize>()
+    }
+    fn in_flight(&self) -> usize {
+        self.units.iter().filter(|u| u.in_flight.is_some()).count()
+    }
+}
+
+/// A central queue with chunk sizes planned from measured speeds (see the module text).
+pub struct WorkQueue {
+    state: Mutex<State>,
+    changed: Condvar,
+    end: usize,
+    start_time: f64,
+    clock: Box<dyn Clock>,
+    stopped: AtomicBool,
+    rules: Rules,
+}
+
+impl std::fmt::Debug for WorkQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let st = self.state.lock();
+        write!(
+            f,
+            "WorkQueue(next {} of {}, {} units)",
+            st.next,
+            self.end,
+            st.units.len()
+        )
+    }
+}
+
+impl WorkQueue {
+    /// A queue over `tasks` shared by `units`, timed by the wall clock.
+    pub fn new(tasks: Range<usize>, units: &[UnitInfo]) -> Self {
+        Self::with_clock(
+            tasks,
+            units,
+            Box::new(WallClock::default()),
+            Rules::default(),
+        )
+    }
+
+    /// A queue timed by `clock` (the simulator's virtual clock) under `rules`.
+    pub(crate) fn with_clock(
+        tasks: Range<usize>,
+        units: &[UnitInfo],
+        clock: Box<dyn Clock>,
+        rules: Rules,
+    ) -> Self {
+        let mut classes: Vec<&str> = Vec::new();
+        let units = units
+            .iter()
+            .map(|u| {
+                let class = classes
+                    .iter()
+                    .position(|c| *c == u.class)
+                    .unwrap_or_else(|| {
+                        classes.push(&u.class);
+                        classes.len() - 1
+                    });
+                UnitState {
+                    kind: u.kind,
+                    class,
+                    want: usize::MAX,
+                    samples: Samples::default(),
+                    in_flight: None,
+                    asked: false,
+                    out: false,
+                }
+            })
+            .collect();
+        WorkQueue {
+            state: Mutex::new(State {
+                next: tasks.start,
+                returned: Vec::new(),
+                units,
+                generation: 0,
+            }),
+            changed: Condvar::new(),
+            end: tasks.end,
+            start_time: clock.now(),
+            clock,
+            stopped: AtomicBool::new(false),
+            rules,
+        }
+    }
+
+    /// The current estimate of every unit (`None`: not measured, nor any of its class).
+    pub fn estimates(&self) -> Vec<Option<Estimate>> {
+        let st = self.state.lock();
+        self.all_estimates(&st)
+    }
+
+    fn all_estimates(&self, st: &State) -> Vec<Option<Estimate>> {
+        let own: Vec<Option<Estimate>> = st
+            .units
+            .iter()
+            .map(|u| u.samples.estimate(u.kind, self.rules.split))
+            .collect();
+        st.units
+            .iter()
+            .enumerate()
+            .map(|(i, u)| {
+                own[i].or_else(|| {
+                    // Borrow the class's mean.
+                    let mates: Vec<Estimate> = st
+                        .units
+                        .iter()
+                        .zip(&own)
+                        .filter(|(v, e)| v.class == u.class && e.is_some())
+                        .map(|(_, e)| e.unwrap())
+                        .collect();
+                    (!mates.is_empty()).then(|| {
+                        let n = mates.len() as f64;
+                        Estimate {
+                            latency: mates.iter().map(|e| e.latency).sum::<f64>() / n,
+                            per_task: mates.iter().map(|e| e.per_task).sum::<f64>() / n,
+                        }
+                    })
+                })
+            })
+            .collect()
+    }
+
+    /// How many tasks `unit` takes now (0: none, it waits).
+    fn chunk_size(&self, st: &State, unit: usize, left: usize, now: f64) -> usize {
+        let me_state = &st.units[unit];
+        let want = me_state.want.min(left).max(1);
+        let est = self.all_estimates(st);
+        let Some(me) = est[unit] else {
+            // A probe: one task on a CPU worker; on a device, what is left split among the
+            // devices' queues, up to a batch (a smaller batch would cost as much).
+            return match me_state.kind {
+                UnitKind::Cpu => 1,
+                UnitKind::Device => {
+                    let queues = st
+                        .units
+                        .iter()
+                        .filter(|u| !u.out && u.kind == UnitKind::Device)
+                        .count();
+                    left.div_ceil(queues.max(1)).clamp(1, want)
+                }
+            };
+        };
+        // Everyone who can take part, with the time it becomes free.
+        let plan: Vec<(Estimate, usize, f64)> = st
+            .units
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| !u.out)
+            .filter_map(|(j, u)| {
+                let e = est[j]?;
+                let free = match u.in_flight {
+                    Some((start, k)) if j != unit => (start + e.time(k)).max(now),
+                    _ => now,
+                };
+                Some((e, u.want.min(left).max(1), free))
+            })
+            .collect();
+        let can_do = |t: f64| -> usize {
+            plan.iter()
+                .map(|(e, cap, free)| e.capacity(*cap, t - free))
+                .fold(0usize, |a, b| a.saturating_add(b))
+        };
+        // The requester alone finishes everything by `hi`.
+        let mut hi = now + me.time(want) * left.div_ceil(want) as f64 + 1e-9;
+        while can_do(hi) < left {
+            hi = now + (hi - now) * 2.0;
+        }
+        let mut lo = now;
+        for _ in 0..60 {
+            let mid = 0.5 * (lo + hi);
+            if can_do(mid) >= left {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        let share = me.capacity(want, hi - now).min(left);
+        if share == 0 {
+            // Others clear the rest before this unit could finish a chunk. Wait, unless no
+            // other unit is running or about to ask (then nothing would wake this one).
+            let others_active = st
+                .units
+                .iter()
+                .enumerate()
+                .any(|(j, u)| j != unit && !u.out && (u.in_flight.is_some() || !u.asked));
+            return if others_active { 0 } else { want.min(left) };
+        }
+        let amortized = if me.latency > 0.0 {
+            (self.rules.amortize * me.latency / me.per_task).ceil() as usize
+        } else {
+            1
+        };
+        let mut k = ((self.rules.share * share as f64).ceil() as usize)
+            .max(amortized)
+            .min(share)
+            .min(want);
+        // While a unit is unmeasured, keep chunks as short as the run so far.
+        let unmeasured = st
+            .units
+            .iter()
+            .zip(&est)
+            .any(|(u, e)| !u.out && e.is_none());
+        if unmeasured {
+            let horizon = (now - self.start_time).max(me.time(1));
+            k = k.min(me.capacity(want, horizon).max(1));
+        }
+        k.max(1)
+    }
+
+    fn take(st: &mut State, k: usize, end: usize) -> Range<usize> {
+        if let Some(last) = st.returned.last_mut() {
+            let r = last.start..(last.start + k).min(last.end);
+            last.start = r.end;
+            if last.start == last.end {
+                st.returned.pop();
+            }
+            return r;
+        }
+        let r = st.next..(st.next + k).min(end);
+        st.next = r.end;
+        r
+    }
+}
+
+impl TaskSource for WorkQueue {
+    fn next(&self, unit: usize, want: usize) -> Option<Chunk<'_>> {
+        let mut st = self.state.lock();
+        if self.stopped.load(Ordering::Relaxed) || st.units[unit].out {
+            return None;
+        }
+        let left = st.left(self.end);
+        st.units[unit].asked = true;
+        if left == 0 {
+            return None;
+        }
+        st.units[unit].want = want.max(1);
+        let now = self.clock.now();
+        let k = self.chunk_size(&st, unit, left, now);
+        if k == 0 {
+            return None;
+        }
+        let r = Self::take(&mut st, k, self.end);
+        st.units[unit].in_flight = Some((now, r.len()));
+        drop(st);
+        Some(Chunk::new(self, unit, r))
+    }
+    fn stop(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
+        let _g = self.state.lock();
+        self.changed.notify_all();
+    }
+    fn now(&self) -> f64 {
+        self.clock.now()
+    }
+    fn finished(&self, unit: usize, tasks: Range<usize>, secs: f64) {
+        let mut st = self.state.lock();
+        let decay = self.rules.decay;
+        let u = &mut st.units[unit];
+        u.in_flight = None;
+        u.samples.add(tasks.len() as f64, secs, decay);
+        st.generation += 1;
+        self.changed.notify_all();
+    }
+    fn failed(&self, unit: usize, tasks: Range<usize>) {
+        let mut st = self.state.lock();
+        let u = &mut st.units[unit];
+        u.in_flight = None;
+        u.out = true;
+        if !tasks.is_empty() {
+            st.returned.push(tasks);
+        }
+        st.generation += 1;
+        self.changed.notify_all();
+    }
+    fn wait_for_work(&self, unit: usize) -> bool {
+        let mut st = self.state.lock();
+        let seen = st.generation;
+        loop {
+            if self.stopped.load(Ordering::Relaxed) || st.units[unit].out {
+                return false;
+            }
+            let left = st.left(self.end);
+            if left == 0 && st.in_flight() == 0 {
+                return false;
+            }
+            if st.generation != seen {
+                return true;
+            }
+            // Nobody else will change anything: ask again (the queue then gives this unit
+            // the work rather than wait for nobody).
+            let others_active = st
+                .units
+                .iter()
+                .enumerate()
+                .any(|(j, u)| j != unit && !u.out && (u.in_flight.is_some() || !u.asked));
+            if left > 0 && !others_active {
+                return true;
+            }
+            self.changed.wait(&mut st);
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! A deterministic simulator for scheduling policies (tests only).
+//!
+//! Drives any [`TaskSource`] in virtual time: each simulated unit runs a chunk of `k` tasks in
+//! `latency + k · per_task` seconds (plus a pause if it stalls), asks for its next chunk the
+//! moment it finishes one, and drops the [`Chunk`] guard at the chunk's virtual end, so the
+//! source hears exactly the times it would on real units. A unit that gets `None` waits and
+//! asks again after the next chunk anywhere finishes, as the thread layer does. Ties are
+//! broken by unit index, so a run is a pure function of its inputs.
+//!
+//! [`ideal`] is the optimal makespan for identical tasks: the least `T` such that the units
+//! together can finish every task by `T` (each in whole chunks of at most its `want`).
+
+use super::{Chunk, Clock, TaskSource, UnitInfo};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Virtual time, set by the simulator.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct VirtualClock(Arc<AtomicU64>);
+
+impl VirtualClock {
+    /// Move the clock to `t`.
+    pub(crate) fn set(&self, t: f64) {
+        self.0.store(t.to_bits(), Ordering::Relaxed);
+    }
+}
+
+impl Clock for VirtualClock {
+    fn now(&self) -> f64 {
+        f64::from_bits(self.0.load(Ordering::Relaxed))
+    }
+}
+
+/// A simulated unit.
+#[derive(Debug, Clone)]
+pub(crate) struct SimUnit {
+    pub(crate) info: UnitInfo,
+    /// Seconds per chunk.
+    pub(crate) latency: f64,
+    /// Seconds per task.
+    pub(crate) per_task: f64,
+    /// Tasks it asks for per chunk.
+    pub(crate) want: usize,
+    /// It makes no progress from `.0` for `.1` seconds.
+    pub(crate) stall: Option<(f64, f64)>,
+}
+
+impl SimUnit {
+    /// A CPU worker doing one task in `per_task` seconds.
+    pub(crate) fn cpu(per_task: f64) -> Self {
+        SimUnit {
+            info: UnitInfo::cpu("cpu"),
+            latency: 0.0,
+            per_task,
+            want: usize::MAX,
+            stall: None,
+        }
+    }
+    /// A device queue of class `class` running batches of up to `batch` tasks.
+    pub(crate) fn gpu(class: &str, latency: f64, per_task: f64, batch: usize) -> Self {
+        SimUnit {
+            info: UnitInfo::device(class),
+            latency,
+            per_task,
+            want: batch,
+            stall: None,
+        }
+    }
+    /// The same unit, pausing for `secs` at time `at`.
+    pub(crate) fn stalls(mut self, at: f64, secs: f64) -> Self {
+        self.stall = Some((at, secs));
+        self
+    }
+
+    /// When a chunk of `k` tasks started at `t` ends.
+    fn end(&self, t: f64, k: usize) -> f64 {
+        let work = self.latency + k as f64 * self.per_task;
+        match self.stall {
+            Some((at, secs)) if t >= at && t < at + secs => at + secs + work,
+            Some((at, secs)) if t < at && t + work > at => t + work + secs,
+            _ => t + work,
+        }
+    }
+
+    /// Most tasks it can finish in `span` seconds of uninterrupted work (greedy whole chunks).
+    fn can_do(&self, mut span: f64) -> usize {
+        let mut done = 0;
+        loop {
+            if span < self.latency + self.per_task {
+                return done;
+            }
+            let fit = ((span - self.latency) / self.per_task).floor() as usize;
+            let k = fit.min(self.want);
+            done += k;
+            span -= self.latency + k as f64 * self.per_task;
+            if k < self.want {
+                return done;
+            }
+        }
+    }
+
+    /// Most tasks it can finish by time `t` from time 0, stall included.
+    fn can_do_by(&self, t: f64) -> usize {
+        match self.stall {
+            Some((at, secs)) if t > at => self
+                .can_do(t - secs)
+                .max(self.can_do(at) + self.can_do(t - at - secs)),
+            _ => self.can_do(t),
+        }
+    }
+}
+
+/// What a simulated run did.
+#[derive(Debug, Clone)]
+pub(crate) struct Outcome {
+    /// When the last chunk ended.
+    pub(crate) makespan: f64,
+    /// Tasks per unit.
+    pub(crate) tasks: Vec<usize>,
+    /// Chunks per unit.
+    pub(crate) chunks: Vec<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Time(f64);
+impl Eq for Time {}
+impl PartialOrd for Time {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Time {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+/// Run `tasks` on `units` under `source` (made with `clock`). Panics if a task is lost or
+/// run twice.
+pub(crate) fn run(
+    source: &dyn TaskSource,
+    clock: &VirtualClock,
+    units: &[SimUnit],
+    tasks: Range<usize>,
+) -> Outcome {
+    clock.set(0.0);
+    let n = units.len();
+    let mut held: Vec<Option<Chunk<'_>>> = (0..n).map(|_| None).collect();
+    let mut waiting = vec![false; n];
+    let mut events: Events = BinaryHeap::new();
+    let mut out = Outcome {
+        makespan: 0.0,
+        tasks: vec![0; n],
+        chunks: vec![0; n],
+    };
+    let mut runs = vec![0u32; tasks.len()];
+    for (u, w) in waiting.iter_mut().enumerate() {
+        *w = !ask(source, units, u, 0.0, &mut held, &mut events);
+    }
+    while let Some(Reverse((Time(t), u))) = events.pop() {
+        clock.set(t);
+        let c = held[u].take().expect("a unit with an event holds a chunk");
+        for task in c.tasks() {
+            runs[task - tasks.start] += 1;
+        }
+        out.tasks[u] += c.tasks().len();
+        out.chunks[u] += 1;
+        out.makespan = out.makespan.max(t);
+        drop(c);
+        waiting[u] = !ask(source, units, u, t, &mut held, &mut events);
+        for (w, wait) in waiting.iter_mut().enumerate() {
+            if *wait && w != u {
+                *wait = !ask(source, units, w, t, &mut held, &mut events);
+            }
+        }
+    }
+    if let Some(i) = runs.iter().position(|&r| r != 1) {
+        panic!(
+            "task {} ran {} times (units: {:?})",
+            tasks.start + i,
+            runs[i],
+            out.tasks
+        );
+    }
+    out
+}
+
+type Events = BinaryHeap<Reverse<(Time, usize)>>;
+
+/// Unit `u` asks for a chunk at time `t`; false if it got none.
+fn ask<'a>(
+    source: &'a dyn TaskSource,
+    units: &[SimUnit],
+    u: usize,
+    t: f64,
+    held: &mut [Option<Chunk<'a>>],
+    events: &mut Events,
+) -> bool {
+    match source.next(u, units[u].want) {
+        Some(c) => {
+            events.push(Reverse((Time(units[u].end(t, c.tasks().len())), u)));
+            held[u] = Some(c);
+            true
+        }
+        None => false,
+    }
+}
+
+/// The optimal makespan of `tasks` identical tasks on `units`.
+pub(crate) fn ideal(units: &[SimUnit], tasks: usize) -> f64 {
+    let done_by = |t: f64| -> usize { units.iter().map(|u| u.can_do_by(t)).sum() };
+    let mut hi = 1.0;
+    while done_by(hi) < tasks {
+        hi *= 2.0;
+    }
+    let mut lo = 0.0;
+    for _ in 0..80 {
+        let mid = 0.5 * (lo + hi);
+        if done_by(mid) >= tasks {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi
+}
+
+/// The makespan of the fastest unit alone.
+pub(crate) fn best_single(units: &[SimUnit], tasks: usize) -> f64 {
+    units
+        .iter()
+        .map(|u| ideal(std::slice::from_ref(u), tasks))
+        .fold(f64::INFINITY, f64::min)
+}
