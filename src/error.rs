@@ -44,6 +44,18 @@ pub enum Error {
         /// What went wrong.
         msg: String,
     },
+    /// Units failed and no unit able to run the remaining tasks is left.
+    #[error(
+        "{left} of {tasks} tasks were not run: every unit that could run them failed ({failures})"
+    )]
+    NoUnitLeft {
+        /// Tasks not run.
+        left: usize,
+        /// Tasks of the run.
+        tasks: usize,
+        /// Each failed unit and its error.
+        failures: String,
+    },
     /// The node layer (MPI) failed.
     #[error("node layer: {0}")]
     Node(String),

@@ -299,9 +299,31 @@ pub fn run_with_cache(
     let progress = progress_bar(opts.quiet || !is_root, tasks as u64);
     let infos: Vec<UnitInfo> = units.iter().map(Unit::info).collect();
     let t_run = Instant::now();
-    let node_run = node
-        .task_source(tasks, plan, &infos)
-        .and_then(|source| run_units(job.as_ref(), &units, source.as_ref(), &records, &progress));
+    let node_run = node.task_source(tasks, plan, &infos).and_then(|source| {
+        let ran = run_units(
+            job.as_ref(),
+            &units,
+            source.as_ref(),
+            &records,
+            &progress,
+            plan.units.on_failure,
+        )?;
+        // Failed units gave their chunks back; if no unit was left to take them, say so.
+        let left = source.left_over();
+        if left > 0 {
+            let failures: Vec<String> = ran
+                .0
+                .iter()
+                .filter_map(|u| Some(format!("{}: {}", u.name, u.failed.as_ref()?)))
+                .collect();
+            return Err(Error::NoUnitLeft {
+                left,
+                tasks,
+                failures: failures.join("; "),
+            });
+        }
+        Ok(ran)
+    });
     progress.finish_and_clear();
     let run_seconds = t_run.elapsed().as_secs_f64();
     let (stats, slices) = match node_run {
@@ -378,6 +400,7 @@ fn report_json(
         "policy": plan.scheduler.policy,
         "node_policy": if node_count > 1 { serde_json::json!(plan.nodes.policy) } else { serde_json::Value::Null },
         "units": stats,
+        "failures": stats.iter().filter_map(|u| Some(serde_json::json!({"unit": u.name, "error": u.failed.as_ref()?}))).collect::<Vec<_>>(),
         "devices": devices,
         "nodes": nodes,
         "wall_seconds": wall,

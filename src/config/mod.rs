@@ -5,7 +5,7 @@
 
 mod raw;
 
-pub use raw::{AutoOr, DeviceSel, NodePolicy, Policy, Sources};
+pub use raw::{AutoOr, DeviceSel, NodePolicy, OnFailure, Policy, Sources};
 
 use crate::graph::GenSpec;
 use crate::{Error, Result};
@@ -34,6 +34,8 @@ pub struct UnitsPlan {
     pub device_type: String,
     /// In-order queues per device (`None` = chosen by the tuner).
     pub concurrent_kernels: Option<usize>,
+    /// What happens when a unit fails.
+    pub on_failure: OnFailure,
 }
 
 /// How tasks are shared out within a node.

@@ -147,6 +147,16 @@ pub enum Policy {
     WorkQueue,
 }
 
+/// What happens when a unit fails (`units.on_failure`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnFailure {
+    /// Take the unit out of the run and give its chunk to the other units.
+    Retry,
+    /// Stop the run with the unit's error.
+    Abort,
+}
+
 /// Scheduling policy among nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -178,6 +188,7 @@ pub(super) struct RawUnits {
     opencl: Option<DeviceSel>,
     device_type: Option<String>,
     concurrent_kernels: Option<AutoOr>,
+    on_failure: Option<OnFailure>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -345,6 +356,7 @@ impl RawConfig {
                 opencl: self.units.opencl.unwrap_or(DeviceSel::All),
                 device_type,
                 concurrent_kernels,
+                on_failure: self.units.on_failure.unwrap_or(OnFailure::Retry),
             },
             scheduler: SchedulerPlan {
                 policy: self.scheduler.policy.unwrap_or(Policy::WorkQueue),

@@ -184,7 +184,16 @@ impl Drop for MpiNode {
 struct Master {
     queue: Arc<WorkQueue>,
     computes: bool,
-    server: Option<std::thread::JoinHandle<()>>,
+    server: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Master {
+    /// Wait until every other rank has finished.
+    fn join(&self) {
+        if let Some(h) = self.server.lock().take() {
+            let _ = h.join();
+        }
+    }
 }
 
 impl TaskSource for Master {
@@ -208,13 +217,15 @@ impl TaskSource for Master {
     fn wait_for_work(&self, unit: usize) -> bool {
         self.computes && self.queue.wait_for_work(unit)
     }
+    fn left_over(&self) -> usize {
+        self.join();
+        self.queue.left_over()
+    }
 }
 
 impl Drop for Master {
     fn drop(&mut self) {
-        if let Some(h) = self.server.take() {
-            let _ = h.join();
-        }
+        self.join();
     }
 }
 
@@ -379,7 +390,7 @@ impl Node for MpiNode {
                 Ok(Box::new(Master {
                     queue,
                     computes: plan.nodes.master_computes,
-                    server: Some(server),
+                    server: Mutex::new(Some(server)),
                 }))
             }
             NodePolicy::MasterSlave => {
@@ -416,6 +427,7 @@ impl Node for MpiNode {
     ) -> Result<serde_json::Value> {
         let mine = serde_json::json!({
             "rank": self.rank, "host": self.host, "units": stats, "devices": devices,
+            "failures": stats.iter().filter_map(|u| Some(serde_json::json!({"unit": u.name, "error": u.failed.as_ref()?}))).collect::<Vec<_>>(),
             "tasks": stats.iter().map(|s| s.tasks).sum::<usize>(),
         });
         let w = self.world.lock();

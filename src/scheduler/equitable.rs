@@ -107,6 +107,10 @@ impl TaskSource for Equitable {
         }
         self.changed.notify_all();
     }
+    fn left_over(&self) -> usize {
+        let st = self.state.lock();
+        st.shares.iter().chain(&st.orphans).map(|r| r.len()).sum()
+    }
     fn wait_for_work(&self, unit: usize) -> bool {
         let mut st = self.state.lock();
         if st.phases[unit] == Phase::Out {

@@ -63,6 +63,11 @@ pub trait TaskSource: Sync {
     fn wait_for_work(&self, _unit: usize) -> bool {
         false
     }
+    /// After the run: how many tasks no unit finished (given back by failed units with no unit
+    /// left to take them). Under MPI, rank 0's source waits for the other ranks first.
+    fn left_over(&self) -> usize {
+        0
+    }
 }
 
 /// A chunk of tasks handed to one unit. Dropping it reports the chunk finished, with the time

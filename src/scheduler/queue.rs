@@ -453,6 +453,9 @@ impl TaskSource for WorkQueue {
         st.generation += 1;
         self.changed.notify_all();
     }
+    fn left_over(&self) -> usize {
+        self.state.lock().left(self.end)
+    }
     fn wait_for_work(&self, unit: usize) -> bool {
         let mut st = self.state.lock();
         let seen = st.generation;

@@ -10,6 +10,7 @@
 //! coordinating thread, which drives the progress bar. A failure (error or panic) stops the
 //! source, so every other unit ends after its current chunk, and the first error is returned.
 
+use crate::config::OnFailure;
 use crate::device::Device;
 use crate::plugin::{GpuOnDevice, Job, Records, RecordsOut, Worker};
 use crate::scheduler::{TaskSource, UnitInfo};
@@ -85,6 +86,9 @@ pub struct UnitStats {
     pub chunks: usize,
     /// Seconds spent running chunks.
     pub busy_seconds: f64,
+    /// Why the unit was taken out of the run, if it failed (its chunk ran elsewhere).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }
 
 /// One chunk on one unit, for the trace.
@@ -102,21 +106,31 @@ pub struct Slice {
 
 enum Event {
     ChunkDone(Slice),
+    /// A unit was taken out of the run (`units.on_failure = "retry"`).
+    Failed(usize, String),
 }
 
 /// Run every unit until `source` is dry. Records land in `records` (task-indexed).
+///
+/// A unit whose worker cannot be made, or whose chunk fails (an error or a panic), is taken out
+/// of the run: under [`OnFailure::Retry`] its chunk goes back to the source for the other
+/// units and its [`UnitStats::failed`] says why; under [`OnFailure::Abort`] the source stops and
+/// the first error is returned. Whether every task ran is for the caller to check
+/// ([`TaskSource::left_over`]).
 pub fn run_units(
     job: &dyn Job,
     units: &[Unit<'_>],
     source: &dyn TaskSource,
     records: &Mutex<Records>,
     progress: &indicatif::ProgressBar,
+    on_failure: OnFailure,
 ) -> Result<(Vec<UnitStats>, Vec<Slice>)> {
     let t0 = Instant::now();
     let words = job.record_words();
     let (tx, rx) = crossbeam_channel::unbounded::<Event>();
     let first_error: Mutex<Option<Error>> = Mutex::new(None);
     let mut slices = Vec::new();
+    let mut failed: Vec<Option<String>> = vec![None; units.len()];
     std::thread::scope(|s| {
         for (index, unit) in units.iter().enumerate() {
             let tx = tx.clone();
@@ -124,18 +138,34 @@ pub fn run_units(
             std::thread::Builder::new()
                 .name(unit.name.clone())
                 .spawn_scoped(s, move || {
-                    let fail = |msg: String| {
-                        source.stop();
-                        first_error.lock().get_or_insert(Error::Unit {
-                            unit: unit.name.clone(),
-                            msg,
-                        });
+                    // Take this unit out: its chunk (if any) has gone back to the source.
+                    let fail = |msg: String| match on_failure {
+                        OnFailure::Retry => {
+                            tracing::warn!(
+                                "unit {} failed and is out of the run: {msg}",
+                                unit.name
+                            );
+                            let _ = tx.send(Event::Failed(index, msg));
+                        }
+                        OnFailure::Abort => {
+                            source.stop();
+                            first_error.lock().get_or_insert(Error::Unit {
+                                unit: unit.name.clone(),
+                                msg,
+                            });
+                        }
                     };
                     let made = catch_unwind(AssertUnwindSafe(|| make_worker(job, &unit.spec)));
                     let mut worker = match made {
                         Ok(Ok(w)) => w,
-                        Ok(Err(e)) => return fail(e.to_string()),
-                        Err(p) => return fail(panic_text(p)),
+                        Ok(Err(e)) => {
+                            source.failed(index, 0..0);
+                            return fail(e.to_string());
+                        }
+                        Err(p) => {
+                            source.failed(index, 0..0);
+                            return fail(panic_text(p));
+                        }
                     };
                     let mut buf = Vec::new();
                     loop {
@@ -183,6 +213,7 @@ pub fn run_units(
                     progress.inc(slice.tasks.len() as u64);
                     slices.push(slice);
                 }
+                Event::Failed(unit, msg) => failed[unit] = Some(msg),
             }
         }
     });
@@ -214,6 +245,7 @@ pub fn run_units(
                 tasks,
                 chunks,
                 busy_seconds: busy,
+                failed: failed[i].take(),
             }
         })
         .collect();
