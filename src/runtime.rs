@@ -103,8 +103,14 @@ pub fn resolve_plugin<'a>(
 /// The OpenCL devices a plan selects, or `None` when it asks for none. `Err` only when the
 /// config names devices explicitly (or asks for no CPU workers) and none can be opened.
 pub fn select_devices(plan: &Plan) -> Result<Vec<Arc<device::Device>>> {
+    select_devices_noting(plan).map(|(d, _)| d)
+}
+
+/// [`select_devices`], and why none was found when the plan asked for every device and
+/// there is none (the run then goes on with CPU workers).
+fn select_devices_noting(plan: &Plan) -> Result<(Vec<Arc<device::Device>>, Option<String>)> {
     let names = match &plan.units.opencl {
-        DeviceSel::None => return Ok(Vec::new()),
+        DeviceSel::None => return Ok((Vec::new(), None)),
         DeviceSel::All => Vec::new(),
         DeviceSel::Names(n) => n.clone(),
     };
@@ -113,12 +119,49 @@ pub fn select_devices(plan: &Plan) -> Result<Vec<Arc<device::Device>>> {
         names,
     };
     match device::discover(&filter) {
-        Ok(d) => Ok(d),
+        Ok(d) => Ok((d, None)),
         Err(e) if plan.units.opencl == DeviceSel::All && plan.units.cpu_workers > 0 => {
-            tracing::info!("running on CPU workers only: {e}");
-            Ok(Vec::new())
+            Ok((Vec::new(), Some(e.to_string())))
         }
         Err(e) => Err(e),
+    }
+}
+
+/// The CPUs this process may run on (its affinity mask) and the machine's online CPUs, from
+/// `/proc/self/status` and `/sys/devices/system/cpu/online`; `None` where they cannot be read.
+pub fn cpu_affinity() -> Option<(usize, usize)> {
+    fn count(list: &str) -> Option<usize> {
+        list.trim().split(',').try_fold(0, |n, part| {
+            let (a, b) = part.split_once('-').unwrap_or((part, part));
+            let (a, b): (usize, usize) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+            Some(n + b.checked_sub(a)? + 1)
+        })
+    }
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let allowed = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .and_then(count)?;
+    let online = count(&std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?)?;
+    Some((allowed, online))
+}
+
+/// Say once per process when the affinity mask is narrower than the machine (Open MPI binds
+/// each rank to one core by default), with the fix.
+fn warn_narrow_affinity(node: &dyn Node) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    if let Some((allowed, online)) = cpu_affinity().filter(|(a, o)| a < o) {
+        ONCE.call_once(|| {
+            eprintln!(
+                "tuccompi: warning: rank {} on {}: this process may run on {allowed} of the \
+                 machine's {online} CPUs (its CPU affinity mask), so its CPU workers share \
+                 {allowed}. Under mpirun, which binds each rank to one core by default, start \
+                 with `mpirun --bind-to none ...` (or give each rank its cores, e.g. `--map-by \
+                 ppr:1:node:PE={online} --bind-to core`).",
+                node.rank(),
+                crate::node::host_name()
+            );
+        });
     }
 }
 
@@ -202,11 +245,20 @@ pub fn run_with_cache(
     }
     let tasks = job.tasks();
 
+    warn_narrow_affinity(node);
     let mut units = Vec::new();
     let mut device_reports = Vec::new();
+    // Why no device was found although the plan asked for every device (report and output).
+    let mut device_note = None;
     if let Some(gpu) = job.gpu() {
         let tuner = Tuner::new(plan.units.concurrent_kernels, cache);
-        for dev in select_devices(plan).map_err(|e| node.fail(e))? {
+        let (devices, note) = select_devices_noting(plan).map_err(|e| node.fail(e))?;
+        if let Some(why) = &note {
+            device_note = Some(format!(
+                "units.opencl = \"all\" found no OpenCL device ({why}); running on CPU workers only"
+            ));
+        }
+        for dev in devices {
             let params = gpu.params(&dev, &tuner).map_err(|e| node.fail(e))?;
             let half = gpu.setup(dev.clone(), &params).map_err(|e| node.fail(e))?;
             let chunk = plan.scheduler.gpu_chunk.unwrap_or(params.batch.value);
@@ -279,6 +331,27 @@ pub fn run_with_cache(
         .iter()
         .filter(|u| matches!(u.spec, UnitSpec::Cpu))
         .count();
+    // Under MPI every rank says what it found: its CPU workers and devices.
+    if node.under_mpi() {
+        let found: Vec<String> = device_reports
+            .iter()
+            .map(|d| format!("{} ({} queues)", d.name, d.queues))
+            .collect();
+        eprintln!(
+            "tuccompi: rank {} on {}: {cpus} CPU workers; OpenCL devices: {}",
+            node.rank(),
+            crate::node::host_name(),
+            if found.is_empty() {
+                device_note
+                    .clone()
+                    .unwrap_or_else(|| "none (units.opencl = \"none\")".into())
+            } else {
+                found.join(", ")
+            }
+        );
+    } else if let Some(note) = &device_note {
+        tracing::info!("{note}");
+    }
     let chunk = cpu_chunk(plan, tasks, units.len());
     for u in units.iter_mut().filter(|u| matches!(u.spec, UnitSpec::Cpu)) {
         u.chunk = chunk;
@@ -336,7 +409,7 @@ pub fn run_with_cache(
         .iter()
         .map(|d| serde_json::to_value(d).expect("device report serializes"))
         .collect();
-    let node_stats = node.gather_stats(&stats, &device_json)?;
+    let node_stats = node.gather_stats(&stats, &device_json, device_note.as_deref())?;
     if !is_root {
         node.barrier()?;
         return Ok(Outcome {
@@ -357,6 +430,7 @@ pub fn run_with_cache(
         checksum,
         wall,
         node.size(),
+        device_note.as_deref(),
     );
     // The scheduling phase alone (no input loading, kernel builds or output): what throughput
     // figures divide by.
@@ -390,6 +464,7 @@ fn report_json(
     checksum: serde_json::Value,
     wall: f64,
     node_count: usize,
+    device_note: Option<&str>,
 ) -> serde_json::Value {
     serde_json::json!({
         "tuccompi": env!("CARGO_PKG_VERSION"),
@@ -402,6 +477,7 @@ fn report_json(
         "units": stats,
         "failures": stats.iter().filter_map(|u| Some(serde_json::json!({"unit": u.name, "error": u.failed.as_ref()?}))).collect::<Vec<_>>(),
         "devices": devices,
+        "device_note": device_note,
         "nodes": nodes,
         "wall_seconds": wall,
         "checksum": checksum,

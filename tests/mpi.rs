@@ -187,3 +187,72 @@ fn dense_plugins_refuse_several_ranks() {
     assert!(!ok);
     assert!(text.contains("run it without mpirun"), "{text}");
 }
+
+#[test]
+fn ranks_report_their_devices_and_a_narrow_affinity_mask() {
+    let dir = tmpdir("mpidev");
+    let path = dir.join("c.toml");
+    std::fs::write(&path, apsp_gen("road", 1000, "", "20")).unwrap();
+    let out = dir.join("out");
+    let od = format!("output.dir={:?}", out.display().to_string());
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let several_cpus = online.contains('-') || online.contains(',');
+    for bind in ["core", "none"] {
+        // No machine has an OpenCL "accelerator" here: each rank asked for every device and
+        // finds none, and must say so.
+        let o = Command::new("mpirun")
+            .args([
+                "-np",
+                "2",
+                "--bind-to",
+                bind,
+                env!("CARGO_BIN_EXE_tuccompi"),
+            ])
+            .args(["run", path.to_str().unwrap(), "-q", "--set", &od])
+            .args([
+                "--set",
+                "units.device_type=accelerator",
+                "--set",
+                "units.cpu_workers=1",
+            ])
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+            .output()
+            .expect("mpirun");
+        let text = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(o.status.success(), "{text}");
+        for r in 0..2 {
+            assert!(
+                text.contains(&format!("rank {r} on"))
+                    && text.matches("found no OpenCL device").count() >= 2,
+                "rank {r} must report its units and the missing device: {text}"
+            );
+        }
+        let warned = text.contains("affinity mask") && text.contains("--bind-to none");
+        if bind == "none" {
+            assert!(!warned, "{text}");
+        } else if several_cpus {
+            assert!(
+                warned,
+                "a rank bound to one core must say so, with the fix: {text}"
+            );
+            assert_eq!(
+                text.matches("affinity mask").count(),
+                2,
+                "once per rank: {text}"
+            );
+        }
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap())
+                .unwrap();
+        for n in report["nodes"].as_array().unwrap() {
+            assert!(
+                n["device_note"]
+                    .as_str()
+                    .is_some_and(|s| s.contains("found no OpenCL device")),
+                "{n}"
+            );
+        }
+    }
+}

@@ -31,12 +31,18 @@ pub trait Node: Sync {
     ) -> Result<Box<dyn TaskSource + '_>>;
     /// Bring every node's records to rank 0 (each task was run by exactly one node).
     fn gather_records(&self, records: &mut Records) -> Result<()>;
-    /// Per-node statistics, gathered at rank 0, for the report.
+    /// Per-node statistics, gathered at rank 0, for the report; `note` says why a node that
+    /// asked for devices has none.
     fn gather_stats(
         &self,
         stats: &[UnitStats],
         devices: &[serde_json::Value],
+        note: Option<&str>,
     ) -> Result<serde_json::Value>;
+    /// Whether this process runs under mpirun (each rank then reports its units).
+    fn under_mpi(&self) -> bool {
+        false
+    }
     /// Turn a local failure into the error to report (under MPI: stop every rank, naming this
     /// one).
     fn fail(&self, e: Error) -> Error;
@@ -79,10 +85,11 @@ impl Node for Single {
         &self,
         stats: &[UnitStats],
         devices: &[serde_json::Value],
+        note: Option<&str>,
     ) -> Result<serde_json::Value> {
         Ok(
             serde_json::json!([{ "rank": 0, "host": host_name(), "units": stats.len(), "devices": devices.len(),
-            "tasks": stats.iter().map(|s| s.tasks).sum::<usize>() }]),
+            "device_note": note, "tasks": stats.iter().map(|s| s.tasks).sum::<usize>() }]),
         )
     }
     fn fail(&self, e: Error) -> Error {

@@ -420,13 +420,22 @@ impl Node for MpiNode {
         Ok(())
     }
 
+    fn under_mpi(&self) -> bool {
+        // A binary built with MPI but started without mpirun is a singleton: one plain node.
+        self.size > 1
+            || std::env::var_os("OMPI_COMM_WORLD_SIZE").is_some()
+            || std::env::var_os("PMI_SIZE").is_some()
+    }
+
     fn gather_stats(
         &self,
         stats: &[UnitStats],
         devices: &[serde_json::Value],
+        note: Option<&str>,
     ) -> Result<serde_json::Value> {
         let mine = serde_json::json!({
             "rank": self.rank, "host": self.host, "units": stats, "devices": devices,
+            "device_note": note,
             "failures": stats.iter().filter_map(|u| Some(serde_json::json!({"unit": u.name, "error": u.failed.as_ref()?}))).collect::<Vec<_>>(),
             "tasks": stats.iter().map(|s| s.tasks).sum::<usize>(),
         });
