@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU-machine measurements for BENCHMARKS.md. Run from the repository root:
 #   benches/device.sh BIN DATA_DIR [SECTION...]
-# Sections: devices algos queues hetero batch. Prints one line per run:
+# Sections: devices algos queues hetero batch sched collatz workers mpienv mpigpu (and more
+# below). Prints one line per run:
 #   label  wall_s  tasks  tasks/s  checksum
 # NVIDIA's OpenCL is registered through OCL_ICD_VENDORS when the loader lacks it.
 set -u
@@ -22,10 +23,11 @@ r = json.load(open(sys.argv[2]))
 w = r["wall_seconds"]; rs = r.get("run_seconds", w); t = r["tasks"]; c = r["checksum"]
 busy = {}
 for u in r["units"]:
-    busy.setdefault(u["kind"], [0, 0.0]); busy[u["kind"]][0] += u["tasks"]; busy[u["kind"]][1] += u["busy_seconds"]
-split = " ".join(f"{k}:{v[0]}" for k, v in sorted(busy.items()))
+    b = busy.setdefault(u["kind"], [0, 0.0, 0]); b[0] += u["tasks"]; b[1] += u["busy_seconds"]; b[2] += u["chunks"]
+# per kind: tasks, and for GPUs the chunks and the rate while busy (tasks / busy seconds)
+split = " ".join(f"{k}:{v[0]}" + (f" in {v[2]} chunks, {v[0]/max(v[1],1e-9):.0f}/s busy" if k == "gpu" else "") for k, v in sorted(busy.items()))
 dev = r["devices"][0] if r["devices"] else {}
-print(f"{sys.argv[1]:<44} {w:8.3f} s wall {rs:8.3f} s run {t:7d} tasks {t/rs:9.1f}/s  sum={c['sum']} unr={c['unreachable']}  [{split}] q={dev.get('queues','-')} chunk={dev.get('chunk','-')}", flush=True)
+print(f"{sys.argv[1]:<44} {w:8.3f} s wall {rs:8.3f} s run {t:7d} tasks {t/rs:9.1f}/s  sum={c['sum']} unr={c['unreachable']}  [{split}] gpus={len(r['devices'])} q={dev.get('queues','-')} chunk={dev.get('chunk','-')}", flush=True)
 PY
   else
     echo "$label: FAILED or timed out ($t s): $(tail -c 300 /tmp/err.txt)"
@@ -116,6 +118,75 @@ dense)
     RAYON_NUM_THREADS=1 dn "cpu rkleene, 1 thread" 200 --set run.plugin=\"rkleene\" --set input.generate.vertices=$n --set units.opencl=none
   done
   for n in 1024 4096; do dn "cpu fw-blocked, 16 threads" 200 --set input.generate.vertices=$n --set units.opencl=none; done ;;
+sched)
+  # Issue 12's acceptance on osm-moscow: GPU alone, the same CPU workers alone, both.
+  # SCHED_CPUS: the CPU workers of the mixed run ("auto" leaves one core per GPU queue).
+  NC=${SCHED_CPUS:-15}
+  for rep in 1 2; do
+    one "moscow 8192 gpu alone" 200 --set "$MO" --set run.sources=8192 --set units.cpu_workers=0
+    one "moscow 1024 cpu$NC alone" 200 --set "$MO" --set run.sources=1024 --set units.opencl=none --set units.cpu_workers=$NC
+    one "moscow 16384 gpu+cpu auto" 200 --set "$MO" --set run.sources=16384
+  done
+  one "bremen full APSP gpu alone" 200 --set "$BR" --set run.sources=\"all\" --set units.cpu_workers=0
+  one "bremen full APSP gpu+cpu auto" 200 --set "$BR" --set run.sources=\"all\" ;;
+workers)
+  # The GPU's own rate (tasks / busy seconds) beside fewer or more CPU workers.
+  for w in ${WORKERS:-15 12 8 4}; do
+    one "moscow 8192 gpu+cpu$w" 200 --set "$MO" --set run.sources=8192 --set units.cpu_workers=$w
+  done ;;
+collatz)
+  # The example plugin (COLLATZ = target/release/examples/collatz). Its config is written
+  # here; COUNT_GPU etc. size each run to a few seconds.
+  CZ=${COLLATZ:?COLLATZ=path to the collatz example binary}
+  cz() { # label, timeout, count, --set args...
+    local label=$1 t=$2 count=$3; shift 3
+    rm -rf "$OUT"
+    printf '[run]\nplugin = "collatz"\n[collatz]\nfirst = 1\ncount = %s\nblock = 65536\n[units]\ndevice_type = "gpu"\n[output]\ndir = "%s"\n' "$count" "$OUT" > /tmp/cz.toml
+    if timeout "$t" "$CZ" /tmp/cz.toml "$@" >/tmp/cz.txt 2>&1; then
+      python3 - "$label" "$OUT/report.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[2]))
+rs = r["run_seconds"]; t = r["tasks"]; c = r["checksum"]
+k = {}
+for u in r["units"]:
+    b = k.setdefault(u["kind"], [0, 0.0, 0]); b[0] += u["tasks"]; b[1] += u["busy_seconds"]; b[2] += u["chunks"]
+split = " ".join(f"{n}:{v[0]} in {v[2]} chunks" for n, v in sorted(k.items()))
+print(f"{sys.argv[1]:<44} {rs:8.3f} s run {t:7d} blocks {t/rs:9.1f} blocks/s  steps={c['total_steps']}  [{split}] gpus={len(r['devices'])}", flush=True)
+PY
+    else echo "$label: FAILED or timed out: $(tail -c 300 /tmp/cz.txt)"; fi
+  }
+  NC=${SCHED_CPUS:-15}
+  cz "collatz probe gpu alone" 60 ${COUNT_PROBE:-268435456} --set units.cpu_workers=0
+  for rep in 1 2; do
+    cz "collatz gpu alone" 120 ${COUNT_GPU:-4294967296} --set units.cpu_workers=0
+    cz "collatz cpu$NC alone" 120 ${COUNT_CPU:-268435456} --set units.opencl=none --set units.cpu_workers=$NC
+    cz "collatz gpu+cpu auto" 120 ${COUNT_GPU:-4294967296}
+  done ;;
+mpienv)
+  # Why mpirun's processes did not see the NVIDIA platform (issue 12, item 7).
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  mpirun --version | head -1
+  echo "== here: OCL_ICD_VENDORS=${OCL_ICD_VENDORS:-unset}"; clinfo -l 2>&1 | head
+  echo "== mpirun -np 1 env:"; mpirun -np 1 env | grep -E "^(OCL_ICD|LD_LIBRARY)" || echo "(no OCL_ICD_VENDORS, no LD_LIBRARY_PATH)"
+  echo "== mpirun -np 1 clinfo -l:"; mpirun -np 1 clinfo -l 2>&1 | head
+  echo "== mpirun -np 1 -x OCL_ICD_VENDORS clinfo -l:"; mpirun -np 1 -x OCL_ICD_VENDORS clinfo -l 2>&1 | head
+  echo "== affinity: mpirun -np 1 / --bind-to none:"; mpirun -np 1 grep Cpus_allowed_list /proc/self/status; mpirun -np 1 --bind-to none grep Cpus_allowed_list /proc/self/status ;;
+mpigpu)
+  # A GPU rank under mpirun (MPIBIN): the rank reports its devices; then GPU + CPU ranks
+  # against one process.
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  M=${MPIBIN:?MPIBIN}
+  echo "== default binding (expect the affinity warning):"
+  mpirun -np 1 -x OCL_ICD_VENDORS "$M" run $CFG -q --set "$MO" --set run.sources=64 --set output.dir="\"$OUT\"" 2>&1 | grep -v "^$" | head -5
+  for sp in "1 rank gpu+15 cpu|-np 1 -x OCL_ICD_VENDORS $M run $CFG -q --set $MO --set run.sources=8192 --set output.dir=\"$OUT\"" \
+            "2 ranks (gpu+7 cpu | 8 cpu)|-np 1 -x OCL_ICD_VENDORS -x TUCCOMPI_UNITS=cpu_workers=7 $M run $CFG -q --set $MO --set run.sources=8192 --set output.dir=\"$OUT\" : -np 1 -x TUCCOMPI_UNITS=cpu_workers=8,opencl=none $M run $CFG -q --set $MO --set run.sources=8192 --set output.dir=\"$OUT\""; do
+    label=${sp%%|*}; args=${sp#*|}
+    rm -rf "$OUT"
+    T0=$(date +%s.%N)
+    eval mpirun --bind-to none $args 2>&1 | grep "rank" | head -4
+    T1=$(date +%s.%N)
+    python3 -c "import json;r=json.load(open('$OUT/report.json'));print(f'moscow 8192 $label: run {r[\"run_seconds\"]:.3f} s, {r[\"tasks\"]/r[\"run_seconds\"]:.1f}/s, wall {r[\"wall_seconds\"]:.3f} s (mpirun {$T1-$T0:.1f} s) tasks per rank {[n[\"tasks\"] for n in r[\"nodes\"]]} per unit kind {[{k: sum(u[\"tasks\"] for u in n[\"units\"] if u[\"kind\"]==k) for k in (\"gpu\",\"cpu\")} for n in r[\"nodes\"]]} sum={r[\"checksum\"][\"sum\"]}')" || echo "$label failed"
+  done ;;
 moscowfull)
   one "moscow full APSP gpu+cpu" 560 --set "$MO" --set run.sources=\"all\" ;;
 mpi)

@@ -147,6 +147,10 @@ pub struct UnitInfo {
     /// Units of one class run at the same speed (the CPU workers of a node, the queues of one
     /// device): a unit not measured yet borrows its class's estimate.
     pub class: String,
+    /// Its cost model measured by an earlier run, if any: the queue starts from it instead of
+    /// probing, and the unit's own chunks take over as they finish.
+    #[serde(default)]
+    pub prior: Option<Estimate>,
 }
 
 impl UnitInfo {
@@ -155,6 +159,7 @@ impl UnitInfo {
         UnitInfo {
             kind: UnitKind::Cpu,
             class: class.into(),
+            prior: None,
         }
     }
     /// A device queue of class `class` (the device).
@@ -162,7 +167,13 @@ impl UnitInfo {
         UnitInfo {
             kind: UnitKind::Device,
             class: class.into(),
+            prior: None,
         }
+    }
+    /// The same unit, with the cost model an earlier run measured.
+    pub fn with_prior(mut self, prior: Option<Estimate>) -> Self {
+        self.prior = prior;
+        self
     }
 }
 

@@ -17,9 +17,13 @@
 //! 3. A share of 0 means that the others clear everything before this unit could finish one
 //!    chunk: it takes nothing and waits (`wait_for_work`); it asks again whenever a chunk
 //!    finishes, in case another unit slowed down.
-//! 4. Before a unit has any estimate it takes a probe: 1 task on a CPU worker, a fair share of
-//!    the tasks left on a device. While some unit is still unmeasured, no unit takes a chunk
-//!    longer than the run has lasted so far, so nothing big is handed out on half the facts.
+//! 4. A unit starts from the model an earlier run measured, when the runtime has one
+//!    ([`UnitInfo::prior`]). Otherwise, before a unit (or its class) has an estimate, it takes
+//!    a probe: 1 task on a CPU worker; on a device a batch, or the device queues' even split
+//!    of what is left when that is less. While some unit is still unmeasured, no unit takes a
+//!    chunk longer than the run has lasted so far, so nothing big is handed out on half the
+//!    facts. Without an earlier run's model, a workspace of a few batches can therefore end
+//!    later than its ideal (a probe decides where the first tasks go; see the tests).
 //!
 //! Complexity: a request costs O(units · 60) (a bisection for `T`) under the queue's lock.
 
@@ -29,7 +33,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A unit's cost model: a chunk of `k` tasks takes `latency + k · per_task` seconds.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Estimate {
     /// Seconds per chunk, whatever its size.
     pub latency: f64,
@@ -67,6 +71,9 @@ impl Estimate {
         }
     }
 }
+
+/// The second chunk size an earlier run's model is entered at.
+const PRIOR_SIZE: usize = 64;
 
 /// The policy's constants, chosen by simulation (`sim.rs`).
 #[derive(Debug, Clone, Copy)]
@@ -114,9 +121,9 @@ impl Samples {
         self.kt = self.kt * d + k * t;
     }
 
-    fn estimate(&self, kind: UnitKind, split: f64) -> Option<Estimate> {
+    fn estimate(&self, kind: UnitKind) -> Fit {
         if self.w == 0.0 || self.k == 0.0 {
-            return None;
+            return Fit::None;
         }
         let (mk, mt) = (self.k / self.w, self.t / self.w);
         // A zero time (a coarse clock, an empty task) must not read as infinite speed.
@@ -126,19 +133,16 @@ impl Samples {
             per_task: mt / mk,
         };
         if kind == UnitKind::Cpu {
-            return Some(pure_rate);
+            return Fit::Known(pure_rate);
         }
         let var = self.kk / self.w - mk * mk;
         if var <= (0.05 * mk).powi(2) {
             // One chunk size so far: the split between latency and per-task time is unknown.
-            return Some(Estimate {
-                latency: split * mt,
-                per_task: (1.0 - split) * mt / mk,
-            });
+            return Fit::OneSize { k: mk, t: mt };
         }
         let per_task = (self.kt / self.w - mk * mt) / var;
         let latency = mt - per_task * mk;
-        Some(if per_task <= 0.0 {
+        Fit::Known(if per_task <= 0.0 {
             Estimate {
                 latency: mt,
                 per_task: 1e-12,
@@ -149,6 +153,18 @@ impl Samples {
             Estimate { latency, per_task }
         })
     }
+}
+
+/// What a unit's chunks say about its model.
+#[derive(Debug, Clone, Copy)]
+enum Fit {
+    None,
+    Known(Estimate),
+    /// A device measured at one chunk size: `k` tasks take `t` seconds.
+    OneSize {
+        k: f64,
+        t: f64,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -237,11 +253,18 @@ impl WorkQueue {
                         classes.push(&u.class);
                         classes.len() - 1
                     });
+                // An earlier run's model enters as two chunks of distinct sizes (so both its
+                // latency and its per-task time are known), outweighed as real chunks finish.
+                let mut samples = Samples::default();
+                if let Some(p) = u.prior {
+                    samples.add(1.0, p.time(1), rules.decay);
+                    samples.add(PRIOR_SIZE as f64, p.time(PRIOR_SIZE), rules.decay);
+                }
                 UnitState {
                     kind: u.kind,
                     class,
                     want: usize::MAX,
-                    samples: Samples::default(),
+                    samples,
                     in_flight: None,
                     asked: false,
                     out: false,
@@ -271,32 +294,47 @@ impl WorkQueue {
     }
 
     fn all_estimates(&self, st: &State) -> Vec<Option<Estimate>> {
-        let own: Vec<Option<Estimate>> = st
+        let fits: Vec<Fit> = st
             .units
             .iter()
-            .map(|u| u.samples.estimate(u.kind, self.rules.split))
+            .map(|u| u.samples.estimate(u.kind))
             .collect();
+        let known = |class: usize| -> Vec<Estimate> {
+            st.units
+                .iter()
+                .zip(&fits)
+                .filter_map(|(v, f)| match f {
+                    Fit::Known(e) if v.class == class => Some(*e),
+                    _ => None,
+                })
+                .collect()
+        };
+        let mean = |es: &[Estimate]| -> Option<Estimate> {
+            let n = es.len() as f64;
+            (n > 0.0).then(|| Estimate {
+                latency: es.iter().map(|e| e.latency).sum::<f64>() / n,
+                per_task: es.iter().map(|e| e.per_task).sum::<f64>() / n,
+            })
+        };
         st.units
             .iter()
-            .enumerate()
-            .map(|(i, u)| {
-                own[i].or_else(|| {
-                    // Borrow the class's mean.
-                    let mates: Vec<Estimate> = st
-                        .units
-                        .iter()
-                        .zip(&own)
-                        .filter(|(v, e)| v.class == u.class && e.is_some())
-                        .map(|(_, e)| e.unwrap())
-                        .collect();
-                    (!mates.is_empty()).then(|| {
-                        let n = mates.len() as f64;
-                        Estimate {
-                            latency: mates.iter().map(|e| e.latency).sum::<f64>() / n,
-                            per_task: mates.iter().map(|e| e.per_task).sum::<f64>() / n,
-                        }
+            .zip(&fits)
+            .map(|(u, f)| match *f {
+                Fit::Known(e) => Some(e),
+                Fit::OneSize { k, t } => {
+                    // Split its chunk time as its class-mates' models do at that size, else
+                    // by the rule's fixed split.
+                    let split = mean(&known(u.class))
+                        .map(|m| m.latency / m.time(k.round() as usize).max(1e-12))
+                        .unwrap_or(self.rules.split)
+                        .clamp(0.0, 1.0);
+                    Some(Estimate {
+                        latency: split * t,
+                        per_task: ((1.0 - split) * t / k).max(1e-12),
                     })
-                })
+                }
+                // Not measured: borrow the class's mean.
+                Fit::None => mean(&known(u.class)),
             })
             .collect()
     }

@@ -46,6 +46,9 @@ pub(crate) struct SimUnit {
     pub(crate) want: usize,
     /// It makes no progress from `.0` for `.1` seconds.
     pub(crate) stall: Option<(f64, f64)>,
+    /// Task `t` costs `per_task · (1 + noise · u(t))`, `u` a fixed pseudo-random value in
+    /// [-1, 1] (tasks of unequal cost; 0 = all equal).
+    pub(crate) noise: f64,
 }
 
 impl SimUnit {
@@ -57,6 +60,7 @@ impl SimUnit {
             per_task,
             want: usize::MAX,
             stall: None,
+            noise: 0.0,
         }
     }
     /// A device queue of class `class` running batches of up to `batch` tasks.
@@ -67,6 +71,7 @@ impl SimUnit {
             per_task,
             want: batch,
             stall: None,
+            noise: 0.0,
         }
     }
     /// The same unit, pausing for `secs` at time `at`.
@@ -75,9 +80,25 @@ impl SimUnit {
         self
     }
 
-    /// When a chunk of `k` tasks started at `t` ends.
-    fn end(&self, t: f64, k: usize) -> f64 {
-        let work = self.latency + k as f64 * self.per_task;
+    /// The same unit, its tasks' costs varying by up to `noise` around the mean.
+    pub(crate) fn noisy(mut self, noise: f64) -> Self {
+        self.noise = noise;
+        self
+    }
+
+    /// When a chunk of tasks `tasks` started at `t` ends.
+    fn end(&self, t: f64, tasks: Range<usize>) -> f64 {
+        let cost: f64 = tasks
+            .map(|task| {
+                // SplitMix64 of the task id, mapped to [-1, 1].
+                let mut z = (task as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                z ^= z >> 31;
+                1.0 + self.noise * ((z >> 11) as f64 / (1u64 << 52) as f64 - 1.0)
+            })
+            .sum();
+        let work = self.latency + cost * self.per_task;
         match self.stall {
             Some((at, secs)) if t >= at && t < at + secs => at + secs + work,
             Some((at, secs)) if t < at && t + work > at => t + work + secs,
@@ -201,7 +222,7 @@ fn ask<'a>(
 ) -> bool {
     match source.next(u, units[u].want) {
         Some(c) => {
-            events.push(Reverse((Time(units[u].end(t, c.tasks().len())), u)));
+            events.push(Reverse((Time(units[u].end(t, c.tasks())), u)));
             held[u] = Some(c);
             true
         }

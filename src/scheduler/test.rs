@@ -109,9 +109,8 @@ fn gpu(class: &str, latency: f64) -> SimUnit {
 }
 
 fn mixed(gpus: usize, cpus: usize, latency: f64) -> Vec<SimUnit> {
-    let mut u: Vec<SimUnit> = (0..gpus)
-        .map(|g| gpu(&format!("gpu{g}"), latency))
-        .collect();
+    // Identical GPUs are one class (the runtime's class is the device's name).
+    let mut u: Vec<SimUnit> = (0..gpus).map(|_| gpu("H200", latency)).collect();
     u.extend((0..cpus).map(|_| SimUnit::cpu(CPU)));
     u
 }
@@ -153,6 +152,14 @@ fn scenarios() -> Vec<(&'static str, Vec<SimUnit>, usize)> {
         ("the GPU stalls halfway", stall_gpu, 16_384),
         ("1 GPU + 15 CPUs, 2,048 tasks", mixed(1, 15, 0.06), 2_048),
         ("CPUs only", mixed(0, 16, 0.0), 2_048),
+        (
+            "tasks of unequal cost (±80%)",
+            mixed(1, 15, 0.06)
+                .into_iter()
+                .map(|u| u.noisy(0.8))
+                .collect(),
+            16_384,
+        ),
         (
             "CPUs listed first",
             {
@@ -275,5 +282,83 @@ fn policies_that_ignore_speed_fail_the_bounds() {
                 "{policy} on {name}: {vs_ideal:.3} of ideal, {vs_single:.3} of best single"
             );
         }
+    }
+}
+
+/// The estimates a run of `tasks` on `units` ends with, per unit (what the runtime keeps as the
+/// speed history).
+fn learned(units: &[SimUnit], tasks: usize) -> Vec<Option<Estimate>> {
+    let clock = VirtualClock::default();
+    let infos: Vec<UnitInfo> = units.iter().map(|u| u.info.clone()).collect();
+    let q = WorkQueue::with_clock(0..tasks, &infos, Box::new(clock.clone()), Rules::default());
+    sim::run(&q, &clock, units, 0..tasks);
+    q.estimates()
+}
+
+fn small_scenarios() -> Vec<(&'static str, Vec<SimUnit>, usize)> {
+    let fast_gpu = || -> Vec<SimUnit> {
+        vec![SimUnit::gpu("gpu0", 0.0002, 0.0001, 4)]
+            .into_iter()
+            .chain((0..15).map(|_| SimUnit::cpu(0.0065)))
+            .collect()
+    };
+    vec![
+        ("tiny: 10 tasks", mixed(1, 15, 0.06), 10),
+        ("tiny: 3 tasks", mixed(1, 15, 0.06), 3),
+        ("tiny: 10 tasks, latency-bound GPU", mixed(1, 15, 0.18), 10),
+        ("tiny: 10 tasks, fast GPU", fast_gpu(), 10),
+        ("300 tasks", mixed(1, 15, 0.06), 300),
+        ("300 tasks, 2 GPUs + 30 CPUs", mixed(2, 30, 0.06), 300),
+    ]
+}
+
+#[test]
+fn small_workspaces_with_an_earlier_runs_speeds() {
+    // Fewer tasks than units, or a few batches: no probe can find the speeds in time, so the
+    // queue starts from the models an earlier run on the same units measured (2,048 tasks).
+    let mut bad = Vec::new();
+    for (name, units, tasks) in small_scenarios() {
+        let priors = learned(&units, 2048);
+        let with: Vec<SimUnit> = units
+            .iter()
+            .zip(&priors)
+            .map(|(u, p)| {
+                let mut u = u.clone();
+                u.info = u.info.with_prior(*p);
+                u
+            })
+            .collect();
+        let (vs_ideal, vs_single, out) = score(work_queue, &with, tasks);
+        eprintln!(
+            "{name:<36} {:8.4} s, {vs_ideal:6.3} of ideal, {vs_single:6.3} of best single; tasks {:?}",
+            out.makespan,
+            &out.tasks[..4]
+        );
+        if vs_ideal > 1.05 || vs_single > 1.0 + 1e-9 {
+            bad.push(format!(
+                "{name}: {vs_ideal:.3} of ideal, {vs_single:.3} of best unit alone"
+            ));
+        }
+    }
+    assert!(bad.is_empty(), "{bad:#?}");
+}
+
+#[test]
+fn small_workspaces_without_history_end_within_a_chunk() {
+    // The first run on new units: probes decide. The makespan stays within the slowest
+    // unit's first chunk of the best single unit's time; `small_workspaces_with_an_earlier_
+    // runs_speeds` shows the queue near ideal once speeds are known.
+    for (name, units, tasks) in small_scenarios() {
+        let (_, _, out) = score(work_queue, &units, tasks);
+        let single = sim::best_single(&units, tasks);
+        let probe = units
+            .iter()
+            .map(|u| u.latency + u.per_task * u.want.min(tasks) as f64)
+            .fold(0.0, f64::max);
+        eprintln!(
+            "{name:<36} {:8.4} s cold; best single {single:.4} s",
+            out.makespan
+        );
+        assert!(out.makespan <= single + probe, "{name}: {} s", out.makespan);
     }
 }
