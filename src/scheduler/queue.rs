@@ -15,8 +15,8 @@
 //!    of it, so that the next request corrects any error in the estimates; a device takes at
 //!    least enough to amortize its latency (`Rules::amortize`), never more than its share.
 //! 3. A share of 0 means that the others clear everything before this unit could finish one
-//!    chunk: it takes nothing and waits (`wait_for_work`); it asks again whenever a chunk
-//!    finishes, in case another unit slowed down.
+//!    chunk: it takes nothing and waits (`wait_for_work`); it plans again every
+//!    [`RECHECK`] seconds, in case another unit slowed down, and at once when a unit fails.
 //! 4. A unit starts from the model an earlier run measured, when the runtime has one
 //!    ([`UnitInfo::prior`]). Otherwise, before a unit (or its class) has an estimate, it takes
 //!    a probe: 1 task on a CPU worker; on a device a batch, or the device queues' even split
@@ -71,6 +71,11 @@ impl Estimate {
         }
     }
 }
+
+/// Seconds between a waiting unit's plans while tasks are left (it declined them; another
+/// unit may slow down). Its plan is not made at every finished chunk: a device finishing a
+/// chunk every millisecond would keep the queue's lock busy with the waiters' plans.
+pub(crate) const RECHECK: f64 = 0.02;
 
 /// The second chunk size an earlier run's model is entered at.
 const PRIOR_SIZE: usize = 64;
@@ -187,8 +192,8 @@ struct State {
     /// Tasks given back by failed units (served first).
     returned: Vec<Range<usize>>,
     units: Vec<UnitState>,
-    /// Bumped whenever a chunk finishes or fails (waiting units re-plan).
-    generation: u64,
+    /// Bumped whenever a unit fails (waiting units may get its tasks).
+    failures: u64,
 }
 
 impl State {
@@ -276,7 +281,7 @@ impl WorkQueue {
                 next: tasks.start,
                 returned: Vec::new(),
                 units,
-                generation: 0,
+                failures: 0,
             }),
             changed: Condvar::new(),
             end: tasks.end,
@@ -385,7 +390,8 @@ impl WorkQueue {
             hi = now + (hi - now) * 2.0;
         }
         let mut lo = now;
-        for _ in 0..60 {
+        // To 0.1% of the time left: finer than any share needs.
+        while hi - lo > 1e-3 * (hi - now) {
             let mid = 0.5 * (lo + hi);
             if can_do(mid) >= left {
                 hi = mid;
@@ -477,8 +483,10 @@ impl TaskSource for WorkQueue {
         let u = &mut st.units[unit];
         u.in_flight = None;
         u.samples.add(tasks.len() as f64, secs, decay);
-        st.generation += 1;
-        self.changed.notify_all();
+        if st.in_flight() == 0 {
+            // Waiting units may be done (or the last ones able to run what is left).
+            self.changed.notify_all();
+        }
     }
     fn failed(&self, unit: usize, tasks: Range<usize>) {
         let mut st = self.state.lock();
@@ -488,7 +496,7 @@ impl TaskSource for WorkQueue {
         if !tasks.is_empty() {
             st.returned.push(tasks);
         }
-        st.generation += 1;
+        st.failures += 1;
         self.changed.notify_all();
     }
     fn left_over(&self) -> usize {
@@ -496,7 +504,8 @@ impl TaskSource for WorkQueue {
     }
     fn wait_for_work(&self, unit: usize) -> bool {
         let mut st = self.state.lock();
-        let seen = st.generation;
+        let seen = st.failures;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs_f64(RECHECK);
         loop {
             if self.stopped.load(Ordering::Relaxed) || st.units[unit].out {
                 return false;
@@ -505,7 +514,7 @@ impl TaskSource for WorkQueue {
             if left == 0 && st.in_flight() == 0 {
                 return false;
             }
-            if st.generation != seen {
+            if st.failures != seen {
                 return true;
             }
             // Nobody else will change anything: ask again (the queue then gives this unit
@@ -515,10 +524,15 @@ impl TaskSource for WorkQueue {
                 .iter()
                 .enumerate()
                 .any(|(j, u)| j != unit && !u.out && (u.in_flight.is_some() || !u.asked));
-            if left > 0 && !others_active {
+            if left > 0 && (!others_active || std::time::Instant::now() >= deadline) {
+                // Plan again: another unit may have slowed down.
                 return true;
             }
-            self.changed.wait(&mut st);
+            if left > 0 {
+                self.changed.wait_until(&mut st, deadline);
+            } else {
+                self.changed.wait(&mut st);
+            }
         }
     }
 }

@@ -4,12 +4,14 @@
 //! `latency + k · per_task` seconds (plus a pause if it stalls), asks for its next chunk the
 //! moment it finishes one, and drops the [`Chunk`] guard at the chunk's virtual end, so the
 //! source hears exactly the times it would on real units. A unit that gets `None` waits and
-//! asks again after the next chunk anywhere finishes, as the thread layer does. Ties are
+//! asks again at the first chunk end anywhere at least `RECHECK` seconds later, as the thread
+//! layer's waiting units do. Ties are
 //! broken by unit index, so a run is a pure function of its inputs.
 //!
 //! [`ideal`] is the optimal makespan for identical tasks: the least `T` such that the units
 //! together can finish every task by `T` (each in whole chunks of at most its `want`).
 
+use super::queue::RECHECK;
 use super::{Chunk, Clock, TaskSource, UnitInfo};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -171,6 +173,7 @@ pub(crate) fn run(
     let n = units.len();
     let mut held: Vec<Option<Chunk<'_>>> = (0..n).map(|_| None).collect();
     let mut waiting = vec![false; n];
+    let mut asked = vec![0.0; n];
     let mut events: Events = BinaryHeap::new();
     let mut out = Outcome {
         makespan: 0.0,
@@ -192,8 +195,11 @@ pub(crate) fn run(
         out.makespan = out.makespan.max(t);
         drop(c);
         waiting[u] = !ask(source, units, u, t, &mut held, &mut events);
+        asked[u] = t;
+        // Waiting units plan again every RECHECK seconds, as in the thread layer.
         for (w, wait) in waiting.iter_mut().enumerate() {
-            if *wait && w != u {
+            if *wait && w != u && t >= asked[w] + RECHECK {
+                asked[w] = t;
                 *wait = !ask(source, units, w, t, &mut held, &mut events);
             }
         }
