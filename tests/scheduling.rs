@@ -14,10 +14,11 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use tuccompi::device::Device;
+use tuccompi::device::{Device, KernelSource, Queue};
 use tuccompi::plugin::{
-    CpuHalf, DeviceSetup, GpuHalf, Job, Plugin, PrepareCtx, Records, RecordsOut, Worker,
+    CpuHalf, Gpu, GpuHalf, Job, Plugin, PrepareCtx, Records, RecordsOut, Worker,
 };
+use tuccompi::tuning::{Choice, LaunchParams, Tuner};
 use tuccompi::{node::Single, Error, Plan, Result, RunOptions};
 
 #[derive(Debug)]
@@ -82,8 +83,8 @@ impl Job for PacedJob {
     fn cpu(&self) -> Option<&dyn CpuHalf> {
         Some(self)
     }
-    fn gpu(&self) -> Option<&dyn GpuHalf> {
-        Some(self)
+    fn gpu(&self) -> Option<Gpu<'_>> {
+        Some(Gpu::new(self))
     }
     fn finish(&self, records: &Records, _dir: &Path) -> Result<serde_json::Value> {
         let mut sum = 0u64;
@@ -98,7 +99,7 @@ impl Job for PacedJob {
 }
 
 impl PacedJob {
-    fn worker(&self, id: usize, per_chunk: f64, per_task: f64) -> Result<Box<dyn Worker + '_>> {
+    fn worker(&self, id: usize, per_chunk: f64, per_task: f64) -> Result<PacedWorker<'_>> {
         let w = PacedWorker {
             job: self,
             id,
@@ -107,7 +108,7 @@ impl PacedJob {
             chunks: 0,
         };
         w.maybe_fail(0)?;
-        Ok(Box::new(w))
+        Ok(w)
     }
 }
 
@@ -115,25 +116,35 @@ impl CpuHalf for PacedJob {
     fn worker(&self) -> Result<Box<dyn Worker + '_>> {
         let id = self.made.fetch_add(1, Ordering::Relaxed);
         let ms = self.o.cpu_ms[id.min(self.o.cpu_ms.len() - 1)];
-        PacedJob::worker(self, id, 0.0, ms / 1e3)
+        Ok(Box::new(PacedJob::worker(self, id, 0.0, ms / 1e3)?))
     }
 }
 
 impl GpuHalf for PacedJob {
-    fn setup(&self, _device: &Device, _queues: Option<usize>) -> Result<DeviceSetup> {
-        Ok(DeviceSetup {
-            shared: Box::new(()),
-            chunk: self.o.gpu_batch,
-            queues: 1,
-            tuning: serde_json::Value::Null,
+    type Shared = ();
+    fn kernels(&self) -> &'static [KernelSource] {
+        &[]
+    }
+    fn params(&self, _device: &Device, _tuner: &Tuner) -> Result<LaunchParams> {
+        let fixed = |v: usize| Choice::fixed(v, "the paced test plugin");
+        Ok(LaunchParams {
+            local: Default::default(),
+            batch: fixed(self.o.gpu_batch),
+            groups_per_task: fixed(1),
+            queues: fixed(1),
+            persistent_items: fixed(1),
+            cache_key: None,
         })
+    }
+    fn setup(&self, _device: &Device, _params: &LaunchParams) -> Result<()> {
+        Ok(())
     }
     fn worker<'a>(
         &'a self,
         _device: &'a Device,
-        _shared: &'a (dyn std::any::Any + Send + Sync),
-        _queue: usize,
-    ) -> Result<Box<dyn Worker + 'a>> {
+        _shared: &'a (),
+        _queue: Queue,
+    ) -> Result<impl Worker + 'a> {
         let id = self.made.fetch_add(1, Ordering::Relaxed);
         PacedJob::worker(
             self,

@@ -18,15 +18,16 @@ fn single_node_hands_out_every_task_once() {
     node.barrier().unwrap();
     for policy in ["equitable", "work-queue"] {
         let p = plan(policy);
-        let source = node.task_source(100, &p, &[1.0, 1.0]).unwrap();
+        let units = [UnitInfo::cpu("cpu"), UnitInfo::cpu("cpu")];
+        let source = node.task_source(100, &p, &units).unwrap();
         let mut seen = [0u8; 100];
         let mut live = true;
         while live {
             live = false;
             for unit in 0..2 {
-                if let Some(r) = source.next(unit, 9) {
-                    assert!(r.len() <= 9);
-                    r.for_each(|t| seen[t] += 1);
+                if let Some(c) = source.next(unit, 9) {
+                    assert!(c.tasks().len() <= 9);
+                    c.tasks().for_each(|t| seen[t] += 1);
                     live = true;
                 }
             }
@@ -54,6 +55,7 @@ fn single_node_gathers_nothing_and_reports_itself() {
             tasks: 5,
             chunks: 2,
             busy_seconds: 0.1,
+            failed: None,
         },
         UnitStats {
             name: "cpu1".into(),
@@ -63,9 +65,10 @@ fn single_node_gathers_nothing_and_reports_itself() {
             tasks: 6,
             chunks: 1,
             busy_seconds: 0.1,
+            failed: None,
         },
     ];
-    let s = node.gather_stats(&stats, &[]).unwrap();
+    let s = node.gather_stats(&stats, &[], None).unwrap();
     assert_eq!(s[0]["rank"], 0);
     assert_eq!(s[0]["units"], 2);
     assert_eq!(s[0]["tasks"], 11);

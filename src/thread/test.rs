@@ -2,7 +2,7 @@
 //! both policies; a unit that fails or panics ends the run with an error naming it.
 
 use super::*;
-use crate::config::Policy;
+use crate::config::{OnFailure, Policy};
 use crate::plugin::{CpuHalf, Records, Worker};
 use crate::scheduler;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -87,13 +87,17 @@ fn run(
         words: 1,
         data: vec![u64::MAX; job.tasks],
     });
-    let source = scheduler::source(policy, 0..job.tasks, &vec![1.0; units.len()]);
+    let infos = vec![scheduler::UnitInfo::cpu("cpu"); units.len()];
+    let source = scheduler::source(policy, 0..job.tasks, &infos);
+    // These tests are about a failure ending the run (units.on_failure = "abort"); the retry
+    // path is tested in tests/scheduling.rs.
     let (stats, slices) = run_units(
         job,
         units,
         source.as_ref(),
         &records,
         &indicatif::ProgressBar::hidden(),
+        OnFailure::Abort,
     )?;
     Ok((records.into_inner(), stats, slices))
 }
@@ -199,13 +203,14 @@ fn a_job_without_a_cpu_half_gets_a_clear_error() {
         words: 0,
         data: vec![],
     });
-    let source = scheduler::source(Policy::WorkQueue, 0..1, &[1.0]);
+    let source = scheduler::source(Policy::WorkQueue, 0..1, &[scheduler::UnitInfo::cpu("cpu")]);
     let err = run_units(
         &NoCpu,
         &cpu_units(1, 1),
         source.as_ref(),
         &records,
         &indicatif::ProgressBar::hidden(),
+        OnFailure::Abort,
     )
     .unwrap_err();
     assert!(err.to_string().contains("no CPU half"), "{err}");
