@@ -13,10 +13,28 @@ if ! ls /etc/OpenCL/vendors/*nvidia* >/dev/null 2>&1; then
 fi
 CFG=configs/apsp.toml
 OUT=${OUT:-/tmp}/bench-out
+# With TRACE=1, each run writes trace.json and a line on the end of the run: when the GPU's
+# last chunk ended, and the chunk that ended last (against its unit's earlier speed).
+cat > /tmp/tail.py <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+names = {e["tid"]: e["args"]["name"] for e in ev if e["ph"] == "M"}
+sl = [e for e in ev if e["ph"] == "X"]
+end = max(e["ts"] + e["dur"] for e in sl)
+last = {}
+for e in sl:
+    last[names[e["tid"]]] = max(last.get(names[e["tid"]], 0), e["ts"] + e["dur"])
+gpu = [v for k, v in last.items() if k.startswith("gpu")]
+w = max(sl, key=lambda e: e["ts"] + e["dur"])
+mine = [e for e in sl if e["tid"] == w["tid"] and e is not w]
+rate = sum(e["args"]["tasks"] for e in mine) / max(1e-9, sum(e["dur"] for e in mine)) * 1e6
+print(f"   tail: ends {end/1e6:.3f} s; GPU's last chunk ends {max(gpu, default=0)/1e6:.3f} s; last chunk {names[w['tid']]}: {w['args']['tasks']} tasks from {w['ts']/1e6:.3f} s for {w['dur']/1e6:.3f} s (expected {w['args']['tasks']/max(rate,1e-9):.3f} s at its earlier {rate:.1f} tasks/s)")
+PY
+TR=(); [ -n "${TRACE:-}" ] && TR=(--set output.trace=true)
 one() { # label, timeout, --set args...
   local label=$1 t=$2; shift 2
   rm -rf "$OUT"
-  if timeout "$t" "$B" run $CFG -q --set output.dir="\"$OUT\"" "$@" 2>/tmp/err.txt; then
+  if timeout "$t" "$B" run $CFG -q --set output.dir="\"$OUT\"" "${TR[@]}" "$@" 2>/tmp/err.txt; then
     python3 - "$label" "$OUT/report.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[2]))
@@ -29,6 +47,7 @@ split = " ".join(f"{k}:{v[0]}" + (f" in {v[2]} chunks, {v[0]/max(v[1],1e-9):.0f}
 dev = r["devices"][0] if r["devices"] else {}
 print(f"{sys.argv[1]:<44} {w:8.3f} s wall {rs:8.3f} s run {t:7d} tasks {t/rs:9.1f}/s  sum={c['sum']} unr={c['unreachable']}  [{split}] gpus={len(r['devices'])} q={dev.get('queues','-')} chunk={dev.get('chunk','-')}", flush=True)
 PY
+    [ -f "$OUT/trace.json" ] && python3 /tmp/tail.py "$OUT/trace.json"
   else
     echo "$label: FAILED or timed out ($t s): $(tail -c 300 /tmp/err.txt)"
   fi
@@ -141,7 +160,7 @@ collatz)
   cz() { # label, timeout, count, --set args...
     local label=$1 t=$2 count=$3; shift 3
     rm -rf "$OUT"
-    printf '[run]\nplugin = "collatz"\n[collatz]\nfirst = 1\ncount = %s\nblock = 65536\n[units]\ndevice_type = "gpu"\n[output]\ndir = "%s"\n' "$count" "$OUT" > /tmp/cz.toml
+    printf '[run]\nplugin = "collatz"\n[collatz]\nfirst = 1\ncount = %s\nblock = 65536\n[units]\ndevice_type = "gpu"\n[output]\ndir = "%s"\ntrace = %s\n' "$count" "$OUT" "$([ -n "${TRACE:-}" ] && echo true || echo false)" > /tmp/cz.toml
     local ok=0
     if [ -n "${NICE:-}" ]; then
       # Experiment: lower the CPU workers' priority (threads named cpuN) once they exist.
@@ -162,6 +181,7 @@ for u in r["units"]:
 split = " ".join(f"{n}:{v[0]} in {v[2]} chunks" + (f", {v[0]/max(v[1],1e-9):.0f}/s busy, busy {v[1]/rs:.0%} of the run" if n == "gpu" else "") for n, v in sorted(k.items()))
 print(f"{sys.argv[1]:<44} {rs:8.3f} s run {t:7d} blocks {t/rs:9.1f} blocks/s  steps={c['total_steps']}  [{split}] gpus={len(r['devices'])}", flush=True)
 PY
+      [ -f "$OUT/trace.json" ] && python3 /tmp/tail.py "$OUT/trace.json"
     else echo "$label: FAILED or timed out: $(tail -c 300 /tmp/cz.txt)"; fi
   }
   NC=${SCHED_CPUS:-15}
@@ -171,14 +191,15 @@ PY
   CG=${COUNT_GPU:-$(size)}
   cz "collatz probe cpu$NC alone" 60 ${COUNT_PROBE_CPU:-16777216} --set units.opencl=none --set units.cpu_workers=$NC
   CC=${COUNT_CPU:-$(size)}
-  for rep in 1 2; do
+  for rep in $(seq ${REPS:-2}); do
     cz "collatz gpu alone" 120 $CG --set units.cpu_workers=0
     cz "collatz cpu$NC alone" 120 $CC --set units.opencl=none --set units.cpu_workers=$NC
     cz "collatz gpu+cpu auto" 120 $CG
   done
   # The GPU's host thread beside fewer CPU workers, and beside workers of lower priority.
   for w in ${CZ_SWEEP:-}; do cz "collatz gpu+cpu$w" 120 $CG --set units.cpu_workers=$w; done
-  [ -n "${CZ_NICE:-}" ] && for rep in 1 2; do NICE=$CZ_NICE cz "collatz gpu+cpu auto, workers nice $CZ_NICE" 120 $CG; done ;;
+  [ -n "${CZ_NICE:-}" ] && for rep in 1 2; do NICE=$CZ_NICE cz "collatz gpu+cpu auto, workers nice $CZ_NICE" 120 $CG; done
+  for rep in $(seq ${CZ_MIXED:-0}); do cz "collatz gpu+cpu auto" 120 $CG; done ;;
 diag)
   lscpu | grep -E "^(Model name|Thread|Core|Socket|CPU\(s\)|NUMA node\(s\))"
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

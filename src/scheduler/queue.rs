@@ -3,8 +3,8 @@
 //!
 //! Model: a chunk of `k` tasks on unit `i` takes `latency_i + k · per_task_i` seconds, with `k`
 //! at most what the unit asks for (a device's batch). The estimate is a least-squares fit over
-//! the unit's finished chunks, older chunks weighing less; a CPU worker's latency is taken as
-//! 0. A unit not measured yet borrows the mean estimate of its class (the other CPU workers,
+//! the unit's finished chunks, older chunks weighing less (about the last `Rules::window`
+//! seconds of its work count); a CPU worker's latency is taken as 0. A unit not measured yet borrows the mean estimate of its class (the other CPU workers,
 //! the other queues of its device).
 //!
 //! On every request at time `now`, with `R` tasks not handed out yet:
@@ -88,8 +88,11 @@ pub(crate) struct Rules {
     /// A device's chunk is at least `amortize · latency / per_task` tasks (its latency at most
     /// 1 / (1 + amortize) of the chunk's time), capped by its share.
     pub amortize: f64,
-    /// Weight an older chunk keeps in the estimate each time a newer one is added.
-    pub decay: f64,
+    /// Seconds of a unit's work its estimate remembers: a chunk of `t` seconds scales the
+    /// weight of the older ones by `exp(-t / window)`, so a device that runs a chunk every
+    /// millisecond averages hundreds of them, and a chunk that took long (a stall) counts at
+    /// once.
+    pub window: f64,
     /// For a device measured at one chunk size only: the part of its chunk time taken as
     /// latency until a second size shows the split.
     pub split: f64,
@@ -100,7 +103,7 @@ impl Default for Rules {
         Rules {
             share: 0.25,
             amortize: 4.0,
-            decay: 0.8,
+            window: 0.5,
             split: 0.5,
         }
     }
@@ -117,8 +120,12 @@ struct Samples {
 }
 
 impl Samples {
-    fn add(&mut self, k: f64, t: f64, decay: f64) {
-        let d = if self.w > 0.0 { decay } else { 0.0 };
+    fn add(&mut self, k: f64, t: f64, window: f64) {
+        let d = if self.w > 0.0 {
+            (-t / window).exp()
+        } else {
+            0.0
+        };
         self.w = self.w * d + 1.0;
         self.k = self.k * d + k;
         self.t = self.t * d + t;
@@ -262,8 +269,8 @@ impl WorkQueue {
                 // latency and its per-task time are known), outweighed as real chunks finish.
                 let mut samples = Samples::default();
                 if let Some(p) = u.prior {
-                    samples.add(1.0, p.time(1), rules.decay);
-                    samples.add(PRIOR_SIZE as f64, p.time(PRIOR_SIZE), rules.decay);
+                    samples.add(1.0, p.time(1), rules.window);
+                    samples.add(PRIOR_SIZE as f64, p.time(PRIOR_SIZE), rules.window);
                 }
                 UnitState {
                     kind: u.kind,
@@ -479,10 +486,10 @@ impl TaskSource for WorkQueue {
     }
     fn finished(&self, unit: usize, tasks: Range<usize>, secs: f64) {
         let mut st = self.state.lock();
-        let decay = self.rules.decay;
+        let window = self.rules.window;
         let u = &mut st.units[unit];
         u.in_flight = None;
-        u.samples.add(tasks.len() as f64, secs, decay);
+        u.samples.add(tasks.len() as f64, secs, window);
         if st.in_flight() == 0 {
             // Waiting units may be done (or the last ones able to run what is left).
             self.changed.notify_all();

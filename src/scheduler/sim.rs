@@ -51,6 +51,9 @@ pub(crate) struct SimUnit {
     /// Task `t` costs `per_task · (1 + noise · u(t))`, `u` a fixed pseudo-random value in
     /// [-1, 1] (tasks of unequal cost; 0 = all equal).
     pub(crate) noise: f64,
+    /// Every `.0`-th chunk of this unit takes `.1` seconds longer (the host thread preempted,
+    /// a driver hiccup).
+    pub(crate) hiccup: Option<(usize, f64)>,
 }
 
 impl SimUnit {
@@ -63,6 +66,7 @@ impl SimUnit {
             want: usize::MAX,
             stall: None,
             noise: 0.0,
+            hiccup: None,
         }
     }
     /// A device queue of class `class` running batches of up to `batch` tasks.
@@ -74,11 +78,18 @@ impl SimUnit {
             want: batch,
             stall: None,
             noise: 0.0,
+            hiccup: None,
         }
     }
     /// The same unit, pausing for `secs` at time `at`.
     pub(crate) fn stalls(mut self, at: f64, secs: f64) -> Self {
         self.stall = Some((at, secs));
+        self
+    }
+
+    /// The same unit, every `every`-th chunk `secs` seconds longer.
+    pub(crate) fn hiccups(mut self, every: usize, secs: f64) -> Self {
+        self.hiccup = Some((every, secs));
         self
     }
 
@@ -88,8 +99,8 @@ impl SimUnit {
         self
     }
 
-    /// When a chunk of tasks `tasks` started at `t` ends.
-    fn end(&self, t: f64, tasks: Range<usize>) -> f64 {
+    /// When its chunk number `n` of tasks `tasks`, started at `t`, ends.
+    fn end(&self, t: f64, tasks: Range<usize>, n: usize) -> f64 {
         let cost: f64 = tasks
             .map(|task| {
                 // SplitMix64 of the task id, mapped to [-1, 1].
@@ -100,7 +111,11 @@ impl SimUnit {
                 1.0 + self.noise * ((z >> 11) as f64 / (1u64 << 52) as f64 - 1.0)
             })
             .sum();
-        let work = self.latency + cost * self.per_task;
+        let extra = match self.hiccup {
+            Some((every, secs)) if n % every == every - 1 => secs,
+            _ => 0.0,
+        };
+        let work = self.latency + cost * self.per_task + extra;
         match self.stall {
             Some((at, secs)) if t >= at && t < at + secs => at + secs + work,
             Some((at, secs)) if t < at && t + work > at => t + work + secs,
@@ -110,15 +125,17 @@ impl SimUnit {
 
     /// Most tasks it can finish in `span` seconds of uninterrupted work (greedy whole chunks).
     fn can_do(&self, mut span: f64) -> usize {
+        // Hiccups count as their mean share of every chunk.
+        let latency = self.latency + self.hiccup.map_or(0.0, |(every, secs)| secs / every as f64);
         let mut done = 0;
         loop {
-            if span < self.latency + self.per_task {
+            if span < latency + self.per_task {
                 return done;
             }
-            let fit = ((span - self.latency) / self.per_task).floor() as usize;
+            let fit = ((span - latency) / self.per_task).floor() as usize;
             let k = fit.min(self.want);
             done += k;
-            span -= self.latency + k as f64 * self.per_task;
+            span -= latency + k as f64 * self.per_task;
             if k < self.want {
                 return done;
             }
@@ -174,6 +191,7 @@ pub(crate) fn run(
     let mut held: Vec<Option<Chunk<'_>>> = (0..n).map(|_| None).collect();
     let mut waiting = vec![false; n];
     let mut asked = vec![0.0; n];
+    let mut started = vec![0usize; n];
     let mut events: Events = BinaryHeap::new();
     let mut out = Outcome {
         makespan: 0.0,
@@ -182,7 +200,7 @@ pub(crate) fn run(
     };
     let mut runs = vec![0u32; tasks.len()];
     for (u, w) in waiting.iter_mut().enumerate() {
-        *w = !ask(source, units, u, 0.0, &mut held, &mut events);
+        *w = !ask(source, units, u, 0.0, &mut held, &mut events, &mut started);
     }
     while let Some(Reverse((Time(t), u))) = events.pop() {
         clock.set(t);
@@ -194,13 +212,13 @@ pub(crate) fn run(
         out.chunks[u] += 1;
         out.makespan = out.makespan.max(t);
         drop(c);
-        waiting[u] = !ask(source, units, u, t, &mut held, &mut events);
+        waiting[u] = !ask(source, units, u, t, &mut held, &mut events, &mut started);
         asked[u] = t;
         // Waiting units plan again every RECHECK seconds, as in the thread layer.
         for (w, wait) in waiting.iter_mut().enumerate() {
             if *wait && w != u && t >= asked[w] + RECHECK {
                 asked[w] = t;
-                *wait = !ask(source, units, w, t, &mut held, &mut events);
+                *wait = !ask(source, units, w, t, &mut held, &mut events, &mut started);
             }
         }
     }
@@ -218,6 +236,7 @@ pub(crate) fn run(
 type Events = BinaryHeap<Reverse<(Time, usize)>>;
 
 /// Unit `u` asks for a chunk at time `t`; false if it got none.
+#[allow(clippy::too_many_arguments)]
 fn ask<'a>(
     source: &'a dyn TaskSource,
     units: &[SimUnit],
@@ -225,10 +244,12 @@ fn ask<'a>(
     t: f64,
     held: &mut [Option<Chunk<'a>>],
     events: &mut Events,
+    started: &mut [usize],
 ) -> bool {
     match source.next(u, units[u].want) {
         Some(c) => {
-            events.push(Reverse((Time(units[u].end(t, c.tasks())), u)));
+            events.push(Reverse((Time(units[u].end(t, c.tasks(), started[u])), u)));
+            started[u] += 1;
             held[u] = Some(c);
             true
         }

@@ -153,6 +153,22 @@ fn scenarios() -> Vec<(&'static str, Vec<SimUnit>, usize)> {
         ("1 GPU + 15 CPUs, 2,048 tasks", mixed(1, 15, 0.06), 2_048),
         ("CPUs only", mixed(0, 16, 0.0), 2_048),
         (
+            "collatz-like, GPU chunks with hiccups",
+            vec![SimUnit::gpu("gpu0", 0.0002, 0.0001, 4).hiccups(997, 0.05)]
+                .into_iter()
+                .chain((0..15).map(|_| SimUnit::cpu(0.0065)))
+                .collect(),
+            20_000,
+        ),
+        (
+            "collatz-like, one 0.2 s GPU hiccup near the end",
+            vec![SimUnit::gpu("gpu0", 0.0002, 0.0001, 4).hiccups(3500, 0.2)]
+                .into_iter()
+                .chain((0..15).map(|_| SimUnit::cpu(0.0065)))
+                .collect(),
+            20_000,
+        ),
+        (
             "tasks of unequal cost (±80%)",
             mixed(1, 15, 0.06)
                 .into_iter()
