@@ -52,6 +52,34 @@ PY
     echo "$label: FAILED or timed out ($t s): $(tail -c 300 /tmp/err.txt)"
   fi
 }
+cz() { # label, timeout, count, --set args...
+  local label=$1 t=$2 count=$3; shift 3
+  rm -rf "$OUT"
+  printf '[run]\nplugin = "collatz"\n[collatz]\nfirst = 1\ncount = %s\nblock = 65536\n[units]\ndevice_type = "gpu"\n[output]\ndir = "%s"\ntrace = %s\n' "$count" "$OUT" "$([ -n "${TRACE:-}" ] && echo true || echo false)" > /tmp/cz.toml
+  local ok=0
+  if [ -n "${NICE:-}" ]; then
+    # Experiment: lower the CPU workers' priority (threads named cpuN) once they exist.
+    timeout "$t" "$CZ" /tmp/cz.toml "$@" >/tmp/cz.txt 2>&1 & local P=$!
+    for i in $(seq 30); do sleep 0.1; for th in /proc/$P/task/*; do case $(cat $th/comm 2>/dev/null) in cpu*) renice -n $NICE -p ${th##*/} >/dev/null 2>&1;; esac; done; done
+    wait $P && ok=1
+  else
+    timeout "$t" "$CZ" /tmp/cz.toml "$@" >/tmp/cz.txt 2>&1 && ok=1
+  fi
+  if [ $ok = 1 ]; then
+    python3 - "$label" "$OUT/report.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[2]))
+rs = r["run_seconds"]; t = r["tasks"]; c = r["checksum"]
+k = {}
+for u in r["units"]:
+  b = k.setdefault(u["kind"], [0, 0.0, 0]); b[0] += u["tasks"]; b[1] += u["busy_seconds"]; b[2] += u["chunks"]
+split = " ".join(f"{n}:{v[0]} in {v[2]} chunks" + (f", {v[0]/max(v[1],1e-9):.0f}/s busy, busy {v[1]/rs:.0%} of the run" if n == "gpu" else "") for n, v in sorted(k.items()))
+print(f"{sys.argv[1]:<44} {rs:8.3f} s run {t:7d} blocks {t/rs:9.1f} blocks/s  steps={c['total_steps']}  [{split}] gpus={len(r['devices'])}", flush=True)
+PY
+    [ -f "$OUT/trace.json" ] && python3 /tmp/tail.py "$OUT/trace.json"
+    [ -n "${KEEP:-}" ] && [ -f "$OUT/trace.json" ] && mkdir -p "$KEEP" && cp "$OUT/trace.json" "$KEEP/$(echo "$label" | tr -c 'a-zA-Z0-9\n' _)-$RANDOM.json"
+  else echo "$label: FAILED or timed out: $(tail -c 300 /tmp/cz.txt)"; fi
+}
 BR="input.path=\"$D/osm-bremen-dist.gr.gz\""
 MO="input.path=\"$D/osm-moscow.gr.gz\""
 for s in $SECTIONS; do case $s in
@@ -153,37 +181,19 @@ workers)
   for w in ${WORKERS:-15 12 8 4}; do
     one "moscow 8192 gpu+cpu$w" 200 --set "$MO" --set run.sources=8192 --set units.cpu_workers=$w
   done ;;
+czgpus)
+  # The collatz example on one GPU, two, the CPU workers, and everything (x2 machine).
+  CZ=${COLLATZ:?COLLATZ=path to the collatz example binary}; NC=${SCHED_CPUS:-30}
+  for rep in $(seq ${REPS:-2}); do
+    (export CUDA_VISIBLE_DEVICES=0; cz "collatz one gpu" 120 ${COUNT_GPU1:-1452474368} --set units.cpu_workers=0)
+    cz "collatz two gpus" 120 ${COUNT_GPU2:-2904948736} --set units.cpu_workers=0
+    cz "collatz cpu$NC alone" 120 ${COUNT_CPU:-419430400} --set units.opencl=none --set units.cpu_workers=$NC
+    cz "collatz two gpus+cpu auto" 120 ${COUNT_GPU2:-2904948736}
+  done ;;
 collatz)
   # The example plugin (COLLATZ = target/release/examples/collatz). Its config is written
   # here; COUNT_GPU etc. size each run to a few seconds.
   CZ=${COLLATZ:?COLLATZ=path to the collatz example binary}
-  cz() { # label, timeout, count, --set args...
-    local label=$1 t=$2 count=$3; shift 3
-    rm -rf "$OUT"
-    printf '[run]\nplugin = "collatz"\n[collatz]\nfirst = 1\ncount = %s\nblock = 65536\n[units]\ndevice_type = "gpu"\n[output]\ndir = "%s"\ntrace = %s\n' "$count" "$OUT" "$([ -n "${TRACE:-}" ] && echo true || echo false)" > /tmp/cz.toml
-    local ok=0
-    if [ -n "${NICE:-}" ]; then
-      # Experiment: lower the CPU workers' priority (threads named cpuN) once they exist.
-      timeout "$t" "$CZ" /tmp/cz.toml "$@" >/tmp/cz.txt 2>&1 & local P=$!
-      for i in $(seq 30); do sleep 0.1; for th in /proc/$P/task/*; do case $(cat $th/comm 2>/dev/null) in cpu*) renice -n $NICE -p ${th##*/} >/dev/null 2>&1;; esac; done; done
-      wait $P && ok=1
-    else
-      timeout "$t" "$CZ" /tmp/cz.toml "$@" >/tmp/cz.txt 2>&1 && ok=1
-    fi
-    if [ $ok = 1 ]; then
-      python3 - "$label" "$OUT/report.json" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[2]))
-rs = r["run_seconds"]; t = r["tasks"]; c = r["checksum"]
-k = {}
-for u in r["units"]:
-    b = k.setdefault(u["kind"], [0, 0.0, 0]); b[0] += u["tasks"]; b[1] += u["busy_seconds"]; b[2] += u["chunks"]
-split = " ".join(f"{n}:{v[0]} in {v[2]} chunks" + (f", {v[0]/max(v[1],1e-9):.0f}/s busy, busy {v[1]/rs:.0%} of the run" if n == "gpu" else "") for n, v in sorted(k.items()))
-print(f"{sys.argv[1]:<44} {rs:8.3f} s run {t:7d} blocks {t/rs:9.1f} blocks/s  steps={c['total_steps']}  [{split}] gpus={len(r['devices'])}", flush=True)
-PY
-      [ -f "$OUT/trace.json" ] && python3 /tmp/tail.py "$OUT/trace.json"
-    else echo "$label: FAILED or timed out: $(tail -c 300 /tmp/cz.txt)"; fi
-  }
   NC=${SCHED_CPUS:-15}
   # Probes size the runs to about SECS seconds each (counts in whole blocks of 65,536).
   size() { python3 -c "import json;r=json.load(open('$OUT/report.json'));print(max(1,min(2**23,int(r['tasks']/r['run_seconds']*${SECS:-4})))*65536)"; }
@@ -200,6 +210,26 @@ PY
   for w in ${CZ_SWEEP:-}; do cz "collatz gpu+cpu$w" 120 $CG --set units.cpu_workers=$w; done
   [ -n "${CZ_NICE:-}" ] && for rep in 1 2; do NICE=$CZ_NICE cz "collatz gpu+cpu auto, workers nice $CZ_NICE" 120 $CG; done
   for rep in $(seq ${CZ_MIXED:-0}); do cz "collatz gpu+cpu auto" 120 $CG; done ;;
+twogpu)
+  # 2 GPUs (the nvidia-h200-x2 machine): one GPU (CUDA_VISIBLE_DEVICES=0), both, the CPU
+  # workers alone, both GPUs + CPU workers ("auto": every core minus one per GPU queue).
+  NC=${SCHED_CPUS:-30}
+  for rep in $(seq ${REPS:-2}); do
+    (export CUDA_VISIBLE_DEVICES=0; one "moscow 8192 one gpu" 200 --set "$MO" --set run.sources=8192 --set units.cpu_workers=0)
+    one "moscow 16384 two gpus" 200 --set "$MO" --set run.sources=16384 --set units.cpu_workers=0
+    one "moscow 2048 cpu$NC alone" 200 --set "$MO" --set run.sources=2048 --set units.opencl=none --set units.cpu_workers=$NC
+    one "moscow 16384 two gpus+cpu auto" 200 --set "$MO" --set run.sources=16384
+  done ;;
+mpi2)
+  # Two ranks with one GPU and 15 CPU workers each, against one process with both (x2 machine).
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  M=${MPIBIN:?MPIBIN}; OCLX="-x OCL_ICD_FILENAMES=libnvidia-opencl.so.1"
+  for rep in 1 2; do
+    rm -rf "$OUT"
+    R="run $CFG -q --set $MO --set run.sources=16384 --set output.dir=\"$OUT\""
+    eval mpirun --bind-to none -np 1 $OCLX -x CUDA_VISIBLE_DEVICES=0 -x TUCCOMPI_UNITS=cpu_workers=15 $M $R : -np 1 $OCLX -x CUDA_VISIBLE_DEVICES=1 -x TUCCOMPI_UNITS=cpu_workers=15 $M $R 2>&1 | grep "rank" | head -2
+    python3 -c "import json;r=json.load(open('$OUT/report.json'));print(f'moscow 16384 2 ranks x (gpu + 15 cpu): run {r[\"run_seconds\"]:.3f} s, {r[\"tasks\"]/r[\"run_seconds\"]:.1f}/s, tasks per rank {[n[\"tasks\"] for n in r[\"nodes\"]]} per kind {[{k: sum(u[\"tasks\"] for u in n[\"units\"] if u[\"kind\"]==k) for k in (\"gpu\",\"cpu\")} for n in r[\"nodes\"]]} sum={r[\"checksum\"][\"sum\"]}')" || echo "mpi2 failed"
+  done ;;
 diag)
   lscpu | grep -E "^(Model name|Thread|Core|Socket|CPU\(s\)|NUMA node\(s\))"
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -224,10 +254,13 @@ mpigpu)
   # against one process.
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
   M=${MPIBIN:?MPIBIN}
+  # This machine's image sets OCL_ICD_FILENAMES=libpocl.so.2:libnvidia-opencl.so.1, and mpirun
+  # hands its processes only the first entry: name the NVIDIA library for the ranks.
+  OCLX="-x OCL_ICD_FILENAMES=libnvidia-opencl.so.1"
   echo "== default binding (expect the affinity warning):"
-  mpirun -np 1 -x OCL_ICD_VENDORS "$M" run $CFG -q --set "$MO" --set run.sources=64 --set output.dir="\"$OUT\"" 2>&1 | grep -v "^$" | head -5
-  for sp in "1 rank gpu+15 cpu|-np 1 -x OCL_ICD_VENDORS $M run $CFG -q --set $MO --set run.sources=8192 --set output.dir=\"$OUT\"" \
-            "2 ranks (gpu+7 cpu | 8 cpu)|-np 1 -x OCL_ICD_VENDORS -x TUCCOMPI_UNITS=cpu_workers=7 $M run $CFG -q --set $MO --set run.sources=8192 --set output.dir=\"$OUT\" : -np 1 -x TUCCOMPI_UNITS=cpu_workers=8,opencl=none $M run $CFG -q --set $MO --set run.sources=8192 --set output.dir=\"$OUT\""; do
+  mpirun -np 1 $OCLX "$M" run $CFG -q --set "$MO" --set run.sources=64 --set output.dir="\"$OUT\"" 2>&1 | grep -v "^$" | head -5
+  for sp in "1 rank gpu+15 cpu|-np 1 $OCLX $M run $CFG -q --set $MO --set run.sources=8192 --set output.dir=\"$OUT\"" \
+            "2 ranks (gpu+7 cpu | 8 cpu)|-np 1 $OCLX -x TUCCOMPI_UNITS=cpu_workers=7 $M run $CFG -q --set $MO --set run.sources=8192 --set output.dir=\"$OUT\" : -np 1 -x TUCCOMPI_UNITS=cpu_workers=8,opencl=none $M run $CFG -q --set $MO --set run.sources=8192 --set output.dir=\"$OUT\""; do
     label=${sp%%|*}; args=${sp#*|}
     rm -rf "$OUT"
     T0=$(date +%s.%N)

@@ -188,7 +188,9 @@ struct UnitState {
     samples: Samples,
     /// The chunk it runs: handed out at, tasks.
     in_flight: Option<(f64, usize)>,
-    asked: bool,
+    /// Got `None` and has not asked again since: it waits (`wait_for_work`). A unit between
+    /// two chunks is not waiting: it is about to ask.
+    waiting: bool,
     /// Failed: gets nothing more.
     out: bool,
 }
@@ -209,6 +211,14 @@ impl State {
     }
     fn in_flight(&self) -> usize {
         self.units.iter().filter(|u| u.in_flight.is_some()).count()
+    }
+    /// Whether a unit other than `unit` runs a chunk or is about to ask for one (is neither
+    /// out nor waiting): then `unit` may leave the rest to it.
+    fn others_active(&self, unit: usize) -> bool {
+        self.units
+            .iter()
+            .enumerate()
+            .any(|(j, u)| j != unit && !u.out && !u.waiting)
     }
 }
 
@@ -278,7 +288,7 @@ impl WorkQueue {
                     want: usize::MAX,
                     samples,
                     in_flight: None,
-                    asked: false,
+                    waiting: false,
                     out: false,
                 }
             })
@@ -410,12 +420,11 @@ impl WorkQueue {
         if share == 0 {
             // Others clear the rest before this unit could finish a chunk. Wait, unless no
             // other unit is running or about to ask (then nothing would wake this one).
-            let others_active = st
-                .units
-                .iter()
-                .enumerate()
-                .any(|(j, u)| j != unit && !u.out && (u.in_flight.is_some() || !u.asked));
-            return if others_active { 0 } else { want.min(left) };
+            return if st.others_active(unit) {
+                0
+            } else {
+                want.min(left)
+            };
         }
         let amortized = if me.latency > 0.0 {
             (self.rules.amortize * me.latency / me.per_task).ceil() as usize
@@ -461,7 +470,8 @@ impl TaskSource for WorkQueue {
             return None;
         }
         let left = st.left(self.end);
-        st.units[unit].asked = true;
+        // Until it gets a chunk, this unit waits (and asks again later).
+        st.units[unit].waiting = true;
         if left == 0 {
             return None;
         }
@@ -471,6 +481,7 @@ impl TaskSource for WorkQueue {
         if k == 0 {
             return None;
         }
+        st.units[unit].waiting = false;
         let r = Self::take(&mut st, k, self.end);
         st.units[unit].in_flight = Some((now, r.len()));
         drop(st);
@@ -526,12 +537,7 @@ impl TaskSource for WorkQueue {
             }
             // Nobody else will change anything: ask again (the queue then gives this unit
             // the work rather than wait for nobody).
-            let others_active = st
-                .units
-                .iter()
-                .enumerate()
-                .any(|(j, u)| j != unit && !u.out && (u.in_flight.is_some() || !u.asked));
-            if left > 0 && (!others_active || std::time::Instant::now() >= deadline) {
+            if left > 0 && (!st.others_active(unit) || std::time::Instant::now() >= deadline) {
                 // Plan again: another unit may have slowed down.
                 return true;
             }

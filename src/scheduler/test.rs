@@ -378,3 +378,38 @@ fn small_workspaces_without_history_end_within_a_chunk() {
         assert!(out.makespan <= single + probe, "{name}: {} s", out.makespan);
     }
 }
+
+#[test]
+fn a_waiting_unit_does_not_take_the_rest_from_a_unit_between_chunks() {
+    // Seen on the H200 with the collatz example: a CPU worker waiting out the end asked in
+    // the microseconds between two of the GPU's chunks, found no chunk in flight, and took the
+    // last 8 tasks (0.2 s of CPU work) that the GPU would have run in 1.6 ms.
+    let clock = VirtualClock::default();
+    let gpu = Estimate {
+        latency: 0.0002,
+        per_task: 0.0001,
+    };
+    let cpu = Estimate {
+        latency: 0.0,
+        per_task: 0.02,
+    };
+    let infos = [
+        UnitInfo::device("gpu").with_prior(Some(gpu)),
+        UnitInfo::cpu("cpu").with_prior(Some(cpu)),
+    ];
+    let q = WorkQueue::with_clock(0..12, &infos, Box::new(clock.clone()), Rules::default());
+    let c = q.next(0, 4).expect("the GPU takes a batch");
+    assert!(
+        q.next(1, usize::MAX).is_none(),
+        "the CPU leaves the rest to the GPU"
+    );
+    clock.set(0.0006);
+    drop(c);
+    // The GPU has finished its chunk and not asked again yet; the waiting CPU plans again.
+    assert!(
+        q.next(1, usize::MAX).is_none(),
+        "the GPU is about to ask: the CPU must not take its tasks"
+    );
+    let c = q.next(0, 4).expect("the GPU goes on");
+    assert_eq!(c.tasks().len(), 4);
+}
