@@ -227,7 +227,7 @@ mpi2)
   for rep in 1 2; do
     rm -rf "$OUT"
     R="run $CFG -q --set $MO --set run.sources=16384 --set output.dir=\"$OUT\""
-    eval mpirun --bind-to none -np 1 $OCLX -x CUDA_VISIBLE_DEVICES=0 -x TUCCOMPI_UNITS=cpu_workers=15 $M $R : -np 1 $OCLX -x CUDA_VISIBLE_DEVICES=1 -x TUCCOMPI_UNITS=cpu_workers=15 $M $R 2>&1 | grep "rank" | head -2
+    eval mpirun --bind-to none -np 1 $OCLX -x CUDA_VISIBLE_DEVICES=0 -x TUCCOMPI_UNITS=cpu_workers=15 $M $R : -np 1 $OCLX -x CUDA_VISIBLE_DEVICES=1 -x TUCCOMPI_UNITS=cpu_workers=15 $M $R 2>&1 | tail -4
     python3 -c "import json;r=json.load(open('$OUT/report.json'));print(f'moscow 16384 2 ranks x (gpu + 15 cpu): run {r[\"run_seconds\"]:.3f} s, {r[\"tasks\"]/r[\"run_seconds\"]:.1f}/s, tasks per rank {[n[\"tasks\"] for n in r[\"nodes\"]]} per kind {[{k: sum(u[\"tasks\"] for u in n[\"units\"] if u[\"kind\"]==k) for k in (\"gpu\",\"cpu\")} for n in r[\"nodes\"]]} sum={r[\"checksum\"][\"sum\"]}')" || echo "mpi2 failed"
   done ;;
 diag)
@@ -264,7 +264,7 @@ mpigpu)
     label=${sp%%|*}; args=${sp#*|}
     rm -rf "$OUT"
     T0=$(date +%s.%N)
-    eval mpirun --bind-to none $args 2>&1 | grep "rank" | head -4
+    eval mpirun --bind-to none $args 2>&1 | tail -6
     T1=$(date +%s.%N)
     python3 -c "import json;r=json.load(open('$OUT/report.json'));print(f'moscow 8192 $label: run {r[\"run_seconds\"]:.3f} s, {r[\"tasks\"]/r[\"run_seconds\"]:.1f}/s, wall {r[\"wall_seconds\"]:.3f} s (mpirun {$T1-$T0:.1f} s) tasks per rank {[n[\"tasks\"] for n in r[\"nodes\"]]} per unit kind {[{k: sum(u[\"tasks\"] for u in n[\"units\"] if u[\"kind\"]==k) for k in (\"gpu\",\"cpu\")} for n in r[\"nodes\"]]} sum={r[\"checksum\"][\"sum\"]}')" || echo "$label failed"
   done ;;
