@@ -260,7 +260,7 @@ mpigpu)
   echo "== default binding (expect the affinity warning):"
   mpirun -np 1 $OCLX "$M" run $CFG -q --set "$MO" --set run.sources=64 --set output.dir="\"$OUT\"" 2>&1 | grep -v "^$" | head -5
   for sp in "1 rank gpu+15 cpu|-np 1 $OCLX $M run $CFG -q --set $MO --set run.sources=8192 --set output.dir=\"$OUT\"" \
-            "2 ranks (gpu+7 cpu | 8 cpu)|-np 1 $OCLX -x TUCCOMPI_UNITS=cpu_workers=7 $M run $CFG -q --set $MO --set run.sources=8192 --set output.dir=\"$OUT\" : -np 1 -x TUCCOMPI_UNITS=cpu_workers=8,opencl=none $M run $CFG -q --set $MO --set run.sources=8192 --set output.dir=\"$OUT\""; do
+            "2 ranks (gpu+7 cpu, 8 cpu)|-np 1 $OCLX -x TUCCOMPI_UNITS=cpu_workers=7 $M run $CFG -q --set $MO --set run.sources=8192 --set output.dir=\"$OUT\" : -np 1 -x TUCCOMPI_UNITS=cpu_workers=8,opencl=none $M run $CFG -q --set $MO --set run.sources=8192 --set output.dir=\"$OUT\""; do
     label=${sp%%|*}; args=${sp#*|}
     rm -rf "$OUT"
     T0=$(date +%s.%N)
