@@ -54,6 +54,8 @@ pub(crate) struct SimUnit {
     /// Every `.0`-th chunk of this unit takes `.1` seconds longer (the host thread preempted,
     /// a driver hiccup).
     pub(crate) hiccup: Option<(usize, f64)>,
+    /// It asks for its first chunk at this time (a rank that starts late).
+    pub(crate) start: f64,
 }
 
 impl SimUnit {
@@ -67,6 +69,7 @@ impl SimUnit {
             stall: None,
             noise: 0.0,
             hiccup: None,
+            start: 0.0,
         }
     }
     /// A device queue of class `class` running batches of up to `batch` tasks.
@@ -79,11 +82,18 @@ impl SimUnit {
             stall: None,
             noise: 0.0,
             hiccup: None,
+            start: 0.0,
         }
     }
     /// The same unit, pausing for `secs` at time `at`.
     pub(crate) fn stalls(mut self, at: f64, secs: f64) -> Self {
         self.stall = Some((at, secs));
+        self
+    }
+
+    /// The same unit, asking first at time `t`.
+    pub(crate) fn starts_at(mut self, t: f64) -> Self {
+        self.start = t;
         self
     }
 
@@ -144,6 +154,7 @@ impl SimUnit {
 
     /// Most tasks it can finish by time `t` from time 0, stall included.
     fn can_do_by(&self, t: f64) -> usize {
+        let t = t - self.start;
         match self.stall {
             Some((at, secs)) if t > at => self
                 .can_do(t - secs)
@@ -200,11 +211,20 @@ pub(crate) fn run(
     };
     let mut runs = vec![0u32; tasks.len()];
     for (u, w) in waiting.iter_mut().enumerate() {
-        *w = !ask(source, units, u, 0.0, &mut held, &mut events, &mut started);
+        if units[u].start > 0.0 {
+            // Not started: its first ask is an event without a chunk.
+            events.push(Reverse((Time(units[u].start), u)));
+        } else {
+            *w = !ask(source, units, u, 0.0, &mut held, &mut events, &mut started);
+        }
     }
     while let Some(Reverse((Time(t), u))) = events.pop() {
         clock.set(t);
-        let c = held[u].take().expect("a unit with an event holds a chunk");
+        let Some(c) = held[u].take() else {
+            waiting[u] = !ask(source, units, u, t, &mut held, &mut events, &mut started);
+            asked[u] = t;
+            continue;
+        };
         for task in c.tasks() {
             runs[task - tasks.start] += 1;
         }

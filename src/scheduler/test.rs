@@ -169,6 +169,18 @@ fn scenarios() -> Vec<(&'static str, Vec<SimUnit>, usize)> {
             20_000,
         ),
         (
+            "2 ranks of 1 GPU + 15 CPUs, the second 0.5 s late",
+            mixed(1, 15, 0.06)
+                .into_iter()
+                .chain(mixed(1, 15, 0.06).into_iter().map(|mut u| {
+                    // Another rank: its own classes (as the MPI master names them).
+                    u.info.class = format!("rank1/{}", u.info.class);
+                    u.starts_at(0.5)
+                }))
+                .collect(),
+            32_768,
+        ),
+        (
             "tasks of unequal cost (±80%)",
             mixed(1, 15, 0.06)
                 .into_iter()
