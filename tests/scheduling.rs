@@ -40,6 +40,9 @@ struct Options {
     fail_chunk: usize,
     #[serde(default)]
     fail_how: String,
+    /// The GPU half's workers fail on their chunk number `fail_chunk` (a lost device).
+    #[serde(default)]
+    fail_gpu: bool,
 }
 
 fn batch() -> usize {
@@ -106,6 +109,7 @@ impl PacedJob {
             per_chunk,
             per_task,
             chunks: 0,
+            gpu: false,
         };
         w.maybe_fail(0)?;
         Ok(w)
@@ -146,12 +150,14 @@ impl GpuHalf for PacedJob {
         _queue: Queue,
     ) -> Result<impl Worker + 'a> {
         let id = self.made.fetch_add(1, Ordering::Relaxed);
-        PacedJob::worker(
+        let mut w = PacedJob::worker(
             self,
             id,
             self.o.gpu_latency_ms / 1e3,
             self.o.gpu_task_ms / 1e3,
-        )
+        )?;
+        w.gpu = true;
+        Ok(w)
     }
 }
 
@@ -161,13 +167,15 @@ struct PacedWorker<'a> {
     per_chunk: f64,
     per_task: f64,
     chunks: usize,
+    gpu: bool,
 }
 
 impl PacedWorker<'_> {
     /// The test hook: fail as configured.
     fn maybe_fail(&self, chunk: usize) -> Result<()> {
         let o = &self.job.o;
-        if o.fail_worker == Some(self.id) && o.fail_chunk == chunk {
+        let chosen = o.fail_worker == Some(self.id) || (o.fail_gpu && self.gpu);
+        if chosen && o.fail_chunk == chunk {
             if o.fail_how == "panic" {
                 panic!("injected panic in worker {}", self.id);
             }
@@ -310,6 +318,35 @@ fn a_failing_unit_is_taken_out_and_its_chunks_run_elsewhere() {
         let failed = stats.iter().find(|u| u["name"] == unit).unwrap();
         assert!(failed["failed"].is_string());
     }
+}
+
+#[test]
+fn a_lost_device_is_taken_out_and_the_cpu_workers_run_its_chunk() {
+    if !opencl() {
+        return;
+    }
+    let opts = "tasks = 200\ncpu_ms = [1.0]\ngpu_latency_ms = 5.0\ngpu_task_ms = 0.1\n\
+                fail_gpu = true\nfail_chunk = 2\nfail_how = \"error\"";
+    let sets = [
+        "units.cpu_workers=2",
+        "units.device_type=all",
+        "units.concurrent_kernels=1",
+    ];
+    let r = paced(opts, &sets).unwrap();
+    assert_eq!(r["checksum"]["sum"], expected_sum(200));
+    let failures = r["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 1, "{r:#}");
+    assert_eq!(failures[0]["unit"], "gpu0.q0");
+    let units = r["units"].as_array().unwrap();
+    let cpu: u64 = units
+        .iter()
+        .filter(|u| u["kind"] == "cpu")
+        .map(|u| u["tasks"].as_u64().unwrap())
+        .sum();
+    let gpu = units.iter().find(|u| u["kind"] == "gpu").unwrap();
+    // The device finished one chunk, failed the second; everything else ran on the CPUs.
+    assert_eq!(gpu["chunks"], 1, "{units:#?}");
+    assert_eq!(cpu + gpu["tasks"].as_u64().unwrap(), 200);
 }
 
 #[test]
