@@ -138,6 +138,7 @@ impl GpuHalf for PacedJob {
             queues: fixed(1),
             persistent_items: fixed(1),
             cache_key: None,
+            tile: None,
         })
     }
     fn setup(&self, _device: &Device, _params: &LaunchParams) -> Result<()> {
