@@ -5,10 +5,15 @@
 //! threads feeding it, which keeps every queue busy). Offers the runtime [`run_units`]: run every
 //! unit until the source is dry and return per-unit statistics and the trace of chunks.
 //!
-//! Protocol: each unit thread pulls a chunk, runs it into a private record buffer, copies the
-//! records into the shared store, and sends a `ChunkDone` event over a crossbeam channel to the
-//! coordinating thread, which drives the progress bar. A failure (error or panic) stops the
-//! source, so every other unit ends after its current chunk, and the first error is returned.
+//! Protocol: each unit thread pulls a chunk (a guard from the source), runs it into a private
+//! record buffer, copies the records into the shared store, drops the chunk (which reports its
+//! time to the source), and sends a `ChunkDone` event over a crossbeam channel to the
+//! coordinating thread, which drives the progress bar. A unit that gets no chunk waits in
+//! [`TaskSource::wait_for_work`] while others run (a failed unit's tasks may come back), then
+//! leaves. A failure (error or panic) fails the chunk back to the source: under
+//! `units.on_failure = "retry"` the unit is out and the others run its tasks; under `"abort"`
+//! the source stops, every other unit ends after its current chunk, and the first error is
+//! returned.
 
 use crate::config::OnFailure;
 use crate::device::Device;
