@@ -4,24 +4,33 @@
 //! - Rank 0 loads the config (with `--set` overrides) and broadcasts the resolved TOML, so no
 //!   rank can run a different config; it also broadcasts the input file's bytes, which other
 //!   ranks read from a private temporary copy. Each node detects its own units.
-//! - `master-slave`: rank 0 runs a server thread over one central guided queue; rank 0's own
-//!   units (if `nodes.master_computes`) take from it directly, other ranks send a request per
-//!   chunk (`[want]`) and get `[start, end]` back (empty = no more work). Every other rank ends
-//!   with one request that gets the empty answer (its source's `Drop` sends `[0]` if needed),
-//!   so the server knows when to stop. `equitable`: each rank takes a static contiguous share.
+//! - Rank 0 runs a server thread for the whole run. Other ranks send it, all on one tag (so a
+//!   rank's messages arrive in the order it sent them): `[WANT, n]` requests (master-slave),
+//!   `[RECORDS, start, end, words...]` with each finished chunk's records, which the server
+//!   appends to rank 0's journal as they arrive (so an interrupted run loses no remote work),
+//!   and one `[END]` when the rank's units have ended (its source's `Drop`), after its last
+//!   records. The server stops after every other rank's end.
+//! - `master-slave`: the server hands out chunks of one central guided queue; rank 0's own
+//!   units (if `nodes.master_computes`) take from it directly, other ranks ask per chunk and get
+//!   `[start, end]` back (empty = no more work). `equitable`: each rank takes a static
+//!   contiguous share and only sends records and its end.
 //! - Records: every task was run by exactly one rank and other ranks' records of it are zero,
 //!   so an element-wise sum (MPI reduce) at rank 0 assembles them. Statistics are gathered
 //!   as JSON. Distance rows are written by each rank at their offsets in one shared file.
+//! - Resuming: rank 0 reads the journal and broadcasts the set of done tasks; every rank's
+//!   units skip them.
 //! - Failure: the failing rank prints its rank, host and error and calls `MPI_Abort`, so every
-//!   rank stops; the output directory keeps its `INCOMPLETE` marker.
+//!   rank stops; the complete result in the output directory is untouched, and the journal
+//!   keeps the chunks rank 0 had synced.
 //!
 //! MPI calls are serialized: one mutex guards the communicator on each rank, and the library
 //! is initialized with at least `MPI_THREAD_SERIALIZED`.
 
-use super::{host_name, Node};
+use super::{host_name, merge, Node};
 use crate::config::{InputSpec, NodePolicy, Plan};
 use crate::plugin::Records;
 use crate::scheduler::{self, TaskSource, WorkQueue};
+use crate::sink::journal::Journal;
 use crate::thread::UnitStats;
 use crate::{Error, Result};
 use mpi::collective::SystemOperation;
@@ -175,9 +184,18 @@ impl Drop for MpiNode {
     }
 }
 
-/// Rank 0's source under master-slave: the central queue, served to other ranks by a thread.
+/// Message kinds on `TAG_REQ` (the first word), from other ranks to rank 0's server thread.
+/// One tag for all of them keeps MPI's per-sender order: a rank's records always arrive before
+/// its end, and the server never takes a message meant for the main thread (`TAG_STATS`).
+const MSG_END: u64 = 0;
+const MSG_WANT: u64 = 1;
+const MSG_RECORDS: u64 = 2;
+
+/// Rank 0's source: its units' source (a share of the task space, or the central queue under
+/// master-slave), and the server thread that answers other ranks' requests and journals their
+/// records until every other rank has sent its end.
 struct Master {
-    queue: Arc<WorkQueue>,
+    local: Box<dyn TaskSource>,
     computes: bool,
     server: Option<std::thread::JoinHandle<()>>,
 }
@@ -185,13 +203,17 @@ struct Master {
 impl TaskSource for Master {
     fn next(&self, unit: usize, want: usize) -> Option<Range<usize>> {
         if self.computes {
-            self.queue.next(unit, want)
+            self.local.next(unit, want)
         } else {
             None
         }
     }
     fn stop(&self) {
-        self.queue.stop();
+        // Under master-slave this also stops handing chunks to other ranks.
+        self.local.stop();
+    }
+    fn done(&self, unit: usize, tasks: usize, secs: f64) {
+        self.local.done(unit, tasks, secs);
     }
 }
 
@@ -203,9 +225,74 @@ impl Drop for Master {
     }
 }
 
-/// Another rank's source under master-slave: asks rank 0 for each chunk.
+/// The master-slave queue as rank 0's own units see it.
+struct Shared(Arc<WorkQueue>);
+
+impl TaskSource for Shared {
+    fn next(&self, unit: usize, want: usize) -> Option<Range<usize>> {
+        self.0.next(unit, want)
+    }
+    fn stop(&self) {
+        self.0.stop();
+    }
+    fn done(&self, unit: usize, tasks: usize, secs: f64) {
+        self.0.done(unit, tasks, secs);
+    }
+}
+
+/// Rank 0's server: requests for chunks (master-slave), records to journal, ends.
+fn serve(
+    queue: Option<Arc<WorkQueue>>,
+    local: usize,
+    others: usize,
+    cap: Option<usize>,
+    journal: Option<Arc<Journal>>,
+) {
+    // MPI calls here never overlap with rank 0's main thread, which makes none until this
+    // thread is joined (Master's Drop), nor with its unit threads, which make none.
+    let world = SimpleCommunicator::world();
+    let mut last: Vec<Option<(std::time::Instant, usize)>> = vec![None; others + 1];
+    let mut finished = 0;
+    while finished < others {
+        let (msg, status) = world.any_process().receive_vec_with_tag::<u64>(TAG_REQ);
+        let rank = status.source_rank() as usize;
+        match msg.first().copied() {
+            Some(MSG_WANT) => {
+                let slot = local + rank - 1;
+                let r = match &queue {
+                    Some(q) => {
+                        if let Some((t, len)) = last[rank].take() {
+                            q.done(slot, len, t.elapsed().as_secs_f64());
+                        }
+                        let want = cap.map_or(msg[1] as usize, |c| c.min(msg[1] as usize));
+                        q.next(slot, want.max(1))
+                    }
+                    None => None,
+                }
+                .unwrap_or(0..0);
+                if !r.is_empty() {
+                    last[rank] = Some((std::time::Instant::now(), r.len()));
+                }
+                world
+                    .process_at_rank(status.source_rank())
+                    .send_with_tag(&[r.start as u64, r.end as u64][..], TAG_REP);
+            }
+            Some(MSG_RECORDS) if msg.len() >= 3 => {
+                if let Some(j) = &journal {
+                    // An error is kept by the journal and reported by the runtime at the end.
+                    let _ = j.append(msg[1] as usize..msg[2] as usize, &msg[3..]);
+                }
+            }
+            _ => finished += 1,
+        }
+    }
+}
+
+/// Another rank's source: its static share (equitable), or a chunk per request to rank 0
+/// (master-slave). Dropped after the rank's units ended: tells rank 0 it is finished.
 struct Remote<'a> {
     node: &'a MpiNode,
+    share: Option<Box<dyn TaskSource>>,
     done: Mutex<bool>,
 }
 
@@ -213,14 +300,17 @@ impl Remote<'_> {
     fn ask(&self, want: usize) -> Range<usize> {
         let w = self.node.world.lock();
         let root = w.process_at_rank(0);
-        root.send_with_tag(&[want as u64][..], TAG_REQ);
+        root.send_with_tag(&[MSG_WANT, want as u64][..], TAG_REQ);
         let (r, _) = root.receive_vec_with_tag::<u64>(TAG_REP);
         r[0] as usize..r[1] as usize
     }
 }
 
 impl TaskSource for Remote<'_> {
-    fn next(&self, _unit: usize, want: usize) -> Option<Range<usize>> {
+    fn next(&self, unit: usize, want: usize) -> Option<Range<usize>> {
+        if let Some(share) = &self.share {
+            return share.next(unit, want);
+        }
         let mut done = self.done.lock();
         if *done {
             return None;
@@ -233,18 +323,17 @@ impl TaskSource for Remote<'_> {
         Some(r)
     }
     fn stop(&self) {
-        // Ask for nothing more; Drop tells the master this rank is finished.
-        let mut done = self.done.lock();
-        if !*done {
-            self.ask(0);
-            *done = true;
+        if let Some(share) = &self.share {
+            share.stop();
         }
+        *self.done.lock() = true;
     }
 }
 
 impl Drop for Remote<'_> {
     fn drop(&mut self) {
-        self.stop();
+        let w = self.node.world.lock();
+        w.process_at_rank(0).send_with_tag(&[MSG_END][..], TAG_REQ);
     }
 }
 
@@ -265,68 +354,55 @@ impl Node for MpiNode {
         tasks: usize,
         plan: &Plan,
         weights: &[f64],
+        journal: Option<Arc<Journal>>,
     ) -> Result<Box<dyn TaskSource + '_>> {
-        match plan.nodes.policy {
-            NodePolicy::Equitable => {
-                let (r, s) = (self.rank, self.size);
-                let share = tasks * r / s..tasks * (r + 1) / s;
-                Ok(scheduler::source(plan.scheduler.policy, share, weights))
-            }
-            NodePolicy::MasterSlave if self.rank == 0 => {
-                // Rank 0's units, then one slot per other rank: the queue learns each rank's
-                // speed from its requests (tasks granted over the time until it asks again),
-                // so chunks and the tail follow the ranks' real throughput.
-                let local = weights.len();
-                let queue = Arc::new(WorkQueue::new(0..tasks, local + self.size - 1));
-                let q = queue.clone();
-                let others = self.size - 1;
-                let cap = plan.nodes.chunk;
-                let server = std::thread::Builder::new()
-                    .name("mpi-master".into())
-                    .spawn(move || {
-                        // MPI calls here never overlap with rank 0's main thread, which makes
-                        // none until this thread is joined (Master's Drop).
-                        let world = SimpleCommunicator::world();
-                        let mut last: Vec<Option<(std::time::Instant, usize)>> =
-                            vec![None; others + 1];
-                        let mut finished = 0;
-                        while finished < others {
-                            let (msg, status) =
-                                world.any_process().receive_vec_with_tag::<u64>(TAG_REQ);
-                            let rank = status.source_rank() as usize;
-                            let slot = local + rank - 1;
-                            if let Some((t, len)) = last[rank].take() {
-                                q.done(slot, len, t.elapsed().as_secs_f64());
-                            }
-                            let want = cap.map_or(msg[0] as usize, |c| c.min(msg[0] as usize));
-                            let r = if msg[0] == 0 {
-                                None
-                            } else {
-                                q.next(slot, want.max(1))
-                            }
-                            .unwrap_or(0..0);
-                            if r.is_empty() {
-                                finished += 1;
-                            } else {
-                                last[rank] = Some((std::time::Instant::now(), r.len()));
-                            }
-                            world
-                                .process_at_rank(status.source_rank())
-                                .send_with_tag(&[r.start as u64, r.end as u64][..], TAG_REP);
-                        }
-                    })
-                    .map_err(|e| Error::Node(format!("starting the master thread: {e}")))?;
-                Ok(Box::new(Master {
-                    queue,
-                    computes: plan.nodes.master_computes,
-                    server: Some(server),
-                }))
-            }
-            NodePolicy::MasterSlave => Ok(Box::new(Remote {
+        let (r, s) = (self.rank, self.size);
+        let share = tasks * r / s..tasks * (r + 1) / s;
+        let master_slave = plan.nodes.policy == NodePolicy::MasterSlave;
+        if r != 0 {
+            return Ok(Box::new(Remote {
                 node: self,
+                share: (!master_slave)
+                    .then(|| scheduler::source(plan.scheduler.policy, share, weights)),
                 done: Mutex::new(false),
-            })),
+            }));
         }
+        // Rank 0's units, then (master-slave) one slot per other rank: the queue learns each
+        // rank's speed from its requests (tasks granted over the time until it asks again), so
+        // chunks and the tail follow the ranks' real throughput.
+        let local = weights.len();
+        let (source, queue): (Box<dyn TaskSource>, _) = if master_slave {
+            let queue = Arc::new(WorkQueue::new(0..tasks, local + s - 1));
+            (Box::new(Shared(queue.clone())), Some(queue))
+        } else {
+            (
+                scheduler::source(plan.scheduler.policy, share, weights),
+                None,
+            )
+        };
+        let cap = plan.nodes.chunk;
+        let server = std::thread::Builder::new()
+            .name("mpi-master".into())
+            .spawn(move || serve(queue, local, s - 1, cap, journal))
+            .map_err(|e| Error::Node(format!("starting the master thread: {e}")))?;
+        Ok(Box::new(Master {
+            local: source,
+            computes: !master_slave || plan.nodes.master_computes,
+            server: Some(server),
+        }))
+    }
+
+    fn forward_records(&self, tasks: Range<usize>, records: &[u64]) -> Result<()> {
+        let mut msg = Vec::with_capacity(3 + records.len());
+        msg.extend_from_slice(&[MSG_RECORDS, tasks.start as u64, tasks.end as u64]);
+        msg.extend_from_slice(records);
+        let w = self.world.lock();
+        w.process_at_rank(0).send_with_tag(&msg[..], TAG_REQ);
+        Ok(())
+    }
+
+    fn broadcast(&self, bytes: Vec<u8>) -> Result<Vec<u8>> {
+        Ok(self.bcast_bytes(self.is_root().then_some(bytes)))
     }
 
     fn gather_records(&self, records: &mut Records) -> Result<()> {
@@ -346,11 +422,13 @@ impl Node for MpiNode {
         &self,
         stats: &[UnitStats],
         devices: &[serde_json::Value],
+        extra: serde_json::Value,
     ) -> Result<serde_json::Value> {
-        let mine = serde_json::json!({
+        let mut mine = serde_json::json!({
             "rank": self.rank, "host": self.host, "units": stats, "devices": devices,
             "tasks": stats.iter().map(|s| s.tasks).sum::<usize>(),
         });
+        merge(&mut mine, extra);
         let w = self.world.lock();
         if self.rank != 0 {
             let bytes = serde_json::to_vec(&mine).expect("json");

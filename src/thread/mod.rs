@@ -9,6 +9,15 @@
 //! records into the shared store, and sends a `ChunkDone` event over a crossbeam channel to the
 //! coordinating thread, which drives the progress bar. A failure (error or panic) stops the
 //! source, so every other unit ends after its current chunk, and the first error is returned.
+//!
+//! Resuming: tasks an interrupted run already finished are in a [`DoneSet`]; a unit splits each
+//! chunk it pulls into the sub-ranges still pending and runs only those. Every finished
+//! (sub-)chunk's records also go to a `finished` callback on the unit's thread (the runtime
+//! journals them, or under MPI sends them to rank 0), after they are in the shared store.
+
+mod done;
+
+pub use done::DoneSet;
 
 use crate::device::Device;
 use crate::plugin::{GpuOnDevice, Job, Records, RecordsOut, Worker};
@@ -93,13 +102,19 @@ enum Event {
     ChunkDone(Slice),
 }
 
-/// Run every unit until `source` is dry. Records land in `records` (task-indexed).
+/// Callback for each finished (sub-)chunk: its tasks and their records.
+pub type Finished<'a> = &'a (dyn Fn(Range<usize>, &[u64]) -> Result<()> + Sync);
+
+/// Run every unit until `source` is dry, skipping tasks in `done`. Records land in `records`
+/// (task-indexed) and are passed to `finished` chunk by chunk.
 pub fn run_units(
     job: &dyn Job,
     units: &[Unit<'_>],
     source: &dyn TaskSource,
     records: &Mutex<Records>,
     progress: &indicatif::ProgressBar,
+    done: &DoneSet,
+    finished: Finished<'_>,
 ) -> Result<(Vec<UnitStats>, Vec<Slice>)> {
     let t0 = Instant::now();
     let words = job.record_words();
@@ -127,41 +142,53 @@ pub fn run_units(
                         Err(p) => return fail(panic_text(p)),
                     };
                     let mut buf = Vec::new();
-                    while let Some(range) = source.next(index, unit.chunk) {
-                        let start = t0.elapsed();
-                        buf.clear();
-                        buf.resize(range.len() * words, 0);
-                        let mut out = RecordsOut::new(range.start, words, &mut buf);
-                        let r =
-                            catch_unwind(AssertUnwindSafe(|| worker.run(range.clone(), &mut out)));
-                        match r {
-                            Ok(Ok(())) => {}
-                            Ok(Err(e)) => {
-                                return fail(format!("tasks {}..{}: {e}", range.start, range.end))
+                    while let Some(pulled) = source.next(index, unit.chunk) {
+                        for range in done.pending(pulled) {
+                            let start = t0.elapsed();
+                            buf.clear();
+                            buf.resize(range.len() * words, 0);
+                            let mut out = RecordsOut::new(range.start, words, &mut buf);
+                            let r = catch_unwind(AssertUnwindSafe(|| {
+                                worker.run(range.clone(), &mut out)
+                            }));
+                            match r {
+                                Ok(Ok(())) => {}
+                                Ok(Err(e)) => {
+                                    return fail(format!(
+                                        "tasks {}..{}: {e}",
+                                        range.start, range.end
+                                    ))
+                                }
+                                Err(p) => {
+                                    return fail(format!(
+                                        "tasks {}..{}: {}",
+                                        range.start,
+                                        range.end,
+                                        panic_text(p)
+                                    ))
+                                }
                             }
-                            Err(p) => {
-                                return fail(format!(
-                                    "tasks {}..{}: {}",
-                                    range.start,
-                                    range.end,
-                                    panic_text(p)
-                                ))
+                            records.lock().data[range.start * words..range.end * words]
+                                .copy_from_slice(&buf);
+                            if let Err(e) = finished(range.clone(), &buf) {
+                                source.stop();
+                                first_error.lock().get_or_insert(e);
+                                return;
                             }
+                            let end = t0.elapsed();
+                            let _ = tx.send(Event::ChunkDone(Slice {
+                                unit: index,
+                                tasks: range,
+                                start_us: start.as_secs_f64() * 1e6,
+                                dur_us: (end - start).as_secs_f64() * 1e6,
+                            }));
                         }
-                        records.lock().data[range.start * words..range.end * words]
-                            .copy_from_slice(&buf);
-                        let end = t0.elapsed();
-                        let _ = tx.send(Event::ChunkDone(Slice {
-                            unit: index,
-                            tasks: range,
-                            start_us: start.as_secs_f64() * 1e6,
-                            dur_us: (end - start).as_secs_f64() * 1e6,
-                        }));
                     }
                 })
                 .expect("spawning a unit thread");
         }
         drop(tx);
+        progress.set_position(done.count() as u64);
         for ev in rx.iter() {
             match ev {
                 Event::ChunkDone(slice) => {
