@@ -103,7 +103,7 @@ if [ "$WHAT" = bad ]; then
         local d=$1; shift
         local err; err=$("$BIN" "$@" 2>&1 > /dev/null); local code=$?
         printf '| %s | `%s` | %s | %s |\n' "$d" "$*" "$code" \
-            "$(echo "$err" | sed 's/|/\\|/g' | paste -sd '\001' | sed 's/\x01/ <br> /g')"
+            "$(echo "$err" | sed 's/|/\\|/g' | awk 'NR > 1 { printf " <br> " } { printf "%s", $0 }')"
     }
     echo "| case | command | exit | message |"
     echo "|---|---|---|---|"
