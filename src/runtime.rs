@@ -17,22 +17,25 @@
 //! failure after it leaves the complete result of an earlier run as it was (the unfinished
 //! run stays in its staging folder with its journal, to resume).
 
+mod stage;
 mod verify;
 
-use crate::config::{DeviceSel, InputSpec, Plan, Policy};
+use stage::{journaled, Stage};
+use verify::Verified;
+
+use crate::config::{DeviceSel, Plan, Policy};
 use crate::device::{self, Device, Filter};
-use crate::node::{host_name, Node};
+use crate::node::Node;
 use crate::plugin::{Job, Plugin, PrepareCtx, Records};
 use crate::scheduler::TaskSource;
-use crate::sink::journal::{self, Journal};
-use crate::sink::outdir::{self, OutputDir};
+use crate::sink::journal::Journal;
+use crate::sink::outdir;
 use crate::sink::write_file;
 use crate::thread::{run_units, DoneSet, Slice, Unit, UnitSpec, UnitStats};
 use crate::tuning::{CacheUse, LaunchParams, Tuner};
 use crate::{Error, Result};
 use parking_lot::Mutex;
 use std::ops::Range;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -290,21 +293,6 @@ pub fn output_bytes(plan: &Plan, job: &dyn Job) -> u64 {
     bulk + job.tasks() as u64 * per_task + (1 << 20)
 }
 
-/// (tasks journaled, tasks) of the unfinished run in `partial`; (0, 0) when unreadable.
-fn journaled(partial: &Path) -> (usize, usize) {
-    let id: Option<serde_json::Value> = std::fs::read_to_string(partial.join(outdir::IDENTITY))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok());
-    let Some(id) = id else { return (0, 0) };
-    let tasks = id["tasks"].as_u64().unwrap_or(0) as usize;
-    let words = id["record_words"].as_u64().unwrap_or(0) as usize;
-    let mut done = DoneSet::new(tasks);
-    let _ = journal::replay(&partial.join(outdir::JOURNAL), tasks, words, |r, _| {
-        done.insert(r)
-    });
-    (done.count(), tasks)
-}
-
 /// Failure injection for the node layer's tests: this rank fails as a plugin would.
 fn injected_rank_failure(node: &dyn Node) -> Result<()> {
     if std::env::var("TUCCOMPI_TEST_FAIL_RANK")
@@ -392,219 +380,6 @@ fn build_units<'j>(
     Ok((units, device_reports))
 }
 
-/// Rank 0's side of a run's output: the locked directory, the journal, and what an
-/// interrupted run already did (records replayed from its journal, the tasks they cover).
-struct Stage {
-    out: OutputDir,
-    journal: Arc<Journal>,
-    records: Records,
-    done: DoneSet,
-    /// Whether the bulk files must be created (a fresh run) rather than reopened.
-    create_bulk: bool,
-}
-
-impl Stage {
-    /// Lock the output directory and start the run's staging folder and journal, or reopen
-    /// them to resume.
-    fn open(plan: &Plan, job: &dyn Job, mode: Unfinished) -> Result<Stage> {
-        let dir = &plan.output.dir;
-        let out = OutputDir::lock(
-            dir,
-            &format!("pid {} on {}", std::process::id(), host_name()),
-        )?;
-        if let Some(h) = out.stale_holder() {
-            tracing::warn!(
-                "{}: the run that held it before ({h}) ended without releasing it; its lock is stale and taken over",
-                dir.display()
-            );
-        }
-        let partial = out.partial();
-        let identity = identity(plan, job)?;
-        let resume = match (mode, out.has_unfinished()) {
-            (Unfinished::Resume, false) => {
-                return Err(Error::Output(format!(
-                    "nothing to resume: {} holds no unfinished run; run without --resume",
-                    dir.display()
-                )))
-            }
-            (Unfinished::Refuse, true) => {
-                let (done, total) = journaled(&partial);
-                return Err(Error::Output(format!(
-                    "{} holds an unfinished run ({done} of {total} tasks done, in {}): continue \
-                     it with --resume, or discard it and start over with --restart",
-                    dir.display(),
-                    partial.display()
-                )));
-            }
-            (Unfinished::Resume, true) => {
-                same_run(&out.identity()?, &identity)?;
-                true
-            }
-            _ => false,
-        };
-        let (tasks, words) = (job.tasks(), job.record_words());
-        let mut records = Records {
-            words,
-            data: crate::filled(tasks * words, 0, "the per-task records")?,
-        };
-        let mut done = DoneSet::new(tasks);
-        let bulk: Vec<PathBuf> = job
-            .bulk_outputs()
-            .iter()
-            .map(|r| partial.join(r.name()))
-            .collect();
-        let sync = Duration::from_secs_f64(plan.output.sync_seconds);
-        let path = partial.join(outdir::JOURNAL);
-        // A job that keeps its result in memory (one task over the whole matrix) cannot skip
-        // done tasks: it redoes everything.
-        let resume_at = if resume && path.exists() && job.multi_node() {
-            let r = journal::replay(&path, tasks, words, |t, rec| {
-                records.data[t.start * words..t.end * words].copy_from_slice(rec);
-                done.insert(t);
-            })?;
-            if r.torn {
-                tracing::info!(
-                    "{}: dropped a torn last entry (a write cut short); its tasks run again",
-                    path.display()
-                );
-            }
-            Some(r.valid_len)
-        } else if resume && path.exists() {
-            Some(0)
-        } else {
-            if !resume {
-                out.begin(&identity)?;
-            }
-            None
-        };
-        let missing = bulk.iter().find(|p| !p.exists());
-        if let (Some(m), true) = (missing, done.count() > 0) {
-            return Err(Error::Output(format!(
-                "{}: the journal lists {} done tasks but {} is missing; start over with --restart",
-                path.display(),
-                done.count(),
-                m.display()
-            )));
-        }
-        let create_bulk = !resume || missing.is_some();
-        let journal = Journal::open(&path, words, sync, bulk, resume_at)?;
-        if resume {
-            tracing::info!(
-                "resuming: {} of {tasks} tasks are done in {}",
-                done.count(),
-                partial.display()
-            );
-        }
-        Ok(Stage {
-            out,
-            journal: Arc::new(journal),
-            records,
-            done,
-            create_bulk,
-        })
-    }
-}
-
-/// What a run computes: the result-defining config, the input's content hash, the task
-/// space. A journal is only resumed by a run with the same identity.
-fn identity(plan: &Plan, job: &dyn Job) -> Result<serde_json::Value> {
-    let input_hash = match &plan.input {
-        Some(InputSpec::Path(p)) => Some(content_hash(p)?),
-        _ => None,
-    };
-    Ok(serde_json::json!({
-        "tuccompi": env!("CARGO_PKG_VERSION"),
-        "plugin": plan.plugin,
-        "config": serde_json::to_value(plan.result_config()).unwrap_or_default(),
-        "input_hash": input_hash,
-        "tasks": job.tasks(),
-        "record_words": job.record_words(),
-    }))
-}
-
-/// xxh3-128 of a file's bytes, in hex.
-fn content_hash(path: &Path) -> Result<String> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf).map_err(|e| Error::io(path, e))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(format!("{:032x}", h.digest128()))
-}
-
-/// Refuse to resume a journal written for another run, naming what differs.
-fn same_run(old: &serde_json::Value, new: &serde_json::Value) -> Result<()> {
-    let refuse = |what: String| {
-        Err(Error::Output(format!(
-            "cannot resume: {what}; resume with the interrupted run's config and input, or \
-             start over with --restart"
-        )))
-    };
-    if old["tuccompi"] != new["tuccompi"] {
-        return refuse(format!(
-            "the unfinished run was made by tuccompi {}, this is {}",
-            old["tuccompi"], new["tuccompi"]
-        ));
-    }
-    let mut a = Vec::new();
-    let mut b = Vec::new();
-    flatten("", &old["config"], &mut a);
-    flatten("", &new["config"], &mut b);
-    let keys: std::collections::BTreeSet<&String> = a.iter().chain(&b).map(|(k, _)| k).collect();
-    let get = |v: &[(String, String)], k: &str| {
-        v.iter()
-            .find(|(x, _)| x == k)
-            .map_or("(not set)".to_string(), |(_, v)| v.clone())
-    };
-    let diffs: Vec<String> = keys
-        .into_iter()
-        .filter(|k| get(&a, k) != get(&b, k))
-        .map(|k| format!("{k} was {}, is {}", get(&a, k), get(&b, k)))
-        .collect();
-    if !diffs.is_empty() || old["plugin"] != new["plugin"] {
-        return refuse(format!(
-            "the config differs from the unfinished run's ({})",
-            if diffs.is_empty() {
-                format!("run.plugin was {}, is {}", old["plugin"], new["plugin"])
-            } else {
-                diffs.join("; ")
-            }
-        ));
-    }
-    if old["input_hash"] != new["input_hash"] {
-        return refuse("the input file's content changed since the unfinished run".into());
-    }
-    if old["tasks"] != new["tasks"] || old["record_words"] != new["record_words"] {
-        return refuse(format!(
-            "the unfinished run had {} tasks, this one has {}",
-            old["tasks"], new["tasks"]
-        ));
-    }
-    Ok(())
-}
-
-fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
-    match v {
-        serde_json::Value::Object(m) => {
-            for (k, x) in m {
-                let key = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                flatten(&key, x, out);
-            }
-        }
-        other => out.push((prefix.to_string(), other.to_string())),
-    }
-}
-
 /// Until `over`: once `flag` is set, stop handing out chunks (running ones finish) and write
 /// the journal out, eagerly from then on.
 fn watch(
@@ -651,24 +426,93 @@ pub fn run_with_cache(
     node: &dyn Node,
 ) -> Result<Outcome> {
     let t0 = Instant::now();
-    let is_root = node.rank() == 0;
     // 1-2: prepare and select units. Nothing is written.
     let prepared =
         prepare(plan, plugins, &opts.extra_plugins, node.size()).map_err(|e| node.fail(e))?;
     injected_rank_failure(node)?;
     let selection = select_units(plan, &prepared, node.size()).map_err(|e| node.fail(e))?;
+    // 3: execute.
+    let mut ex = execute(plan, opts, cache, node, &prepared, &selection)?;
+    let Some(stage) = ex.stage.take() else {
+        // Other ranks: their records and statistics are at rank 0 now.
+        node.barrier()?;
+        return Ok(Outcome {
+            report: serde_json::Value::Null,
+            devices: ex.devices,
+            run_seconds: ex.run_seconds,
+        });
+    };
+    let tasks = prepared.job.tasks();
+    let done = stage
+        .journal
+        .flush()
+        .and_then(|()| stage.journal.result())
+        .map(|()| stage.done.count() + stage.journal.tasks())
+        .map_err(|e| node.fail(e))?;
+    if done < tasks {
+        node.barrier()?;
+        let journal = stage.journal.path().to_path_buf();
+        return Err(if ex.interrupted {
+            Error::Interrupted {
+                done,
+                total: tasks,
+                journal,
+            }
+        } else {
+            Error::Output(format!(
+                "only {done} of {tasks} tasks ran (a bug in tuccompi: please report it); the \
+                 journal in {} can be resumed",
+                journal.display()
+            ))
+        });
+    }
+    // 4: write outputs.
+    let outcome = write_outputs(plan, &prepared, &stage, ex, node.size(), t0);
+    let outcome = outcome.map_err(|e| node.fail(e))?;
+    node.barrier()?;
+    Ok(outcome)
+}
+
+/// Phase 3's result on one node.
+struct Executed<'p> {
+    units: Vec<Unit<'p>>,
+    devices: Vec<DeviceReport>,
+    stats: Vec<UnitStats>,
+    slices: Vec<Slice>,
+    /// Every task's record on rank 0 (gathered); this node's own elsewhere.
+    records: Records,
+    /// Every node's statistics (rank 0).
+    node_stats: serde_json::Value,
+    verified: Option<Verified>,
+    run_seconds: f64,
+    /// Rank 0's output directory, journal and resumed tasks.
+    stage: Option<Stage>,
+    /// Whether an interrupt stopped the run before every task ran.
+    interrupted: bool,
+}
+
+/// Phase 3: check the output directory and its space (touching nothing), set up the units,
+/// then lock and stage the output (rank 0), open the bulk files, run the units, verify a
+/// sample, and gather records and statistics at rank 0.
+fn execute<'p>(
+    plan: &Plan,
+    opts: &RunOptions<'_>,
+    cache: CacheUse,
+    node: &dyn Node,
+    prepared: &'p Prepared<'_>,
+    selection: &Selection,
+) -> Result<Executed<'p>> {
+    let is_root = node.rank() == 0;
     let job = prepared.job.as_ref();
     let (tasks, words) = (job.tasks(), job.record_words());
-
-    // 3: execute. The output directory and the space first, still touching nothing; then the
-    // devices; then the lock and the staging folder.
     if is_root {
         let st = output_status(plan, job).map_err(|e| node.fail(e))?;
         outdir::check_space(&plan.output.dir, st.need, st.free).map_err(|e| node.fail(e))?;
     }
-    let (units, device_reports) =
-        build_units(plan, &prepared, &selection, cache).map_err(|e| node.fail(e))?;
-    let stage = if is_root {
+    let (units, devices) =
+        build_units(plan, prepared, selection, cache).map_err(|e| node.fail(e))?;
+    // Validated: from here on the output directory changes (rank 0 locks it first).
+    let mut stage = if is_root {
         Some(Stage::open(plan, job, opts.unfinished).map_err(|e| node.fail(e))?)
     } else {
         None
@@ -691,24 +535,18 @@ pub fn run_with_cache(
     let done = DoneSet::from_bytes(&done)
         .filter(|d| d.len() == tasks)
         .ok_or_else(|| node.fail(Error::Node("the set of done tasks arrived garbled".into())))?;
-    let (stage, records) = match stage {
-        Some(mut st) => {
-            let r = std::mem::replace(
-                &mut st.records,
-                Records {
-                    words,
-                    data: Vec::new(),
-                },
-            );
-            (Some(st), r)
-        }
-        None => (
-            None,
+    let records = match stage.as_mut() {
+        Some(st) => std::mem::replace(
+            &mut st.records,
             Records {
                 words,
-                data: crate::filled(tasks * words, 0, "the per-task records")?,
+                data: Vec::new(),
             },
         ),
+        None => Records {
+            words,
+            data: crate::filled(tasks * words, 0, "the per-task records")?,
+        },
     };
     let journal = stage.as_ref().map(|s| s.journal.clone());
     let cpus = units
@@ -723,47 +561,20 @@ pub fn run_with_cache(
         "running {}",
         prepared.plugin.name()
     );
-    let records = Mutex::new(records);
-    let progress = progress_bar(opts.quiet || !is_root, tasks as u64);
-    let weights = vec![1.0; units.len()];
-    // Rank 0 journals its chunks; other ranks send theirs to rank 0's journal.
-    let finished = |r: Range<usize>, rec: &[u64]| -> Result<()> {
-        match &journal {
-            Some(j) => j.append(r, rec),
-            None => node.forward_records(r, rec),
-        }
-    };
-    let interrupted = AtomicBool::new(false);
     let t_run = Instant::now();
-    let node_run = node
-        .task_source(tasks, plan, &weights, journal.clone())
-        .and_then(|source| {
-            let over = AtomicBool::new(false);
-            std::thread::scope(|s| {
-                if opts.interrupt.is_some_and(|f| f.load(Ordering::Relaxed)) {
-                    // Interrupted before the first chunk.
-                    interrupted.store(true, Ordering::Relaxed);
-                    source.stop();
-                }
-                if let Some(flag) = opts.interrupt {
-                    let (source, journal, over, interrupted) =
-                        (source.as_ref(), journal.as_deref(), &over, &interrupted);
-                    s.spawn(move || watch(flag, over, source, journal, interrupted));
-                }
-                let r = run_units(
-                    job,
-                    &units,
-                    source.as_ref(),
-                    &records,
-                    &progress,
-                    &done,
-                    &finished,
-                );
-                over.store(true, Ordering::Relaxed);
-                r
-            })
-        });
-    progress.finish_and_clear();
+    let records = Mutex::new(records);
+    let interrupted = AtomicBool::new(false);
+    let node_run = run_chunks(
+        plan,
+        opts,
+        node,
+        job,
+        &units,
+        &records,
+        &done,
+        journal.as_ref(),
+        &interrupted,
+    );
     let run_seconds = t_run.elapsed().as_secs_f64();
     let (stats, slices) = match node_run {
         Ok(r) => r,
@@ -795,106 +606,145 @@ pub fn run_with_cache(
         None
     };
     node.gather_records(&mut records)?;
-    let device_json: Vec<serde_json::Value> = device_reports
-        .iter()
-        .map(|d| serde_json::to_value(d).expect("device report serializes"))
-        .collect();
     let node_stats = node.gather_stats(
         &stats,
-        &device_json,
+        &device_json(&devices),
         verified.as_ref().map_or(
             serde_json::json!({}),
             |v| serde_json::json!({ "verified": v.checked }),
         ),
     )?;
-    if !is_root {
-        node.barrier()?;
-        return Ok(Outcome {
-            report: serde_json::Value::Null,
-            devices: device_reports,
-            run_seconds,
-        });
-    }
-    let st = stage.expect("rank 0 has a stage");
-    let resumed = st.done.count();
-    let ended = st
-        .journal
-        .flush()
-        .and_then(|()| st.journal.result())
-        .map(|()| resumed + st.journal.tasks());
-    let done_now = match ended {
-        Ok(d) => d,
-        Err(e) => return Err(node.fail(e)),
-    };
-    if done_now < tasks {
-        node.barrier()?;
-        if !interrupted.load(Ordering::Relaxed) {
-            return Err(Error::Output(format!(
-                "only {done_now} of {tasks} tasks ran (a bug in tuccompi: please report it); the \
-                 journal in {} can be resumed",
-                st.journal.path().display()
-            )));
-        }
-        return Err(Error::Interrupted {
-            done: done_now,
-            total: tasks,
-            journal: st.journal.path().to_path_buf(),
-        });
-    }
+    Ok(Executed {
+        units,
+        devices,
+        stats,
+        slices,
+        records,
+        node_stats,
+        verified,
+        run_seconds,
+        stage,
+        interrupted: interrupted.load(Ordering::Relaxed),
+    })
+}
 
-    // 4: write outputs into the staging folder, then move them into place.
-    let checksum = job.finish(&records, &partial).map_err(|e| node.fail(e))?;
-    let wall = t0.elapsed().as_secs_f64();
+/// Run the units over the node's task source until it is dry or interrupted, skipping the
+/// `done` tasks; each finished chunk goes to rank 0's `journal` (or, on other ranks, is sent to
+/// it).
+#[allow(clippy::too_many_arguments)]
+fn run_chunks(
+    plan: &Plan,
+    opts: &RunOptions<'_>,
+    node: &dyn Node,
+    job: &dyn Job,
+    units: &[Unit<'_>],
+    records: &Mutex<Records>,
+    done: &DoneSet,
+    journal: Option<&Arc<Journal>>,
+    interrupted: &AtomicBool,
+) -> Result<(Vec<UnitStats>, Vec<Slice>)> {
+    let tasks = job.tasks();
+    let progress = progress_bar(opts.quiet || node.rank() != 0, tasks as u64);
+    let weights = vec![1.0; units.len()];
+    let finished = |r: Range<usize>, rec: &[u64]| -> Result<()> {
+        match journal {
+            Some(j) => j.append(r, rec),
+            None => node.forward_records(r, rec),
+        }
+    };
+    let result = node
+        .task_source(tasks, plan, &weights, journal.cloned())
+        .and_then(|source| {
+            let over = AtomicBool::new(false);
+            std::thread::scope(|s| {
+                if opts.interrupt.is_some_and(|f| f.load(Ordering::Relaxed)) {
+                    // Interrupted before the first chunk.
+                    interrupted.store(true, Ordering::Relaxed);
+                    source.stop();
+                }
+                if let Some(flag) = opts.interrupt {
+                    let (source, journal, over) =
+                        (source.as_ref(), journal.map(|j| j.as_ref()), &over);
+                    s.spawn(move || watch(flag, over, source, journal, interrupted));
+                }
+                let r = run_units(
+                    job,
+                    units,
+                    source.as_ref(),
+                    records,
+                    &progress,
+                    done,
+                    &finished,
+                );
+                over.store(true, Ordering::Relaxed);
+                r
+            })
+        });
+    progress.finish_and_clear();
+    result
+}
+
+fn device_json(devices: &[DeviceReport]) -> Vec<serde_json::Value> {
+    devices
+        .iter()
+        .map(|d| serde_json::to_value(d).expect("device report serializes"))
+        .collect()
+}
+
+/// Phase 4 (rank 0): the plugin's files, `report.json` and the trace into the staging folder,
+/// then into the output directory together.
+fn write_outputs(
+    plan: &Plan,
+    prepared: &Prepared<'_>,
+    stage: &Stage,
+    ex: Executed<'_>,
+    nodes: usize,
+    t0: Instant,
+) -> Result<Outcome> {
+    let job = prepared.job.as_ref();
+    let partial = stage.out.partial();
+    let checksum = job.finish(&ex.records, &partial)?;
     let mut report = report_json(
         plan,
         prepared.plugin,
         job,
-        &stats,
-        &device_json,
-        node_stats,
+        &ex.stats,
+        &device_json(&ex.devices),
+        ex.node_stats,
         checksum,
-        wall,
-        node.size(),
+        t0.elapsed().as_secs_f64(),
+        nodes,
     );
     // The scheduling phase alone (no input loading, kernel builds or output): what throughput
     // figures divide by.
-    report["run_seconds"] = serde_json::json!(run_seconds);
-    report["resumed_tasks"] = serde_json::json!(resumed);
-    let js = st.journal.stats();
+    report["run_seconds"] = serde_json::json!(ex.run_seconds);
+    report["resumed_tasks"] = serde_json::json!(stage.done.count());
+    let js = stage.journal.stats();
     report["journal"] = serde_json::json!({
         "sync_every_seconds": plan.output.sync_seconds, "entries": js.entries, "bytes": js.bytes,
         "syncs": js.syncs, "sync_seconds": js.sync_seconds,
     });
-    if let Some(v) = &verified {
+    if let Some(v) = &ex.verified {
+        let verified: u64 = report["nodes"].as_array().map_or(v.checked as u64, |n| {
+            n.iter().map(|x| x["verified"].as_u64().unwrap_or(0)).sum()
+        });
         report["verify"] = serde_json::json!({
-            "sample": plan.verify.sample,
-            "verified": report["nodes"].as_array().map_or(v.checked as u64, |n| {
-                n.iter().map(|x| x["verified"].as_u64().unwrap_or(0)).sum()
-            }),
-            "seed": v.seed,
+            "sample": plan.verify.sample, "verified": verified, "seed": v.seed,
         });
     }
-    let written = write_file(
+    write_file(
         &partial,
         "report.json",
         &serde_json::to_string_pretty(&report).expect("report serializes"),
-    )
-    .and_then(|()| {
-        if plan.output.trace {
-            write_file(&partial, "trace.json", &trace_json(&units, &slices))
-        } else {
-            Ok(())
-        }
-    })
-    .and_then(|()| st.out.commit());
-    if let Err(e) = written {
-        return Err(node.fail(e));
+    )?;
+    if plan.output.trace {
+        write_file(&partial, "trace.json", &trace_json(&ex.units, &ex.slices))?;
     }
-    node.barrier()?;
+    stage.out.commit()?;
     Ok(Outcome {
         report,
-        devices: device_reports,
-        run_seconds,
+        devices: ex.devices,
+        run_seconds: ex.run_seconds,
     })
 }
 
