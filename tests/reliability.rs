@@ -155,6 +155,7 @@ impl GpuHalf for Planted {
             queues: fixed(1),
             persistent_items: fixed(0),
             cache_key: None,
+            tile: None,
         })
     }
     fn setup(&self, _device: &Device, _params: &LaunchParams) -> Result<()> {
