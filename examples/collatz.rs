@@ -224,8 +224,8 @@ fn main() -> std::process::ExitCode {
     let sets: Vec<String> = std::env::args().skip(2).filter(|a| a != "--set").collect();
     let result = tuccompi::Plan::load(Path::new(&path), &sets).and_then(|plan| {
         let opts = tuccompi::RunOptions {
-            quiet: false,
             extra_plugins: vec![&Collatz],
+            ..Default::default()
         };
         let out = tuccompi::run(&plan, &opts, &tuccompi::node::Single)?;
         println!(

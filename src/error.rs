@@ -59,6 +59,20 @@ pub enum Error {
     /// The node layer (MPI) failed.
     #[error("node layer: {0}")]
     Node(String),
+    /// The output directory cannot take this run (unsafe path, in use, too little space, an
+    /// unfinished run in the way, a journal that does not match).
+    #[error("{0}")]
+    Output(String),
+    /// The run was stopped (a signal) after its finished chunks were journaled.
+    #[error("interrupted: {done} of {total} tasks are done and journaled in {}", journal.display())]
+    Interrupted {
+        /// Tasks done (this run and the runs it resumed).
+        done: usize,
+        /// Tasks in the run.
+        total: usize,
+        /// The journal.
+        journal: PathBuf,
+    },
 }
 
 /// Result with the crate's [`Error`].

@@ -33,6 +33,13 @@ enum Command {
         /// Override a config key: --set input.path=g.gr --set run.sources=64
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<String>,
+        /// Continue the unfinished run in the output directory (same config and input): its
+        /// journaled tasks are skipped.
+        #[arg(long, conflicts_with = "restart")]
+        resume: bool,
+        /// Discard an unfinished run in the output directory and start over.
+        #[arg(long)]
+        restart: bool,
     },
     /// Validate a config, load its input, and print the resolved plan; run nothing.
     Check {
@@ -75,9 +82,22 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match real_main(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(Error::Interrupted {
+            done,
+            total,
+            journal,
+        }) => {
+            eprintln!(
+                "tuccompi: interrupted: {done} of {total} tasks are done and journaled in {}",
+                journal.display()
+            );
+            eprintln!("tuccompi: {}", resume_hint());
+            ExitCode::from(signals::exit_code())
+        }
         Err(e) => {
             eprintln!("tuccompi: error: {e}");
             ExitCode::from(2)
@@ -85,9 +105,101 @@ fn main() -> ExitCode {
     }
 }
 
+/// "continue with: tuccompi run ... --resume", from this process's own command line.
+fn resume_hint() -> String {
+    let mut args: Vec<String> = std::env::args().collect();
+    args.retain(|a| a != "--restart");
+    if !args.iter().any(|a| a == "--resume") {
+        args.push("--resume".into());
+    }
+    let quoted: Vec<String> = args
+        .iter()
+        .map(|a| {
+            if a.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./=:,".contains(c))
+            {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect();
+    format!("continue with: {}", quoted.join(" "))
+}
+
+/// SIGINT / SIGTERM: the first one stops the run after its running chunks (the journal is
+/// written out); a second one, or running chunks that outlast the grace period, end the
+/// process at once. The journal stays valid either way: every entry carries its checksum, and
+/// a torn last entry is dropped when resuming.
+mod signals {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+    use std::time::Duration;
+
+    /// How long running chunks get to finish after the first signal.
+    pub(super) const GRACE: Duration = Duration::from_secs(10);
+
+    static SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+    /// The exit code for the signal received: 128 + its number (130 for SIGINT).
+    pub(super) fn exit_code() -> u8 {
+        match SIGNAL.load(Ordering::Relaxed) {
+            0 => 130,
+            s => (128 + s) as u8,
+        }
+    }
+
+    /// Watch for the signals on a thread of its own; returns the flag the run polls.
+    pub(super) fn install() -> Result<&'static AtomicBool, std::io::Error> {
+        static STOP: AtomicBool = AtomicBool::new(false);
+        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+        std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                for sig in signals.forever() {
+                    let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
+                    if SIGNAL.swap(sig, Ordering::Relaxed) != 0 {
+                        eprintln!("tuccompi: second signal ({name}): stopping now");
+                        eprintln!("tuccompi: {}", super::resume_hint());
+                        std::process::exit(exit_code().into());
+                    }
+                    STOP.store(true, Ordering::Relaxed);
+                    eprintln!(
+                        "tuccompi: {name}: no more chunks are handed out; the running ones get {} s to finish (send it again to stop at once)",
+                        GRACE.as_secs()
+                    );
+                    std::thread::spawn(|| {
+                        std::thread::sleep(GRACE);
+                        eprintln!(
+                            "tuccompi: running chunks did not finish within {} s: stopping now",
+                            GRACE.as_secs()
+                        );
+                        eprintln!("tuccompi: {}", super::resume_hint());
+                        std::process::exit(exit_code().into());
+                    });
+                }
+            })?;
+        Ok(&STOP)
+    }
+}
+
 fn real_main(cli: Cli) -> Result<(), Error> {
     match cli.command {
-        Command::Run { config, set } => run(&config, &set, cli.quiet),
+        Command::Run {
+            config,
+            set,
+            resume,
+            restart,
+        } => {
+            let unfinished = if resume {
+                runtime::Unfinished::Resume
+            } else if restart {
+                runtime::Unfinished::Discard
+            } else {
+                runtime::Unfinished::Refuse
+            };
+            run(&config, &set, cli.quiet, unfinished)
+        }
         Command::Check { config, set } => check(&config, &set),
         Command::Tune {
             config,
@@ -141,13 +253,21 @@ fn real_main(cli: Cli) -> Result<(), Error> {
 }
 
 #[cfg(not(feature = "mpi"))]
-fn run(config: &std::path::Path, set: &[String], quiet: bool) -> Result<(), Error> {
+fn run(
+    config: &std::path::Path,
+    set: &[String],
+    quiet: bool,
+    unfinished: runtime::Unfinished,
+) -> Result<(), Error> {
     let plan = Plan::load(config, set)?.with_node_units()?;
+    let stop = signals::install().map_err(|e| Error::Node(format!("signal handling: {e}")))?;
     let outcome = runtime::run(
         &plan,
         &plugins::registry(),
         &runtime::RunOptions {
             quiet,
+            unfinished,
+            interrupt: Some(stop),
             ..Default::default()
         },
         &node::Single,
@@ -159,20 +279,33 @@ fn run(config: &std::path::Path, set: &[String], quiet: bool) -> Result<(), Erro
 }
 
 #[cfg(feature = "mpi")]
-fn run(config: &std::path::Path, set: &[String], quiet: bool) -> Result<(), Error> {
+fn run(
+    config: &std::path::Path,
+    set: &[String],
+    quiet: bool,
+    unfinished: runtime::Unfinished,
+) -> Result<(), Error> {
     use tuccompi::node::Node;
     let world = node::mpi::MpiNode::init()?;
     let plan = world.load_plan(config, set)?.with_node_units()?;
+    let stop = signals::install().map_err(|e| Error::Node(format!("signal handling: {e}")))?;
     let outcome = runtime::run(
         &plan,
         &plugins::registry(),
         &runtime::RunOptions {
             quiet,
+            unfinished,
+            interrupt: Some(stop),
             ..Default::default()
         },
         &world,
     )
-    .map_err(|e| if world.size() > 1 { world.fail(e) } else { e })?;
+    .map_err(|e| match e {
+        // Every rank has finished its part; rank 0 says how to resume.
+        Error::Interrupted { .. } => e,
+        e if world.size() > 1 => world.fail(e),
+        e => e,
+    })?;
     if !quiet && world.is_root() {
         print_outcome(&plan, &outcome.report);
     }
@@ -202,45 +335,27 @@ fn check(config: &std::path::Path, set: &[String]) -> Result<(), Error> {
         Some(tuccompi::config::InputSpec::Generate(g)) => println!("input      generated {g}"),
         None => println!("input      none"),
     }
-    let job = plugin.prepare(&tuccompi::plugin::PrepareCtx {
-        plan: &plan,
-        out_dir: std::path::Path::new("/nonexistent"),
-        is_root: false,
-    });
-    let job_ref = match job {
-        Ok(job) => {
-            println!("           {}  ({} tasks)", job.describe(), job.tasks());
-            Some(job)
-        }
-        Err(Error::Io { path, .. }) if path.ends_with("distances.npy") => {
-            println!("           (input not loaded: output.distances is set)");
-            None
-        }
-        Err(e) => return Err(e),
-    };
+    let prepared = runtime::prepare(&plan, &registry, &[], 1)?;
+    let job = prepared.job.as_ref();
+    println!("           {}  ({} tasks)", job.describe(), job.tasks());
     println!("sources    {}", plan.sources);
-    println!("units      cpu_workers = {}", plan.units.cpu_workers);
-    match runtime::select_devices(&plan) {
-        Ok(devs) if devs.is_empty() => {
-            println!(
-                "           no OpenCL device (units.opencl = {})",
-                plan.units.opencl
-            )
+    let selection = runtime::select_units(&plan, &prepared, 1)?;
+    println!("units      cpu_workers = {}", selection.cpu_workers);
+    if selection.devices.is_empty() {
+        println!(
+            "           no OpenCL device (units.opencl = {})",
+            plan.units.opencl
+        )
+    }
+    let tuner = Tuner::new(plan.units.concurrent_kernels, Default::default());
+    for d in &selection.devices {
+        println!(
+            "           gpu{}: {} [{}] ({} compute units)",
+            d.index, d.info.name, d.info.platform, d.info.compute_units
+        );
+        if let Some(g) = job.gpu() {
+            print_launch_plan(&g.params(d, &tuner)?);
         }
-        Ok(devs) => {
-            for d in devs {
-                println!(
-                    "           gpu{}: {} [{}] ({} compute units)",
-                    d.index, d.info.name, d.info.platform, d.info.compute_units
-                );
-                let half = job_ref.as_ref().and_then(|j| j.gpu());
-                let tuner = Tuner::new(plan.units.concurrent_kernels, Default::default());
-                if let Some(p) = half.map(|g| g.params(&d, &tuner)) {
-                    print_launch_plan(&p?);
-                }
-            }
-        }
-        Err(e) => return Err(e),
     }
     println!(
         "           concurrent_kernels = {}",
@@ -264,6 +379,25 @@ fn check(config: &std::path::Path, set: &[String]) -> Result<(), Error> {
         plan.output.distances,
         plan.output.trace
     );
+    let out = runtime::output_status(&plan, job)?;
+    use tuccompi::sink::outdir::human_bytes;
+    println!(
+        "           needs {}; {} free",
+        human_bytes(out.need),
+        human_bytes(out.free)
+    );
+    if out.need > out.free {
+        println!(
+            "           warning: the outputs need {} but only {} are free: `run` will refuse this",
+            human_bytes(out.need),
+            human_bytes(out.free)
+        );
+    }
+    if let Some((done, total)) = out.unfinished {
+        println!(
+            "           holds an unfinished run ({done} of {total} tasks done): `run --resume` continues it, `run --restart` discards it"
+        );
+    }
     println!("tuning rules:");
     for (when, what) in tuccompi::tuning::RULES
         .iter()

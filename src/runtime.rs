@@ -1,24 +1,58 @@
-//! The runtime: from a validated plan to output files.
+//! The runtime: from a validated plan to output files, in four named phases.
 //!
-//! Resolves the plugin among those the caller hands over (`main` passes the built-in registry;
-//! the runtime knows no plugin by name), prepares its job, builds the node's units (CPU workers, and the
-//! queues of every selected OpenCL device, each set up once by the GPU half), runs them under
-//! the scheduling policy through the thread layer, and writes `report.json` (and the trace).
-//! While a run is in progress its output directory holds a file `INCOMPLETE`; it is removed
-//! only after every output file is written, so a failed run never looks complete.
+//! 1. [`prepare`]: resolve the plugin among those the caller hands over (`main` passes the
+//!    built-in registry; the runtime knows no plugin by name), read the input and resolve the
+//!    sources (the plugin's `prepare`). Nothing is written.
+//! 2. [`select_units`]: the OpenCL devices and CPU workers the plan selects. Nothing is
+//!    written. `tuccompi check` runs these two and [`output_status`], and stops there.
+//! 3. execute: check the output directory and its free space (still touching nothing), set
+//!    up each device (upload, kernels, tuner), then lock the output directory, open the run's
+//!    staging folder and journal (or reopen them to resume), and run the units under the
+//!    scheduling policy through the thread layer, journaling each finished chunk; with
+//!    `[verify] sample`, re-run some of the accelerators' tasks on the CPU half.
+//! 4. write outputs: the plugin's files, `report.json` and the trace go to the staging
+//!    folder, then move into the output directory together ([`crate::sink::outdir`]).
+//!
+//! Validate, then touch: every failure before phase 3's lock leaves the disk as it was, and a
+//! failure after it leaves the complete result of an earlier run as it was (the unfinished
+//! run stays in its staging folder with its journal, to resume).
+
+mod stage;
+mod verify;
+
+use stage::{journaled, Stage};
+use verify::Verified;
 
 use crate::config::{DeviceSel, Plan, Policy};
-use crate::device::{self, Filter};
+use crate::device::{self, Device, Filter};
 use crate::node::Node;
 use crate::plugin::{Job, Plugin, PrepareCtx, Records};
 use crate::scheduler::UnitInfo;
+use crate::scheduler::TaskSource;
+use crate::sink::journal::Journal;
+use crate::sink::outdir;
 use crate::sink::write_file;
-use crate::thread::{run_units, Slice, Unit, UnitSpec, UnitStats};
+use crate::thread::{run_units, DoneSet, Slice, Unit, UnitSpec, UnitStats};
 use crate::tuning::{CacheUse, LaunchParams, Tuner};
 use crate::{Error, Result};
 use parking_lot::Mutex;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// What to do with an unfinished run found in the output directory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Unfinished {
+    /// Refuse to start, saying how to resume or discard it: nothing is lost by accident.
+    #[default]
+    Refuse,
+    /// Continue it (`--resume`): same result-defining config and input content; its journaled
+    /// tasks are skipped and its distance rows kept.
+    Resume,
+    /// Discard it and start over (`--restart`).
+    Discard,
+}
 
 /// How to run, beyond the plan.
 #[derive(Default)]
@@ -28,15 +62,22 @@ pub struct RunOptions<'a> {
     /// Plugins beyond the registry passed to [`run`] (a user's own, from an example or another
     /// crate).
     pub extra_plugins: Vec<&'a dyn Plugin>,
+    /// What to do with an unfinished run in the output directory.
+    pub unfinished: Unfinished,
+    /// Set (by a signal handler) to stop: no more chunks are handed out, running ones finish,
+    /// the journal is written out, and the run ends with [`Error::Interrupted`].
+    pub interrupt: Option<&'a AtomicBool>,
 }
 
 impl std::fmt::Debug for RunOptions<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "RunOptions(quiet={}, extra={})",
+            "RunOptions(quiet={}, extra={}, unfinished={:?}, interrupt={})",
             self.quiet,
-            self.extra_plugins.len()
+            self.extra_plugins.len(),
+            self.unfinished,
+            self.interrupt.is_some()
         )
     }
 }
@@ -81,7 +122,7 @@ pub fn resolve_plugin<'a>(
     for t in plan.other_tables.keys() {
         if !names.contains(&t.as_str()) {
             return Err(Error::Config(format!(
-                "{}: unknown table [{t}]; known tables are [run] [input] [units] [scheduler] [output] \
+                "{}: unknown table [{t}]; known tables are [run] [input] [units] [scheduler] [output] [verify] \
                  [nodes] and plugin tables ({})",
                 plan.config_path.display(),
                 names.join(", ")
@@ -174,65 +215,143 @@ fn cpu_chunk(plan: &Plan, tasks: usize, units: usize) -> usize {
     })
 }
 
-/// Run a plan on this node (and, under MPI, with the other nodes), with `plugins` (the
-/// registry) and `opts.extra_plugins` to choose from. GPU halves' tuners read the tuning cache.
-pub fn run(
-    plan: &Plan,
-    plugins: &[&dyn Plugin],
-    opts: &RunOptions<'_>,
-    node: &dyn Node,
-) -> Result<Outcome> {
-    run_with_cache(plan, plugins, opts, CacheUse::Read, node)
+/// Phase 1's result: the plugin and its prepared job.
+pub struct Prepared<'a> {
+    /// The plugin.
+    pub plugin: &'a dyn Plugin,
+    /// Its job: input read, sources resolved, nothing written.
+    pub job: Box<dyn Job>,
 }
 
-/// [`run`], with the tuners reading the tuning cache or not (`tuccompi tune` ignores it, so the
-/// prediction it compares against is the rules' own).
-pub fn run_with_cache(
-    plan: &Plan,
-    plugins: &[&dyn Plugin],
-    opts: &RunOptions<'_>,
-    cache: CacheUse,
-    node: &dyn Node,
-) -> Result<Outcome> {
-    let t0 = Instant::now();
-    let plugin = resolve_plugin(plan, plugins, &opts.extra_plugins)?;
-    let dir = &plan.output.dir;
-    let is_root = node.rank() == 0;
-    if is_root {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        write_file(
-            dir,
-            "INCOMPLETE",
-            "a tuccompi run is writing here, or failed; see report.json when it is gone\n",
-        )?;
-        for stale in ["report.json", "summary.csv", "trace.json"] {
-            let _ = std::fs::remove_file(dir.join(stale));
-        }
+impl std::fmt::Debug for Prepared<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Prepared({}, {} tasks)",
+            self.plugin.name(),
+            self.job.tasks()
+        )
     }
-    node.barrier()?;
-    // Rank 0 prepares first (it creates shared files such as distances.npy), then the others.
-    let prepare = || {
-        plugin
-            .prepare(&PrepareCtx {
-                plan,
-                out_dir: dir,
-                is_root,
-            })
-            .map_err(|e| node.fail(e))
-    };
-    let root_job = if is_root { Some(prepare()?) } else { None };
-    node.barrier()?;
-    let job = match root_job {
-        Some(j) => j,
-        None => prepare()?,
-    };
-    if node.size() > 1 && !job.multi_node() {
-        return Err(node.fail(Error::Config(format!(
+}
+
+/// Phase 1: resolve the plugin among `plugins` and `extra` and prepare its job (config,
+/// plugin, input, sources) for a run on `nodes` nodes. Writes nothing.
+pub fn prepare<'a>(
+    plan: &Plan,
+    plugins: &[&'a dyn Plugin],
+    extra: &[&'a dyn Plugin],
+    nodes: usize,
+) -> Result<Prepared<'a>> {
+    let plugin = resolve_plugin(plan, plugins, extra)?;
+    let job = plugin.prepare(&PrepareCtx { plan })?;
+    if nodes > 1 && !job.multi_node() {
+        return Err(Error::Config(format!(
             "plugin {} computes one matrix in one process; run it without mpirun (it uses every core or a GPU of one node)",
             plugin.name()
-        ))));
+        )));
     }
-    // Failure injection for the node layer's tests: this rank fails as a plugin would.
+    if plan.verify.sample > 0 && job.cpu().is_none() {
+        return Err(Error::Config(format!(
+            "{}: [verify] sample re-runs tasks on the CPU half, and plugin {} has none; remove [verify]",
+            plan.config_path.display(),
+            plugin.name()
+        )));
+    }
+    Ok(Prepared { plugin, job })
+}
+
+/// Phase 2's result: the devices to set up and the CPU workers to start.
+#[derive(Debug)]
+pub struct Selection {
+    /// The OpenCL devices the GPU half will run on (none without a GPU half).
+    pub devices: Vec<Arc<Device>>,
+    /// CPU workers asked for (0 without a CPU half). With `"auto"`, the runtime leaves one
+    /// core to the host thread of each GPU queue once the queues are known.
+    pub cpu_workers: usize,
+    /// Why no device was found although the plan asked for every device (report and output).
+    pub device_note: Option<String>,
+}
+
+/// Phase 2: the units a plan selects for a prepared job on a run of `nodes` nodes. Opens no
+/// device context beyond discovery and writes nothing.
+pub fn select_units(plan: &Plan, prepared: &Prepared<'_>, nodes: usize) -> Result<Selection> {
+    let job = prepared.job.as_ref();
+    let name = prepared.plugin.name();
+    let mut device_note = None;
+    let devices = if job.gpu().is_some() {
+        let (devices, note) = select_devices_noting(plan)?;
+        if let Some(why) = note {
+            device_note = Some(format!(
+                "units.opencl = \"all\" found no OpenCL device ({why}); running on CPU workers only"
+            ));
+        }
+        devices
+    } else if plan.units.opencl != DeviceSel::None && plan.units.cpu_workers == 0 {
+        return Err(Error::Config(format!(
+            "plugin {name} has no GPU half; set units.cpu_workers >= 1"
+        )));
+    } else {
+        Vec::new()
+    };
+    let cpu_workers = if job.cpu().is_some() {
+        plan.units.cpu_workers
+    } else {
+        if plan.units.cpu_workers > 0 {
+            tracing::info!("plugin {name} has no CPU half; CPU workers stay idle");
+        }
+        0
+    };
+    if devices.is_empty() && cpu_workers == 0 && nodes == 1 {
+        return Err(Error::Config(
+            "no computational units: units.cpu_workers = 0 and no OpenCL device was selected; \
+             set units.cpu_workers >= 1 or select a device with units.opencl"
+                .into(),
+        ));
+    }
+    Ok(Selection {
+        devices,
+        cpu_workers,
+        device_note,
+    })
+}
+
+/// What a run would do to its output directory: checked by `run` before it touches anything,
+/// shown by `check`.
+#[derive(Debug, Clone)]
+pub struct OutputStatus {
+    /// Bytes the outputs still need on disk (exact for bulk files; what an unfinished run
+    /// already wrote is subtracted).
+    pub need: u64,
+    /// Bytes free to this user on the output directory's filesystem.
+    pub free: u64,
+    /// An unfinished run in the directory: tasks journaled, tasks in all.
+    pub unfinished: Option<(usize, usize)>,
+}
+
+/// Validate `output.dir` and measure what the outputs need against the free space, touching
+/// nothing.
+pub fn output_status(plan: &Plan, job: &dyn Job) -> Result<OutputStatus> {
+    let dir = &plan.output.dir;
+    outdir::validate(dir)?;
+    let partial = dir.join(outdir::PARTIAL);
+    let unfinished = partial.is_dir().then(|| journaled(&partial));
+    Ok(OutputStatus {
+        need: output_bytes(plan, job).saturating_sub(outdir::allocated_bytes(&partial)),
+        free: outdir::available_space(dir)?,
+        unfinished,
+    })
+}
+
+/// Bytes a run's outputs take on disk: the bulk files (exact), the journal, summary and trace
+/// (per task), and 1 MiB for the report and the rest.
+pub fn output_bytes(plan: &Plan, job: &dyn Job) -> u64 {
+    let bulk: u64 = job.bulk_outputs().iter().map(|r| r.bytes()).sum();
+    let per_task = 8 * job.record_words() as u64 + 64 + if plan.output.trace { 160 } else { 0 };
+    bulk + job.tasks() as u64 * per_task + (1 << 20)
+}
+
+/// Failure injection for the node layer's tests: this rank fails as a plugin would.
+fn injected_rank_failure(node: &dyn Node) -> Result<()> {
     if std::env::var("TUCCOMPI_TEST_FAIL_RANK")
         .ok()
         .and_then(|r| r.parse::<usize>().ok())
@@ -243,24 +362,25 @@ pub fn run_with_cache(
             msg: "injected failure (TUCCOMPI_TEST_FAIL_RANK)".into(),
         }));
     }
-    let tasks = job.tasks();
+    Ok(())
+}
 
-    warn_narrow_affinity(node);
+/// Set up each selected device (tuner, upload, kernels) and make the units: the queues of
+/// every device, then the CPU workers. Returns the units and the devices' reports.
+fn build_units<'j>(
+    plan: &Plan,
+    prepared: &'j Prepared<'_>,
+    selection: &Selection,
+    cache: CacheUse,
+) -> Result<(Vec<Unit<'j>>, Vec<DeviceReport>)> {
+    let job = prepared.job.as_ref();
     let mut units = Vec::new();
     let mut device_reports = Vec::new();
-    // Why no device was found although the plan asked for every device (report and output).
-    let mut device_note = None;
     if let Some(gpu) = job.gpu() {
         let tuner = Tuner::new(plan.units.concurrent_kernels, cache);
-        let (devices, note) = select_devices_noting(plan).map_err(|e| node.fail(e))?;
-        if let Some(why) = &note {
-            device_note = Some(format!(
-                "units.opencl = \"all\" found no OpenCL device ({why}); running on CPU workers only"
-            ));
-        }
-        for dev in devices {
-            let params = gpu.params(&dev, &tuner).map_err(|e| node.fail(e))?;
-            let half = gpu.setup(dev.clone(), &params).map_err(|e| node.fail(e))?;
+        for dev in &selection.devices {
+            let params = gpu.params(dev, &tuner)?;
+            let half = gpu.setup(dev.clone(), &params)?;
             let chunk = plan.scheduler.gpu_chunk.unwrap_or(params.batch.value);
             let queues = params.queues.value;
             for q in 0..queues {
@@ -283,11 +403,6 @@ pub fn run_with_cache(
                 tuning: params,
             });
         }
-    } else if plan.units.opencl != DeviceSel::None && plan.units.cpu_workers == 0 {
-        return Err(Error::Config(format!(
-            "plugin {} has no GPU half; set units.cpu_workers >= 1",
-            plugin.name()
-        )));
     }
     // CPU workers: "auto" leaves one core to the host thread of each GPU queue (it launches
     // kernels and waits on the device; starved, it slows the whole device down).
@@ -295,16 +410,16 @@ pub fn run_with_cache(
     let cpu_workers = if job.prefers_gpu() && gpu_queues > 0 {
         tracing::info!(
             "plugin {} runs on the GPU; CPU workers stay idle",
-            plugin.name()
+            prepared.plugin.name()
         );
         0
     } else if plan.units.cpu_workers_auto {
-        plan.units
+        selection
             .cpu_workers
             .saturating_sub(gpu_queues)
             .max(if gpu_queues == 0 { 1 } else { 0 })
     } else {
-        plan.units.cpu_workers
+        selection.cpu_workers
     };
     if job.cpu().is_some() {
         for i in 0..cpu_workers {
@@ -314,26 +429,193 @@ pub fn run_with_cache(
                 chunk: 0,
             });
         }
-    } else if plan.units.cpu_workers > 0 {
-        tracing::info!(
-            "plugin {} has no CPU half; CPU workers stay idle",
-            plugin.name()
-        );
     }
-    if units.is_empty() && node.size() == 1 {
-        return Err(Error::Config(
-            "no computational units: units.cpu_workers = 0 and no OpenCL device was selected; \
-             set units.cpu_workers >= 1 or select a device with units.opencl"
-                .into(),
-        ));
+    let chunk = cpu_chunk(plan, job.tasks(), units.len());
+    for u in units.iter_mut().filter(|u| matches!(u.spec, UnitSpec::Cpu)) {
+        u.chunk = chunk;
     }
+    Ok((units, device_reports))
+}
+
+/// Until `over`: once `flag` is set, stop handing out chunks (running ones finish) and write
+/// the journal out, eagerly from then on.
+fn watch(
+    flag: &AtomicBool,
+    over: &AtomicBool,
+    source: &dyn TaskSource,
+    journal: Option<&Journal>,
+    interrupted: &AtomicBool,
+) {
+    while !over.load(Ordering::Relaxed) {
+        if flag.load(Ordering::Relaxed) {
+            interrupted.store(true, Ordering::Relaxed);
+            source.stop();
+            if let Some(j) = journal {
+                if let Err(e) = j.flush_and_turn_eager() {
+                    tracing::error!("{e}");
+                }
+            }
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Run a plan on this node (and, under MPI, with the other nodes), with `plugins` (the
+/// registry) and `opts.extra_plugins` to choose from: the four phases. GPU halves' tuners read
+/// the tuning cache.
+pub fn run(
+    plan: &Plan,
+    plugins: &[&dyn Plugin],
+    opts: &RunOptions<'_>,
+    node: &dyn Node,
+) -> Result<Outcome> {
+    run_with_cache(plan, plugins, opts, CacheUse::Read, node)
+}
+
+/// [`run`], with the tuners reading the tuning cache or not (`tuccompi tune` ignores it, so the
+/// prediction it compares against is the rules' own).
+pub fn run_with_cache(
+    plan: &Plan,
+    plugins: &[&dyn Plugin],
+    opts: &RunOptions<'_>,
+    cache: CacheUse,
+    node: &dyn Node,
+) -> Result<Outcome> {
+    let t0 = Instant::now();
+    // 1-2: prepare and select units. Nothing is written.
+    let prepared =
+        prepare(plan, plugins, &opts.extra_plugins, node.size()).map_err(|e| node.fail(e))?;
+    injected_rank_failure(node)?;
+    let selection = select_units(plan, &prepared, node.size()).map_err(|e| node.fail(e))?;
+    // 3: execute.
+    let mut ex = execute(plan, opts, cache, node, &prepared, &selection)?;
+    let Some(stage) = ex.stage.take() else {
+        // Other ranks: their records and statistics are at rank 0 now.
+        node.barrier()?;
+        return Ok(Outcome {
+            report: serde_json::Value::Null,
+            devices: ex.devices,
+            run_seconds: ex.run_seconds,
+        });
+    };
+    let tasks = prepared.job.tasks();
+    let done = stage
+        .journal
+        .flush()
+        .and_then(|()| stage.journal.result())
+        .map(|()| stage.done.count() + stage.journal.tasks())
+        .map_err(|e| node.fail(e))?;
+    if done < tasks {
+        node.barrier()?;
+        let journal = stage.journal.path().to_path_buf();
+        return Err(if ex.interrupted {
+            Error::Interrupted {
+                done,
+                total: tasks,
+                journal,
+            }
+        } else {
+            Error::Output(format!(
+                "only {done} of {tasks} tasks ran (a bug in tuccompi: please report it); the \
+                 journal in {} can be resumed",
+                journal.display()
+            ))
+        });
+    }
+    // 4: write outputs.
+    let outcome = write_outputs(plan, &prepared, &stage, ex, node.size(), t0);
+    let outcome = outcome.map_err(|e| node.fail(e))?;
+    node.barrier()?;
+    Ok(outcome)
+}
+
+/// Phase 3's result on one node.
+struct Executed<'p> {
+    units: Vec<Unit<'p>>,
+    devices: Vec<DeviceReport>,
+    stats: Vec<UnitStats>,
+    slices: Vec<Slice>,
+    /// Every task's record on rank 0 (gathered); this node's own elsewhere.
+    records: Records,
+    /// Every node's statistics (rank 0).
+    node_stats: serde_json::Value,
+    verified: Option<Verified>,
+    run_seconds: f64,
+    /// Rank 0's output directory, journal and resumed tasks.
+    stage: Option<Stage>,
+    /// Whether an interrupt stopped the run before every task ran.
+    interrupted: bool,
+    /// Why no device was found although the plan asked for every device.
+    device_note: Option<String>,
+}
+
+/// Phase 3: check the output directory and its space (touching nothing), set up the units,
+/// then lock and stage the output (rank 0), open the bulk files, run the units, verify a
+/// sample, and gather records and statistics at rank 0.
+fn execute<'p>(
+    plan: &Plan,
+    opts: &RunOptions<'_>,
+    cache: CacheUse,
+    node: &dyn Node,
+    prepared: &'p Prepared<'_>,
+    selection: &Selection,
+) -> Result<Executed<'p>> {
+    let is_root = node.rank() == 0;
+    let job = prepared.job.as_ref();
+    let (tasks, words) = (job.tasks(), job.record_words());
+    if is_root {
+        let st = output_status(plan, job).map_err(|e| node.fail(e))?;
+        outdir::check_space(&plan.output.dir, st.need, st.free).map_err(|e| node.fail(e))?;
+    }
+    warn_narrow_affinity(node);
+    let (units, devices) =
+        build_units(plan, prepared, selection, cache).map_err(|e| node.fail(e))?;
+    // Validated: from here on the output directory changes (rank 0 locks it first).
+    let mut stage = if is_root {
+        Some(Stage::open(plan, job, opts.unfinished).map_err(|e| node.fail(e))?)
+    } else {
+        None
+    };
+    // Bulk files: rank 0 creates (or reopens) them, then the other ranks open them.
+    let partial = plan.output.dir.join(outdir::PARTIAL);
+    let open_bulk = |create: bool| -> Result<()> {
+        job.bulk_outputs()
+            .iter()
+            .try_for_each(|r| r.open(&partial, create))
+    };
+    if let Some(st) = &stage {
+        open_bulk(st.create_bulk).map_err(|e| node.fail(e))?;
+    }
+    node.barrier()?;
+    if !is_root {
+        open_bulk(false).map_err(|e| node.fail(e))?;
+    }
+    let done = node.broadcast(stage.as_ref().map_or(Vec::new(), |s| s.done.to_bytes()))?;
+    let done = DoneSet::from_bytes(&done)
+        .filter(|d| d.len() == tasks)
+        .ok_or_else(|| node.fail(Error::Node("the set of done tasks arrived garbled".into())))?;
+    let records = match stage.as_mut() {
+        Some(st) => std::mem::replace(
+            &mut st.records,
+            Records {
+                words,
+                data: Vec::new(),
+            },
+        ),
+        None => Records {
+            words,
+            data: crate::filled(tasks * words, 0, "the per-task records")?,
+        },
+    };
+    let journal = stage.as_ref().map(|s| s.journal.clone());
     let cpus = units
         .iter()
         .filter(|u| matches!(u.spec, UnitSpec::Cpu))
         .count();
     // Under MPI every rank says what it found: its CPU workers and devices.
     if node.under_mpi() {
-        let found: Vec<String> = device_reports
+        let found: Vec<String> = devices
             .iter()
             .map(|d| format!("{} ({} queues)", d.name, d.queues))
             .collect();
@@ -342,114 +624,225 @@ pub fn run_with_cache(
             node.rank(),
             crate::node::host_name(),
             if found.is_empty() {
-                device_note
+                selection
+                    .device_note
                     .clone()
                     .unwrap_or_else(|| "none (units.opencl = \"none\")".into())
             } else {
                 found.join(", ")
             }
         );
-    } else if let Some(note) = &device_note {
+    } else if let Some(note) = &selection.device_note {
         tracing::info!("{note}");
-    }
-    let chunk = cpu_chunk(plan, tasks, units.len());
-    for u in units.iter_mut().filter(|u| matches!(u.spec, UnitSpec::Cpu)) {
-        u.chunk = chunk;
     }
     tracing::info!(
         tasks,
+        done = done.count(),
         cpus,
         gpu_queues = units.len() - cpus,
         "running {}",
-        plugin.name()
+        prepared.plugin.name()
     );
-
-    let words = job.record_words();
-    let records = Mutex::new(Records {
-        words,
-        data: crate::filled(tasks * words, 0, "the per-task records")?,
-    });
-    let progress = progress_bar(opts.quiet || !is_root, tasks as u64);
-    let infos: Vec<UnitInfo> = units.iter().map(Unit::info).collect();
     let t_run = Instant::now();
-    let node_run = node.task_source(tasks, plan, &infos).and_then(|source| {
-        let ran = run_units(
-            job.as_ref(),
-            &units,
-            source.as_ref(),
-            &records,
-            &progress,
-            plan.units.on_failure,
-        )?;
-        // Failed units gave their chunks back; if no unit was left to take them, say so.
-        let left = source.left_over();
-        if left > 0 {
-            let failures: Vec<String> = ran
-                .0
-                .iter()
-                .filter_map(|u| Some(format!("{}: {}", u.name, u.failed.as_ref()?)))
-                .collect();
-            return Err(Error::NoUnitLeft {
-                left,
-                tasks,
-                failures: failures.join("; "),
-            });
-        }
-        Ok(ran)
-    });
-    progress.finish_and_clear();
+    let records = Mutex::new(records);
+    let interrupted = AtomicBool::new(false);
+    let node_run = run_chunks(
+        plan,
+        opts,
+        node,
+        job,
+        &units,
+        &records,
+        &done,
+        journal.as_ref(),
+        &interrupted,
+    );
     let run_seconds = t_run.elapsed().as_secs_f64();
     let (stats, slices) = match node_run {
         Ok(r) => r,
-        Err(e) => return Err(node.fail(e)),
+        Err(e) => {
+            if let Some(st) = &stage {
+                let _ = st.journal.flush();
+                tracing::warn!(
+                    "the finished tasks are journaled in {}: after fixing the cause, continue \
+                     with --resume (or start over with --restart)",
+                    st.journal.path().display()
+                );
+            }
+            return Err(node.fail(e));
+        }
     };
     let mut records = records.into_inner();
+    let verified = if plan.verify.sample > 0 {
+        match verify::verify(job, &units, &slices, &records, plan.verify.sample) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                // The journal holds the record that failed: it must not be resumed.
+                if let Some(st) = &stage {
+                    let _ = st.out.discard();
+                }
+                return Err(node.fail(e));
+            }
+        }
+    } else {
+        None
+    };
     node.gather_records(&mut records)?;
-    let device_json: Vec<serde_json::Value> = device_reports
+    let mut extra = serde_json::json!({ "device_note": selection.device_note });
+    if let Some(v) = &verified {
+        extra["verified"] = serde_json::json!(v.checked);
+    }
+    let node_stats = node.gather_stats(&stats, &device_json(&devices), extra)?;
+    Ok(Executed {
+        units,
+        devices,
+        stats,
+        slices,
+        records,
+        node_stats,
+        verified,
+        run_seconds,
+        stage,
+        interrupted: interrupted.load(Ordering::Relaxed),
+        device_note: selection.device_note.clone(),
+    })
+}
+
+/// Run the units over the node's task source until it is dry or interrupted, skipping the
+/// `done` tasks; each finished chunk goes to rank 0's `journal` (or, on other ranks, is sent to
+/// it).
+#[allow(clippy::too_many_arguments)]
+fn run_chunks(
+    plan: &Plan,
+    opts: &RunOptions<'_>,
+    node: &dyn Node,
+    job: &dyn Job,
+    units: &[Unit<'_>],
+    records: &Mutex<Records>,
+    done: &DoneSet,
+    journal: Option<&Arc<Journal>>,
+    interrupted: &AtomicBool,
+) -> Result<(Vec<UnitStats>, Vec<Slice>)> {
+    let tasks = job.tasks();
+    let progress = progress_bar(opts.quiet || node.rank() != 0, tasks as u64);
+    let infos: Vec<UnitInfo> = units.iter().map(Unit::info).collect();
+    let finished = |r: Range<usize>, rec: &[u64]| -> Result<()> {
+        match journal {
+            Some(j) => j.append(r, rec),
+            None => node.forward_records(r, rec),
+        }
+    };
+    let result = node
+        .task_source(tasks, plan, &infos, journal.cloned())
+        .and_then(|source| {
+            let over = AtomicBool::new(false);
+            std::thread::scope(|s| {
+                if opts.interrupt.is_some_and(|f| f.load(Ordering::Relaxed)) {
+                    // Interrupted before the first chunk.
+                    interrupted.store(true, Ordering::Relaxed);
+                    source.stop();
+                }
+                if let Some(flag) = opts.interrupt {
+                    let (source, journal, over) =
+                        (source.as_ref(), journal.map(|j| j.as_ref()), &over);
+                    s.spawn(move || watch(flag, over, source, journal, interrupted));
+                }
+                let r = run_units(
+                    job,
+                    units,
+                    source.as_ref(),
+                    records,
+                    &progress,
+                    plan.units.on_failure,
+                    done,
+                    &finished,
+                );
+                over.store(true, Ordering::Relaxed);
+                let ran = r?;
+                // Failed units gave their chunks back; if no unit was left to take them, say
+                // so (an interrupted run leaves tasks on purpose).
+                let left = source.left_over();
+                if left > 0 && !interrupted.load(Ordering::Relaxed) {
+                    let failures: Vec<String> = ran
+                        .0
+                        .iter()
+                        .filter_map(|u| Some(format!("{}: {}", u.name, u.failed.as_ref()?)))
+                        .collect();
+                    return Err(Error::NoUnitLeft {
+                        left,
+                        tasks,
+                        failures: failures.join("; "),
+                    });
+                }
+                Ok(ran)
+            })
+        });
+    progress.finish_and_clear();
+    result
+}
+
+fn device_json(devices: &[DeviceReport]) -> Vec<serde_json::Value> {
+    devices
         .iter()
         .map(|d| serde_json::to_value(d).expect("device report serializes"))
-        .collect();
-    let node_stats = node.gather_stats(&stats, &device_json, device_note.as_deref())?;
-    if !is_root {
-        node.barrier()?;
-        return Ok(Outcome {
-            report: serde_json::Value::Null,
-            devices: device_reports,
-            run_seconds,
-        });
-    }
-    let checksum = job.finish(&records, dir)?;
-    let wall = t0.elapsed().as_secs_f64();
+        .collect()
+}
+
+/// Phase 4 (rank 0): the plugin's files, `report.json` and the trace into the staging folder,
+/// then into the output directory together.
+fn write_outputs(
+    plan: &Plan,
+    prepared: &Prepared<'_>,
+    stage: &Stage,
+    ex: Executed<'_>,
+    nodes: usize,
+    t0: Instant,
+) -> Result<Outcome> {
+    let job = prepared.job.as_ref();
+    let partial = stage.out.partial();
+    let checksum = job.finish(&ex.records, &partial)?;
     let mut report = report_json(
         plan,
-        plugin,
-        job.as_ref(),
-        &stats,
-        &device_json,
-        node_stats,
+        prepared.plugin,
+        job,
+        &ex.stats,
+        &device_json(&ex.devices),
+        ex.node_stats,
         checksum,
-        wall,
-        node.size(),
-        device_note.as_deref(),
+        t0.elapsed().as_secs_f64(),
+        nodes,
+        ex.device_note.as_deref(),
     );
     // The scheduling phase alone (no input loading, kernel builds or output): what throughput
     // figures divide by.
-    report["run_seconds"] = serde_json::json!(run_seconds);
+    report["run_seconds"] = serde_json::json!(ex.run_seconds);
+    report["resumed_tasks"] = serde_json::json!(stage.done.count());
+    let js = stage.journal.stats();
+    report["journal"] = serde_json::json!({
+        "sync_every_seconds": plan.output.sync_seconds, "entries": js.entries, "bytes": js.bytes,
+        "syncs": js.syncs, "sync_seconds": js.sync_seconds,
+    });
+    if let Some(v) = &ex.verified {
+        let verified: u64 = report["nodes"].as_array().map_or(v.checked as u64, |n| {
+            n.iter().map(|x| x["verified"].as_u64().unwrap_or(0)).sum()
+        });
+        report["verify"] = serde_json::json!({
+            "sample": plan.verify.sample, "verified": verified, "seed": v.seed,
+        });
+    }
     write_file(
-        dir,
+        &partial,
         "report.json",
         &serde_json::to_string_pretty(&report).expect("report serializes"),
     )?;
     if plan.output.trace {
-        write_file(dir, "trace.json", &trace_json(&units, &slices))?;
+        write_file(&partial, "trace.json", &trace_json(&ex.units, &ex.slices))?;
     }
-    node.barrier()?;
-    std::fs::remove_file(dir.join("INCOMPLETE"))
-        .map_err(|e| Error::io(dir.join("INCOMPLETE"), e))?;
+    stage.out.commit()?;
     Ok(Outcome {
         report,
-        devices: device_reports,
-        run_seconds,
+        devices: ex.devices,
+        run_seconds: ex.run_seconds,
     })
 }
 

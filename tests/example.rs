@@ -18,6 +18,7 @@ fn run_collatz(sets: &[&str]) -> serde_json::Value {
     let opts = RunOptions {
         quiet: true,
         extra_plugins: vec![&collatz::Collatz],
+        ..Default::default()
     };
     tuccompi::run(&plan, &opts, &Single).unwrap().report["checksum"].clone()
 }

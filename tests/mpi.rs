@@ -112,7 +112,7 @@ fn bremen_256_three_ranks() {
 }
 
 #[test]
-fn a_failing_rank_stops_the_run_and_leaves_it_incomplete() {
+fn a_failing_rank_stops_the_run_and_nothing_looks_complete() {
     let dir = tmpdir("mpifail");
     let path = dir.join("c.toml");
     std::fs::write(&path, apsp_gen("road", 3000, "", "64")).unwrap();
@@ -136,11 +136,112 @@ fn a_failing_rank_stops_the_run_and_leaves_it_incomplete() {
         text.contains("rank 1 on") && text.contains("injected failure"),
         "{text}"
     );
-    assert!(
-        out.join("INCOMPLETE").exists(),
-        "the output must stay marked incomplete"
+    // The failure comes before any rank wrote a result: nothing looks complete.
+    assert!(!out.join("report.json").exists() && !out.join("summary.csv").exists());
+}
+
+/// Kill (SIGKILL) every process whose command line mentions `marker`: mpirun and its ranks,
+/// whatever process groups Open MPI put them in.
+fn kill_all_mentioning(marker: &str) {
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        if pid != std::process::id() && String::from_utf8_lossy(&cmd).contains(marker) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+    }
+}
+
+#[test]
+fn remote_chunks_reach_rank_0s_journal_and_a_killed_run_resumes() {
+    let Some(g) = data("osm-bremen-dist.gr.gz") else {
+        return;
+    };
+    let tasks = 400;
+    let cfg = apsp_file(&g, &tasks.to_string());
+    let single = run(
+        &cfg,
+        &[
+            "units.opencl=none",
+            "units.cpu_workers=2",
+            "output.distances=true",
+        ],
     );
-    assert!(!out.join("report.json").exists());
+    for policy in ["master-slave", "equitable"] {
+        let dir = tmpdir("mpikill");
+        let path = dir.join("c.toml");
+        std::fs::write(&path, &cfg).unwrap();
+        let out = dir.join("out");
+        let mut args = vec!["run".to_string(), path.display().to_string(), "-q".into()];
+        for s in [
+            format!("output.dir={:?}", out.display().to_string()),
+            format!("nodes.policy={policy}"),
+            // Under master-slave rank 0 computes nothing: every journaled chunk came from
+            // another rank, as it finished.
+            "nodes.master_computes=false".into(),
+            "units.opencl=none".into(),
+            "units.cpu_workers=1".into(),
+            "scheduler.chunk=4".into(),
+            "nodes.chunk=4".into(),
+            "output.distances=true".into(),
+            "output.sync_seconds=0".into(),
+        ] {
+            args.push("--set".into());
+            args.push(s);
+        }
+        let mut child = Command::new("mpirun")
+            .args(["-np", "3", env!("CARGO_BIN_EXE_tuccompi")])
+            .args(&args)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let journal = out.join(".tuccompi-partial/journal");
+        let t = std::time::Instant::now();
+        while !std::fs::metadata(&journal).is_ok_and(|m| m.len() > 0) {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "{policy}: the run ended before it journaled anything"
+            );
+            assert!(t.elapsed().as_secs() < 120, "{policy}: no journal entry");
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        kill_all_mentioning(&out.display().to_string());
+        let _ = child.wait();
+        let mut done = 0;
+        tuccompi::sink::journal::replay(&journal, tasks, 4, |r, _| done += r.len()).unwrap();
+        assert!(
+            done > 0 && done < tasks,
+            "{policy}: {done} of {tasks} journaled"
+        );
+        assert!(!out.join("summary.csv").exists());
+        args.push("--resume".into());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (ok, text) = mpirun(3, &args, &[]);
+        assert!(ok, "{policy} resume: {text}");
+        assert_eq!(
+            std::fs::read(out.join("summary.csv")).unwrap(),
+            std::fs::read(single.dir.join("summary.csv")).unwrap(),
+            "{policy}"
+        );
+        assert!(
+            std::fs::read(out.join("distances.npy")).unwrap()
+                == std::fs::read(single.dir.join("distances.npy")).unwrap(),
+            "{policy}: distances differ"
+        );
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap())
+                .unwrap();
+        assert_eq!(report["resumed_tasks"].as_u64().unwrap(), done as u64);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 #[test]

@@ -9,4 +9,5 @@ mod dense;
 mod example;
 #[cfg(feature = "mpi")]
 mod mpi;
+mod reliability;
 mod scheduling;

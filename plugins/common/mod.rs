@@ -207,8 +207,9 @@ pub fn write_summary_records(
     write_summary(dir, sources, id_base, n, summaries)
 }
 
-/// `distances.npy` for `sources × n` of `ty` when `output.distances` is set: created by the
-/// root node, opened by the others.
+/// `distances.npy` for `sources × n` of `ty` when `output.distances` is set: declared here,
+/// opened by the runtime in the run's staging folder when the run starts (see
+/// `Job::bulk_outputs`).
 pub fn distance_rows(
     ctx: &PrepareCtx<'_>,
     sources: usize,
@@ -218,7 +219,7 @@ pub fn distance_rows(
     if !ctx.plan.output.distances {
         return Ok(None);
     }
-    NpyRows::distances(ctx.out_dir, ctx.is_root, sources, n, ty).map(Some)
+    NpyRows::new("distances.npy", sources, n, ty).map(Some)
 }
 
 /// Writing a distance row of this element type into `distances.npy`.

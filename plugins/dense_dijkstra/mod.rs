@@ -108,6 +108,9 @@ impl Job for DdJob {
     fn gpu(&self) -> Option<Gpu<'_>> {
         Some(Gpu::new(self))
     }
+    fn bulk_outputs(&self) -> Vec<&NpyRows> {
+        self.rows.iter().collect()
+    }
     fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
         if let Some(rows) = &self.rows {
             rows.sync()?;

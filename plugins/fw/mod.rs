@@ -387,6 +387,9 @@ impl Job for FwJob {
     fn multi_node(&self) -> bool {
         false
     }
+    fn bulk_outputs(&self) -> Vec<&NpyRows> {
+        self.rows.iter().collect()
+    }
     fn finish(&self, _records: &Records, dir: &Path) -> Result<serde_json::Value> {
         let guard = self.result.lock();
         let Some((m, unit)) = guard.as_ref() else {

@@ -58,6 +58,15 @@ pub struct OutputPlan {
     pub distances: bool,
     /// Write a Chrome-trace/Perfetto JSON file of the schedule.
     pub trace: bool,
+    /// Seconds between syncs of the journal (and of the bulk files before it); 0 = every chunk.
+    pub sync_seconds: f64,
+}
+
+/// Cross-checks of accelerator results.
+#[derive(Debug, Clone)]
+pub struct VerifyPlan {
+    /// Tasks run by an accelerator to re-run on the CPU half and compare (0 = none).
+    pub sample: usize,
 }
 
 /// How tasks are shared out among nodes (MPI ranks).
@@ -92,6 +101,8 @@ pub struct Plan {
     pub output: OutputPlan,
     /// Node layer.
     pub nodes: NodesPlan,
+    /// Cross-checks.
+    pub verify: VerifyPlan,
     /// The plugin's own table (`[apsp]` for plugin "apsp"), empty when absent.
     pub plugin_options: toml::Table,
     /// Every plugin table in the file, by name (checked against the registry at run time).
@@ -122,6 +133,39 @@ impl Plan {
 }
 
 impl Plan {
+    /// The part of the config that determines the results, as TOML: everything but the tables
+    /// that only say where and how the tasks run (`[units]`, `[scheduler]`, `[nodes]`,
+    /// `[verify]`), `output.dir` and `output.sync_seconds`. A run can be resumed under another
+    /// value of those.
+    pub fn result_config(&self) -> toml::Table {
+        let mut t: toml::Table = toml::from_str(&self.resolved_toml).unwrap_or_default();
+        for key in ["units", "scheduler", "nodes", "verify"] {
+            t.remove(key);
+        }
+        // Defaults written out, so that leaving a key out and writing its default agree.
+        let table = |t: &mut toml::Table, k: &str| -> toml::Table {
+            match t.remove(k) {
+                Some(toml::Value::Table(x)) => x,
+                _ => toml::Table::new(),
+            }
+        };
+        let mut output = table(&mut t, "output");
+        output.remove("dir");
+        output.remove("sync_seconds");
+        output.insert("distances".into(), self.output.distances.into());
+        output.insert("trace".into(), self.output.trace.into());
+        t.insert("output".into(), output.into());
+        let mut run = table(&mut t, "run");
+        let sources = match &self.sources {
+            Sources::All => toml::Value::from("all"),
+            Sources::First(k) => toml::Value::Integer(*k as i64),
+            Sources::List(ids) => ids.iter().map(|&i| i as i64).collect::<Vec<_>>().into(),
+        };
+        run.insert("sources".into(), sources);
+        t.insert("run".into(), run.into());
+        t
+    }
+
     /// Apply node-local unit overrides from `TUCCOMPI_UNITS` (`"cpu_workers=8,opencl=none"`):
     /// each node picks its own units (as `CUDA_VISIBLE_DEVICES` does), everything else stays
     /// as rank 0 resolved it. Only keys of `[units]` are accepted.

@@ -207,6 +207,13 @@ pub(super) struct RawOutput {
     distances: bool,
     #[serde(default)]
     trace: bool,
+    sync_seconds: Option<f64>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawVerify {
+    sample: Option<usize>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -232,6 +239,8 @@ pub(super) struct RawConfig {
     output: RawOutput,
     #[serde(default)]
     nodes: RawNodes,
+    #[serde(default)]
+    verify: RawVerify,
     #[serde(flatten)]
     plugin_tables: BTreeMap<String, toml::Value>,
 }
@@ -336,7 +345,7 @@ impl RawConfig {
             let toml::Value::Table(t) = value else {
                 return Err(Error::Config(format!(
                     "{shown}: unknown top-level key '{name}'; known tables are [run] [input] [units] \
-                     [scheduler] [output] [nodes] and one table per plugin"
+                     [scheduler] [output] [nodes] [verify] and one table per plugin"
                 )));
             };
             if name == self.run.plugin {
@@ -370,11 +379,24 @@ impl RawConfig {
                     .unwrap_or_else(|| PathBuf::from("tuccompi-out")),
                 distances: self.output.distances,
                 trace: self.output.trace,
+                sync_seconds: match self.output.sync_seconds {
+                    None => 2.0,
+                    Some(s) if s.is_finite() && (0.0..=86_400.0).contains(&s) => s,
+                    Some(s) => {
+                        return Err(Error::Config(format!(
+                            "{shown}: output.sync_seconds = {s}: use seconds between 0 (sync at \
+                             every chunk) and 86400"
+                        )))
+                    }
+                },
             },
             nodes: NodesPlan {
                 policy: self.nodes.policy.unwrap_or(NodePolicy::MasterSlave),
                 master_computes: self.nodes.master_computes.unwrap_or(true),
                 chunk: positive("nodes.chunk", self.nodes.chunk)?,
+            },
+            verify: VerifyPlan {
+                sample: self.verify.sample.unwrap_or(0),
             },
             plugin_options,
             other_tables: extra,

@@ -2,8 +2,8 @@
 //!
 //! Takes the scheduler's policies; offers the runtime a [`Node`]: this process's rank, the
 //! [`TaskSource`] for its units (the whole task space on a single node; a static share, or
-//! chunks handed out by rank 0, under MPI), and the gathering of records and statistics at
-//! rank 0.
+//! chunks handed out by rank 0, under MPI), the way finished chunks' records reach rank 0's
+//! journal as they finish, and the gathering of records and statistics at rank 0.
 
 #[cfg(feature = "mpi")]
 pub mod mpi;
@@ -11,8 +11,11 @@ pub mod mpi;
 use crate::config::Plan;
 use crate::plugin::Records;
 use crate::scheduler::{self, TaskSource, UnitInfo};
+use crate::sink::journal::Journal;
 use crate::thread::UnitStats;
 use crate::{Error, Result};
+use std::ops::Range;
+use std::sync::Arc;
 
 /// What the runtime needs from the node layer.
 pub trait Node: Sync {
@@ -22,22 +25,30 @@ pub trait Node: Sync {
     fn size(&self) -> usize;
     /// Wait for every node.
     fn barrier(&self) -> Result<()>;
-    /// The source of chunks for this node's `units` over tasks `0..tasks`.
+    /// The source of chunks for this node's `units` over tasks `0..tasks`. On rank 0 (under
+    /// MPI), `journal` receives the records of the chunks other ranks finish, as they finish.
     fn task_source(
         &self,
         tasks: usize,
         plan: &Plan,
         units: &[UnitInfo],
+        journal: Option<Arc<Journal>>,
     ) -> Result<Box<dyn TaskSource + '_>>;
+    /// Send the records of finished tasks to rank 0's journal (called on other ranks, from
+    /// their unit threads, as chunks finish).
+    fn forward_records(&self, tasks: Range<usize>, records: &[u64]) -> Result<()>;
+    /// Rank 0's `bytes`, on every node.
+    fn broadcast(&self, bytes: Vec<u8>) -> Result<Vec<u8>>;
     /// Bring every node's records to rank 0 (each task was run by exactly one node).
     fn gather_records(&self, records: &mut Records) -> Result<()>;
-    /// Per-node statistics, gathered at rank 0, for the report; `note` says why a node that
-    /// asked for devices has none.
+    /// Per-node statistics, gathered at rank 0, for the report; the keys of the object `extra`
+    /// are added to this node's entry (e.g. `device_note`: why a node that asked for devices
+    /// has none).
     fn gather_stats(
         &self,
         stats: &[UnitStats],
         devices: &[serde_json::Value],
-        note: Option<&str>,
+        extra: serde_json::Value,
     ) -> Result<serde_json::Value>;
     /// Whether this process runs under mpirun (each rank then reports its units).
     fn under_mpi(&self) -> bool {
@@ -46,6 +57,13 @@ pub trait Node: Sync {
     /// Turn a local failure into the error to report (under MPI: stop every rank, naming this
     /// one).
     fn fail(&self, e: Error) -> Error;
+}
+
+/// Add the keys of the object `extra` to the object `into`.
+fn merge(into: &mut serde_json::Value, extra: serde_json::Value) {
+    if let (Some(o), serde_json::Value::Object(e)) = (into.as_object_mut(), extra) {
+        o.extend(e);
+    }
 }
 
 /// This machine's host name (for reports).
@@ -75,8 +93,17 @@ impl Node for Single {
         tasks: usize,
         plan: &Plan,
         units: &[UnitInfo],
+        _journal: Option<Arc<Journal>>,
     ) -> Result<Box<dyn TaskSource + '_>> {
         Ok(scheduler::source(plan.scheduler.policy, 0..tasks, units))
+    }
+    fn forward_records(&self, _tasks: Range<usize>, _records: &[u64]) -> Result<()> {
+        Err(Error::Node(
+            "a single node journals its own records; there is no rank 0 to send them to".into(),
+        ))
+    }
+    fn broadcast(&self, bytes: Vec<u8>) -> Result<Vec<u8>> {
+        Ok(bytes)
     }
     fn gather_records(&self, _records: &mut Records) -> Result<()> {
         Ok(())
@@ -85,12 +112,12 @@ impl Node for Single {
         &self,
         stats: &[UnitStats],
         devices: &[serde_json::Value],
-        note: Option<&str>,
+        extra: serde_json::Value,
     ) -> Result<serde_json::Value> {
-        Ok(
-            serde_json::json!([{ "rank": 0, "host": host_name(), "units": stats.len(), "devices": devices.len(),
-            "device_note": note, "tasks": stats.iter().map(|s| s.tasks).sum::<usize>() }]),
-        )
+        let mut me = serde_json::json!({ "rank": 0, "host": host_name(), "units": stats.len(), "devices": devices.len(),
+            "tasks": stats.iter().map(|s| s.tasks).sum::<usize>() });
+        merge(&mut me, extra);
+        Ok(serde_json::json!([me]))
     }
     fn fail(&self, e: Error) -> Error {
         e

@@ -4,28 +4,36 @@
 //! - Rank 0 loads the config (with `--set` overrides) and broadcasts the resolved TOML, so no
 //!   rank can run a different config; it also broadcasts the input file's bytes, which other
 //!   ranks read from a private temporary copy. Each node detects its own units.
+//! - Rank 0 runs a server thread for the whole run. Other ranks send it, all on one tag (so a
+//!   rank's messages arrive in the order it sent them): `[NEXT, unit, want]` chunk requests
+//!   (master-slave), `[FAIL, unit]` / `[LEAVE, unit]`, `[RECORDS, start, end, words...]` with each
+//!   finished chunk's records, which the server appends to rank 0's journal as they arrive (so
+//!   an interrupted run loses no remote work), and one `[BYE]` when the rank's units have ended
+//!   (its source's `Drop`), after its last records. The server stops after every other rank's bye.
 //! - `master-slave`: every rank sends rank 0 its unit list; rank 0 runs one work queue with a
-//!   slot per unit of every rank, served by a thread. Rank 0's own units (if
-//!   `nodes.master_computes`) take from it directly; another rank's unit sends
-//!   `[NEXT, unit, want]` per chunk and gets `[start, end]` back (empty = nothing for it). That
-//!   request also says that its previous chunk finished: the master holds each remote unit's
-//!   chunk guard and drops it then, so the queue learns every unit's chunk times. A failed
-//!   chunk is `[FAIL, unit]` (its tasks go back to the queue); a unit that leaves sends
-//!   `[LEAVE, unit]`; a rank whose units have all left sends `[BYE]`, and the server stops after
-//!   every other rank's BYE. `equitable`: each rank takes a static contiguous share.
+//!   slot per unit of every rank. Rank 0's own units (if `nodes.master_computes`) take from it
+//!   directly; another rank's unit asks per chunk and gets `[start, end]` back (empty = nothing
+//!   for it). That request also says that its previous chunk finished: the server holds each
+//!   remote unit's chunk guard and drops it then, so the queue learns every unit's chunk times.
+//!   A failed chunk's tasks go back to the queue. `equitable`: each rank takes a static
+//!   contiguous share and only sends records and its bye.
 //! - Records: every task was run by exactly one rank and other ranks' records of it are zero,
 //!   so an element-wise sum (MPI reduce) at rank 0 assembles them. Statistics are gathered
 //!   as JSON. Distance rows are written by each rank at their offsets in one shared file.
+//! - Resuming: rank 0 reads the journal and broadcasts the set of done tasks; every rank's
+//!   units skip them.
 //! - Failure: the failing rank prints its rank, host and error and calls `MPI_Abort`, so every
-//!   rank stops; the output directory keeps its `INCOMPLETE` marker.
+//!   rank stops; the complete result in the output directory is untouched, and the journal
+//!   keeps the chunks rank 0 had synced.
 //!
 //! MPI calls are serialized: one mutex guards the communicator on each rank, and the library
 //! is initialized with at least `MPI_THREAD_SERIALIZED`.
 
-use super::{host_name, Node};
+use super::{host_name, merge, Node};
 use crate::config::{InputSpec, NodePolicy, Plan};
 use crate::plugin::Records;
 use crate::scheduler::{self, Chunk, TaskSource, UnitInfo, WorkQueue};
+use crate::sink::journal::Journal;
 use crate::thread::UnitStats;
 use crate::{Error, Result};
 use mpi::collective::SystemOperation;
@@ -180,9 +188,26 @@ impl Drop for MpiNode {
     }
 }
 
-/// Rank 0's source under master-slave: the central queue, served to other ranks by a thread.
+/// Message kinds on `TAG_REQ` (the first word), from other ranks to rank 0's server thread.
+/// One tag for all of them keeps MPI's per-sender order: a rank's records always arrive before
+/// its end, and the server never takes a message meant for the main thread (`TAG_STATS`).
+/// `[BYE]`: every unit of this rank has ended (its source is dropped), after its last records.
+const MSG_BYE: u64 = 0;
+/// `[NEXT, unit, want]`: the unit's next chunk (master-slave). It also says that the unit's
+/// previous chunk finished.
+const MSG_NEXT: u64 = 1;
+/// `[RECORDS, start, end, words...]`: a finished chunk's records, for rank 0's journal.
+const MSG_RECORDS: u64 = 2;
+/// `[FAIL, unit]`: the unit's chunk failed: its tasks go back to the queue, the unit is out.
+const MSG_FAIL: u64 = 3;
+/// `[LEAVE, unit]`: the unit got nothing and will not ask again.
+const MSG_LEAVE: u64 = 4;
+
+/// Rank 0's source: its units' source (a share of the task space, or the central queue under
+/// master-slave), and the server thread that answers other ranks' requests and journals their
+/// records until every other rank has said bye.
 struct Master {
-    queue: Arc<WorkQueue>,
+    local: Box<dyn TaskSource>,
     computes: bool,
     server: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
@@ -198,28 +223,29 @@ impl Master {
 
 impl TaskSource for Master {
     fn next(&self, unit: usize, want: usize) -> Option<Chunk<'_>> {
-        // The chunk reports to the queue itself.
+        // The chunk reports to the local source itself.
         if self.computes {
-            self.queue.next(unit, want)
+            self.local.next(unit, want)
         } else {
             None
         }
     }
     fn stop(&self) {
-        self.queue.stop();
+        // Under master-slave this also stops handing chunks to other ranks.
+        self.local.stop();
     }
     fn now(&self) -> f64 {
-        self.queue.now()
+        self.local.now()
     }
     fn failed(&self, unit: usize, tasks: Range<usize>) {
-        self.queue.failed(unit, tasks);
+        self.local.failed(unit, tasks);
     }
     fn wait_for_work(&self, unit: usize) -> bool {
-        self.computes && self.queue.wait_for_work(unit)
+        self.computes && self.local.wait_for_work(unit)
     }
     fn left_over(&self) -> usize {
         self.join();
-        self.queue.left_over()
+        self.local.left_over()
     }
 }
 
@@ -229,51 +255,94 @@ impl Drop for Master {
     }
 }
 
-/// Requests to the master: `[REQ_*, unit, want]`.
-const REQ_NEXT: u64 = 0;
-/// The unit's chunk failed: its tasks go back to the queue, the unit is out.
-const REQ_FAIL: u64 = 1;
-/// The unit leaves the run (it got nothing and will not ask again).
-const REQ_LEAVE: u64 = 2;
-/// Every unit of this rank has left (its source is dropped).
-const REQ_BYE: u64 = 3;
+/// The master-slave queue as rank 0's own units see it.
+struct Shared(Arc<WorkQueue>);
 
-/// The master's server: answers every other rank's requests from the queue. Each remote unit
-/// has its own slot in the queue; the chunk it holds is kept here, and its next request says
-/// how that chunk ended (`REQ_NEXT`: finished, so the guard drops and the queue learns its time
-/// from grant to request; `REQ_FAIL`: its tasks go back), so no outcome can be lost.
-fn serve(queue: &WorkQueue, offsets: &[usize], cap: Option<usize>) {
+impl TaskSource for Shared {
+    fn next(&self, unit: usize, want: usize) -> Option<Chunk<'_>> {
+        self.0.next(unit, want)
+    }
+    fn stop(&self) {
+        self.0.stop();
+    }
+    fn now(&self) -> f64 {
+        self.0.now()
+    }
+    fn finished(&self, unit: usize, tasks: Range<usize>, secs: f64) {
+        self.0.finished(unit, tasks, secs);
+    }
+    fn failed(&self, unit: usize, tasks: Range<usize>) {
+        self.0.failed(unit, tasks);
+    }
+    fn wait_for_work(&self, unit: usize) -> bool {
+        self.0.wait_for_work(unit)
+    }
+    fn left_over(&self) -> usize {
+        self.0.left_over()
+    }
+}
+
+/// Rank 0's server: chunk requests of other ranks' units (master-slave; `queue` with one slot
+/// per remote unit from `offsets[rank - 1]`), their records to journal, and their byes. Each
+/// remote unit's chunk guard is held here; its next request says how that chunk ended
+/// (`NEXT`: finished, so the guard drops and the queue learns its time from grant to request;
+/// `FAIL`: its tasks go back), so no outcome can be lost.
+fn serve(
+    queue: Option<&WorkQueue>,
+    offsets: &[usize],
+    others: usize,
+    cap: Option<usize>,
+    journal: Option<Arc<Journal>>,
+) {
     // MPI calls here never overlap with rank 0's main thread, which makes none until this
-    // thread is joined (Master's Drop).
+    // thread is joined (Master's `left_over` or Drop), nor with its unit threads, which make
+    // none.
     let world = SimpleCommunicator::world();
-    let others = offsets.len() - 1;
-    let mut held: Vec<Option<Chunk<'_>>> = (0..offsets[others]).map(|_| None).collect();
+    let slots = offsets.last().copied().unwrap_or(0);
+    let mut held: Vec<Option<Chunk<'_>>> = (0..slots).map(|_| None).collect();
     let mut finished = 0;
     while finished < others {
         let (msg, status) = world.any_process().receive_vec_with_tag::<u64>(TAG_REQ);
         let rank = status.source_rank() as usize;
-        let (kind, unit, want) = (msg[0], msg[1] as usize, msg[2] as usize);
-        let slot = offsets[rank - 1] + unit;
-        let reply = match kind {
-            REQ_NEXT => {
-                drop(held[slot].take());
-                let want = cap.map_or(want, |c| c.min(want)).max(1);
-                queue.next(slot, want).map(|c| {
-                    let r = c.tasks();
-                    held[slot] = Some(c);
-                    r
-                })
+        let slot = |unit: u64| offsets.get(rank - 1).map(|o| o + unit as usize);
+        let reply = match msg.first().copied() {
+            Some(MSG_RECORDS) if msg.len() >= 3 => {
+                if let Some(j) = &journal {
+                    // An error is kept by the journal and reported by the runtime at the end.
+                    let _ = j.append(msg[1] as usize..msg[2] as usize, &msg[3..]);
+                }
+                continue;
             }
-            REQ_FAIL => {
-                match held[slot].take() {
-                    Some(c) => c.fail(),
-                    None => queue.failed(slot, 0..0),
+            Some(MSG_NEXT) if msg.len() >= 3 => match (queue, slot(msg[1])) {
+                (Some(q), Some(s)) if s < slots => {
+                    drop(held[s].take());
+                    let want = cap.map_or(msg[2] as usize, |c| c.min(msg[2] as usize));
+                    q.next(s, want.max(1)).map(|c| {
+                        let r = c.tasks();
+                        held[s] = Some(c);
+                        r
+                    })
+                }
+                _ => None,
+            },
+            Some(MSG_FAIL) if msg.len() >= 2 => {
+                if let (Some(q), Some(s)) = (queue, slot(msg[1])) {
+                    if s < slots {
+                        match held[s].take() {
+                            Some(c) => c.fail(),
+                            None => q.failed(s, 0..0),
+                        }
+                    }
                 }
                 None
             }
-            REQ_LEAVE => {
+            Some(MSG_LEAVE) if msg.len() >= 2 => {
                 // Out of the plan: an idle remote unit must not count as capacity.
-                queue.failed(slot, 0..0);
+                if let (Some(q), Some(s)) = (queue, slot(msg[1])) {
+                    if s < slots {
+                        q.failed(s, 0..0);
+                    }
+                }
                 None
             }
             _ => {
@@ -288,9 +357,11 @@ fn serve(queue: &WorkQueue, offsets: &[usize], cap: Option<usize>) {
     }
 }
 
-/// Another rank's source under master-slave: asks rank 0 for each chunk, per unit.
+/// Another rank's source: its static share (equitable), or a chunk per request to rank 0
+/// (master-slave). Dropped after the rank's units ended: tells rank 0 it is finished.
 struct Remote<'a> {
     node: &'a MpiNode,
+    share: Option<Box<dyn TaskSource>>,
     stopped: std::sync::atomic::AtomicBool,
 }
 
@@ -306,32 +377,53 @@ impl Remote<'_> {
 
 impl TaskSource for Remote<'_> {
     fn next(&self, unit: usize, want: usize) -> Option<Chunk<'_>> {
+        if let Some(share) = &self.share {
+            return share.next(unit, want);
+        }
         if self.stopped.load(std::sync::atomic::Ordering::Relaxed) {
             return None;
         }
         // This request also tells the master that the unit's previous chunk finished.
-        let r = self.ask(REQ_NEXT, unit, want.max(1));
+        let r = self.ask(MSG_NEXT, unit, want.max(1));
         (!r.is_empty()).then(|| Chunk::new(self, unit, r))
     }
     fn stop(&self) {
+        if let Some(share) = &self.share {
+            share.stop();
+        }
         self.stopped
             .store(true, std::sync::atomic::Ordering::Relaxed);
     }
-    fn failed(&self, unit: usize, _tasks: Range<usize>) {
-        self.ask(REQ_FAIL, unit, 0);
+    fn now(&self) -> f64 {
+        self.share.as_ref().map_or(0.0, |s| s.now())
+    }
+    fn failed(&self, unit: usize, tasks: Range<usize>) {
+        match &self.share {
+            Some(share) => share.failed(unit, tasks),
+            None => {
+                self.ask(MSG_FAIL, unit, 0);
+            }
+        }
     }
     fn wait_for_work(&self, unit: usize) -> bool {
-        // Remote units do not wait for tasks given back: they leave, and say so.
-        self.ask(REQ_LEAVE, unit, 0);
-        false
+        match &self.share {
+            Some(share) => share.wait_for_work(unit),
+            None => {
+                // Remote units do not wait for tasks given back: they leave, and say so.
+                self.ask(MSG_LEAVE, unit, 0);
+                false
+            }
+        }
+    }
+    fn left_over(&self) -> usize {
+        self.share.as_ref().map_or(0, |s| s.left_over())
     }
 }
 
 impl Drop for Remote<'_> {
     fn drop(&mut self) {
         let w = self.node.world.lock();
-        w.process_at_rank(0)
-            .send_with_tag(&[REQ_BYE, 0, 0][..], TAG_REQ);
+        w.process_at_rank(0).send_with_tag(&[MSG_BYE][..], TAG_REQ);
     }
 }
 
@@ -352,59 +444,75 @@ impl Node for MpiNode {
         tasks: usize,
         plan: &Plan,
         units: &[UnitInfo],
+        journal: Option<Arc<Journal>>,
     ) -> Result<Box<dyn TaskSource + '_>> {
-        match plan.nodes.policy {
-            NodePolicy::Equitable => {
-                let (r, s) = (self.rank, self.size);
-                let share = tasks * r / s..tasks * (r + 1) / s;
-                Ok(scheduler::source(plan.scheduler.policy, share, units))
-            }
-            NodePolicy::MasterSlave if self.rank == 0 => {
-                // One queue slot per unit of every rank: rank 0's units, then each other
-                // rank's, so the queue plans with every unit's own speed.
-                let mut all: Vec<UnitInfo> = units.to_vec();
-                let mut offsets = Vec::with_capacity(self.size);
-                {
-                    let w = self.world.lock();
-                    for r in 1..self.size {
-                        let (bytes, _) = w
-                            .process_at_rank(r as i32)
-                            .receive_vec_with_tag::<u8>(TAG_UNITS);
-                        let theirs: Vec<UnitInfo> = serde_json::from_slice(&bytes)
-                            .map_err(|e| Error::Node(format!("rank {r}'s unit list: {e}")))?;
-                        offsets.push(all.len());
-                        all.extend(theirs.into_iter().map(|mut u| {
-                            u.class = format!("rank{r}/{}", u.class);
-                            u
-                        }));
-                    }
-                }
-                offsets.push(all.len());
-                let queue = Arc::new(WorkQueue::new(0..tasks, &all));
-                let q = queue.clone();
-                let cap = plan.nodes.chunk;
-                let server = std::thread::Builder::new()
-                    .name("mpi-master".into())
-                    .spawn(move || serve(&q, &offsets, cap))
-                    .map_err(|e| Error::Node(format!("starting the master thread: {e}")))?;
-                Ok(Box::new(Master {
-                    queue,
-                    computes: plan.nodes.master_computes,
-                    server: Mutex::new(Some(server)),
-                }))
-            }
-            NodePolicy::MasterSlave => {
+        let (r, s) = (self.rank, self.size);
+        let share = tasks * r / s..tasks * (r + 1) / s;
+        let master_slave = plan.nodes.policy == NodePolicy::MasterSlave;
+        if r != 0 {
+            if master_slave {
                 let bytes = serde_json::to_vec(units).expect("unit infos serialize");
                 self.world
                     .lock()
                     .process_at_rank(0)
                     .send_with_tag(&bytes[..], TAG_UNITS);
-                Ok(Box::new(Remote {
-                    node: self,
-                    stopped: std::sync::atomic::AtomicBool::new(false),
-                }))
             }
+            return Ok(Box::new(Remote {
+                node: self,
+                share: (!master_slave)
+                    .then(|| scheduler::source(plan.scheduler.policy, share, units)),
+                stopped: std::sync::atomic::AtomicBool::new(false),
+            }));
         }
+        // Master-slave: one queue slot per unit of every rank (rank 0's units, then each other
+        // rank's), so the queue plans with every unit's own speed.
+        let mut offsets = Vec::with_capacity(s);
+        let (local, queue): (Box<dyn TaskSource>, Option<Arc<WorkQueue>>) = if master_slave {
+            let mut all: Vec<UnitInfo> = units.to_vec();
+            {
+                let w = self.world.lock();
+                for r in 1..s {
+                    let (bytes, _) = w
+                        .process_at_rank(r as i32)
+                        .receive_vec_with_tag::<u8>(TAG_UNITS);
+                    let theirs: Vec<UnitInfo> = serde_json::from_slice(&bytes)
+                        .map_err(|e| Error::Node(format!("rank {r}'s unit list: {e}")))?;
+                    offsets.push(all.len());
+                    all.extend(theirs.into_iter().map(|mut u| {
+                        u.class = format!("rank{r}/{}", u.class);
+                        u
+                    }));
+                }
+            }
+            offsets.push(all.len());
+            let queue = Arc::new(WorkQueue::new(0..tasks, &all));
+            (Box::new(Shared(queue.clone())), Some(queue))
+        } else {
+            (scheduler::source(plan.scheduler.policy, share, units), None)
+        };
+        let cap = plan.nodes.chunk;
+        let server = std::thread::Builder::new()
+            .name("mpi-master".into())
+            .spawn(move || serve(queue.as_deref(), &offsets, s - 1, cap, journal))
+            .map_err(|e| Error::Node(format!("starting the master thread: {e}")))?;
+        Ok(Box::new(Master {
+            local,
+            computes: !master_slave || plan.nodes.master_computes,
+            server: Mutex::new(Some(server)),
+        }))
+    }
+
+    fn forward_records(&self, tasks: Range<usize>, records: &[u64]) -> Result<()> {
+        let mut msg = Vec::with_capacity(3 + records.len());
+        msg.extend_from_slice(&[MSG_RECORDS, tasks.start as u64, tasks.end as u64]);
+        msg.extend_from_slice(records);
+        let w = self.world.lock();
+        w.process_at_rank(0).send_with_tag(&msg[..], TAG_REQ);
+        Ok(())
+    }
+
+    fn broadcast(&self, bytes: Vec<u8>) -> Result<Vec<u8>> {
+        Ok(self.bcast_bytes(self.is_root().then_some(bytes)))
     }
 
     fn gather_records(&self, records: &mut Records) -> Result<()> {
@@ -431,14 +539,14 @@ impl Node for MpiNode {
         &self,
         stats: &[UnitStats],
         devices: &[serde_json::Value],
-        note: Option<&str>,
+        extra: serde_json::Value,
     ) -> Result<serde_json::Value> {
-        let mine = serde_json::json!({
+        let mut mine = serde_json::json!({
             "rank": self.rank, "host": self.host, "units": stats, "devices": devices,
-            "device_note": note,
             "failures": stats.iter().filter_map(|u| Some(serde_json::json!({"unit": u.name, "error": u.failed.as_ref()?}))).collect::<Vec<_>>(),
             "tasks": stats.iter().map(|s| s.tasks).sum::<usize>(),
         });
+        merge(&mut mine, extra);
         let w = self.world.lock();
         if self.rank != 0 {
             let bytes = serde_json::to_vec(&mine).expect("json");

@@ -19,7 +19,7 @@ fn single_node_hands_out_every_task_once() {
     for policy in ["equitable", "work-queue"] {
         let p = plan(policy);
         let units = [UnitInfo::cpu("cpu"), UnitInfo::cpu("cpu")];
-        let source = node.task_source(100, &p, &units).unwrap();
+        let source = node.task_source(100, &p, &units, None).unwrap();
         let mut seen = [0u8; 100];
         let mut live = true;
         while live {
@@ -68,10 +68,15 @@ fn single_node_gathers_nothing_and_reports_itself() {
             failed: None,
         },
     ];
-    let s = node.gather_stats(&stats, &[], None).unwrap();
+    let s = node
+        .gather_stats(&stats, &[], serde_json::json!({ "verified": 3 }))
+        .unwrap();
     assert_eq!(s[0]["rank"], 0);
     assert_eq!(s[0]["units"], 2);
     assert_eq!(s[0]["tasks"], 11);
+    assert_eq!(s[0]["verified"], 3);
+    assert_eq!(node.broadcast(vec![1, 2, 3]).unwrap(), vec![1, 2, 3]);
+    assert!(node.forward_records(0..1, &[0]).is_err());
     let e = node.fail(Error::Input("x".into()));
     assert_eq!(e.to_string(), "x");
 }

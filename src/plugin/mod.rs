@@ -9,9 +9,14 @@
 //! privately, through [`Gpu`]. The runtime gathers the records (across nodes too)
 //! and hands them to [`Job::finish`] on rank 0. Bulk output (distance rows) is written by the
 //! workers themselves at fixed file offsets, so no process holds it whole.
+//!
+//! `prepare` reads and checks, and writes nothing: a job declares its bulk files
+//! ([`Job::bulk_outputs`]), and the runtime opens them in the run's staging directory when the
+//! run starts, after every check passed.
 
 use crate::config::Plan;
 use crate::device::{Device, KernelSource, Queue};
+use crate::sink::NpyRows;
 use crate::tuning::{characterizations, LaunchParams, Tuner};
 use crate::Result;
 use std::ops::Range;
@@ -33,10 +38,6 @@ pub trait Plugin: Sync {
 pub struct PrepareCtx<'a> {
     /// The validated plan.
     pub plan: &'a Plan,
-    /// The output directory (already created).
-    pub out_dir: &'a Path,
-    /// True on the node that writes the summary files (rank 0, or the only node).
-    pub is_root: bool,
 }
 
 impl PrepareCtx<'_> {
@@ -77,8 +78,18 @@ pub trait Job: Sync {
     fn prefers_gpu(&self) -> bool {
         false
     }
-    /// Turn the records of every task into output files under `dir`; return the checksum object
-    /// for `report.json`. Called once, on the root node, after every task finished.
+    /// Files the workers write at fixed offsets while the run goes (`distances.npy`), declared
+    /// in `prepare` without touching the disk. The runtime checks their size against the free
+    /// space, opens them in the run's staging directory before the first chunk (created on
+    /// rank 0, reopened by other ranks and when resuming), and syncs them before each journal
+    /// sync, so a journaled task's rows are on disk.
+    fn bulk_outputs(&self) -> Vec<&NpyRows> {
+        Vec::new()
+    }
+    /// Turn the records of every task into output files under `dir` (the run's staging
+    /// directory; its files move into the output directory when the run succeeds); return the
+    /// checksum object for `report.json`. Called once, on the root node, after every task
+    /// finished.
     fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value>;
 }
 

@@ -3,11 +3,18 @@
 //! [`NpyRows`] is a `.npy` matrix whose rows are written at their final offsets by whichever
 //! unit (or MPI rank) computed them, in any order: the header comes from `npyz`, the file is
 //! pre-sized, and rows go in with positional writes, so no process ever holds the matrix.
+//! [`outdir`] keeps the output directory safe (validation, lock, staging, commit) and
+//! [`journal`] records finished chunks so that an interrupted run can be resumed.
+//! Sinks take nothing from the layers above; the runtime and the plugins use them.
+
+pub mod journal;
+pub mod outdir;
 
 use crate::{Error, Result};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// Element type of an [`NpyRows`] matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,13 +37,18 @@ impl NpyType {
 }
 
 /// A `rows × cols` `.npy` matrix written row by row at fixed offsets.
+///
+/// A job declares it in `prepare` ([`NpyRows::new`]: name, shape, type; nothing is written) and
+/// lists it in `Job::bulk_outputs`; the runtime checks its size against the free space and
+/// opens it in the run's staging directory before the first chunk ([`NpyRows::open`]).
 #[derive(Debug)]
 pub struct NpyRows {
-    file: File,
-    path: PathBuf,
-    header: u64,
+    name: String,
+    header: Vec<u8>,
+    rows: usize,
     cols: usize,
     ty: NpyType,
+    file: OnceLock<(File, PathBuf)>,
 }
 
 fn header_bytes(rows: usize, cols: usize, ty: NpyType) -> Result<Vec<u8>> {
@@ -63,61 +75,83 @@ fn header_of<T: npyz::AutoSerialize>(rows: usize, cols: usize) -> Result<Vec<u8>
 }
 
 impl NpyRows {
-    /// Create (truncate) `path` for a `rows × cols` matrix of `ty`.
-    pub fn create(path: &Path, rows: usize, cols: usize, ty: NpyType) -> Result<Self> {
-        let header = header_bytes(rows, cols, ty)?;
-        let file = File::create(path).map_err(|e| Error::io(path, e))?;
-        file.write_all_at(&header, 0)
-            .map_err(|e| Error::io(path, e))?;
-        let total = header.len() as u64 + (rows as u64) * (cols as u64) * ty.size() as u64;
-        file.set_len(total).map_err(|e| Error::io(path, e))?;
+    /// Declare the file `name` for a `rows × cols` matrix of `ty`; nothing is written yet.
+    pub fn new(name: &str, rows: usize, cols: usize, ty: NpyType) -> Result<Self> {
         Ok(NpyRows {
-            file,
-            path: path.into(),
-            header: header.len() as u64,
+            name: name.into(),
+            header: header_bytes(rows, cols, ty)?,
+            rows,
             cols,
             ty,
+            file: OnceLock::new(),
         })
     }
 
-    /// Open a matrix another process created with the same shape (MPI ranks other than 0).
-    pub fn open(path: &Path, rows: usize, cols: usize, ty: NpyType) -> Result<Self> {
-        let header = header_bytes(rows, cols, ty)?;
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .open(path)
-            .map_err(|e| Error::io(path, e))?;
-        Ok(NpyRows {
-            file,
-            path: path.into(),
-            header: header.len() as u64,
-            cols,
-            ty,
-        })
+    /// The file name (in the output directory).
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
-    /// `distances.npy` under `dir`: created by the root node, opened by the others (which
-    /// write their rows into the same file).
-    pub fn distances(
-        dir: &Path,
-        is_root: bool,
-        rows: usize,
-        cols: usize,
-        ty: NpyType,
-    ) -> Result<Self> {
-        let path = dir.join("distances.npy");
-        if is_root {
-            Self::create(&path, rows, cols, ty)
+    /// The file's size in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.header.len() as u64 + (self.rows as u64) * (self.cols as u64) * self.ty.size() as u64
+    }
+
+    /// Open the file in `dir`. With `create`, create (truncate) it at its full size (unwritten
+    /// rows read as zero until written); without, open the file an earlier run or another MPI
+    /// rank created, after checking that its header and size are this matrix's.
+    pub fn open(&self, dir: &Path, create: bool) -> Result<()> {
+        let path = dir.join(&self.name);
+        let file = if create {
+            let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
+            file.write_all_at(&self.header, 0)
+                .map_err(|e| Error::io(&path, e))?;
+            file.set_len(self.bytes())
+                .map_err(|e| Error::io(&path, e))?;
+            file
         } else {
-            Self::open(&path, rows, cols, ty)
-        }
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path)
+                .map_err(|e| Error::io(&path, e))?;
+            let len = file.metadata().map_err(|e| Error::io(&path, e))?.len();
+            let mut head = vec![0u8; self.header.len()];
+            let same = len == self.bytes()
+                && file.read_exact_at(&mut head, 0).is_ok()
+                && head == self.header;
+            if !same {
+                return Err(Error::Output(format!(
+                    "{}: {len} bytes with another header; expected a {} x {} matrix of {} bytes \
+                     (the file belongs to another run)",
+                    path.display(),
+                    self.rows,
+                    self.cols,
+                    self.bytes()
+                )));
+            }
+            file
+        };
+        self.file
+            .set((file, path.clone()))
+            .map_err(|_| Error::Output(format!("{}: opened twice", path.display())))
+    }
+
+    fn opened(&self) -> Result<&(File, PathBuf)> {
+        self.file.get().ok_or_else(|| {
+            Error::Output(format!(
+                "{}: written before the runtime opened it (a bug in tuccompi or the plugin)",
+                self.name
+            ))
+        })
     }
 
     fn at(&self, row: usize, bytes: &[u8]) -> Result<()> {
-        let off = self.header + (row as u64) * (self.cols as u64) * self.ty.size() as u64;
-        self.file
-            .write_all_at(bytes, off)
-            .map_err(|e| Error::io(&self.path, e))
+        let (file, path) = self.opened()?;
+        let off =
+            self.header.len() as u64 + (row as u64) * (self.cols as u64) * self.ty.size() as u64;
+        file.write_all_at(bytes, off)
+            .map_err(|e| Error::io(path, e))
     }
 
     fn write_le<T: Copy, const N: usize>(
@@ -149,7 +183,8 @@ impl NpyRows {
 
     /// Flush to disk.
     pub fn sync(&self) -> Result<()> {
-        self.file.sync_data().map_err(|e| Error::io(&self.path, e))
+        let (file, path) = self.opened()?;
+        file.sync_data().map_err(|e| Error::io(path, e))
     }
 }
 

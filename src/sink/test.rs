@@ -14,9 +14,11 @@ fn tmp(tag: &str) -> PathBuf {
 fn rows_land_at_their_offsets_in_any_order() {
     let dir = tmp("rows");
     let (rows, cols) = (5, 3);
-    let m = NpyRows::distances(&dir, true, rows, cols, NpyType::U32).unwrap();
+    let m = NpyRows::new("distances.npy", rows, cols, NpyType::U32).unwrap();
+    m.open(&dir, true).unwrap();
     // A second handle, as a non-root rank opens it, writes the odd rows.
-    let other = NpyRows::distances(&dir, false, rows, cols, NpyType::U32).unwrap();
+    let other = NpyRows::new("distances.npy", rows, cols, NpyType::U32).unwrap();
+    other.open(&dir, false).unwrap();
     for r in [4, 0, 2] {
         m.write_u32(r, &[r as u32 * 10, r as u32 * 10 + 1, u32::MAX])
             .unwrap();
@@ -41,14 +43,16 @@ fn rows_land_at_their_offsets_in_any_order() {
 fn wide_and_signed_rows_round_trip() {
     let dir = tmp("wide");
     let p = dir.join("w.npy");
-    let m = NpyRows::create(&p, 2, 2, NpyType::I64).unwrap();
+    let m = NpyRows::new("w.npy", 2, 2, NpyType::I64).unwrap();
+    m.open(&dir, true).unwrap();
     m.write_i64(1, &[-5, i64::MAX]).unwrap();
     m.write_i64(0, &[7, -1]).unwrap();
     let bytes = std::fs::read(&p).unwrap();
     let data: Vec<i64> = npyz::NpyFile::new(&bytes[..]).unwrap().into_vec().unwrap();
     assert_eq!(data, vec![7, -1, -5, i64::MAX]);
     let p = dir.join("u.npy");
-    let m = NpyRows::create(&p, 1, 2, NpyType::U64).unwrap();
+    let m = NpyRows::new("u.npy", 1, 2, NpyType::U64).unwrap();
+    m.open(&dir, true).unwrap();
     m.write_u64(0, &[u64::MAX, 3]).unwrap();
     let bytes = std::fs::read(&p).unwrap();
     let data: Vec<u64> = npyz::NpyFile::new(&bytes[..]).unwrap().into_vec().unwrap();
@@ -89,8 +93,35 @@ fn a_missing_directory_is_an_error_naming_the_file() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("not-there/.report.json.tmp"), "{err}");
-    let err = NpyRows::distances(&dir, false, 1, 1, NpyType::U32)
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("distances.npy"), "{err}");
+    let rows = NpyRows::new("distances.npy", 1, 1, NpyType::U32).unwrap();
+    let err = rows.open(&dir, false).unwrap_err().to_string();
+    assert!(err.contains("not-there/distances.npy"), "{err}");
+    // Declared but not opened: writing is an error, not a silent no-op.
+    let err = rows.write_u32(0, &[1]).unwrap_err().to_string();
+    assert!(err.contains("before the runtime opened it"), "{err}");
+}
+
+#[test]
+fn reopening_checks_shape_and_keeps_rows() {
+    let dir = tmp("reopen");
+    let m = NpyRows::new("d.npy", 3, 2, NpyType::U32).unwrap();
+    assert_eq!(m.bytes(), 128 + 3 * 2 * 4);
+    m.open(&dir, true).unwrap();
+    m.write_u32(1, &[5, 6]).unwrap();
+    drop(m);
+    // A resumed run reopens the file: its rows stay.
+    let again = NpyRows::new("d.npy", 3, 2, NpyType::U32).unwrap();
+    again.open(&dir, false).unwrap();
+    again.write_u32(2, &[7, 8]).unwrap();
+    let bytes = std::fs::read(dir.join("d.npy")).unwrap();
+    let data: Vec<u32> = npyz::NpyFile::new(&bytes[..]).unwrap().into_vec().unwrap();
+    assert_eq!(data, vec![0, 0, 5, 6, 7, 8]);
+    // Another shape or type is another run's file.
+    for other in [
+        NpyRows::new("d.npy", 4, 2, NpyType::U32).unwrap(),
+        NpyRows::new("d.npy", 3, 2, NpyType::U64).unwrap(),
+    ] {
+        let e = other.open(&dir, false).unwrap_err().to_string();
+        assert!(e.contains("belongs to another run"), "{e}");
+    }
 }

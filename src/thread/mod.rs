@@ -14,6 +14,15 @@
 //! `units.on_failure = "retry"` the unit is out and the others run its tasks; under `"abort"`
 //! the source stops, every other unit ends after its current chunk, and the first error is
 //! returned.
+//!
+//! Resuming: tasks an interrupted run already finished are in a [`DoneSet`]; a unit splits each
+//! chunk it pulls into the sub-ranges still pending and runs only those. Every finished
+//! (sub-)chunk's records also go to a `finished` callback on the unit's thread (the runtime
+//! journals them, or under MPI sends them to rank 0), after they are in the shared store.
+
+mod done;
+
+pub use done::DoneSet;
 
 use crate::config::OnFailure;
 use crate::device::Device;
@@ -115,7 +124,11 @@ enum Event {
     Failed(usize, String),
 }
 
-/// Run every unit until `source` is dry. Records land in `records` (task-indexed).
+/// Callback for each finished (sub-)chunk: its tasks and their records.
+pub type Finished<'a> = &'a (dyn Fn(Range<usize>, &[u64]) -> Result<()> + Sync);
+
+/// Run every unit until `source` is dry, skipping tasks in `done`. Records land in `records`
+/// (task-indexed) and are passed to `finished` chunk by chunk.
 ///
 /// A unit whose worker cannot be made, or whose chunk fails (an error or a panic), is taken out
 /// of the run: under [`OnFailure::Retry`] its chunk goes back to the source for the other
@@ -129,6 +142,8 @@ pub fn run_units(
     records: &Mutex<Records>,
     progress: &indicatif::ProgressBar,
     on_failure: OnFailure,
+    done: &DoneSet,
+    finished: Finished<'_>,
 ) -> Result<(Vec<UnitStats>, Vec<Slice>)> {
     let t0 = Instant::now();
     let words = job.record_words();
@@ -173,7 +188,7 @@ pub fn run_units(
                         }
                     };
                     let mut buf = Vec::new();
-                    loop {
+                    'pull: loop {
                         // The chunk reports its time to the source when dropped below.
                         let Some(chunk) = source.next(index, unit.chunk) else {
                             if source.wait_for_work(index) {
@@ -181,37 +196,47 @@ pub fn run_units(
                             }
                             break;
                         };
-                        let range = chunk.tasks();
-                        let start = t0.elapsed();
-                        buf.clear();
-                        buf.resize(range.len() * words, 0);
-                        let mut out = RecordsOut::new(range.start, words, &mut buf);
-                        let r =
-                            catch_unwind(AssertUnwindSafe(|| worker.run(range.clone(), &mut out)));
-                        let msg = match r {
-                            Ok(Ok(())) => None,
-                            Ok(Err(e)) => Some(e.to_string()),
-                            Err(p) => Some(panic_text(p)),
-                        };
-                        if let Some(msg) = msg {
-                            chunk.fail();
-                            return fail(format!("tasks {}..{}: {msg}", range.start, range.end));
+                        let pulled = chunk.tasks();
+                        for range in done.pending(pulled) {
+                            let start = t0.elapsed();
+                            buf.clear();
+                            buf.resize(range.len() * words, 0);
+                            let mut out = RecordsOut::new(range.start, words, &mut buf);
+                            let r = catch_unwind(AssertUnwindSafe(|| {
+                                worker.run(range.clone(), &mut out)
+                            }));
+                            let msg = match r {
+                                Ok(Ok(())) => None,
+                                Ok(Err(e)) => Some(e.to_string()),
+                                Err(p) => Some(panic_text(p)),
+                            };
+                            if let Some(msg) = msg {
+                                chunk.fail();
+                                fail(format!("tasks {}..{}: {msg}", range.start, range.end));
+                                break 'pull;
+                            }
+                            records.lock().data[range.start * words..range.end * words]
+                                .copy_from_slice(&buf);
+                            if let Err(e) = finished(range.clone(), &buf) {
+                                source.stop();
+                                first_error.lock().get_or_insert(e);
+                                break 'pull;
+                            }
+                            let end = t0.elapsed();
+                            let _ = tx.send(Event::ChunkDone(Slice {
+                                unit: index,
+                                tasks: range,
+                                start_us: start.as_secs_f64() * 1e6,
+                                dur_us: (end - start).as_secs_f64() * 1e6,
+                            }));
                         }
-                        records.lock().data[range.start * words..range.end * words]
-                            .copy_from_slice(&buf);
                         drop(chunk);
-                        let end = t0.elapsed();
-                        let _ = tx.send(Event::ChunkDone(Slice {
-                            unit: index,
-                            tasks: range,
-                            start_us: start.as_secs_f64() * 1e6,
-                            dur_us: (end - start).as_secs_f64() * 1e6,
-                        }));
                     }
                 })
                 .expect("spawning a unit thread");
         }
         drop(tx);
+        progress.set_position(done.count() as u64);
         for ev in rx.iter() {
             match ev {
                 Event::ChunkDone(slice) => {

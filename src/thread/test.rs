@@ -98,8 +98,81 @@ fn run(
         &records,
         &indicatif::ProgressBar::hidden(),
         OnFailure::Abort,
+        &DoneSet::new(job.tasks),
+        &|_, _| Ok(()),
     )?;
     Ok((records.into_inner(), stats, slices))
+}
+
+#[test]
+fn done_tasks_are_skipped_and_finished_chunks_reported_with_their_records() {
+    let job = Squares::new(300);
+    let mut done = DoneSet::new(300);
+    done.insert(10..150);
+    done.insert(200..201);
+    let records = Mutex::new(Records {
+        words: 1,
+        data: vec![u64::MAX; 300],
+    });
+    let reported = Mutex::new(vec![0u8; 300]);
+    let source = scheduler::source(Policy::WorkQueue, 0..300, &[1.0, 1.0]);
+    let (stats, _) = run_units(
+        &job,
+        &cpu_units(2, 16),
+        source.as_ref(),
+        &records,
+        &indicatif::ProgressBar::hidden(),
+        &done,
+        &|r, rec| {
+            assert_eq!(rec.len(), r.len());
+            let mut seen = reported.lock();
+            for (t, &w) in r.zip(rec) {
+                assert_eq!(w, (t * t) as u64);
+                seen[t] += 1;
+            }
+            Ok(())
+        },
+    )
+    .unwrap();
+    let records = records.into_inner();
+    let seen = reported.into_inner();
+    for (t, &reports) in seen.iter().enumerate() {
+        let was_done = done.contains(t);
+        // Done tasks never ran (their records stay as the journal left them) nor were reported.
+        assert_eq!(reports, u8::from(!was_done), "task {t}");
+        let want = if was_done { u64::MAX } else { (t * t) as u64 };
+        assert_eq!(records.read::<[u64; 1]>(t), [want], "task {t}");
+    }
+    assert_eq!(job.runs.load(Ordering::Relaxed), 300 - 141);
+    assert_eq!(stats.iter().map(|s| s.tasks).sum::<usize>(), 300 - 141);
+}
+
+#[test]
+fn a_failing_finished_callback_stops_the_run_with_its_error() {
+    let job = Squares::new(100);
+    let records = Mutex::new(Records {
+        words: 1,
+        data: vec![0; 100],
+    });
+    let source = scheduler::source(Policy::WorkQueue, 0..100, &[1.0]);
+    let err = run_units(
+        &job,
+        &cpu_units(1, 5),
+        source.as_ref(),
+        &records,
+        &indicatif::ProgressBar::hidden(),
+        &DoneSet::new(100),
+        &|r, _| {
+            if r.contains(&20) {
+                Err(Error::Output("journal: disk full".into()))
+            } else {
+                Ok(())
+            }
+        },
+    )
+    .unwrap_err();
+    assert_eq!(err.to_string(), "journal: disk full");
+    assert!(job.runs.load(Ordering::Relaxed) < 100);
 }
 
 #[test]
@@ -211,6 +284,8 @@ fn a_job_without_a_cpu_half_gets_a_clear_error() {
         &records,
         &indicatif::ProgressBar::hidden(),
         OnFailure::Abort,
+        &DoneSet::new(1),
+        &|_, _| Ok(()),
     )
     .unwrap_err();
     assert!(err.to_string().contains("no CPU half"), "{err}");

@@ -1,0 +1,533 @@
+//! The output directory: checked before anything is written, locked while a run writes, and
+//! changed only by moving a finished run's files into place.
+//!
+//! Layout of `output.dir`:
+//! - the files of the last complete run (`report.json`, `summary.csv`, ...), listed in
+//!   `.tuccompi-files`;
+//! - `.tuccompi.lock`: locked (`flock`, through `fs4`) by the run that writes here, and naming
+//!   it ("pid P on HOST") for the message a second run gets. The kernel drops the lock when its
+//!   process dies, however it dies, so a lock file left behind by a killed run is stale by
+//!   construction: the next run takes it over (and says so, since a clean end empties it);
+//! - `.tuccompi-partial/`: the unfinished run, if any: its outputs so far, `run.json` (what it
+//!   computes: the result-defining config, the input's content hash, the task count) and its
+//!   `journal`.
+//!
+//! Commit: the finished run's files are synced and their names written to
+//! `.tuccompi-partial/COMMIT`; then the previous run's files that the new run does not have are
+//! removed, the new ones renamed into place, `.tuccompi-files` rewritten and the partial folder
+//! removed. A commit cut short (a crash between two renames) is finished by the next run that
+//! takes the lock. So the directory holds the files of one complete run, plus at most one
+//! unfinished run in its partial folder, and a run that fails never touches the complete result.
+
+use crate::sink::write_file;
+use crate::{Error, Result};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::path::{Component, Path, PathBuf};
+
+/// The folder of the unfinished run, inside the output directory.
+pub const PARTIAL: &str = ".tuccompi-partial";
+/// The lock file, inside the output directory.
+pub const LOCK: &str = ".tuccompi.lock";
+/// The list of the complete run's files, inside the output directory.
+pub const FILES: &str = ".tuccompi-files";
+/// The journal, inside the partial folder.
+pub const JOURNAL: &str = "journal";
+/// What the unfinished run computes, inside the partial folder.
+pub const IDENTITY: &str = "run.json";
+/// Written into the partial folder when its files are complete and being moved into place.
+const COMMIT: &str = "COMMIT";
+/// Files of complete runs by versions that kept no list of them.
+const LEGACY: &[&str] = &[
+    "report.json",
+    "summary.csv",
+    "trace.json",
+    "distances.npy",
+    "INCOMPLETE",
+];
+
+fn refuse(dir: &Path, why: &str) -> Error {
+    Error::Output(format!(
+        "output.dir = {:?} {why}",
+        dir.display().to_string()
+    ))
+}
+
+/// `path` made absolute, `.` and `..` resolved lexically, then the longest existing prefix
+/// resolved by the filesystem (symbolic links).
+fn resolve(path: &Path) -> Result<PathBuf> {
+    let abs = std::path::absolute(path).map_err(|e| Error::io(path, e))?;
+    let mut lexical = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            Component::ParentDir => {
+                lexical.pop();
+            }
+            Component::CurDir => {}
+            other => lexical.push(other),
+        }
+    }
+    let mut existing = lexical.clone();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match existing.file_name() {
+            Some(name) => rest.push(name.to_owned()),
+            None => break,
+        }
+        existing.pop();
+    }
+    let mut out = existing.canonicalize().unwrap_or(existing);
+    for name in rest.into_iter().rev() {
+        out.push(name);
+    }
+    Ok(out)
+}
+
+/// The nearest existing ancestor of `path` (itself when it exists).
+fn nearest_existing(path: &Path) -> Result<PathBuf> {
+    let mut p = resolve(path)?;
+    while !p.exists() {
+        if !p.pop() {
+            break;
+        }
+    }
+    Ok(p)
+}
+
+/// Check that `dir` can hold tuccompi's outputs, touching nothing: not empty, not the root,
+/// the current directory or one of its ancestors, not the home directory, not a file (nor
+/// under one), and, when it exists and has files, a directory of tuccompi results.
+pub fn validate(dir: &Path) -> Result<()> {
+    if dir.as_os_str().is_empty() {
+        return Err(Error::Output(
+            "output.dir is empty: name a directory for the results, e.g. output.dir = \"tuccompi-out\""
+                .into(),
+        ));
+    }
+    let r = resolve(dir)?;
+    if r.parent().is_none() {
+        return Err(refuse(
+            dir,
+            "is the filesystem root; name a directory of its own for the results, e.g. \"tuccompi-out\"",
+        ));
+    }
+    if let Ok(cwd) = std::env::current_dir().and_then(|c| c.canonicalize()) {
+        if cwd == r {
+            return Err(refuse(
+                dir,
+                "is the current directory: tuccompi would write among your files; name a \
+                 subdirectory, e.g. \"tuccompi-out\"",
+            ));
+        }
+        if cwd.starts_with(&r) {
+            return Err(refuse(
+                dir,
+                "contains the current directory; name a directory of its own, e.g. \"tuccompi-out\"",
+            ));
+        }
+    }
+    if let Some(home) = std::env::var_os("HOME").and_then(|h| Path::new(&h).canonicalize().ok()) {
+        if home.starts_with(&r) {
+            return Err(refuse(
+                dir,
+                "is your home directory (or contains it); name a directory of its own, e.g. \"~/tuccompi-out\"",
+            ));
+        }
+    }
+    let mut up = r.clone();
+    while !up.exists() {
+        up.pop();
+    }
+    if !up.is_dir() {
+        return Err(if up == r {
+            refuse(
+                dir,
+                "is a file, not a directory; remove the file or choose another output.dir",
+            )
+        } else {
+            refuse(
+                dir,
+                &format!(
+                    "cannot be created: {} is a file, not a directory",
+                    up.display()
+                ),
+            )
+        });
+    }
+    if up == r {
+        let names: Vec<String> = std::fs::read_dir(&r)
+            .map_err(|e| Error::io(&r, e))?
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        let ours = names
+            .iter()
+            .any(|n| [LOCK, FILES, PARTIAL, "report.json", "INCOMPLETE"].contains(&n.as_str()));
+        if !names.is_empty() && !ours {
+            return Err(refuse(
+                dir,
+                &format!(
+                    "is a directory with {} entries and no tuccompi results in it; tuccompi \
+                     writes only into a new, empty or earlier tuccompi output directory: \
+                     choose another output.dir",
+                    names.len()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Bytes available to this user on the filesystem that holds (or will hold) `dir`.
+pub fn available_space(dir: &Path) -> Result<u64> {
+    let at = nearest_existing(dir)?;
+    fs4::available_space(&at).map_err(|e| Error::io(&at, e))
+}
+
+/// Refuse a run whose outputs need `need` more bytes than the `free` bytes on `dir`'s disk.
+pub fn check_space(dir: &Path, need: u64, free: u64) -> Result<()> {
+    if need > free {
+        return Err(Error::Output(format!(
+            "the outputs need {} but only {} are free on the filesystem of {}; free some space, \
+             choose another output.dir, or write less (output.distances = false, fewer \
+             run.sources)",
+            human_bytes(need),
+            human_bytes(free),
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// `1.5 GiB`-style sizes for messages.
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// Bytes the files in `dir` occupy on disk (allocated blocks, so sparse files count only what
+/// was written); 0 when `dir` does not exist.
+pub fn allocated_bytes(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()?.metadata().ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.blocks() * 512)
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// A locked output directory. The lock is released when this is dropped (or the process
+/// dies).
+#[derive(Debug)]
+pub struct OutputDir {
+    dir: PathBuf,
+    lock: File,
+    stale: Option<String>,
+}
+
+fn sync_path(p: &Path) -> Result<()> {
+    File::open(p)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| Error::io(p, e))
+}
+
+impl OutputDir {
+    /// Create `dir` if needed and take its lock, refusing at once (naming the holder) when
+    /// another run holds it; `holder` names this run ("pid P on HOST"). Finishes a commit that
+    /// a killed run left half done.
+    pub fn lock(dir: &Path, holder: &str) -> Result<OutputDir> {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        let path = dir.join(LOCK);
+        let mut lock = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| Error::io(&path, e))?;
+        let mut previous = String::new();
+        let _ = lock.read_to_string(&mut previous);
+        match fs4::FileExt::try_lock(&lock) {
+            Ok(()) => {}
+            Err(fs4::TryLockError::WouldBlock) => {
+                let who = previous.trim();
+                return Err(Error::Output(format!(
+                    "{} is in use by another tuccompi run ({}); wait for it to end, or stop it \
+                     and continue its work with --resume",
+                    dir.display(),
+                    if who.is_empty() {
+                        "it is starting"
+                    } else {
+                        who
+                    }
+                )));
+            }
+            Err(fs4::TryLockError::Error(e)) => return Err(Error::io(&path, e)),
+        }
+        // The lock is ours: whoever wrote the old content is gone.
+        let stale = Some(previous.trim().to_string()).filter(|s| !s.is_empty());
+        lock.set_len(0)
+            .and_then(|()| lock.rewind())
+            .and_then(|()| writeln!(lock, "{holder}"))
+            .map_err(|e| Error::io(&path, e))?;
+        let out = OutputDir {
+            dir: dir.into(),
+            lock,
+            stale,
+        };
+        let commit = out.partial().join(COMMIT);
+        if commit.exists() {
+            let text = std::fs::read_to_string(&commit).map_err(|e| Error::io(&commit, e))?;
+            let names: Vec<String> = text.lines().map(str::to_string).collect();
+            tracing::warn!(
+                "{}: finishing the commit of a run that was stopped while moving its files into place",
+                dir.display()
+            );
+            out.apply_commit(&names)?;
+        }
+        Ok(out)
+    }
+
+    /// Who held the lock before, when that run ended without releasing it (killed).
+    pub fn stale_holder(&self) -> Option<&str> {
+        self.stale.as_deref()
+    }
+
+    /// The output directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The unfinished run's folder (it may not exist).
+    pub fn partial(&self) -> PathBuf {
+        self.dir.join(PARTIAL)
+    }
+
+    /// Whether an unfinished run is here.
+    pub fn has_unfinished(&self) -> bool {
+        self.partial().is_dir()
+    }
+
+    /// What the unfinished run computes (its `run.json`).
+    pub fn identity(&self) -> Result<serde_json::Value> {
+        let p = self.partial().join(IDENTITY);
+        let text = std::fs::read_to_string(&p).map_err(|e| Error::io(&p, e))?;
+        serde_json::from_str(&text).map_err(|e| {
+            Error::Output(format!(
+                "{}: unreadable ({e}); discard the unfinished run with --restart",
+                p.display()
+            ))
+        })
+    }
+
+    /// Start a new unfinished run computing `identity`, discarding any other.
+    pub fn begin(&self, identity: &serde_json::Value) -> Result<()> {
+        self.discard()?;
+        let p = self.partial();
+        std::fs::create_dir(&p).map_err(|e| Error::io(&p, e))?;
+        write_file(
+            &p,
+            IDENTITY,
+            &serde_json::to_string_pretty(identity).expect("identity serializes"),
+        )
+    }
+
+    /// Remove the unfinished run, if any.
+    pub fn discard(&self) -> Result<()> {
+        let p = self.partial();
+        match std::fs::remove_dir_all(&p) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(&p, e)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Move the unfinished run's files (all but its journal and identity) into place, replacing
+    /// the complete run's, and remove the partial folder.
+    pub fn commit(&self) -> Result<()> {
+        let p = self.partial();
+        let mut names = Vec::new();
+        for e in std::fs::read_dir(&p).map_err(|e| Error::io(&p, e))? {
+            let e = e.map_err(|e| Error::io(&p, e))?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            let skip =
+                [JOURNAL, IDENTITY, COMMIT].contains(&name.as_str()) || name.starts_with('.');
+            if !skip && e.file_type().map(|t| t.is_file()).unwrap_or(false) {
+                sync_path(&e.path())?;
+                names.push(name);
+            }
+        }
+        names.sort();
+        write_file(&p, COMMIT, &names.join("\n"))?;
+        sync_path(&p.join(COMMIT))?;
+        sync_path(&p)?;
+        self.apply_commit(&names)
+    }
+
+    fn apply_commit(&self, names: &[String]) -> Result<()> {
+        let p = self.partial();
+        let list = self.dir.join(FILES);
+        let old: Vec<String> = match std::fs::read_to_string(&list) {
+            Ok(text) => text.lines().map(str::to_string).collect(),
+            Err(_) => LEGACY.iter().map(|s| s.to_string()).collect(),
+        };
+        for o in old.iter().filter(|o| !names.contains(o)) {
+            if o.contains('/') || o.starts_with('.') {
+                continue;
+            }
+            match std::fs::remove_file(self.dir.join(o)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(Error::io(self.dir.join(o), e))
+                }
+                _ => {}
+            }
+        }
+        for n in names {
+            let from = p.join(n);
+            if from.exists() {
+                let to = self.dir.join(n);
+                std::fs::rename(&from, &to).map_err(|e| Error::io(&to, e))?;
+            }
+        }
+        write_file(&self.dir, FILES, &names.join("\n"))?;
+        sync_path(&self.dir)?;
+        std::fs::remove_dir_all(&p).map_err(|e| Error::io(&p, e))?;
+        sync_path(&self.dir)
+    }
+}
+
+impl Drop for OutputDir {
+    fn drop(&mut self) {
+        // Empty the lock file so that the next run knows this one ended cleanly.
+        let _ = self.lock.set_len(0);
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn tmp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("tuccompi-outdir-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn unsafe_directories_are_refused() {
+        let msg = |p: &str| validate(Path::new(p)).unwrap_err().to_string();
+        assert!(msg("").contains("output.dir is empty"));
+        assert!(msg("/").contains("filesystem root"));
+        assert!(msg(".").contains("current directory"));
+        assert!(msg("..").contains("contains the current directory"));
+        assert!(msg("sub/..").contains("current directory"));
+        if let Some(home) = std::env::var_os("HOME") {
+            let home = home.to_string_lossy().into_owned();
+            if Path::new(&home).exists() && !std::env::current_dir().unwrap().starts_with(&home) {
+                assert!(msg(&home).contains("home directory"), "{}", msg(&home));
+            }
+        }
+        let d = tmp("validate");
+        std::fs::write(d.join("file"), "x").unwrap();
+        let f = d.join("file").display().to_string();
+        assert!(msg(&f).contains("is a file"), "{}", msg(&f));
+        assert!(msg(&format!("{f}/sub")).contains("cannot be created"));
+        // A directory of someone's files is not ours to write into; an empty one is.
+        let d2 = tmp("validate-foreign");
+        std::fs::write(d2.join("notes.txt"), "x").unwrap();
+        assert!(msg(&d2.display().to_string()).contains("no tuccompi results"));
+        std::fs::remove_file(d2.join("notes.txt")).unwrap();
+        validate(&d2).unwrap();
+        validate(&d2.join("new/deeper")).unwrap();
+        std::fs::write(d2.join("report.json"), "{}").unwrap();
+        validate(&d2).unwrap();
+    }
+
+    #[test]
+    fn space_check() {
+        assert!(check_space(Path::new("/x"), 10, 10).is_ok());
+        let e = check_space(Path::new("/x"), 3 << 30, 1 << 30)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("need 3.0 GiB") && e.contains("1.0 GiB are free"),
+            "{e}"
+        );
+        assert!(available_space(&tmp("space").join("not/yet")).unwrap() > 0);
+    }
+
+    #[test]
+    fn second_lock_is_refused_naming_the_holder_and_released_on_drop() {
+        let d = tmp("lock");
+        let a = OutputDir::lock(&d, "pid 1 on here").unwrap();
+        assert!(a.stale_holder().is_none());
+        let e = OutputDir::lock(&d, "pid 2 on there")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("in use") && e.contains("pid 1 on here"), "{e}");
+        drop(a);
+        let b = OutputDir::lock(&d, "pid 2 on there").unwrap();
+        assert!(
+            b.stale_holder().is_none(),
+            "a clean end leaves no stale holder"
+        );
+        std::mem::forget(b); // as if killed: the content stays; the fd (and its lock) leaks
+    }
+
+    #[test]
+    fn a_dead_holders_lock_is_taken_over() {
+        let d = tmp("stale");
+        std::fs::write(d.join(LOCK), "pid 999999 on gone\n").unwrap();
+        let o = OutputDir::lock(&d, "pid 3 on here").unwrap();
+        assert_eq!(o.stale_holder(), Some("pid 999999 on gone"));
+    }
+
+    #[test]
+    fn commit_replaces_the_previous_files_and_finishes_after_a_crash() {
+        let d = tmp("commit");
+        let o = OutputDir::lock(&d, "me").unwrap();
+        let id = serde_json::json!({"x": 1});
+        o.begin(&id).unwrap();
+        assert_eq!(o.identity().unwrap(), id);
+        std::fs::write(o.partial().join("a.csv"), "1").unwrap();
+        std::fs::write(o.partial().join("big.npy"), "2").unwrap();
+        std::fs::write(o.partial().join(JOURNAL), "j").unwrap();
+        o.commit().unwrap();
+        assert!(!o.has_unfinished());
+        assert_eq!(std::fs::read_to_string(d.join("a.csv")).unwrap(), "1");
+        assert!(!d.join(JOURNAL).exists());
+        // A second run without big.npy: the stale one goes.
+        o.begin(&id).unwrap();
+        std::fs::write(o.partial().join("a.csv"), "3").unwrap();
+        o.commit().unwrap();
+        assert!(!d.join("big.npy").exists());
+        assert_eq!(std::fs::read_to_string(d.join("a.csv")).unwrap(), "3");
+        // A commit cut short after its first rename is finished by the next lock.
+        o.begin(&id).unwrap();
+        std::fs::write(o.partial().join("a.csv"), "4").unwrap();
+        std::fs::write(o.partial().join("b.csv"), "5").unwrap();
+        std::fs::write(o.partial().join(COMMIT), "a.csv\nb.csv").unwrap();
+        std::fs::rename(o.partial().join("a.csv"), d.join("a.csv")).unwrap();
+        drop(o);
+        let o = OutputDir::lock(&d, "me").unwrap();
+        assert!(!o.has_unfinished());
+        assert_eq!(std::fs::read_to_string(d.join("b.csv")).unwrap(), "5");
+        assert_eq!(
+            std::fs::read_to_string(d.join(FILES)).unwrap(),
+            "a.csv\nb.csv"
+        );
+    }
+}

@@ -1,0 +1,798 @@
+//! Losing nothing: a failed run leaves the earlier result byte-identical, unsafe output
+//! directories are refused, a second run is refused while one runs, a killed or interrupted
+//! run resumes to byte-identical outputs, `[verify]` catches a wrong accelerator record, and
+//! an output too big for the disk is refused before anything is written.
+
+use crate::util::*;
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tuccompi::device::{Device, KernelSource, Queue};
+use tuccompi::node::Single;
+use tuccompi::plugin::{
+    CpuHalf, Gpu, GpuHalf, Job, Plugin, PrepareCtx, Records, RecordsOut, Worker,
+};
+use tuccompi::runtime::{RunOptions, Unfinished};
+use tuccompi::sink::outdir;
+use tuccompi::tuning::{Choice, LaunchParams, Tuner};
+use tuccompi::{Error, Plan, Result};
+
+const BIN: &str = env!("CARGO_BIN_EXE_tuccompi");
+
+/// Every file of `dir` (recursively, hidden ones too) with its bytes.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(snapshot(&p));
+        } else {
+            out.insert(p.clone(), std::fs::read(&p).unwrap());
+        }
+    }
+    out
+}
+
+/// Run `toml` + `sets` into `dir`, in this process.
+fn run_in(
+    dir: &Path,
+    toml: &str,
+    sets: &[&str],
+    opts: &RunOptions<'_>,
+) -> Result<serde_json::Value> {
+    let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    all.push(format!("output.dir={:?}", dir.display().to_string()));
+    let plan = Plan::from_toml(toml, Path::new("test.toml"), &all)?;
+    Ok(tuccompi::run(&plan, opts, &Single)?.report)
+}
+
+fn quiet() -> RunOptions<'static> {
+    RunOptions {
+        quiet: true,
+        ..Default::default()
+    }
+}
+
+fn tuccompi(args: &[&str], cwd: Option<&Path>) -> (i32, String, String) {
+    let mut c = Command::new(BIN);
+    c.args(args);
+    if let Some(d) = cwd {
+        c.current_dir(d);
+    }
+    let out = c.output().unwrap();
+    let (o, e) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(!e.contains("panicked"), "panic: {e}");
+    (out.status.code().unwrap_or(-1), o, e)
+}
+
+/// A plugin whose CPU worker fails at task `fail_at` (after earlier chunks finished), and
+/// whose "accelerator" half (host code on an OpenCL device's unit) writes a wrong record for
+/// task `wrong_at`. Records: `[t * t + 1]`.
+#[derive(Debug, Clone, Copy)]
+struct Planted {
+    tasks: usize,
+    fail_at: Option<usize>,
+    wrong_at: Option<usize>,
+}
+
+impl Plugin for Planted {
+    fn name(&self) -> &'static str {
+        "planted"
+    }
+    fn description(&self) -> &'static str {
+        "test plugin with planted faults"
+    }
+    fn prepare(&self, _ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
+        Ok(Box::new(*self))
+    }
+}
+
+impl Job for Planted {
+    fn tasks(&self) -> usize {
+        self.tasks
+    }
+    fn record_words(&self) -> usize {
+        1
+    }
+    fn describe(&self) -> serde_json::Value {
+        serde_json::json!({})
+    }
+    fn cpu(&self) -> Option<&dyn CpuHalf> {
+        Some(self)
+    }
+    fn gpu(&self) -> Option<Gpu<'_>> {
+        Some(Gpu::new(self))
+    }
+    fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
+        let text: String = (0..self.tasks)
+            .map(|t| format!("{}\n", records.get(t)[0]))
+            .collect();
+        tuccompi::sink::write_file(dir, "planted.csv", &text)?;
+        Ok(serde_json::json!({}))
+    }
+}
+
+struct PlantedWorker(Planted, bool);
+
+impl Worker for PlantedWorker {
+    fn run(&mut self, range: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
+        for t in range {
+            if !self.1 && self.0.fail_at == Some(t) {
+                return Err(Error::Input(format!("planted failure at task {t}")));
+            }
+            let wrong = self.1 && self.0.wrong_at == Some(t);
+            out.record(t)[0] = if wrong { 0 } else { (t * t + 1) as u64 };
+        }
+        Ok(())
+    }
+}
+
+impl CpuHalf for Planted {
+    fn worker(&self) -> Result<Box<dyn Worker + '_>> {
+        Ok(Box::new(PlantedWorker(*self, false)))
+    }
+}
+
+impl GpuHalf for Planted {
+    type Shared = ();
+    fn kernels(&self) -> &'static [KernelSource] {
+        &[]
+    }
+    fn params(&self, _device: &Device, _tuner: &Tuner) -> Result<LaunchParams> {
+        let fixed = |v| Choice::fixed(v, "test plugin");
+        Ok(LaunchParams {
+            local: Default::default(),
+            batch: fixed(10),
+            groups_per_task: fixed(1),
+            queues: fixed(1),
+            persistent_items: fixed(0),
+            cache_key: None,
+            tile: None,
+        })
+    }
+    fn setup(&self, _device: &Device, _params: &LaunchParams) -> Result<()> {
+        Ok(())
+    }
+    fn worker<'a>(
+        &'a self,
+        _device: &'a Device,
+        _shared: &'a (),
+        _queue: Queue,
+    ) -> Result<impl Worker + 'a> {
+        Ok(PlantedWorker(*self, true))
+    }
+}
+
+const PLANTED: &str = "[run]\nplugin = \"planted\"\n";
+
+#[test]
+fn a_failed_run_leaves_the_earlier_result_byte_identical() {
+    let dir = tmpdir("rel-fail");
+    let cfg = apsp_gen("road", 600, "", "40");
+    let on = [
+        "units.opencl=none",
+        "units.cpu_workers=2",
+        "output.distances=true",
+    ];
+    run_in(&dir, &cfg, &on, &quiet()).unwrap();
+    let before = snapshot(&dir);
+    assert!(before.contains_key(&dir.join("distances.npy")));
+    // Each fails before touching the directory: nothing changes, not even a staging folder.
+    let bad: [(&[&str], &str); 4] = [
+        (&["input.path=/no/such/graph.gr"], "/no/such/graph.gr"),
+        (&["units.cpu_workers=0"], "no computational units"),
+        (&["run.sources=[1, 99999]"], "out of range"),
+        (&["output.sync_seconds=-1"], "output.sync_seconds"),
+    ];
+    for (sets, needle) in bad {
+        let all: Vec<&str> = on.iter().chain(sets).copied().collect();
+        let e = run_in(&dir, &cfg, &all, &quiet()).unwrap_err().to_string();
+        assert!(e.contains(needle), "{sets:?}: {e}");
+        assert_eq!(snapshot(&dir), before, "{sets:?} changed the directory");
+    }
+    // A directory that does not exist is not even created by a failing run.
+    let fresh = dir.join("never");
+    assert!(run_in(
+        &fresh,
+        &cfg,
+        &["units.cpu_workers=0", "units.opencl=none"],
+        &quiet()
+    )
+    .is_err());
+    assert!(!fresh.exists());
+
+    // A unit failing mid-run: the complete result stays as it was; the unfinished run waits
+    // in its staging folder with its journal, and a plain run refuses to bury it.
+    let dir = tmpdir("rel-fail-mid");
+    let opts = |p: &'static Planted, unfinished| RunOptions {
+        quiet: true,
+        extra_plugins: vec![p],
+        unfinished,
+        interrupt: None,
+    };
+    static GOOD: Planted = Planted {
+        tasks: 50,
+        fail_at: None,
+        wrong_at: None,
+    };
+    static FAILS: Planted = Planted {
+        tasks: 50,
+        fail_at: Some(31),
+        wrong_at: None,
+    };
+    let cpu = [
+        "units.opencl=none",
+        "units.cpu_workers=1",
+        "scheduler.chunk=5",
+        "scheduler.policy=equitable",
+    ];
+    run_in(&dir, PLANTED, &cpu, &opts(&GOOD, Unfinished::Refuse)).unwrap();
+    let before = snapshot(&dir);
+    let e = run_in(&dir, PLANTED, &cpu, &opts(&FAILS, Unfinished::Refuse)).unwrap_err();
+    assert!(e.to_string().contains("planted failure at task 31"), "{e}");
+    let after = snapshot(&dir);
+    for (p, bytes) in &before {
+        if !p.ends_with(outdir::LOCK) {
+            assert_eq!(after.get(p), Some(bytes), "{} changed", p.display());
+        }
+    }
+    let partial = dir.join(outdir::PARTIAL);
+    assert!(partial.join(outdir::JOURNAL).exists());
+    let e = run_in(&dir, PLANTED, &cpu, &opts(&GOOD, Unfinished::Refuse)).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("holds an unfinished run (30 of 50 tasks done")
+            && e.to_string().contains("--resume"),
+        "{e}"
+    );
+    // Resumed with the fault gone: tasks 0..30 come from the journal.
+    let report = run_in(&dir, PLANTED, &cpu, &opts(&GOOD, Unfinished::Resume)).unwrap();
+    assert_eq!(report["resumed_tasks"], 30);
+    assert_eq!(report["units"][0]["tasks"], 20);
+    let expect: String = (0..50).map(|t| format!("{}\n", t * t + 1)).collect();
+    assert_eq!(
+        std::fs::read_to_string(dir.join("planted.csv")).unwrap(),
+        expect
+    );
+    assert!(!partial.exists());
+}
+
+#[test]
+fn stale_files_of_another_run_do_not_survive() {
+    let dir = tmpdir("rel-stale");
+    let cfg = apsp_gen("road", 400, "", "20");
+    let cpu = ["units.opencl=none", "units.cpu_workers=1"];
+    run_in(
+        &dir,
+        &cfg,
+        &[&cpu[..], &["output.distances=true", "output.trace=true"]].concat(),
+        &quiet(),
+    )
+    .unwrap();
+    assert!(dir.join("distances.npy").exists() && dir.join("trace.json").exists());
+    run_in(
+        &dir,
+        &apsp_gen("road", 300, "seed = 5", "7"),
+        &cpu,
+        &quiet(),
+    )
+    .unwrap();
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.'))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(names, ["report.json", "summary.csv"]);
+    assert_eq!(read_summary(&dir.join("summary.csv")).len(), 7);
+}
+
+#[test]
+fn unsafe_output_directories_are_refused_and_nothing_is_deleted() {
+    let cwd = tmpdir("rel-cwd");
+    std::fs::write(cwd.join("summary.csv"), "mine").unwrap();
+    std::fs::write(cwd.join("report.json"), "mine too").unwrap();
+    std::fs::write(cwd.join("a-file"), "x").unwrap();
+    let cfg = cwd.join("c.toml");
+    std::fs::write(&cfg, apsp_gen("road", 100, "", "3")).unwrap();
+    let cfg = cfg.display().to_string();
+    for (dir, needle) in [
+        ("\"\"", "output.dir is empty"),
+        ("\"/\"", "filesystem root"),
+        ("\".\"", "current directory"),
+        ("\"..\"", "contains the current directory"),
+        ("\"a-file\"", "is a file, not a directory"),
+        ("\"a-file/out\"", "is a file, not a directory"),
+    ] {
+        let set = format!("output.dir={dir}");
+        let (code, _, err) = tuccompi(
+            &["run", &cfg, "--set", &set, "--set", "units.opencl=none"],
+            Some(&cwd),
+        );
+        assert_eq!(code, 2, "{dir}: {err}");
+        assert!(err.contains(needle), "{dir}: {err}");
+        let (code, _, err) = tuccompi(&["check", &cfg, "--set", &set], Some(&cwd));
+        assert_ne!(code, 0, "check {dir}");
+        assert!(err.contains(needle), "check {dir}: {err}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("summary.csv")).unwrap(),
+        "mine"
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("report.json")).unwrap(),
+        "mine too"
+    );
+    // A directory full of someone else's files.
+    let foreign = tmpdir("rel-foreign");
+    std::fs::write(foreign.join("thesis.tex"), "x").unwrap();
+    let set = format!("output.dir={:?}", foreign.display().to_string());
+    let (code, _, err) = tuccompi(&["run", &cfg, "--set", &set], None);
+    assert_eq!(code, 2);
+    assert!(err.contains("no tuccompi results in it"), "{err}");
+}
+
+#[test]
+fn a_second_run_is_refused_naming_the_holder_and_a_stale_lock_is_taken_over() {
+    let dir = tmpdir("rel-lock");
+    let cfg = dir.join("c.toml");
+    std::fs::write(&cfg, apsp_gen("road", 200, "", "4")).unwrap();
+    let out = dir.join("out");
+    let set = format!("output.dir={:?}", out.display().to_string());
+    let args = [
+        "run",
+        cfg.to_str().unwrap(),
+        "-q",
+        "--set",
+        &set,
+        "--set",
+        "units.opencl=none",
+    ];
+    let held = outdir::OutputDir::lock(&out, "pid 4242 on testhost").unwrap();
+    let t = Instant::now();
+    let (code, _, err) = tuccompi(&args, None);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("in use by another tuccompi run (pid 4242 on testhost)"),
+        "{err}"
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(20),
+        "refused at once, not after waiting"
+    );
+    drop(held);
+    let (code, _, err) = tuccompi(&args, None);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        !err.contains("stale"),
+        "a clean end leaves no stale lock: {err}"
+    );
+    // A lock file left by a dead process: the kernel released its lock; the run takes over.
+    std::fs::write(out.join(outdir::LOCK), "pid 999999 on gone-host\n").unwrap();
+    let (code, _, err) = tuccompi(&args, None);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("pid 999999 on gone-host") && err.contains("stale"),
+        "{err}"
+    );
+}
+
+/// Start `tuccompi run` in the background.
+fn spawn(args: &[String]) -> Child {
+    Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Whole journal entries so far (by size: the journal's first entry is at least 40 bytes).
+fn wait_for_journal(journal: &Path, child: &mut Child) {
+    let t = Instant::now();
+    loop {
+        if std::fs::metadata(journal).is_ok_and(|m| m.len() >= 40) {
+            return;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("the run ended ({status}) before it journaled anything");
+        }
+        assert!(t.elapsed() < Duration::from_secs(120), "no journal entry");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn signal(child: &Child, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill {sig}");
+}
+
+/// Tasks journaled in the unfinished run of `out`.
+fn journaled(out: &Path, tasks: usize) -> usize {
+    let mut n = 0;
+    tuccompi::sink::journal::replay(
+        &out.join(outdir::PARTIAL).join(outdir::JOURNAL),
+        tasks,
+        4,
+        |r, _| n += r.len(),
+    )
+    .unwrap();
+    n
+}
+
+/// Run `cfg` to completion in this process (the reference), interrupt the binary with `kill`
+/// once its journal has entries, resume it, and compare the outputs byte for byte.
+fn interrupt_then_resume(
+    tag: &str,
+    cfg: &str,
+    tasks: usize,
+    sets: &[&str],
+    kill: &dyn Fn(&mut Child, &Path),
+) -> (String, String) {
+    let reference = run(cfg, sets);
+    let dir = tmpdir(tag);
+    let path = dir.join("c.toml");
+    std::fs::write(&path, cfg).unwrap();
+    let out = dir.join("out");
+    let mut args = vec!["run".to_string(), path.display().to_string()];
+    for s in sets
+        .iter()
+        .map(|s| s.to_string())
+        .chain([format!("output.dir={:?}", out.display().to_string())])
+    {
+        args.push("--set".into());
+        args.push(s);
+    }
+    let mut child = spawn(&args);
+    wait_for_journal(&out.join(outdir::PARTIAL).join(outdir::JOURNAL), &mut child);
+    kill(&mut child, &out);
+    let first = child.wait_with_output().unwrap();
+    let first_err = String::from_utf8_lossy(&first.stderr).into_owned();
+    assert!(
+        !first.status.success(),
+        "the run was not interrupted: {first_err}"
+    );
+    let done = journaled(&out, tasks);
+    assert!(
+        done > 0 && done < tasks,
+        "interrupted mid-way: {done} of {tasks} journaled"
+    );
+    assert!(
+        !out.join("summary.csv").exists(),
+        "an unfinished run's files stay staged"
+    );
+    args.push("--resume".into());
+    let resumed = Command::new(BIN).args(&args).output().unwrap();
+    let resumed_err = String::from_utf8_lossy(&resumed.stderr).into_owned();
+    assert!(resumed.status.success(), "resume: {resumed_err}");
+    for f in ["summary.csv", "distances.npy"] {
+        let a = std::fs::read(reference.dir.join(f)).ok();
+        assert!(
+            a == std::fs::read(out.join(f)).ok(),
+            "{f} differs from the uninterrupted run's"
+        );
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["checksum"], reference.report["checksum"]);
+    // The resumed run skipped what was journaled and ran only the rest.
+    let ran: u64 = report["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["tasks"].as_u64().unwrap())
+        .sum();
+    assert_eq!(report["resumed_tasks"].as_u64().unwrap(), done as u64);
+    assert_eq!(
+        ran + report["resumed_tasks"].as_u64().unwrap(),
+        tasks as u64
+    );
+    assert!(!out.join(outdir::PARTIAL).exists());
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&reference.dir);
+    (first_err, resumed_err)
+}
+
+#[test]
+fn killed_mid_run_then_resumed_gives_byte_identical_outputs() {
+    let Some(g) = data("rome99.gr.gz") else {
+        return;
+    };
+    let cfg = apsp_file(&g, "\"all\"");
+    let sets = [
+        "units.opencl=none",
+        "units.cpu_workers=2",
+        "scheduler.chunk=16",
+        "output.distances=true",
+        "output.sync_seconds=0.05",
+    ];
+    interrupt_then_resume("rel-kill", &cfg, 3353, &sets, &|child, _| {
+        child.kill().unwrap(); // SIGKILL
+    });
+}
+
+#[test]
+fn sigint_stops_with_a_resume_hint_and_resumes_byte_identical() {
+    let Some(g) = data("osm-bremen-dist.gr.gz") else {
+        return;
+    };
+    let cfg = apsp_file(&g, "1000");
+    let sets = [
+        "units.opencl=none",
+        "units.cpu_workers=2",
+        "scheduler.chunk=4",
+        "output.sync_seconds=0.05",
+    ];
+    let (first, _) = interrupt_then_resume("rel-sigint", &cfg, 1000, &sets, &|child, out| {
+        // While it runs, a second run on the same directory is refused, naming the first.
+        let cfg = std::fs::read_dir(out.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|x| x == "toml"))
+            .unwrap();
+        let set = format!("output.dir={:?}", out.display().to_string());
+        let (code, _, err) = tuccompi(
+            &[
+                "run",
+                cfg.to_str().unwrap(),
+                "--set",
+                &set,
+                "--set",
+                "units.opencl=none",
+            ],
+            None,
+        );
+        assert_eq!(code, 2);
+        assert!(
+            err.contains(&format!(
+                "in use by another tuccompi run (pid {} on",
+                child.id()
+            )),
+            "{err}"
+        );
+        signal(child, "-INT");
+    });
+    assert!(
+        first.contains("interrupted:")
+            && first.contains("continue with:")
+            && first.contains("--resume"),
+        "{first}"
+    );
+}
+
+#[test]
+fn a_second_signal_exits_at_once_and_the_journal_stays_valid() {
+    let Some(g) = data("osm-bremen-dist.gr.gz") else {
+        return;
+    };
+    let cfg = apsp_file(&g, "300");
+    let sets = [
+        "units.opencl=none",
+        "units.cpu_workers=2",
+        "scheduler.chunk=32",
+        "output.sync_seconds=0",
+    ];
+    let (first, _) = interrupt_then_resume("rel-sigint2", &cfg, 300, &sets, &|child, _| {
+        signal(child, "-INT");
+        std::thread::sleep(Duration::from_millis(5));
+        signal(child, "-TERM");
+    });
+    assert!(
+        first.contains("second signal") && first.contains("--resume"),
+        "{first}"
+    );
+}
+
+#[test]
+fn resume_refuses_another_config_or_input() {
+    let dir = tmpdir("rel-resume-id");
+    static FAILS: Planted = Planted {
+        tasks: 20,
+        fail_at: Some(12),
+        wrong_at: None,
+    };
+    let cpu = [
+        "units.opencl=none",
+        "units.cpu_workers=1",
+        "scheduler.chunk=4",
+    ];
+    let opts = |unfinished| RunOptions {
+        quiet: true,
+        extra_plugins: vec![&FAILS],
+        unfinished,
+        interrupt: None,
+    };
+    assert!(run_in(&dir, PLANTED, &cpu, &opts(Unfinished::Refuse)).is_err());
+    let e = run_in(
+        &dir,
+        PLANTED,
+        &[&cpu[..], &["output.distances=true"]].concat(),
+        &opts(Unfinished::Resume),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("cannot resume") && e.contains("output.distances was false, is true"),
+        "{e}"
+    );
+    // Units are not part of what a run computes: resuming on others is fine (and fails again
+    // at the planted task, journaled tasks skipped).
+    let e = run_in(
+        &dir,
+        PLANTED,
+        &["units.opencl=none", "units.cpu_workers=2"],
+        &opts(Unfinished::Resume),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("planted failure at task 12"), "{e}");
+    // Another input file content: refused. An interrupt before the first chunk leaves an
+    // unfinished run with nothing done.
+    let d2 = tmpdir("rel-resume-input");
+    let g = d2.join("g.gr");
+    std::fs::write(&g, "p sp 3 2\na 1 2 3\na 2 3 4\n").unwrap();
+    let cfg = apsp_file(&g, "3");
+    let out = d2.join("out");
+    let stop = std::sync::atomic::AtomicBool::new(true);
+    let cpu = ["units.opencl=none", "units.cpu_workers=1"];
+    let interrupted = RunOptions {
+        quiet: true,
+        interrupt: Some(&stop),
+        ..Default::default()
+    };
+    let e = run_in(&out, &cfg, &cpu, &interrupted).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Interrupted {
+                done: 0,
+                total: 3,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    std::fs::write(&g, "p sp 3 2\na 1 2 3\na 2 3 5\n").unwrap();
+    let resume = RunOptions {
+        quiet: true,
+        unfinished: Unfinished::Resume,
+        ..Default::default()
+    };
+    let e = run_in(&out, &cfg, &cpu, &resume).unwrap_err().to_string();
+    assert!(e.contains("input file's content changed"), "{e}");
+    std::fs::write(&g, "p sp 3 2\na 1 2 3\na 2 3 4\n").unwrap();
+    run_in(&out, &cfg, &cpu, &resume).unwrap();
+    let e = run_in(&out, &cfg, &cpu, &resume).unwrap_err().to_string();
+    assert!(e.contains("nothing to resume"), "{e}");
+    // --restart throws an unfinished run away.
+    let e = run_in(&out, &cfg, &cpu, &interrupted).unwrap_err();
+    assert!(matches!(e, Error::Interrupted { .. }), "{e}");
+    let restart = RunOptions {
+        quiet: true,
+        unfinished: Unfinished::Discard,
+        ..Default::default()
+    };
+    let report = run_in(&out, &cfg, &cpu, &restart).unwrap();
+    assert_eq!(report["resumed_tasks"], 0);
+}
+
+#[test]
+fn verify_detects_a_planted_wrong_record() {
+    if !opencl() {
+        return;
+    }
+    static WRONG: Planted = Planted {
+        tasks: 60,
+        fail_at: None,
+        wrong_at: Some(37),
+    };
+    static RIGHT: Planted = Planted {
+        tasks: 60,
+        fail_at: None,
+        wrong_at: None,
+    };
+    let sets = [
+        "units.cpu_workers=0",
+        "units.device_type=all",
+        "units.opencl=all",
+    ];
+    let opts = |p: &'static Planted| RunOptions {
+        quiet: true,
+        extra_plugins: vec![p],
+        ..Default::default()
+    };
+    // Every task checked: the planted one is found, named with its unit.
+    let dir = tmpdir("rel-verify");
+    let e = run_in(
+        &dir,
+        PLANTED,
+        &[&sets[..], &["verify.sample=60"]].concat(),
+        &opts(&WRONG),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("unit gpu")
+            && e.contains("task 37")
+            && e.contains("[0]")
+            && e.contains("[1370]"),
+        "{e}"
+    );
+    assert!(!dir.join("planted.csv").exists());
+    assert!(
+        !dir.join(outdir::PARTIAL).exists(),
+        "a run with a wrong record is not resumable"
+    );
+    // Without [verify] the wrong record goes through: the check is what catches it.
+    let report = run_in(&tmpdir("rel-verify"), PLANTED, &sets, &opts(&WRONG)).unwrap();
+    assert!(report.get("verify").is_none());
+    // A sample of a correct half: counted in the report.
+    let report = run_in(
+        &tmpdir("rel-verify"),
+        PLANTED,
+        &[&sets[..], &["verify.sample=25"]].concat(),
+        &opts(&RIGHT),
+    )
+    .unwrap();
+    assert_eq!(report["verify"]["verified"], 25);
+    // The real APSP GPU half on PoCL.
+    let report = run(
+        &apsp_gen("road", 500, "", "40"),
+        &[
+            "units.device_type=all",
+            "units.cpu_workers=0",
+            "verify.sample=8",
+        ],
+    );
+    assert_eq!(report.report["verify"]["verified"], 8);
+}
+
+#[test]
+fn the_size_check_refuses_an_output_too_big_for_the_disk() {
+    let dir = tmpdir("rel-size");
+    let out = dir.join("out");
+    let free = outdir::available_space(&dir).unwrap();
+    // Every source of an n-vertex graph with u32 distances writes 4 n^2 bytes: make it twice
+    // the free space.
+    let n = ((free as f64 / 2.0).sqrt().ceil() as u64).max(1000);
+    let path = dir.join("c.toml");
+    std::fs::write(&path, apsp_gen("road", n, "", "\"all\"")).unwrap();
+    let set = format!("output.dir={:?}", out.display().to_string());
+    let args = [
+        "--set",
+        &set,
+        "--set",
+        "output.distances=true",
+        "--set",
+        "units.opencl=none",
+    ];
+    let cfg = path.to_str().unwrap();
+    // `--resume` with nothing to resume: should the size check ever let this through, the run
+    // stops at the next check instead of filling the disk (and the test fails on the message).
+    let (code, _, err) = tuccompi(&[&["run", cfg, "--resume"][..], &args].concat(), None);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("the outputs need") && err.contains("are free on the filesystem"),
+        "{err}"
+    );
+    assert!(!out.exists(), "refused before touching the disk");
+    let (code, stdout, err) = tuccompi(&[&["check", cfg][..], &args].concat(), None);
+    assert_eq!(code, 0, "{err}");
+    assert!(stdout.contains("warning: the outputs need"), "{stdout}");
+    // Without the distance matrix it fits.
+    let (_, stdout, _) = tuccompi(&["check", cfg, "--set", &set], None);
+    assert!(!stdout.contains("warning: the outputs need"), "{stdout}");
+}
