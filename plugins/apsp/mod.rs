@@ -10,6 +10,7 @@
 
 pub mod dijkstra;
 pub mod gpu;
+pub mod phast;
 pub mod tune;
 
 use crate::config::AutoOr;
