@@ -5,3 +5,4 @@
 //! half sweeps k trees at once with distances vertex-major.
 
 pub mod ch;
+pub mod cpu;

@@ -36,10 +36,7 @@ pub(crate) fn check_structure<W: ChWeight>(h: &Hierarchy<W>) {
             "tails of {p} not ascending"
         );
         for &q in tails {
-            assert!(
-                level_of[q as usize] < level_of[p],
-                "down arc {q} -> {p}"
-            );
+            assert!(level_of[q as usize] < level_of[p], "down arc {q} -> {p}");
         }
     }
     assert_eq!(h.arcs() as u64, h.info.arcs + h.info.shortcuts);
