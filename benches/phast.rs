@@ -10,10 +10,11 @@
 
 use std::time::Instant;
 use tuccompi::graph::{generate, read_graph, Csr, GenModel, GenSpec};
+use tuccompi::plugin::Record;
 use tuccompi::plugins::apsp::dijkstra::Dijkstra;
 use tuccompi::plugins::apsp::phast::ch::{ChParams, Hierarchy};
 use tuccompi::plugins::apsp::phast::cpu::{Sweeper, SUPPORTED_K};
-use tuccompi::plugins::apsp::summarize;
+use tuccompi::plugins::common::PathSummary;
 
 /// Run `f(state, part)` over `parts` split across `threads` scoped threads; seconds and the
 /// concatenated records.
@@ -107,7 +108,7 @@ fn main() {
         || Dijkstra::<u32>::new(g.n),
         |dj, batch, out| {
             let mut rec = [0u64; 4];
-            summarize(dj.run(&g, batch[0]), &mut rec);
+            PathSummary::of(dj.run(&g, batch[0])).to_words(&mut rec);
             out.push(rec);
         },
     );

@@ -9,3 +9,4 @@ mod dense;
 mod example;
 #[cfg(feature = "mpi")]
 mod mpi;
+mod phast_cpu;

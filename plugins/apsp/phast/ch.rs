@@ -95,14 +95,14 @@ pub struct Budget {
 }
 
 impl Budget {
-    /// The default for a graph of `n` vertices and `m` arcs: 3m + n shortcuts and 2000m + 10^8
+    /// The default for a graph of `n` vertices and `m` arcs: 3m + n shortcuts and 2000m + 5·10^7
     /// arcs scanned. Road graphs stay far below (osm-moscow: 0.95 shortcuts and 430 scans per
     /// arc; rome99, small enough for its dense top to dominate, 1.4 and 1,534); a 2,048-vertex
     /// R-MAT graph of mean degree 16 scans 28,000 per arc before its first round.
     pub fn for_graph(n: usize, m: usize) -> Budget {
         Budget {
             shortcuts: 3 * m as u64 + n as u64,
-            work: 2000 * m as u64 + 100_000_000,
+            work: 2000 * m as u64 + 50_000_000,
         }
     }
 }

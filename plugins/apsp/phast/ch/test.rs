@@ -64,7 +64,7 @@ fn csr(n: usize, arcs: Vec<(u32, u32, i64)>) -> Csr {
         id_base: 0,
         origin: Origin {
             name: "test graph".into(),
-            first_negative: None,
+            ..Origin::default()
         },
     })
     .unwrap()

@@ -3,9 +3,14 @@
 
 use super::*;
 use crate::graph::{generate, Csr, GenModel, GenSpec};
+use crate::plugin::Record;
 use crate::plugins::apsp::dijkstra::Dijkstra;
 use crate::plugins::apsp::phast::ch::ChParams;
-use crate::plugins::apsp::summarize;
+use crate::plugins::common::PathSummary;
+
+fn summarize<W: ChWeight>(row: &[W], rec: &mut [u64; 4]) {
+    PathSummary::of(row).to_words(rec);
+}
 
 fn gen(model: GenModel, n: u64, degree: f64, lo: u32, hi: u32) -> Csr {
     let spec = GenSpec {
