@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # GPU-machine measurements for BENCHMARKS.md. Run from the repository root:
 #   benches/device.sh BIN DATA_DIR [SECTION...]
-# Sections: devices algos queues hetero batch sched collatz workers mpienv mpigpu (and more
-# below). Prints one line per run:
+# Sections: devices algos queues hetero batch full tune dense phast moscowfull mpi sched collatz
+# workers mpienv mpigpu (and more below; phast: PHB=the phast bench binary, default beside BIN).
+# Prints one line per run:
 #   label  wall_s  tasks  tasks/s  checksum
 # NVIDIA's OpenCL is registered through OCL_ICD_VENDORS when the loader lacks it.
 set -u
@@ -268,6 +269,25 @@ mpigpu)
     T1=$(date +%s.%N)
     python3 -c "import json;r=json.load(open('$OUT/report.json'));print(f'moscow 8192 $label: run {r[\"run_seconds\"]:.3f} s, {r[\"tasks\"]/r[\"run_seconds\"]:.1f}/s, wall {r[\"wall_seconds\"]:.3f} s (mpirun {$T1-$T0:.1f} s) tasks per rank {[n[\"tasks\"] for n in r[\"nodes\"]]} per unit kind {[{k: sum(u[\"tasks\"] for u in n[\"units\"] if u[\"kind\"]==k) for k in (\"gpu\",\"cpu\")} for n in r[\"nodes\"]]} sum={r[\"checksum\"][\"sum\"]}')" || echo "$label failed"
   done ;;
+phast)
+  # Issue 11, end to end: a fresh hierarchy cache, so the first run of each graph builds its
+  # hierarchy in the run (preprocess_seconds) and the second reads it. Then the CPU half alone
+  # on every core, through the runtime and through the bench (per thread and in all).
+  export XDG_CACHE_HOME=${OUT}-xdg; rm -rf "$XDG_CACHE_HOME"
+  pre() { python3 -c "import json;i=json.load(open('$OUT/report.json'))['input'];a=i.get('algorithm',{});print(f'    cpu={i.get(\"cpu_algorithm\")} gpu={i.get(\"gpu_algorithm\")} preprocess={i.get(\"preprocess_seconds\",0):.3f} s hierarchy={a.get(\"source\",\"-\")} levels={a.get(\"levels\",\"-\")} shortcuts/arc={a.get(\"shortcuts_per_arc\",0):.2f} upward={a.get(\"upward_search_mean\",0):.0f}')" 2>/dev/null || true; }
+  # GP: the GPU algorithm beside CPU PHAST ("auto" takes GPU PHAST once it is in the build).
+  PH=(--set apsp.cpu_algorithm=\"phast\" --set apsp.gpu_algorithm=\"${GP:-auto}\")
+  one "moscow full APSP phast gpu+cpu (build in run)" 300 --set "$MO" --set run.sources=\"all\" "${PH[@]}"; pre
+  one "moscow full APSP phast gpu+cpu (cached)" 300 --set "$MO" --set run.sources=\"all\" "${PH[@]}"; pre
+  one "moscow full APSP auto gpu+cpu (cached)" 300 --set "$MO" --set run.sources=\"all\"; pre
+  one "moscow full APSP phast gpu alone (cached)" 300 --set "$MO" --set run.sources=\"all\" --set units.cpu_workers=0 "${PH[@]}"; pre
+  one "moscow full APSP phast cpu16 alone (cached)" 300 --set "$MO" --set run.sources=\"all\" --set units.opencl=none "${PH[@]}"; pre
+  one "bremen full APSP phast gpu+cpu (build in run)" 120 --set "$BR" --set run.sources=\"all\" "${PH[@]}"; pre
+  one "bremen full APSP phast gpu+cpu (cached)" 120 --set "$BR" --set run.sources=\"all\" "${PH[@]}"; pre
+  one "bremen full APSP phast gpu alone (cached)" 120 --set "$BR" --set run.sources=\"all\" --set units.cpu_workers=0 "${PH[@]}"; pre
+  one "bremen full APSP phast cpu16 alone (cached)" 120 --set "$BR" --set run.sources=\"all\" --set units.opencl=none "${PH[@]}"; pre
+  PHB=${PHB:-$(dirname "$B")/phast}
+  [ -x "$PHB" ] && { timeout 200 "$PHB" "$D/osm-moscow.gr.gz" 16 8192; timeout 100 "$PHB" "$D/osm-moscow.gr.gz" 1 512; } || echo "phast bench binary $PHB missing" ;;
 moscowfull)
   one "moscow full APSP gpu+cpu" 560 --set "$MO" --set run.sources=\"all\" ;;
 mpi)

@@ -101,6 +101,17 @@ fn generated_graph_three_ranks() {
 }
 
 #[test]
+fn phast_three_ranks() {
+    // Every rank builds the same hierarchy; the results equal one process's, with targets too.
+    let cfg = apsp_gen("road", 2000, "min_weight = 0\nseed = 6", "300");
+    three_ranks_match_one(&cfg, &["apsp.cpu_algorithm=\"phast\""]);
+    three_ranks_match_one(
+        &cfg,
+        &["apsp.cpu_algorithm=\"phast\"", "apsp.targets=[5, 1999, 5]"],
+    );
+}
+
+#[test]
 fn bremen_256_three_ranks() {
     let Some(g) = data("osm-bremen-dist.gr.gz") else {
         return;

@@ -212,6 +212,7 @@ fn paced(options: &str, sets: &[&str]) -> Result<serde_json::Value> {
     let opts = RunOptions {
         quiet: true,
         extra_plugins: vec![&Paced],
+        ..Default::default()
     };
     Ok(tuccompi::run(&plan, &opts, &Single)?.report)
 }

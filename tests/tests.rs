@@ -11,3 +11,4 @@ mod example;
 mod mpi;
 mod reliability;
 mod scheduling;
+mod phast_cpu;

@@ -10,9 +10,11 @@
 
 pub mod dijkstra;
 pub mod gpu;
+pub mod phast;
+pub mod targets;
 pub mod tune;
 
-use crate::config::AutoOr;
+use crate::config::{AutoOr, Sources};
 use crate::graph::Csr;
 use crate::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker};
 use crate::plugins::common::{
@@ -53,9 +55,23 @@ pub enum GpuAlgorithm {
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct ApspOptions {
-    /// GPU algorithm (default worklist).
-    #[serde(default)]
+    /// `gpu_algorithm` as configured: "auto" (the default), "phast" or a frontier algorithm.
+    #[serde(rename = "gpu_algorithm", default)]
+    pub gpu_request: phast::auto::GpuRequest,
+    /// The GPU algorithm that runs: `gpu_request` resolved in `prepare` (never read from TOML).
+    #[serde(skip)]
     pub gpu_algorithm: GpuAlgorithm,
+    /// CPU algorithm: "auto" (the default), "dijkstra" or "phast".
+    #[serde(default)]
+    pub cpu_algorithm: phast::auto::CpuAlgorithm,
+    /// PHAST trees per CPU sweep ("auto" = the tuning rule, from the cache size).
+    pub cpu_batch: Option<AutoOr>,
+    /// Targets of the summary and of distances.npy: "all" (default), the first N vertices, or
+    /// a list of vertex ids in the input's numbering.
+    pub targets: Option<Sources>,
+    /// Hierarchy cache file (default: a file named by the graph's content in the user's cache
+    /// directory).
+    pub hierarchy: Option<std::path::PathBuf>,
     /// Sources per GPU batch ("auto" = from device memory and graph size).
     pub batch: Option<AutoOr>,
     /// Work-group size for the SSSP kernels ("auto" = the tuner's choice).
@@ -77,6 +93,14 @@ pub struct ApspJob {
     pub options: ApspOptions,
     /// The distance matrix, when requested.
     pub rows: Option<NpyRows>,
+    /// The contraction hierarchy, when a PHAST half runs.
+    pub hierarchy: Option<phast::AnyHierarchy>,
+    /// The CPU algorithm that runs.
+    pub cpu_algorithm: phast::auto::CpuAlgorithm,
+    /// Why these algorithms, and the hierarchy's facts (for the report).
+    pub choice: serde_json::Value,
+    /// Target vertices (internal ids) of each record and row; `None` = every vertex.
+    pub targets: Option<Vec<u32>>,
 }
 
 impl std::fmt::Debug for ApspJob {
@@ -96,8 +120,9 @@ impl Plugin for Apsp {
         "apsp"
     }
     fn description(&self) -> &'static str {
-        "all-pairs shortest paths as one SSSP per source: Dijkstra on CPU cores; batched \
-         work-list (default), Crauser, Martin or two-phase SSSP on OpenCL devices"
+        "all-pairs shortest paths as one SSSP per source: PHAST over a contraction hierarchy \
+         (auto on road graphs) or Dijkstra on CPU cores; batched work-list, Crauser, Martin or \
+         two-phase SSSP on OpenCL devices"
     }
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         let options: ApspOptions = ctx.options("apsp")?;
@@ -107,13 +132,43 @@ impl Plugin for Apsp {
         let sources = resolve_sources(&ctx.plan.sources, graph.n, graph.id_base)?;
         let wide = needs_wide(graph.n, graph.max_weight() as u64);
         let ty = if wide { NpyType::U64 } else { NpyType::U32 };
-        let rows = distance_rows(ctx, sources.len(), graph.n, ty)?;
+        let targets = match &options.targets {
+            None | Some(Sources::All) => None,
+            Some(t) => Some(targets::resolve(t, graph.n, graph.id_base)?),
+        };
+        let cols = targets.as_ref().map_or(graph.n, Vec::len);
+        let rows = distance_rows(ctx, sources.len(), cols, ty)?;
+        let units = &ctx.plan.units;
+        let request = phast::auto::Request {
+            cpu: (units.cpu_workers > 0).then_some(options.cpu_algorithm),
+            gpu: (units.opencl != crate::config::DeviceSel::None).then_some(options.gpu_request),
+            sources: sources.len(),
+            cache_path: options.hierarchy.as_deref(),
+            targets: targets.is_some(),
+        };
+        let choice = phast::auto::choose(&graph, wide, &request)?;
+        let mut options = options;
+        options.gpu_algorithm = choice.gpu;
+        let mut report = choice.report;
+        if choice.cpu == phast::auto::CpuAlgorithm::Phast {
+            let width = if wide { 8 } else { 4 };
+            let batch = options.cpu_batch.and_then(|b| b.value());
+            report["cpu_batch"] =
+                serde_json::json!(phast::worker::cpu_batch(batch, graph.n, width)?);
+        }
+        report["cpu_algorithm"] = serde_json::json!(choice.cpu);
+        report["gpu_algorithm"] = serde_json::json!(choice.gpu);
+        report["reason"] = serde_json::json!(choice.reason);
         Ok(Box::new(ApspJob {
             graph,
             sources,
             wide,
             options,
             rows,
+            hierarchy: choice.hierarchy,
+            cpu_algorithm: choice.cpu,
+            choice: report,
+            targets,
         }))
     }
 }
@@ -132,7 +187,11 @@ impl Job for ApspJob {
             "m": self.graph.m(),
             "id_base": self.graph.id_base,
             "distance_type": if self.wide { "u64" } else { "u32" },
+            "targets": self.targets.as_ref().map_or(self.graph.n, Vec::len),
+            "cpu_algorithm": self.cpu_algorithm,
             "gpu_algorithm": self.options.gpu_algorithm,
+            "algorithm": self.choice,
+            "preprocess_seconds": self.choice["preprocess_seconds"].as_f64().unwrap_or(0.0),
         })
     }
     fn cpu(&self) -> Option<&dyn CpuHalf> {
@@ -152,7 +211,7 @@ impl Job for ApspJob {
             dir,
             &self.sources,
             self.graph.id_base,
-            self.graph.n,
+            self.targets.as_ref().map_or(self.graph.n, Vec::len),
             records,
         )
     }
@@ -160,15 +219,20 @@ impl Job for ApspJob {
 
 impl CpuHalf for ApspJob {
     fn worker(&self) -> Result<Box<dyn Worker + '_>> {
+        if let (phast::auto::CpuAlgorithm::Phast, Some(h)) = (self.cpu_algorithm, &self.hierarchy) {
+            return phast::worker::cpu_worker(self, h);
+        }
         Ok(if self.wide {
             Box::new(CpuWorker::<u64> {
                 job: self,
                 dj: Dijkstra::new(self.graph.n),
+                buf: Vec::new(),
             })
         } else {
             Box::new(CpuWorker::<u32> {
                 job: self,
                 dj: Dijkstra::new(self.graph.n),
+                buf: Vec::new(),
             })
         })
     }
@@ -177,16 +241,14 @@ impl CpuHalf for ApspJob {
 struct CpuWorker<'a, D: Dist> {
     job: &'a ApspJob,
     dj: Dijkstra<D>,
+    buf: Vec<D>,
 }
 
 impl<D: Dist + RowWrite> Worker for CpuWorker<'_, D> {
     fn run(&mut self, range: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
         for t in range {
             let dist = self.dj.run(&self.job.graph, self.job.sources[t]);
-            out.put(t, &PathSummary::of(dist));
-            if let Some(rows) = &self.job.rows {
-                D::write_row(rows, t, dist)?;
-            }
+            out.put(t, &targets::finish_row(self.job, t, dist, &mut self.buf)?);
         }
         Ok(())
     }

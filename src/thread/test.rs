@@ -115,13 +115,18 @@ fn done_tasks_are_skipped_and_finished_chunks_reported_with_their_records() {
         data: vec![u64::MAX; 300],
     });
     let reported = Mutex::new(vec![0u8; 300]);
-    let source = scheduler::source(Policy::WorkQueue, 0..300, &[1.0, 1.0]);
+    let source = scheduler::source(
+        Policy::WorkQueue,
+        0..300,
+        &[scheduler::UnitInfo::cpu("cpu"), scheduler::UnitInfo::cpu("cpu")],
+    );
     let (stats, _) = run_units(
         &job,
         &cpu_units(2, 16),
         source.as_ref(),
         &records,
         &indicatif::ProgressBar::hidden(),
+        OnFailure::Abort,
         &done,
         &|r, rec| {
             assert_eq!(rec.len(), r.len());
@@ -154,13 +159,14 @@ fn a_failing_finished_callback_stops_the_run_with_its_error() {
         words: 1,
         data: vec![0; 100],
     });
-    let source = scheduler::source(Policy::WorkQueue, 0..100, &[1.0]);
+    let source = scheduler::source(Policy::WorkQueue, 0..100, &[scheduler::UnitInfo::cpu("cpu")]);
     let err = run_units(
         &job,
         &cpu_units(1, 5),
         source.as_ref(),
         &records,
         &indicatif::ProgressBar::hidden(),
+        OnFailure::Abort,
         &DoneSet::new(100),
         &|r, _| {
             if r.contains(&20) {

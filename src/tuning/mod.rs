@@ -8,9 +8,11 @@
 //! cache (`tuccompi tune`'s measurements), which wins over the prediction ([`predict`]).
 
 mod cache;
+mod cpu;
 mod tile;
 
 pub use cache::{key as cache_key, path as cache_path, Cache, Entry as CacheEntry};
+pub use cpu::{phast_trees, CpuCache};
 
 pub use tile::{tile_shape, TileKind, TileRequest, TileShape, TILE_RULES};
 
@@ -414,6 +416,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("batch, work-list kernels (a persistent grid)", "GPU: 2^28 / n rounded down to a power of two, within 256..1024 (frontiers are sparse, so only many sources fill the device; on an H100 osm-bremen-dist ran best at 1024, osm-moscow at 512); CPU devices: 16; capped by 40% of device memory over all queues"),
     ("persistent grid", "GPU: compute units x 2048 items (every resident thread of an NVIDIA SM / AMD CU); CPU devices: compute units x local size"),
     ("queues", "GPU: 4 when one batch fills under a quarter of the device (small kernels overlap), else 1: on an H100 through NVIDIA OpenCL, kernels that fill the device ran slower from 2, 4 and 8 queues than from one (BENCHMARKS.md); CPU devices: 1 (one queue already uses every core)"),
+    ("PHAST trees at once (CPU)", "the largest of 8, 16, 32 whose n x k distances fit one core's cache share (L2 + L3 / cores sharing it), else 8: on the 2-core development machine (16.5 MiB per core) osm-bremen-dist (5 MB at k = 32) ran fastest at 32; on osm-moscow 8 and 16 (13 and 26 MB) were within 20% of each other from run to run and 32 (52 MB) slower (BENCHMARKS.md)"),
 ];
 
 /// Launch parameters with the run-time precedence: a value set in the config, else the tuning

@@ -4,7 +4,7 @@
 use super::{Ctx, Setup};
 use crate::device::{Arg, DBuf, Device, Queue, Scalar};
 use crate::plugin::Record;
-use crate::plugins::common::{PathSummary, RowWrite};
+use crate::plugins::common::{Dist, PathSummary, RowWrite};
 use crate::sink::NpyRows;
 use crate::Result;
 use opencl3::kernel::Kernel;
@@ -99,12 +99,38 @@ impl Batch {
     }
 
     /// Read each source's row of `dist` and write it as row `task` of `rows`.
+    /// Records over `[apsp] targets` (and their rows, when requested) from the batch's
+    /// distance rows read back to the host.
+    pub fn target_summaries(&self, cx: &Ctx<'_>, tasks: Range<usize>) -> Result<Vec<PathSummary>> {
+        match &self.dist {
+            DistBuf::Narrow(d) => target_summaries::<u32>(cx, d, tasks),
+            DistBuf::Wide(d) => target_summaries::<u64>(cx, d, tasks),
+        }
+    }
+
     pub fn write_rows(&self, cx: &Ctx<'_>, tasks: Range<usize>, rows: &NpyRows) -> Result<()> {
         match &self.dist {
             DistBuf::Narrow(d) => write_rows::<u32>(cx.q, d, rows, tasks, cx.n),
             DistBuf::Wide(d) => write_rows::<u64>(cx.q, d, rows, tasks, cx.n),
         }
     }
+}
+
+/// Records over `[apsp] targets` of tasks `tasks` (and their rows, when requested) from the
+/// batch's full distance rows read back (`b·n + v` layout).
+fn target_summaries<D: Scalar + Dist + RowWrite>(
+    cx: &Ctx<'_>,
+    d: &DBuf<D>,
+    tasks: Range<usize>,
+) -> Result<Vec<PathSummary>> {
+    let (mut row, mut buf) = (vec![D::default(); cx.n], Vec::new());
+    tasks
+        .enumerate()
+        .map(|(i, t)| {
+            cx.q.read(d, i * cx.n, &mut row)?;
+            crate::plugins::apsp::targets::finish_row(cx.job, t, &row, &mut buf)
+        })
+        .collect()
 }
 
 fn write_rows<D: Scalar + RowWrite>(

@@ -378,6 +378,16 @@ impl GpuWorker<'_> {
             b: range.len(),
         };
         let iterations = self.algo.solve(&cx, &self.batch, sources)?;
+        if job.targets.is_some() {
+            // `[apsp] targets`: records and rows over the targets, gathered on the host from
+            // the batch's full rows.
+            let summaries = self.batch.target_summaries(&cx, range.clone())?;
+            for (t, s) in range.zip(summaries) {
+                out.put(t, &s);
+            }
+            tracing::trace!(iterations, sources = cx.b, "batch done");
+            return Ok(());
+        }
         let summaries = self.algo.summaries(&cx, &self.batch)?;
         for (t, s) in range.clone().zip(summaries) {
             out.put(t, &s);

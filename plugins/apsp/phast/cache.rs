@@ -1,0 +1,414 @@
+//! The hierarchy cache: a built [`Hierarchy`] kept on disk so that a second run on the same
+//! graph skips the build.
+//!
+//! A cache file is found by its *key*: the graph's content (an XXH3-128 fingerprint of the CSR
+//! with n and m), the build parameters, the builder's version and the distance width. It lives
+//! in the user's cache directory (`$XDG_CACHE_HOME/tuccompi/hierarchies/`, else
+//! `~/.cache/tuccompi/hierarchies/`) under a name made from the key, or at the path
+//! `[apsp] hierarchy` names. Files are written to a temporary name beside the target and
+//! renamed, so a reader (another rank, another run) never sees half a file.
+//!
+//! Layout (little-endian): magic `TUCCOMPI-CH`, format version, the key, the payload's length
+//! and XXH3-128 checksum, then the payload (build facts and the hierarchy's arrays). A file
+//! whose key differs (another graph or parameters: *mismatched*), whose format is older
+//! (*stale*), or whose length or checksum is wrong (*truncated*, *corrupt*) is never used;
+//! [`load`] says which, and the caller rebuilds. A payload that passes the checksum is still
+//! checked for shape (lengths, offsets, ids in range) before use, so no file can make the
+//! sweep index out of bounds.
+
+use super::ch::{ChInfo, ChParams, ChWeight, Hierarchy};
+use crate::graph::Csr;
+use std::path::{Path, PathBuf};
+use xxhash_rust::xxh3::xxh3_128;
+
+const MAGIC: &[u8; 11] = b"TUCCOMPI-CH";
+/// Version of the file layout and of the builder (bump when either changes what a file holds).
+pub const FORMAT: u32 = 1;
+
+/// What identifies a hierarchy: the graph, the parameters, the distance width.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key {
+    /// XXH3-128 of the CSR (n, offsets, targets, weights).
+    pub graph: u128,
+    /// Vertices.
+    pub n: u64,
+    /// Arcs.
+    pub m: u64,
+    /// Build parameters.
+    pub params: ChParams,
+    /// Bytes per weight (4 or 8).
+    pub width: u8,
+}
+
+impl Key {
+    /// The key of `g`'s hierarchy built with `params` at weight type `W`.
+    pub fn of<W: ChWeight>(g: &Csr, params: &ChParams) -> Key {
+        let mut bytes = Vec::with_capacity(8 + 4 * (g.offsets.len() + 2 * g.m()));
+        bytes.extend_from_slice(&(g.n as u64).to_le_bytes());
+        for part in [&g.offsets, &g.targets, &g.weights] {
+            for x in part.iter() {
+                bytes.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        Key {
+            graph: xxh3_128(&bytes),
+            n: g.n as u64,
+            m: g.m() as u64,
+            params: *params,
+            width: std::mem::size_of::<W>() as u8,
+        }
+    }
+
+    /// A file name unique to the key.
+    pub fn file_name(&self) -> String {
+        format!(
+            "{:032x}-n{}-m{}-s{}-h{}-w{}-v{FORMAT}.ch",
+            self.graph,
+            self.n,
+            self.m,
+            self.params.settle_limit,
+            self.params.hop_limit,
+            self.width * 8
+        )
+    }
+
+    fn bytes(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(41);
+        b.extend_from_slice(&self.graph.to_le_bytes());
+        b.extend_from_slice(&self.n.to_le_bytes());
+        b.extend_from_slice(&self.m.to_le_bytes());
+        b.extend_from_slice(&self.params.settle_limit.to_le_bytes());
+        b.extend_from_slice(&self.params.hop_limit.to_le_bytes());
+        b.push(self.width);
+        b
+    }
+}
+
+/// The default cache directory: `$XDG_CACHE_HOME/tuccompi/hierarchies`, else
+/// `~/.cache/tuccompi/hierarchies`; `None` without either variable.
+pub fn default_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("tuccompi").join("hierarchies"))
+}
+
+/// Why a cache file was not used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Miss {
+    /// No file there.
+    Absent,
+    /// Not a hierarchy file, or one of an older format or builder version.
+    Stale(String),
+    /// A hierarchy of another graph, other parameters or another distance width.
+    Mismatched(String),
+    /// Shorter or longer than its header says.
+    Truncated(String),
+    /// The checksum or the shape of the payload is wrong.
+    Corrupt(String),
+    /// It could not be read.
+    Unreadable(String),
+}
+
+impl std::fmt::Display for Miss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Miss::Absent => write!(f, "no cached hierarchy"),
+            Miss::Stale(s) => write!(f, "stale cache ({s})"),
+            Miss::Mismatched(s) => write!(f, "cache of another graph or parameters ({s})"),
+            Miss::Truncated(s) => write!(f, "truncated cache ({s})"),
+            Miss::Corrupt(s) => write!(f, "corrupt cache ({s})"),
+            Miss::Unreadable(s) => write!(f, "unreadable cache ({s})"),
+        }
+    }
+}
+
+/// Read the hierarchy at `path` if it holds the one `key` names.
+pub fn load<W: ChWeight>(path: &Path, key: &Key) -> Result<Hierarchy<W>, Miss> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Miss::Absent),
+        Err(e) => return Err(Miss::Unreadable(e.to_string())),
+    };
+    let mut r = Reader { b: &bytes, at: 0 };
+    let head = |e: &'static str| Miss::Truncated(format!("header ends early: {e}"));
+    if r.take(MAGIC.len()).map_err(head)? != MAGIC {
+        return Err(Miss::Stale("not a tuccompi hierarchy file".into()));
+    }
+    let format = r.u32().map_err(head)?;
+    if format != FORMAT {
+        return Err(Miss::Stale(format!(
+            "format {format}, this build reads {FORMAT}"
+        )));
+    }
+    let want = key.bytes();
+    let got = r.take(want.len()).map_err(head)?;
+    if got != want.as_slice() {
+        return Err(Miss::Mismatched(describe_key_difference(got, key)));
+    }
+    let len = r.u64().map_err(head)?;
+    let sum = u128::from_le_bytes(r.take(16).map_err(head)?.try_into().expect("16 bytes"));
+    let payload = &bytes[r.at..];
+    if payload.len() as u64 != len {
+        return Err(Miss::Truncated(format!(
+            "payload of {} bytes, header says {len}",
+            payload.len()
+        )));
+    }
+    if xxh3_128(payload) != sum {
+        return Err(Miss::Corrupt("payload checksum differs".into()));
+    }
+    decode(payload, key).map_err(Miss::Corrupt)
+}
+
+fn describe_key_difference(got: &[u8], key: &Key) -> String {
+    if got.len() < 41 {
+        return "short key".into();
+    }
+    let n = u64::from_le_bytes(got[16..24].try_into().expect("8 bytes"));
+    let m = u64::from_le_bytes(got[24..32].try_into().expect("8 bytes"));
+    if got[..16] != key.graph.to_le_bytes() {
+        format!(
+            "it holds a graph of {n} vertices and {m} arcs with another content; this one has {} and {}",
+            key.n, key.m
+        )
+    } else if got[40] != key.width {
+        format!(
+            "{}-bit weights, this run needs {}-bit",
+            got[40] as u32 * 8,
+            key.width as u32 * 8
+        )
+    } else {
+        "built with other witness-search limits".into()
+    }
+}
+
+/// Write `h` (keyed by `key`) to `path` through a temporary file and a rename; creates the
+/// directory.
+pub fn store<W: ChWeight>(path: &Path, key: &Key, h: &Hierarchy<W>) -> std::io::Result<()> {
+    let payload = encode(h);
+    let mut out = Vec::with_capacity(payload.len() + 96);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT.to_le_bytes());
+    out.extend_from_slice(&key.bytes());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&xxh3_128(&payload).to_le_bytes());
+    out.extend_from_slice(&payload);
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let name = path
+        .file_name()
+        .map_or("hierarchy".into(), |s| s.to_string_lossy().into_owned());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let tmp = path.with_file_name(format!(".{name}.{}.{nanos}.tmp", std::process::id()));
+    let written = std::fs::write(&tmp, &out).and_then(|_| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+fn put_u32s(out: &mut Vec<u8>, v: &[u32]) {
+    out.extend_from_slice(&(v.len() as u64).to_le_bytes());
+    for x in v {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+}
+
+fn put_ws<W: ChWeight>(out: &mut Vec<u8>, v: &[W]) {
+    out.extend_from_slice(&(v.len() as u64).to_le_bytes());
+    for x in v {
+        let x = x.to_u64();
+        out.extend_from_slice(&x.to_le_bytes()[..std::mem::size_of::<W>()]);
+    }
+}
+
+fn encode<W: ChWeight>(h: &Hierarchy<W>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for x in [
+        h.info.arcs,
+        h.info.shortcuts,
+        h.info.rounds as u64,
+        h.n as u64,
+    ] {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    put_u32s(&mut out, &h.order);
+    put_u32s(&mut out, &h.up_offsets);
+    put_u32s(&mut out, &h.up_heads);
+    put_ws(&mut out, &h.up_weights);
+    put_u32s(&mut out, &h.down_offsets);
+    put_u32s(&mut out, &h.down_tails);
+    put_ws(&mut out, &h.down_weights);
+    put_u32s(&mut out, &h.levels);
+    out
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, len: usize) -> Result<&'a [u8], &'static str> {
+        let end = self.at.checked_add(len).filter(|&e| e <= self.b.len());
+        let end = end.ok_or("the data ends early")?;
+        let s = &self.b[self.at..end];
+        self.at = end;
+        Ok(s)
+    }
+    fn u32(&mut self) -> Result<u32, &'static str> {
+        Ok(u32::from_le_bytes(
+            self.take(4)?.try_into().expect("4 bytes"),
+        ))
+    }
+    fn u64(&mut self) -> Result<u64, &'static str> {
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+    fn len(&mut self, what: &str) -> Result<usize, String> {
+        let len = self.u64().map_err(|e| format!("{what}: {e}"))?;
+        usize::try_from(len)
+            .ok()
+            .filter(|&l| l <= self.b.len())
+            .ok_or_else(|| format!("{what}: length {len} exceeds the file"))
+    }
+    fn u32s(&mut self, what: &str) -> Result<Vec<u32>, String> {
+        let len = self.len(what)?;
+        let raw = self
+            .take(len.checked_mul(4).ok_or("overflow")?)
+            .map_err(|e| format!("{what}: {e}"))?;
+        Ok(raw
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+            .collect())
+    }
+    fn ws<W: ChWeight>(&mut self, what: &str) -> Result<Vec<W>, String> {
+        let len = self.len(what)?;
+        let size = std::mem::size_of::<W>();
+        let raw = self
+            .take(len.checked_mul(size).ok_or("overflow")?)
+            .map_err(|e| format!("{what}: {e}"))?;
+        raw.chunks_exact(size)
+            .map(|c| {
+                let mut b = [0u8; 8];
+                b[..size].copy_from_slice(c);
+                W::from_u64(u64::from_le_bytes(b))
+                    .ok_or_else(|| format!("{what}: a weight equals the unreachable mark"))
+            })
+            .collect()
+    }
+}
+
+fn decode<W: ChWeight>(payload: &[u8], key: &Key) -> Result<Hierarchy<W>, String> {
+    let mut r = Reader { b: payload, at: 0 };
+    let mut word = || r.u64().map_err(|e| format!("build facts: {e}"));
+    let (arcs, shortcuts, rounds, n) = (word()?, word()?, word()?, word()?);
+    if n != key.n || arcs != key.m {
+        return Err(format!(
+            "payload holds n = {n}, m = {arcs}; its key says {} and {}",
+            key.n, key.m
+        ));
+    }
+    let n = n as usize;
+    let order = r.u32s("order")?;
+    let up_offsets = r.u32s("upward offsets")?;
+    let up_heads = r.u32s("upward heads")?;
+    let up_weights = r.ws::<W>("upward weights")?;
+    let down_offsets = r.u32s("downward offsets")?;
+    let down_tails = r.u32s("downward tails")?;
+    let down_weights = r.ws::<W>("downward weights")?;
+    let levels = r.u32s("levels")?;
+    if r.at != payload.len() {
+        return Err("bytes after the last array".into());
+    }
+    // Shape: a permutation, CSR offsets that index their arrays, arcs between earlier and
+    // later positions as the sweep needs, levels that cover 0..n.
+    if order.len() != n {
+        return Err(format!(
+            "order has {} entries for {n} vertices",
+            order.len()
+        ));
+    }
+    let mut pos = vec![u32::MAX; n];
+    for (p, &v) in order.iter().enumerate() {
+        match pos.get_mut(v as usize) {
+            Some(slot) if *slot == u32::MAX => *slot = p as u32,
+            _ => return Err(format!("order is not a permutation (entry {p} = {v})")),
+        }
+    }
+    let csr = |what: &str, off: &[u32], heads: &[u32], weights: usize, up: bool| {
+        let ok = off.len() == n + 1
+            && off.first() == Some(&0)
+            && off.windows(2).all(|w| w[0] <= w[1])
+            && off.last().map(|&l| l as usize) == Some(heads.len())
+            && weights == heads.len();
+        if !ok {
+            return Err(format!(
+                "{what} arrays do not form a CSR over {n} positions"
+            ));
+        }
+        for p in 0..n {
+            for &q in &heads[off[p] as usize..off[p + 1] as usize] {
+                if q as usize >= p {
+                    let dir = if up { "upward" } else { "downward" };
+                    return Err(format!(
+                        "{dir} arc between positions {p} and {q} is not toward a lower position"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    };
+    csr("upward", &up_offsets, &up_heads, up_weights.len(), true)?;
+    csr(
+        "downward",
+        &down_offsets,
+        &down_tails,
+        down_weights.len(),
+        false,
+    )?;
+    let levels_ok = levels.first() == Some(&0)
+        && levels.last().map(|&l| l as usize) == Some(n)
+        && levels.windows(2).all(|w| w[0] < w[1] || n == 0);
+    if !levels_ok {
+        return Err("level boundaries do not cover the positions in order".into());
+    }
+    // One GPU launch per level needs no arc inside a level.
+    let mut level_of = vec![0u32; n];
+    for (l, w) in levels.windows(2).enumerate() {
+        level_of[w[0] as usize..w[1] as usize].fill(l as u32);
+    }
+    for p in 0..n {
+        for &q in &down_tails[down_offsets[p] as usize..down_offsets[p + 1] as usize] {
+            if level_of[q as usize] >= level_of[p] {
+                return Err(format!("downward arc {q} -> {p} does not go down a level"));
+            }
+        }
+    }
+    Ok(Hierarchy {
+        n,
+        order,
+        pos,
+        up_offsets,
+        up_heads,
+        up_weights,
+        down_offsets,
+        down_tails,
+        down_weights,
+        levels,
+        info: ChInfo {
+            arcs,
+            shortcuts,
+            rounds: rounds as u32,
+        },
+    })
+}
+
+#[cfg(test)]
+mod test;

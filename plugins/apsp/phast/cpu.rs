@@ -1,0 +1,287 @@
+//! The CPU half of PHAST: k shortest-path trees at once over a [`Hierarchy`].
+//!
+//! Per batch of at most k sources: one upward Dijkstra per source (over the upward graph, into
+//! a small per-worker array, reset through its touched list), whose settled vertices become
+//! *seeds* sorted by position; then one sweep over positions 0..n that sets, for all k trees
+//! at once, `d[p·k + j] = min(seed, min over incoming downward arcs (q, w) of d[q·k + j] + w)`.
+//! Distances are vertex-major, so each arc read serves k trees and the k-lane minimum is one or
+//! two vector instructions: the inner loop is written over a fixed-size array `[W; K]` (K a
+//! const parameter) so that LLVM vectorizes it, and on x86-64 the sweep is compiled a second
+//! time with AVX2 and chosen at run time (the x86-64 baseline has no packed unsigned 32-bit
+//! minimum). Unreachable stays `INF` through saturating additions.
+//!
+//! Complexity per batch: O(k·(S log S) + n·k + a·k), S the upward search space, a the
+//! hierarchy's downward arcs. Memory: n·k distances.
+
+use super::ch::{ChWeight, Hierarchy};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// Trees per batch the sweep is compiled for.
+pub const SUPPORTED_K: [usize; 6] = [1, 2, 4, 8, 16, 32];
+
+/// Per-worker PHAST state, reused across batches.
+#[derive(Debug)]
+pub struct Sweeper<'h, W: ChWeight> {
+    h: &'h Hierarchy<W>,
+    k: usize,
+    /// Trees of the last batch.
+    lanes: usize,
+    /// `d[p*k + j]`: distance of tree j to the vertex at position p.
+    d: Vec<W>,
+    /// Upward search: distances by position (INF outside the touched list).
+    up: Vec<W>,
+    touched: Vec<u32>,
+    heap: BinaryHeap<Reverse<(W, u32)>>,
+    /// (position, lane, distance) from the upward searches, sorted by position.
+    seeds: Vec<(u32, u32, W)>,
+}
+
+impl<'h, W: ChWeight> Sweeper<'h, W> {
+    /// State for batches of up to `k` trees (`k` one of [`SUPPORTED_K`]) over `h`.
+    pub fn new(h: &'h Hierarchy<W>, k: usize) -> crate::Result<Self> {
+        if !SUPPORTED_K.contains(&k) {
+            return Err(crate::Error::Config(format!(
+                "PHAST trees at once = {k}: use one of {SUPPORTED_K:?}"
+            )));
+        }
+        Ok(Sweeper {
+            h,
+            k,
+            lanes: 0,
+            d: crate::filled(h.n * k, W::INF, "PHAST distances (n x trees at once)")?,
+            up: crate::filled(h.n, W::INF, "PHAST upward search")?,
+            touched: Vec::new(),
+            heap: BinaryHeap::new(),
+            seeds: Vec::new(),
+        })
+    }
+
+    /// Trees per batch.
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// The hierarchy.
+    pub fn hierarchy(&self) -> &'h Hierarchy<W> {
+        self.h
+    }
+
+    /// Grow shortest-path trees from `sources` (vertex ids of the input CSR, at most k): lane
+    /// j holds the tree of `sources[j]`; lanes past `sources.len()` are all INF.
+    pub fn run(&mut self, sources: &[u32]) {
+        assert!(sources.len() <= self.k, "more sources than trees at once");
+        self.lanes = sources.len();
+        self.seeds.clear();
+        for (j, &s) in sources.iter().enumerate() {
+            self.upward(j as u32, self.h.pos[s as usize]);
+        }
+        self.seeds.sort_unstable_by_key(|s| (s.0, s.1));
+        let (h, d, seeds) = (self.h, &mut self.d[..], &self.seeds[..]);
+        match self.k {
+            1 => sweep_dispatch::<W, 1>(h, d, seeds),
+            2 => sweep_dispatch::<W, 2>(h, d, seeds),
+            4 => sweep_dispatch::<W, 4>(h, d, seeds),
+            8 => sweep_dispatch::<W, 8>(h, d, seeds),
+            16 => sweep_dispatch::<W, 16>(h, d, seeds),
+            32 => sweep_dispatch::<W, 32>(h, d, seeds),
+            _ => unreachable!("k checked in new"),
+        }
+    }
+
+    /// Dijkstra from position `ps` over upward arcs; settled positions become seeds of lane j.
+    fn upward(&mut self, j: u32, ps: u32) {
+        let h = self.h;
+        self.up[ps as usize] = W::ZERO;
+        self.touched.push(ps);
+        self.heap.push(Reverse((W::ZERO, ps)));
+        while let Some(Reverse((dp, p))) = self.heap.pop() {
+            if dp != self.up[p as usize] {
+                continue;
+            }
+            self.seeds.push((p, j, dp));
+            let (a, b) = (
+                h.up_offsets[p as usize] as usize,
+                h.up_offsets[p as usize + 1] as usize,
+            );
+            for (&q, &w) in h.up_heads[a..b].iter().zip(&h.up_weights[a..b]) {
+                let nd = dp.sat_add(w);
+                let dq = &mut self.up[q as usize];
+                if nd < *dq {
+                    if *dq == W::INF {
+                        self.touched.push(q);
+                    }
+                    *dq = nd;
+                    self.heap.push(Reverse((nd, q)));
+                }
+            }
+        }
+        for &p in &self.touched {
+            self.up[p as usize] = W::INF;
+        }
+        self.touched.clear();
+    }
+
+    /// Distance of tree `j` of the last batch to vertex `v` (input CSR id).
+    pub fn dist(&self, j: usize, v: u32) -> W {
+        self.d[self.h.pos[v as usize] as usize * self.k + j]
+    }
+
+    /// Per-tree records `[reached, sum_lo, sum_hi, max]` of the last batch over `targets`
+    /// (sweep positions; `None` = every vertex), into `records[j]` for each lane.
+    pub fn summarize(&self, targets: Option<&[u32]>, records: &mut [[u64; 4]]) {
+        let (d, t) = (&self.d[..], targets);
+        let acc = match self.k {
+            1 => Tally::<1>::over(d, t, self.h.n),
+            2 => Tally::<2>::over(d, t, self.h.n),
+            4 => Tally::<4>::over(d, t, self.h.n),
+            8 => Tally::<8>::over(d, t, self.h.n),
+            16 => Tally::<16>::over(d, t, self.h.n),
+            32 => Tally::<32>::over(d, t, self.h.n),
+            _ => unreachable!("k checked in new"),
+        };
+        for (j, r) in records.iter_mut().enumerate().take(self.lanes) {
+            *r = [acc[j][0], acc[j][1], acc[j][2], acc[j][3]];
+        }
+    }
+
+    /// Distance row of tree `j` of the last batch in the input's numbering: `row[i]` is the
+    /// distance to vertex `targets[i]` (vertex ids), or to vertex `i` when `targets` is `None`.
+    pub fn row(&self, j: usize, targets: Option<&[u32]>, row: &mut Vec<W>) {
+        row.clear();
+        let (pos, k) = (&self.h.pos, self.k);
+        match targets {
+            None => row.extend(pos.iter().map(|&p| self.d[p as usize * k + j])),
+            Some(t) => row.extend(t.iter().map(|&v| self.d[pos[v as usize] as usize * k + j])),
+        }
+    }
+}
+
+/// Per-lane reached count, 128-bit sum (low word and carries) and maximum, branch-free over
+/// `[W; K]` rows so that it vectorizes like the sweep.
+struct Tally<const K: usize>;
+
+impl<const K: usize> Tally<K> {
+    fn over<W: ChWeight>(d: &[W], targets: Option<&[u32]>, n: usize) -> Vec<[u64; 4]> {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked just above; the answer is cached).
+            return unsafe { Self::over_avx2(d, targets, n) };
+        }
+        Self::over_portable(d, targets, n)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn over_avx2<W: ChWeight>(d: &[W], targets: Option<&[u32]>, n: usize) -> Vec<[u64; 4]> {
+        Self::over_portable(d, targets, n)
+    }
+
+    #[inline(always)]
+    fn over_portable<W: ChWeight>(d: &[W], targets: Option<&[u32]>, n: usize) -> Vec<[u64; 4]> {
+        let mut t = Lanes::<K>::default();
+        // Plain loops, no closure: a closure would be compiled apart, without AVX2.
+        match targets {
+            None => {
+                for row in d[..n * K].chunks_exact(K) {
+                    t.add(row.try_into().expect("K lanes"));
+                }
+            }
+            Some(ts) => {
+                for &p in ts {
+                    let p = p as usize;
+                    t.add(d[p * K..p * K + K].try_into().expect("K lanes"));
+                }
+            }
+        }
+        (0..K)
+            .map(|j| [t.reached[j], t.lo[j], t.hi[j], t.max[j]])
+            .collect()
+    }
+}
+
+/// Running per-lane summary.
+struct Lanes<const K: usize> {
+    reached: [u64; K],
+    lo: [u64; K],
+    hi: [u64; K],
+    max: [u64; K],
+}
+
+impl<const K: usize> Default for Lanes<K> {
+    fn default() -> Self {
+        Lanes {
+            reached: [0; K],
+            lo: [0; K],
+            hi: [0; K],
+            max: [0; K],
+        }
+    }
+}
+
+impl<const K: usize> Lanes<K> {
+    #[inline(always)]
+    #[allow(clippy::needless_range_loop)] // one lane index over five arrays in step
+    fn add<W: ChWeight>(&mut self, row: &[W; K]) {
+        for j in 0..K {
+            let ok = row[j] != W::INF;
+            let x = if ok { row[j].to_u64() } else { 0 };
+            self.reached[j] += ok as u64;
+            let (s, carry) = self.lo[j].overflowing_add(x);
+            self.lo[j] = s;
+            self.hi[j] += carry as u64;
+            self.max[j] = self.max[j].max(x);
+        }
+    }
+}
+
+/// The sweep with AVX2 where the CPU has it, else the baseline build.
+fn sweep_dispatch<W: ChWeight, const K: usize>(
+    h: &Hierarchy<W>,
+    d: &mut [W],
+    seeds: &[(u32, u32, W)],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above; the answer is cached).
+        unsafe { sweep_avx2::<W, K>(h, d, seeds) };
+        return;
+    }
+    sweep::<W, K>(h, d, seeds);
+}
+
+/// [`sweep`] compiled for AVX2 (8 u32 or 4 u64 lanes per instruction).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn sweep_avx2<W: ChWeight, const K: usize>(h: &Hierarchy<W>, d: &mut [W], seeds: &[(u32, u32, W)]) {
+    sweep::<W, K>(h, d, seeds);
+}
+
+/// One pass over positions 0..n for K trees: seeds, then the minimum over incoming downward
+/// arcs. Every tail q of an arc into p has q < p, so `d[q]` is final when p is reached.
+#[inline(always)]
+fn sweep<W: ChWeight, const K: usize>(h: &Hierarchy<W>, d: &mut [W], seeds: &[(u32, u32, W)]) {
+    let (offsets, tails, weights) = (&h.down_offsets[..], &h.down_tails[..], &h.down_weights[..]);
+    let mut next = 0usize;
+    for p in 0..h.n {
+        let mut acc = [W::INF; K];
+        while next < seeds.len() && seeds[next].0 as usize == p {
+            let (_, j, x) = seeds[next];
+            acc[j as usize] = acc[j as usize].min(x);
+            next += 1;
+        }
+        let (a, b) = (offsets[p] as usize, offsets[p + 1] as usize);
+        for (&q, &w) in tails[a..b].iter().zip(&weights[a..b]) {
+            let src: &[W; K] = d[q as usize * K..q as usize * K + K]
+                .try_into()
+                .expect("K lanes");
+            for j in 0..K {
+                acc[j] = acc[j].min(src[j].sat_add(w));
+            }
+        }
+        d[p * K..p * K + K].copy_from_slice(&acc);
+    }
+}
+
+#[cfg(test)]
+mod test;

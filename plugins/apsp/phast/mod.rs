@@ -1,0 +1,37 @@
+//! PHAST (Delling, Goldberg, Nowatzyk, Werneck, JPDC 2013): one shortest-path tree per source
+//! as a small upward Dijkstra plus one linear sweep over a contraction hierarchy.
+//!
+//! [`ch`] builds the hierarchy (renumbered into sweep order, with levels for a GPU sweep) and
+//! [`cache`] keeps it on disk; [`auto`] decides when PHAST runs. The CPU half ([`cpu`], wired
+//! into the plugin by [`worker`]) sweeps k trees at once with distances vertex-major.
+
+pub mod auto;
+pub mod cache;
+pub mod ch;
+pub mod cpu;
+pub mod worker;
+
+pub use ch::{ChWeight, Hierarchy};
+
+/// A hierarchy of either distance width (u32 when every path fits, as the plugin's `wide`).
+#[derive(Debug)]
+pub enum AnyHierarchy {
+    /// 32-bit weights and distances.
+    Narrow(Hierarchy<u32>),
+    /// 64-bit weights and distances.
+    Wide(Hierarchy<u64>),
+}
+
+impl AnyHierarchy {
+    /// Build the hierarchy of `graph` at the width `wide` says, with the default parameters
+    /// and no budget (no cache: [`auto::choose`] is the plugin's way in).
+    pub fn build(graph: &crate::graph::Csr, wide: bool) -> crate::Result<Self> {
+        let p = ch::ChParams::default();
+        let err = |e: ch::ChError| crate::Error::Input(format!("{}: {e}", graph.name));
+        Ok(if wide {
+            AnyHierarchy::Wide(Hierarchy::build(graph, &p, None).map_err(err)?)
+        } else {
+            AnyHierarchy::Narrow(Hierarchy::build(graph, &p, None).map_err(err)?)
+        })
+    }
+}

@@ -1,0 +1,90 @@
+//! The apsp plugin's PHAST CPU worker: chunks of tasks in batches of k trees through a
+//! [`Sweeper`], records and rows over the job's targets.
+
+use super::cpu::{Sweeper, SUPPORTED_K};
+use super::{AnyHierarchy, ChWeight, Hierarchy};
+use crate::plugin::{RecordsOut, Worker};
+use crate::plugins::apsp::{ApspJob, RowWrite};
+use crate::tuning::{phast_trees, Choice, CpuCache, Source};
+use crate::{Error, Result};
+use std::ops::Range;
+
+/// Trees per CPU sweep: `[apsp] cpu_batch`, else the tuning rule for `n` vertices of
+/// `value_bytes`-byte distances on this host.
+pub fn cpu_batch(config: Option<usize>, n: usize, value_bytes: usize) -> Result<Choice> {
+    match config {
+        Some(k) if SUPPORTED_K.contains(&k) => Ok(Choice {
+            value: k,
+            source: Source::Config,
+            reason: "[apsp] cpu_batch".into(),
+        }),
+        Some(k) => Err(Error::Config(format!(
+            "[apsp] cpu_batch = {k}: PHAST sweeps {SUPPORTED_K:?} trees at once; use one of \
+             these or \"auto\""
+        ))),
+        None => Ok(phast_trees(n, value_bytes, &CpuCache::host())),
+    }
+}
+
+/// A PHAST worker for `job` over `h`.
+pub fn cpu_worker<'a>(job: &'a ApspJob, h: &'a AnyHierarchy) -> Result<Box<dyn Worker + 'a>> {
+    Ok(match h {
+        AnyHierarchy::Narrow(h) => Box::new(PhastWorker::new(job, h)?),
+        AnyHierarchy::Wide(h) => Box::new(PhastWorker::new(job, h)?),
+    })
+}
+
+struct PhastWorker<'a, W: ChWeight> {
+    job: &'a ApspJob,
+    sw: Sweeper<'a, W>,
+    /// Sweep positions of the targets (`None` = every vertex).
+    tpos: Option<Vec<u32>>,
+    recs: Vec<[u64; 4]>,
+    row: Vec<W>,
+    batch: Vec<u32>,
+}
+
+impl<'a, W: ChWeight> PhastWorker<'a, W> {
+    fn new(job: &'a ApspJob, h: &'a Hierarchy<W>) -> Result<Self> {
+        let k = cpu_batch(
+            job.options.cpu_batch.and_then(|b| b.value()),
+            h.n,
+            std::mem::size_of::<W>(),
+        )?
+        .value;
+        Ok(PhastWorker {
+            job,
+            sw: Sweeper::new(h, k)?,
+            tpos: job
+                .targets
+                .as_ref()
+                .map(|t| t.iter().map(|&v| h.pos[v as usize]).collect()),
+            recs: vec![[0; 4]; k],
+            row: Vec::new(),
+            batch: Vec::with_capacity(k),
+        })
+    }
+}
+
+impl<W: ChWeight + RowWrite> Worker for PhastWorker<'_, W> {
+    fn run(&mut self, range: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
+        let k = self.sw.k();
+        let mut start = range.start;
+        while start < range.end {
+            let end = (start + k).min(range.end);
+            self.batch.clear();
+            self.batch.extend_from_slice(&self.job.sources[start..end]);
+            self.sw.run(&self.batch);
+            self.sw.summarize(self.tpos.as_deref(), &mut self.recs);
+            for (j, t) in (start..end).enumerate() {
+                out.record(t).copy_from_slice(&self.recs[j]);
+                if let Some(rows) = &self.job.rows {
+                    self.sw.row(j, self.job.targets.as_deref(), &mut self.row);
+                    W::write_row(rows, t, &self.row)?;
+                }
+            }
+            start = end;
+        }
+        Ok(())
+    }
+}
