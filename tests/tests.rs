@@ -9,6 +9,6 @@ mod dense;
 mod example;
 #[cfg(feature = "mpi")]
 mod mpi;
+mod phast_cpu;
 mod reliability;
 mod scheduling;
-mod phast_cpu;

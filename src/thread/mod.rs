@@ -135,6 +135,8 @@ pub type Finished<'a> = &'a (dyn Fn(Range<usize>, &[u64]) -> Result<()> + Sync);
 /// units and its [`UnitStats::failed`] says why; under [`OnFailure::Abort`] the source stops and
 /// the first error is returned. Whether every task ran is for the caller to check
 /// ([`TaskSource::left_over`]).
+// Each argument is one thing the runtime hands the layer; bundling them would only rename them.
+#[allow(clippy::too_many_arguments)]
 pub fn run_units(
     job: &dyn Job,
     units: &[Unit<'_>],

@@ -118,7 +118,10 @@ fn done_tasks_are_skipped_and_finished_chunks_reported_with_their_records() {
     let source = scheduler::source(
         Policy::WorkQueue,
         0..300,
-        &[scheduler::UnitInfo::cpu("cpu"), scheduler::UnitInfo::cpu("cpu")],
+        &[
+            scheduler::UnitInfo::cpu("cpu"),
+            scheduler::UnitInfo::cpu("cpu"),
+        ],
     );
     let (stats, _) = run_units(
         &job,
@@ -159,7 +162,11 @@ fn a_failing_finished_callback_stops_the_run_with_its_error() {
         words: 1,
         data: vec![0; 100],
     });
-    let source = scheduler::source(Policy::WorkQueue, 0..100, &[scheduler::UnitInfo::cpu("cpu")]);
+    let source = scheduler::source(
+        Policy::WorkQueue,
+        0..100,
+        &[scheduler::UnitInfo::cpu("cpu")],
+    );
     let err = run_units(
         &job,
         &cpu_units(1, 5),
