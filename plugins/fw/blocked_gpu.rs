@@ -541,6 +541,45 @@ mod test {
     }
 
     #[test]
+    fn staged_transfers_round_trip_in_pieces() {
+        let filter = crate::device::Filter {
+            device_type: "all".into(),
+            names: vec![],
+        };
+        let dev = match crate::device::discover(&filter) {
+            Ok(mut d) => d.swap_remove(0),
+            Err(e) => {
+                assert!(
+                    std::env::var_os("TUCCOMPI_REQUIRE_OPENCL").is_none(),
+                    "TUCCOMPI_REQUIRE_OPENCL is set but OpenCL is unusable: {e}"
+                );
+                eprintln!("NOT RUN: OpenCL test skipped: {e}");
+                return;
+            }
+        };
+        // 11 rows of 7 in a padded 16 x 16 buffer, through 3-row pieces (4 of them, the last
+        // short), both staging buffers taking turns.
+        let (n, ld, piece) = (7, 16, 3);
+        let q = dev.queue().unwrap();
+        let m = DBuf::<i32>::new(&dev, ld * ld).unwrap();
+        q.fill(&m, i32::INF).unwrap();
+        let input: Vec<i32> = (0..11 * n as i32).map(|x| x * 3 - 50).collect();
+        let mut stage = [
+            Pinned::<i32>::new(&dev, piece * n).unwrap(),
+            Pinned::<i32>::new(&dev, piece * n).unwrap(),
+        ];
+        staged_write(&q, &m, ld, n, 0..11, &input, &mut stage, piece).unwrap();
+        let mut back = vec![0; 9 * n];
+        staged_read(&q, &m, ld, n, 2..11, &mut back, &mut stage, piece).unwrap();
+        assert_eq!(back, input[2 * n..]);
+        let mut pad = vec![0; ld];
+        q.read(&m, 11 * ld, &mut pad).unwrap();
+        assert!(pad.iter().all(|&x| x == i32::INF), "row 11 is padding");
+        assert_eq!(pieces(2..11, 3), vec![2..5, 5..8, 8..11]);
+        assert_eq!(pieces(0..7, 3), vec![0..3, 3..6, 6..7]);
+    }
+
+    #[test]
     fn strips_overlap_transfers_with_rounds() {
         // With 4 strips, strip 1 arrives after rounds of strip 0 were issued, and the last
         // strip is read back while rounds of the others remain; with 1 strip neither happens.

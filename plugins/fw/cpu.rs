@@ -103,10 +103,10 @@ pub fn naive<T: Val>(m: &mut [T], n: usize) {
     }
 }
 
-/// Blocked: for each tile of pivots, first close the tile's own rows over those pivots in
-/// order (the diagonal tile and its row: phases 1 and 2), then every other row against the
-/// closed tile rows in parallel (the column and the rest: phases 2 and 3), PANEL_ROWS rows at
-/// a time with their results in registers ([`relax_panel`]). Any path from row i through tile
+/// Blocked: for each tile of pivots, first close the tile's own rows (phase 1: Floyd-Warshall
+/// on the diagonal block; phase 2: the rest of those rows against it), then every other row
+/// against the closed tile rows in parallel (the column and the rest: phases 2 and 3), the
+/// last two PANEL_ROWS rows at a time with their results in registers ([`relax_panel`]). Any path from row i through tile
 /// vertices enters the tile at a first vertex k, and the closed row k already covers the rest
 /// of the path within the tile. O(n³), tile rows stay in cache.
 pub fn blocked<T: Val>(m: &mut [T], n: usize, tile: usize) {
@@ -114,16 +114,14 @@ pub fn blocked<T: Val>(m: &mut [T], n: usize, tile: usize) {
     let mut k0 = 0;
     while k0 < n {
         let k1 = (k0 + tile).min(n);
-        for k in k0..k1 {
-            let rk: Vec<T> = m[k * n..(k + 1) * n].to_vec();
-            m[k0 * n..k1 * n].par_chunks_mut(n).for_each(|row| {
-                let aik = row[k];
-                if !aik.unreachable() {
-                    relax_row(row, aik, &rk);
-                }
-            });
-        }
         let t = k1 - k0;
+        // The tile rows: close the diagonal block, then X = D* ⊗ X over the whole rows (a
+        // product with the closed block, so the same register-blocked update).
+        fw_block(m, n, k0, t);
+        krows[..t * n].copy_from_slice(&m[k0 * n..k1 * n]);
+        m[k0 * n..k1 * n]
+            .par_chunks_mut(PANEL_ROWS * n)
+            .for_each(|rows| T::relax_panel(rows, n, k0, &krows[..t * n]));
         krows[..t * n].copy_from_slice(&m[k0 * n..k1 * n]);
         let kr = &krows[..t * n];
         let (above, rest) = m.split_at_mut(k0 * n);

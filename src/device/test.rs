@@ -104,3 +104,50 @@ fn programs_are_built_once_and_build_errors_show_the_log() {
         .to_string();
     assert!(err.contains("no_such_kernel"), "{err}");
 }
+
+#[test]
+fn rows_pinned_memory_fill_and_markers() {
+    let Some(dev) = device() else { return };
+    let q = dev.profiled_queue().unwrap();
+    // A 5 x 8 buffer (ld 8) holding 5 x 6 host rows: columns 6..8 keep the fill value.
+    let b = DBuf::<i32>::new(&dev, 40).unwrap();
+    q.fill(&b, -7).unwrap();
+    let mut pinned = Pinned::<i32>::new(&dev, 30).unwrap();
+    for (i, v) in pinned.as_mut_slice().iter_mut().enumerate() {
+        *v = i as i32;
+    }
+    q.write_rows(&b, 8, 0, 6, &pinned.as_slice()[..18]).unwrap();
+    q.write_rows(&b, 8, 3, 6, &pinned.as_slice()[18..30])
+        .unwrap();
+    let mut all = [0i32; 40];
+    q.read(&b, 0, &mut all).unwrap();
+    for r in 0..5 {
+        for c in 0..8 {
+            let want = if c < 6 { (r * 6 + c) as i32 } else { -7 };
+            assert_eq!(all[r * 8 + c], want, "row {r} column {c}");
+        }
+    }
+    // Rows 1..3 back, packed; ld == cols takes the plain path.
+    let mut two = [0i32; 12];
+    q.read_rows(&b, 8, 1, 6, &mut two).unwrap();
+    assert_eq!(two[..6], [6, 7, 8, 9, 10, 11]);
+    let mut whole = [0i32; 16];
+    q.read_rows(&b, 8, 3, 8, &mut whole).unwrap();
+    assert_eq!(whole[6..8], [-7, -7]);
+    // Out of bounds and ragged rows are refused.
+    let e = q.write_rows(&b, 8, 4, 6, &[0; 12]).unwrap_err().to_string();
+    assert!(e.contains("outside a buffer"), "{e}");
+    let e = q
+        .read_rows(&b, 8, 0, 6, &mut [0; 7])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("rows of 6"), "{e}");
+    // A launch's marker carries its device time; a plain marker can be waited for.
+    let k = dev.kernel(&TEST_KERNELS, "", "axpy").unwrap();
+    let u = DBuf::<u32>::new(&dev, 64).unwrap();
+    // SAFETY: axpy(uint*, uint, uint) over 64 elements of a 64-element buffer.
+    let m = unsafe { q.launch_marked(&k, 64, None, &[Arg::U32s(&u), Arg::U32(1), Arg::U32(64)]) }
+        .unwrap();
+    q.marker().unwrap().wait().unwrap();
+    assert!(m.seconds().unwrap() >= 0.0);
+}
