@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # GPU-machine measurements for BENCHMARKS.md. Run from the repository root:
 #   benches/device.sh BIN DATA_DIR [SECTION...]
-# Sections: devices algos queues hetero batch full tune dense phast moscowfull mpi sched collatz
-# workers mpienv mpigpu (and more below; phast: PHB=the phast bench binary, default beside BIN).
+# Sections: devices algos queues hetero batch full tune dense phast phastgpu moscowfull mpi sched
+# collatz workers mpienv mpigpu (and more below; phast: PHB=the phast bench binary, phastgpu:
+# PB=the phast_gpu bench binary, default beside BIN).
 # Prints one line per run:
 #   label  wall_s  tasks  tasks/s  checksum
 # NVIDIA's OpenCL is registered through OCL_ICD_VENDORS when the loader lacks it.
@@ -288,6 +289,26 @@ phast)
   one "bremen full APSP phast cpu16 alone (cached)" 120 --set "$BR" --set run.sources=\"all\" --set units.opencl=none "${PH[@]}"; pre
   PHB=${PHB:-$(dirname "$B")/phast}
   [ -x "$PHB" ] && { timeout 200 "$PHB" "$D/osm-moscow.gr.gz" 16 8192; timeout 100 "$PHB" "$D/osm-moscow.gr.gz" 1 512; } || echo "phast bench binary $PHB missing" ;;
+phastgpu)
+  # GPU PHAST: phase timings and sweep bandwidth against a device copy (PB = the binary of
+  # `cargo bench --bench phast_gpu --no-run`), then whole runs; GPU PHAST's summary.csv must
+  # equal CPU Dijkstra's.
+  PB=${PB:-$(dirname "$B")/phast_gpu}
+  timeout 200 "$PB" "$D/osm-moscow.gr.gz" ${PHAST_KS:-1024 2048 4096} || echo "phast_gpu bench failed"
+  timeout 100 "$PB" "$D/osm-bremen-dist.gr.gz" 2048 8192 || echo "phast_gpu bench failed"
+  P="apsp.gpu_algorithm=\"phast\""
+  one "moscow 2048 cpu16 dijkstra" 120 --set "$MO" --set run.sources=2048 --set units.opencl=none --set apsp.cpu_algorithm=\"dijkstra\"
+  cp "$OUT/summary.csv" /tmp/phast-ref.csv
+  one "moscow 2048 gpu phast" 120 --set "$MO" --set run.sources=2048 --set units.cpu_workers=0 --set "$P"
+  cmp /tmp/phast-ref.csv "$OUT/summary.csv" && echo "moscow 2048: GPU PHAST summary.csv = Dijkstra's"
+  one "bremen all gpu phast" 120 --set "$BR" --set run.sources=\"all\" --set units.cpu_workers=0 --set "$P"
+  for q in 1 2 4; do
+    one "moscow all gpu phast q=$q" 200 --set "$MO" --set run.sources=\"all\" --set units.cpu_workers=0 --set "$P" --set units.concurrent_kernels=$q
+  done
+  one "moscow all gpu phast top_levels=0" 200 --set "$MO" --set run.sources=\"all\" --set units.cpu_workers=0 --set "$P" --set apsp.gpu_top_levels=0
+  one "moscow all gpu phast upward=host q=4" 200 --set "$MO" --set run.sources=\"all\" --set units.cpu_workers=0 --set "$P" --set apsp.gpu_upward=\"host\" --set units.concurrent_kernels=4
+  one "moscow all gpu phast + cpu16 dijkstra" 200 --set "$MO" --set run.sources=\"all\" --set "$P" --set apsp.cpu_algorithm=\"dijkstra\"
+  one "moscow all gpu phast + cpu16 phast" 200 --set "$MO" --set run.sources=\"all\" --set "$P" --set apsp.cpu_algorithm=\"phast\" ;;
 moscowfull)
   one "moscow full APSP gpu+cpu" 560 --set "$MO" --set run.sources=\"all\" ;;
 mpi)

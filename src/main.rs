@@ -402,6 +402,7 @@ fn check(config: &std::path::Path, set: &[String]) -> Result<(), Error> {
     for (when, what) in tuccompi::tuning::RULES
         .iter()
         .chain(tuccompi::tuning::TILE_RULES)
+        .chain(tuccompi::tuning::SWEEP_RULES)
     {
         println!("  - {when}: {what}");
     }
@@ -453,6 +454,13 @@ fn print_launch_plan(p: &LaunchParams) {
         show("slab", &t.slab);
         show("closure register", &t.closure_register);
         show("strips", &t.strips);
+    }
+    if let Some(s) = &p.sweep {
+        // Level sweeps (tuning::SweepPlan).
+        show("top levels", &s.top_levels);
+        show("summary slices", &s.summary_slices);
+        show("frontier", &s.frontier);
+        show("upward on device", &s.upward_on_device);
     }
     for (k, c) in &p.local {
         show(&format!("local {k}"), c);

@@ -156,6 +156,7 @@ impl GpuHalf for Planted {
             persistent_items: fixed(0),
             cache_key: None,
             tile: None,
+            sweep: None,
         })
     }
     fn setup(&self, _device: &Device, _params: &LaunchParams) -> Result<()> {

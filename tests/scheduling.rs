@@ -139,6 +139,7 @@ impl GpuHalf for PacedJob {
             persistent_items: fixed(1),
             cache_key: None,
             tile: None,
+            sweep: None,
         })
     }
     fn setup(&self, _device: &Device, _params: &LaunchParams) -> Result<()> {

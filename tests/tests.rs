@@ -10,5 +10,6 @@ mod example;
 #[cfg(feature = "mpi")]
 mod mpi;
 mod phast_cpu;
+mod phast_gpu;
 mod reliability;
 mod scheduling;

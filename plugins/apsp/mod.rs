@@ -1,9 +1,10 @@
 //! `apsp`: all-pairs shortest paths as n single-source shortest paths.
 //!
 //! Every source vertex is one task. The CPU half is Dijkstra with a radix heap
-//! ([`dijkstra`]); the GPU half ([`gpu`]) runs a batch of sources at once with the
-//! Crauser, Martin or two-phase frontier algorithms. Both produce, per source, a record
-//! `[reached, sum_lo, sum_hi, max]` and, with `output.distances = true`, the distance row.
+//! ([`dijkstra`]) or PHAST ([`phast`]); the GPU half ([`gpu`]) runs a batch of sources at once
+//! with PHAST or the work-list, Crauser, Martin or two-phase frontier algorithms. Both produce,
+//! per source, a record `[reached, sum_lo, sum_hi, max]` and, with `output.distances = true`,
+//! the distance row.
 //!
 //! Distances are u32 when every shortest path provably fits (`(n-1)·max_weight < 2^32-1`),
 //! else u64; unreachable is the type's maximum. Per-source sums are 128-bit.
@@ -49,6 +50,10 @@ pub enum GpuAlgorithm {
     /// graphs it ran 15-150x faster than Crauser on an H100 (BENCHMARKS.md).
     #[default]
     Worklist,
+    /// PHAST over a contraction hierarchy (`gpu/phast.rs`): a small upward search per source,
+    /// then one sweep over the vertices level by level, `k` trees at once. Chosen through
+    /// `gpu_algorithm = "phast"` or `"auto"` (phast::auto).
+    Phast,
 }
 
 /// `[apsp]` options.
@@ -79,6 +84,16 @@ pub struct ApspOptions {
     /// Bucket width of the work-list algorithm's threshold ("auto" = 64 x the mean arc weight;
     /// 0 = no threshold, plain Bellman-Ford rounds).
     pub delta: Option<AutoOr>,
+    /// Where GPU PHAST runs the per-source upward searches ("auto" = device when the
+    /// distances' atomics exist).
+    #[serde(default)]
+    pub gpu_upward: gpu::phast::Upward,
+    /// Entries of each of GPU PHAST's two local-memory frontier lists ("auto" = 1024, less
+    /// when local memory is short); a tree that overflows is redone on the host.
+    pub gpu_frontier: Option<AutoOr>,
+    /// Leading (small) levels GPU PHAST sweeps in one launch ("auto" = those too small to fill
+    /// the device; 0 = one launch per level).
+    pub gpu_top_levels: Option<AutoOr>,
 }
 
 /// The shared state of an APSP run.
@@ -121,8 +136,8 @@ impl Plugin for Apsp {
     }
     fn description(&self) -> &'static str {
         "all-pairs shortest paths as one SSSP per source: PHAST over a contraction hierarchy \
-         (auto on road graphs) or Dijkstra on CPU cores; batched work-list, Crauser, Martin or \
-         two-phase SSSP on OpenCL devices"
+         (auto on road graphs) or Dijkstra on CPU cores; PHAST (auto on road graphs), batched \
+         work-list, Crauser, Martin or two-phase SSSP on OpenCL devices"
     }
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         let options: ApspOptions = ctx.options("apsp")?;

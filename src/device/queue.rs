@@ -475,6 +475,30 @@ impl Queue {
         Ok(())
     }
 
+    /// Enqueue a device-side copy of the first `len` elements of `src` into `dst` (does not
+    /// wait).
+    pub fn copy<T: Scalar>(&self, src: &DBuf<T>, dst: &mut DBuf<T>, len: usize) -> Result<()> {
+        self.bounds(src, 0, len, "copy")?;
+        self.bounds(dst, 0, len, "copy")?;
+        if len == 0 {
+            return Ok(());
+        }
+        // SAFETY: both ranges were checked against their buffers; `dst` is borrowed mutably
+        // while `src` is borrowed, so they are distinct buffers and the regions cannot overlap.
+        unsafe {
+            self.queue.enqueue_copy_buffer(
+                &src.buf,
+                &mut dst.buf,
+                0,
+                0,
+                len * std::mem::size_of::<T>(),
+                &[],
+            )
+        }
+        .map_err(|e| cl_err(&format!("copying on '{}'", self.device), e))?;
+        Ok(())
+    }
+
     /// Enqueue filling all of `buf` with `value` (does not wait).
     pub fn fill<T: Scalar>(&self, buf: &DBuf<T>, value: T) -> Result<()> {
         let sz = std::mem::size_of::<T>();

@@ -9,11 +9,13 @@
 
 mod cache;
 mod cpu;
+mod sweep;
 mod tile;
 
 pub use cache::{key as cache_key, path as cache_path, Cache, Entry as CacheEntry};
 pub use cpu::{phast_trees, CpuCache};
 
+pub use sweep::{predict_trees, sweep_plan, SweepPlan, SweepRequest, SWEEP_RULES};
 pub use tile::{tile_shape, TileKind, TileRequest, TileShape, TILE_RULES};
 
 use crate::device::{DeviceInfo, KernelSource};
@@ -260,6 +262,9 @@ pub struct LaunchParams {
     /// The tile shape of register-tiled kernels ([`tile_shape`]), for halves that launch them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tile: Option<TileShape>,
+    /// The level-sweep parameters ([`sweep_plan`]), for halves that sweep a hierarchy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepPlan>,
 }
 
 impl LaunchParams {
@@ -629,6 +634,7 @@ pub fn predict(
         persistent_items,
         cache_key: None,
         tile: None,
+        sweep: None,
     }
 }
 

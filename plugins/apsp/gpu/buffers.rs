@@ -45,34 +45,51 @@ pub struct Batch {
     /// The batch's sources (internal ids).
     pub src: DBuf<u32>,
     partial: DBuf<u64>,
-    summary: Kernel,
+    /// `sssp_summary`, for batch-major algorithms only (others never build kernels/sssp.cl).
+    summary: Option<Kernel>,
 }
 
 impl Batch {
     /// Buffers for batches of up to `params.batch` sources.
     pub fn new(setup: &Setup<'_>) -> Result<Self> {
         let batch = setup.batch();
+        let batch_major = setup.job.options.gpu_algorithm.spec().batch_major;
         Ok(Batch {
             dist: setup.dist_buf(setup.items())?,
             src: DBuf::new(setup.device, batch)?,
             partial: DBuf::new(
                 setup.device,
-                batch * setup.params.groups_per_task.value * PathSummary::WORDS,
+                if batch_major {
+                    batch * setup.params.groups_per_task.value * PathSummary::WORDS
+                } else {
+                    1
+                },
             )?,
-            summary: setup.kernel("sssp_summary")?,
+            summary: if batch_major {
+                Some(setup.kernel("sssp_summary")?)
+            } else {
+                None
+            },
         })
     }
 
     /// One summary per source: `sssp_summary` reduces each row into `groups_per_task` partial
     /// records on the device; the host merges those.
     pub fn summaries(&self, cx: &Ctx<'_>) -> Result<Vec<PathSummary>> {
+        let Some(summary) = &self.summary else {
+            return Err(crate::Error::Device(
+                "the batch-major summary was asked of an algorithm with its own distances (a \
+                 bug; please report it)"
+                    .into(),
+            ));
+        };
         let gpt = cx.sh.params.groups_per_task.value;
         let lsum = cx.local("sssp_summary");
         let words = PathSummary::WORDS;
         // SAFETY: sssp_summary's order and types; partial holds b x groups x 4 words.
         unsafe {
             cx.q.launch(
-                &self.summary,
+                summary,
                 cx.b * gpt * lsum,
                 Some(lsum),
                 &[

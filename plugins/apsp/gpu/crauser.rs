@@ -17,6 +17,7 @@ pub(super) const SPEC: Spec = Spec {
     launched: LAUNCHED,
     bytes_per_vertex: |dist| dist + 2,
     make: |setup| Ok(Box::new(Settle::new(setup, Threshold::Crauser)?)),
+    batch_major: true,
 };
 
 /// The kernels of the settle-by-threshold loop (Crauser and Martin).

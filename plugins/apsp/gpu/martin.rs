@@ -10,4 +10,5 @@ pub(super) const SPEC: Spec = Spec {
     launched: LAUNCHED,
     bytes_per_vertex: |dist| dist + 2,
     make: |setup| Ok(Box::new(Settle::new(setup, Threshold::Martin)?)),
+    batch_major: true,
 };

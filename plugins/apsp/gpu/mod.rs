@@ -9,7 +9,9 @@
 //! One file per algorithm ([`GpuAlgorithm`]), each an [`Algorithm`] with its own kernels and
 //! buffers: [`crauser`] and [`martin`] (relax / minimum / update over every vertex),
 //! [`two_phase`] (mask / cost / updating cost over every vertex), [`worklist`] (rounds over a
-//! compacted frontier only). What every algorithm shares is in one place: the graph on the
+//! compacted frontier only), [`phast`] (PHAST: an upward search per source, then one sweep over
+//! the contraction hierarchy's levels, `k` trees at once, distances vertex-major, with its own
+//! kernel file and tuning rules). What every algorithm shares is in one place: the graph on the
 //! device ([`GraphBuffers`], one copy per device) and the batch's distances, sources and
 //! summary reduction ([`buffers::Batch`], one per queue).
 //!
@@ -26,6 +28,7 @@
 mod buffers;
 mod crauser;
 mod martin;
+pub mod phast;
 mod two_phase;
 mod worklist;
 
@@ -57,6 +60,11 @@ pub struct Spec {
     pub bytes_per_vertex: fn(dist_bytes: u64) -> u64,
     /// Its per-queue state: kernels and buffers.
     pub make: fn(&Setup<'_>) -> Result<Box<dyn Algorithm>>,
+    /// Whether its distances are batch-major `b·n + v` in the shared [`Batch`] (whose summary
+    /// and row reads then serve it); false: the batch holds only the sources, and the algorithm
+    /// keeps its own distances and overrides [`Algorithm::summaries`] and
+    /// [`Algorithm::write_rows`] (PHAST, vertex-major).
+    pub batch_major: bool,
 }
 
 impl GpuAlgorithm {
@@ -67,6 +75,7 @@ impl GpuAlgorithm {
             GpuAlgorithm::Martin => &martin::SPEC,
             GpuAlgorithm::TwoPhase => &two_phase::SPEC,
             GpuAlgorithm::Worklist => &worklist::SPEC,
+            GpuAlgorithm::Phast => &phast::SPEC,
         }
     }
 }
@@ -84,11 +93,30 @@ pub struct GraphBuffers {
     pub minw: DBuf<u32>,
 }
 
+impl GraphBuffers {
+    /// Upload `g` through `q`.
+    fn upload(device: &Device, q: &Queue, g: &crate::graph::Csr) -> Result<Self> {
+        let upload = |data: &[u32]| -> Result<DBuf<u32>> {
+            let mut b = DBuf::new(device, data.len())?;
+            q.write(&mut b, 0, data)?;
+            Ok(b)
+        };
+        Ok(GraphBuffers {
+            off: upload(&g.offsets)?,
+            tgt: upload(&g.targets)?,
+            wt: upload(&g.weights)?,
+            minw: upload(&g.min_out_weight())?,
+        })
+    }
+}
+
 /// What each device keeps for all its queues.
 #[derive(Debug)]
 pub struct Shared {
     /// The graph.
     pub graph: GraphBuffers,
+    /// The contraction hierarchy, for PHAST.
+    pub phast: Option<phast::DeviceHierarchy>,
     /// The launch parameters.
     pub params: LaunchParams,
 }
@@ -113,9 +141,14 @@ impl Setup<'_> {
     pub fn batch(&self) -> usize {
         self.params.batch.value
     }
-    /// `batch × n`: items of per-source state.
+    /// `batch × n`: items of per-source state (1 for an algorithm that keeps its own,
+    /// [`Spec::batch_major`]).
     pub fn items(&self) -> usize {
-        self.batch() * self.job.graph.n
+        if self.job.options.gpu_algorithm.spec().batch_major {
+            self.batch() * self.job.graph.n
+        } else {
+            1
+        }
     }
     /// A distance buffer of `len` elements of this job's width.
     pub fn dist_buf(&self, len: usize) -> Result<DistBuf> {
@@ -132,10 +165,14 @@ pub struct Ctx<'a> {
     pub sh: &'a Shared,
     /// This worker's queue.
     pub q: &'a Queue,
+    /// The device.
+    pub device: &'a Device,
     /// Vertices.
     pub n: usize,
     /// Sources in this batch (at most `params.batch`).
     pub b: usize,
+    /// The batch's tasks.
+    pub tasks: Range<usize>,
 }
 
 impl Ctx<'_> {
@@ -155,12 +192,23 @@ pub trait Algorithm: Send {
     /// Compute the shortest paths of the batch's `cx.b` sources; by default the distances end
     /// in `batch.dist` at `b·n + v`. Returns the iterations it took (for the log).
     fn solve(&mut self, cx: &Ctx<'_>, batch: &Batch, sources: &[u32]) -> Result<usize>;
-    /// One summary per source of the batch (default: the device reduction over `batch.dist`).
-    fn summaries(&mut self, cx: &Ctx<'_>, batch: &Batch) -> Result<Vec<PathSummary>> {
-        batch.summaries(cx)
+    /// One summary per source of the batch, tasks `tasks` (default: the device reduction over
+    /// `batch.dist`; with `[apsp] targets`, the targets gathered from the rows read back, which
+    /// also writes their distance rows when requested).
+    fn summaries(
+        &mut self,
+        cx: &Ctx<'_>,
+        batch: &Batch,
+        tasks: Range<usize>,
+    ) -> Result<Vec<PathSummary>> {
+        if cx.job.targets.is_some() {
+            batch.target_summaries(cx, tasks)
+        } else {
+            batch.summaries(cx)
+        }
     }
     /// Write the batch's distance rows (tasks `tasks`) into `rows` (default: read `batch.dist`
-    /// row by row).
+    /// row by row; with targets, [`summaries`](Algorithm::summaries) wrote them).
     fn write_rows(
         &mut self,
         cx: &Ctx<'_>,
@@ -168,6 +216,9 @@ pub trait Algorithm: Send {
         tasks: Range<usize>,
         rows: &NpyRows,
     ) -> Result<()> {
+        if cx.job.targets.is_some() {
+            return Ok(());
+        }
         batch.write_rows(cx, tasks, rows)
     }
 }
@@ -257,10 +308,18 @@ impl GpuHalf for ApspJob {
     type Shared = Shared;
 
     fn kernels(&self) -> &'static [KernelSource] {
-        &[KERNELS]
+        // The file of the algorithm that runs only (so `TUCCOMPI_KERNELS` needs only that one).
+        if self.options.gpu_algorithm == GpuAlgorithm::Phast {
+            &[phast::KERNELS]
+        } else {
+            &[KERNELS]
+        }
     }
 
     fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
+        if self.options.gpu_algorithm == GpuAlgorithm::Phast {
+            return phast::params(self, device, tuner);
+        }
         let g = &self.graph;
         let n = g.n as u64;
         let shape = Shape {
@@ -290,7 +349,8 @@ impl GpuHalf for ApspJob {
 
     fn setup(&self, device: &Device, params: &LaunchParams) -> Result<Shared> {
         let g = &self.graph;
-        if self.wide && !device.info.int64_atomics {
+        let phast = self.options.gpu_algorithm == GpuAlgorithm::Phast;
+        if self.wide && !device.info.int64_atomics && !phast {
             return Err(Error::Device(format!(
                 "'{}' lacks 64-bit atomics (cl_khr_int64_base_atomics and _extended_atomics), which \
                  this graph needs: n x max weight = {} x {} does not fit 32 bits. Use CPU workers \
@@ -302,6 +362,17 @@ impl GpuHalf for ApspJob {
         }
         let n = g.n as u64;
         let batch = params.batch.value as u64;
+        if phast {
+            // Its own memory check, indices and program (the CSR, unused, costs 4(2n + 2m)
+            // bytes and keeps one shared layout for every algorithm).
+            let hierarchy = phast::setup(self, device, params)?;
+            let q = device.queue()?;
+            return Ok(Shared {
+                graph: GraphBuffers::upload(device, &q, g)?,
+                phast: Some(hierarchy),
+                params: params.clone(),
+            });
+        }
         if batch * n >= u32::MAX as u64 {
             return Err(Error::Config(format!(
                 "[apsp] batch = {batch}: batch x n = {} must stay below 2^32; use a smaller batch",
@@ -319,18 +390,9 @@ impl GpuHalf for ApspJob {
         // Build now, so a kernel that fails to compile is reported once, with its log.
         device.program(&KERNELS, self.build_options())?;
         let q = device.queue()?;
-        let upload = |data: &[u32]| -> Result<DBuf<u32>> {
-            let mut b = DBuf::new(device, data.len())?;
-            q.write(&mut b, 0, data)?;
-            Ok(b)
-        };
         Ok(Shared {
-            graph: GraphBuffers {
-                off: upload(&g.offsets)?,
-                tgt: upload(&g.targets)?,
-                wt: upload(&g.weights)?,
-                minw: upload(&g.min_out_weight())?,
-            },
+            graph: GraphBuffers::upload(device, &q, g)?,
+            phast: None,
             params: params.clone(),
         })
     }
@@ -349,6 +411,7 @@ impl GpuHalf for ApspJob {
         Ok(GpuWorker {
             job: self,
             sh: shared,
+            device,
             batch: Batch::new(&setup)?,
             algo: (self.options.gpu_algorithm.spec().make)(&setup)?,
             q: queue,
@@ -359,6 +422,7 @@ impl GpuHalf for ApspJob {
 struct GpuWorker<'a> {
     job: &'a ApspJob,
     sh: &'a Shared,
+    device: &'a Device,
     q: Queue,
     batch: Batch,
     algo: Box<dyn Algorithm>,
@@ -374,21 +438,13 @@ impl GpuWorker<'_> {
             job,
             sh: self.sh,
             q: &self.q,
+            device: self.device,
             n: job.graph.n,
             b: range.len(),
+            tasks: range.clone(),
         };
         let iterations = self.algo.solve(&cx, &self.batch, sources)?;
-        if job.targets.is_some() {
-            // `[apsp] targets`: records and rows over the targets, gathered on the host from
-            // the batch's full rows.
-            let summaries = self.batch.target_summaries(&cx, range.clone())?;
-            for (t, s) in range.zip(summaries) {
-                out.put(t, &s);
-            }
-            tracing::trace!(iterations, sources = cx.b, "batch done");
-            return Ok(());
-        }
-        let summaries = self.algo.summaries(&cx, &self.batch)?;
+        let summaries = self.algo.summaries(&cx, &self.batch, range.clone())?;
         for (t, s) in range.clone().zip(summaries) {
             out.put(t, &s);
         }

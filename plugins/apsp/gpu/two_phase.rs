@@ -16,6 +16,7 @@ pub(super) const SPEC: Spec = Spec {
     launched: &["sssp_init", "tp_relax", "tp_update", "sssp_summary"],
     bytes_per_vertex: |dist| 2 * dist + 2,
     make: |setup| Ok(Box::new(TwoPhase::new(setup)?)),
+    batch_major: true,
 };
 
 /// Kernels and buffers of one queue.

@@ -19,6 +19,7 @@ pub(super) const SPEC: Spec = Spec {
     launched: &["wl_init", "wl_round", "sssp_summary"],
     bytes_per_vertex: |dist| dist + 4 + 3 * 4,
     make: |setup| Ok(Box::new(Worklist::new(setup)?)),
+    batch_major: true,
 };
 
 /// The bucket width: `[apsp] delta`, else 64 x the mean arc weight; 0 means no threshold (the

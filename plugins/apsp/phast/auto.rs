@@ -57,13 +57,13 @@ impl TryFrom<String> for CpuAlgorithm {
     }
 }
 
-/// The GPU algorithm that runs PHAST: `None` while the GPU half of PHAST is not part of the
-/// build. This is its integration point: set it to `Some(GpuAlgorithm::Phast)`, and
-/// [`GPU_PHAST_TARGETS`] once that half restricts its records and rows to `ApspJob::targets`.
-pub const GPU_PHAST: Option<GpuAlgorithm> = None;
-/// Whether the GPU half of PHAST honours `[apsp] targets` (without it, `"auto"` runs the work
-/// list on GPUs when targets are set, and an explicit `"phast"` with targets is refused).
-pub const GPU_PHAST_TARGETS: bool = false;
+/// The GPU algorithm that runs PHAST (`plugins/apsp/gpu/phast.rs`); `None` in a build without
+/// a GPU half of PHAST.
+pub const GPU_PHAST: Option<GpuAlgorithm> = Some(GpuAlgorithm::Phast);
+/// Whether the GPU half of PHAST honours `[apsp] targets` (it does: summaries and rows over
+/// the targets' sweep positions, on the device). Without it, `"auto"` would run the work list
+/// on GPUs when targets are set, and an explicit `"phast"` with targets would be refused.
+pub const GPU_PHAST_TARGETS: bool = true;
 
 /// `[apsp] gpu_algorithm` as written: `"auto"`, `"phast"` or one frontier algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]

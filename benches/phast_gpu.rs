@@ -1,0 +1,155 @@
+//! GPU PHAST phase timings against the device's measured copy bandwidth.
+//!
+//!     cargo bench --bench phast_gpu -- [GRAPH] [K...]
+//!
+//! Defaults: ../shared/data/osm-moscow.gr.gz, k = 128 256 512 1024. Builds the hierarchy,
+//! measures the bandwidth of a 1 GiB device-to-device copy (bytes read + written), then per k
+//! the medians of 5 batches: mask zeroing, device and host upward searches, the level sweeps,
+//! the summaries, and a whole batch; the sweep's bytes per second against the copy's. Each k
+//! three times: the predictions, one launch per level (top 0), `phast_up` groups of 64 items.
+
+use std::time::Instant;
+use tuccompi::config::AutoOr;
+use tuccompi::device::{discover, DBuf, Filter};
+use tuccompi::graph::{read_graph, Csr};
+use tuccompi::plugins::apsp::gpu::phast::profile;
+use tuccompi::plugins::apsp::phast::auto::CpuAlgorithm;
+use tuccompi::plugins::apsp::phast::AnyHierarchy;
+use tuccompi::plugins::apsp::{ApspJob, ApspOptions, GpuAlgorithm};
+
+fn main() -> tuccompi::Result<()> {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let path = args.first().cloned().unwrap_or_else(|| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/data/osm-moscow.gr.gz"
+        )
+        .into()
+    });
+    let ks: Vec<usize> = if args.len() > 1 {
+        args[1..].iter().map(|a| a.parse().expect("k")).collect()
+    } else {
+        vec![128, 256, 512, 1024]
+    };
+    let graph = Csr::from_edges(&read_graph(std::path::Path::new(&path))?)?;
+    let wide = graph.n as u128 * graph.max_weight() as u128 >= u32::MAX as u128;
+    let t = Instant::now();
+    let hierarchy = AnyHierarchy::build(&graph, wide)?;
+    let (down, up, bounds) = match &hierarchy {
+        AnyHierarchy::Narrow(h) => (h.down_tails.len(), h.up_heads.len(), h.levels.clone()),
+        AnyHierarchy::Wide(h) => (h.down_tails.len(), h.up_heads.len(), h.levels.clone()),
+    };
+    let levels = bounds.len() - 1;
+    let sizes: Vec<u32> = bounds.windows(2).map(|w| w[1] - w[0]).collect();
+    println!(
+        "{path}: n = {}, m = {}, hierarchy built in {:.2} s: {down} downward and {up} upward \
+         arcs, {levels} levels",
+        graph.n,
+        graph.m(),
+        t.elapsed().as_secs_f64()
+    );
+    println!("level sizes in sweep order: {sizes:?}");
+    let devices = discover(&Filter {
+        device_type: "gpu".into(),
+        names: vec![],
+    })
+    .or_else(|_| {
+        discover(&Filter {
+            device_type: "all".into(),
+            names: vec![],
+        })
+    })?;
+    let device = &devices[0];
+    println!(
+        "device: {} ({} compute units)",
+        device.info.name, device.info.compute_units
+    );
+
+    // Copy bandwidth: 1 GiB each way, 10 copies after a warm-up.
+    let q = device.queue()?;
+    let words = (1usize << 28).min(device.info.max_alloc as usize / 4 / 2);
+    let src = DBuf::<u32>::new(device, words)?;
+    let mut dst = DBuf::<u32>::new(device, words)?;
+    q.copy(&src, &mut dst, words)?;
+    q.finish()?;
+    let reps = 10;
+    let t = Instant::now();
+    for _ in 0..reps {
+        q.copy(&src, &mut dst, words)?;
+    }
+    q.finish()?;
+    let copy_bw = (2 * words * 4 * reps) as f64 / t.elapsed().as_secs_f64();
+    println!(
+        "copy: {:.1} GB/s (read + write of {} MiB, {reps} copies)",
+        copy_bw / 1e9,
+        (words * 4) >> 20
+    );
+    drop((src, dst));
+
+    let n = graph.n;
+    let mut job = ApspJob {
+        sources: Vec::new(),
+        wide,
+        options: ApspOptions {
+            gpu_algorithm: GpuAlgorithm::Phast,
+            ..Default::default()
+        },
+        rows: None,
+        hierarchy: Some(hierarchy),
+        graph,
+        cpu_algorithm: CpuAlgorithm::Dijkstra,
+        choice: serde_json::Value::Null,
+        targets: None,
+    };
+    println!(
+        "{:>5} {:>4} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>7} {:>10} {:>8}",
+        "top",
+        "upL",
+        "k",
+        "levels",
+        "zero ms",
+        "up dev",
+        "up host",
+        "sweep ms",
+        "summ ms",
+        "batch ms",
+        "sweep GB/s",
+        "of copy",
+        "trees/s",
+        "overflow"
+    );
+    // Each k with the predictions, then with one launch per level, then with phast_up's
+    // groups at 64 items.
+    for (&k, top, up) in ks
+        .iter()
+        .flat_map(|k| [(k, None, None), (k, Some(0), None), (k, None, Some(64))])
+    {
+        // Sources spread over the id range.
+        job.sources = (0..k).map(|i| (i * n / k) as u32).collect();
+        job.options.batch = Some(AutoOr::N(k));
+        job.options.gpu_top_levels = top.map(AutoOr::N);
+        let p = profile(&job, device, 5, up)?;
+        let bw = p.sweep_bytes as f64 / p.sweep_s;
+        println!(
+            "{:>5} {:>4} {:>6} {:>6} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>10.1} {:>6.0}% {:>10.0} {:>8}",
+            p.top_levels,
+            p.up_local,
+            p.k,
+            p.levels,
+            p.zero_s * 1e3,
+            p.up_device_s * 1e3,
+            p.up_host_s * 1e3,
+            p.sweep_s * 1e3,
+            p.summary_s * 1e3,
+            p.batch_s * 1e3,
+            bw / 1e9,
+            100.0 * bw / copy_bw,
+            p.k as f64 / p.batch_s,
+            p.overflowed
+        );
+    }
+    Ok(())
+}

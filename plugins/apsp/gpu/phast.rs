@@ -1,0 +1,956 @@
+//! PHAST on the GPU (`kernels/phast.cl`): `k` shortest-path trees per batch over the job's
+//! contraction hierarchy (`plugins/apsp/phast`).
+//!
+//! The hierarchy's downward graph (by head), upward graph, level boundaries and the vertices'
+//! sweep positions are uploaded once per device ([`DeviceHierarchy`], in [`Shared`]). Each queue
+//! owns two `n × k` distance arrays in vertex-major order (`d[p·k + j]`, `k` rounded up to a
+//! multiple of 4): `init`, holding the upward searches' results and all INF between batches,
+//! and `dist`, which the sweep writes; and a bit mask of `n × k` bits saying which `init`
+//! entries are set. A batch of `b <= k` sources is:
+//!
+//! 1. the upward searches: on the device (`phast_up`, one work-group per tree, Bellman-Ford
+//!    rounds over the upward DAG; a tree whose frontier overflows local memory is redone on
+//!    the host), or on the host (a Dijkstra per tree, then `phast_scatter`);
+//! 2. the sweep: the small leading levels in one `phast_top` launch (a work-group per slice of
+//!    trees, barriers between levels), then one `phast_sweep` launch per level;
+//! 3. `phast_summary` + `phast_reduce`: `[reached, sum_lo, sum_hi, max]` per tree on the device
+//!    (over `[apsp] targets` when set), so `4b` words come back;
+//! 4. with `output.distances`, `phast_rows` gathers the rows in the input's numbering (or the
+//!    targets' order).
+//!
+//! The distances are not batch-major, so the shared [`Batch`] holds only the sources
+//! ([`Spec::batch_major`] is false) and this algorithm overrides the summaries and rows.
+//!
+//! Cost per batch: `levels - top + 5` launches and `O(b (n + m_down))` device work; a tree moves
+//! about `w (2n + m_down) + n/8` bytes (`w` the distance width: the sweep's writes and gathers,
+//! the summary's reads, the mask). Measured on an H200: the sweep at 88% of the device's copy
+//! bandwidth (BENCHMARKS.md).
+//!
+//! Launches are `unsafe` ([`Queue::launch`]): each passes the arguments in the order and with
+//! the types `kernels/phast.cl` declares (distances and weights of the job's width, matching
+//! `-DWIDE=1`), and every buffer holds what the kernel indexes: `n × stride(b)` distances and
+//! `n × ⌈stride(b)/32⌉` mask words for a batch of `b <= k` trees, `b` sources, `slices × b × 4`
+//! partial words, `b × 4` sums, `b` overflow flags, rows `chunk × targets`.
+
+use super::{Algorithm, Batch, Ctx, DistBuf, Setup, Spec};
+use crate::device::{Arg, DBuf, Device, KernelSource, Queue, Scalar};
+use crate::plugin::{GpuHalf, Record};
+use crate::plugins::apsp::phast::{AnyHierarchy, ChWeight, Hierarchy};
+use crate::plugins::apsp::ApspJob;
+use crate::plugins::common::{PathSummary, RowWrite};
+use crate::sink::NpyRows;
+use crate::tuning::{
+    sweep_plan, Choice, LaunchParams, Request, Setting, Shape, Source, SweepRequest, Tuner,
+};
+use crate::{Error, Result};
+use opencl3::kernel::Kernel;
+use serde::{Deserialize, Serialize};
+use std::ops::Range;
+
+/// The PHAST kernels (`kernels/phast.cl`) and their characterization (`kernels/phast.toml`).
+pub const KERNELS: KernelSource = KernelSource {
+    stem: "phast",
+    source: include_str!("../../../kernels/phast.cl"),
+    characterization: include_str!("../../../kernels/phast.toml"),
+};
+
+/// The kernels of [`KERNELS`] this algorithm launches (all of them).
+const LAUNCHED: &[&str] = &[
+    "phast_scatter",
+    "phast_up",
+    "phast_sweep",
+    "phast_top",
+    "phast_summary",
+    "phast_reduce",
+    "phast_rows",
+];
+
+/// The algorithm as [`GpuAlgorithm::Phast`](crate::plugins::apsp::GpuAlgorithm::Phast).
+pub(super) const SPEC: Spec = Spec {
+    launched: LAUNCHED,
+    // init and dist, and a mask bit (rounded up to a byte).
+    bytes_per_vertex: |dist| 2 * dist + 1,
+    make,
+    batch_major: false,
+};
+
+/// Where GPU PHAST runs the per-source upward searches (`[apsp] gpu_upward`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Upward {
+    /// The measured default ([`UPWARD_RULE`]).
+    #[default]
+    Auto,
+    /// A Dijkstra per tree on the queue's host thread, then one scatter.
+    Host,
+    /// `phast_up` on the device (64-bit distances need 64-bit atomics).
+    Device,
+}
+
+/// Why `gpu_upward = "auto"` picks what it picks.
+pub const UPWARD_RULE: &str = "device when the distances' atomics exist, else host: on an \
+    H200, phast_up took 0.48 ms per batch of 2048 osm-moscow trees, the host's Dijkstras 90 ms \
+    on one thread";
+
+/// A distance type the kernels take: u32, or u64 with `-DWIDE=1`.
+pub trait DevWeight: ChWeight + Scalar + RowWrite {
+    /// A buffer of this type as a kernel argument.
+    fn buf(b: &DBuf<Self>) -> Arg<'_>;
+    /// The job's hierarchy at this width.
+    fn of(h: &AnyHierarchy) -> Option<&Hierarchy<Self>>;
+}
+
+impl DevWeight for u32 {
+    fn buf(b: &DBuf<u32>) -> Arg<'_> {
+        Arg::U32s(b)
+    }
+    fn of(h: &AnyHierarchy) -> Option<&Hierarchy<u32>> {
+        match h {
+            AnyHierarchy::Narrow(h) => Some(h),
+            AnyHierarchy::Wide(_) => None,
+        }
+    }
+}
+
+impl DevWeight for u64 {
+    fn buf(b: &DBuf<u64>) -> Arg<'_> {
+        Arg::U64s(b)
+    }
+    fn of(h: &AnyHierarchy) -> Option<&Hierarchy<u64>> {
+        match h {
+            AnyHierarchy::Wide(h) => Some(h),
+            AnyHierarchy::Narrow(_) => None,
+        }
+    }
+}
+
+/// The hierarchy's sizes, whatever its width.
+struct Sizes {
+    n: usize,
+    down: usize,
+    up: usize,
+    level_sizes: Vec<u32>,
+}
+
+fn sizes(job: &ApspJob) -> Result<Sizes> {
+    let s = |h_n: usize, down: usize, up: usize, levels: &[u32]| Sizes {
+        n: h_n,
+        down,
+        up,
+        level_sizes: levels.windows(2).map(|w| w[1] - w[0]).collect(),
+    };
+    Ok(match job.hierarchy.as_ref() {
+        Some(AnyHierarchy::Narrow(h)) => s(h.n, h.down_tails.len(), h.up_heads.len(), &h.levels),
+        Some(AnyHierarchy::Wide(h)) => s(h.n, h.down_tails.len(), h.up_heads.len(), &h.levels),
+        None => return Err(no_hierarchy()),
+    })
+}
+
+fn no_hierarchy() -> Error {
+    Error::Device("GPU PHAST was set up without a hierarchy (a bug; please report it)".into())
+}
+
+/// The row stride of a batch of `b` trees: `b` rounded up to the sweep's 4 trees per item (the
+/// extra columns are trees without a source: all INF, never read back).
+fn stride(b: usize) -> usize {
+    b.next_multiple_of(4)
+}
+
+/// Columns of the records and rows: the targets, else every vertex.
+fn cols(job: &ApspJob) -> usize {
+    job.targets.as_ref().map_or(job.graph.n, Vec::len)
+}
+
+/// Trees whose distance rows one `phast_rows` launch gathers (about 16M words at most).
+fn row_chunk(cols: usize, k: usize) -> usize {
+    ((1usize << 24) / cols.max(1)).clamp(1, k.max(1))
+}
+
+/// Device bytes shared by the queues (the hierarchy, positions, level bounds).
+fn shared_bytes(s: &Sizes, wide: bool) -> u64 {
+    let w = if wide { 8 } else { 4 };
+    (2 * (s.n as u64 + 1) + (s.down + s.up) as u64 + 2 * s.n as u64 + s.level_sizes.len() as u64)
+        * 4
+        + (s.down + s.up) as u64 * w
+}
+
+/// Launch parameters: the tuner's local sizes over the PHAST kernels, then the sweep rules for
+/// the trees per batch, the queues and the sweep's own parameters
+/// ([`sweep_plan`](crate::tuning::sweep_plan)); where the upward searches run.
+pub(super) fn params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
+    let s = sizes(job)?;
+    let w = if job.wide { 8u64 } else { 4 };
+    let bytes_per_tree = s.n as u64 * (SPEC.bytes_per_vertex)(w) + 64;
+    let shape = Shape {
+        n: s.n,
+        mean_degree: s.down as f64 / s.n.max(1) as f64,
+        bytes_per_task: bytes_per_tree,
+        shared_bytes: shared_bytes(&s, job.wide),
+    };
+    let o = &job.options;
+    let mut p = tuner.params(
+        &device.info,
+        Request {
+            kernels: &KERNELS,
+            launched: LAUNCHED,
+            cache_name: Some(job.cache_name()),
+            shape,
+            batch: Setting::from_config(o.batch.and_then(|b| b.value()), "[apsp] batch"),
+            local_size: Setting::from_config(
+                o.local_size.and_then(|l| l.value()),
+                "[apsp] local_size",
+            ),
+        },
+    )?;
+    sweep_plan(
+        &device.info,
+        &mut p,
+        &SweepRequest {
+            level_sizes: &s.level_sizes,
+            n: s.n,
+            sweep_bytes: w * (s.n + s.down) as u64,
+            bytes_per_tree,
+            shared_bytes: shape.shared_bytes,
+            top_levels: Setting::from_config(
+                o.gpu_top_levels.and_then(|t| t.value()),
+                "[apsp] gpu_top_levels",
+            ),
+            frontier: Setting::from_config(
+                o.gpu_frontier.and_then(|f| f.value()),
+                "[apsp] gpu_frontier",
+            ),
+        },
+    );
+    if p.sweep.as_ref().is_some_and(|s| s.frontier.value == 0) {
+        return Err(Error::Config(
+            "[apsp] gpu_frontier = 0: use at least 1 (or \"auto\")".into(),
+        ));
+    }
+    let can_device = !job.wide || device.info.int64_atomics;
+    let upward = match o.gpu_upward {
+        Upward::Auto => Choice {
+            value: can_device as usize,
+            source: Source::Predicted,
+            reason: UPWARD_RULE.into(),
+        },
+        Upward::Device if !can_device => {
+            return Err(Error::Config(format!(
+                "[apsp] gpu_upward = \"device\": '{}' lacks 64-bit atomics, which this graph's \
+                 64-bit distances need; use gpu_upward = \"host\" or \"auto\"",
+                device.info.name
+            )))
+        }
+        u => Choice {
+            value: (u == Upward::Device) as usize,
+            source: Source::Config,
+            reason: "[apsp] gpu_upward (1 = device, 0 = host)".into(),
+        },
+    };
+    if let Some(sw) = p.sweep.as_mut() {
+        sw.upward_on_device = upward;
+    }
+    Ok(p)
+}
+
+fn plan(params: &LaunchParams) -> &crate::tuning::SweepPlan {
+    params
+        .sweep
+        .as_ref()
+        .expect("PHAST launch parameters come from sweep_plan")
+}
+
+fn build_options(wide: bool, device_up: bool) -> &'static str {
+    match (wide, device_up) {
+        (true, true) => "-DWIDE=1",
+        // Without 64-bit atomics phast_up cannot build; the host searches replace it.
+        (true, false) => "-DWIDE=1 -DNO_DEVICE_UP=1",
+        (false, _) => "",
+    }
+}
+
+/// The hierarchy on one device, shared by its queues.
+#[derive(Debug)]
+pub struct DeviceHierarchy {
+    doff: DBuf<u32>,
+    dtail: DBuf<u32>,
+    dw: DistBuf,
+    uoff: DBuf<u32>,
+    uhead: DBuf<u32>,
+    uw: DistBuf,
+    /// Sweep position of each vertex (the upward searches' starts; the rows' gather list
+    /// without targets).
+    pos: DBuf<u32>,
+    /// The targets' sweep positions in their order (`[apsp] targets`).
+    tpos: Option<DBuf<u32>>,
+    /// Level boundaries.
+    bounds: DBuf<u32>,
+}
+
+/// Check memory and indices, build the program, upload the hierarchy.
+pub(super) fn setup(
+    job: &ApspJob,
+    device: &Device,
+    params: &LaunchParams,
+) -> Result<DeviceHierarchy> {
+    match job.hierarchy.as_ref() {
+        Some(AnyHierarchy::Narrow(h)) => setup_typed(job, h, device, params),
+        Some(AnyHierarchy::Wide(h)) => setup_typed(job, h, device, params),
+        None => Err(no_hierarchy()),
+    }
+}
+
+fn setup_typed<W: DevWeight>(
+    job: &ApspJob,
+    h: &Hierarchy<W>,
+    device: &Device,
+    params: &LaunchParams,
+) -> Result<DeviceHierarchy> {
+    let (n, k) = (h.n as u64, params.batch.value as u64);
+    if k == 0 {
+        return Err(Error::Config("[apsp] batch = 0: use at least 1".into()));
+    }
+    let k4 = stride(k as usize) as u64;
+    if n * k4 >= u32::MAX as u64 {
+        return Err(Error::Config(format!(
+            "[apsp] batch = {k}: batch x n = {} must stay below 2^32; use a smaller batch",
+            n * k4
+        )));
+    }
+    let w = std::mem::size_of::<W>() as u64;
+    let per_queue = 2 * n * k4 * w
+        + n * k4.div_ceil(32) * 4
+        + (row_chunk(cols(job), k as usize) * cols(job)) as u64 * w;
+    let s = sizes(job)?;
+    device.check_fits(
+        shared_bytes(&s, job.wide) + params.queues.value as u64 * per_queue,
+        n * k4 * w,
+        &format!("PHAST on {n} vertices, {k} trees per batch ([apsp] batch)"),
+    )?;
+    let device_up = plan(params).upward_on_device.value == 1;
+    // Build now, so a kernel that fails to compile is reported once, with its log.
+    device.program(&KERNELS, build_options(job.wide, device_up))?;
+    let q = device.queue()?;
+    fn upload<T: Scalar>(device: &Device, q: &Queue, data: &[T]) -> Result<DBuf<T>> {
+        let mut b = DBuf::new(device, data.len())?;
+        q.write(&mut b, 0, data)?;
+        Ok(b)
+    }
+    let weights = |data: &[W]| -> Result<DistBuf> {
+        // A DistBuf of the job's width: W is u64 exactly when the job is wide.
+        let words: Vec<u64> = data.iter().map(|&x| x.to_u64()).collect();
+        if job.wide {
+            Ok(DistBuf::Wide(upload(device, &q, &words)?))
+        } else {
+            let narrow: Vec<u32> = words.iter().map(|&x| x as u32).collect();
+            Ok(DistBuf::Narrow(upload(device, &q, &narrow)?))
+        }
+    };
+    let tpos = match &job.targets {
+        Some(ts) => {
+            let tp: Vec<u32> = ts.iter().map(|&v| h.pos[v as usize]).collect();
+            Some(upload(device, &q, &tp)?)
+        }
+        None => None,
+    };
+    Ok(DeviceHierarchy {
+        doff: upload(device, &q, &h.down_offsets)?,
+        dtail: upload(device, &q, &h.down_tails)?,
+        dw: weights(&h.down_weights)?,
+        uoff: upload(device, &q, &h.up_offsets)?,
+        uhead: upload(device, &q, &h.up_heads)?,
+        uw: weights(&h.up_weights)?,
+        pos: upload(device, &q, &h.pos)?,
+        tpos,
+        bounds: upload(device, &q, &h.levels)?,
+    })
+}
+
+fn make(setup: &Setup<'_>) -> Result<Box<dyn Algorithm>> {
+    if setup.job.wide {
+        Ok(Box::new(Phast::<u64>::new(setup)?))
+    } else {
+        Ok(Box::new(Phast::<u32>::new(setup)?))
+    }
+}
+
+/// A Dijkstra over the upward graph from one position, resetting only what it touched.
+struct UpSearch<W> {
+    dist: Vec<W>,
+    touched: Vec<u32>,
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<(W, u32)>>,
+}
+
+impl<W: DevWeight> UpSearch<W> {
+    fn new(n: usize) -> Self {
+        UpSearch {
+            dist: vec![W::INF; n],
+            touched: Vec::new(),
+            heap: std::collections::BinaryHeap::new(),
+        }
+    }
+
+    /// Search from position `s` for tree `j`; append every vertex reached to `out`.
+    fn run(&mut self, h: &Hierarchy<W>, s: u32, j: u32, out: &mut HostUp<W>) {
+        for &t in &self.touched {
+            self.dist[t as usize] = W::INF;
+        }
+        self.touched.clear();
+        self.dist[s as usize] = W::ZERO;
+        self.touched.push(s);
+        self.heap.push(std::cmp::Reverse((W::ZERO, s)));
+        while let Some(std::cmp::Reverse((d, p))) = self.heap.pop() {
+            if d > self.dist[p as usize] {
+                continue;
+            }
+            out.pos.push(p);
+            out.tree.push(j);
+            out.val.push(d);
+            let (a, b) = (h.up_offsets[p as usize], h.up_offsets[p as usize + 1]);
+            for e in a as usize..b as usize {
+                let q = h.up_heads[e];
+                let nd = d.sat_add(h.up_weights[e]);
+                let dq = &mut self.dist[q as usize];
+                if nd < *dq {
+                    if *dq == W::INF {
+                        self.touched.push(q);
+                    }
+                    *dq = nd;
+                    self.heap.push(std::cmp::Reverse((nd, q)));
+                }
+            }
+        }
+    }
+}
+
+/// Host upward searches, ready to upload: (position, tree, distance) triples.
+struct HostUp<W> {
+    pos: Vec<u32>,
+    tree: Vec<u32>,
+    val: Vec<W>,
+}
+
+/// GPU PHAST bound to one queue.
+struct Phast<W: DevWeight> {
+    scatter: Kernel,
+    up: Option<Kernel>,
+    sweep: Kernel,
+    top: Kernel,
+    summary: Kernel,
+    reduce: Kernel,
+    gather: Kernel,
+    dist: DBuf<W>,
+    init: DBuf<W>,
+    mask: DBuf<u32>,
+    hpos: DBuf<u32>,
+    htree: DBuf<u32>,
+    hval: DBuf<W>,
+    partial: DBuf<u64>,
+    sums: DBuf<u64>,
+    overflow: DBuf<u32>,
+    rows: Option<DBuf<W>>,
+    search: UpSearch<W>,
+    /// The last batch's sums, `[reached, sum_lo, sum_hi, max]` per tree.
+    host_sums: Vec<u64>,
+    /// `init` may hold values (new buffers, or a batch that failed half-way): fill it first.
+    dirty: bool,
+    /// Trees whose device upward search overflowed its frontier (redone on the host).
+    overflowed: usize,
+}
+
+impl<W: DevWeight> Phast<W> {
+    fn new(setup: &Setup<'_>) -> Result<Self> {
+        let (device, job, p) = (setup.device, setup.job, setup.params);
+        let (n, k) = (job.graph.n, stride(p.batch.value));
+        let device_up = plan(p).upward_on_device.value == 1;
+        let kern = |name| device.kernel(&KERNELS, build_options(job.wide, device_up), name);
+        let slices = plan(p).summary_slices.value;
+        Ok(Phast {
+            scatter: kern("phast_scatter")?,
+            up: if device_up {
+                Some(kern("phast_up")?)
+            } else {
+                None
+            },
+            sweep: kern("phast_sweep")?,
+            top: kern("phast_top")?,
+            summary: kern("phast_summary")?,
+            reduce: kern("phast_reduce")?,
+            gather: kern("phast_rows")?,
+            dist: DBuf::new(device, n * k)?,
+            init: DBuf::new(device, n * k)?,
+            mask: DBuf::new(device, n * k.div_ceil(32))?,
+            hpos: DBuf::new(device, 1)?,
+            htree: DBuf::new(device, 1)?,
+            hval: DBuf::new(device, 1)?,
+            partial: DBuf::new(device, slices * k * 4)?,
+            sums: DBuf::new(device, k * 4)?,
+            overflow: DBuf::new(device, k)?,
+            rows: match job.rows {
+                Some(_) => Some(DBuf::new(device, row_chunk(cols(job), k) * cols(job))?),
+                None => None,
+            },
+            search: UpSearch::new(n),
+            host_sums: vec![0; k * 4],
+            dirty: true,
+            overflowed: 0,
+        })
+    }
+
+    fn h<'a>(cx: &Ctx<'a>) -> &'a Hierarchy<W> {
+        cx.job
+            .hierarchy
+            .as_ref()
+            .and_then(W::of)
+            .expect("GPU PHAST runs with a hierarchy of the job's width")
+    }
+
+    fn dh<'a>(cx: &Ctx<'a>) -> &'a DeviceHierarchy {
+        cx.sh
+            .phast
+            .as_ref()
+            .expect("GPU PHAST's hierarchy is on the device")
+    }
+
+    /// Start a batch: zero the mask, and make `init` all INF if a previous batch may have left
+    /// values in it.
+    fn clean(&mut self, q: &Queue) -> Result<()> {
+        if self.dirty {
+            q.fill(&self.init, W::INF)?;
+        }
+        self.dirty = true;
+        q.fill(&self.mask, 0)
+    }
+
+    /// Enqueue the device upward searches of the batch (sources in `batch.src`).
+    fn enqueue_up(&self, cx: &Ctx<'_>, batch: &Batch) -> Result<()> {
+        let up = self.up.as_ref().expect("phast_up kernel");
+        let (dh, lu) = (Self::dh(cx), cx.local("phast_up"));
+        let cap = plan(&cx.sh.params).frontier.value;
+        // SAFETY: phast_up's order and types; one group per tree (b groups), src holds b
+        // sources, init and mask n x stride(b), overflow b flags; two local lists of cap words.
+        unsafe {
+            cx.q.launch(
+                up,
+                cx.b * lu,
+                Some(lu),
+                &[
+                    Arg::U32s(&dh.uoff),
+                    Arg::U32s(&dh.uhead),
+                    dh.uw.arg(),
+                    W::buf(&self.init),
+                    Arg::U32s(&self.mask),
+                    Arg::U32s(&batch.src),
+                    Arg::U32s(&dh.pos),
+                    Arg::U32(stride(cx.b) as u32),
+                    Arg::Local(cap * 4),
+                    Arg::Local(cap * 4),
+                    Arg::U32(cap as u32),
+                    Arg::U32s(&self.overflow),
+                ],
+            )
+        }
+    }
+
+    /// Host upward searches of `trees` ((column, task) pairs), uploaded and scattered.
+    fn host_up(
+        &mut self,
+        cx: &Ctx<'_>,
+        trees: impl IntoIterator<Item = (u32, usize)>,
+    ) -> Result<()> {
+        let h = Self::h(cx);
+        let mut hu = HostUp {
+            pos: Vec::new(),
+            tree: Vec::new(),
+            val: Vec::new(),
+        };
+        for (j, t) in trees {
+            self.search
+                .run(h, h.pos[cx.job.sources[t] as usize], j, &mut hu);
+        }
+        let count = hu.pos.len();
+        if self.hpos.len() < count {
+            let cap = count.next_power_of_two();
+            self.hpos = DBuf::new(cx.device, cap)?;
+            self.htree = DBuf::new(cx.device, cap)?;
+            self.hval = DBuf::new(cx.device, cap)?;
+        }
+        cx.q.write(&mut self.hpos, 0, &hu.pos)?;
+        cx.q.write(&mut self.htree, 0, &hu.tree)?;
+        cx.q.write(&mut self.hval, 0, &hu.val)?;
+        // SAFETY: phast_scatter's order and types; count entries in hpos/htree/hval, each
+        // (position < n, tree < b) inside init (n x stride(b)) and mask.
+        unsafe {
+            cx.q.launch(
+                &self.scatter,
+                count,
+                Some(cx.local("phast_scatter")),
+                &[
+                    W::buf(&self.init),
+                    Arg::U32s(&self.mask),
+                    Arg::U32s(&self.hpos),
+                    Arg::U32s(&self.htree),
+                    W::buf(&self.hval),
+                    Arg::U32(count as u32),
+                    Arg::U32(stride(cx.b) as u32),
+                ],
+            )
+        }
+    }
+
+    /// Enqueue the sweep: the top levels in one launch, then one launch per level.
+    fn enqueue_levels(&self, cx: &Ctx<'_>) -> Result<()> {
+        let (h, dh) = (Self::h(cx), Self::dh(cx));
+        let k = stride(cx.b);
+        let top = plan(&cx.sh.params).top_levels.value;
+        let common = [
+            Arg::U32s(&dh.doff),
+            Arg::U32s(&dh.dtail),
+            dh.dw.arg(),
+            W::buf(&self.init),
+            Arg::U32s(&self.mask),
+            W::buf(&self.dist),
+        ];
+        if top > 0 {
+            // About 2 groups per compute unit, each owning qpg quads of trees.
+            let quads = k / 4;
+            let qpg = (quads / (2 * cx.device.info.compute_units as usize)).max(1);
+            let lt = cx.local("phast_top");
+            let mut a = common.to_vec();
+            a.extend([
+                Arg::U32s(&dh.bounds),
+                Arg::U32(top as u32),
+                Arg::U32(k as u32),
+                Arg::U32(qpg as u32),
+            ]);
+            // SAFETY: phast_top's order and types; bounds holds levels + 1 >= top + 1 words,
+            // every position < n and tree < k indexes init/dist (n x k) and mask.
+            unsafe {
+                cx.q.launch(&self.top, quads.div_ceil(qpg) * lt, Some(lt), &a)
+            }?;
+        }
+        let ls = cx.local("phast_sweep");
+        for l in top..h.levels.len().saturating_sub(1) {
+            let (first, last) = (h.levels[l], h.levels[l + 1]);
+            if last == first {
+                continue;
+            }
+            let count = (last - first) as usize;
+            let mut a = common.to_vec();
+            a.extend([Arg::U32(first), Arg::U32(count as u32), Arg::U32(k as u32)]);
+            // SAFETY: phast_sweep's order and types; items count x k/4, positions
+            // first..first+count < n, so every index is inside init/dist (n x k) and mask.
+            unsafe { cx.q.launch(&self.sweep, count * k / 4, Some(ls), &a) }?;
+        }
+        Ok(())
+    }
+
+    /// Enqueue the summaries of the batch into `sums`.
+    fn enqueue_summary(&self, cx: &Ctx<'_>) -> Result<()> {
+        let dh = Self::dh(cx);
+        let slices = plan(&cx.sh.params).summary_slices.value;
+        // With targets, fold their positions in their order; else every position in memory
+        // order (the same set, read sequentially).
+        let (list, ident) = match &dh.tpos {
+            Some(t) => (t, 0),
+            None => (&dh.pos, 1),
+        };
+        // SAFETY: phast_summary's order and types; items slices x ceil(b/4), each reading
+        // rows of positions < n (from `list`, cols(job) long) at stride(b) and writing its
+        // trees' partials below slices x b x 4 words.
+        unsafe {
+            cx.q.launch(
+                &self.summary,
+                slices * cx.b.div_ceil(4),
+                Some(cx.local("phast_summary")),
+                &[
+                    W::buf(&self.dist),
+                    Arg::U32s(list),
+                    Arg::U32(ident),
+                    Arg::U32(cols(cx.job) as u32),
+                    Arg::U32(stride(cx.b) as u32),
+                    Arg::U32(cx.b as u32),
+                    Arg::U32(slices as u32),
+                    Arg::U64s(&self.partial),
+                ],
+            )
+        }?;
+        let lr = cx.local("phast_reduce");
+        // SAFETY: phast_reduce's order and types; b groups (a power-of-two local size, the
+        // characterization says reduction), 4 x lr local words, sums holds b x 4 words.
+        unsafe {
+            cx.q.launch(
+                &self.reduce,
+                cx.b * lr,
+                Some(lr),
+                &[
+                    Arg::U64s(&self.partial),
+                    Arg::U32(slices as u32),
+                    Arg::U32(cx.b as u32),
+                    Arg::U64s(&self.sums),
+                    Arg::Local(4 * lr * 8),
+                ],
+            )
+        }
+    }
+
+    /// Read the sums of the batch.
+    fn read_sums(&mut self, cx: &Ctx<'_>) -> Result<()> {
+        cx.q.read(&self.sums, 0, &mut self.host_sums[..cx.b * 4])?;
+        self.dirty = false;
+        Ok(())
+    }
+}
+
+impl<W: DevWeight> Algorithm for Phast<W> {
+    fn solve(&mut self, cx: &Ctx<'_>, batch: &Batch, _sources: &[u32]) -> Result<usize> {
+        let b = cx.b;
+        let levels = Self::h(cx).levels.len().saturating_sub(1);
+        self.clean(cx.q)?;
+        if self.up.is_none() {
+            let tasks = cx.tasks.clone();
+            self.host_up(cx, tasks.enumerate().map(|(j, t)| (j as u32, t)))?;
+            self.enqueue_levels(cx)?;
+            self.enqueue_summary(cx)?;
+            self.read_sums(cx)?;
+            return Ok(levels);
+        }
+        self.enqueue_up(cx, batch)?;
+        self.enqueue_levels(cx)?;
+        self.enqueue_summary(cx)?;
+        let mut flags = vec![0u32; b];
+        cx.q.read(&self.overflow, 0, &mut flags)?;
+        self.read_sums(cx)?;
+        if flags.iter().any(|&f| f != 0) {
+            // Again, but the overflowed trees' searches (partial: a subset of their search
+            // spaces, with values no lower than exact) are overwritten by host searches
+            // before the sweep.
+            let over: Vec<(u32, usize)> = (0..b)
+                .filter(|&j| flags[j] != 0)
+                .map(|j| (j as u32, cx.tasks.start + j))
+                .collect();
+            tracing::debug!(
+                trees = over.len(),
+                "phast_up frontier overflow: host upward searches"
+            );
+            self.overflowed += over.len();
+            self.clean(cx.q)?;
+            self.enqueue_up(cx, batch)?;
+            cx.q.finish()?;
+            self.host_up(cx, over)?;
+            self.enqueue_levels(cx)?;
+            self.enqueue_summary(cx)?;
+            self.read_sums(cx)?;
+        }
+        Ok(levels)
+    }
+
+    fn summaries(
+        &mut self,
+        cx: &Ctx<'_>,
+        _batch: &Batch,
+        _tasks: Range<usize>,
+    ) -> Result<Vec<PathSummary>> {
+        Ok(self.host_sums[..cx.b * 4]
+            .chunks_exact(4)
+            .map(PathSummary::from_words)
+            .collect())
+    }
+
+    fn write_rows(
+        &mut self,
+        cx: &Ctx<'_>,
+        _batch: &Batch,
+        tasks: Range<usize>,
+        rows: &NpyRows,
+    ) -> Result<()> {
+        let dh = Self::dh(cx);
+        let buf = self
+            .rows
+            .as_ref()
+            .expect("a rows buffer when rows are written");
+        let (c, b) = (cols(cx.job), cx.b);
+        let chunk = row_chunk(c, cx.sh.params.batch.value);
+        let list = dh.tpos.as_ref().unwrap_or(&dh.pos);
+        let mut host = vec![W::default(); chunk * c];
+        let mut j0 = 0;
+        while j0 < b {
+            let r = chunk.min(b - j0);
+            // SAFETY: phast_rows' order and types; r x c items, each reading a position < n
+            // of `list` (c long) at stride(b) for a tree below b, writing below chunk x c.
+            unsafe {
+                cx.q.launch(
+                    &self.gather,
+                    r * c,
+                    Some(cx.local("phast_rows")),
+                    &[
+                        W::buf(&self.dist),
+                        Arg::U32s(list),
+                        Arg::U32(c as u32),
+                        Arg::U32(stride(b) as u32),
+                        Arg::U32(j0 as u32),
+                        Arg::U32(r as u32),
+                        W::buf(buf),
+                    ],
+                )
+            }?;
+            cx.q.read(buf, 0, &mut host[..r * c])?;
+            for i in 0..r {
+                W::write_row(rows, tasks.start + j0 + i, &host[i * c..(i + 1) * c])?;
+            }
+            j0 += r;
+        }
+        Ok(())
+    }
+}
+
+impl<W: DevWeight> Drop for Phast<W> {
+    fn drop(&mut self) {
+        if self.overflowed > 0 {
+            tracing::info!(
+                trees = self.overflowed,
+                "GPU PHAST: upward searches that overflowed phast_up's frontier lists were \
+                 redone on the host ([apsp] gpu_frontier)"
+            );
+        }
+    }
+}
+
+/// Phase timings of GPU PHAST on one device (`benches/phast_gpu.rs`): medians over `reps`
+/// batches of `k` trees, each phase waited for before the next starts.
+#[derive(Debug, Clone, Serialize)]
+pub struct Profile {
+    /// Trees per batch.
+    pub k: usize,
+    /// Vertices.
+    pub n: usize,
+    /// Downward arcs.
+    pub down_arcs: usize,
+    /// Levels.
+    pub levels: usize,
+    /// Leading levels swept in one `phast_top` launch.
+    pub top_levels: usize,
+    /// Work-items per `phast_up` group.
+    pub up_local: usize,
+    /// Zeroing the mask (seconds).
+    pub zero_s: f64,
+    /// The device upward searches of one batch (`phast_up`).
+    pub up_device_s: f64,
+    /// The host upward searches of one batch on one thread, their upload and scatter.
+    pub up_host_s: f64,
+    /// The sweep of one batch.
+    pub sweep_s: f64,
+    /// Summary + reduce + reading the sums.
+    pub summary_s: f64,
+    /// One whole batch as the worker runs it with device upward searches.
+    pub batch_s: f64,
+    /// Trees of the batch whose device upward search overflowed its frontier list.
+    pub overflowed: usize,
+    /// Bytes the sweep of one batch must move at least: per tree a distance written per
+    /// vertex and one read per downward arc, the mask, and the arcs and offsets once.
+    pub sweep_bytes: u64,
+}
+
+/// Time the phases of GPU PHAST for `job` on `device`: one batch of the job's first `k`
+/// sources (`k` from its `batch` option or the prediction), `reps` times. `up_local`
+/// replaces the local size of `phast_up`.
+pub fn profile(
+    job: &ApspJob,
+    device: &std::sync::Arc<Device>,
+    reps: usize,
+    up_local: Option<usize>,
+) -> Result<Profile> {
+    use std::time::Instant;
+    if job.wide {
+        return Err(Error::Config(
+            "the GPU PHAST profile times 32-bit distances only".into(),
+        ));
+    }
+    let mut params = job.params(device, &Tuner::new(Some(1), Default::default()))?;
+    if let Some(l) = up_local {
+        params.local.get_mut("phast_up").expect("phast_up").value = l;
+    }
+    if plan(&params).upward_on_device.value != 1 {
+        return Err(Error::Device("profile needs device upward searches".into()));
+    }
+    let sh = job.setup(device, &params)?;
+    let setup = Setup {
+        device,
+        job,
+        params: &sh.params,
+    };
+    let mut batch = Batch::new(&setup)?;
+    let mut w = Phast::<u32>::new(&setup)?;
+    let q = device.queue()?;
+    let k = params.batch.value.min(job.sources.len());
+    q.write(&mut batch.src, 0, &job.sources[..k])?;
+    let cx = Ctx {
+        job,
+        sh: &sh,
+        q: &q,
+        device,
+        n: job.graph.n,
+        b: k,
+        tasks: 0..k,
+    };
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (mut zero, mut up, mut sweep, mut summary, mut whole, mut host) =
+        (vec![], vec![], vec![], vec![], vec![], vec![]);
+    let mut flags = vec![0u32; k];
+    let mut overflowed = 0;
+    for _ in 0..reps.max(1) {
+        q.finish()?;
+        let t0 = Instant::now();
+        w.clean(&q)?;
+        q.finish()?;
+        let t1 = Instant::now();
+        w.enqueue_up(&cx, &batch)?;
+        q.finish()?;
+        let t2 = Instant::now();
+        w.enqueue_levels(&cx)?;
+        q.finish()?;
+        let t3 = Instant::now();
+        w.enqueue_summary(&cx)?;
+        w.read_sums(&cx)?;
+        let t4 = Instant::now();
+        q.read(&w.overflow, 0, &mut flags)?;
+        overflowed = flags.iter().filter(|&&f| f != 0).count();
+        zero.push((t1 - t0).as_secs_f64());
+        up.push((t2 - t1).as_secs_f64());
+        sweep.push((t3 - t2).as_secs_f64());
+        summary.push((t4 - t3).as_secs_f64());
+        // The whole batch as solve runs it.
+        let t5 = Instant::now();
+        w.solve(&cx, &batch, &job.sources[..k])?;
+        whole.push(t5.elapsed().as_secs_f64());
+        // Host upward searches, their upload and scatter (then swept, to leave init clean).
+        let t6 = Instant::now();
+        w.clean(&q)?;
+        w.host_up(&cx, (0..k).map(|j| (j as u32, j)))?;
+        q.finish()?;
+        host.push(t6.elapsed().as_secs_f64());
+        w.enqueue_levels(&cx)?;
+        w.enqueue_summary(&cx)?;
+        w.read_sums(&cx)?;
+    }
+    let s = sizes(job)?;
+    let (n, m) = (s.n as u64, s.down as u64);
+    Ok(Profile {
+        k,
+        n: s.n,
+        down_arcs: s.down,
+        levels: s.level_sizes.len(),
+        top_levels: plan(&params).top_levels.value,
+        up_local: params.local("phast_up"),
+        zero_s: median(zero),
+        up_device_s: median(up),
+        up_host_s: median(host),
+        sweep_s: median(sweep),
+        summary_s: median(summary),
+        batch_s: median(whole),
+        overflowed,
+        sweep_bytes: stride(k) as u64 * (n * 4 + m * 4 + n / 8) + m * 8 + n * 4,
+    })
+}

@@ -1,0 +1,147 @@
+//! Level sweeps: kernels that pull over a contraction hierarchy one launch per level, `k` trees
+//! per batch with distances vertex-major (PHAST's GPU half). [`sweep_plan`] replaces the
+//! generic batch and queue predictions with the sweep's own (trees per batch from the bytes a
+//! tree's sweep moves, queues by measurement) and picks the sweep's own parameters (how many
+//! small leading levels share one launch, the summary's slices, the upward searches' frontier
+//! lists), each with its reason; a value set in the config wins. [`SWEEP_RULES`] lists the
+//! rules (printed by `tuccompi check`).
+
+use super::{Choice, LaunchParams, Setting, Source};
+use crate::device::DeviceInfo;
+
+/// The rules, one line each.
+pub const SWEEP_RULES: &[(&str, &str)] = &[
+    ("trees per batch, level sweeps (PHAST), GPU", "a batch's sweep moves 8 GiB: k = 2^33 / (distance bytes x (n + downward arcs)) rounded up to a power of two, within 32..8192, so the fixed cost of a batch (upward searches, mask, summary, the small levels) stays small; on an H200 osm-moscow ran 433k/469k/484k trees/s at k = 1024/2048/4096 (the rule gives 2048); capped by 40% of device memory over all queues"),
+    ("trees per batch, level sweeps (PHAST), CPU device", "16: PoCL vectorizes a work-group's items, and 16 trees of 4-byte distances fill a 64-byte cache line per arc"),
+    ("queues, level sweeps (PHAST)", "GPU: 2 (on an H200, whole osm-moscow ran within 3% from 1, 2 and 4 queues and slower from 8: one batch fills the device once the small levels share one launch; a second queue has the next batch ready while the host reads the last one); CPU devices: 1"),
+    ("leading levels in one launch", "the leading levels whose items (vertices x k/4, 4 trees per item) fall short of the resident threads (compute units x 2048 on a GPU, x 64 on a CPU device): one launch each would be launch-bound (H200, osm-moscow: the sweep took 15% less time at k = 1024, 5% at 2048)"),
+    ("summary slices", "resident threads / (k/4): each item folds 4 trees over n / slices vertices; at most n"),
+    ("frontier list entries (device upward searches)", "1024 per list, within 3/4 of local memory: a road graph's upward search space is a few hundred vertices (osm-moscow: 267 mean); a tree that overflows is redone on the host"),
+];
+
+/// What a level-sweep half knows about its problem.
+#[derive(Debug, Clone)]
+pub struct SweepRequest<'a> {
+    /// Vertices of each level, in sweep order.
+    pub level_sizes: &'a [u32],
+    /// Vertices.
+    pub n: usize,
+    /// Bytes the sweep of one tree moves.
+    pub sweep_bytes: u64,
+    /// Device memory one tree in flight needs.
+    pub bytes_per_tree: u64,
+    /// Device memory shared by all trees (the hierarchy).
+    pub shared_bytes: u64,
+    /// Leading levels in one launch, set in the config.
+    pub top_levels: Option<Setting>,
+    /// Frontier list entries, set in the config.
+    pub frontier: Option<Setting>,
+}
+
+/// The sweep's own parameters.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SweepPlan {
+    /// Leading levels swept by one launch per batch.
+    pub top_levels: Choice,
+    /// Slices of the vertices in the summary (slices x k/4 items).
+    pub summary_slices: Choice,
+    /// Entries per local-memory frontier list of the device upward searches.
+    pub frontier: Choice,
+    /// Where the upward searches run: 1 on the device, 0 on the host (set by the half).
+    pub upward_on_device: Choice,
+}
+
+fn rule(i: usize) -> String {
+    SWEEP_RULES[i].1.to_string()
+}
+
+fn set_or(s: &Option<Setting>, predicted: Choice) -> Choice {
+    match s {
+        Some(s) => Choice {
+            value: s.value,
+            source: Source::Config,
+            reason: s.key.clone(),
+        },
+        None => predicted,
+    }
+}
+
+/// Trees per batch for `req` on `dev` when neither the config nor the tuning cache set it, with
+/// `queues` queues each holding a batch.
+pub fn predict_trees(dev: &DeviceInfo, req: &SweepRequest<'_>, queues: usize) -> Choice {
+    let (k, mut reason) = if dev.kind == "gpu" {
+        let want = (1u64 << 33) / req.sweep_bytes.max(1);
+        let k = (want.clamp(32, 8192) as usize)
+            .next_power_of_two()
+            .min(8192);
+        (k, rule(0))
+    } else {
+        (16, rule(1))
+    };
+    let cap = ((dev.global_mem as f64 * 0.4 - req.shared_bytes as f64).max(0.0)
+        / (queues.max(1) as f64 * req.bytes_per_tree.max(1) as f64)) as usize;
+    let k = if cap < k {
+        reason.push_str(&format!("; device memory allows {cap}"));
+        cap.max(1)
+    } else {
+        k
+    };
+    Choice {
+        value: k,
+        source: Source::Predicted,
+        reason,
+    }
+}
+
+/// Apply the sweep rules to `p` (from [`Tuner::params`](super::Tuner::params) over the sweep's
+/// kernels): the queues and the trees per batch unless the config or the cache set them, and
+/// `p.sweep`. The half sets `upward_on_device` afterwards.
+pub fn sweep_plan(dev: &DeviceInfo, p: &mut LaunchParams, req: &SweepRequest<'_>) {
+    let gpu = dev.kind == "gpu";
+    if p.queues.source == Source::Predicted {
+        p.queues = Choice {
+            value: if gpu { 2 } else { 1 },
+            source: Source::Predicted,
+            reason: rule(2),
+        };
+    }
+    if p.batch.source == Source::Predicted {
+        p.batch = predict_trees(dev, req, p.queues.value);
+    }
+    let fill = dev.compute_units as usize * if gpu { 2048 } else { 64 };
+    let quads = p.batch.value.div_ceil(4);
+    let top = req
+        .level_sizes
+        .iter()
+        .take_while(|&&s| (s as usize) * quads < fill)
+        .count();
+    let levels = req.level_sizes.len();
+    let mut top_levels = set_or(
+        &req.top_levels,
+        Choice {
+            value: top,
+            source: Source::Predicted,
+            reason: rule(3),
+        },
+    );
+    top_levels.value = top_levels.value.min(levels);
+    let summary_slices = Choice {
+        value: (fill / quads.max(1)).clamp(1, req.n.max(1)),
+        source: Source::Predicted,
+        reason: rule(4),
+    };
+    let frontier = set_or(
+        &req.frontier,
+        Choice {
+            value: 1024.min((dev.local_mem as usize * 3 / 4 / 8).max(1)),
+            source: Source::Predicted,
+            reason: rule(5),
+        },
+    );
+    p.sweep = Some(SweepPlan {
+        top_levels,
+        summary_slices,
+        frontier,
+        upward_on_device: Choice::fixed(1, "set by the GPU half"),
+    });
+}

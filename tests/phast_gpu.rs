@@ -1,0 +1,268 @@
+//! GPU PHAST (kernels/phast.cl) against CPU Dijkstra, on PoCL in CI: real graphs, generated
+//! ones (zero weights, unreachable parts, 64-bit distances), upward searches on the host and on
+//! the device (with the frontier-overflow fallback), the top levels in one launch or not, 1 and
+//! 2 queues, alone and mixed with CPU workers; distance rows byte for byte, also as an
+//! origin-destination matrix (`[apsp] targets`).
+
+use crate::util::*;
+
+/// A CPU-only Dijkstra run with `sets`: the reference.
+fn dijkstra(cfg: &str, sets: &[&str]) -> Out {
+    let mut all = vec![
+        "units.opencl=none",
+        "units.cpu_workers=2",
+        "apsp.cpu_algorithm=\"dijkstra\"",
+    ];
+    all.extend_from_slice(sets);
+    run(cfg, &all)
+}
+
+fn cpu_reference(cfg: &str) -> Vec<[u128; 5]> {
+    dijkstra(cfg, &[]).summary()
+}
+
+/// A GPU PHAST run with `sets`, its hierarchy cached in a fresh folder.
+fn phast(cfg: &str, sets: &[&str]) -> Out {
+    let cache = format!(
+        "apsp.hierarchy={:?}",
+        tmpdir("phastgpu").join("h.ch").display().to_string()
+    );
+    let mut all = vec![
+        "units.device_type=all",
+        "apsp.gpu_algorithm=\"phast\"",
+        &cache,
+    ];
+    all.extend_from_slice(sets);
+    run(cfg, &all)
+}
+
+/// Run GPU PHAST with `sets`; the summary must equal `want`. Returns the report.
+fn phast_matches(cfg: &str, want: &[[u128; 5]], sets: &[&str]) -> serde_json::Value {
+    let out = phast(cfg, sets);
+    assert_eq!(
+        out.report["input"]["gpu_algorithm"], "phast",
+        "{}",
+        out.report["input"]
+    );
+    assert_eq!(
+        out.summary(),
+        want,
+        "GPU PHAST differs from Dijkstra with {sets:?}"
+    );
+    let gpu_tasks: u64 = out.report["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["kind"] == "gpu")
+        .map(|u| u["tasks"].as_u64().unwrap())
+        .sum();
+    assert!(gpu_tasks > 0, "no task ran on the device with {sets:?}");
+    if sets.contains(&"units.cpu_workers=0") {
+        assert_eq!(
+            gpu_tasks as usize,
+            want.len(),
+            "GPU alone must run every task"
+        );
+    }
+    out.report
+}
+
+#[test]
+fn rome99_every_source() {
+    let Some(g) = data("rome99.gr.gz") else {
+        return;
+    };
+    if !opencl() {
+        return;
+    }
+    let cfg = apsp_file(&g, "\"all\"");
+    let want = cpu_reference(&cfg);
+    // Top levels in one launch: none, the prediction, every level.
+    for (up, q, c, top) in [
+        ("device", "1", "0", "0"),
+        ("host", "2", "0", "\"auto\""),
+        ("device", "2", "2", "1000"),
+    ] {
+        let r = phast_matches(
+            &cfg,
+            &want,
+            &[
+                &format!("apsp.gpu_upward=\"{up}\""),
+                &format!("units.concurrent_kernels={q}"),
+                &format!("units.cpu_workers={c}"),
+                &format!("apsp.gpu_top_levels={top}"),
+                "apsp.batch=64",
+            ],
+        );
+        let t = &r["devices"][0]["tuning"];
+        assert_eq!(
+            t["sweep"]["upward_on_device"]["value"],
+            (up == "device") as u64,
+            "{t}"
+        );
+        assert_eq!(t["batch"]["value"], 64);
+        if top == "1000" {
+            assert!(
+                t["sweep"]["top_levels"]["value"].as_u64().unwrap() > 5,
+                "{t}"
+            );
+        }
+    }
+}
+
+/// `gpu_algorithm = "auto"` (the default) takes GPU PHAST on a road graph with many sources.
+#[test]
+fn rome99_auto_takes_gpu_phast() {
+    let Some(g) = data("rome99.gr.gz") else {
+        return;
+    };
+    if !opencl() {
+        return;
+    }
+    let cfg = apsp_file(&g, "300");
+    let want = cpu_reference(&cfg);
+    let cache = format!(
+        "apsp.hierarchy={:?}",
+        tmpdir("phastgpu").join("h.ch").display().to_string()
+    );
+    let out = run(
+        &cfg,
+        &["units.device_type=all", "units.cpu_workers=0", &cache],
+    );
+    assert_eq!(
+        out.report["input"]["gpu_algorithm"], "phast",
+        "{}",
+        out.report["input"]
+    );
+    assert_eq!(out.summary(), want);
+}
+
+/// A frontier list of one entry overflows on every tree with two upward arcs: every batch is
+/// redone with host searches and must still be exact.
+#[test]
+fn rome99_frontier_overflow_falls_back_to_host() {
+    let Some(g) = data("rome99.gr.gz") else {
+        return;
+    };
+    if !opencl() {
+        return;
+    }
+    let cfg = apsp_file(&g, "100");
+    let want = cpu_reference(&cfg);
+    phast_matches(
+        &cfg,
+        &want,
+        &[
+            "apsp.gpu_upward=\"device\"",
+            "apsp.gpu_frontier=1",
+            "apsp.batch=16",
+            "units.cpu_workers=0",
+        ],
+    );
+}
+
+#[test]
+fn bremen_256_sources() {
+    let Some(g) = data("osm-bremen-dist.gr.gz") else {
+        return;
+    };
+    if !opencl() {
+        return;
+    }
+    let cfg = apsp_file(&g, "256");
+    let want = cpu_reference(&cfg);
+    phast_matches(
+        &cfg,
+        &want,
+        &["units.cpu_workers=0", "units.concurrent_kernels=1"],
+    );
+    phast_matches(
+        &cfg,
+        &want,
+        &[
+            "units.cpu_workers=2",
+            "apsp.gpu_upward=\"host\"",
+            "apsp.batch=48",
+            "scheduler.policy=work-queue",
+        ],
+    );
+}
+
+/// Zero weights, unreachable parts and 64-bit distances; distance rows byte-equal to
+/// Dijkstra's, with batches that do not divide the sources.
+#[test]
+fn generated_graphs_and_rows() {
+    if !opencl() {
+        return;
+    }
+    let graphs = [
+        apsp_gen(
+            "road",
+            1600,
+            "min_weight = 0\nmax_weight = 9\nseed = 4",
+            "150",
+        ),
+        apsp_gen(
+            "uniform",
+            900,
+            "degree = 1.2\nmin_weight = 0\nmax_weight = 1000\nseed = 2",
+            "\"all\"",
+        ),
+        apsp_gen(
+            "uniform",
+            400,
+            "degree = 3\nmin_weight = 1_000_000_000\nmax_weight = 4_294_967_295\nseed = 3",
+            "64",
+        ),
+    ];
+    for cfg in &graphs {
+        let cpu = dijkstra(cfg, &["output.distances=true"]);
+        let want = cpu.summary();
+        assert!(
+            want.iter().any(|r| r[2] > 0),
+            "the graph should have unreachable pairs"
+        );
+        let cpu_npy = std::fs::read(cpu.dir.join("distances.npy")).unwrap();
+        // An origin-destination matrix: targets in a given order, with a repeat.
+        let targets = "apsp.targets=[9, 1, 300, 9, 57]";
+        let cpu_od = dijkstra(cfg, &["output.distances=true", targets]);
+        let od = phast(
+            cfg,
+            &[
+                "units.cpu_workers=0",
+                "apsp.batch=6",
+                "output.distances=true",
+                targets,
+            ],
+        );
+        assert_eq!(od.report["input"]["targets"], 5);
+        assert_eq!(od.summary(), cpu_od.summary(), "targets: summary");
+        assert!(
+            std::fs::read(od.dir.join("distances.npy")).unwrap()
+                == std::fs::read(cpu_od.dir.join("distances.npy")).unwrap(),
+            "targets: distances.npy differs from Dijkstra's"
+        );
+        for (up, b, c, top) in [
+            ("device", "7", "0", "1000"),
+            ("host", "16", "0", "0"),
+            ("auto", "5", "2", "\"auto\""),
+        ] {
+            let sets = [
+                &format!("apsp.gpu_upward=\"{up}\""),
+                &format!("apsp.gpu_top_levels={top}"),
+                &format!("apsp.batch={b}"),
+                &format!("units.cpu_workers={c}"),
+                "output.distances=true",
+            ];
+            let out = phast(cfg, &sets);
+            assert_eq!(out.summary(), want, "{sets:?}: summary");
+            let npy = std::fs::read(out.dir.join("distances.npy")).unwrap();
+            assert!(
+                npy == cpu_npy,
+                "{sets:?}: distances.npy differs from Dijkstra's"
+            );
+        }
+        let wide = cpu.report["input"]["distance_type"] == "u64";
+        assert_eq!(wide, cfg.contains("4_294_967_295"));
+    }
+}
