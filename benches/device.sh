@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU-machine measurements for BENCHMARKS.md. Run from the repository root:
 #   benches/device.sh BIN DATA_DIR [SECTION...]
-# Sections: devices algos queues hetero batch full tune dense phast phastgpu moscowfull mpi sched
+# Sections: devices algos queues hetero batch full tune dense phast phastgpu phastcpu moscowfull mpi
+# mpioverhead sched
 # collatz workers mpienv mpigpu (and more below; phast: PHB=the phast bench binary, phastgpu:
 # PB=the phast_gpu bench binary, default beside BIN).
 # Prints one line per run:
@@ -47,7 +48,9 @@ for u in r["units"]:
 # per kind: tasks, and for GPUs the chunks and the rate while busy (tasks / busy seconds)
 split = " ".join(f"{k}:{v[0]}" + (f" in {v[2]} chunks, {v[0]/max(v[1],1e-9):.0f}/s busy" if k == "gpu" else "") for k, v in sorted(busy.items()))
 dev = r["devices"][0] if r["devices"] else {}
-print(f"{sys.argv[1]:<44} {w:8.3f} s wall {rs:8.3f} s run {t:7d} tasks {t/rs:9.1f}/s  sum={c['sum']} unr={c['unreachable']}  [{split}] gpus={len(r['devices'])} q={dev.get('queues','-')} chunk={dev.get('chunk','-')}", flush=True)
+ph = r.get("phase_seconds", {})
+phs = " ".join(f"{k}={v:.3f}" for k, v in ph.items())
+print(f"{sys.argv[1]:<44} {w:8.3f} s wall {rs:8.3f} s run {t:7d} tasks {t/rs:9.1f}/s  sum={c['sum']} unr={c['unreachable']}  [{split}] gpus={len(r['devices'])} q={dev.get('queues','-')} chunk={dev.get('chunk','-')} phases: {phs}", flush=True)
 PY
     [ -f "$OUT/trace.json" ] && python3 /tmp/tail.py "$OUT/trace.json"
   else
@@ -309,6 +312,41 @@ phastgpu)
   one "moscow all gpu phast upward=host q=4" 200 --set "$MO" --set run.sources=\"all\" --set units.cpu_workers=0 --set "$P" --set apsp.gpu_upward=\"host\" --set units.concurrent_kernels=4
   one "moscow all gpu phast + cpu16 dijkstra" 200 --set "$MO" --set run.sources=\"all\" --set "$P" --set apsp.cpu_algorithm=\"dijkstra\"
   one "moscow all gpu phast + cpu16 phast" 200 --set "$MO" --set run.sources=\"all\" --set "$P" --set apsp.cpu_algorithm=\"phast\" ;;
+bremenmix)
+  # A short full APSP (osm-bremen-dist, cached hierarchy): PHAST on the GPU alone, on the CPU
+  # alone, and both (TRACE=1 prints how each run ended).
+  export XDG_CACHE_HOME=${OUT}-xdg
+  PH=(--set apsp.cpu_algorithm=\"phast\" --set apsp.gpu_algorithm=\"phast\")
+  one "bremen warm-up (hierarchy)" 120 --set "$BR" --set run.sources=16 "${PH[@]}"
+  for rep in 1 2 3; do
+    one "bremen full APSP phast gpu alone" 120 --set "$BR" --set run.sources=\"all\" --set units.cpu_workers=0 "${PH[@]}"
+    one "bremen full APSP phast cpu alone" 120 --set "$BR" --set run.sources=\"all\" --set units.opencl=none "${PH[@]}"
+    one "bremen full APSP phast gpu+cpu" 120 --set "$BR" --set run.sources=\"all\" "${PH[@]}"
+    one "bremen full APSP default config" 120 --set "$BR" --set run.sources=\"all\"
+  done ;;
+phastcpu)
+  # The CPU half: the bench on 1, 8 and 16 threads (each k with the summaries tallied after
+  # the sweep and in it), and the machine's cores.
+  lscpu | grep -E "^(Model name|Thread|Core|Socket|CPU\(s\)|L2|L3)"
+  PHB=${PHB:-$(dirname "$B")/phast}
+  for t in 16 8 1; do timeout 200 "$PHB" "$D/osm-moscow.gr.gz" $t $((t * 512)) | grep -v "^hierarchy"; done ;;
+mpioverhead)
+  # Issue 12, item 8: CPU-only ranks on one machine, 1 x 16 workers against 2 x 8 and 4 x 4,
+  # both node policies, about a minute of work per run (MO_SOURCES Dijkstra trees of
+  # osm-moscow); REPS repetitions, the configurations interleaved.
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  M=${MPIBIN:?MPIBIN}; S=${MO_SOURCES:-28000}
+  for rep in $(seq ${REPS:-1}); do
+    for np in ${NPS:-1 2 4}; do
+      for pol in ${NODE_POLICIES:-master-slave equitable}; do
+        w=$((16 / np)); rm -rf "$OUT"
+        T0=$(date +%s.%N)
+        mpirun --bind-to none -np $np "$M" run $CFG -q --set "$MO" --set run.sources=$S --set units.opencl=none --set units.cpu_workers=$w --set apsp.cpu_algorithm=\"dijkstra\" --set nodes.policy=\"$pol\" --set output.dir="\"$OUT\"" || echo "mpirun failed"
+        T1=$(date +%s.%N)
+        python3 -c "import json;r=json.load(open('$OUT/report.json'));nd=r.get(\"nodes\") or [];print(f'moscow $S cpu $np ranks x $w workers, $pol: wall {r[\"wall_seconds\"]:.3f} s run {r[\"run_seconds\"]:.3f} s ({$S/r[\"run_seconds\"]:.1f}/s) mpirun {$T1-$T0:.3f} s tasks per rank {[n[\"tasks\"] for n in nd]} sum={r[\"checksum\"][\"sum\"]}', flush=True)" || echo "no report"
+      done
+    done
+  done ;;
 moscowfull)
   one "moscow full APSP gpu+cpu" 560 --set "$MO" --set run.sources=\"all\" ;;
 mpi)

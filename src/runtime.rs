@@ -149,7 +149,7 @@ pub fn select_devices(plan: &Plan) -> Result<Vec<Arc<device::Device>>> {
 
 /// [`select_devices`], and why none was found when the plan asked for every device and
 /// there is none (the run then goes on with CPU workers).
-fn select_devices_noting(plan: &Plan) -> Result<(Vec<Arc<device::Device>>, Option<String>)> {
+fn select_devices_noting(plan: &Plan) -> Found {
     let names = match &plan.units.opencl {
         DeviceSel::None => return Ok((Vec::new(), None)),
         DeviceSel::All => Vec::new(),
@@ -275,11 +275,24 @@ pub struct Selection {
 /// Phase 2: the units a plan selects for a prepared job on a run of `nodes` nodes. Opens no
 /// device context beyond discovery and writes nothing.
 pub fn select_units(plan: &Plan, prepared: &Prepared<'_>, nodes: usize) -> Result<Selection> {
+    select_units_from(plan, prepared, nodes, None)
+}
+
+/// The devices a plan selects, already discovered or not.
+type Found = Result<(Vec<Arc<device::Device>>, Option<String>)>;
+
+/// [`select_units`] with the devices `found` beforehand (discovered here when `None`).
+fn select_units_from(
+    plan: &Plan,
+    prepared: &Prepared<'_>,
+    nodes: usize,
+    found: Option<Found>,
+) -> Result<Selection> {
     let job = prepared.job.as_ref();
     let name = prepared.plugin.name();
     let mut device_note = None;
     let devices = if job.gpu().is_some() {
-        let (devices, note) = select_devices_noting(plan)?;
+        let (devices, note) = found.unwrap_or_else(|| select_devices_noting(plan))?;
         if let Some(why) = note {
             device_note = Some(format!(
                 "units.opencl = \"all\" found no OpenCL device ({why}); running on CPU workers only"
@@ -437,16 +450,20 @@ fn build_units<'j>(
     Ok((units, device_reports))
 }
 
-/// Until `over`: once `flag` is set, stop handing out chunks (running ones finish) and write
-/// the journal out, eagerly from then on.
+/// Until `over` is dropped: once `flag` is set, stop handing out chunks (running ones finish)
+/// and write the journal out, eagerly from then on.
 fn watch(
     flag: &AtomicBool,
-    over: &AtomicBool,
+    over: crossbeam_channel::Receiver<()>,
     source: &dyn TaskSource,
     journal: Option<&Journal>,
     interrupted: &AtomicBool,
 ) {
-    while !over.load(Ordering::Relaxed) {
+    // Polls the flag every 20 ms, and returns as soon as the run is over (a sleep here would
+    // add up to its length to every run).
+    while let Err(crossbeam_channel::RecvTimeoutError::Timeout) =
+        over.recv_timeout(Duration::from_millis(20))
+    {
         if flag.load(Ordering::Relaxed) {
             interrupted.store(true, Ordering::Relaxed);
             source.stop();
@@ -457,7 +474,6 @@ fn watch(
             }
             return;
         }
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -484,12 +500,26 @@ pub fn run_with_cache(
 ) -> Result<Outcome> {
     let t0 = Instant::now();
     // 1-2: prepare and select units. Nothing is written.
-    let prepared =
-        prepare(plan, plugins, &opts.extra_plugins, node.size()).map_err(|e| node.fail(e))?;
+    // Device discovery (the drivers' start-up: a quarter of a second on a GPU machine) runs
+    // while the input loads.
+    let (prepared, found) = std::thread::scope(|s| {
+        let found =
+            (plan.units.opencl != DeviceSel::None).then(|| s.spawn(|| select_devices_noting(plan)));
+        let prepared = prepare(plan, plugins, &opts.extra_plugins, node.size());
+        let found = found.map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err(Error::Device("OpenCL device discovery panicked".into())))
+        });
+        (prepared, found)
+    });
+    let prepared = prepared.map_err(|e| node.fail(e))?;
     injected_rank_failure(node)?;
-    let selection = select_units(plan, &prepared, node.size()).map_err(|e| node.fail(e))?;
+    let selection =
+        select_units_from(plan, &prepared, node.size(), found).map_err(|e| node.fail(e))?;
+    let prepare_seconds = t0.elapsed().as_secs_f64();
     // 3: execute.
     let mut ex = execute(plan, opts, cache, node, &prepared, &selection)?;
+    ex.prepare_seconds = prepare_seconds;
     let Some(stage) = ex.stage.take() else {
         // Other ranks: their records and statistics are at rank 0 now.
         node.barrier()?;
@@ -541,6 +571,10 @@ struct Executed<'p> {
     /// Every node's statistics (rank 0).
     node_stats: serde_json::Value,
     verified: Option<Verified>,
+    /// Phase 1-2 (loading the input, the plugin's preprocessing, choosing units).
+    prepare_seconds: f64,
+    /// Phase 3 before the first chunk: devices, kernel builds, uploads, the output's stage.
+    setup_seconds: f64,
     run_seconds: f64,
     /// Rank 0's output directory, journal and resumed tasks.
     stage: Option<Stage>,
@@ -561,6 +595,7 @@ fn execute<'p>(
     prepared: &'p Prepared<'_>,
     selection: &Selection,
 ) -> Result<Executed<'p>> {
+    let t_setup = Instant::now();
     let is_root = node.rank() == 0;
     let job = prepared.job.as_ref();
     let (tasks, words) = (job.tasks(), job.record_words());
@@ -643,6 +678,7 @@ fn execute<'p>(
         "running {}",
         prepared.plugin.name()
     );
+    let setup_seconds = t_setup.elapsed().as_secs_f64();
     let t_run = Instant::now();
     let records = Mutex::new(records);
     let interrupted = AtomicBool::new(false);
@@ -701,6 +737,8 @@ fn execute<'p>(
         records,
         node_stats,
         verified,
+        prepare_seconds: 0.0,
+        setup_seconds,
         run_seconds,
         stage,
         interrupted: interrupted.load(Ordering::Relaxed),
@@ -735,7 +773,7 @@ fn run_chunks(
     let result = node
         .task_source(tasks, plan, &infos, journal.cloned())
         .and_then(|source| {
-            let over = AtomicBool::new(false);
+            let (over, over_rx) = crossbeam_channel::bounded::<()>(1);
             std::thread::scope(|s| {
                 if opts.interrupt.is_some_and(|f| f.load(Ordering::Relaxed)) {
                     // Interrupted before the first chunk.
@@ -743,9 +781,8 @@ fn run_chunks(
                     source.stop();
                 }
                 if let Some(flag) = opts.interrupt {
-                    let (source, journal, over) =
-                        (source.as_ref(), journal.map(|j| j.as_ref()), &over);
-                    s.spawn(move || watch(flag, over, source, journal, interrupted));
+                    let (source, journal) = (source.as_ref(), journal.map(|j| j.as_ref()));
+                    s.spawn(move || watch(flag, over_rx, source, journal, interrupted));
                 }
                 let r = run_units(
                     job,
@@ -757,7 +794,7 @@ fn run_chunks(
                     done,
                     &finished,
                 );
-                over.store(true, Ordering::Relaxed);
+                drop(over);
                 let ran = r?;
                 // Failed units gave their chunks back; if no unit was left to take them, say
                 // so (an interrupted run leaves tasks on purpose).
@@ -816,6 +853,15 @@ fn write_outputs(
     // The scheduling phase alone (no input loading, kernel builds or output): what throughput
     // figures divide by.
     report["run_seconds"] = serde_json::json!(ex.run_seconds);
+    // Where the wall time went (rank 0): the rest is verification, gathering, the plugin's
+    // output files and the report.
+    let wall = report["wall_seconds"].as_f64().unwrap_or(0.0);
+    report["phase_seconds"] = serde_json::json!({
+        "prepare": ex.prepare_seconds,
+        "setup": ex.setup_seconds,
+        "run": ex.run_seconds,
+        "finish": (wall - ex.prepare_seconds - ex.setup_seconds - ex.run_seconds).max(0.0),
+    });
     report["resumed_tasks"] = serde_json::json!(stage.done.count());
     let js = stage.journal.stats();
     report["journal"] = serde_json::json!({

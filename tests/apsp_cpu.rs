@@ -27,6 +27,19 @@ fn across_policies_and_workers(cfg: &str, expect: (u64, u64, u64), row: Option<[
             assert_eq!(units.len(), workers.parse::<usize>().unwrap());
             let done: u64 = units.iter().map(|u| u["tasks"].as_u64().unwrap()).sum();
             assert_eq!(done, out.report["tasks"].as_u64().unwrap());
+            // The phases account for the wall time, each of them measured.
+            let ph = &out.report["phase_seconds"];
+            let parts: Vec<f64> = ["prepare", "setup", "run", "finish"]
+                .iter()
+                .map(|k| ph[k].as_f64().unwrap_or(-1.0))
+                .collect();
+            let wall = out.report["wall_seconds"].as_f64().unwrap();
+            assert!(parts.iter().all(|&x| x >= 0.0), "phase_seconds: {ph}");
+            assert!(parts[0] > 0.0 && parts[2] > 0.0, "phase_seconds: {ph}");
+            assert!(
+                (parts.iter().sum::<f64>() - wall).abs() < 1e-6,
+                "{ph} vs {wall}"
+            );
         }
     }
 }

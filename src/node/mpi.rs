@@ -302,7 +302,7 @@ fn serve(
     let mut held: Vec<Option<Chunk<'_>>> = (0..slots).map(|_| None).collect();
     let mut finished = 0;
     while finished < others {
-        let (msg, status) = world.any_process().receive_vec_with_tag::<u64>(TAG_REQ);
+        let (msg, status) = next_request(&world);
         let rank = status.source_rank() as usize;
         let slot = |unit: u64| offsets.get(rank - 1).map(|o| o + unit as usize);
         let reply = match msg.first().copied() {
@@ -354,6 +354,22 @@ fn serve(
         world
             .process_at_rank(status.source_rank())
             .send_with_tag(&[reply.start as u64, reply.end as u64][..], TAG_REP);
+    }
+}
+
+/// The next message on `TAG_REQ` from any rank. A blocking receive would spin in Open MPI's
+/// progress loop and take a core from rank 0's units for the whole run: this probes, and
+/// sleeps 100 us between probes (a request waits that long at most; chunks take milliseconds
+/// and more).
+fn next_request(world: &SimpleCommunicator) -> (Vec<u64>, mpi::point_to_point::Status) {
+    loop {
+        if let Some(st) = world.any_process().immediate_probe_with_tag(TAG_REQ) {
+            // Messages from one rank with one tag arrive in order: this is the probed one.
+            return world
+                .process_at_rank(st.source_rank())
+                .receive_vec_with_tag::<u64>(TAG_REQ);
+        }
+        std::thread::sleep(std::time::Duration::from_micros(100));
     }
 }
 

@@ -35,6 +35,11 @@ pub struct Sweeper<'h, W: ChWeight> {
     heap: BinaryHeap<Reverse<(W, u32)>>,
     /// (position, lane, distance) from the upward searches, sorted by position.
     seeds: Vec<(u32, u32, W)>,
+    /// Per-lane summaries over every vertex, tallied during the last sweep (if it did; its
+    /// distances past `stored` were then not written).
+    fused: Option<Vec<[u64; 4]>>,
+    /// Positions below this are read by some downward arc (one past the largest tail).
+    stored: usize,
 }
 
 impl<'h, W: ChWeight> Sweeper<'h, W> {
@@ -54,6 +59,8 @@ impl<'h, W: ChWeight> Sweeper<'h, W> {
             touched: Vec::new(),
             heap: BinaryHeap::new(),
             seeds: Vec::new(),
+            fused: None,
+            stored: h.down_tails.iter().max().map_or(0, |&q| q as usize + 1),
         })
     }
 
@@ -68,8 +75,16 @@ impl<'h, W: ChWeight> Sweeper<'h, W> {
     }
 
     /// Grow shortest-path trees from `sources` (vertex ids of the input CSR, at most k): lane
-    /// j holds the tree of `sources[j]`; lanes past `sources.len()` are all INF.
+    /// j holds the tree of `sources[j]`; lanes past `sources.len()` are all INF. Every
+    /// distance is kept, for [`Self::dist`], [`Self::row`] and [`Self::summarize`].
     pub fn run(&mut self, sources: &[u32]) {
+        self.run_with(sources, false);
+    }
+
+    /// [`Self::run`]; with `tally`, only the summaries over every vertex are wanted: the sweep
+    /// tallies them itself and skips writing the distances nobody reads, so afterwards only
+    /// [`Self::summarize`] with no targets may be asked.
+    pub fn run_with(&mut self, sources: &[u32], tally: bool) {
         assert!(sources.len() <= self.k, "more sources than trees at once");
         self.lanes = sources.len();
         self.seeds.clear();
@@ -77,16 +92,22 @@ impl<'h, W: ChWeight> Sweeper<'h, W> {
             self.upward(j as u32, self.h.pos[s as usize]);
         }
         self.seeds.sort_unstable_by_key(|s| (s.0, s.1));
-        let (h, d, seeds) = (self.h, &mut self.d[..], &self.seeds[..]);
-        match self.k {
-            1 => sweep_dispatch::<W, 1>(h, d, seeds),
-            2 => sweep_dispatch::<W, 2>(h, d, seeds),
-            4 => sweep_dispatch::<W, 4>(h, d, seeds),
-            8 => sweep_dispatch::<W, 8>(h, d, seeds),
-            16 => sweep_dispatch::<W, 16>(h, d, seeds),
-            32 => sweep_dispatch::<W, 32>(h, d, seeds),
+        let (h, d, seeds, stored) = (self.h, &mut self.d[..], &self.seeds[..], self.stored);
+        self.fused = match (self.k, tally) {
+            (1, false) => sweep_dispatch::<W, 1, false>(h, d, seeds, stored),
+            (2, false) => sweep_dispatch::<W, 2, false>(h, d, seeds, stored),
+            (4, false) => sweep_dispatch::<W, 4, false>(h, d, seeds, stored),
+            (8, false) => sweep_dispatch::<W, 8, false>(h, d, seeds, stored),
+            (16, false) => sweep_dispatch::<W, 16, false>(h, d, seeds, stored),
+            (32, false) => sweep_dispatch::<W, 32, false>(h, d, seeds, stored),
+            (1, true) => sweep_dispatch::<W, 1, true>(h, d, seeds, stored),
+            (2, true) => sweep_dispatch::<W, 2, true>(h, d, seeds, stored),
+            (4, true) => sweep_dispatch::<W, 4, true>(h, d, seeds, stored),
+            (8, true) => sweep_dispatch::<W, 8, true>(h, d, seeds, stored),
+            (16, true) => sweep_dispatch::<W, 16, true>(h, d, seeds, stored),
+            (32, true) => sweep_dispatch::<W, 32, true>(h, d, seeds, stored),
             _ => unreachable!("k checked in new"),
-        }
+        };
     }
 
     /// Dijkstra from position `ps` over upward arcs; settled positions become seeds of lane j.
@@ -124,6 +145,7 @@ impl<'h, W: ChWeight> Sweeper<'h, W> {
 
     /// Distance of tree `j` of the last batch to vertex `v` (input CSR id).
     pub fn dist(&self, j: usize, v: u32) -> W {
+        assert!(self.fused.is_none(), "distances of a summaries-only sweep");
         self.d[self.h.pos[v as usize] as usize * self.k + j]
     }
 
@@ -131,6 +153,11 @@ impl<'h, W: ChWeight> Sweeper<'h, W> {
     /// (sweep positions; `None` = every vertex), into `records[j]` for each lane.
     pub fn summarize(&self, targets: Option<&[u32]>, records: &mut [[u64; 4]]) {
         let (d, t) = (&self.d[..], targets);
+        if let Some(acc) = &self.fused {
+            assert!(targets.is_none(), "targets after a summaries-only sweep");
+            records[..self.lanes].copy_from_slice(&acc[..self.lanes]);
+            return;
+        }
         let acc = match self.k {
             1 => Tally::<1>::over(d, t, self.h.n),
             2 => Tally::<2>::over(d, t, self.h.n),
@@ -148,6 +175,7 @@ impl<'h, W: ChWeight> Sweeper<'h, W> {
     /// Distance row of tree `j` of the last batch in the input's numbering: `row[i]` is the
     /// distance to vertex `targets[i]` (vertex ids), or to vertex `i` when `targets` is `None`.
     pub fn row(&self, j: usize, targets: Option<&[u32]>, row: &mut Vec<W>) {
+        assert!(self.fused.is_none(), "distances of a summaries-only sweep");
         row.clear();
         let (pos, k) = (&self.h.pos, self.k);
         match targets {
@@ -179,7 +207,7 @@ impl<const K: usize> Tally<K> {
 
     #[inline(always)]
     fn over_portable<W: ChWeight>(d: &[W], targets: Option<&[u32]>, n: usize) -> Vec<[u64; 4]> {
-        let mut t = Lanes::<K>::default();
+        let mut t = Lanes::<W, K>::default();
         // Plain loops, no closure: a closure would be compiled apart, without AVX2.
         match targets {
             None => {
@@ -194,93 +222,160 @@ impl<const K: usize> Tally<K> {
                 }
             }
         }
-        (0..K)
-            .map(|j| [t.reached[j], t.lo[j], t.hi[j], t.max[j]])
-            .collect()
+        t.records()
     }
 }
 
-/// Running per-lane summary.
-struct Lanes<const K: usize> {
-    reached: [u64; K],
+/// Running per-lane summary: counts and maxima in the distances' own lane width, sums in 64
+/// bits (plus carries for 64-bit distances), so that a row of K lanes takes a few vector
+/// instructions.
+struct Lanes<W, const K: usize> {
+    reached: [u32; K],
     lo: [u64; K],
     hi: [u64; K],
-    max: [u64; K],
+    max: [W; K],
 }
 
-impl<const K: usize> Default for Lanes<K> {
+impl<W: ChWeight, const K: usize> Default for Lanes<W, K> {
     fn default() -> Self {
         Lanes {
             reached: [0; K],
             lo: [0; K],
             hi: [0; K],
-            max: [0; K],
+            max: [W::ZERO; K],
         }
     }
 }
 
-impl<const K: usize> Lanes<K> {
+impl<W: ChWeight, const K: usize> Lanes<W, K> {
+    /// Add one vertex's K distances. The count fits u32 (positions are u32). With 32-bit
+    /// distances the 64-bit sum cannot overflow (fewer than 2^32 vertices, each below 2^32),
+    /// so the carry is compiled out.
     #[inline(always)]
     #[allow(clippy::needless_range_loop)] // one lane index over five arrays in step
-    fn add<W: ChWeight>(&mut self, row: &[W; K]) {
+    fn add(&mut self, row: &[W; K]) {
+        let wide = std::mem::size_of::<W>() > 4;
         for j in 0..K {
             let ok = row[j] != W::INF;
-            let x = if ok { row[j].to_u64() } else { 0 };
-            self.reached[j] += ok as u64;
-            let (s, carry) = self.lo[j].overflowing_add(x);
-            self.lo[j] = s;
-            self.hi[j] += carry as u64;
+            let x = if ok { row[j] } else { W::ZERO };
+            self.reached[j] += ok as u32;
+            if wide {
+                let (s, carry) = self.lo[j].overflowing_add(x.to_u64());
+                self.lo[j] = s;
+                self.hi[j] += carry as u64;
+            } else {
+                self.lo[j] += x.to_u64();
+            }
             self.max[j] = self.max[j].max(x);
         }
     }
+
+    /// `[reached, sum_lo, sum_hi, max]` per lane.
+    fn records(&self) -> Vec<[u64; 4]> {
+        (0..K)
+            .map(|j| {
+                [
+                    self.reached[j] as u64,
+                    self.lo[j],
+                    self.hi[j],
+                    self.max[j].to_u64(),
+                ]
+            })
+            .collect()
+    }
 }
 
-/// The sweep with AVX2 where the CPU has it, else the baseline build.
-fn sweep_dispatch<W: ChWeight, const K: usize>(
+/// The sweep with AVX2 where the CPU has it, else the baseline build. With `TALLY` it returns
+/// the per-lane summaries over every vertex and leaves the distances of positions `stored..n`
+/// unwritten (no downward arc reads them).
+fn sweep_dispatch<W: ChWeight, const K: usize, const TALLY: bool>(
     h: &Hierarchy<W>,
     d: &mut [W],
     seeds: &[(u32, u32, W)],
-) {
+    stored: usize,
+) -> Option<Vec<[u64; 4]>> {
+    let mut lanes = Lanes::<W, K>::default();
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2 (checked just above; the answer is cached).
-        unsafe { sweep_avx2::<W, K>(h, d, seeds) };
-        return;
+        unsafe { sweep_avx2::<W, K, TALLY>(h, d, seeds, &mut lanes, stored) };
+        return TALLY.then(|| lanes.records());
     }
-    sweep::<W, K>(h, d, seeds);
+    sweep::<W, K, TALLY>(h, d, seeds, &mut lanes, stored);
+    TALLY.then(|| lanes.records())
 }
 
 /// [`sweep`] compiled for AVX2 (8 u32 or 4 u64 lanes per instruction).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn sweep_avx2<W: ChWeight, const K: usize>(h: &Hierarchy<W>, d: &mut [W], seeds: &[(u32, u32, W)]) {
-    sweep::<W, K>(h, d, seeds);
+fn sweep_avx2<W: ChWeight, const K: usize, const TALLY: bool>(
+    h: &Hierarchy<W>,
+    d: &mut [W],
+    seeds: &[(u32, u32, W)],
+    lanes: &mut Lanes<W, K>,
+    stored: usize,
+) {
+    sweep::<W, K, TALLY>(h, d, seeds, lanes, stored);
 }
 
 /// One pass over positions 0..n for K trees: seeds, then the minimum over incoming downward
 /// arcs. Every tail q of an arc into p has q < p, so `d[q]` is final when p is reached.
+///
+/// With `TALLY` (summaries over every vertex, no distance rows wanted), the positions from
+/// `stored` on, which no arc reads (the bottom level: about half the vertices of a road
+/// graph), are tallied in registers and never written; the written part is tallied by a
+/// streaming pass afterwards. That spares a write and a read of their n·K distances.
 #[inline(always)]
-fn sweep<W: ChWeight, const K: usize>(h: &Hierarchy<W>, d: &mut [W], seeds: &[(u32, u32, W)]) {
-    let (offsets, tails, weights) = (&h.down_offsets[..], &h.down_tails[..], &h.down_weights[..]);
+fn sweep<W: ChWeight, const K: usize, const TALLY: bool>(
+    h: &Hierarchy<W>,
+    d: &mut [W],
+    seeds: &[(u32, u32, W)],
+    lanes: &mut Lanes<W, K>,
+    stored: usize,
+) {
+    let store = if TALLY { stored } else { h.n };
     let mut next = 0usize;
-    for p in 0..h.n {
-        let mut acc = [W::INF; K];
-        while next < seeds.len() && seeds[next].0 as usize == p {
-            let (_, j, x) = seeds[next];
-            acc[j as usize] = acc[j as usize].min(x);
-            next += 1;
-        }
-        let (a, b) = (offsets[p] as usize, offsets[p + 1] as usize);
-        for (&q, &w) in tails[a..b].iter().zip(&weights[a..b]) {
-            let src: &[W; K] = d[q as usize * K..q as usize * K + K]
-                .try_into()
-                .expect("K lanes");
-            for j in 0..K {
-                acc[j] = acc[j].min(src[j].sat_add(w));
-            }
-        }
+    for p in 0..store {
+        let acc = relax::<W, K>(h, d, seeds, &mut next, p);
         d[p * K..p * K + K].copy_from_slice(&acc);
     }
+    if TALLY {
+        for p in store..h.n {
+            let acc = relax::<W, K>(h, d, seeds, &mut next, p);
+            lanes.add(&acc);
+        }
+        for row in d[..store * K].chunks_exact(K) {
+            lanes.add(row.try_into().expect("K lanes"));
+        }
+    }
+}
+
+/// The K distances of position `p`: its seeds (from `seeds[*next..]`, sorted by position),
+/// then the minimum over its incoming downward arcs.
+#[inline(always)]
+fn relax<W: ChWeight, const K: usize>(
+    h: &Hierarchy<W>,
+    d: &[W],
+    seeds: &[(u32, u32, W)],
+    next: &mut usize,
+    p: usize,
+) -> [W; K] {
+    let mut acc = [W::INF; K];
+    while *next < seeds.len() && seeds[*next].0 as usize == p {
+        let (_, j, x) = seeds[*next];
+        acc[j as usize] = acc[j as usize].min(x);
+        *next += 1;
+    }
+    let (a, b) = (h.down_offsets[p] as usize, h.down_offsets[p + 1] as usize);
+    for (&q, &w) in h.down_tails[a..b].iter().zip(&h.down_weights[a..b]) {
+        let src: &[W; K] = d[q as usize * K..q as usize * K + K]
+            .try_into()
+            .expect("K lanes");
+        for j in 0..K {
+            acc[j] = acc[j].min(src[j].sat_add(w));
+        }
+    }
+    acc
 }
 
 #[cfg(test)]

@@ -74,7 +74,10 @@ impl<W: ChWeight + RowWrite> Worker for PhastWorker<'_, W> {
             let end = (start + k).min(range.end);
             self.batch.clear();
             self.batch.extend_from_slice(&self.job.sources[start..end]);
-            self.sw.run(&self.batch);
+            // Summaries over every vertex without distance rows: the sweep tallies them and
+            // skips the rows nobody reads.
+            let tally = self.tpos.is_none() && self.job.rows.is_none();
+            self.sw.run_with(&self.batch, tally);
             self.sw.summarize(self.tpos.as_deref(), &mut self.recs);
             for (j, t) in (start..end).enumerate() {
                 out.record(t).copy_from_slice(&self.recs[j]);

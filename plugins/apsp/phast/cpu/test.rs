@@ -35,9 +35,14 @@ fn against_dijkstra<W: ChWeight>(g: &Csr) {
         let all: Vec<u32> = (0..g.n as u32).collect();
         // Full batches, then a partial last one (lanes past the sources stay INF).
         for batch in all.chunks(k) {
-            sw.run(batch);
+            // Summaries tallied by a summaries-only sweep (which skips the bottom rows), then
+            // by a pass over a full sweep's distances: both must be the reference's.
+            sw.run_with(batch, true);
             let mut recs = vec![[0u64; 4]; k];
             let mut trecs = vec![[0u64; 4]; k];
+            sw.summarize(None, &mut recs);
+            let tallied = recs.clone();
+            sw.run(batch);
             sw.summarize(None, &mut recs);
             sw.summarize(Some(&tpos), &mut trecs);
             for (j, &s) in batch.iter().enumerate() {
@@ -47,6 +52,10 @@ fn against_dijkstra<W: ChWeight>(g: &Csr) {
                 let mut rec = [0u64; 4];
                 summarize(&want, &mut rec);
                 assert_eq!(recs[j], rec, "k {k}, source {s}: summary");
+                assert_eq!(
+                    tallied[j], rec,
+                    "k {k}, source {s}: summary tallied in the sweep"
+                );
                 let wt: Vec<W> = targets.iter().map(|&v| want[v as usize]).collect();
                 sw.row(j, Some(&targets), &mut row);
                 assert_eq!(row, wt, "k {k}, source {s}: row over targets");
