@@ -66,7 +66,8 @@ impl CollatzJob {
     }
 }
 
-/// The record of a block: sum, max and argmax of the steps of the numbers `range`.
+/// The record of a block: sum, max and argmax of the steps of the numbers `range`; argmax is the
+/// smallest number that takes max steps (the GPU half's `collatz_reduce` keeps the same one).
 fn reduce(range: Range<u64>, steps: impl Iterator<Item = u32>) -> [u64; 3] {
     let (mut sum, mut max, mut arg) = (0u64, 0u64, range.start);
     for (x, s) in range.zip(steps) {
@@ -162,9 +163,15 @@ impl GpuHalf for CollatzJob {
             bytes_per_task: self.block * 4,
             shared_bytes: 0,
         };
-        let request = Request::new(&KERNELS, &["collatz_steps"], shape);
+        let request = Request::new(&KERNELS, &["collatz_steps", "collatz_reduce"], shape);
         let mut params = tuner.params(&device.info, request)?;
-        params.batch = Choice::fixed(4, "4 blocks per chunk (the example's choice)");
+        let batch = ((1 << 24) / self.block).max(1) as usize;
+        params.batch = Choice::fixed(
+            batch,
+            "2^24 numbers per chunk, in whole blocks (the example's choice): a chunk costs two \
+             launches and one small read on the queue's host thread whatever its size, so big \
+             chunks keep that host work small next to the device's",
+        );
         Ok(params)
     }
     fn setup(&self, device: &Device, params: &LaunchParams) -> Result<LaunchParams> {
@@ -177,12 +184,17 @@ impl GpuHalf for CollatzJob {
         params: &'a LaunchParams,
         q: Queue,
     ) -> Result<impl Worker + 'a> {
+        let batch = params.batch.value;
         Ok(GpuWorker {
             job: self,
-            local: params.local("collatz_steps"),
-            kernel: device.kernel(&KERNELS, "", "collatz_steps")?,
-            steps: DBuf::new(device, self.block as usize)?,
-            host: vec![0; self.block as usize],
+            batch,
+            steps_local: params.local("collatz_steps"),
+            reduce_local: params.local("collatz_reduce"),
+            steps_kernel: device.kernel(&KERNELS, "", "collatz_steps")?,
+            reduce_kernel: device.kernel(&KERNELS, "", "collatz_reduce")?,
+            steps: DBuf::new(device, batch * self.block as usize)?,
+            records: DBuf::new(device, batch * 3)?,
+            host: vec![0; batch * 3],
             q,
         })
     }
@@ -190,27 +202,57 @@ impl GpuHalf for CollatzJob {
 
 struct GpuWorker<'a> {
     job: &'a CollatzJob,
-    local: usize,
-    kernel: opencl3::kernel::Kernel,
+    batch: usize,
+    steps_local: usize,
+    reduce_local: usize,
+    steps_kernel: opencl3::kernel::Kernel,
+    reduce_kernel: opencl3::kernel::Kernel,
     steps: DBuf<u32>,
-    host: Vec<u32>,
+    records: DBuf<u64>,
+    host: Vec<u64>,
     q: Queue,
 }
 
 impl Worker for GpuWorker<'_> {
+    /// Per sub-batch of at most `batch` blocks (consecutive numbers): one launch computes the
+    /// steps of all its numbers, one reduces each block on the device, one read brings back the
+    /// records (3 words per block).
     fn run(&mut self, tasks: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
-        for t in tasks {
-            let r = self.job.block_range(t);
-            let len = (r.end - r.start) as usize;
+        for start in tasks.clone().step_by(self.batch) {
+            let sub = start..(start + self.batch).min(tasks.end);
+            let first = self.job.block_range(sub.start).start;
+            let count = self.job.block_range(sub.end - 1).end - first;
+            let (blocks, ls, lr) = (sub.len(), self.steps_local, self.reduce_local);
+            let args = [Arg::U32s(&self.steps), Arg::U64(first), Arg::U64(count)];
+            // SAFETY: collatz_steps(uint* steps, ulong first, ulong count) writes steps[..count]
+            // (items past count return); steps holds batch * block >= count numbers.
+            unsafe {
+                self.q
+                    .launch(&self.steps_kernel, count as usize, Some(ls), &args)
+            }?;
             let args = [
                 Arg::U32s(&self.steps),
-                Arg::U64(r.start),
-                Arg::U32(len as u32),
+                Arg::U64(first),
+                Arg::U64(count),
+                Arg::U64(self.job.block),
+                Arg::U64s(&self.records),
+                Arg::Local(lr * 8),
+                Arg::Local(lr * 4),
+                Arg::Local(lr * 8),
             ];
-            // SAFETY: collatz_steps(uint* steps, ulong first, uint count); steps holds >= count.
-            unsafe { self.q.launch(&self.kernel, len, Some(self.local), &args) }?;
-            self.q.read(&self.steps, 0, &mut self.host[..len])?;
-            out.put(t, &reduce(r, self.host[..len].iter().copied()));
+            // SAFETY: collatz_reduce(uint* steps, ulong first, ulong count, ulong block,
+            // ulong* records, local ulong* sums, local uint* maxs, local ulong* args): group b of
+            // `blocks` groups reads steps[..count] and writes records[3b..3b + 3] (records holds
+            // 3 * batch); each local array holds one element per item of a group (lr items).
+            unsafe {
+                self.q
+                    .launch(&self.reduce_kernel, blocks * lr, Some(lr), &args)
+            }?;
+            let host = &mut self.host[..3 * blocks];
+            self.q.read(&self.records, 0, host)?;
+            for (t, r) in sub.zip(host.chunks_exact(3)) {
+                out.put(t, &[r[0], r[1], r[2]]);
+            }
         }
         Ok(())
     }
