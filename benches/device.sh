@@ -328,8 +328,19 @@ phastcpu)
   # The CPU half: the bench on 1, 8 and 16 threads (each k with the summaries tallied after
   # the sweep and in it), and the machine's cores.
   lscpu | grep -E "^(Model name|Thread|Core|Socket|CPU\(s\)|L2|L3)"
+  echo "transparent huge pages: $(cat /sys/kernel/mm/transparent_hugepage/enabled)"
   PHB=${PHB:-$(dirname "$B")/phast}
-  for t in 16 8 1; do timeout 200 "$PHB" "$D/osm-moscow.gr.gz" $t $((t * 512)) | grep -v "^hierarchy"; done ;;
+  for t in ${PHAST_THREADS:-16 8 1}; do
+    for off in 0 1; do
+      echo "== $t threads, TUCCOMPI_NO_HUGEPAGES=$off"
+      TUCCOMPI_NO_HUGEPAGES=$off timeout 200 "$PHB" "$D/osm-moscow.gr.gz" $t $((t * 512)) | grep -v "^hierarchy"
+    done
+  done
+  # The runtime's CPU half on the full graph, huge pages on and off (cached hierarchy).
+  export XDG_CACHE_HOME=${OUT}-xdg
+  for off in 0 1; do
+    TUCCOMPI_NO_HUGEPAGES=$off one "moscow full APSP phast cpu16 (no_hugepages=$off)" 300 --set "$MO" --set run.sources=\"all\" --set units.opencl=none --set apsp.cpu_algorithm=\"phast\"
+  done ;;
 mpioverhead)
   # Issue 12, item 8: CPU-only ranks on one machine, 1 x 16 workers against 2 x 8 and 4 x 4,
   # both node policies, about a minute of work per run (MO_SOURCES Dijkstra trees of
