@@ -104,29 +104,6 @@ pub fn filled<T: Clone>(len: usize, value: T, what: &str) -> Result<Vec<T>> {
     Ok(v)
 }
 
-/// [`filled`], asking the kernel to back the memory with huge pages (Linux's transparent huge
-/// pages, where they are on "madvise"): for arrays read at random, such as PHAST's n x k
-/// distances, 4 KiB pages would miss the TLB on most reads. `TUCCOMPI_NO_HUGEPAGES=1` turns
-/// the request off (to compare).
-pub fn filled_huge<T: Clone>(len: usize, value: T, what: &str) -> Result<Vec<T>> {
-    let mut v = reserved(len, what)?;
-    #[cfg(target_os = "linux")]
-    {
-        let bytes = len * std::mem::size_of::<T>();
-        let (start, page) = (v.as_mut_ptr() as usize, 4096);
-        let (a, b) = (start.next_multiple_of(page), (start + bytes) & !(page - 1));
-        let off = std::env::var_os("TUCCOMPI_NO_HUGEPAGES").is_some_and(|v| v == "1");
-        if bytes >= 2 << 20 && b > a && !off {
-            // SAFETY: [a, b) lies inside the vector's untouched allocation (page-aligned
-            // inward); MADV_HUGEPAGE changes how it is backed, never its contents. Failure
-            // (no THP in this kernel) leaves ordinary pages.
-            unsafe { libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_HUGEPAGE) };
-        }
-    }
-    v.resize(len, value);
-    Ok(v)
-}
-
 /// An empty vector with room for `len` elements, or a clear error instead of aborting when the
 /// memory cannot be had (a generator asked for billions of vertices, say).
 pub fn reserved<T>(len: usize, what: &str) -> Result<Vec<T>> {
@@ -146,54 +123,6 @@ fn no_memory<T>(len: usize, what: &str) -> Error {
 
 #[cfg(test)]
 mod test {
-    /// `filled_huge`'s memory is backed by huge pages where the kernel lends them on request
-    /// (transparent huge pages "madvise" or "always"): its mapping in /proc/self/smaps shows
-    /// AnonHugePages. With THP "never" there is nothing to check.
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn distance_arrays_get_huge_pages() {
-        let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
-            .unwrap_or_default();
-        if !thp.contains("[madvise]") && !thp.contains("[always]") {
-            eprintln!(
-                "SKIPPED: transparent huge pages are off here ({})",
-                thp.trim()
-            );
-            return;
-        }
-        let v = super::filled_huge(8 << 20, 1u32, "a test").unwrap();
-        let (at, end) = (v.as_ptr() as usize, v.as_ptr() as usize + (32 << 20));
-        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-        // madvise splits the mapping: add up every piece that overlaps the vector.
-        let mut inside = false;
-        let mut huge: Option<u64> = None;
-        for line in smaps.lines() {
-            if let Some((range, _)) = line.split_once(' ') {
-                if let Some((a, b)) = range.split_once('-') {
-                    if let (Ok(a), Ok(b)) =
-                        (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16))
-                    {
-                        inside = a < end && at < b;
-                        continue;
-                    }
-                }
-            }
-            if inside {
-                if let Some(kb) = line.strip_prefix("AnonHugePages:") {
-                    let kb = kb.trim().trim_end_matches("kB").trim().parse::<u64>();
-                    *huge.get_or_insert(0) += kb.unwrap_or(0);
-                }
-            }
-        }
-        assert!(v.iter().all(|&x| x == 1));
-        let huge = huge.expect("the vector's mapping in /proc/self/smaps");
-        assert!(
-            huge >= 2048,
-            "{huge} kB of huge pages behind 32 MiB (THP: {})",
-            thp.trim()
-        );
-    }
-
     #[test]
     fn impossible_allocation_is_an_error_not_an_abort() {
         let e = super::filled(usize::MAX / 4, 0u64, "a test")

@@ -54,7 +54,7 @@ impl<'h, W: ChWeight> Sweeper<'h, W> {
             h,
             k,
             lanes: 0,
-            d: crate::filled_huge(h.n * k, W::INF, "PHAST distances (n x trees at once)")?,
+            d: crate::filled(h.n * k, W::INF, "PHAST distances (n x trees at once)")?,
             up: crate::filled(h.n, W::INF, "PHAST upward search")?,
             touched: Vec::new(),
             heap: BinaryHeap::new(),
