@@ -331,16 +331,11 @@ phastcpu)
   echo "transparent huge pages: $(cat /sys/kernel/mm/transparent_hugepage/enabled)"
   PHB=${PHB:-$(dirname "$B")/phast}
   for t in ${PHAST_THREADS:-16 8 1}; do
-    for off in 0 1; do
-      echo "== $t threads, TUCCOMPI_NO_HUGEPAGES=$off"
-      TUCCOMPI_NO_HUGEPAGES=$off timeout 200 "$PHB" "$D/osm-moscow.gr.gz" $t $((t * 512)) | grep -v "^hierarchy"
-    done
+    timeout 200 "$PHB" "$D/osm-moscow.gr.gz" $t $((t * 512)) | grep -v "^hierarchy"
   done
-  # The runtime's CPU half on the full graph, huge pages on and off (cached hierarchy).
+  # The runtime's CPU half on the full graph (cached hierarchy).
   export XDG_CACHE_HOME=${OUT}-xdg
-  for off in 0 1; do
-    TUCCOMPI_NO_HUGEPAGES=$off one "moscow full APSP phast cpu16 (no_hugepages=$off)" 300 --set "$MO" --set run.sources=\"all\" --set units.opencl=none --set apsp.cpu_algorithm=\"phast\"
-  done ;;
+  one "moscow full APSP phast cpu16" 300 --set "$MO" --set run.sources=\"all\" --set units.opencl=none --set apsp.cpu_algorithm=\"phast\" ;;
 mpioverhead)
   # Issue 12, item 8: CPU-only ranks on one machine, 1 x 16 workers against 2 x 8 and 4 x 4,
   # both node policies, about a minute of work per run (MO_SOURCES Dijkstra trees of
