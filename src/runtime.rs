@@ -149,7 +149,7 @@ pub fn select_devices(plan: &Plan) -> Result<Vec<Arc<device::Device>>> {
 
 /// [`select_devices`], and why none was found when the plan asked for every device and
 /// there is none (the run then goes on with CPU workers).
-fn select_devices_noting(plan: &Plan) -> Found {
+fn select_devices_noting(plan: &Plan) -> Result<(Vec<Arc<device::Device>>, Option<String>)> {
     let names = match &plan.units.opencl {
         DeviceSel::None => return Ok((Vec::new(), None)),
         DeviceSel::All => Vec::new(),
@@ -275,24 +275,11 @@ pub struct Selection {
 /// Phase 2: the units a plan selects for a prepared job on a run of `nodes` nodes. Opens no
 /// device context beyond discovery and writes nothing.
 pub fn select_units(plan: &Plan, prepared: &Prepared<'_>, nodes: usize) -> Result<Selection> {
-    select_units_from(plan, prepared, nodes, None)
-}
-
-/// The devices a plan selects, already discovered or not.
-type Found = Result<(Vec<Arc<device::Device>>, Option<String>)>;
-
-/// [`select_units`] with the devices `found` beforehand (discovered here when `None`).
-fn select_units_from(
-    plan: &Plan,
-    prepared: &Prepared<'_>,
-    nodes: usize,
-    found: Option<Found>,
-) -> Result<Selection> {
     let job = prepared.job.as_ref();
     let name = prepared.plugin.name();
     let mut device_note = None;
     let devices = if job.gpu().is_some() {
-        let (devices, note) = found.unwrap_or_else(|| select_devices_noting(plan))?;
+        let (devices, note) = select_devices_noting(plan)?;
         if let Some(why) = note {
             device_note = Some(format!(
                 "units.opencl = \"all\" found no OpenCL device ({why}); running on CPU workers only"
@@ -500,22 +487,10 @@ pub fn run_with_cache(
 ) -> Result<Outcome> {
     let t0 = Instant::now();
     // 1-2: prepare and select units. Nothing is written.
-    // Device discovery (the drivers' start-up: a quarter of a second on a GPU machine) runs
-    // while the input loads.
-    let (prepared, found) = std::thread::scope(|s| {
-        let found =
-            (plan.units.opencl != DeviceSel::None).then(|| s.spawn(|| select_devices_noting(plan)));
-        let prepared = prepare(plan, plugins, &opts.extra_plugins, node.size());
-        let found = found.map(|h| {
-            h.join()
-                .unwrap_or_else(|_| Err(Error::Device("OpenCL device discovery panicked".into())))
-        });
-        (prepared, found)
-    });
-    let prepared = prepared.map_err(|e| node.fail(e))?;
+    let prepared =
+        prepare(plan, plugins, &opts.extra_plugins, node.size()).map_err(|e| node.fail(e))?;
     injected_rank_failure(node)?;
-    let selection =
-        select_units_from(plan, &prepared, node.size(), found).map_err(|e| node.fail(e))?;
+    let selection = select_units(plan, &prepared, node.size()).map_err(|e| node.fail(e))?;
     let prepare_seconds = t0.elapsed().as_secs_f64();
     // 3: execute.
     let mut ex = execute(plan, opts, cache, node, &prepared, &selection)?;

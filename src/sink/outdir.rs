@@ -260,7 +260,24 @@ impl OutputDir {
             .map_err(|e| Error::io(&path, e))?;
         let mut previous = String::new();
         let _ = lock.read_to_string(&mut previous);
-        match fs4::FileExt::try_lock(&lock) {
+        let mut tries = 0;
+        let taken = loop {
+            let r = fs4::FileExt::try_lock(&lock);
+            // An empty lock file held by someone: a run that is starting, or one that ended
+            // cleanly while a process forked at that moment (by any thread of the process)
+            // still shares its descriptor until it execs. Both pass within moments: look
+            // again for up to a second before refusing.
+            if matches!(r, Err(fs4::TryLockError::WouldBlock))
+                && previous.trim().is_empty()
+                && tries < 50
+            {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                continue;
+            }
+            break r;
+        };
+        match taken {
             Ok(()) => {}
             Err(fs4::TryLockError::WouldBlock) => {
                 let who = previous.trim();
