@@ -268,6 +268,7 @@ fn run(
             quiet,
             unfinished,
             interrupt: Some(stop),
+            discover_early: true,
             ..Default::default()
         },
         &node::Single,
@@ -296,6 +297,7 @@ fn run(
             quiet,
             unfinished,
             interrupt: Some(stop),
+            discover_early: true,
             ..Default::default()
         },
         &world,

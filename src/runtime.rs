@@ -67,17 +67,23 @@ pub struct RunOptions<'a> {
     /// Set (by a signal handler) to stop: no more chunks are handed out, running ones finish,
     /// the journal is written out, and the run ends with [`Error::Interrupted`].
     pub interrupt: Option<&'a AtomicBool>,
+    /// Discover the OpenCL devices in a thread while the input loads, which hides the drivers'
+    /// start-up (a quarter of a second on the GPU machine). For a process that runs one plan at
+    /// a time, as the `tuccompi` command does: PoCL aborts when a discovery races kernel builds
+    /// of other runs in the same process (a test harness's).
+    pub discover_early: bool,
 }
 
 impl std::fmt::Debug for RunOptions<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "RunOptions(quiet={}, extra={}, unfinished={:?}, interrupt={})",
+            "RunOptions(quiet={}, extra={}, unfinished={:?}, interrupt={}, discover_early={})",
             self.quiet,
             self.extra_plugins.len(),
             self.unfinished,
-            self.interrupt.is_some()
+            self.interrupt.is_some(),
+            self.discover_early
         )
     }
 }
@@ -149,7 +155,7 @@ pub fn select_devices(plan: &Plan) -> Result<Vec<Arc<device::Device>>> {
 
 /// [`select_devices`], and why none was found when the plan asked for every device and
 /// there is none (the run then goes on with CPU workers).
-fn select_devices_noting(plan: &Plan) -> Result<(Vec<Arc<device::Device>>, Option<String>)> {
+fn select_devices_noting(plan: &Plan) -> Found {
     let names = match &plan.units.opencl {
         DeviceSel::None => return Ok((Vec::new(), None)),
         DeviceSel::All => Vec::new(),
@@ -193,15 +199,17 @@ fn warn_narrow_affinity(node: &dyn Node) {
     static ONCE: std::sync::Once = std::sync::Once::new();
     if let Some((allowed, online)) = cpu_affinity().filter(|(a, o)| a < o) {
         ONCE.call_once(|| {
-            eprintln!(
+            let line = format!(
                 "tuccompi: warning: rank {} on {}: this process may run on {allowed} of the \
                  machine's {online} CPUs (its CPU affinity mask), so its CPU workers share \
                  {allowed}. Under mpirun, which binds each rank to one core by default, start \
                  with `mpirun --bind-to none ...` (or give each rank its cores, e.g. `--map-by \
-                 ppr:1:node:PE={online} --bind-to core`).",
+                 ppr:1:node:PE={online} --bind-to core`).\n",
                 node.rank(),
                 crate::node::host_name()
             );
+            // One write: ranks' lines must not interleave.
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
         });
     }
 }
@@ -275,11 +283,25 @@ pub struct Selection {
 /// Phase 2: the units a plan selects for a prepared job on a run of `nodes` nodes. Opens no
 /// device context beyond discovery and writes nothing.
 pub fn select_units(plan: &Plan, prepared: &Prepared<'_>, nodes: usize) -> Result<Selection> {
+    select_units_from(plan, prepared, nodes, None)
+}
+
+/// The devices a plan selects, and why none was found (see [`select_devices_noting`]).
+type Found = Result<(Vec<Arc<device::Device>>, Option<String>)>;
+
+/// [`select_units`] with the devices `found` beforehand ([`RunOptions::discover_early`]), or
+/// discovered here when `None`.
+fn select_units_from(
+    plan: &Plan,
+    prepared: &Prepared<'_>,
+    nodes: usize,
+    found: Option<Found>,
+) -> Result<Selection> {
     let job = prepared.job.as_ref();
     let name = prepared.plugin.name();
     let mut device_note = None;
     let devices = if job.gpu().is_some() {
-        let (devices, note) = select_devices_noting(plan)?;
+        let (devices, note) = found.unwrap_or_else(|| select_devices_noting(plan))?;
         if let Some(why) = note {
             device_note = Some(format!(
                 "units.opencl = \"all\" found no OpenCL device ({why}); running on CPU workers only"
@@ -487,10 +509,20 @@ pub fn run_with_cache(
 ) -> Result<Outcome> {
     let t0 = Instant::now();
     // 1-2: prepare and select units. Nothing is written.
-    let prepared =
-        prepare(plan, plugins, &opts.extra_plugins, node.size()).map_err(|e| node.fail(e))?;
+    let early = opts.discover_early && plan.units.opencl != DeviceSel::None;
+    let (prepared, found) = std::thread::scope(|s| {
+        let found = early.then(|| s.spawn(|| select_devices_noting(plan)));
+        let prepared = prepare(plan, plugins, &opts.extra_plugins, node.size());
+        let found = found.map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err(Error::Device("OpenCL device discovery panicked".into())))
+        });
+        (prepared, found)
+    });
+    let prepared = prepared.map_err(|e| node.fail(e))?;
     injected_rank_failure(node)?;
-    let selection = select_units(plan, &prepared, node.size()).map_err(|e| node.fail(e))?;
+    let selection =
+        select_units_from(plan, &prepared, node.size(), found).map_err(|e| node.fail(e))?;
     let prepare_seconds = t0.elapsed().as_secs_f64();
     // 3: execute.
     let mut ex = execute(plan, opts, cache, node, &prepared, &selection)?;
@@ -629,8 +661,8 @@ fn execute<'p>(
             .iter()
             .map(|d| format!("{} ({} queues)", d.name, d.queues))
             .collect();
-        eprintln!(
-            "tuccompi: rank {} on {}: {cpus} CPU workers; OpenCL devices: {}",
+        let line = format!(
+            "tuccompi: rank {} on {}: {cpus} CPU workers; OpenCL devices: {}\n",
             node.rank(),
             crate::node::host_name(),
             if found.is_empty() {
@@ -642,6 +674,8 @@ fn execute<'p>(
                 found.join(", ")
             }
         );
+        // One write, so that the ranks' lines do not interleave (eprintln! writes in pieces).
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
     } else if let Some(note) = &selection.device_note {
         tracing::info!("{note}");
     }

@@ -315,6 +315,52 @@ fn subcommands() {
     );
 }
 
+/// The command discovers devices while the input loads (`RunOptions::discover_early`): with an
+/// OpenCL device (PoCL in CI) the run uses it, and its result equals a CPU-only run's.
+#[test]
+fn devices_found_while_the_input_loads() {
+    if !opencl() {
+        return;
+    }
+    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/apsp.toml");
+    let mut sums = Vec::new();
+    for units in ["units.device_type=\"all\"", "units.opencl=\"none\""] {
+        let dir = tmpdir("cli-early");
+        let od = format!("output.dir={:?}", dir.display().to_string());
+        let (code, _, err) = tuccompi(&[
+            "run",
+            cfg,
+            "-q",
+            "--set",
+            &od,
+            "--set",
+            "run.sources=64",
+            "--set",
+            units,
+        ]);
+        assert_eq!(code, 0, "{units}: {err}");
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap())
+                .unwrap();
+        let gpu_tasks: u64 = report["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|u| u["kind"] == "gpu")
+            .map(|u| u["tasks"].as_u64().unwrap())
+            .sum();
+        if units.contains("all") {
+            assert!(
+                !report["devices"].as_array().unwrap().is_empty(),
+                "{report}"
+            );
+            assert!(gpu_tasks > 0, "the device ran nothing: {report}");
+        }
+        sums.push(report["checksum"].clone());
+    }
+    assert_eq!(sums[0], sums[1]);
+}
+
 #[test]
 fn default_config_runs_and_writes_its_files() {
     let dir = tmpdir("cli");

@@ -218,6 +218,7 @@ fn a_failed_run_leaves_the_earlier_result_byte_identical() {
         extra_plugins: vec![p],
         unfinished,
         interrupt: None,
+        discover_early: false,
     };
     static GOOD: Planted = Planted {
         tasks: 50,
@@ -615,6 +616,7 @@ fn resume_refuses_another_config_or_input() {
         extra_plugins: vec![&FAILS],
         unfinished,
         interrupt: None,
+        discover_early: false,
     };
     assert!(run_in(&dir, PLANTED, &cpu, &opts(Unfinished::Refuse)).is_err());
     let e = run_in(
