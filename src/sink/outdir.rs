@@ -504,6 +504,34 @@ mod test {
         std::mem::forget(b); // as if killed: the content stays; the fd (and its lock) leaks
     }
 
+    /// An ended run's lock, still held a moment through a descriptor that a forked child
+    /// shares (here: another descriptor of this process, released after 100 ms), is taken
+    /// after a second look rather than refused; a named holder is refused at once.
+    #[test]
+    fn a_nameless_lock_held_for_a_moment_is_waited_for() {
+        let d = tmp("moment");
+        std::fs::write(d.join(LOCK), "").unwrap();
+        let other = File::open(d.join(LOCK)).unwrap();
+        fs4::FileExt::try_lock(&other).unwrap();
+        let t = std::time::Instant::now();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            drop(other);
+        });
+        let o = OutputDir::lock(&d, "pid 4 on here").unwrap();
+        assert!(t.elapsed().as_secs_f64() >= 0.09);
+        release.join().unwrap();
+        drop(o);
+        // Named: refused without waiting out the second.
+        std::fs::write(d.join(LOCK), "pid 5 on there\n").unwrap();
+        let held = File::open(d.join(LOCK)).unwrap();
+        fs4::FileExt::try_lock(&held).unwrap();
+        let e = OutputDir::lock(&d, "pid 6 on here")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("pid 5 on there"), "{e}");
+    }
+
     #[test]
     fn a_dead_holders_lock_is_taken_over() {
         let d = tmp("stale");
