@@ -367,6 +367,28 @@ impl WorkQueue {
         let want = me_state.want.min(left).max(1);
         let est = self.all_estimates(st);
         let Some(me) = est[unit] else {
+            // Measured units that clear what is left within as long again as this unit took to
+            // ask (its start-up: a worker's state, a device's kernels) leave it nothing worth
+            // a probe, which could end after them (a 20 ms run would end with every late CPU
+            // worker's first task). It waits, and plans again if they slow down.
+            let waited = now - self.start_time;
+            let cleared = st
+                .units
+                .iter()
+                .enumerate()
+                .filter(|&(j, u)| j != unit && !u.out)
+                .filter_map(|(j, u)| {
+                    let e = est[j]?;
+                    let free = match u.in_flight {
+                        Some((start, k)) => (start + e.time(k)).max(now),
+                        None => now,
+                    };
+                    Some(e.capacity(u.want.min(left).max(1), now + waited - free))
+                })
+                .fold(0usize, |a, b| a.saturating_add(b));
+            if cleared >= left && st.others_active(unit) {
+                return 0;
+            }
             // A probe: one task on a CPU worker; on a device, what is left split among the
             // devices' queues, up to a batch (a smaller batch would cost as much).
             return match me_state.kind {

@@ -215,6 +215,16 @@ fn scenarios() -> Vec<(&'static str, Vec<SimUnit>, usize)> {
             16_384,
         ),
         (
+            // osm-bremen-dist with GPU PHAST: 40 ms on the GPU; the CPU workers are ready
+            // (their PHAST state built) near the end, and one task takes them 10 ms.
+            "a 40 ms run, CPU workers ready late",
+            vec![SimUnit::gpu("gpu0", 0.0005, 8.8e-7, 8192)]
+                .into_iter()
+                .chain((0..14).map(|_| SimUnit::cpu(0.010).starts_at(0.029)))
+                .collect(),
+            40_461,
+        ),
+        (
             "collatz-like: fast GPU, no batch latency",
             vec![SimUnit::gpu("gpu0", 0.0002, 0.0001, 4)]
                 .into_iter()
