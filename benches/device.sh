@@ -353,6 +353,16 @@ mpioverhead)
       done
     done
   done ;;
+procs)
+  # Is four ranks' loss MPI's? Four independent processes of 4 workers (no MPI), each with a
+  # quarter of the trees, at once, against one process of 16 workers.
+  S=${MO_SOURCES:-28000}; Q=$((S / 4))
+  for rep in $(seq ${REPS:-1}); do
+    one "moscow $S cpu 1 process x 16" 300 --set "$MO" --set run.sources=$S --set units.opencl=none --set units.cpu_workers=16 --set apsp.cpu_algorithm=\"dijkstra\"
+    for i in 1 2 3 4; do
+      "$B" run $CFG -q --set "$MO" --set run.sources=$Q --set units.opencl=none --set units.cpu_workers=4 --set apsp.cpu_algorithm=\"dijkstra\" --set output.dir="\"$OUT-p$i\"" & done; wait
+    python3 -c "import json;rs=[json.load(open(f'$OUT-p{i}/report.json'))['run_seconds'] for i in (1,2,3,4)];print(f'moscow $S cpu 4 processes x 4 (independent): run {max(rs):.3f} s (each {[round(x,2) for x in rs]}), {$S/max(rs):.1f}/s')"
+  done ;;
 moscowfull)
   one "moscow full APSP gpu+cpu" 560 --set "$MO" --set run.sources=\"all\" ;;
 mpi)
