@@ -193,6 +193,12 @@ pub fn cpu_affinity() -> Option<(usize, usize)> {
     Some((allowed, online))
 }
 
+/// `line` (ending in a newline) on stderr in one write, so that the lines of several ranks do
+/// not interleave (`eprintln!` writes in pieces).
+fn say(line: &str) {
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+}
+
 /// Say once per process when the affinity mask is narrower than the machine (Open MPI binds
 /// each rank to one core by default), with the fix.
 fn warn_narrow_affinity(node: &dyn Node) {
@@ -208,8 +214,7 @@ fn warn_narrow_affinity(node: &dyn Node) {
                 node.rank(),
                 crate::node::host_name()
             );
-            // One write: ranks' lines must not interleave.
-            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+            say(&line);
         });
     }
 }
@@ -674,8 +679,7 @@ fn execute<'p>(
                 found.join(", ")
             }
         );
-        // One write, so that the ranks' lines do not interleave (eprintln! writes in pieces).
-        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+        say(&line);
     } else if let Some(note) = &selection.device_note {
         tracing::info!("{note}");
     }

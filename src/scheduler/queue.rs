@@ -366,44 +366,7 @@ impl WorkQueue {
         let me_state = &st.units[unit];
         let want = me_state.want.min(left).max(1);
         let est = self.all_estimates(st);
-        let Some(me) = est[unit] else {
-            // Measured units that clear what is left within as long again as this unit took to
-            // ask (its start-up: a worker's state, a device's kernels) leave it nothing worth
-            // a probe, which could end after them (a 20 ms run would end with every late CPU
-            // worker's first task). It waits, and plans again if they slow down.
-            let waited = now - self.start_time;
-            let cleared = st
-                .units
-                .iter()
-                .enumerate()
-                .filter(|&(j, u)| j != unit && !u.out)
-                .filter_map(|(j, u)| {
-                    let e = est[j]?;
-                    let free = match u.in_flight {
-                        Some((start, k)) => (start + e.time(k)).max(now),
-                        None => now,
-                    };
-                    Some(e.capacity(u.want.min(left).max(1), now + waited - free))
-                })
-                .fold(0usize, |a, b| a.saturating_add(b));
-            if cleared >= left && st.others_active(unit) {
-                return 0;
-            }
-            // A probe: one task on a CPU worker; on a device, what is left split among the
-            // devices' queues, up to a batch (a smaller batch would cost as much).
-            return match me_state.kind {
-                UnitKind::Cpu => 1,
-                UnitKind::Device => {
-                    let queues = st
-                        .units
-                        .iter()
-                        .filter(|u| !u.out && u.kind == UnitKind::Device)
-                        .count();
-                    left.div_ceil(queues.max(1)).clamp(1, want)
-                }
-            };
-        };
-        // Everyone who can take part, with the time it becomes free.
+        // Everyone measured who can take part, with the time it becomes free.
         let plan: Vec<(Estimate, usize, f64)> = st
             .units
             .iter()
@@ -422,6 +385,30 @@ impl WorkQueue {
             plan.iter()
                 .map(|(e, cap, free)| e.capacity(*cap, t - free))
                 .fold(0usize, |a, b| a.saturating_add(b))
+        };
+        let Some(me) = est[unit] else {
+            // Measured units (the plan: this unit is not in it) that clear what is left within
+            // as long again as this unit took to ask (its start-up: a worker's state, a
+            // device's kernels) leave it nothing worth a probe, which could end after them (a
+            // 20 ms run would end with every late CPU worker's first task). It waits, and plans
+            // again if they slow down.
+            let waited = now - self.start_time;
+            if can_do(now + waited) >= left && st.others_active(unit) {
+                return 0;
+            }
+            // A probe: one task on a CPU worker; on a device, what is left split among the
+            // devices' queues, up to a batch (a smaller batch would cost as much).
+            return match me_state.kind {
+                UnitKind::Cpu => 1,
+                UnitKind::Device => {
+                    let queues = st
+                        .units
+                        .iter()
+                        .filter(|u| !u.out && u.kind == UnitKind::Device)
+                        .count();
+                    left.div_ceil(queues.max(1)).clamp(1, want)
+                }
+            };
         };
         // The requester alone finishes everything by `hi`.
         let mut hi = now + me.time(want) * left.div_ceil(want) as f64 + 1e-9;

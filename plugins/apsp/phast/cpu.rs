@@ -93,19 +93,13 @@ impl<'h, W: ChWeight> Sweeper<'h, W> {
         }
         self.seeds.sort_unstable_by_key(|s| (s.0, s.1));
         let (h, d, seeds, stored) = (self.h, &mut self.d[..], &self.seeds[..], self.stored);
-        self.fused = match (self.k, tally) {
-            (1, false) => sweep_dispatch::<W, 1, false>(h, d, seeds, stored),
-            (2, false) => sweep_dispatch::<W, 2, false>(h, d, seeds, stored),
-            (4, false) => sweep_dispatch::<W, 4, false>(h, d, seeds, stored),
-            (8, false) => sweep_dispatch::<W, 8, false>(h, d, seeds, stored),
-            (16, false) => sweep_dispatch::<W, 16, false>(h, d, seeds, stored),
-            (32, false) => sweep_dispatch::<W, 32, false>(h, d, seeds, stored),
-            (1, true) => sweep_dispatch::<W, 1, true>(h, d, seeds, stored),
-            (2, true) => sweep_dispatch::<W, 2, true>(h, d, seeds, stored),
-            (4, true) => sweep_dispatch::<W, 4, true>(h, d, seeds, stored),
-            (8, true) => sweep_dispatch::<W, 8, true>(h, d, seeds, stored),
-            (16, true) => sweep_dispatch::<W, 16, true>(h, d, seeds, stored),
-            (32, true) => sweep_dispatch::<W, 32, true>(h, d, seeds, stored),
+        self.fused = match self.k {
+            1 => sweep_k::<W, 1>(tally, h, d, seeds, stored),
+            2 => sweep_k::<W, 2>(tally, h, d, seeds, stored),
+            4 => sweep_k::<W, 4>(tally, h, d, seeds, stored),
+            8 => sweep_k::<W, 8>(tally, h, d, seeds, stored),
+            16 => sweep_k::<W, 16>(tally, h, d, seeds, stored),
+            32 => sweep_k::<W, 32>(tally, h, d, seeds, stored),
             _ => unreachable!("k checked in new"),
         };
     }
@@ -282,6 +276,21 @@ impl<W: ChWeight, const K: usize> Lanes<W, K> {
                 ]
             })
             .collect()
+    }
+}
+
+/// [`sweep_dispatch`] for K trees, with the tally or without.
+fn sweep_k<W: ChWeight, const K: usize>(
+    tally: bool,
+    h: &Hierarchy<W>,
+    d: &mut [W],
+    seeds: &[(u32, u32, W)],
+    stored: usize,
+) -> Option<Vec<[u64; 4]>> {
+    if tally {
+        sweep_dispatch::<W, K, true>(h, d, seeds, stored)
+    } else {
+        sweep_dispatch::<W, K, false>(h, d, seeds, stored)
     }
 }
 
