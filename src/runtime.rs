@@ -69,8 +69,9 @@ pub struct RunOptions<'a> {
     pub interrupt: Option<&'a AtomicBool>,
     /// Discover the OpenCL devices in a thread while the input loads, which hides the drivers'
     /// start-up (a quarter of a second on the GPU machine). For a process that runs one plan at
-    /// a time, as the `tuccompi` command does: PoCL aborts when a discovery races kernel builds
-    /// of other runs in the same process (a test harness's).
+    /// a time, as the `tuccompi` command does; off by default, since a process running several
+    /// plans at once (a test harness) would discover beside other runs' OpenCL work, which PoCL
+    /// does not always survive.
     pub discover_early: bool,
 }
 
