@@ -333,12 +333,30 @@ impl Device {
 
     /// A new in-order command queue on this device.
     pub fn queue(&self) -> Result<Queue> {
-        Queue::new(&self.context, self.cl.id(), &self.info.name, false)
+        Queue::new(
+            &self.context,
+            self.cl.id(),
+            &self.info.name,
+            false,
+            self.is_pocl(),
+        )
     }
 
     /// A new in-order command queue that records device times ([`Marker::seconds`]).
     pub fn profiled_queue(&self) -> Result<Queue> {
-        Queue::new(&self.context, self.cl.id(), &self.info.name, true)
+        Queue::new(
+            &self.context,
+            self.cl.id(),
+            &self.info.name,
+            true,
+            self.is_pocl(),
+        )
+    }
+
+    /// Whether this is a PoCL device, whose kernels run one at a time in the process (see
+    /// [`Queue`]).
+    fn is_pocl(&self) -> bool {
+        self.info.platform == "Portable Computing Language"
     }
 
     /// Check that `bytes` in total, the largest single buffer being `largest`, fit on the device;

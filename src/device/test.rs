@@ -151,3 +151,45 @@ fn rows_pinned_memory_fill_and_markers() {
     q.marker().unwrap().wait().unwrap();
     assert!(m.seconds().unwrap() >= 0.0);
 }
+
+/// One kernel with many global sizes from two queues at once (on PoCL they run one at a time,
+/// see `POCL_KERNELS`); every result as on the host.
+#[test]
+fn one_kernel_with_many_grid_sizes_on_two_queues() {
+    let Some(dev) = device() else { return };
+    let n = 64 * 300;
+    std::thread::scope(|s| {
+        for t in 0..2u32 {
+            let dev = &dev;
+            s.spawn(move || {
+                let q = dev.queue().unwrap();
+                let k = dev.kernel(&TEST_KERNELS, "", "axpy").unwrap();
+                let mut a = DBuf::<u32>::new(dev, n).unwrap();
+                let mut want = vec![t; n];
+                q.write(&mut a, 0, &want).unwrap();
+                for i in 0..300usize {
+                    // Growing sizes: each new widest grid is a new entry in PoCL's cache
+                    // while the other queue's launches are in flight.
+                    let count = 64 * (1 + i);
+                    // SAFETY: axpy(uint* a, uint x, uint n): a holds n >= count elements; it
+                    // touches a[..count] only.
+                    unsafe {
+                        q.launch(
+                            &k,
+                            count,
+                            Some(64),
+                            &[Arg::U32s(&a), Arg::U32(1), Arg::U32(count as u32)],
+                        )
+                    }
+                    .unwrap();
+                    for w in &mut want[..count] {
+                        *w = w.wrapping_mul(2).wrapping_add(1);
+                    }
+                }
+                let mut out = vec![0u32; n];
+                q.read(&a, 0, &mut out).unwrap();
+                assert_eq!(out, want, "queue {t}");
+            });
+        }
+    });
+}
