@@ -74,6 +74,62 @@ pub fn host_name() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
+/// How long rank 0's server sleeps between two probes for other ranks' messages. MPI's
+/// blocking receive would spin and take a core from rank 0's units for the whole run; a probe
+/// every 100 us woke the server 5,000-10,000 times a second, each wake preempting a busy
+/// worker. Only messages whose sender waits for the server matter (a request for a chunk; a
+/// message too large to be sent eagerly): per sender and kind, the smoothed gap between two of
+/// them is at most one of that rank's units' chunk times, and the server sleeps
+/// [`Pace::FRACTION`] of the shortest gap (bounded by [`Pace::FIRST`] and [`Pace::LONGEST`]).
+/// Where nobody waits (equitable ranks sending small records), it sleeps [`Pace::LONGEST`].
+#[derive(Debug)]
+pub struct Pace {
+    /// The sleep until a gap is known.
+    idle: std::time::Duration,
+    /// Per (sender, kind): the last message's time and the smoothed gap (s) between messages.
+    seen: Vec<((usize, u64), std::time::Instant, Option<f64>)>,
+}
+
+impl Pace {
+    /// The shortest sleep, and the sleep before any gap is known where requests are expected.
+    pub const FIRST: std::time::Duration = std::time::Duration::from_micros(100);
+    /// The longest sleep.
+    pub const LONGEST: std::time::Duration = std::time::Duration::from_millis(5);
+    /// The sleep as a fraction of the shortest smoothed gap.
+    pub const FRACTION: f64 = 0.01;
+
+    /// A pace for a server that answers requests (`true`: start at [`Pace::FIRST`]) or only
+    /// receives (start at [`Pace::LONGEST`]).
+    pub fn new(requests: bool) -> Self {
+        Pace {
+            idle: if requests { Self::FIRST } else { Self::LONGEST },
+            seen: Vec::new(),
+        }
+    }
+
+    /// A message of `kind` whose sender waits for the server arrived from `sender` at `at`.
+    pub fn heard(&mut self, sender: usize, kind: u64, at: std::time::Instant) {
+        match self.seen.iter_mut().find(|(k, ..)| *k == (sender, kind)) {
+            Some((_, last, gap)) => {
+                let g = at.saturating_duration_since(*last).as_secs_f64();
+                // A shorter gap counts at once (a request must not wait long), a longer one
+                // slowly.
+                *gap = Some(gap.map_or(g, |s| if g < s { g } else { 0.8 * s + 0.2 * g }));
+                *last = at;
+            }
+            None => self.seen.push(((sender, kind), at, None)),
+        }
+    }
+
+    /// How long to sleep before the next probe.
+    pub fn sleep(&self) -> std::time::Duration {
+        let shortest = self.seen.iter().filter_map(|(_, _, g)| *g).reduce(f64::min);
+        shortest.map_or(self.idle, |g| {
+            std::time::Duration::from_secs_f64(g * Self::FRACTION).clamp(Self::FIRST, Self::LONGEST)
+        })
+    }
+}
+
 /// A single node: no MPI.
 #[derive(Debug, Default)]
 pub struct Single;

@@ -29,7 +29,7 @@
 //! MPI calls are serialized: one mutex guards the communicator on each rank, and the library
 //! is initialized with at least `MPI_THREAD_SERIALIZED`.
 
-use super::{host_name, merge, Node};
+use super::{host_name, merge, Node, Pace};
 use crate::config::{InputSpec, NodePolicy, Plan};
 use crate::plugin::Records;
 use crate::scheduler::{self, Chunk, TaskSource, UnitInfo, WorkQueue};
@@ -42,6 +42,7 @@ use mpi::traits::*;
 use parking_lot::Mutex;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 const TAG_REQ: i32 = 11;
@@ -57,6 +58,17 @@ pub struct MpiNode {
     size: usize,
     host: String,
     temp_input: Mutex<Option<PathBuf>>,
+    /// Rank 0's server thread, counted for the report.
+    served: Arc<Served>,
+}
+
+/// What rank 0's server did: messages received, probes that found none (each one a sleep and
+/// a wake), and the seconds it ran.
+#[derive(Debug, Default)]
+struct Served {
+    messages: std::sync::atomic::AtomicU64,
+    idle_probes: std::sync::atomic::AtomicU64,
+    micros: std::sync::atomic::AtomicU64,
 }
 
 // SAFETY: the communicator is only used under the `world` mutex, and MPI was initialized with
@@ -95,6 +107,7 @@ impl MpiNode {
             size,
             host,
             temp_input: Mutex::new(None),
+            served: Arc::default(),
         })
     }
 
@@ -293,7 +306,9 @@ fn serve(
     others: usize,
     cap: Option<usize>,
     journal: Option<Arc<Journal>>,
+    served: &Served,
 ) {
+    let t0 = std::time::Instant::now();
     // MPI calls here never overlap with rank 0's main thread, which makes none until this
     // thread is joined (Master's `left_over` or Drop), nor with its unit threads, which make
     // none.
@@ -301,9 +316,16 @@ fn serve(
     let slots = offsets.last().copied().unwrap_or(0);
     let mut held: Vec<Option<Chunk<'_>>> = (0..slots).map(|_| None).collect();
     let mut finished = 0;
+    let mut pace = Pace::new(queue.is_some());
     while finished < others {
-        let (msg, status) = next_request(&world);
+        let (msg, status) = next_request(&world, &pace, served);
         let rank = status.source_rank() as usize;
+        let kind = msg.first().copied().unwrap_or(MSG_BYE);
+        // Its sender waits for the server: a request, or a message too large to go eagerly
+        // (Open MPI's shared-memory transport sends up to 4 KiB eagerly by default).
+        if kind != MSG_RECORDS || msg.len() * 8 > 4096 {
+            pace.heard(rank, kind, std::time::Instant::now());
+        }
         let slot = |unit: u64| offsets.get(rank - 1).map(|o| o + unit as usize);
         let reply = match msg.first().copied() {
             Some(MSG_RECORDS) if msg.len() >= 3 => {
@@ -355,21 +377,29 @@ fn serve(
             .process_at_rank(status.source_rank())
             .send_with_tag(&[reply.start as u64, reply.end as u64][..], TAG_REP);
     }
+    served
+        .micros
+        .store(t0.elapsed().as_micros() as u64, Ordering::Relaxed);
 }
 
 /// The next message on `TAG_REQ` from any rank. A blocking receive would spin in Open MPI's
 /// progress loop and take a core from rank 0's units for the whole run: this probes, and
-/// sleeps 100 us between probes (a request waits that long at most; chunks take milliseconds
-/// and more).
-fn next_request(world: &SimpleCommunicator) -> (Vec<u64>, mpi::point_to_point::Status) {
+/// sleeps between probes as long as `pace` says (a small fraction of the senders' chunk times).
+fn next_request(
+    world: &SimpleCommunicator,
+    pace: &Pace,
+    served: &Served,
+) -> (Vec<u64>, mpi::point_to_point::Status) {
     loop {
         if let Some(st) = world.any_process().immediate_probe_with_tag(TAG_REQ) {
+            served.messages.fetch_add(1, Ordering::Relaxed);
             // Messages from one rank with one tag arrive in order: this is the probed one.
             return world
                 .process_at_rank(st.source_rank())
                 .receive_vec_with_tag::<u64>(TAG_REQ);
         }
-        std::thread::sleep(std::time::Duration::from_micros(100));
+        served.idle_probes.fetch_add(1, Ordering::Relaxed);
+        std::thread::sleep(pace.sleep());
     }
 }
 
@@ -396,7 +426,7 @@ impl TaskSource for Remote<'_> {
         if let Some(share) = &self.share {
             return share.next(unit, want);
         }
-        if self.stopped.load(std::sync::atomic::Ordering::Relaxed) {
+        if self.stopped.load(Ordering::Relaxed) {
             return None;
         }
         // This request also tells the master that the unit's previous chunk finished.
@@ -408,7 +438,7 @@ impl TaskSource for Remote<'_> {
             share.stop();
         }
         self.stopped
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+            .store(true, Ordering::Relaxed);
     }
     fn now(&self) -> f64 {
         self.share.as_ref().map_or(0.0, |s| s.now())
@@ -507,9 +537,10 @@ impl Node for MpiNode {
             (scheduler::source(plan.scheduler.policy, share, units), None)
         };
         let cap = plan.nodes.chunk;
+        let served = self.served.clone();
         let server = std::thread::Builder::new()
             .name("mpi-master".into())
-            .spawn(move || serve(queue.as_deref(), &offsets, s - 1, cap, journal))
+            .spawn(move || serve(queue.as_deref(), &offsets, s - 1, cap, journal, &served))
             .map_err(|e| Error::Node(format!("starting the master thread: {e}")))?;
         Ok(Box::new(Master {
             local,
@@ -563,6 +594,14 @@ impl Node for MpiNode {
             "tasks": stats.iter().map(|s| s.tasks).sum::<usize>(),
         });
         merge(&mut mine, extra);
+        if self.rank == 0 {
+            let n = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+            mine["server"] = serde_json::json!({
+                "messages": n(&self.served.messages),
+                "idle_probes": n(&self.served.idle_probes),
+                "seconds": n(&self.served.micros) as f64 * 1e-6,
+            });
+        }
         let w = self.world.lock();
         if self.rank != 0 {
             let bytes = serde_json::to_vec(&mine).expect("json");

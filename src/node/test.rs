@@ -80,3 +80,49 @@ fn single_node_gathers_nothing_and_reports_itself() {
     let e = node.fail(Error::Input("x".into()));
     assert_eq!(e.to_string(), "x");
 }
+
+#[test]
+fn the_servers_pace_follows_the_gaps_its_waiting_senders_leave() {
+    use std::time::{Duration, Instant};
+    // Nobody waits on a server that only receives: it sleeps long; one that answers requests
+    // starts short.
+    assert_eq!(Pace::new(false).sleep(), Pace::LONGEST);
+    assert_eq!(Pace::new(true).sleep(), Pace::FIRST);
+    let t0 = Instant::now();
+    let at = |ms: u64| t0 + Duration::from_millis(ms);
+    // Rank 1 asks every 200 ms: the server sleeps 1% of that.
+    let mut p = Pace::new(true);
+    for i in 0..10 {
+        p.heard(1, 1, at(200 * i));
+    }
+    let s = p.sleep().as_secs_f64();
+    assert!((s - 0.002).abs() < 1e-4, "{s}");
+    // A second rank asking every 50 ms rules: the shortest gap.
+    for i in 0..10 {
+        p.heard(2, 1, at(50 * i));
+    }
+    let s = p.sleep().as_secs_f64();
+    assert!((s - 0.0005).abs() < 1e-4, "{s}");
+    // Requests every millisecond: never below the shortest sleep; one every 10 s: never above
+    // the longest.
+    let mut fast = Pace::new(false);
+    let mut slow = Pace::new(true);
+    for i in 0..10 {
+        fast.heard(1, 1, at(i));
+        slow.heard(1, 1, at(10_000 * i));
+    }
+    assert_eq!(fast.sleep(), Pace::FIRST);
+    assert_eq!(slow.sleep(), Pace::LONGEST);
+    // A longer gap counts slowly, a shorter one at once: after one request 2 s late, the
+    // server sleeps longer until the next request on time.
+    let mut p = Pace::new(true);
+    for i in 0..10 {
+        p.heard(1, 1, at(100 * i));
+    }
+    p.heard(1, 1, at(900 + 2_000));
+    let s = p.sleep().as_secs_f64();
+    assert!((s - 0.0048).abs() < 1e-4, "{s}");
+    p.heard(1, 1, at(900 + 2_100));
+    let s = p.sleep().as_secs_f64();
+    assert!((s - 0.001).abs() < 1e-4, "{s}");
+}
