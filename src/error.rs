@@ -104,6 +104,34 @@ pub fn filled<T: Clone>(len: usize, value: T, what: &str) -> Result<Vec<T>> {
     Ok(v)
 }
 
+/// Element types whose all-zero bytes are the value zero.
+///
+/// # Safety
+/// Only for plain integers: [`zeros`] hands out memory the allocator zeroed as values of `T`.
+pub unsafe trait ZeroBits: Copy {}
+// SAFETY: plain integers.
+unsafe impl ZeroBits for u32 {}
+// SAFETY: plain integers.
+unsafe impl ZeroBits for u64 {}
+
+/// `len` zeros, or a clear error when the memory cannot be had. The allocator's zeroed memory
+/// (for large blocks, pages the OS maps on first touch): nothing is written here, so a buffer
+/// that a worker overwrites before reading costs nothing until it is used.
+pub fn zeros<T: ZeroBits>(len: usize, what: &str) -> Result<Vec<T>> {
+    let layout = std::alloc::Layout::array::<T>(len).map_err(|_| no_memory::<T>(len, what))?;
+    if layout.size() == 0 {
+        return Ok(Vec::new());
+    }
+    // SAFETY: the layout's size is not zero.
+    let p = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
+    if p.is_null() {
+        return Err(no_memory::<T>(len, what));
+    }
+    // SAFETY: `p` is a block of the global allocator with `T`'s alignment and room for exactly
+    // `len` values, all of them initialized (zero bytes are a valid `T`: `ZeroBits`).
+    Ok(unsafe { Vec::from_raw_parts(p, len, len) })
+}
+
 /// An empty vector with room for `len` elements, or a clear error instead of aborting when the
 /// memory cannot be had (a generator asked for billions of vertices, say).
 pub fn reserved<T>(len: usize, what: &str) -> Result<Vec<T>> {
@@ -135,5 +163,18 @@ mod test {
             e.to_string().starts_with("not enough memory for b test"),
             "{e}"
         );
+        // Zeros: too large for a layout, too large for the machine (2^60 bytes), empty, and
+        // a block large enough to come as fresh pages, read and written through.
+        for len in [usize::MAX / 4, 1 << 57] {
+            let e = super::zeros::<u64>(len, "c test").unwrap_err().to_string();
+            assert!(e.starts_with("not enough memory for c test"), "{e}");
+        }
+        assert!(super::zeros::<u32>(0, "d").unwrap().is_empty());
+        let mut z = super::zeros::<u32>(3 << 20, "e").unwrap();
+        assert_eq!(z.len(), 3 << 20);
+        assert!(z.iter().all(|&x| x == 0));
+        z[12345] = 7;
+        z.push(1);
+        assert_eq!((z[12345], z[3 << 20], z.iter().map(|&x| x as u64).sum::<u64>()), (7, 1, 8));
     }
 }

@@ -33,7 +33,7 @@ pub mod thread;
 pub mod tuning;
 
 pub use config::Plan;
-pub use error::{filled, reserved, Error, Result};
+pub use error::{filled, reserved, zeros, Error, Result, ZeroBits};
 pub use runtime::RunOptions;
 
 /// Run `plan` with the built-in plugins ([`plugins::registry`]) and `opts.extra_plugins`:

@@ -742,6 +742,7 @@ fn execute<'p>(
     if let Some(v) = &verified {
         extra["verified"] = serde_json::json!(v.checked);
     }
+    extra["process"] = process_usage();
     let node_stats = node.gather_stats(&stats, &device_json(&devices), extra)?;
     Ok(Executed {
         units,
@@ -757,6 +758,23 @@ fn execute<'p>(
         stage,
         interrupted: interrupted.load(Ordering::Relaxed),
         device_note: selection.device_note.clone(),
+    })
+}
+
+/// This process's CPU time and context switches so far (`getrusage`): where a node's cores
+/// went, e.g. a thread that wakes too often shows as involuntary switches of the workers.
+fn process_usage() -> serde_json::Value {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return serde_json::Value::Null;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    serde_json::json!({
+        "user_seconds": secs(u.ru_utime),
+        "system_seconds": secs(u.ru_stime),
+        "voluntary_switches": u.ru_nvcsw,
+        "involuntary_switches": u.ru_nivcsw,
     })
 }
 

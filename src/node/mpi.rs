@@ -17,6 +17,11 @@
 //!   remote unit's chunk guard and drops it then, so the queue learns every unit's chunk times.
 //!   A failed chunk's tasks go back to the queue. `equitable`: each rank takes a static
 //!   contiguous share and only sends records and its bye.
+//! - Waiting: MPI's blocking calls spin in Open MPI's progress loop, so nothing waits in one
+//!   while units of this or another rank on the machine still run. Rank 0's server probes and
+//!   sleeps (`Pace`: a small fraction of the gaps between requests, 5 ms where nobody waits on
+//!   it), and a rank whose units have ended waits for rank 0's word (`TAG_GO`, a probe every
+//!   millisecond) before the collectives that gather the results.
 //! - Records: every task was run by exactly one rank and other ranks' records of it are zero,
 //!   so an element-wise sum (MPI reduce) at rank 0 assembles them. Statistics are gathered
 //!   as JSON. Distance rows are written by each rank at their offsets in one shared file.
@@ -49,6 +54,7 @@ const TAG_REQ: i32 = 11;
 const TAG_REP: i32 = 12;
 const TAG_STATS: i32 = 13;
 const TAG_UNITS: i32 = 14;
+const TAG_GO: i32 = 15;
 
 /// This process as one MPI node.
 pub struct MpiNode {
@@ -563,6 +569,26 @@ impl Node for MpiNode {
     }
 
     fn gather_records(&self, records: &mut Records) -> Result<()> {
+        // A rank whose units have ended waits here for rank 0, whose units may still run (and
+        // under equitable, other ranks' too). MPI's collective would spin and take a core from
+        // them: wait for rank 0's word with a probe every millisecond instead.
+        if self.rank == 0 {
+            let w = self.world.lock();
+            for r in 1..self.size {
+                w.process_at_rank(r as i32).send_with_tag(&[1u64][..], TAG_GO);
+            }
+        } else {
+            loop {
+                let w = self.world.lock();
+                let root = w.process_at_rank(0);
+                if root.immediate_probe_with_tag(TAG_GO).is_some() {
+                    let _ = root.receive_vec_with_tag::<u64>(TAG_GO);
+                    break;
+                }
+                drop(w);
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
         let w = self.world.lock();
         let root = w.process_at_rank(0);
         if self.rank == 0 {

@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Weight/distance type of a hierarchy: u32 when every shortest path provably fits
 /// (`n·max_weight < u32::MAX`, the apsp plugin's `wide` rule), else u64. `INF` (the type's
 /// maximum) marks unreachable.
-pub trait ChWeight: Dist {
+pub trait ChWeight: Dist + crate::ZeroBits {
     /// `x` in this type, `None` when it does not fit below `INF`.
     fn from_u64(x: u64) -> Option<Self>;
     /// `self + o`, saturating at `INF` (so `INF + w` stays `INF`).

@@ -40,6 +40,8 @@ pub struct Sweeper<'h, W: ChWeight> {
     fused: Option<Vec<[u64; 4]>>,
     /// Positions below this are read by some downward arc (one past the largest tail).
     stored: usize,
+    /// A sweep has run (`d` holds zeros before).
+    swept: bool,
 }
 
 impl<'h, W: ChWeight> Sweeper<'h, W> {
@@ -54,13 +56,17 @@ impl<'h, W: ChWeight> Sweeper<'h, W> {
             h,
             k,
             lanes: 0,
-            d: crate::filled(h.n * k, W::INF, "PHAST distances (n x trees at once)")?,
+            // Every sweep writes a position's row before any arc reads it: no fill needed,
+            // and a worker that never sweeps never touches these pages (a short run's late
+            // workers are ready at once, not after writing n·k distances each).
+            d: crate::zeros(h.n * k, "PHAST distances (n x trees at once)")?,
             up: crate::filled(h.n, W::INF, "PHAST upward search")?,
             touched: Vec::new(),
             heap: BinaryHeap::new(),
             seeds: Vec::new(),
             fused: None,
             stored: h.down_tails.iter().max().map_or(0, |&q| q as usize + 1),
+            swept: false,
         })
     }
 
@@ -87,6 +93,7 @@ impl<'h, W: ChWeight> Sweeper<'h, W> {
     pub fn run_with(&mut self, sources: &[u32], tally: bool) {
         assert!(sources.len() <= self.k, "more sources than trees at once");
         self.lanes = sources.len();
+        self.swept = true;
         self.seeds.clear();
         for (j, &s) in sources.iter().enumerate() {
             self.upward(j as u32, self.h.pos[s as usize]);
@@ -140,12 +147,14 @@ impl<'h, W: ChWeight> Sweeper<'h, W> {
     /// Distance of tree `j` of the last batch to vertex `v` (input CSR id).
     pub fn dist(&self, j: usize, v: u32) -> W {
         assert!(self.fused.is_none(), "distances of a summaries-only sweep");
+        assert!(self.swept, "distances before any sweep");
         self.d[self.h.pos[v as usize] as usize * self.k + j]
     }
 
     /// Per-tree records `[reached, sum_lo, sum_hi, max]` of the last batch over `targets`
     /// (sweep positions; `None` = every vertex), into `records[j]` for each lane.
     pub fn summarize(&self, targets: Option<&[u32]>, records: &mut [[u64; 4]]) {
+        assert!(self.swept, "summaries before any sweep");
         let (d, t) = (&self.d[..], targets);
         if let Some(acc) = &self.fused {
             assert!(targets.is_none(), "targets after a summaries-only sweep");
@@ -170,6 +179,7 @@ impl<'h, W: ChWeight> Sweeper<'h, W> {
     /// distance to vertex `targets[i]` (vertex ids), or to vertex `i` when `targets` is `None`.
     pub fn row(&self, j: usize, targets: Option<&[u32]>, row: &mut Vec<W>) {
         assert!(self.fused.is_none(), "distances of a summaries-only sweep");
+        assert!(self.swept, "distances before any sweep");
         row.clear();
         let (pos, k) = (&self.h.pos, self.k);
         match targets {
