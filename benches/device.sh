@@ -339,7 +339,8 @@ phastcpu)
 mpioverhead)
   # Issue 12, item 8: CPU-only ranks on one machine, 1 x 16 workers against 2 x 8 and 4 x 4,
   # both node policies, about a minute of work per run (MO_SOURCES Dijkstra trees of
-  # osm-moscow); REPS repetitions, the configurations interleaved.
+  # osm-moscow); REPS repetitions, the configurations interleaved. Each line also shows every
+  # rank's CPU time and involuntary context switches, and rank 0's server (idle probes).
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
   M=${MPIBIN:?MPIBIN}; S=${MO_SOURCES:-28000}
   for rep in $(seq ${REPS:-1}); do
@@ -349,9 +350,24 @@ mpioverhead)
         T0=$(date +%s.%N)
         mpirun --bind-to none -np $np "$M" run $CFG -q --set "$MO" --set run.sources=$S --set units.opencl=none --set units.cpu_workers=$w --set apsp.cpu_algorithm=\"dijkstra\" --set nodes.policy=\"$pol\" --set output.dir="\"$OUT\"" || echo "mpirun failed"
         T1=$(date +%s.%N)
-        python3 -c "import json;r=json.load(open('$OUT/report.json'));nd=r.get(\"nodes\") or [];print(f'moscow $S cpu $np ranks x $w workers, $pol: wall {r[\"wall_seconds\"]:.3f} s run {r[\"run_seconds\"]:.3f} s ({$S/r[\"run_seconds\"]:.1f}/s) mpirun {$T1-$T0:.3f} s tasks per rank {[n[\"tasks\"] for n in nd]} sum={r[\"checksum\"][\"sum\"]}', flush=True)" || echo "no report"
+        python3 - "$OUT/report.json" "$S $np $w $pol $T0 $T1" <<'PY' || echo "no report"
+import json, sys
+r = json.load(open(sys.argv[1])); S, np, w, pol, t0, t1 = sys.argv[2].split()
+S = int(S); nd = r.get("nodes") or []
+per = [n["tasks"] for n in nd]
+pr = " ".join(f"r{n['rank']}:{n['process']['user_seconds']:.1f}u/{n['process']['system_seconds']:.2f}s/{n['process']['involuntary_switches']}inv" for n in nd if n.get("process"))
+sv = nd[0].get("server", {}) if nd else {}
+print(f"moscow {S} cpu {np} ranks x {w} workers, {pol}: wall {r['wall_seconds']:.3f} s run {r['run_seconds']:.3f} s ({S/r['run_seconds']:.1f}/s) mpirun {float(t1)-float(t0):.3f} s tasks per rank {per} sum={r['checksum']['sum']} [{pr}] server {sv}", flush=True)
+PY
       done
     done
+    if [ -n "${PROCS:-}" ]; then
+      # Control: four independent processes of 4 workers (no MPI), a quarter of the trees each.
+      Q=$((S / 4))
+      for i in 1 2 3 4; do
+        "$B" run $CFG -q --set "$MO" --set run.sources=$Q --set units.opencl=none --set units.cpu_workers=4 --set apsp.cpu_algorithm=\"dijkstra\" --set output.dir="\"$OUT-p$i\"" & done; wait
+      python3 -c "import json;rs=[json.load(open(f'$OUT-p{i}/report.json'))['run_seconds'] for i in (1,2,3,4)];print(f'moscow $S cpu 4 processes x 4 (independent, {$Q} trees each): run {max(rs):.3f} s (each {[round(x,2) for x in rs]}), {$S/max(rs):.1f}/s', flush=True)"
+    fi
   done ;;
 procs)
   # Is four ranks' loss MPI's? Four independent processes of 4 workers (no MPI), each with a

@@ -796,10 +796,10 @@ fn run_chunks(
     let tasks = job.tasks();
     let progress = progress_bar(opts.quiet || node.rank() != 0, tasks as u64);
     let infos: Vec<UnitInfo> = units.iter().map(Unit::info).collect();
-    let finished = |r: Range<usize>, rec: &[u64]| -> Result<()> {
+    let finished = |unit: usize, r: Range<usize>, rec: &[u64]| -> Result<()> {
         match journal {
             Some(j) => j.append(r, rec),
-            None => node.forward_records(r, rec),
+            None => node.forward_records(unit, r, rec),
         }
     };
     let result = node

@@ -369,50 +369,68 @@ fn ranks_report_their_devices_and_a_narrow_affinity_mask() {
     }
 }
 
+/// Rank 0's server entry of a 2-rank run of `cfg` with `sets`: (seconds, idle probes,
+/// messages).
+fn server_of_two_ranks(name: &str, cfg: &str, sets: &[&str]) -> (f64, u64, u64) {
+    let dir = tmpdir(name);
+    let path = dir.join("c.toml");
+    std::fs::write(&path, cfg).unwrap();
+    let out = dir.join("out");
+    let od = format!("output.dir={:?}", out.display().to_string());
+    let mut args = vec!["run", path.to_str().unwrap(), "-q", "--set", &od];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    let (ok, text) = mpirun(2, &args, &[]);
+    assert!(ok, "{text}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let server = &report["nodes"][0]["server"];
+    let secs = server["seconds"].as_f64().unwrap();
+    // Long enough that a 100 us pace would show: thousands of idle probes.
+    assert!(secs > 0.2, "the run is too short to tell: {server}");
+    (
+        secs,
+        server["idle_probes"].as_u64().unwrap(),
+        server["messages"].as_u64().unwrap(),
+    )
+}
+
 #[test]
 fn rank_zeros_server_sleeps_when_nobody_waits_for_it() {
     // Equitable ranks only send small records, which nobody waits on: rank 0's server must
     // not wake thousands of times a second (each wake preempts a busy worker). It sleeps
     // `Pace::LONGEST` (5 ms) between probes; the old fixed 100 us made 5,000-10,000 idle
     // probes a second.
-    let dir = tmpdir("mpipace");
-    let path = dir.join("c.toml");
-    std::fs::write(
-        &path,
-        apsp_gen("road", 40_000, "seed = 4", "400") + "[apsp]\ncpu_algorithm = \"dijkstra\"\n",
-    )
-    .unwrap();
-    let out = dir.join("out");
-    let od = format!("output.dir={:?}", out.display().to_string());
-    let (ok, text) = mpirun(
-        2,
-        &[
-            "run",
-            path.to_str().unwrap(),
-            "-q",
-            "--set",
-            &od,
-            "--set",
-            "units.opencl=none",
-            "--set",
-            "units.cpu_workers=1",
-            "--set",
-            "nodes.policy=\"equitable\"",
-        ],
-        &[],
-    );
-    assert!(ok, "{text}");
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
-    let server = &report["nodes"][0]["server"];
-    let secs = server["seconds"].as_f64().unwrap();
-    let idle = server["idle_probes"].as_u64().unwrap();
-    let messages = server["messages"].as_u64().unwrap();
-    // Long enough that a 100 us pace would show: at least 1,000 idle probes.
-    assert!(secs > 0.2, "the run is too short to tell: {server}");
-    assert!(messages >= 2, "{server}");
+    let cfg =
+        apsp_gen("road", 40_000, "seed = 4", "400") + "[apsp]\ncpu_algorithm = \"dijkstra\"\n";
+    let sets = [
+        "units.opencl=none",
+        "units.cpu_workers=1",
+        "nodes.policy=\"equitable\"",
+    ];
+    let (secs, idle, messages) = server_of_two_ranks("mpipace", &cfg, &sets);
+    assert!(messages >= 2, "{messages}");
     assert!(
         (idle as f64) < secs / 0.005 * 1.5 + 10.0,
-        "rank 0's server woke too often: {server}"
+        "rank 0's server woke too often: {idle} idle probes in {secs} s"
+    );
+    // Records too large to go eagerly (200 tasks of 4 words) keep their sender waiting: the
+    // server paces itself by each unit's chunk time (about 0.1 s here), not by the moment
+    // between two units' chunks, which end together (a per-rank pace fell to 100 us).
+    let cfg =
+        apsp_gen("road", 4_000, "seed = 5", "4000") + "[apsp]\ncpu_algorithm = \"dijkstra\"\n";
+    let sets = [
+        "units.opencl=none",
+        "units.cpu_workers=2",
+        "nodes.policy=\"equitable\"",
+        "scheduler.policy=\"equitable\"",
+        "scheduler.chunk=200",
+    ];
+    let (secs, idle, messages) = server_of_two_ranks("mpipace2", &cfg, &sets);
+    assert!(messages >= 10, "{messages}");
+    assert!(
+        (idle as f64) < secs / 0.0005 + 20.0,
+        "rank 0's server woke too often: {idle} idle probes in {secs} s"
     );
 }

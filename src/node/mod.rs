@@ -35,8 +35,8 @@ pub trait Node: Sync {
         journal: Option<Arc<Journal>>,
     ) -> Result<Box<dyn TaskSource + '_>>;
     /// Send the records of finished tasks to rank 0's journal (called on other ranks, from
-    /// their unit threads, as chunks finish).
-    fn forward_records(&self, tasks: Range<usize>, records: &[u64]) -> Result<()>;
+    /// their unit threads, as chunks finish; `unit` is the sending unit's index on this node).
+    fn forward_records(&self, unit: usize, tasks: Range<usize>, records: &[u64]) -> Result<()>;
     /// Rank 0's `bytes`, on every node.
     fn broadcast(&self, bytes: Vec<u8>) -> Result<Vec<u8>>;
     /// Bring every node's records to rank 0 (each task was run by exactly one node).
@@ -78,17 +78,21 @@ pub fn host_name() -> String {
 /// blocking receive would spin and take a core from rank 0's units for the whole run; a probe
 /// every 100 us woke the server 5,000-10,000 times a second, each wake preempting a busy
 /// worker. Only messages whose sender waits for the server matter (a request for a chunk; a
-/// message too large to be sent eagerly): per sender and kind, the smoothed gap between two of
-/// them is at most one of that rank's units' chunk times, and the server sleeps
-/// [`Pace::FRACTION`] of the shortest gap (bounded by [`Pace::FIRST`] and [`Pace::LONGEST`]).
-/// Where nobody waits (equitable ranks sending small records), it sleeps [`Pace::LONGEST`].
+/// message too large to be sent eagerly), and each unit sends them once per chunk: per unit
+/// and kind, the smoothed gap between two of them is that unit's chunk time, and the server
+/// sleeps [`Pace::FRACTION`] of the shortest (bounded by [`Pace::FIRST`] and
+/// [`Pace::LONGEST`]). Where nobody waits (equitable ranks sending small records), it sleeps
+/// [`Pace::LONGEST`].
 #[derive(Debug)]
 pub struct Pace {
     /// The sleep until a gap is known.
     idle: std::time::Duration,
-    /// Per (sender, kind): the last message's time and the smoothed gap (s) between messages.
-    seen: Vec<((usize, u64), std::time::Instant, Option<f64>)>,
+    /// Per key (rank, unit, kind): the last message's time and the smoothed gap (s).
+    seen: Vec<(PaceKey, std::time::Instant, Option<f64>)>,
 }
+
+/// A sender's unit and the kind of its message: (rank, unit on that rank, kind).
+pub type PaceKey = (usize, usize, u64);
 
 impl Pace {
     /// The shortest sleep, and the sleep before any gap is known where requests are expected.
@@ -107,9 +111,9 @@ impl Pace {
         }
     }
 
-    /// A message of `kind` whose sender waits for the server arrived from `sender` at `at`.
-    pub fn heard(&mut self, sender: usize, kind: u64, at: std::time::Instant) {
-        match self.seen.iter_mut().find(|(k, ..)| *k == (sender, kind)) {
+    /// A message whose sender waits for the server arrived from `key` at `at`.
+    pub fn heard(&mut self, key: PaceKey, at: std::time::Instant) {
+        match self.seen.iter_mut().find(|(k, ..)| *k == key) {
             Some((_, last, gap)) => {
                 let g = at.saturating_duration_since(*last).as_secs_f64();
                 // A shorter gap counts at once (a request must not wait long), a longer one
@@ -117,7 +121,7 @@ impl Pace {
                 *gap = Some(gap.map_or(g, |s| if g < s { g } else { 0.8 * s + 0.2 * g }));
                 *last = at;
             }
-            None => self.seen.push(((sender, kind), at, None)),
+            None => self.seen.push((key, at, None)),
         }
     }
 
@@ -153,7 +157,7 @@ impl Node for Single {
     ) -> Result<Box<dyn TaskSource + '_>> {
         Ok(scheduler::source(plan.scheduler.policy, 0..tasks, units))
     }
-    fn forward_records(&self, _tasks: Range<usize>, _records: &[u64]) -> Result<()> {
+    fn forward_records(&self, _unit: usize, _tasks: Range<usize>, _records: &[u64]) -> Result<()> {
         Err(Error::Node(
             "a single node journals its own records; there is no rank 0 to send them to".into(),
         ))

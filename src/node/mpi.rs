@@ -6,7 +6,7 @@
 //!   ranks read from a private temporary copy. Each node detects its own units.
 //! - Rank 0 runs a server thread for the whole run. Other ranks send it, all on one tag (so a
 //!   rank's messages arrive in the order it sent them): `[NEXT, unit, want]` chunk requests
-//!   (master-slave), `[FAIL, unit]` / `[LEAVE, unit]`, `[RECORDS, start, end, words...]` with each
+//!   (master-slave), `[FAIL, unit]` / `[LEAVE, unit]`, `[RECORDS, unit, start, end, words...]` with each
 //!   finished chunk's records, which the server appends to rank 0's journal as they arrive (so
 //!   an interrupted run loses no remote work), and one `[BYE]` when the rank's units have ended
 //!   (its source's `Drop`), after its last records. The server stops after every other rank's bye.
@@ -215,7 +215,7 @@ const MSG_BYE: u64 = 0;
 /// `[NEXT, unit, want]`: the unit's next chunk (master-slave). It also says that the unit's
 /// previous chunk finished.
 const MSG_NEXT: u64 = 1;
-/// `[RECORDS, start, end, words...]`: a finished chunk's records, for rank 0's journal.
+/// `[RECORDS, unit, start, end, words...]`: a finished chunk's records, for rank 0's journal.
 const MSG_RECORDS: u64 = 2;
 /// `[FAIL, unit]`: the unit's chunk failed: its tasks go back to the queue, the unit is out.
 const MSG_FAIL: u64 = 3;
@@ -328,16 +328,18 @@ fn serve(
         let rank = status.source_rank() as usize;
         let kind = msg.first().copied().unwrap_or(MSG_BYE);
         // Its sender waits for the server: a request, or a message too large to go eagerly
-        // (Open MPI's shared-memory transport sends up to 4 KiB eagerly by default).
-        if kind != MSG_RECORDS || msg.len() * 8 > 4096 {
-            pace.heard(rank, kind, std::time::Instant::now());
+        // (Open MPI's shared-memory transport sends up to 4 KiB eagerly by default). Both come
+        // once per chunk of the sending unit (the message's second word).
+        if kind != MSG_BYE && (kind != MSG_RECORDS || msg.len() * 8 > 4096) {
+            let unit = msg.get(1).copied().unwrap_or(0) as usize;
+            pace.heard((rank, unit, kind), std::time::Instant::now());
         }
         let slot = |unit: u64| offsets.get(rank - 1).map(|o| o + unit as usize);
         let reply = match msg.first().copied() {
-            Some(MSG_RECORDS) if msg.len() >= 3 => {
+            Some(MSG_RECORDS) if msg.len() >= 4 => {
                 if let Some(j) = &journal {
                     // An error is kept by the journal and reported by the runtime at the end.
-                    let _ = j.append(msg[1] as usize..msg[2] as usize, &msg[3..]);
+                    let _ = j.append(msg[2] as usize..msg[3] as usize, &msg[4..]);
                 }
                 continue;
             }
@@ -555,9 +557,9 @@ impl Node for MpiNode {
         }))
     }
 
-    fn forward_records(&self, tasks: Range<usize>, records: &[u64]) -> Result<()> {
-        let mut msg = Vec::with_capacity(3 + records.len());
-        msg.extend_from_slice(&[MSG_RECORDS, tasks.start as u64, tasks.end as u64]);
+    fn forward_records(&self, unit: usize, tasks: Range<usize>, records: &[u64]) -> Result<()> {
+        let mut msg = Vec::with_capacity(4 + records.len());
+        msg.extend_from_slice(&[MSG_RECORDS, unit as u64, tasks.start as u64, tasks.end as u64]);
         msg.extend_from_slice(records);
         let w = self.world.lock();
         w.process_at_rank(0).send_with_tag(&msg[..], TAG_REQ);

@@ -76,7 +76,7 @@ fn single_node_gathers_nothing_and_reports_itself() {
     assert_eq!(s[0]["tasks"], 11);
     assert_eq!(s[0]["verified"], 3);
     assert_eq!(node.broadcast(vec![1, 2, 3]).unwrap(), vec![1, 2, 3]);
-    assert!(node.forward_records(0..1, &[0]).is_err());
+    assert!(node.forward_records(0, 0..1, &[0]).is_err());
     let e = node.fail(Error::Input("x".into()));
     assert_eq!(e.to_string(), "x");
 }
@@ -93,13 +93,23 @@ fn the_servers_pace_follows_the_gaps_its_waiting_senders_leave() {
     // Rank 1 asks every 200 ms: the server sleeps 1% of that.
     let mut p = Pace::new(true);
     for i in 0..10 {
-        p.heard(1, 1, at(200 * i));
+        p.heard((1, 0, 1), at(200 * i));
     }
     let s = p.sleep().as_secs_f64();
     assert!((s - 0.002).abs() < 1e-4, "{s}");
-    // A second rank asking every 50 ms rules: the shortest gap.
+    // Units of one rank whose chunks end together: each unit's gap counts, not the
+    // millisecond between two units' messages.
+    let mut q = Pace::new(true);
     for i in 0..10 {
-        p.heard(2, 1, at(50 * i));
+        for u in 0..4 {
+            q.heard((1, u, 1), at(200 * i + u as u64));
+        }
+    }
+    let s = q.sleep().as_secs_f64();
+    assert!((s - 0.002).abs() < 1e-4, "{s}");
+    // A unit of a second rank asking every 50 ms rules: the shortest gap.
+    for i in 0..10 {
+        p.heard((2, 0, 1), at(50 * i));
     }
     let s = p.sleep().as_secs_f64();
     assert!((s - 0.0005).abs() < 1e-4, "{s}");
@@ -108,8 +118,8 @@ fn the_servers_pace_follows_the_gaps_its_waiting_senders_leave() {
     let mut fast = Pace::new(false);
     let mut slow = Pace::new(true);
     for i in 0..10 {
-        fast.heard(1, 1, at(i));
-        slow.heard(1, 1, at(10_000 * i));
+        fast.heard((1, 0, 1), at(i));
+        slow.heard((1, 0, 1), at(10_000 * i));
     }
     assert_eq!(fast.sleep(), Pace::FIRST);
     assert_eq!(slow.sleep(), Pace::LONGEST);
@@ -117,12 +127,12 @@ fn the_servers_pace_follows_the_gaps_its_waiting_senders_leave() {
     // server sleeps longer until the next request on time.
     let mut p = Pace::new(true);
     for i in 0..10 {
-        p.heard(1, 1, at(100 * i));
+        p.heard((1, 0, 1), at(100 * i));
     }
-    p.heard(1, 1, at(900 + 2_000));
+    p.heard((1, 0, 1), at(900 + 2_000));
     let s = p.sleep().as_secs_f64();
     assert!((s - 0.0048).abs() < 1e-4, "{s}");
-    p.heard(1, 1, at(900 + 2_100));
+    p.heard((1, 0, 1), at(900 + 2_100));
     let s = p.sleep().as_secs_f64();
     assert!((s - 0.001).abs() < 1e-4, "{s}");
 }

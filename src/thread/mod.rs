@@ -124,8 +124,9 @@ enum Event {
     Failed(usize, String),
 }
 
-/// Callback for each finished (sub-)chunk: its tasks and their records.
-pub type Finished<'a> = &'a (dyn Fn(Range<usize>, &[u64]) -> Result<()> + Sync);
+/// Callback for each finished (sub-)chunk: its unit (index into the unit list), its tasks and
+/// their records.
+pub type Finished<'a> = &'a (dyn Fn(usize, Range<usize>, &[u64]) -> Result<()> + Sync);
 
 /// Run every unit until `source` is dry, skipping tasks in `done`. Records land in `records`
 /// (task-indexed) and are passed to `finished` chunk by chunk.
@@ -219,7 +220,7 @@ pub fn run_units(
                             }
                             records.lock().data[range.start * words..range.end * words]
                                 .copy_from_slice(&buf);
-                            if let Err(e) = finished(range.clone(), &buf) {
+                            if let Err(e) = finished(index, range.clone(), &buf) {
                                 source.stop();
                                 first_error.lock().get_or_insert(e);
                                 break 'pull;

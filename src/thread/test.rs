@@ -99,7 +99,7 @@ fn run(
         &indicatif::ProgressBar::hidden(),
         OnFailure::Abort,
         &DoneSet::new(job.tasks),
-        &|_, _| Ok(()),
+        &|_, _, _| Ok(()),
     )?;
     Ok((records.into_inner(), stats, slices))
 }
@@ -131,7 +131,7 @@ fn done_tasks_are_skipped_and_finished_chunks_reported_with_their_records() {
         &indicatif::ProgressBar::hidden(),
         OnFailure::Abort,
         &done,
-        &|r, rec| {
+        &|_, r, rec| {
             assert_eq!(rec.len(), r.len());
             let mut seen = reported.lock();
             for (t, &w) in r.zip(rec) {
@@ -175,7 +175,7 @@ fn a_failing_finished_callback_stops_the_run_with_its_error() {
         &indicatif::ProgressBar::hidden(),
         OnFailure::Abort,
         &DoneSet::new(100),
-        &|r, _| {
+        &|_, r, _| {
             if r.contains(&20) {
                 Err(Error::Output("journal: disk full".into()))
             } else {
@@ -298,7 +298,7 @@ fn a_job_without_a_cpu_half_gets_a_clear_error() {
         &indicatif::ProgressBar::hidden(),
         OnFailure::Abort,
         &DoneSet::new(1),
-        &|_, _| Ok(()),
+        &|_, _, _| Ok(()),
     )
     .unwrap_err();
     assert!(err.to_string().contains("no CPU half"), "{err}");
