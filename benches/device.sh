@@ -360,14 +360,14 @@ sv = nd[0].get("server", {}) if nd else {}
 print(f"moscow {S} cpu {np} ranks x {w} workers, {pol}: wall {r['wall_seconds']:.3f} s run {r['run_seconds']:.3f} s ({S/r['run_seconds']:.1f}/s) mpirun {float(t1)-float(t0):.3f} s tasks per rank {per} sum={r['checksum']['sum']} [{pr}] server {sv}", flush=True)
 PY
       done
+      if [ -n "${PROCS:-}" ] && [ $np -gt 1 ]; then
+        # Control: np independent processes of 16/np workers (no MPI), S/np trees each, at once.
+        Q=$((S / np))
+        for i in $(seq $np); do
+          "$B" run $CFG -q --set "$MO" --set run.sources=$Q --set units.opencl=none --set units.cpu_workers=$w --set apsp.cpu_algorithm=\"dijkstra\" --set output.dir="\"$OUT-p$i\"" & done; wait
+        python3 -c "import json;rs=[json.load(open(f'$OUT-p{i}/report.json'))['run_seconds'] for i in range(1,$np+1)];print(f'moscow $S cpu $np processes x $w (independent, {$Q} trees each): run {max(rs):.3f} s (each {[round(x,2) for x in rs]}), {$S/max(rs):.1f}/s', flush=True)"
+      fi
     done
-    if [ -n "${PROCS:-}" ]; then
-      # Control: four independent processes of 4 workers (no MPI), a quarter of the trees each.
-      Q=$((S / 4))
-      for i in 1 2 3 4; do
-        "$B" run $CFG -q --set "$MO" --set run.sources=$Q --set units.opencl=none --set units.cpu_workers=4 --set apsp.cpu_algorithm=\"dijkstra\" --set output.dir="\"$OUT-p$i\"" & done; wait
-      python3 -c "import json;rs=[json.load(open(f'$OUT-p{i}/report.json'))['run_seconds'] for i in (1,2,3,4)];print(f'moscow $S cpu 4 processes x 4 (independent, {$Q} trees each): run {max(rs):.3f} s (each {[round(x,2) for x in rs]}), {$S/max(rs):.1f}/s', flush=True)"
-    fi
   done ;;
 procs)
   # Is four ranks' loss MPI's? Four independent processes of 4 workers (no MPI), each with a
