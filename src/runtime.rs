@@ -256,8 +256,19 @@ pub fn prepare<'a>(
     extra: &[&'a dyn Plugin],
     nodes: usize,
 ) -> Result<Prepared<'a>> {
+    prepare_sharing(plan, plugins, extra, nodes, None)
+}
+
+/// [`prepare`], the ranks of one machine sharing one copy of the input graph through `graphs`.
+pub fn prepare_sharing<'a>(
+    plan: &Plan,
+    plugins: &[&'a dyn Plugin],
+    extra: &[&'a dyn Plugin],
+    nodes: usize,
+    graphs: Option<&dyn crate::graph::GraphShare>,
+) -> Result<Prepared<'a>> {
     let plugin = resolve_plugin(plan, plugins, extra)?;
-    let job = plugin.prepare(&PrepareCtx { plan })?;
+    let job = plugin.prepare(&PrepareCtx { plan, graphs })?;
     if nodes > 1 && !job.multi_node() {
         return Err(Error::Config(format!(
             "plugin {} computes one matrix in one process; run it without mpirun (it uses every core or a GPU of one node)",
@@ -518,7 +529,13 @@ pub fn run_with_cache(
     let early = opts.discover_early && plan.units.opencl != DeviceSel::None;
     let (prepared, found) = std::thread::scope(|s| {
         let found = early.then(|| s.spawn(|| select_devices_noting(plan)));
-        let prepared = prepare(plan, plugins, &opts.extra_plugins, node.size());
+        let prepared = prepare_sharing(
+            plan,
+            plugins,
+            &opts.extra_plugins,
+            node.size(),
+            node.graph_share(),
+        );
         let found = found.map(|h| {
             h.join()
                 .unwrap_or_else(|_| Err(Error::Device("OpenCL device discovery panicked".into())))

@@ -79,6 +79,15 @@ fn three_ranks_match_one(cfg: &str, extra: &[&str]) {
                 .unwrap();
         let nodes = report["nodes"].as_array().unwrap();
         assert_eq!(nodes.len(), 3);
+        // The three ranks run on this machine: one of them built the graph, every one maps it.
+        for n in nodes {
+            assert!(
+                n["graph"]
+                    .as_str()
+                    .is_some_and(|g| g.starts_with("shared: one copy for the 3 ranks")),
+                "{n}"
+            );
+        }
         let per: Vec<u64> = nodes.iter().map(|n| n["tasks"].as_u64().unwrap()).collect();
         assert_eq!(
             per.iter().sum::<u64>(),
@@ -433,4 +442,39 @@ fn rank_zeros_server_sleeps_when_nobody_waits_for_it() {
         (idle as f64) < secs / 0.0005 + 20.0,
         "rank 0's server woke too often: {idle} idle probes in {secs} s"
     );
+}
+
+#[test]
+fn a_graph_no_rank_can_load_fails_every_rank_with_its_line() {
+    // The ranks of this machine share one graph: the rank that loads it fails on line 3, and
+    // the others must stop too (not wait for a graph that never comes).
+    let dir = tmpdir("mpibadgraph");
+    let g = dir.join("bad.gr");
+    std::fs::write(&g, "p sp 3 2\na 1 2 5\na 1 x 5\n").unwrap();
+    let path = dir.join("c.toml");
+    std::fs::write(&path, apsp_file(&g, "2")).unwrap();
+    let od = format!("output.dir={:?}", dir.join("out").display().to_string());
+    let mut child = Command::new("mpirun")
+        .args(["-np", "3", env!("CARGO_BIN_EXE_tuccompi")])
+        .args(["run", path.to_str().unwrap(), "-q", "--set", &od])
+        .args(["--set", "units.opencl=none", "--set", "units.cpu_workers=1"])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("mpirun");
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed().as_secs() > 120 {
+            let _ = child.kill();
+            panic!("the ranks hang on a graph that fails to load");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("bad.gr:3"), "{text}");
 }

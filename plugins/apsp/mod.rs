@@ -19,7 +19,7 @@ use crate::config::{AutoOr, Sources};
 use crate::graph::Csr;
 use crate::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker};
 use crate::plugins::common::{
-    distance_rows, load_graph, needs_wide, resolve_sources, write_summary_records, Dist,
+    distance_rows, load_csr, needs_wide, resolve_sources, write_summary_records, Dist,
     PathSummary, RowWrite,
 };
 use crate::sink::{NpyRows, NpyType};
@@ -141,9 +141,7 @@ impl Plugin for Apsp {
     }
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         let options: ApspOptions = ctx.options("apsp")?;
-        let list = load_graph(ctx.plan)?;
-        let graph = Csr::from_edges(&list)?;
-        drop(list);
+        let graph = load_csr(ctx)?;
         let sources = resolve_sources(&ctx.plan.sources, graph.n, graph.id_base)?;
         let wide = needs_wide(graph.n, graph.max_weight() as u64);
         let ty = if wide { NpyType::U64 } else { NpyType::U32 };

@@ -3,7 +3,7 @@
 //! distance widths, the per-source summary record and `summary.csv`, and distance rows.
 
 use crate::config::{InputSpec, Plan, Sources};
-use crate::graph::{generate, read_graph, EdgeList};
+use crate::graph::{generate, read_graph, Csr, EdgeList};
 use crate::plugin::{PrepareCtx, Record, Records};
 use crate::sink::{write_file, NpyRows, NpyType};
 use crate::{Error, Result};
@@ -19,6 +19,16 @@ pub fn load_graph(plan: &Plan) -> Result<EdgeList> {
             "{}: this plugin reads a graph: add [input] with 'path = \"FILE\"' or an [input.generate] table",
             plan.config_path.display()
         ))),
+    }
+}
+
+/// The input graph as a CSR: under MPI, built by one rank of each machine and mapped read-only
+/// by the others (one copy per machine, in memory and in the caches).
+pub fn load_csr(ctx: &PrepareCtx<'_>) -> Result<Csr> {
+    let mut build = || Csr::from_edges(&load_graph(ctx.plan)?);
+    match ctx.graphs {
+        Some(s) => s.share(&mut build),
+        None => build(),
     }
 }
 

@@ -6,9 +6,11 @@
 
 mod generate;
 mod read;
+mod shared;
 
 pub use generate::{generate, GenModel, GenSpec};
 pub use read::read_graph;
+pub use shared::{GraphShare, Words};
 
 /// Where an edge came from, so later checks can still name the file and line.
 #[derive(Debug, Clone, Default)]
@@ -44,11 +46,11 @@ pub struct Csr {
     /// Number of vertices.
     pub n: usize,
     /// Row offsets, length `n + 1`.
-    pub offsets: Vec<u32>,
+    pub offsets: Words,
     /// Arc heads.
-    pub targets: Vec<u32>,
+    pub targets: Words,
     /// Arc weights.
-    pub weights: Vec<u32>,
+    pub weights: Words,
     /// First id of the input's numbering.
     pub id_base: u64,
     /// Input name for messages and the report.
@@ -164,9 +166,9 @@ impl Csr {
         }
         Ok(Csr {
             n,
-            offsets,
-            targets,
-            weights,
+            offsets: offsets.into(),
+            targets: targets.into(),
+            weights: weights.into(),
             id_base: list.id_base,
             name: list.origin.name.clone(),
         })

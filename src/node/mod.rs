@@ -50,6 +50,10 @@ pub trait Node: Sync {
         devices: &[serde_json::Value],
         extra: serde_json::Value,
     ) -> Result<serde_json::Value>;
+    /// The ranks of this machine sharing one copy of the input graph (under MPI).
+    fn graph_share(&self) -> Option<&dyn crate::graph::GraphShare> {
+        None
+    }
     /// Whether this process runs under mpirun (each rank then reports its units).
     fn under_mpi(&self) -> bool {
         false

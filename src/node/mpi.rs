@@ -36,6 +36,7 @@
 
 use super::{host_name, merge, Node, Pace};
 use crate::config::{InputSpec, NodePolicy, Plan};
+use crate::graph::Csr;
 use crate::plugin::Records;
 use crate::scheduler::{self, Chunk, TaskSource, UnitInfo, WorkQueue};
 use crate::sink::journal::Journal;
@@ -66,6 +67,9 @@ pub struct MpiNode {
     temp_input: Mutex<Option<PathBuf>>,
     /// Rank 0's server thread, counted for the report.
     served: Arc<Served>,
+    /// How this rank got its graph (for the report): shared with the machine's ranks, or why
+    /// it holds its own.
+    graph_note: Mutex<Option<String>>,
 }
 
 /// What rank 0's server did: messages received, probes that found none (each one a sleep and
@@ -114,6 +118,7 @@ impl MpiNode {
             host,
             temp_input: Mutex::new(None),
             served: Arc::default(),
+            graph_note: Mutex::new(None),
         })
     }
 
@@ -481,7 +486,127 @@ impl Drop for Remote<'_> {
     }
 }
 
+/// What the first rank of a machine tells the others about the graph (`GraphShare`).
+#[derive(serde::Serialize, serde::Deserialize)]
+enum HostGraph {
+    /// Map the file at `path`; the graph is named `name`.
+    At { path: PathBuf, name: String },
+    /// Build your own: the graph could not be written for sharing (why).
+    Own(String),
+    /// Loading the graph failed (the error).
+    Failed(String),
+}
+
+/// A new file for a machine's shared graph: in `/dev/shm` (memory) where there is one.
+fn shared_graph_path() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    let dir = if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    dir.join(format!("tuccompi-graph-{}-{nanos}", std::process::id()))
+}
+
+impl crate::graph::GraphShare for MpiNode {
+    fn share(&self, build: &mut dyn FnMut() -> Result<Csr>) -> Result<Csr> {
+        // Prepare runs on the main thread before any unit: nothing else calls MPI meanwhile.
+        let w = self.world.lock();
+        let host = w.split_shared(self.rank as i32);
+        let ranks = host.size() as usize;
+        if ranks == 1 {
+            drop(w);
+            return build();
+        }
+        let root = host.process_at_rank(0);
+        let leader = host.rank() == 0;
+        let mut own = None;
+        let said = if leader {
+            let g = build();
+            let said = match &g {
+                Err(e) => HostGraph::Failed(e.to_string()),
+                Ok(g) => {
+                    let path = shared_graph_path();
+                    match g.write_shared(&path) {
+                        Ok(()) => HostGraph::At {
+                            path,
+                            name: g.name.clone(),
+                        },
+                        Err(e) => {
+                            let _ = std::fs::remove_file(&path);
+                            HostGraph::Own(e.to_string())
+                        }
+                    }
+                }
+            };
+            own = Some(g);
+            said
+        } else {
+            HostGraph::Own(String::new())
+        };
+        let mut bytes = if leader {
+            serde_json::to_vec(&said).expect("serializes")
+        } else {
+            Vec::new()
+        };
+        let mut len = [bytes.len() as u64];
+        root.broadcast_into(&mut len[..]);
+        bytes.resize(len[0] as usize, 0);
+        root.broadcast_into(&mut bytes[..]);
+        let said: HostGraph = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::Node(format!("the machine's shared graph note: {e}")))?;
+        let (g, note) = match said {
+            HostGraph::Failed(e) => {
+                drop(w);
+                return match own {
+                    Some(g) => g,
+                    None => Err(Error::Input(format!(
+                        "{e} (loaded by another rank of this machine)"
+                    ))),
+                };
+            }
+            HostGraph::Own(why) => {
+                drop(w);
+                let g = match own {
+                    Some(g) => g?,
+                    None => build()?,
+                };
+                let note = format!("own copy: the graph could not be shared ({why})");
+                (g, note)
+            }
+            HostGraph::At { path, name } => {
+                let mapped = Csr::map_shared(&path, &name);
+                // Every rank has mapped it (or failed to): the file can go, its memory stays
+                // while mapped.
+                host.barrier();
+                if leader {
+                    let _ = std::fs::remove_file(&path);
+                }
+                drop(w);
+                match mapped {
+                    Ok(g) => (g, format!("shared: one copy for the {ranks} ranks of this machine")),
+                    Err(e) => {
+                        let g = match own {
+                            Some(g) => g?,
+                            None => build()?,
+                        };
+                        (g, format!("own copy: mapping the shared graph failed ({e})"))
+                    }
+                }
+            }
+        };
+        *self.graph_note.lock() = Some(note);
+        Ok(g)
+    }
+}
+
 impl Node for MpiNode {
+    fn graph_share(&self) -> Option<&dyn crate::graph::GraphShare> {
+        Some(self)
+    }
     fn rank(&self) -> usize {
         self.rank
     }
@@ -622,6 +747,9 @@ impl Node for MpiNode {
             "tasks": stats.iter().map(|s| s.tasks).sum::<usize>(),
         });
         merge(&mut mine, extra);
+        if let Some(note) = self.graph_note.lock().clone() {
+            mine["graph"] = serde_json::json!(note);
+        }
         if self.rank == 0 {
             let n = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
             mine["server"] = serde_json::json!({

@@ -38,6 +38,9 @@ pub trait Plugin: Sync {
 pub struct PrepareCtx<'a> {
     /// The validated plan.
     pub plan: &'a Plan,
+    /// Under MPI, the ranks of this machine sharing one copy of the input graph
+    /// (`plugins::common::load_csr` uses it).
+    pub graphs: Option<&'a dyn crate::graph::GraphShare>,
 }
 
 impl PrepareCtx<'_> {
