@@ -54,7 +54,11 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let path = args.get(2).cloned().unwrap_or_else(|| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/osm-moscow.gr.gz").into()
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/data/osm-moscow.gr.gz"
+        )
+        .into()
     });
     let mut counts: Vec<usize> = args[3.min(args.len())..]
         .iter()
@@ -63,12 +67,19 @@ fn main() {
     if counts.is_empty() {
         counts = vec![1, 4];
     }
-    let reps: usize = std::env::var("REPS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
+    let reps: usize = std::env::var("REPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
     let g = Csr::from_edges(&read_graph(std::path::Path::new(&path)).expect("graph")).expect("csr");
     let sources: Vec<u32> = (0..k as u32)
         .map(|i| (i as u64 * 7919 % g.n as u64) as u32)
         .collect();
-    println!("graph {path} n={} m={}; {k} sources over {threads} threads", g.n, g.m());
+    println!(
+        "graph {path} n={} m={}; {k} sources over {threads} threads",
+        g.n,
+        g.m()
+    );
     // Each copy is built apart (its own allocations, as in its own process).
     let most = counts.iter().copied().max().unwrap_or(1);
     let copies: Vec<Csr> = (0..most).map(|_| g.clone()).collect();
@@ -80,5 +91,8 @@ fn main() {
             println!("rep {rep}: {c} copies of the graph: {rate:.1} SSSP/s");
         }
     }
-    assert!(sums.iter().all(|&s| s == sums[0]), "checksums differ: {sums:?}");
+    assert!(
+        sums.iter().all(|&s| s == sums[0]),
+        "checksums differ: {sums:?}"
+    );
 }

@@ -175,6 +175,13 @@ mod test {
         assert!(z.iter().all(|&x| x == 0));
         z[12345] = 7;
         z.push(1);
-        assert_eq!((z[12345], z[3 << 20], z.iter().map(|&x| x as u64).sum::<u64>()), (7, 1, 8));
+        assert_eq!(
+            (
+                z[12345],
+                z[3 << 20],
+                z.iter().map(|&x| x as u64).sum::<u64>()
+            ),
+            (7, 1, 8)
+        );
     }
 }

@@ -19,8 +19,8 @@ use crate::config::{AutoOr, Sources};
 use crate::graph::Csr;
 use crate::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker};
 use crate::plugins::common::{
-    distance_rows, load_csr, needs_wide, resolve_sources, write_summary_records, Dist,
-    PathSummary, RowWrite,
+    distance_rows, load_csr, needs_wide, resolve_sources, write_summary_records, Dist, PathSummary,
+    RowWrite,
 };
 use crate::sink::{NpyRows, NpyType};
 use crate::Result;

@@ -107,7 +107,7 @@ impl Mapping {
             .metadata()
             .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?
             .len() as usize;
-        if bytes == 0 || bytes % 4 != 0 {
+        if bytes == 0 || !bytes.is_multiple_of(4) {
             return Err(Error::Input(format!(
                 "{}: {bytes} bytes is not a shared graph",
                 path.display()
@@ -190,7 +190,8 @@ impl Csr {
     pub fn map_shared(path: &Path, name: &str) -> Result<Csr> {
         let map = Arc::new(Mapping::open(path)?);
         let w = map.words();
-        let bad = |what: &str| Error::Input(format!("{}: not a shared graph ({what})", path.display()));
+        let bad =
+            |what: &str| Error::Input(format!("{}: not a shared graph ({what})", path.display()));
         if w.len() < HEADER || w[0] != MAGIC || w[1] != VERSION {
             return Err(bad("header"));
         }

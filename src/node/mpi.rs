@@ -450,8 +450,7 @@ impl TaskSource for Remote<'_> {
         if let Some(share) = &self.share {
             share.stop();
         }
-        self.stopped
-            .store(true, Ordering::Relaxed);
+        self.stopped.store(true, Ordering::Relaxed);
     }
     fn now(&self) -> f64 {
         self.share.as_ref().map_or(0.0, |s| s.now())
@@ -587,13 +586,19 @@ impl crate::graph::GraphShare for MpiNode {
                 }
                 drop(w);
                 match mapped {
-                    Ok(g) => (g, format!("shared: one copy for the {ranks} ranks of this machine")),
+                    Ok(g) => (
+                        g,
+                        format!("shared: one copy for the {ranks} ranks of this machine"),
+                    ),
                     Err(e) => {
                         let g = match own {
                             Some(g) => g?,
                             None => build()?,
                         };
-                        (g, format!("own copy: mapping the shared graph failed ({e})"))
+                        (
+                            g,
+                            format!("own copy: mapping the shared graph failed ({e})"),
+                        )
                     }
                 }
             }
@@ -684,7 +689,12 @@ impl Node for MpiNode {
 
     fn forward_records(&self, unit: usize, tasks: Range<usize>, records: &[u64]) -> Result<()> {
         let mut msg = Vec::with_capacity(4 + records.len());
-        msg.extend_from_slice(&[MSG_RECORDS, unit as u64, tasks.start as u64, tasks.end as u64]);
+        msg.extend_from_slice(&[
+            MSG_RECORDS,
+            unit as u64,
+            tasks.start as u64,
+            tasks.end as u64,
+        ]);
         msg.extend_from_slice(records);
         let w = self.world.lock();
         w.process_at_rank(0).send_with_tag(&msg[..], TAG_REQ);
@@ -702,7 +712,8 @@ impl Node for MpiNode {
         if self.rank == 0 {
             let w = self.world.lock();
             for r in 1..self.size {
-                w.process_at_rank(r as i32).send_with_tag(&[1u64][..], TAG_GO);
+                w.process_at_rank(r as i32)
+                    .send_with_tag(&[1u64][..], TAG_GO);
             }
         } else {
             loop {
