@@ -4,13 +4,21 @@
 use crate::util::*;
 use std::process::Command;
 
-fn mpirun(np: usize, args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
-    let out = Command::new("mpirun")
-        .args(["-np", &np.to_string(), env!("CARGO_BIN_EXE_tuccompi")])
-        .args(args)
+/// `mpirun` with the environment Open MPI needs here (root, more ranks than cores), then
+/// `mpirun_args` (before the binary) and the tuccompi binary.
+fn mpirun_command(mpirun_args: &[&str]) -> Command {
+    let mut c = Command::new("mpirun");
+    c.args(mpirun_args)
+        .arg(env!("CARGO_BIN_EXE_tuccompi"))
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1");
+    c
+}
+
+fn mpirun(np: usize, args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
+    let out = mpirun_command(&["-np", &np.to_string()])
+        .args(args)
         .envs(env.iter().copied())
         .output()
         .expect(
@@ -213,12 +221,8 @@ fn remote_chunks_reach_rank_0s_journal_and_a_killed_run_resumes() {
             args.push("--set".into());
             args.push(s);
         }
-        let mut child = Command::new("mpirun")
-            .args(["-np", "3", env!("CARGO_BIN_EXE_tuccompi")])
+        let mut child = mpirun_command(&["-np", "3"])
             .args(&args)
-            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-            .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -321,14 +325,7 @@ fn ranks_report_their_devices_and_a_narrow_affinity_mask() {
     for bind in ["core", "none"] {
         // No machine has an OpenCL "accelerator" here: each rank asked for every device and
         // finds none, and must say so.
-        let o = Command::new("mpirun")
-            .args([
-                "-np",
-                "2",
-                "--bind-to",
-                bind,
-                env!("CARGO_BIN_EXE_tuccompi"),
-            ])
+        let o = mpirun_command(&["-np", "2", "--bind-to", bind])
             .args(["run", path.to_str().unwrap(), "-q", "--set", &od])
             .args([
                 "--set",
@@ -336,9 +333,6 @@ fn ranks_report_their_devices_and_a_narrow_affinity_mask() {
                 "--set",
                 "units.cpu_workers=1",
             ])
-            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-            .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
             .output()
             .expect("mpirun");
         let text = String::from_utf8_lossy(&o.stderr).to_string();
@@ -454,13 +448,9 @@ fn a_graph_no_rank_can_load_fails_every_rank_with_its_line() {
     let path = dir.join("c.toml");
     std::fs::write(&path, apsp_file(&g, "2")).unwrap();
     let od = format!("output.dir={:?}", dir.join("out").display().to_string());
-    let mut child = Command::new("mpirun")
-        .args(["-np", "3", env!("CARGO_BIN_EXE_tuccompi")])
+    let mut child = mpirun_command(&["-np", "3"])
         .args(["run", path.to_str().unwrap(), "-q", "--set", &od])
         .args(["--set", "units.opencl=none", "--set", "units.cpu_workers=1"])
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -6,6 +6,7 @@
 use super::Csr;
 use crate::{Error, Result};
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -163,9 +164,11 @@ impl Csr {
     /// the file is for processes of this machine).
     pub fn write_shared(&self, path: &Path) -> Result<()> {
         let err = |e: std::io::Error| Error::Output(format!("{}: {e}", path.display()));
+        // Readable by this user only (the ranks of a job run as one user).
         let f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(0o600)
             .open(path)
             .map_err(err)?;
         let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
