@@ -161,7 +161,8 @@ const HEADER: usize = 8;
 
 impl Csr {
     /// Write this graph into a new file at `path` for [`Csr::map_shared`] (native byte order:
-    /// the file is for processes of this machine).
+    /// the file is for processes of this machine). An existing file is left alone (an error);
+    /// a file this call created and could not finish is removed.
     pub fn write_shared(&self, path: &Path) -> Result<()> {
         let err = |e: std::io::Error| Error::Output(format!("{}: {e}", path.display()));
         // Readable by this user only (the ranks of a job run as one user).
@@ -171,6 +172,13 @@ impl Csr {
             .mode(0o600)
             .open(path)
             .map_err(err)?;
+        self.write_words(f).map_err(|e| {
+            let _ = std::fs::remove_file(path);
+            err(e)
+        })
+    }
+
+    fn write_words(&self, f: std::fs::File) -> std::io::Result<()> {
         let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
         let split = |x: u64| [x as u32, (x >> 32) as u32];
         let mut head = vec![MAGIC, VERSION];
@@ -180,13 +188,10 @@ impl Csr {
         for part in [&head[..], &self.offsets, &self.targets, &self.weights] {
             for chunk in part.chunks(1 << 16) {
                 let bytes: Vec<u8> = chunk.iter().flat_map(|x| x.to_ne_bytes()).collect();
-                w.write_all(&bytes).map_err(err)?;
+                w.write_all(&bytes)?;
             }
         }
-        w.into_inner()
-            .map_err(|e| err(e.into_error()))?
-            .sync_data()
-            .map_err(err)
+        w.into_inner().map_err(|e| e.into_error())?.sync_data()
     }
 
     /// The graph that [`Csr::write_shared`] wrote at `path`, mapped read-only, named `name`.
@@ -200,8 +205,8 @@ impl Csr {
         }
         let join = |i: usize| w[i] as u64 | (w[i + 1] as u64) << 32;
         let (n, m, id_base) = (join(2) as usize, join(4) as usize, join(6));
-        if n.checked_add(1)
-            .and_then(|x| m.checked_mul(2)?.checked_add(x + HEADER))
+        if n.checked_add(1 + HEADER)
+            .and_then(|x| m.checked_mul(2)?.checked_add(x))
             != Some(w.len())
         {
             return Err(bad("its length does not match its header"));
@@ -214,13 +219,17 @@ impl Csr {
             })
         };
         let offsets = window(HEADER, n + 1);
-        if offsets[n] as usize != m || offsets.windows(2).any(|p| p[0] > p[1]) {
+        let targets = window(HEADER + n + 1, m);
+        if offsets[n] as usize != m
+            || offsets.windows(2).any(|p| p[0] > p[1])
+            || targets.iter().any(|&v| v as usize >= n)
+        {
             return Err(bad("offsets"));
         }
         Ok(Csr {
             n,
             offsets,
-            targets: window(HEADER + n + 1, m),
+            targets,
             weights: window(HEADER + n + 1 + m, m),
             id_base,
             name: name.to_string(),
@@ -247,8 +256,9 @@ mod test {
         let g = Csr::from_edges(&generate(&spec).unwrap()).unwrap();
         let path = dir.join("g");
         g.write_shared(&path).unwrap();
-        // Never over an existing file.
+        // Never over an existing file, which stays as it was.
         assert!(g.write_shared(&path).is_err());
+        assert!(Csr::map_shared(&path, "kept").is_ok());
         let s = Csr::map_shared(&path, "mapped").unwrap();
         // The file may go once mapped.
         std::fs::remove_file(&path).unwrap();
@@ -266,10 +276,15 @@ mod test {
             g.write_shared(&path).unwrap();
             std::fs::read(&path).unwrap()
         };
+        // An arc head past the last vertex (the first target word set to n).
+        let mut far = bytes.clone();
+        let t0 = (HEADER + g.n + 1) * 4;
+        far[t0..t0 + 4].copy_from_slice(&(g.n as u32).to_ne_bytes());
         for (i, bad) in [
             bytes[..bytes.len() - 4].to_vec(),
             [&[0u8; 4][..], &bytes[4..]].concat(),
             Vec::new(),
+            far,
         ]
         .into_iter()
         .enumerate()

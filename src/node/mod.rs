@@ -86,7 +86,7 @@ pub fn host_name() -> String {
 /// and kind, the smoothed gap between two of them is that unit's chunk time, and the server
 /// sleeps [`Pace::FRACTION`] of the shortest (bounded by [`Pace::FIRST`] and
 /// [`Pace::LONGEST`]). Where nobody waits (equitable ranks sending small records), it sleeps
-/// [`Pace::LONGEST`].
+/// [`Pace::LONGEST`]; a unit that has gone quiet stops counting as its silence grows.
 #[derive(Debug)]
 pub struct Pace {
     /// The sleep until a gap is known.
@@ -129,9 +129,20 @@ impl Pace {
         }
     }
 
-    /// How long to sleep before the next probe.
-    pub fn sleep(&self) -> std::time::Duration {
-        let shortest = self.seen.iter().filter_map(|(_, _, g)| *g).reduce(f64::min);
+    /// How long to sleep before the next probe, at `now`. A key silent for longer than its gap
+    /// counts with its silence (a unit that failed or left, or a burst of a resumed run's
+    /// sub-chunks, does not keep the server waking fast).
+    pub fn sleep(&self, now: std::time::Instant) -> std::time::Duration {
+        let shortest = self
+            .seen
+            .iter()
+            .filter_map(|(_, last, g)| {
+                Some(
+                    g.as_ref()?
+                        .max(now.saturating_duration_since(*last).as_secs_f64()),
+                )
+            })
+            .reduce(f64::min);
         shortest.map_or(self.idle, |g| {
             std::time::Duration::from_secs_f64(g * Self::FRACTION).clamp(Self::FIRST, Self::LONGEST)
         })

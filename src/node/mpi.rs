@@ -412,7 +412,7 @@ fn next_request(
                 .receive_vec_with_tag::<u64>(TAG_REQ);
         }
         served.idle_probes.fetch_add(1, Ordering::Relaxed);
-        std::thread::sleep(pace.sleep());
+        std::thread::sleep(pace.sleep(std::time::Instant::now()));
     }
 }
 
@@ -496,7 +496,9 @@ enum HostGraph {
     Failed(String),
 }
 
-/// A new file for a machine's shared graph: in `/dev/shm` (memory) where there is one.
+/// A new file for a machine's shared graph: in `/dev/shm` (memory) where there is one. Files
+/// that earlier runs left there (killed between writing and removing theirs) go first, if
+/// their writer's process is gone.
 fn shared_graph_path() -> PathBuf {
     let shm = Path::new("/dev/shm");
     let dir = if shm.is_dir() {
@@ -504,6 +506,16 @@ fn shared_graph_path() -> PathBuf {
     } else {
         std::env::temp_dir()
     };
+    for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        let pid = name
+            .strip_prefix("tuccompi-graph-")
+            .and_then(|r| r.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok());
+        if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
@@ -534,10 +546,7 @@ impl crate::graph::GraphShare for MpiNode {
                             path,
                             name: g.name.clone(),
                         },
-                        Err(e) => {
-                            let _ = std::fs::remove_file(&path);
-                            HostGraph::Own(e.to_string())
-                        }
+                        Err(e) => HostGraph::Own(e.to_string()),
                     }
                 }
             };
@@ -795,5 +804,23 @@ impl Node for MpiNode {
         // regardless, so take the communicator without waiting.
         let w = SimpleCommunicator::world();
         w.abort(3)
+    }
+}
+
+#[cfg(test)]
+mod test {
+    #[test]
+    fn shared_graph_files_of_dead_writers_are_swept() {
+        let fresh = super::shared_graph_path();
+        let dir = fresh.parent().unwrap();
+        // No process has this id (above Linux's largest pid_max); this process is alive.
+        let dead = dir.join("tuccompi-graph-4294967-1");
+        let live = dir.join(format!("tuccompi-graph-{}-test", std::process::id()));
+        std::fs::write(&dead, b"x").unwrap();
+        std::fs::write(&live, b"x").unwrap();
+        let next = super::shared_graph_path();
+        assert!(!dead.exists() && live.exists());
+        assert!(!next.exists() && next.parent() == Some(dir));
+        std::fs::remove_file(&live).unwrap();
     }
 }

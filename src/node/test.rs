@@ -84,18 +84,18 @@ fn single_node_gathers_nothing_and_reports_itself() {
 #[test]
 fn the_servers_pace_follows_the_gaps_its_waiting_senders_leave() {
     use std::time::{Duration, Instant};
-    // Nobody waits on a server that only receives: it sleeps long; one that answers requests
-    // starts short.
-    assert_eq!(Pace::new(false).sleep(), Pace::LONGEST);
-    assert_eq!(Pace::new(true).sleep(), Pace::FIRST);
     let t0 = Instant::now();
     let at = |ms: u64| t0 + Duration::from_millis(ms);
+    // Nobody waits on a server that only receives: it sleeps long; one that answers requests
+    // starts short.
+    assert_eq!(Pace::new(false).sleep(t0), Pace::LONGEST);
+    assert_eq!(Pace::new(true).sleep(t0), Pace::FIRST);
     // Rank 1 asks every 200 ms: the server sleeps 1% of that.
     let mut p = Pace::new(true);
     for i in 0..10 {
         p.heard((1, 0, 1), at(200 * i));
     }
-    let s = p.sleep().as_secs_f64();
+    let s = p.sleep(at(1800)).as_secs_f64();
     assert!((s - 0.002).abs() < 1e-4, "{s}");
     // Units of one rank whose chunks end together: each unit's gap counts, not the
     // millisecond between two units' messages.
@@ -105,14 +105,23 @@ fn the_servers_pace_follows_the_gaps_its_waiting_senders_leave() {
             q.heard((1, u, 1), at(200 * i + u as u64));
         }
     }
-    let s = q.sleep().as_secs_f64();
+    let s = q.sleep(at(1803)).as_secs_f64();
     assert!((s - 0.002).abs() < 1e-4, "{s}");
     // A unit of a second rank asking every 50 ms rules: the shortest gap.
-    for i in 0..10 {
+    for i in 0..=36 {
         p.heard((2, 0, 1), at(50 * i));
     }
-    let s = p.sleep().as_secs_f64();
+    let s = p.sleep(at(1800)).as_secs_f64();
     assert!((s - 0.0005).abs() < 1e-4, "{s}");
+    // Then it goes quiet (it failed, or left): as its silence grows past the other unit's
+    // gap, the other unit's pace rules again.
+    let s = p.sleep(at(1800 + 100)).as_secs_f64();
+    assert!((s - 0.001).abs() < 1e-4, "{s}");
+    for i in 10..=14 {
+        p.heard((1, 0, 1), at(200 * i));
+    }
+    let s = p.sleep(at(1800 + 1000)).as_secs_f64();
+    assert!((s - 0.002).abs() < 1e-4, "{s}");
     // Requests every millisecond: never below the shortest sleep; one every 10 s: never above
     // the longest.
     let mut fast = Pace::new(false);
@@ -121,8 +130,8 @@ fn the_servers_pace_follows_the_gaps_its_waiting_senders_leave() {
         fast.heard((1, 0, 1), at(i));
         slow.heard((1, 0, 1), at(10_000 * i));
     }
-    assert_eq!(fast.sleep(), Pace::FIRST);
-    assert_eq!(slow.sleep(), Pace::LONGEST);
+    assert_eq!(fast.sleep(at(9)), Pace::FIRST);
+    assert_eq!(slow.sleep(at(90_000)), Pace::LONGEST);
     // A longer gap counts slowly, a shorter one at once: after one request 2 s late, the
     // server sleeps longer until the next request on time.
     let mut p = Pace::new(true);
@@ -130,9 +139,9 @@ fn the_servers_pace_follows_the_gaps_its_waiting_senders_leave() {
         p.heard((1, 0, 1), at(100 * i));
     }
     p.heard((1, 0, 1), at(900 + 2_000));
-    let s = p.sleep().as_secs_f64();
+    let s = p.sleep(at(2900)).as_secs_f64();
     assert!((s - 0.0048).abs() < 1e-4, "{s}");
     p.heard((1, 0, 1), at(900 + 2_100));
-    let s = p.sleep().as_secs_f64();
+    let s = p.sleep(at(3000)).as_secs_f64();
     assert!((s - 0.001).abs() < 1e-4, "{s}");
 }
