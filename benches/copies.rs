@@ -9,7 +9,9 @@
 //! Defaults: 2,048 sources, every core, ../shared/data/osm-moscow.gr.gz, copies 1 and 4.
 
 use std::time::Instant;
-use tuccompi::graph::{read_graph, Csr};
+mod common;
+
+use tuccompi::graph::Csr;
 use tuccompi::plugins::apsp::dijkstra::Dijkstra;
 
 /// SSSP/s of `threads` threads pulling `sources` from one counter, thread t on `copies[t %
@@ -44,26 +46,13 @@ fn run(copies: &[Csr], sources: &[u32], threads: usize) -> (f64, u64) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with("--"))
-        .collect();
-    let k: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(2048);
-    let threads: usize = args
-        .get(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let path = args.get(2).cloned().unwrap_or_else(|| {
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../shared/data/osm-moscow.gr.gz"
-        )
-        .into()
-    });
-    let mut counts: Vec<usize> = args[3.min(args.len())..]
-        .iter()
-        .filter_map(|s| s.parse().ok())
-        .collect();
+    let common::Setup {
+        graph: g,
+        sources,
+        threads,
+        rest,
+    } = common::setup(2048);
+    let mut counts: Vec<usize> = rest.iter().filter_map(|s| s.parse().ok()).collect();
     if counts.is_empty() {
         counts = vec![1, 4];
     }
@@ -71,15 +60,6 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(3);
-    let g = Csr::from_edges(&read_graph(std::path::Path::new(&path)).expect("graph")).expect("csr");
-    let sources: Vec<u32> = (0..k as u32)
-        .map(|i| (i as u64 * 7919 % g.n as u64) as u32)
-        .collect();
-    println!(
-        "graph {path} n={} m={}; {k} sources over {threads} threads",
-        g.n,
-        g.m()
-    );
     // Each copy is built apart (its own allocations, as in its own process).
     let most = counts.iter().copied().max().unwrap_or(1);
     let copies: Vec<Csr> = (0..most).map(|_| g.clone()).collect();

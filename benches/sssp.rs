@@ -10,7 +10,9 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Instant;
-use tuccompi::graph::{read_graph, Csr};
+mod common;
+
+use tuccompi::graph::Csr;
 use tuccompi::plugins::apsp::dijkstra::Dijkstra;
 
 fn binary_heap_dijkstra(
@@ -68,32 +70,13 @@ fn timed<S: Send>(
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with("--"))
-        .collect();
-    let k: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(64);
-    let threads: usize = args
-        .get(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let path = args.get(2).cloned().unwrap_or_else(|| {
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../shared/data/osm-moscow.gr.gz"
-        )
-        .into()
-    });
-    let g = Csr::from_edges(&read_graph(std::path::Path::new(&path)).expect("graph")).expect("csr");
-    let sources: Vec<u32> = (0..k as u32)
-        .map(|i| (i as u64 * 7919 % g.n as u64) as u32)
-        .collect();
-    println!(
-        "graph {} n={} m={}; {k} sources over {threads} threads",
-        path,
-        g.n,
-        g.m()
-    );
+    let common::Setup {
+        graph: g,
+        sources,
+        threads,
+        ..
+    } = common::setup(64);
+    let k = sources.len();
 
     let mut pg = petgraph::graph::DiGraph::<(), u32>::with_capacity(g.n, g.m());
     for _ in 0..g.n {

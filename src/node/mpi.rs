@@ -129,13 +129,7 @@ impl MpiNode {
 
     fn bcast_bytes(&self, bytes: Option<Vec<u8>>) -> Vec<u8> {
         let w = self.world.lock();
-        let root = w.process_at_rank(0);
-        let mut len = [bytes.as_ref().map_or(0, |b| b.len() as u64)];
-        root.broadcast_into(&mut len[..]);
-        let mut buf = bytes.unwrap_or_else(|| vec![0u8; len[0] as usize]);
-        buf.resize(len[0] as usize, 0);
-        root.broadcast_into(&mut buf[..]);
-        buf
+        bcast_from(&w.process_at_rank(0), bytes)
     }
 
     fn bcast_status(&self, ok: bool) -> bool {
@@ -496,6 +490,16 @@ enum HostGraph {
     Failed(String),
 }
 
+/// `root`'s `bytes` (given there, `None` elsewhere) on every process of its communicator.
+fn bcast_from(root: &mpi::topology::Process<'_>, bytes: Option<Vec<u8>>) -> Vec<u8> {
+    let mut len = [bytes.as_ref().map_or(0, |b| b.len() as u64)];
+    root.broadcast_into(&mut len[..]);
+    let mut buf = bytes.unwrap_or_else(|| vec![0u8; len[0] as usize]);
+    buf.resize(len[0] as usize, 0);
+    root.broadcast_into(&mut buf[..]);
+    buf
+}
+
 /// A new file for a machine's shared graph: in `/dev/shm` (memory) where there is one. Files
 /// that earlier runs left there (killed between writing and removing theirs) go first, if
 /// their writer's process is gone.
@@ -532,10 +536,9 @@ impl crate::graph::GraphShare for MpiNode {
             drop(w);
             return build();
         }
-        let root = host.process_at_rank(0);
         let leader = host.rank() == 0;
         let mut own = None;
-        let said = if leader {
+        let said = leader.then(|| {
             let g = build();
             let said = match &g {
                 Err(e) => HostGraph::Failed(e.to_string()),
@@ -551,21 +554,13 @@ impl crate::graph::GraphShare for MpiNode {
                 }
             };
             own = Some(g);
-            said
-        } else {
-            HostGraph::Own(String::new())
-        };
-        let mut bytes = if leader {
             serde_json::to_vec(&said).expect("serializes")
-        } else {
-            Vec::new()
-        };
-        let mut len = [bytes.len() as u64];
-        root.broadcast_into(&mut len[..]);
-        bytes.resize(len[0] as usize, 0);
-        root.broadcast_into(&mut bytes[..]);
+        });
+        let bytes = bcast_from(&host.process_at_rank(0), said);
         let said: HostGraph = serde_json::from_slice(&bytes)
             .map_err(|e| Error::Node(format!("the machine's shared graph note: {e}")))?;
+        // This rank's own graph: the one it built (the leader), or one it builds now.
+        let mut own_copy = |own: Option<Result<Csr>>| own.unwrap_or_else(&mut *build);
         let (g, note) = match said {
             HostGraph::Failed(e) => {
                 drop(w);
@@ -578,10 +573,7 @@ impl crate::graph::GraphShare for MpiNode {
             }
             HostGraph::Own(why) => {
                 drop(w);
-                let g = match own {
-                    Some(g) => g?,
-                    None => build()?,
-                };
+                let g = own_copy(own)?;
                 let note = format!("own copy: the graph could not be shared ({why})");
                 (g, note)
             }
@@ -600,10 +592,7 @@ impl crate::graph::GraphShare for MpiNode {
                         format!("shared: one copy for the {ranks} ranks of this machine"),
                     ),
                     Err(e) => {
-                        let g = match own {
-                            Some(g) => g?,
-                            None => build()?,
-                        };
+                        let g = own_copy(own)?;
                         (
                             g,
                             format!("own copy: mapping the shared graph failed ({e})"),

@@ -1,0 +1,54 @@
+//! What the SSSP benches share: `[SOURCES] [THREADS] [GRAPH] [REST...]` from the command line
+//! (cargo's `--bench` flags skipped), the graph, and sources spread over it.
+
+use tuccompi::graph::{read_graph, Csr};
+
+/// A bench's graph, sources and threads, and the arguments after the graph.
+pub struct Setup {
+    pub graph: Csr,
+    pub sources: Vec<u32>,
+    pub threads: usize,
+    /// Arguments after the graph (not every bench takes any).
+    #[allow(dead_code)]
+    pub rest: Vec<String>,
+}
+
+/// Read the arguments (`default_sources` sources, every core, osm-moscow by default), load the
+/// graph and print one line about the run.
+pub fn setup(default_sources: usize) -> Setup {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let k: usize = args
+        .first()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default_sources);
+    let threads: usize = args
+        .get(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let path = args.get(2).cloned().unwrap_or_else(|| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/data/osm-moscow.gr.gz"
+        )
+        .into()
+    });
+    let graph =
+        Csr::from_edges(&read_graph(std::path::Path::new(&path)).expect("graph")).expect("csr");
+    let sources: Vec<u32> = (0..k as u32)
+        .map(|i| (i as u64 * 7919 % graph.n as u64) as u32)
+        .collect();
+    println!(
+        "graph {path} n={} m={}; {k} sources over {threads} threads",
+        graph.n,
+        graph.m()
+    );
+    Setup {
+        graph,
+        sources,
+        threads,
+        rest: args.into_iter().skip(3).collect(),
+    }
+}
