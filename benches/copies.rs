@@ -6,7 +6,9 @@
 //!
 //!     cargo bench --bench copies -- [SOURCES] [THREADS] [GRAPH] [COPIES...]
 //!
-//! Defaults: 2,048 sources, every core, ../shared/data/osm-moscow.gr.gz, copies 1 and 4.
+//! Defaults: 2,048 sources, every core, ../shared/data/osm-moscow.gr.gz, copies 1 and 4. A
+//! count with an `m` (`1m`) maps its copies from files in /dev/shm, as the ranks of one
+//! machine share their graph under MPI (`Csr::map_shared`), instead of the heap.
 
 use std::time::Instant;
 mod common;
@@ -52,23 +54,58 @@ fn main() {
         threads,
         rest,
     } = common::setup(2048);
-    let mut counts: Vec<usize> = rest.iter().filter_map(|s| s.parse().ok()).collect();
+    // (copies, mapped)
+    let mut counts: Vec<(usize, bool)> = rest
+        .iter()
+        .filter_map(|s| match s.strip_suffix('m') {
+            Some(c) => Some((c.parse().ok()?, true)),
+            None => Some((s.parse().ok()?, false)),
+        })
+        .collect();
     if counts.is_empty() {
-        counts = vec![1, 4];
+        counts = vec![(1, false), (4, false)];
     }
     let reps: usize = std::env::var("REPS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(3);
     // Each copy is built apart (its own allocations, as in its own process).
-    let most = counts.iter().copied().max().unwrap_or(1);
-    let copies: Vec<Csr> = (0..most).map(|_| g.clone()).collect();
+    let most = |mapped: bool| {
+        counts
+            .iter()
+            .filter(|c| c.1 == mapped)
+            .map(|c| c.0)
+            .max()
+            .unwrap_or(0)
+    };
+    let copies: Vec<Csr> = (0..most(false)).map(|_| g.clone()).collect();
+    let mapped: Vec<Csr> = (0..most(true))
+        .map(|i| {
+            let dir = std::path::Path::new("/dev/shm");
+            let dir = if dir.is_dir() {
+                dir.to_path_buf()
+            } else {
+                std::env::temp_dir()
+            };
+            let path = dir.join(format!("tuccompi-bench-{}-{i}", std::process::id()));
+            g.write_shared(&path)
+                .expect("writing the graph for mapping");
+            let m = Csr::map_shared(&path, &g.name).expect("mapping the graph");
+            let _ = std::fs::remove_file(&path);
+            m
+        })
+        .collect();
     let mut sums = Vec::new();
     for rep in 0..reps {
-        for &c in &counts {
-            let (rate, sum) = run(&copies[..c], &sources, threads);
+        for &(c, m) in &counts {
+            let (rate, sum) = run(
+                if m { &mapped[..c] } else { &copies[..c] },
+                &sources,
+                threads,
+            );
             sums.push(sum);
-            println!("rep {rep}: {c} copies of the graph: {rate:.1} SSSP/s");
+            let how = if m { " (mapped from /dev/shm)" } else { "" };
+            println!("rep {rep}: {c} copies of the graph{how}: {rate:.1} SSSP/s");
         }
     }
     assert!(

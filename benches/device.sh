@@ -345,7 +345,10 @@ mpioverhead)
   M=${MPIBIN:?MPIBIN}; S=${MO_SOURCES:-28000}
   for rep in $(seq ${REPS:-1}); do
     for np in ${NPS:-1 2 4}; do
-      for pol in ${NODE_POLICIES:-master-slave equitable}; do
+      POLS=${NODE_POLICIES:-master-slave equitable}
+      for pol in $POLS; do
+        # One rank has no node policy: run it once per round.
+        [ $np = 1 ] && [ "$pol" != "${POLS%% *}" ] && continue
         w=$((16 / np)); rm -rf "$OUT"
         T0=$(date +%s.%N)
         mpirun --bind-to none -np $np "$M" run $CFG -q --set "$MO" --set run.sources=$S --set units.opencl=none --set units.cpu_workers=$w --set apsp.cpu_algorithm=\"dijkstra\" --set nodes.policy=\"$pol\" --set output.dir="\"$OUT\"" || echo "mpirun failed"
@@ -357,7 +360,17 @@ S = int(S); nd = r.get("nodes") or []
 per = [n["tasks"] for n in nd]
 pr = " ".join(f"r{n['rank']}:{n['process']['user_seconds']:.1f}u/{n['process']['system_seconds']:.2f}s/{n['process']['involuntary_switches']}inv" for n in nd if n.get("process"))
 sv = nd[0].get("server", {}) if nd else {}
-print(f"moscow {S} cpu {np} ranks x {w} workers, {pol}: wall {r['wall_seconds']:.3f} s run {r['run_seconds']:.3f} s ({S/r['run_seconds']:.1f}/s) mpirun {float(t1)-float(t0):.3f} s tasks per rank {per} sum={r['checksum']['sum']} [{pr}] server {sv}", flush=True)
+rs = r['run_seconds']
+# Per rank: its units' busy time against the run (idle = waiting for chunks, or done early),
+# their rate while busy (trees per busy second per worker), and chunks per unit.
+def busy(us):
+  us = [u for u in us if isinstance(u, dict)] or [{"busy_seconds": 0, "tasks": 0, "chunks": 0}]
+  b = [u["busy_seconds"] / rs for u in us]
+  rate = sum(u["tasks"] for u in us) / max(1e-9, sum(u["busy_seconds"] for u in us))
+  e = [u.get("ended_seconds", 0) for u in us]
+  return f"busy {min(b):.1%}-{max(b):.1%} ended {min(e):.2f}-{max(e):.2f} s rate {rate:.2f}/s ch {sum(u['chunks'] for u in us)/len(us):.0f}"
+bz = "; ".join(f"r{n['rank']} " + busy(n.get("units", [])) for n in nd) if nd else busy(r.get("units", []))
+print(f"moscow {S} cpu {np} ranks x {w} workers, {pol}: wall {r['wall_seconds']:.3f} s run {rs:.3f} s ({S/rs:.1f}/s) mpirun {float(t1)-float(t0):.3f} s tasks per rank {per} sum={r['checksum']['sum']} [{pr}] server {sv}\n   units: {bz}", flush=True)
 PY
       done
       if [ -n "${PROCS:-}" ] && [ $np -gt 1 ]; then

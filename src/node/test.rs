@@ -55,6 +55,7 @@ fn single_node_gathers_nothing_and_reports_itself() {
             tasks: 5,
             chunks: 2,
             busy_seconds: 0.1,
+            ended_seconds: 0.1,
             failed: None,
         },
         UnitStats {
@@ -65,6 +66,7 @@ fn single_node_gathers_nothing_and_reports_itself() {
             tasks: 6,
             chunks: 1,
             busy_seconds: 0.1,
+            ended_seconds: 0.1,
             failed: None,
         },
     ];

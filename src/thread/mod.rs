@@ -100,6 +100,9 @@ pub struct UnitStats {
     pub chunks: usize,
     /// Seconds spent running chunks.
     pub busy_seconds: f64,
+    /// When its last chunk ended, in seconds since its layer's run began (0 without chunks):
+    /// units that end well before the run does were idle at its end.
+    pub ended_seconds: f64,
     /// Why the unit was taken out of the run, if it failed (its chunk ran elsewhere).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
@@ -258,11 +261,12 @@ pub fn run_units(
         .enumerate()
         .map(|(i, u)| {
             let mine = slices.iter().filter(|s| s.unit == i);
-            let (mut tasks, mut chunks, mut busy) = (0, 0, 0.0);
+            let (mut tasks, mut chunks, mut busy, mut ended) = (0, 0, 0.0, 0.0f64);
             for s in mine {
                 tasks += s.tasks.len();
                 chunks += 1;
                 busy += s.dur_us / 1e6;
+                ended = ended.max((s.start_us + s.dur_us) / 1e6);
             }
             let (kind, device, queue) = match &u.spec {
                 UnitSpec::Cpu => ("cpu", None, None),
@@ -278,6 +282,7 @@ pub fn run_units(
                 tasks,
                 chunks,
                 busy_seconds: busy,
+                ended_seconds: ended,
                 failed: failed[i].take(),
             }
         })

@@ -221,6 +221,17 @@ fn every_task_runs_once_and_its_record_lands() {
         assert_eq!(stats.iter().map(|s| s.tasks).sum::<usize>(), 1000);
         assert_eq!(stats.iter().map(|s| s.chunks).sum::<usize>(), slices.len());
         assert!(stats.iter().all(|s| s.kind == "cpu" && s.device.is_none()));
+        // Each unit's end is its last slice's end, and its chunks (one after another) fit
+        // before it.
+        for (i, st) in stats.iter().enumerate() {
+            let last = slices
+                .iter()
+                .filter(|s| s.unit == i)
+                .map(|s| (s.start_us + s.dur_us) / 1e6)
+                .fold(0.0, f64::max);
+            assert_eq!(st.ended_seconds, last, "{policy:?} unit {i}");
+            assert!(st.busy_seconds <= st.ended_seconds + 1e-9, "{st:?}");
+        }
     }
 }
 
