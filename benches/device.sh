@@ -382,6 +382,22 @@ PY
       fi
     done
   done ;;
+split)
+  # Is one process of 16 Dijkstra workers slower than four of 4? In one round: tuccompi 1 x 16
+  # (no mpirun), 4 MPI ranks x 4 (master-slave, one shared graph), 4 independent tuccompi
+  # processes x 4 (own graphs), and the copies bench (CP, default beside BIN: bare Dijkstra
+  # threads, no runtime) as 1 process x 16 threads and as 4 processes x 4 threads at once.
+  S=${MO_SOURCES:-12000}; Q=$((S / 4)); CP=${CP:-$(dirname "$B")/copies}
+  for rep in $(seq ${REPS:-1}); do
+    one "moscow $S cpu 1 process x 16" 300 --set "$MO" --set run.sources=$S --set units.opencl=none --set units.cpu_workers=16 --set apsp.cpu_algorithm=\"dijkstra\"
+    MO_SOURCES=$S NPS=4 NODE_POLICIES=master-slave REPS=1 bash "$0" "$B" "$D" mpioverhead 2>&1 | grep -v "^tuccompi: rank"
+    for i in 1 2 3 4; do
+      "$B" run $CFG -q --set "$MO" --set run.sources=$Q --set units.opencl=none --set units.cpu_workers=4 --set apsp.cpu_algorithm=\"dijkstra\" --set output.dir="\"$OUT-p$i\"" & done; wait
+    python3 -c "import json;rs=[json.load(open(f'$OUT-p{i}/report.json'))['run_seconds'] for i in (1,2,3,4)];print(f'moscow $S cpu 4 processes x 4 (independent): run {max(rs):.3f} s (each {[round(x,2) for x in rs]}), {$S/max(rs):.1f}/s', flush=True)"
+    REPS=1 "$CP" $S 16 "$D/osm-moscow.gr.gz" 1 | sed -n 's/^rep 0: /copies bench, 1 process x 16 threads: /p'
+    for i in 1 2 3 4; do REPS=1 "$CP" $Q 4 "$D/osm-moscow.gr.gz" 1 > /tmp/cp$i.txt & done; wait
+    python3 -c "import re;r=[float(re.search(r'([0-9.]+) SSSP/s',open(f'/tmp/cp{i}.txt').read()).group(1)) for i in (1,2,3,4)];print(f'copies bench, 4 processes x 4 threads at once: {$S/max($Q/x for x in r):.1f} SSSP/s (each {r})', flush=True)"
+  done ;;
 procs)
   # Is four ranks' loss MPI's? Four independent processes of 4 workers (no MPI), each with a
   # quarter of the trees, at once, against one process of 16 workers.
