@@ -8,7 +8,11 @@
 //!
 //! Defaults: 2,048 sources, every core, ../shared/data/osm-moscow.gr.gz, copies 1 and 4. A
 //! count with an `m` (`1m`) maps its copies from files in /dev/shm, as the ranks of one
-//! machine share their graph under MPI (`Csr::map_shared`), instead of the heap.
+//! machine share their graph under MPI (`Csr::map_shared`), instead of the heap; with
+//! `SHARED_FILE=PATH`, the first mapped copy is the file at PATH (written if absent), which
+//! several processes of this bench can share. `FIRST=1` takes sources 0..SOURCES (as
+//! `run.sources = N` does) instead of spreading them over the graph, and `SKIP=J` starts at
+//! the sequence's J-th source.
 
 use std::time::Instant;
 mod common;
@@ -79,8 +83,19 @@ fn main() {
             .unwrap_or(0)
     };
     let copies: Vec<Csr> = (0..most(false)).map(|_| g.clone()).collect();
+    // SHARED_FILE: the first mapped copy is that file, written by whichever process gets there
+    // first and left in place, so several processes of this bench can share one graph as the
+    // ranks of a machine do (the caller removes it).
+    let shared = std::env::var_os("SHARED_FILE").map(std::path::PathBuf::from);
     let mapped: Vec<Csr> = (0..most(true))
         .map(|i| {
+            if let (0, Some(path)) = (i, &shared) {
+                let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+                if !path.exists() && g.write_shared(&tmp).is_ok() {
+                    let _ = std::fs::rename(&tmp, path);
+                }
+                return Csr::map_shared(path, &g.name).expect("mapping the shared graph");
+            }
             let dir = std::path::Path::new("/dev/shm");
             let dir = if dir.is_dir() {
                 dir.to_path_buf()

@@ -398,6 +398,25 @@ split)
     for i in 1 2 3 4; do REPS=1 "$CP" $Q 4 "$D/osm-moscow.gr.gz" 1 > /tmp/cp$i.txt & done; wait
     python3 -c "import re;r=[float(re.search(r'([0-9.]+) SSSP/s',open(f'/tmp/cp{i}.txt').read()).group(1)) for i in (1,2,3,4)];print(f'copies bench, 4 processes x 4 threads at once: {$S/max($Q/x for x in r):.1f} SSSP/s (each {r})', flush=True)"
   done ;;
+split2)
+  # The same question without tuccompi's runtime: bare Dijkstra threads (the copies bench, CP)
+  # on one graph mapped from /dev/shm, as 1 process x 16 threads and as 4 processes x 4 threads
+  # sharing that one file (a quarter of the sources each), sources 0..S as in tuccompi's runs;
+  # then tuccompi 1 x 16 and 4 MPI ranks x 4 (master-slave) on the same sources.
+  S=${MO_SOURCES:-12000}; Q=$((S / 4)); CP=${CP:-$(dirname "$B")/copies}; SF=/dev/shm/tuccompi-bench-split
+  for rep in $(seq ${REPS:-1}); do
+    rm -f $SF; FIRST=1 SHARED_FILE=$SF REPS=1 "$CP" 16 1 "$D/osm-moscow.gr.gz" 1m > /dev/null
+    FIRST=1 SHARED_FILE=$SF REPS=1 "$CP" $S 16 "$D/osm-moscow.gr.gz" 1m | sed -n 's/^rep 0: /copies bench, 1 process x 16 threads: /p'
+    for i in 0 1 2 3; do FIRST=1 SKIP=$((i * Q)) SHARED_FILE=$SF REPS=1 "$CP" $Q 4 "$D/osm-moscow.gr.gz" 1m > /tmp/cp$i.txt & done; wait
+    python3 -c "import re;r=[float(re.search(r'([0-9.]+) SSSP/s',open(f'/tmp/cp{i}.txt').read()).group(1)) for i in (0,1,2,3)];print(f'copies bench, 4 processes x 4 threads on one shared file: {$S/max($Q/x for x in r):.1f} SSSP/s (each {r})', flush=True)"
+    rm -f $SF
+    one "moscow $S cpu 1 process x 16" 300 --set "$MO" --set run.sources=$S --set units.opencl=none --set units.cpu_workers=16 --set apsp.cpu_algorithm=\"dijkstra\"
+    MO_SOURCES=$S NPS=4 NODE_POLICIES=master-slave REPS=1 bash "$0" "$B" "$D" mpioverhead 2>&1 | grep -v "^tuccompi: rank"
+  done ;;
+cpu16)
+  # One process of 16 Dijkstra workers on osm-moscow's first MO_SOURCES ids (A/B of builds).
+  S=${MO_SOURCES:-12000}
+  one "moscow $S cpu 1 process x 16 ($B)" 300 --set "$MO" --set run.sources=$S --set units.opencl=none --set units.cpu_workers=16 --set apsp.cpu_algorithm=\"dijkstra\" ;;
 procs)
   # Is four ranks' loss MPI's? Four independent processes of 4 workers (no MPI), each with a
   # quarter of the trees, at once, against one process of 16 workers.

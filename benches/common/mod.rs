@@ -37,8 +37,20 @@ pub fn setup(default_sources: usize) -> Setup {
     });
     let graph =
         Csr::from_edges(&read_graph(std::path::Path::new(&path)).expect("graph")).expect("csr");
-    let sources: Vec<u32> = (0..k as u32)
-        .map(|i| (i as u64 * 7919 % graph.n as u64) as u32)
+    let first = std::env::var_os("FIRST").is_some();
+    // SKIP=j: sources j..j+k of the sequence (processes splitting one run's sources).
+    let skip: u32 = std::env::var("SKIP")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let sources: Vec<u32> = (skip..skip + k as u32)
+        .map(|i| {
+            if first {
+                i % graph.n as u32
+            } else {
+                (i as u64 * 7919 % graph.n as u64) as u32
+            }
+        })
         .collect();
     println!(
         "graph {path} n={} m={}; {k} sources over {threads} threads",

@@ -52,24 +52,35 @@ impl RadixHeap {
     }
 
     /// Remove a smallest entry.
-    #[inline]
+    #[inline(always)]
     pub fn pop(&mut self) -> Option<(u64, u32)> {
         if self.buckets[0].is_empty() {
-            let i = (1..65).find(|&i| !self.buckets[i].is_empty())?;
-            let mut moved = std::mem::take(&mut self.buckets[i]);
-            self.last = moved
-                .iter()
-                .map(|e| e.0)
-                .min()
-                .expect("bucket is not empty");
-            for &(k, v) in &moved {
-                self.buckets[bucket_of(k ^ self.last)].push((k, v));
-            }
-            moved.clear();
-            self.buckets[i] = moved;
+            self.refill()?;
         }
         self.len -= 1;
         self.buckets[0].pop()
+    }
+
+    /// Bucket 0 is empty: move the first non-empty bucket's entries down (its smallest key
+    /// becomes `last`); `None` when every bucket is empty. Kept out of line so that `pop`'s
+    /// common path is inlined into its caller the same way in every crate that instantiates
+    /// it (the APSP worker ran 7% slower than the same loop in a bench, where `pop` was
+    /// inlined whole, when the compiler chose not to inline it).
+    #[inline(never)]
+    fn refill(&mut self) -> Option<()> {
+        let i = (1..65).find(|&i| !self.buckets[i].is_empty())?;
+        let mut moved = std::mem::take(&mut self.buckets[i]);
+        self.last = moved
+            .iter()
+            .map(|e| e.0)
+            .min()
+            .expect("bucket is not empty");
+        for &(k, v) in &moved {
+            self.buckets[bucket_of(k ^ self.last)].push((k, v));
+        }
+        moved.clear();
+        self.buckets[i] = moved;
+        Some(())
     }
 
     /// Number of entries (stale ones included).
