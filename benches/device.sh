@@ -2,7 +2,7 @@
 # GPU-machine measurements for BENCHMARKS.md. Run from the repository root:
 #   benches/device.sh BIN DATA_DIR [SECTION...]
 # Sections: devices algos queues hetero batch full tune dense phast phastgpu phastcpu moscowfull mpi
-# mpioverhead sched
+# mpioverhead split split2 cpu16 procs sched
 # collatz workers mpienv mpigpu (and more below; phast: PHB=the phast bench binary, phastgpu:
 # PB=the phast_gpu bench binary, default beside BIN).
 # Prints one line per run:
