@@ -173,12 +173,16 @@ dense)
 sched)
   # Issue 12's acceptance on osm-moscow: GPU alone, the same CPU workers alone, both.
   # SCHED_CPUS: the CPU workers of the mixed run ("auto" leaves one core per GPU queue).
-  NC=${SCHED_CPUS:-15}
+  # SCHED_ALGOS="dijkstra worklist": the CPU and GPU algorithms (default: the config's auto,
+  # PHAST on road graphs).
+  NC=${SCHED_CPUS:-15}; AL=()
+  if [ -n "${SCHED_ALGOS:-}" ]; then set -- $SCHED_ALGOS; AL=(--set "apsp.cpu_algorithm=\"$1\"" --set "apsp.gpu_algorithm=\"$2\""); fi
   for rep in 1 2; do
-    one "moscow 8192 gpu alone" 200 --set "$MO" --set run.sources=8192 --set units.cpu_workers=0
-    one "moscow 1024 cpu$NC alone" 200 --set "$MO" --set run.sources=1024 --set units.opencl=none --set units.cpu_workers=$NC
-    one "moscow 16384 gpu+cpu auto" 200 --set "$MO" --set run.sources=16384
+    one "moscow 8192 gpu alone" 200 --set "$MO" --set run.sources=8192 --set units.cpu_workers=0 "${AL[@]}"
+    one "moscow 1024 cpu$NC alone" 200 --set "$MO" --set run.sources=1024 --set units.opencl=none --set units.cpu_workers=$NC "${AL[@]}"
+    one "moscow 16384 gpu+cpu auto" 200 --set "$MO" --set run.sources=16384 "${AL[@]}"
   done
+  [ -n "${SCHED_ALGOS:-}" ] && continue
   one "bremen full APSP gpu alone" 200 --set "$BR" --set run.sources=\"all\" --set units.cpu_workers=0
   one "bremen full APSP gpu+cpu auto" 200 --set "$BR" --set run.sources=\"all\" ;;
 workers)
