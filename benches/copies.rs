@@ -96,13 +96,8 @@ fn main() {
                 }
                 return Csr::map_shared(path, &g.name).expect("mapping the shared graph");
             }
-            let dir = std::path::Path::new("/dev/shm");
-            let dir = if dir.is_dir() {
-                dir.to_path_buf()
-            } else {
-                std::env::temp_dir()
-            };
-            let path = dir.join(format!("tuccompi-bench-{}-{i}", std::process::id()));
+            let path = tuccompi::graph::shared_dir()
+                .join(format!("tuccompi-bench-{}-{i}", std::process::id()));
             g.write_shared(&path)
                 .expect("writing the graph for mapping");
             let m = Csr::map_shared(&path, &g.name).expect("mapping the graph");

@@ -399,6 +399,23 @@ fn server_of_two_ranks(name: &str, cfg: &str, sets: &[&str]) -> (f64, u64, u64) 
     )
 }
 
+/// Rank 0's server of a two-rank run received at least `messages` messages and probed in vain
+/// fewer times than `most(seconds it ran)`.
+fn assert_server_quiet(
+    name: &str,
+    cfg: &str,
+    sets: &[&str],
+    messages: u64,
+    most: impl Fn(f64) -> f64,
+) {
+    let (secs, idle, got) = server_of_two_ranks(name, cfg, sets);
+    assert!(got >= messages, "{got}");
+    assert!(
+        (idle as f64) < most(secs),
+        "rank 0's server woke too often: {idle} idle probes in {secs} s"
+    );
+}
+
 #[test]
 fn rank_zeros_server_sleeps_when_nobody_waits_for_it() {
     // Equitable ranks only send small records, which nobody waits on: rank 0's server must
@@ -412,12 +429,7 @@ fn rank_zeros_server_sleeps_when_nobody_waits_for_it() {
         "units.cpu_workers=1",
         "nodes.policy=\"equitable\"",
     ];
-    let (secs, idle, messages) = server_of_two_ranks("mpipace", &cfg, &sets);
-    assert!(messages >= 2, "{messages}");
-    assert!(
-        (idle as f64) < secs / 0.005 * 1.5 + 10.0,
-        "rank 0's server woke too often: {idle} idle probes in {secs} s"
-    );
+    assert_server_quiet("mpipace", &cfg, &sets, 2, |secs| secs / 0.005 * 1.5 + 10.0);
     // Records too large to go eagerly (200 tasks of 4 words) keep their sender waiting: the
     // server paces itself by each unit's chunk time (about 0.1 s here), not by the moment
     // between two units' chunks, which end together (a per-rank pace fell to 100 us).
@@ -430,12 +442,7 @@ fn rank_zeros_server_sleeps_when_nobody_waits_for_it() {
         "scheduler.policy=\"equitable\"",
         "scheduler.chunk=200",
     ];
-    let (secs, idle, messages) = server_of_two_ranks("mpipace2", &cfg, &sets);
-    assert!(messages >= 10, "{messages}");
-    assert!(
-        (idle as f64) < secs / 0.0005 + 20.0,
-        "rank 0's server woke too often: {idle} idle probes in {secs} s"
-    );
+    assert_server_quiet("mpipace2", &cfg, &sets, 10, |secs| secs / 0.0005 + 20.0);
 }
 
 #[test]

@@ -10,7 +10,7 @@ mod shared;
 
 pub use generate::{generate, GenModel, GenSpec};
 pub use read::read_graph;
-pub use shared::{GraphShare, Words};
+pub use shared::{shared_dir, GraphShare, Words};
 
 /// Where an edge came from, so later checks can still name the file and line.
 #[derive(Debug, Clone, Default)]

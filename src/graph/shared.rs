@@ -18,6 +18,17 @@ pub trait GraphShare: Sync + std::fmt::Debug {
     fn share(&self, build: &mut dyn FnMut() -> Result<Csr>) -> Result<Csr>;
 }
 
+/// Where a machine's shared graph files go: `/dev/shm` (memory) where there is one, else the
+/// temporary directory.
+pub fn shared_dir() -> std::path::PathBuf {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
 /// A read-only array of `u32`: owned, or a window of a file mapped read-only.
 #[derive(Clone, Default)]
 pub struct Words(Repr);

@@ -334,15 +334,15 @@ fn serve(
             pace.heard((rank, unit, kind), std::time::Instant::now());
         }
         let slot = |unit: u64| offsets.get(rank - 1).map(|o| o + unit as usize);
-        let reply = match msg.first().copied() {
-            Some(MSG_RECORDS) if msg.len() >= 4 => {
+        let reply = match kind {
+            MSG_RECORDS if msg.len() >= 4 => {
                 if let Some(j) = &journal {
                     // An error is kept by the journal and reported by the runtime at the end.
                     let _ = j.append(msg[2] as usize..msg[3] as usize, &msg[4..]);
                 }
                 continue;
             }
-            Some(MSG_NEXT) if msg.len() >= 3 => match (queue, slot(msg[1])) {
+            MSG_NEXT if msg.len() >= 3 => match (queue, slot(msg[1])) {
                 (Some(q), Some(s)) if s < slots => {
                     drop(held[s].take());
                     let want = cap.map_or(msg[2] as usize, |c| c.min(msg[2] as usize));
@@ -354,7 +354,7 @@ fn serve(
                 }
                 _ => None,
             },
-            Some(MSG_FAIL) if msg.len() >= 2 => {
+            MSG_FAIL if msg.len() >= 2 => {
                 if let (Some(q), Some(s)) = (queue, slot(msg[1])) {
                     if s < slots {
                         match held[s].take() {
@@ -365,7 +365,7 @@ fn serve(
                 }
                 None
             }
-            Some(MSG_LEAVE) if msg.len() >= 2 => {
+            MSG_LEAVE if msg.len() >= 2 => {
                 // Out of the plan: an idle remote unit must not count as capacity.
                 if let (Some(q), Some(s)) = (queue, slot(msg[1])) {
                     if s < slots {
@@ -504,12 +504,7 @@ fn bcast_from(root: &mpi::topology::Process<'_>, bytes: Option<Vec<u8>>) -> Vec<
 /// that earlier runs left there (killed between writing and removing theirs) go first, if
 /// their writer's process is gone.
 fn shared_graph_path() -> PathBuf {
-    let shm = Path::new("/dev/shm");
-    let dir = if shm.is_dir() {
-        shm.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    };
+    let dir = crate::graph::shared_dir();
     for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().to_string();
         let pid = name
