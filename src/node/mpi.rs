@@ -256,7 +256,10 @@ impl TaskSource for Master {
         self.local.now()
     }
     fn failed(&self, unit: usize, tasks: Range<usize>) {
-        self.local.failed(unit, tasks);
+        // A unit that does not compute has no slot (master-slave) and no tasks to give back.
+        if self.computes {
+            self.local.failed(unit, tasks);
+        }
     }
     fn wait_for_work(&self, unit: usize) -> bool {
         self.computes && self.local.wait_for_work(unit)
@@ -641,11 +644,18 @@ impl Node for MpiNode {
                 stopped: std::sync::atomic::AtomicBool::new(false),
             }));
         }
-        // Master-slave: one queue slot per unit of every rank (rank 0's units, then each other
-        // rank's), so the queue plans with every unit's own speed.
+        // Master-slave: one queue slot per unit of every rank (rank 0's units if it computes,
+        // then each other rank's), so the queue plans with every unit's own speed.
         let mut offsets = Vec::with_capacity(s);
         let (local, queue): (Box<dyn TaskSource>, Option<Arc<WorkQueue>>) = if master_slave {
-            let mut all: Vec<UnitInfo> = units.to_vec();
+            // Rank 0's units are in the queue only if they compute: a slot that never asks
+            // would count as a unit about to ask, and the others could leave the last tasks
+            // to it (seen: a three-rank run ending with a task not run).
+            let mut all: Vec<UnitInfo> = if plan.nodes.master_computes {
+                units.to_vec()
+            } else {
+                Vec::new()
+            };
             {
                 let w = self.world.lock();
                 for r in 1..s {
