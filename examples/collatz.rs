@@ -4,7 +4,11 @@
 //!
 //! Run it (every core, plus OpenCL devices when there are any):
 //!
-//!     cargo run --release --example collatz -- configs/collatz.toml
+//!     cargo run --release --example collatz -- run configs/collatz.toml
+//!
+//! Its `main` is one line, `tuccompi::cli::main(&[&Collatz])`: the binary is the whole
+//! `tuccompi` tool (`run`, `check`, `plugins`, `devices`, `--set`, `--resume`, signals,
+//! progress) with this plugin beside the built-in ones.
 //!
 //! The steps to write a plugin, as here:
 //! 1. Options: a serde struct for the plugin's own config table (`[collatz]`).
@@ -14,7 +18,7 @@
 //! 5. Kernels: `collatz.cl` with its characterization `collatz.toml` beside this file, declared
 //!    as a `KernelSource`; the tuner picks the local size from the characterization.
 //! 6. Register it: in `plugins/mod.rs` for a built-in plugin, or pass it in
-//!    `RunOptions::extra_plugins` from your own binary, as `main` does below.
+//!    `tuccompi::cli::main(&[&YourPlugin])` from your own binary, as `main` does below.
 
 use std::ops::Range;
 use std::path::Path;
@@ -259,24 +263,9 @@ impl Worker for GpuWorker<'_> {
 }
 
 #[allow(dead_code)] // the integration tests include this file as a module and run the plugin directly
+/// The whole `tuccompi` command line (`run`, `check`, `plugins`, `devices`, `--set`,
+/// `--resume`...) with this plugin beside the built-in ones.
+#[allow(dead_code)] // tests/example.rs includes this file as a module
 fn main() -> std::process::ExitCode {
-    let path = std::env::args()
-        .nth(1)
-        .unwrap_or("configs/collatz.toml".into());
-    let sets: Vec<String> = std::env::args().skip(2).filter(|a| a != "--set").collect();
-    let result = tuccompi::Plan::load(Path::new(&path), &sets).and_then(|plan| {
-        let opts = tuccompi::RunOptions {
-            extra_plugins: vec![&Collatz],
-            ..Default::default()
-        };
-        let out = tuccompi::run(&plan, &opts, &tuccompi::node::Single)?;
-        println!(
-            "collatz: {} -> {}",
-            out.report["tasks"], out.report["checksum"]
-        );
-        Ok(())
-    });
-    result
-        .map_err(|e| eprintln!("collatz: error: {e}"))
-        .map_or(2.into(), |()| 0.into())
+    tuccompi::cli::main(&[&Collatz])
 }

@@ -18,6 +18,7 @@
     unsafe_op_in_unsafe_fn
 )]
 
+pub mod cli;
 pub mod config;
 pub mod device;
 mod error;

@@ -67,6 +67,11 @@ pub struct RunOptions<'a> {
     /// Set (by a signal handler) to stop: no more chunks are handed out, running ones finish,
     /// the journal is written out, and the run ends with [`Error::Interrupted`].
     pub interrupt: Option<&'a AtomicBool>,
+    /// Called once, just before the run first touches the output directory (after the input,
+    /// the preprocessing and the units' set-up): the command line's signal handling ends the
+    /// process at once before this point (nothing to resume) and stops the run cleanly after
+    /// it. Returning `false` (a signal came first) ends the run with nothing written.
+    pub before_writing: Option<&'a (dyn Fn() -> bool + Sync)>,
     /// Discover the OpenCL devices in a thread while the input loads, which hides the drivers'
     /// start-up (a quarter of a second on the GPU machine). For a process that runs one plan at
     /// a time, as the `tuccompi` command does; off by default, since a process running several
@@ -79,11 +84,12 @@ impl std::fmt::Debug for RunOptions<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "RunOptions(quiet={}, extra={}, unfinished={:?}, interrupt={}, discover_early={})",
+            "RunOptions(quiet={}, extra={}, unfinished={:?}, interrupt={}, before_writing={}, discover_early={})",
             self.quiet,
             self.extra_plugins.len(),
             self.unfinished,
             self.interrupt.is_some(),
+            self.before_writing.is_some(),
             self.discover_early
         )
     }
@@ -321,7 +327,9 @@ fn select_units_from(
         let (devices, note) = found.unwrap_or_else(|| select_devices_noting(plan))?;
         if let Some(why) = note {
             device_note = Some(format!(
-                "units.opencl = \"all\" found no OpenCL device ({why}); running on CPU workers only"
+                "units.opencl = \"all\" with units.device_type = \"{}\" found no OpenCL device \
+                 ({why}); running on CPU workers only",
+                plan.units.device_type
             ));
         }
         devices
@@ -637,6 +645,11 @@ fn execute<'p>(
     let (units, devices) =
         build_units(plan, prepared, selection, cache).map_err(|e| node.fail(e))?;
     // Validated: from here on the output directory changes (rank 0 locks it first).
+    if !opts.before_writing.is_none_or(|f| f()) {
+        return Err(node.fail(Error::Output(
+            "stopped by a signal before the run started; nothing was written".into(),
+        )));
+    }
     let mut stage = if is_root {
         Some(Stage::open(plan, job, opts.unfinished).map_err(|e| node.fail(e))?)
     } else {
@@ -699,7 +712,11 @@ fn execute<'p>(
         );
         say(&line);
     } else if let Some(note) = &selection.device_note {
-        tracing::info!("{note}");
+        // Asked for GPUs and found none: say so at the default verbosity (as JAX's "falling
+        // back to CPU"), once, not only in report.json.
+        if !opts.quiet {
+            say(&format!("tuccompi: warning: {note}\n"));
+        }
     }
     tracing::info!(
         tasks,
@@ -811,7 +828,12 @@ fn run_chunks(
     interrupted: &AtomicBool,
 ) -> Result<(Vec<UnitStats>, Vec<Slice>)> {
     let tasks = job.tasks();
-    let progress = progress_bar(opts.quiet || node.rank() != 0, tasks as u64);
+    let quiet = opts.quiet || node.rank() != 0;
+    let progress = progress_bar(quiet, tasks as u64);
+    let log_every = (!quiet
+        && plan.output.progress_seconds > 0.0
+        && !std::io::IsTerminal::is_terminal(&std::io::stderr()))
+    .then(|| Duration::from_secs_f64(plan.output.progress_seconds));
     let infos: Vec<UnitInfo> = units.iter().map(Unit::info).collect();
     let finished = |unit: usize, r: Range<usize>, rec: &[u64]| -> Result<()> {
         match journal {
@@ -828,6 +850,11 @@ fn run_chunks(
                     // Interrupted before the first chunk.
                     interrupted.store(true, Ordering::Relaxed);
                     source.stop();
+                }
+                if let Some(every) = log_every {
+                    let (over, progress) = (over_rx.clone(), progress.clone());
+                    let before = done.count() as u64;
+                    s.spawn(move || log_progress(&progress, before, tasks, every, over));
                 }
                 if let Some(flag) = opts.interrupt {
                     let (source, journal) = (source.as_ref(), journal.map(|j| j.as_ref()));
@@ -958,6 +985,11 @@ fn report_json(
         "tuccompi": env!("CARGO_PKG_VERSION"),
         "plugin": plugin.name(),
         "config": plan.config_path.display().to_string(),
+        // What ran, as Hydra keeps it: the command line's overrides and the config they made.
+        "overrides": plan.overrides,
+        "effective_config": toml::from_str::<toml::Table>(&plan.resolved_toml)
+            .ok()
+            .and_then(|t| serde_json::to_value(t).ok()),
         "input": job.describe(),
         "tasks": job.tasks(),
         "policy": plan.scheduler.policy,
@@ -988,6 +1020,50 @@ fn trace_json(units: &[Unit<'_>], slices: &[Slice]) -> String {
     }));
     serde_json::to_string(&serde_json::json!({ "traceEvents": events, "displayTimeUnit": "ms" }))
         .expect("trace serializes")
+}
+
+/// Progress for a batch log (stderr not a terminal, as under Slurm or `2> log`), where the
+/// bar does not draw: one line every `every` until the run is `over`. Tasks done, their rate
+/// over the run so far and the estimated end.
+fn log_progress(
+    progress: &indicatif::ProgressBar,
+    done0: u64,
+    tasks: usize,
+    every: Duration,
+    over: crossbeam_channel::Receiver<()>,
+) {
+    let t0 = Instant::now();
+    while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = over.recv_timeout(every) {
+        say(&progress_line(
+            progress.position(),
+            done0,
+            tasks as u64,
+            t0.elapsed().as_secs_f64(),
+        ));
+    }
+}
+
+/// `tuccompi: progress: 1200/5000 tasks (24.0%), 812.3 tasks/s, about 4.7 s left` (the rate
+/// counts the tasks done since this run began, `done0` having been done before it).
+fn progress_line(done: u64, done0: u64, tasks: u64, seconds: f64) -> String {
+    let rate = done.saturating_sub(done0) as f64 / seconds.max(1e-9);
+    let left = tasks.saturating_sub(done);
+    let eta = if rate > 0.0 {
+        let s = left as f64 / rate;
+        if s < 120.0 {
+            format!("about {s:.1} s left")
+        } else if s < 7200.0 {
+            format!("about {:.1} min left", s / 60.0)
+        } else {
+            format!("about {:.1} h left", s / 3600.0)
+        }
+    } else {
+        "no estimate yet".into()
+    };
+    format!(
+        "tuccompi: progress: {done}/{tasks} tasks ({:.1}%), {rate:.1} tasks/s, {eta}\n",
+        100.0 * done as f64 / (tasks.max(1)) as f64
+    )
 }
 
 fn progress_bar(hidden: bool, len: u64) -> indicatif::ProgressBar {

@@ -272,6 +272,7 @@ fn generated_graphs_every_algorithm() {
 
 fn tuccompi(args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_tuccompi"))
+        .current_dir(tmpdir("cwd"))
         .args(args)
         .envs(env.iter().copied())
         .output()

@@ -2,15 +2,25 @@
 //! exit, never a panic; the subcommands work.
 
 use crate::util::*;
+use std::path::Path;
 use std::process::Command;
 
 fn tuccompi(args: &[&str]) -> (i32, String, String) {
     tuccompi_env(args, &[])
 }
 
-/// Like [`tuccompi`], with extra environment variables.
+/// Like [`tuccompi`], with extra environment variables. It runs in a fresh temporary working
+/// directory, so that a config without `output.dir` never writes into the repository.
 fn tuccompi_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    tuccompi_in(&tmpdir("cwd"), args, env)
+}
+
+/// [`tuccompi_env`] in the working directory `cwd`.
+fn tuccompi_in(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_tuccompi"))
+        .current_dir(cwd)
+        // Caches (hierarchies, tuning) go to the test's directory, not the user's.
+        .env("XDG_CACHE_HOME", cwd.join("cache"))
         .args(args)
         .envs(env.iter().copied())
         .output()
@@ -392,4 +402,185 @@ fn default_config_runs_and_writes_its_files() {
         .count();
     assert!(slices >= 1);
     assert!(!dir.join("INCOMPLETE").exists());
+}
+
+/// A small APSP config on a generated road graph, CPU only, without `[output]`.
+fn small_apsp(sources: usize) -> String {
+    format!(
+        "[run]\nplugin = \"apsp\"\nsources = {sources}\n[input.generate]\nmodel = \"road\"\n\
+         vertices = 4000\n[units]\nopencl = \"none\"\ncpu_workers = 2\n[apsp]\n\
+         cpu_algorithm = \"dijkstra\"\n"
+    )
+}
+
+/// The default `output.dir` is `tuccompi-out/<config stem>`: two configs without `[output]`
+/// never collide, and a `tuccompi-out/` already holding another config's results (the quick
+/// start's `tuccompi-out/apsp/`) is no obstacle.
+#[test]
+fn configs_without_output_dir_get_their_own_default_directory() {
+    let cwd = tmpdir("cli-default-dir");
+    std::fs::create_dir_all(cwd.join("tuccompi-out/apsp")).unwrap();
+    std::fs::write(cwd.join("tuccompi-out/apsp/report.json"), "{}").unwrap();
+    for name in ["first", "second"] {
+        write(&cwd, &format!("{name}.toml"), &small_apsp(4));
+        let (code, out, err) = tuccompi_in(&cwd, &["run", &format!("{name}.toml")], &[]);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains(&format!("tuccompi-out/{name}")), "{out}");
+        assert!(cwd.join(format!("tuccompi-out/{name}/summary.csv")).exists());
+    }
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("tuccompi-out/apsp/report.json")).unwrap(),
+        "{}"
+    );
+}
+
+/// `tuccompi run -` reads the config from standard input (its default directory is
+/// `tuccompi-out/stdin`), and report.json keeps the `--set` overrides and the effective config.
+#[test]
+fn a_config_from_standard_input_and_the_overrides_in_the_report() {
+    use std::io::Write;
+    let cwd = tmpdir("cli-stdin");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tuccompi"))
+        .current_dir(&cwd)
+        .env("XDG_CACHE_HOME", cwd.join("cache"))
+        .args(["run", "-", "-q", "--set", "run.sources=3"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(small_apsp(8).as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(cwd.join("tuccompi-out/stdin/report.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(report["tasks"], 3);
+    assert_eq!(report["overrides"], serde_json::json!(["run.sources=3"]));
+    assert_eq!(report["effective_config"]["run"]["sources"], 3);
+    assert_eq!(report["effective_config"]["input"]["generate"]["vertices"], 4000);
+}
+
+/// When stderr is not a terminal (a batch job's log), a progress line comes every
+/// `output.progress_seconds`; `-q` silences them.
+#[test]
+fn progress_lines_in_a_batch_log() {
+    let cwd = tmpdir("cli-progress");
+    let mut cfg = small_apsp(600);
+    cfg = cfg.replace("cpu_workers = 2", "cpu_workers = 1");
+    cfg.push_str("[output]\nprogress_seconds = 0.02\n");
+    write(&cwd, "p.toml", &cfg);
+    let (code, _, err) = tuccompi_in(&cwd, &["run", "p.toml"], &[]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("tuccompi: progress: "))
+        .collect();
+    assert!(lines.len() >= 2, "{err}");
+    assert!(
+        lines.iter().all(|l| l.contains("/600 tasks") && l.contains("tasks/s")),
+        "{err}"
+    );
+    let (code, _, err) = tuccompi_in(&cwd, &["run", "p.toml", "-q", "--restart"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("progress:"), "{err}");
+}
+
+/// GPUs asked for and none found: one warning at the default verbosity, naming the filter as
+/// the config has it.
+#[test]
+fn gpus_asked_for_and_not_found_give_one_warning_naming_the_filter() {
+    let cwd = tmpdir("cli-nogpu");
+    let cfg = small_apsp(2).replace("opencl = \"none\"", "opencl = \"all\"\ndevice_type = \"accelerator\"");
+    write(&cwd, "g.toml", &cfg);
+    let (code, _, err) = tuccompi_in(&cwd, &["run", "g.toml"], &[]);
+    assert_eq!(code, 0, "{err}");
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning:")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(
+        warnings[0].contains("units.opencl = \"all\"")
+            && warnings[0].contains("units.device_type = \"accelerator\"")
+            && !warnings[0].contains("[]"),
+        "{err}"
+    );
+}
+
+/// A binary built without MPI and started as one of several processes stops, naming the
+/// feature to build with, instead of running the job once per process.
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn a_launcher_of_several_processes_stops_a_binary_built_without_mpi() {
+    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/apsp.toml");
+    for var in ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"] {
+        let (code, _, err) = tuccompi_env(&["run", cfg], &[(var, "2")]);
+        assert_eq!(code, 2, "{var}: {err}");
+        assert!(err.contains("--features mpi") && err.contains(var), "{err}");
+    }
+    // One process under a launcher is fine.
+    let (code, _, err) = tuccompi_env(&["check", cfg], &[("OMPI_COMM_WORLD_SIZE", "1")]);
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn version_completions_and_man_page() {
+    let (code, out, _) = tuccompi(&["--version"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("commit:") && out.contains("features:"), "{out}");
+    let (code, out, _) = tuccompi(&["-V"]);
+    assert_eq!(code, 0);
+    assert!(out.contains(env!("CARGO_PKG_VERSION")) && out.contains("features: "), "{out}");
+    let (code, out, _) = tuccompi(&["completions", "bash"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("_tuccompi()") && out.contains("complete "), "{out}");
+    let (code, out, _) = tuccompi(&["man"]);
+    assert_eq!(code, 0);
+    assert!(out.contains(".TH tuccompi 1") && out.contains("TUCCOMPI_UNITS"), "{out}");
+    let (code, out, _) = tuccompi(&["--help"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("TUCCOMPI_KERNELS") && out.contains("Configuration reference"),
+        "{out}"
+    );
+}
+
+/// A signal while the input loads (here a FIFO nobody writes, which blocks the open) ends the
+/// process at once, says nothing was written, and leaves no output directory to resume.
+#[test]
+fn a_signal_while_the_input_loads_ends_at_once_and_writes_nothing() {
+    let cwd = tmpdir("cli-sig-prepare");
+    let fifo = cwd.join("g.gr");
+    let ok = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(ok.success());
+    let cfg = format!(
+        "[run]\nplugin = \"apsp\"\n[input]\npath = \"g.gr\"\n[units]\nopencl = \"none\"\n"
+    );
+    write(&cwd, "f.toml", &cfg);
+    let child = Command::new(env!("CARGO_BIN_EXE_tuccompi"))
+        .current_dir(&cwd)
+        .args(["run", "f.toml"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let sent = std::time::Instant::now();
+    let ok = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        sent.elapsed() < std::time::Duration::from_secs(3),
+        "took {:?}",
+        sent.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("nothing was written") && !err.contains("--resume"), "{err}");
+    assert!(!cwd.join("tuccompi-out").exists());
 }

@@ -219,6 +219,7 @@ fn a_failed_run_leaves_the_earlier_result_byte_identical() {
         unfinished,
         interrupt: None,
         discover_early: false,
+        ..Default::default()
     };
     static GOOD: Planted = Planted {
         tasks: 50,
@@ -617,6 +618,7 @@ fn resume_refuses_another_config_or_input() {
         unfinished,
         interrupt: None,
         discover_early: false,
+        ..Default::default()
     };
     assert!(run_in(&dir, PLANTED, &cpu, &opts(Unfinished::Refuse)).is_err());
     let e = run_in(

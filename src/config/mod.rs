@@ -60,6 +60,8 @@ pub struct OutputPlan {
     pub trace: bool,
     /// Seconds between syncs of the journal (and of the bulk files before it); 0 = every chunk.
     pub sync_seconds: f64,
+    /// Seconds between progress lines when stderr is not a terminal (a batch log); 0 = none.
+    pub progress_seconds: f64,
 }
 
 /// Cross-checks of accelerator results.
@@ -87,6 +89,8 @@ pub struct Plan {
     pub config_path: PathBuf,
     /// The final TOML text after overrides (what MPI broadcasts).
     pub resolved_toml: String,
+    /// The `--set KEY=VALUE` overrides applied, in order (for the report).
+    pub overrides: Vec<String>,
     /// Plugin name.
     pub plugin: String,
     /// Which tasks (sources) to run.
@@ -110,9 +114,29 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Read a config file and apply `key=value` overrides.
+    /// Read a config file (`-`: standard input) and apply `key=value` overrides.
     pub fn load(path: &Path, overrides: &[String]) -> Result<Plan> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let text = if path == Path::new(STDIN) {
+            use std::io::Read;
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .lock()
+                .take(MAX_CONFIG_BYTES + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| Error::io("standard input", e))?;
+            if bytes.len() as u64 > MAX_CONFIG_BYTES {
+                return Err(Error::Config(format!(
+                    "the config on standard input is larger than {} MiB: a config is a short \
+                     TOML file; pass ids and long lists in files",
+                    MAX_CONFIG_BYTES >> 20
+                )));
+            }
+            String::from_utf8(bytes).map_err(|_| {
+                Error::Config("the config on standard input is not UTF-8 text".into())
+            })?
+        } else {
+            std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?
+        };
         Self::from_toml(&text, path, overrides)
     }
 
@@ -128,9 +152,18 @@ impl Plan {
         let resolved_toml = toml::to_string(&tree).map_err(|e| Error::Config(e.to_string()))?;
         let raw: raw::RawConfig = toml::from_str(&resolved_toml)
             .map_err(|e| Error::Config(format!("{shown} after overrides: {}", e.message())))?;
-        raw.validate(path, resolved_toml)
+        let mut plan = raw.validate(path, resolved_toml)?;
+        plan.overrides = overrides.to_vec();
+        Ok(plan)
     }
 }
+
+/// The config path that means standard input (`tuccompi run -`).
+pub const STDIN: &str = "-";
+
+/// The largest config accepted (a config is a short TOML file; this bounds what a wrong path
+/// such as `/dev/zero` can cost).
+pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
 
 impl Plan {
     /// The part of the config that determines the results, as TOML: everything but the tables

@@ -208,6 +208,7 @@ pub(super) struct RawOutput {
     #[serde(default)]
     trace: bool,
     sync_seconds: Option<f64>,
+    progress_seconds: Option<f64>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -258,6 +259,24 @@ pub(super) const MIN_WORKER_CAP: usize = 16;
 
 /// The most in-order queues `units.concurrent_kernels` may ask for per device.
 pub(super) const MAX_QUEUES_PER_DEVICE: usize = 64;
+
+/// The output directory of a config without `output.dir`: `tuccompi-out/STEM`, STEM being the
+/// config file's name without its extension (`stdin` for a config read from standard input),
+/// so that two configs never share a default directory (as cargo's target directories never
+/// collide with the sources).
+pub(super) fn default_output_dir(config: &Path) -> PathBuf {
+    let stem = config
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .filter(|s| {
+            s.chars().any(char::is_alphanumeric)
+                && !s.starts_with('.')
+                && s.chars()
+                    .all(|c| c.is_alphanumeric() || "-_.+@".contains(c))
+        })
+        .unwrap_or("stdin");
+    Path::new("tuccompi-out").join(stem)
+}
 
 impl RawConfig {
     pub(super) fn validate(self, path: &Path, resolved_toml: String) -> Result<Plan> {
@@ -356,6 +375,7 @@ impl RawConfig {
         Ok(Plan {
             config_path: path.to_path_buf(),
             resolved_toml,
+            overrides: Vec::new(),
             plugin: self.run.plugin,
             sources: self.run.sources.unwrap_or(Sources::All),
             input,
@@ -373,10 +393,7 @@ impl RawConfig {
                 gpu_chunk: positive("scheduler.gpu_chunk", self.scheduler.gpu_chunk)?,
             },
             output: OutputPlan {
-                dir: self
-                    .output
-                    .dir
-                    .unwrap_or_else(|| PathBuf::from("tuccompi-out")),
+                dir: self.output.dir.unwrap_or_else(|| default_output_dir(path)),
                 distances: self.output.distances,
                 trace: self.output.trace,
                 sync_seconds: match self.output.sync_seconds {
@@ -386,6 +403,16 @@ impl RawConfig {
                         return Err(Error::Config(format!(
                             "{shown}: output.sync_seconds = {s}: use seconds between 0 (sync at \
                              every chunk) and 86400"
+                        )))
+                    }
+                },
+                progress_seconds: match self.output.progress_seconds {
+                    None => 10.0,
+                    Some(s) if s.is_finite() && (0.0..=86_400.0).contains(&s) => s,
+                    Some(s) => {
+                        return Err(Error::Config(format!(
+                            "{shown}: output.progress_seconds = {s}: use seconds between 0 (no \
+                             progress lines in logs) and 86400"
                         )))
                     }
                 },

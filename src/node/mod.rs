@@ -70,6 +70,32 @@ fn merge(into: &mut serde_json::Value, extra: serde_json::Value) {
     }
 }
 
+/// When this binary was built without the `mpi` feature and a launcher (mpirun, mpiexec,
+/// srun) started it as one of several processes: the message to stop with. Each copy would
+/// otherwise run the whole job alone, all of them on the same output directory.
+pub fn launcher_without_mpi() -> Option<String> {
+    if cfg!(feature = "mpi") {
+        return None;
+    }
+    // Each launcher's variable for the number of processes it started.
+    const SIZES: &[(&str, &str)] = &[
+        ("OMPI_COMM_WORLD_SIZE", "Open MPI"),
+        ("PMI_SIZE", "MPICH / Intel MPI (PMI)"),
+        ("PMIX_SIZE", "PMIx"),
+        ("MV2_COMM_WORLD_SIZE", "MVAPICH2"),
+        ("SLURM_STEP_NUM_TASKS", "Slurm (srun)"),
+    ];
+    let (var, who, n) = SIZES.iter().find_map(|(var, who)| {
+        let n: usize = std::env::var(var).ok()?.trim().parse().ok()?;
+        (n > 1).then_some((*var, *who, n))
+    })?;
+    Some(format!(
+        "{who} started {n} copies of this program ({var}={n}), but it was built without MPI, so \
+         each copy would run the whole job alone; build it with MPI: `cargo build --release \
+         --features mpi` (needs libopenmpi-dev openmpi-bin libclang-dev), or start one process"
+    ))
+}
+
 /// This machine's host name (for reports).
 pub fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")

@@ -1,0 +1,563 @@
+//! The command line, as a library function: [`main`] gives any binary the whole `tuccompi`
+//! tool (`run`, `check`, `tune`, `plugins`, `devices`, `completions`, `man`, `--set`,
+//! `--resume`, `--restart`, signals, progress, the closing line and the exit codes) over the
+//! built-in plugins and the ones it is handed. The `tuccompi` binary is `cli::main(&[])`; a
+//! user's plugin binary is `crate::cli::main(&[&MyPlugin])`.
+//!
+//! As in ripgrep's `main`: parse, run, turn the error into one message and an exit code
+//! (0 success, 2 an error, 128 + N after signal N).
+
+mod signals;
+
+use crate::plugin::Plugin;
+use crate::tuning::{Choice, LaunchParams, Tuner};
+use crate::{config::Plan, node, plugins, runtime, Error, RunOptions};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Environment variables, for `--help` (and the man page).
+const ENVIRONMENT: &str = "\
+Environment:
+  TUCCOMPI_UNITS=\"cpu_workers=8,opencl=none\"  node-local [units] overrides (after --set)
+  TUCCOMPI_KERNELS=DIR         read kernels and characterizations (STEM.cl, STEM.toml) from DIR
+  TUCCOMPI_CL_OPTIONS=OPTS     append OpenCL build options to every program
+  TUCCOMPI_DUMP_BINARIES=DIR   write each built program's binary and build log into DIR
+  XDG_CACHE_HOME=DIR           cache directory (hierarchies, tuning; default ~/.cache/tuccompi)
+  OCL_ICD_VENDORS=DIR          where the OpenCL loader finds vendor .icd files
+  RUST_LOG=FILTER              log filter (overrides -v; e.g. RUST_LOG=tuccompi=debug)
+
+Config reference: README.md, section \"Configuration reference\" (every key, its values and
+default). A config without output.dir writes to tuccompi-out/<config file name without .toml>.
+Exit status: 0 success, 2 error, 128+N after signal N (130 for Ctrl-C).";
+
+#[derive(Parser)]
+#[command(
+    name = "tuccompi",
+    version = version(),
+    long_version = long_version(),
+    about = "Run embarrassingly parallel workloads on every CPU core, OpenCL device and MPI node",
+    after_help = ENVIRONMENT
+)]
+struct Cli {
+    /// No progress bar or progress lines and no closing summary line.
+    #[arg(long, short, global = true)]
+    quiet: bool,
+    /// More log output (-v info, -vv debug); RUST_LOG overrides.
+    #[arg(long, short, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the job a config file describes.
+    Run {
+        /// The config file (TOML); `-` reads it from standard input.
+        config: PathBuf,
+        /// Override a config key: --set input.path=g.gr --set run.sources=64
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// Continue the unfinished run in the output directory (same config and input): its
+        /// journaled tasks are skipped.
+        #[arg(long, conflicts_with = "restart")]
+        resume: bool,
+        /// Discard an unfinished run in the output directory and start over.
+        #[arg(long)]
+        restart: bool,
+    },
+    /// Validate a config, load its input, and print the resolved plan; run nothing, write
+    /// nothing.
+    Check {
+        /// The config file (TOML); `-` reads it from standard input.
+        config: PathBuf,
+        /// Override a config key.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+    },
+    /// Time candidate launch parameters of APSP's GPU half ([apsp] batch and local_size) on the
+    /// real devices and problem, print the table, and store the winners in the tuning cache.
+    Tune {
+        /// The config file (TOML).
+        config: PathBuf,
+        /// Override a config key.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// Tasks per timed run (default: four predicted batches).
+        #[arg(long)]
+        sample: Option<usize>,
+        /// Timed runs per candidate; the median counts.
+        #[arg(long, default_value_t = 3)]
+        repeat: usize,
+    },
+    /// List the plugins.
+    Plugins,
+    /// List CPU cores and OpenCL devices.
+    Devices,
+    /// Print a shell completion script (e.g. `tuccompi completions bash >
+    /// ~/.local/share/bash-completion/completions/tuccompi`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff; e.g. `tuccompi man > ~/.local/share/man/man1/tuccompi.1`).
+    Man,
+}
+
+/// `0.1.0 (commit abc1234, features: mpi)`: what `--version` prints after the name.
+fn version() -> &'static str {
+    concat!(
+        env!("CARGO_PKG_VERSION"),
+        " (commit ",
+        env!("TUCCOMPI_COMMIT"),
+        ", features: ",
+        env!("TUCCOMPI_FEATURES"),
+        ")"
+    )
+}
+
+/// `--version` with the build's details, for bug reports.
+fn long_version() -> &'static str {
+    concat!(
+        env!("CARGO_PKG_VERSION"),
+        "\ncommit:   ",
+        env!("TUCCOMPI_COMMIT"),
+        "\nfeatures: ",
+        env!("TUCCOMPI_FEATURES"),
+        "\nrustc:    ",
+        env!("TUCCOMPI_RUSTC"),
+        "\nprofile:  ",
+        env!("TUCCOMPI_PROFILE"),
+        "\nOpenCL:   loaded at run time (`devices` lists what it finds)"
+    )
+}
+
+/// The program's name as it was started (a user's plugin binary has its own), for help,
+/// completions and messages.
+fn bin_name() -> String {
+    std::env::args_os()
+        .next()
+        .and_then(|a| {
+            Path::new(&a)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        })
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "tuccompi".into())
+}
+
+/// The whole command line over the built-in plugins and `extra` (a user's own): parse the
+/// arguments, run the command, print one message per error, and return the exit code.
+///
+/// ```no_run
+/// fn main() -> std::process::ExitCode {
+///     crate::cli::main(&[/* &MyPlugin */])
+/// }
+/// ```
+pub fn main(extra: &[&dyn Plugin]) -> ExitCode {
+    let name = bin_name();
+    let command = Cli::command().name(name.clone()).bin_name(name.clone());
+    let cli = match command
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
+    let level = match cli.verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    // A second call (a test harness that runs main twice) keeps the first subscriber.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+    match real_main(cli, extra, &name) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Error::Interrupted {
+            done,
+            total,
+            journal,
+        }) => {
+            eprintln!(
+                "{name}: interrupted: {done} of {total} tasks are done and journaled in {}",
+                journal.display()
+            );
+            eprintln!("{name}: {}", resume_hint());
+            ExitCode::from(signals::exit_code())
+        }
+        Err(e) => {
+            eprintln!("{name}: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// "continue with: tuccompi run ... --resume", from this process's own command line.
+fn resume_hint() -> String {
+    let mut args: Vec<String> = std::env::args().collect();
+    args.retain(|a| a != "--restart");
+    if !args.iter().any(|a| a == "--resume") {
+        args.push("--resume".into());
+    }
+    let quoted: Vec<String> = args
+        .iter()
+        .map(|a| {
+            if a.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./=:,".contains(c))
+            {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect();
+    format!("continue with: {}", quoted.join(" "))
+}
+
+fn real_main(cli: Cli, extra: &[&dyn Plugin], name: &str) -> Result<(), Error> {
+    match cli.command {
+        Command::Run {
+            config,
+            set,
+            resume,
+            restart,
+        } => {
+            let unfinished = if resume {
+                runtime::Unfinished::Resume
+            } else if restart {
+                runtime::Unfinished::Discard
+            } else {
+                runtime::Unfinished::Refuse
+            };
+            run(&config, &set, cli.quiet, unfinished, extra)
+        }
+        Command::Check { config, set } => check(&config, &set, extra),
+        Command::Tune {
+            config,
+            set,
+            sample,
+            repeat,
+        } => {
+            let plan = Plan::load(&config, &set)?.with_node_units()?;
+            println!(
+                "{:<40} {:>10} {:>7} {:>12} {:>10}  predicted",
+                "device", "local_size", "batch", "seconds", "tasks/s"
+            );
+            let options = plugins::apsp::tune::TuneOptions { sample, repeat };
+            let rows = plugins::apsp::tune::tune(&plan, options, |r| {
+                println!(
+                    "{:<40} {:>10} {:>7} {:>12.4} {:>10.1}  {}",
+                    r.device,
+                    if r.local_size == 0 {
+                        "driver".to_string()
+                    } else {
+                        r.local_size.to_string()
+                    },
+                    r.batch,
+                    r.seconds,
+                    r.tasks as f64 / r.seconds.max(1e-12),
+                    if r.predicted { "yes" } else { "" }
+                );
+            })?;
+            let best = rows.iter().min_by(|a, b| a.seconds.total_cmp(&b.seconds));
+            if let Some(b) = best {
+                println!(
+                    "best: local_size {} batch {}; stored in {}",
+                    b.local_size,
+                    b.batch,
+                    crate::tuning::cache_path().display()
+                );
+            }
+            Ok(())
+        }
+        Command::Plugins => {
+            for p in registry(extra) {
+                println!("{:<12} {}", p.name(), p.description());
+            }
+            Ok(())
+        }
+        Command::Devices => {
+            devices();
+            Ok(())
+        }
+        Command::Completions { shell } => {
+            let mut cmd = Cli::command().name(name.to_string());
+            clap_complete::generate(shell, &mut cmd, name, &mut std::io::stdout());
+            Ok(())
+        }
+        Command::Man => {
+            let cmd = Cli::command().name(name.to_string());
+            match clap_mangen::Man::new(cmd).render(&mut std::io::stdout()) {
+                // `tuccompi man | head` closes the pipe early: not an error.
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    Err(Error::io("standard output", e))
+                }
+                _ => Ok(()),
+            }
+        }
+    }
+}
+
+/// The built-in plugins and a binary's own, its own first (so that they are found first).
+fn registry<'a>(extra: &[&'a dyn Plugin]) -> Vec<&'a dyn Plugin> {
+    let mut all: Vec<&'a dyn Plugin> = extra.to_vec();
+    all.extend(plugins::registry());
+    all
+}
+
+/// Refuse to run as one of several copies that a launcher started when this binary cannot
+/// talk to them (built without the `mpi` feature).
+fn refuse_launcher_without_mpi() -> Result<(), Error> {
+    match node::launcher_without_mpi() {
+        Some(msg) => Err(Error::Node(msg)),
+        None => Ok(()),
+    }
+}
+
+/// The options of a run from the command line. Signals are watched from the start: a stop
+/// during the input's loading or the preprocessing ends the process at once (nothing was
+/// written yet); from the moment the output directory is touched, it stops the run cleanly.
+fn run_options<'a>(
+    quiet: bool,
+    unfinished: runtime::Unfinished,
+    extra: &[&'a dyn Plugin],
+) -> Result<RunOptions<'a>, Error> {
+    let stop = signals::install().map_err(|e| Error::Node(format!("signal handling: {e}")))?;
+    Ok(RunOptions {
+        quiet,
+        unfinished,
+        interrupt: Some(stop),
+        before_writing: Some(&signals::begin_writing),
+        discover_early: true,
+        extra_plugins: extra.to_vec(),
+    })
+}
+
+#[cfg(not(feature = "mpi"))]
+fn run(
+    config: &Path,
+    set: &[String],
+    quiet: bool,
+    unfinished: runtime::Unfinished,
+    extra: &[&dyn Plugin],
+) -> Result<(), Error> {
+    refuse_launcher_without_mpi()?;
+    let opts = run_options(quiet, unfinished, extra)?;
+    let plan = Plan::load(config, set)?.with_node_units()?;
+    let outcome = runtime::run(&plan, &plugins::registry(), &opts, &node::Single)?;
+    if !quiet {
+        print_outcome(&plan, &outcome.report);
+    }
+    Ok(())
+}
+
+#[cfg(feature = "mpi")]
+fn run(
+    config: &Path,
+    set: &[String],
+    quiet: bool,
+    unfinished: runtime::Unfinished,
+    extra: &[&dyn Plugin],
+) -> Result<(), Error> {
+    use crate::node::Node;
+    let world = node::mpi::MpiNode::init()?;
+    let opts = run_options(quiet, unfinished, extra)?;
+    let plan = world.load_plan(config, set)?.with_node_units()?;
+    let outcome = runtime::run(&plan, &plugins::registry(), &opts, &world).map_err(|e| match e {
+        // Every rank has finished its part; rank 0 says how to resume.
+        Error::Interrupted { .. } => e,
+        e if world.size() > 1 => world.fail(e),
+        e => e,
+    })?;
+    if !quiet && world.is_root() {
+        print_outcome(&plan, &outcome.report);
+    }
+    Ok(())
+}
+
+/// The closing line: what ran, on how many units of how many ranks, in how long, where the
+/// results are; failed units and where their tasks went.
+fn print_outcome(plan: &Plan, report: &serde_json::Value) {
+    let nodes = report["nodes"].as_array();
+    // Every rank's units (`nodes[].units` counts them), not only rank 0's.
+    let units = nodes
+        .map(|n| n.iter().filter_map(|x| x["units"].as_u64()).sum::<u64>())
+        .filter(|&u| u > 0)
+        .unwrap_or_else(|| report["units"].as_array().map_or(0, |u| u.len() as u64));
+    let ranks = nodes.map_or(1, |n| n.len());
+    let failed = report["failures"].as_array().map_or(0, |f| f.len());
+    println!(
+        "{}: {} tasks on {units} units{} in {:.3} s; checksum {}; results in {}{}",
+        report["plugin"].as_str().unwrap_or(""),
+        report["tasks"],
+        if ranks > 1 {
+            format!(" of {ranks} ranks")
+        } else {
+            String::new()
+        },
+        report["wall_seconds"].as_f64().unwrap_or(0.0),
+        report["checksum"],
+        plan.output.dir.display(),
+        if failed > 0 {
+            format!(
+                "; {failed} unit{} failed and {} taken out of the run, the other units ran \
+                 their tasks (report.json: failures)",
+                if failed == 1 { "" } else { "s" },
+                if failed == 1 { "was" } else { "were" }
+            )
+        } else {
+            String::new()
+        }
+    );
+}
+
+fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Error> {
+    refuse_launcher_without_mpi()?;
+    let plan = Plan::load(config, set)?.with_node_units()?;
+    let registry: Vec<&dyn Plugin> = plugins::registry();
+    let plugin = runtime::resolve_plugin(&plan, &registry, extra)?;
+    println!("config     {}", plan.config_path.display());
+    println!("plugin     {} — {}", plugin.name(), plugin.description());
+    match &plan.input {
+        Some(crate::config::InputSpec::Path(p)) => println!("input      {}", p.display()),
+        Some(crate::config::InputSpec::Generate(g)) => println!("input      generated {g}"),
+        None => println!("input      none"),
+    }
+    let prepared = runtime::prepare(&plan, &registry, extra, 1)?;
+    let job = prepared.job.as_ref();
+    println!("           {}  ({} tasks)", job.describe(), job.tasks());
+    println!("sources    {}", plan.sources);
+    let selection = runtime::select_units(&plan, &prepared, 1)?;
+    println!("units      cpu_workers = {}", selection.cpu_workers);
+    if selection.devices.is_empty() {
+        println!(
+            "           no OpenCL device (units.opencl = {})",
+            plan.units.opencl
+        )
+    }
+    let tuner = Tuner::new(plan.units.concurrent_kernels, Default::default());
+    for d in &selection.devices {
+        println!(
+            "           gpu{}: {} [{}] ({} compute units)",
+            d.index, d.info.name, d.info.platform, d.info.compute_units
+        );
+        if let Some(g) = job.gpu() {
+            print_launch_plan(&g.params(d, &tuner)?);
+        }
+    }
+    println!(
+        "           concurrent_kernels = {}",
+        plan.units
+            .concurrent_kernels
+            .map_or("auto (tuner)".to_string(), |k| k.to_string())
+    );
+    println!(
+        "scheduler  policy = {}, chunk = {}, gpu_chunk = {}",
+        runtime::policy_name(plan.scheduler.policy),
+        plan.scheduler
+            .chunk
+            .map_or("auto".into(), |c| c.to_string()),
+        plan.scheduler
+            .gpu_chunk
+            .map_or("auto (batch)".into(), |c| c.to_string())
+    );
+    println!(
+        "output     {} (distances = {}, trace = {})",
+        plan.output.dir.display(),
+        plan.output.distances,
+        plan.output.trace
+    );
+    let out = runtime::output_status(&plan, job)?;
+    use crate::sink::outdir::human_bytes;
+    println!(
+        "           needs {}; {} free",
+        human_bytes(out.need),
+        human_bytes(out.free)
+    );
+    if out.need > out.free {
+        println!(
+            "           warning: the outputs need {} but only {} are free: `run` will refuse this",
+            human_bytes(out.need),
+            human_bytes(out.free)
+        );
+    }
+    if let Some((done, total)) = out.unfinished {
+        println!(
+            "           holds an unfinished run ({done} of {total} tasks done): `run --resume` continues it, `run --restart` discards it"
+        );
+    }
+    println!("tuning rules:");
+    for (when, what) in crate::tuning::RULES
+        .iter()
+        .chain(crate::tuning::TILE_RULES)
+        .chain(crate::tuning::SWEEP_RULES)
+    {
+        println!("  - {when}: {what}");
+    }
+    Ok(())
+}
+
+fn devices() {
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    println!("CPU: {cores} cores (host threads available to CPU workers)");
+    match crate::device::list() {
+        Ok(list) if list.is_empty() => {
+            println!("OpenCL: platforms found, but none lists a device")
+        }
+        Ok(list) => {
+            for (i, (d, _)) in list.iter().enumerate() {
+                println!(
+                    "OpenCL {i}: {} [{}] type={} compute_units={} clock={} MHz global={:.0} MiB local={} KiB max_work_group={} int64_atomics={} driver={}",
+                    d.name, d.platform, d.kind, d.compute_units, d.clock_mhz,
+                    d.global_mem as f64 / 1048576.0, d.local_mem / 1024, d.max_work_group, d.int64_atomics, d.driver
+                );
+            }
+        }
+        // The error's own text starts with "OpenCL: ".
+        Err(e) => println!("{e}"),
+    }
+}
+
+fn print_launch_plan(p: &LaunchParams) {
+    let show = |what: &str, c: &Choice| {
+        println!(
+            "             {what:<22} {:>7}  ({}: {})",
+            c.value,
+            c.source.as_str(),
+            c.reason
+        );
+    };
+    show("batch", &p.batch);
+    show("queues", &p.queues);
+    show("groups_per_task", &p.groups_per_task);
+    show("persistent_items", &p.persistent_items);
+    if let Some(t) = &p.tile {
+        // Register-tiled kernels' shape (tuning::TileShape).
+        show("tile (block)", &t.block);
+        show("group tile", &t.group);
+        show("register rows", &t.register_rows);
+        show("register cols", &t.register_cols);
+        show("slab", &t.slab);
+        show("closure register", &t.closure_register);
+        show("strips", &t.strips);
+    }
+    if let Some(s) = &p.sweep {
+        // Level sweeps (tuning::SweepPlan).
+        show("top levels", &s.top_levels);
+        show("summary slices", &s.summary_slices);
+        show("frontier", &s.frontier);
+        show("upward on device", &s.upward_on_device);
+    }
+    for (k, c) in &p.local {
+        show(&format!("local {k}"), c);
+    }
+}

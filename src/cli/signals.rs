@@ -1,0 +1,108 @@
+//! SIGINT / SIGTERM, in two regimes.
+//!
+//! - **Before the run writes anything** (config, input loading, preprocessing such as a
+//!   hierarchy build, device set-up): the process ends at once with 128 + the signal, saying
+//!   that nothing was written. There is nothing to resume, so there is no reason to wait.
+//! - **From the moment the output directory is touched** ([`begin_writing`], called by the
+//!   runtime just before it locks the directory): the first signal stops the run after its
+//!   running chunks (the journal is written out); a second one, or running chunks that outlast
+//!   the grace period, end the process at once. The journal stays valid either way: every entry
+//!   carries its checksum, and a torn last entry is dropped when resuming.
+//!
+//! The switch between the two is one compare-and-swap on [`PHASE`], so a signal that arrives
+//! as the run starts writing is handled by exactly one regime.
+
+use signal_hook::consts::{SIGINT, SIGTERM};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
+use std::time::Duration;
+
+/// How long running chunks get to finish after the first signal.
+pub(super) const GRACE: Duration = Duration::from_secs(10);
+
+/// Nothing written yet: a signal ends the process at once.
+const PREPARING: u8 = 0;
+/// The output directory is being written: a signal stops the run cleanly.
+const WRITING: u8 = 1;
+/// A signal came while preparing: the process is ending.
+const ENDING: u8 = 2;
+
+static PHASE: AtomicU8 = AtomicU8::new(PREPARING);
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// The exit code for the signal received: 128 + its number (130 for SIGINT).
+pub(super) fn exit_code() -> u8 {
+    match SIGNAL.load(Ordering::Relaxed) {
+        0 => 130,
+        s => (128 + s) as u8,
+    }
+}
+
+/// Called by the runtime before it first touches the output directory: from now on a signal
+/// stops the run cleanly. `false` when a signal already came (the process is ending).
+pub(super) fn begin_writing() -> bool {
+    match PHASE.compare_exchange(PREPARING, WRITING, Ordering::SeqCst, Ordering::SeqCst) {
+        Ok(_) => true,
+        Err(p) => p == WRITING,
+    }
+}
+
+/// Watch for the signals on a thread of its own (once per process); returns the flag the run
+/// polls.
+pub(super) fn install() -> Result<&'static AtomicBool, std::io::Error> {
+    static INSTALLED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    if INSTALLED.get().is_some() {
+        return Ok(&STOP);
+    }
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    let _ = INSTALLED.set(());
+    let name = super::bin_name();
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            for sig in signals.forever() {
+                let signame = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
+                let first = SIGNAL.swap(sig, Ordering::Relaxed) == 0;
+                if first
+                    && PHASE
+                        .compare_exchange(PREPARING, ENDING, Ordering::SeqCst, Ordering::SeqCst)
+                        .is_ok()
+                {
+                    say(&format!(
+                        "{name}: {signame}: stopped before the run started; nothing was written, \
+                         so there is nothing to resume\n"
+                    ));
+                    std::process::exit(exit_code().into());
+                }
+                if !first {
+                    say(&format!(
+                        "{name}: second signal ({signame}): stopping now\n{name}: {}\n",
+                        super::resume_hint()
+                    ));
+                    std::process::exit(exit_code().into());
+                }
+                STOP.store(true, Ordering::Relaxed);
+                say(&format!(
+                    "{name}: {signame}: no more chunks are handed out; the running ones get {} s \
+                     to finish (send it again to stop at once)\n",
+                    GRACE.as_secs()
+                ));
+                let name = name.clone();
+                std::thread::spawn(move || {
+                    std::thread::sleep(GRACE);
+                    say(&format!(
+                        "{name}: running chunks did not finish within {} s: stopping now\n{name}: {}\n",
+                        GRACE.as_secs(),
+                        super::resume_hint()
+                    ));
+                    std::process::exit(exit_code().into());
+                });
+            }
+        })?;
+    Ok(&STOP)
+}
+
+/// One line on stderr in one write.
+fn say(line: &str) {
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+}
