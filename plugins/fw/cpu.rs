@@ -106,7 +106,7 @@ pub fn naive<T: Val>(m: &mut [T], n: usize) {
 /// Blocked: for each tile of pivots, first close the tile's own rows (phase 1: Floyd-Warshall
 /// on the diagonal block; phase 2: the rest of those rows against it), then every other row
 /// against the closed tile rows in parallel (the column and the rest: phases 2 and 3), the
-/// last two PANEL_ROWS rows at a time with their results in registers ([`relax_panel`]). Any path from row i through tile
+/// last two PANEL_ROWS rows at a time with their results in registers (`relax_panel`). Any path from row i through tile
 /// vertices enters the tile at a first vertex k, and the closed row k already covers the rest
 /// of the path within the tile. O(n³), tile rows stay in cache.
 pub fn blocked<T: Val>(m: &mut [T], n: usize, tile: usize) {

@@ -94,7 +94,7 @@ pub trait Val: Copy + Ord + Send + Sync + Default + std::fmt::Debug + 'static {
     fn unreachable(self) -> bool {
         self.to_i64() >= Self::INF.to_i64() / 2
     }
-    /// fw-blocked's update of rows outside the pivot tile ([`cpu::relax_panel`]).
+    /// fw-blocked's update of rows outside the pivot tile (`cpu::relax_panel`).
     #[inline(always)]
     fn relax_panel(rows: &mut [Self], n: usize, k0: usize, kr: &[Self]) {
         cpu::relax_panel(rows, n, k0, kr)

@@ -95,7 +95,7 @@ pub struct Plan {
     pub plugin: String,
     /// Which tasks (sources) to run.
     pub sources: Sources,
-    /// The input graph (`None` when the config has no [input]).
+    /// The input graph (`None` when the config has no \[input\]).
     pub input: Option<InputSpec>,
     /// Units.
     pub units: UnitsPlan,

@@ -7,13 +7,13 @@
 //! `batch × groups × 4` words come back unless distance rows are requested.
 //!
 //! One file per algorithm ([`GpuAlgorithm`]), each an [`Algorithm`] with its own kernels and
-//! buffers: [`crauser`] and [`martin`] (relax / minimum / update over every vertex),
-//! [`two_phase`] (mask / cost / updating cost over every vertex), [`worklist`] (rounds over a
+//! buffers: `crauser` and `martin` (relax / minimum / update over every vertex),
+//! `two_phase` (mask / cost / updating cost over every vertex), `worklist` (rounds over a
 //! compacted frontier only), [`phast`] (PHAST: an upward search per source, then one sweep over
 //! the contraction hierarchy's levels, `k` trees at once, distances vertex-major, with its own
 //! kernel file and tuning rules). What every algorithm shares is in one place: the graph on the
 //! device ([`GraphBuffers`], one copy per device) and the batch's distances, sources and
-//! summary reduction ([`buffers::Batch`], one per queue).
+//! summary reduction (`buffers::Batch`, one per queue).
 //!
 //! Adding an algorithm: a file here with a [`Spec`] (the kernels it launches, its device bytes
 //! per source, its constructor) and an [`Algorithm`] impl; a variant of [`GpuAlgorithm`]; one arm
@@ -60,7 +60,7 @@ pub struct Spec {
     pub bytes_per_vertex: fn(dist_bytes: u64) -> u64,
     /// Its per-queue state: kernels and buffers.
     pub make: fn(&Setup<'_>) -> Result<Box<dyn Algorithm>>,
-    /// Whether its distances are batch-major `b·n + v` in the shared [`Batch`] (whose summary
+    /// Whether its distances are batch-major `b·n + v` in the shared `Batch` (whose summary
     /// and row reads then serve it); false: the batch holds only the sources, and the algorithm
     /// keeps its own distances and overrides [`Algorithm::summaries`] and
     /// [`Algorithm::write_rows`] (PHAST, vertex-major).

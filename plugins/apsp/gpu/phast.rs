@@ -2,7 +2,7 @@
 //! contraction hierarchy (`plugins/apsp/phast`).
 //!
 //! The hierarchy's downward graph (by head), upward graph, level boundaries and the vertices'
-//! sweep positions are uploaded once per device ([`DeviceHierarchy`], in [`Shared`]). Each queue
+//! sweep positions are uploaded once per device ([`DeviceHierarchy`], in `Shared`). Each queue
 //! owns two `n × k` distance arrays in vertex-major order (`d[p·k + j]`, `k` rounded up to a
 //! multiple of 4): `init`, holding the upward searches' results and all INF between batches,
 //! and `dist`, which the sweep writes; and a bit mask of `n × k` bits saying which `init`
@@ -18,7 +18,7 @@
 //! 4. with `output.distances`, `phast_rows` gathers the rows in the input's numbering (or the
 //!    targets' order).
 //!
-//! The distances are not batch-major, so the shared [`Batch`] holds only the sources
+//! The distances are not batch-major, so the shared `Batch` holds only the sources
 //! ([`Spec::batch_major`] is false) and this algorithm overrides the summaries and rows.
 //!
 //! Cost per batch: `levels - top + 5` launches and `O(b (n + m_down))` device work; a tree moves
