@@ -326,11 +326,17 @@ fn select_units_from(
     let devices = if job.gpu().is_some() {
         let (devices, note) = found.unwrap_or_else(|| select_devices_noting(plan))?;
         if let Some(why) = note {
-            device_note = Some(format!(
-                "units.opencl = \"all\" with units.device_type = \"{}\" found no OpenCL device \
-                 ({why}); running on CPU workers only",
-                plan.units.device_type
-            ));
+            // The device layer's message names the filter when devices exist but none
+            // matches; otherwise (no OpenCL at all) name it here.
+            device_note = Some(if why.contains("units.device_type") {
+                format!("{why}; running on CPU workers only")
+            } else {
+                format!(
+                    "units.opencl = \"all\" with units.device_type = \"{}\" found no OpenCL \
+                     device ({why}); running on CPU workers only",
+                    plan.units.device_type
+                )
+            });
         }
         devices
     } else if plan.units.opencl != DeviceSel::None && plan.units.cpu_workers == 0 {

@@ -177,6 +177,7 @@ pub fn main(extra: &[&dyn Plugin]) -> ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .event_format(Lines(name.clone()))
         .try_init();
     match real_main(cli, extra, &name) {
         Ok(()) => ExitCode::SUCCESS,
@@ -196,6 +197,39 @@ pub fn main(extra: &[&dyn Plugin]) -> ExitCode {
             eprintln!("{name}: error: {e}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// Log lines as a command-line tool writes them: `tuccompi: warning: ...`, `tuccompi: ...`
+/// (info), `tuccompi: debug: ...`, the event's fields after its message; no timestamps or
+/// module paths (`RUST_LOG=debug` users get the target in debug lines).
+struct Lines(String);
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for Lines
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut w: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        use tracing::Level;
+        let meta = event.metadata();
+        let level = match *meta.level() {
+            Level::ERROR => "error: ",
+            Level::WARN => "warning: ",
+            Level::INFO => "",
+            Level::DEBUG | Level::TRACE => "debug: ",
+        };
+        write!(w, "{}: {level}", self.0)?;
+        if *meta.level() >= Level::DEBUG {
+            write!(w, "[{}] ", meta.target())?;
+        }
+        ctx.field_format().format_fields(w.by_ref(), event)?;
+        writeln!(w)
     }
 }
 

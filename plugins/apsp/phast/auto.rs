@@ -165,6 +165,15 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
         };
         (cpu, gpu)
     };
+    // `auto` tried PHAST and gave it up after spending time on the hierarchy: one line at
+    // the default verbosity, so the time spent is not a mystery.
+    let warn_fallback = |why: &str| {
+        tracing::warn!(
+            "apsp: {why}; running Dijkstra on CPUs and the work list on GPUs instead of PHAST \
+             (apsp.cpu_algorithm / apsp.gpu_algorithm = \"phast\" insists, \"dijkstra\" / \
+             \"worklist\" skips the attempt)"
+        )
+    };
     let fallback = |reason: String, report: serde_json::Value| {
         let (cpu, gpu) = resolve(false);
         Ok(Choice {
@@ -205,6 +214,7 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
     let (h, mut report) = match got {
         Ok(x) => x,
         Err(Obtain::Poor(e)) => {
+            warn_fallback(&format!("auto: {e}"));
             return fallback(
                 format!("auto: {e}"),
                 serde_json::json!({ "preprocess_seconds": seconds }),
@@ -231,6 +241,7 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
         g.n
     );
     if !explicit && upward > (g.n as f64 / 8.0).max(1.0) {
+        warn_fallback(&format!("auto: the hierarchy is poor ({shape})"));
         return fallback(
             format!("auto: the hierarchy is poor ({shape}: over n/8 vertices per upward search)"),
             report,
