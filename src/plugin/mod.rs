@@ -236,11 +236,21 @@ mod erased {
 pub trait Worker: Send {
     /// Run tasks `range` and write each task's record into `out`.
     fn run(&mut self, range: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()>;
+    /// Tasks this worker runs together for about the cost of one group (PHAST's trees per
+    /// sweep: a chunk of 1 task costs as much as one of k). The work queue then hands a CPU
+    /// worker its first chunk as one group and sizes its chunks in whole groups, so that its
+    /// speed is measured, and its tasks run, at the rate a full group gives. Default 1.
+    fn granule(&self) -> usize {
+        1
+    }
 }
 
 impl<W: Worker + ?Sized> Worker for Box<W> {
     fn run(&mut self, range: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
         (**self).run(range, out)
+    }
+    fn granule(&self) -> usize {
+        (**self).granule()
     }
 }
 

@@ -56,6 +56,10 @@ pub trait TaskSource: Sync {
     /// thread panics); `tasks` is empty when a unit is taken out without a chunk (its worker
     /// could not be made).
     fn failed(&self, unit: usize, tasks: Range<usize>);
+    /// Unit `unit` runs `tasks` tasks together for about the cost of one
+    /// ([`crate::plugin::Worker::granule`]); said once, before its first request. Sources that
+    /// size no chunks ignore it.
+    fn granule(&self, _unit: usize, _tasks: usize) {}
     /// Called by a unit that got `None`: blocks while other units are still running (one of
     /// them may fail and give its tasks back), then says whether to ask again (`true`: tasks
     /// came back) or to leave (`false`: the run is over for this unit). The default leaves at

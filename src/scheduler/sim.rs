@@ -56,6 +56,12 @@ pub(crate) struct SimUnit {
     pub(crate) hiccup: Option<(usize, f64)>,
     /// It asks for its first chunk at this time (a rank that starts late).
     pub(crate) start: f64,
+    /// It runs tasks in groups of this many, a group costing as much as this many tasks
+    /// however few it holds (PHAST's trees per sweep); it says so to the source first.
+    pub(crate) granule: usize,
+    /// Its first chunk takes this much longer (per-worker state built on first use: fresh
+    /// pages, cold caches).
+    pub(crate) setup: f64,
 }
 
 impl SimUnit {
@@ -70,6 +76,8 @@ impl SimUnit {
             noise: 0.0,
             hiccup: None,
             start: 0.0,
+            granule: 1,
+            setup: 0.0,
         }
     }
     /// A device queue of class `class` running batches of up to `batch` tasks.
@@ -83,6 +91,8 @@ impl SimUnit {
             noise: 0.0,
             hiccup: None,
             start: 0.0,
+            granule: 1,
+            setup: 0.0,
         }
     }
     /// The same unit, pausing for `secs` at time `at`.
@@ -103,6 +113,14 @@ impl SimUnit {
         self
     }
 
+    /// The same unit, running tasks in groups of `granule` and `setup` seconds slower in its
+    /// first chunk (the cost shape of a CPU PHAST worker).
+    pub(crate) fn grouped(mut self, granule: usize, setup: f64) -> Self {
+        self.granule = granule;
+        self.setup = setup;
+        self
+    }
+
     /// The same unit, its tasks' costs varying by up to `noise` around the mean.
     pub(crate) fn noisy(mut self, noise: f64) -> Self {
         self.noise = noise;
@@ -111,8 +129,12 @@ impl SimUnit {
 
     /// When its chunk number `n` of tasks `tasks`, started at `t`, ends.
     fn end(&self, t: f64, tasks: Range<usize>, n: usize) -> f64 {
-        let cost: f64 = tasks
-            .map(|task| {
+        // A group costs as much as `granule` tasks however few it holds.
+        let padding = tasks.len().div_ceil(self.granule) * self.granule - tasks.len();
+        let setup = if n == 0 { self.setup } else { 0.0 };
+        let cost: f64 = padding as f64
+            + tasks
+                .map(|task| {
                 // SplitMix64 of the task id, mapped to [-1, 1].
                 let mut z = (task as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
                 z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -120,12 +142,12 @@ impl SimUnit {
                 z ^= z >> 31;
                 1.0 + self.noise * ((z >> 11) as f64 / (1u64 << 52) as f64 - 1.0)
             })
-            .sum();
+            .sum::<f64>();
         let extra = match self.hiccup {
             Some((every, secs)) if n % every == every - 1 => secs,
             _ => 0.0,
         };
-        let work = self.latency + cost * self.per_task + extra;
+        let work = self.latency + cost * self.per_task + extra + setup;
         match self.stall {
             Some((at, secs)) if t >= at && t < at + secs => at + secs + work,
             Some((at, secs)) if t < at && t + work > at => t + work + secs,
@@ -210,6 +232,10 @@ pub(crate) fn run(
         chunks: vec![0; n],
     };
     let mut runs = vec![0u32; tasks.len()];
+    for (u, unit) in units.iter().enumerate() {
+        // As the thread layer does once it has made the unit's worker.
+        source.granule(u, unit.granule);
+    }
     for (u, w) in waiting.iter_mut().enumerate() {
         if units[u].start > 0.0 {
             // Not started: its first ask is an event without a chunk.

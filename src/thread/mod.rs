@@ -193,6 +193,7 @@ pub fn run_units(
                             return fail(panic_text(p));
                         }
                     };
+                    source.granule(index, worker.granule().max(1));
                     let mut buf = Vec::new();
                     'pull: loop {
                         // The chunk reports its time to the source when dropped below.

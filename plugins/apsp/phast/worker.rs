@@ -67,6 +67,10 @@ impl<'a, W: ChWeight> PhastWorker<'a, W> {
 }
 
 impl<W: ChWeight + RowWrite> Worker for PhastWorker<'_, W> {
+    /// A sweep costs about the same for 1 tree as for k: chunks come in whole sweeps.
+    fn granule(&self) -> usize {
+        self.sw.k()
+    }
     fn run(&mut self, range: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
         let k = self.sw.k();
         let mut start = range.start;
