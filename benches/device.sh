@@ -2,7 +2,7 @@
 # GPU-machine measurements for BENCHMARKS.md. Run from the repository root:
 #   benches/device.sh BIN DATA_DIR [SECTION...]
 # Sections: devices algos queues hetero batch full tune dense phast phastgpu phastcpu moscowfull mpi
-# mpioverhead split split2 cpu16 procs sched
+# mpioverhead split split2 cpu16 procs sched idle
 # collatz workers mpienv mpigpu (and more below; phast: PHB=the phast bench binary, phastgpu:
 # PB=the phast_gpu bench binary, default beside BIN).
 # Prints one line per run:
@@ -431,6 +431,30 @@ procs)
       "$B" run $CFG -q --set "$MO" --set run.sources=$Q --set units.opencl=none --set units.cpu_workers=4 --set apsp.cpu_algorithm=\"dijkstra\" --set output.dir="\"$OUT-p$i\"" & done; wait
     python3 -c "import json;rs=[json.load(open(f'$OUT-p{i}/report.json'))['run_seconds'] for i in (1,2,3,4)];print(f'moscow $S cpu 4 processes x 4 (independent): run {max(rs):.3f} s (each {[round(x,2) for x in rs]}), {$S/max(rs):.1f}/s')"
   done ;;
+idle)
+  # Issue 22: CPU PHAST on 16 workers, 100,000 osm-moscow sources, the default chunk against
+  # fixed ones (REPS rounds, interleaved); busy = each unit's busy_seconds over the run. Then
+  # the GPU alone and GPU + 15 workers.
+  idle() { # label, sets...
+    local label=$1; shift
+    rm -rf "$OUT"
+    "$B" run $CFG -q --set "$MO" --set run.sources=${MO_SOURCES:-100000} --set apsp.cpu_algorithm=\"phast\" --set apsp.gpu_algorithm=\"phast\" --set output.dir="\"$OUT\"" "$@" 2>/tmp/err.txt || { echo "$label: FAILED $(tail -c 300 /tmp/err.txt)"; return; }
+    python3 - "$label" "$OUT/report.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[2])); rs = r["run_seconds"]; t = r["tasks"]; us = r["units"]
+share = [u["busy_seconds"] / rs for u in us]
+print(f"{sys.argv[1]:<28} {t/rs:9.0f} SSSP/s run {rs:6.3f} s chunks {sum(u['chunks'] for u in us):5d} busy mean {sum(share)/len(share):.3f} min {min(share):.3f} units {len(us)} sum={r['checksum']['sum']}")
+PY
+  }
+  idle warm --set units.opencl=none --set run.sources=64
+  for rep in $(seq ${REPS:-2}); do
+    idle "cpu16 default" --set units.opencl=none
+    idle "cpu16 chunk=4096" --set units.opencl=none --set scheduler.chunk=4096
+    idle "cpu16 chunk=1024" --set units.opencl=none --set scheduler.chunk=1024
+  done
+  idle "gpu only default" --set units.cpu_workers=0
+  idle "gpu+cpu15 default"
+  idle "gpu+cpu15 chunk=4096" --set scheduler.chunk=4096 ;;
 moscowfull)
   one "moscow full APSP gpu+cpu" 560 --set "$MO" --set run.sources=\"all\" ;;
 mpi)
