@@ -28,7 +28,7 @@ use crate::device::{self, Device, Filter};
 use crate::node::Node;
 use crate::plugin::{Job, Plugin, PrepareCtx, Records};
 use crate::scheduler::TaskSource;
-use crate::scheduler::UnitInfo;
+use crate::scheduler::{Estimate, UnitInfo};
 use crate::sink::journal::Journal;
 use crate::sink::outdir;
 use crate::sink::write_file;
@@ -78,19 +78,25 @@ pub struct RunOptions<'a> {
     /// plans at once (a test harness) would discover beside other runs' OpenCL work, which PoCL
     /// does not always survive.
     pub discover_early: bool,
+    /// Keep the speed history ([`crate::scheduler::history`]) in the user's cache directory:
+    /// the work queue starts from the models an earlier run of the same work measured, and this
+    /// run's models are stored at its end (unless `scheduler.history = false`). The command
+    /// line sets it; off by default, so a library caller (a test) writes no cache.
+    pub speed_history: bool,
 }
 
 impl std::fmt::Debug for RunOptions<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "RunOptions(quiet={}, extra={}, unfinished={:?}, interrupt={}, before_writing={}, discover_early={})",
+            "RunOptions(quiet={}, extra={}, unfinished={:?}, interrupt={}, before_writing={}, discover_early={}, speed_history={})",
             self.quiet,
             self.extra_plugins.len(),
             self.unfinished,
             self.interrupt.is_some(),
             self.before_writing.is_some(),
-            self.discover_early
+            self.discover_early,
+            self.speed_history
         )
     }
 }
@@ -626,6 +632,8 @@ struct Executed<'p> {
     interrupted: bool,
     /// Why no device was found although the plan asked for every device.
     device_note: Option<String>,
+    /// Where each unit's starting model came from ("history" or "probe"; empty: no history).
+    starts: Vec<&'static str>,
 }
 
 /// Phase 3: check the output directory and its space (touching nothing), set up the units,
@@ -736,6 +744,7 @@ fn execute<'p>(
     let t_run = Instant::now();
     let records = Mutex::new(records);
     let interrupted = AtomicBool::new(false);
+    let mut history = SpeedHistory::open(plan, opts, prepared, &units);
     let node_run = run_chunks(
         plan,
         opts,
@@ -746,10 +755,16 @@ fn execute<'p>(
         &done,
         journal.as_ref(),
         &interrupted,
+        &history.priors,
     );
     let run_seconds = t_run.elapsed().as_secs_f64();
     let (stats, slices) = match node_run {
-        Ok(r) => r,
+        Ok((stats, slices, measured)) => {
+            if !interrupted.load(Ordering::Relaxed) {
+                history.store(&units, &stats, &measured);
+            }
+            (stats, slices)
+        }
         Err(e) => {
             if let Some(st) = &stage {
                 let _ = st.journal.flush();
@@ -798,7 +813,137 @@ fn execute<'p>(
         stage,
         interrupted: interrupted.load(Ordering::Relaxed),
         device_note: selection.device_note.clone(),
+        starts: history.starts(),
     })
+}
+
+/// The speed history of a run: each unit's starting model (from an earlier run of the same
+/// work on the same kind of unit, else none: the queue probes) and, after the run, the models
+/// it measured ([`crate::scheduler::history`]).
+struct SpeedHistory {
+    store: Option<crate::scheduler::history::History>,
+    keys: Vec<String>,
+    priors: Vec<Option<Estimate>>,
+}
+
+impl SpeedHistory {
+    fn open(
+        plan: &Plan,
+        opts: &RunOptions<'_>,
+        prepared: &Prepared<'_>,
+        units: &[Unit<'_>],
+    ) -> Self {
+        let on = opts.speed_history
+            && plan.scheduler.history
+            && plan.scheduler.policy == Policy::WorkQueue;
+        let path = on.then(crate::scheduler::history::path).flatten();
+        let Some(path) = path else {
+            return SpeedHistory {
+                store: None,
+                keys: Vec::new(),
+                priors: vec![None; units.len()],
+            };
+        };
+        let (store, note) = crate::scheduler::history::History::load(&path);
+        if let Some(n) = note {
+            tracing::warn!("{n}");
+        }
+        let workload = prepared.job.workload().to_string();
+        let cpus = units
+            .iter()
+            .filter(|u| matches!(u.spec, UnitSpec::Cpu))
+            .count();
+        let keys: Vec<String> = units
+            .iter()
+            .map(|u| {
+                let class = match &u.spec {
+                    UnitSpec::Cpu => format!("cpu {} x{cpus}", cpu_model()),
+                    UnitSpec::Gpu { device, .. } => {
+                        let queues = units
+                            .iter()
+                            .filter(|v| matches!(&v.spec, UnitSpec::Gpu { device: d, .. } if d.index == device.index))
+                            .count();
+                        format!(
+                            "{} | {} | {queues} queues | chunk {}",
+                            device.info.name, device.info.driver, u.chunk
+                        )
+                    }
+                };
+                crate::scheduler::history::key(prepared.plugin.name(), &workload, &class)
+            })
+            .collect();
+        let priors = keys.iter().map(|k| store.get(k)).collect();
+        SpeedHistory {
+            store: Some(store),
+            keys,
+            priors,
+        }
+    }
+
+    /// "history" or "probe" per unit, for the report (empty when the history is off).
+    fn starts(&self) -> Vec<&'static str> {
+        if self.store.is_none() {
+            return Vec::new();
+        }
+        self.priors
+            .iter()
+            .map(|p| if p.is_some() { "history" } else { "probe" })
+            .collect()
+    }
+
+    /// Store the mean of each unit class's measured models (units that failed or ran nothing
+    /// excluded).
+    fn store(&mut self, units: &[Unit<'_>], stats: &[UnitStats], measured: &[Option<Estimate>]) {
+        let Some(store) = self.store.as_mut() else {
+            return;
+        };
+        let mut by_key: std::collections::BTreeMap<&str, (Estimate, u64, usize)> =
+            Default::default();
+        for (i, key) in self.keys.iter().enumerate() {
+            let (Some(Some(e)), Some(s)) = (measured.get(i), stats.get(i)) else {
+                continue;
+            };
+            if s.failed.is_some() || s.tasks == 0 || i >= units.len() {
+                continue;
+            }
+            let acc = by_key.entry(key).or_insert((
+                Estimate {
+                    latency: 0.0,
+                    per_task: 0.0,
+                },
+                0,
+                0,
+            ));
+            acc.0.latency += e.latency;
+            acc.0.per_task += e.per_task;
+            acc.1 += s.tasks as u64;
+            acc.2 += 1;
+        }
+        for (key, (sum, tasks, n)) in by_key {
+            let n = n as f64;
+            let mean = Estimate {
+                latency: sum.latency / n,
+                per_task: sum.per_task / n,
+            };
+            store.put(key.to_string(), mean, tasks);
+        }
+        if let Err(e) = store.save() {
+            tracing::warn!("the speed history could not be stored: {e}");
+        }
+    }
+}
+
+/// The CPU's model name (`/proc/cpuinfo`), for the speed history's key.
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, m)| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "cpu".into())
 }
 
 /// This process's CPU time and context switches so far (`getrusage`): where a node's cores
@@ -818,6 +963,10 @@ fn process_usage() -> serde_json::Value {
     })
 }
 
+/// What the units of a node did: their statistics, their chunks (for the trace) and the models
+/// the work queue measured (for the speed history).
+type NodeRun = (Vec<UnitStats>, Vec<Slice>, Vec<Option<Estimate>>);
+
 /// Run the units over the node's task source until it is dry or interrupted, skipping the
 /// `done` tasks; each finished chunk goes to rank 0's `journal` (or, on other ranks, is sent to
 /// it).
@@ -832,15 +981,21 @@ fn run_chunks(
     done: &DoneSet,
     journal: Option<&Arc<Journal>>,
     interrupted: &AtomicBool,
-) -> Result<(Vec<UnitStats>, Vec<Slice>)> {
+    priors: &[Option<Estimate>],
+) -> Result<NodeRun> {
     let tasks = job.tasks();
     let quiet = opts.quiet || node.rank() != 0;
+    let mut measured = Vec::new();
     let progress = progress_bar(quiet, tasks as u64);
     let log_every = (!quiet
         && plan.output.progress_seconds > 0.0
         && !std::io::IsTerminal::is_terminal(&std::io::stderr()))
     .then(|| Duration::from_secs_f64(plan.output.progress_seconds));
-    let infos: Vec<UnitInfo> = units.iter().map(Unit::info).collect();
+    let infos: Vec<UnitInfo> = units
+        .iter()
+        .zip(priors.iter().copied().chain(std::iter::repeat(None)))
+        .map(|(u, p)| u.info().with_prior(p))
+        .collect();
     let finished = |unit: usize, r: Range<usize>, rec: &[u64]| -> Result<()> {
         match journal {
             Some(j) => j.append(r, rec),
@@ -877,6 +1032,7 @@ fn run_chunks(
                     &finished,
                 );
                 drop(over);
+                measured = source.estimates();
                 let ran = r?;
                 // Failed units gave their chunks back; if no unit was left to take them, say
                 // so (an interrupted run leaves tasks on purpose).
@@ -897,7 +1053,7 @@ fn run_chunks(
             })
         });
     progress.finish_and_clear();
-    result
+    result.map(|(stats, slices)| (stats, slices, measured))
 }
 
 fn device_json(devices: &[DeviceReport]) -> Vec<serde_json::Value> {
@@ -945,6 +1101,11 @@ fn write_outputs(
         "finish": (wall - ex.prepare_seconds - ex.setup_seconds - ex.run_seconds).max(0.0),
     });
     report["resumed_tasks"] = serde_json::json!(stage.done.count());
+    if let Some(list) = report["units"].as_array_mut() {
+        for (u, start) in list.iter_mut().zip(&ex.starts) {
+            u["start"] = serde_json::json!(start);
+        }
+    }
     let js = stage.journal.stats();
     report["journal"] = serde_json::json!({
         "sync_every_seconds": plan.output.sync_seconds, "entries": js.entries, "bytes": js.bytes,

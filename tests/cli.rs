@@ -426,7 +426,9 @@ fn configs_without_output_dir_get_their_own_default_directory() {
         let (code, out, err) = tuccompi_in(&cwd, &["run", &format!("{name}.toml")], &[]);
         assert_eq!(code, 0, "{err}");
         assert!(out.contains(&format!("tuccompi-out/{name}")), "{out}");
-        assert!(cwd.join(format!("tuccompi-out/{name}/summary.csv")).exists());
+        assert!(cwd
+            .join(format!("tuccompi-out/{name}/summary.csv"))
+            .exists());
     }
     assert_eq!(
         std::fs::read_to_string(cwd.join("tuccompi-out/apsp/report.json")).unwrap(),
@@ -455,7 +457,11 @@ fn a_config_from_standard_input_and_the_overrides_in_the_report() {
         .write_all(small_apsp(8).as_bytes())
         .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(cwd.join("tuccompi-out/stdin/report.json")).unwrap(),
     )
@@ -463,7 +469,10 @@ fn a_config_from_standard_input_and_the_overrides_in_the_report() {
     assert_eq!(report["tasks"], 3);
     assert_eq!(report["overrides"], serde_json::json!(["run.sources=3"]));
     assert_eq!(report["effective_config"]["run"]["sources"], 3);
-    assert_eq!(report["effective_config"]["input"]["generate"]["vertices"], 4000);
+    assert_eq!(
+        report["effective_config"]["input"]["generate"]["vertices"],
+        4000
+    );
 }
 
 /// When stderr is not a terminal (a batch job's log), a progress line comes every
@@ -483,7 +492,9 @@ fn progress_lines_in_a_batch_log() {
         .collect();
     assert!(lines.len() >= 2, "{err}");
     assert!(
-        lines.iter().all(|l| l.contains("/600 tasks") && l.contains("tasks/s")),
+        lines
+            .iter()
+            .all(|l| l.contains("/600 tasks") && l.contains("tasks/s")),
         "{err}"
     );
     let (code, _, err) = tuccompi_in(&cwd, &["run", "p.toml", "-q", "--restart"], &[]);
@@ -496,7 +507,10 @@ fn progress_lines_in_a_batch_log() {
 #[test]
 fn gpus_asked_for_and_not_found_give_one_warning_naming_the_filter() {
     let cwd = tmpdir("cli-nogpu");
-    let cfg = small_apsp(2).replace("opencl = \"none\"", "opencl = \"all\"\ndevice_type = \"accelerator\"");
+    let cfg = small_apsp(2).replace(
+        "opencl = \"none\"",
+        "opencl = \"all\"\ndevice_type = \"accelerator\"",
+    );
     write(&cwd, "g.toml", &cfg);
     let (code, _, err) = tuccompi_in(&cwd, &["run", "g.toml"], &[]);
     assert_eq!(code, 0, "{err}");
@@ -530,16 +544,28 @@ fn a_launcher_of_several_processes_stops_a_binary_built_without_mpi() {
 fn version_completions_and_man_page() {
     let (code, out, _) = tuccompi(&["--version"]);
     assert_eq!(code, 0);
-    assert!(out.contains("commit:") && out.contains("features:"), "{out}");
+    assert!(
+        out.contains("commit:") && out.contains("features:"),
+        "{out}"
+    );
     let (code, out, _) = tuccompi(&["-V"]);
     assert_eq!(code, 0);
-    assert!(out.contains(env!("CARGO_PKG_VERSION")) && out.contains("features: "), "{out}");
+    assert!(
+        out.contains(env!("CARGO_PKG_VERSION")) && out.contains("features: "),
+        "{out}"
+    );
     let (code, out, _) = tuccompi(&["completions", "bash"]);
     assert_eq!(code, 0);
-    assert!(out.contains("_tuccompi()") && out.contains("complete "), "{out}");
+    assert!(
+        out.contains("_tuccompi()") && out.contains("complete "),
+        "{out}"
+    );
     let (code, out, _) = tuccompi(&["man"]);
     assert_eq!(code, 0);
-    assert!(out.contains(".TH tuccompi 1") && out.contains("TUCCOMPI_UNITS"), "{out}");
+    assert!(
+        out.contains(".TH tuccompi 1") && out.contains("TUCCOMPI_UNITS"),
+        "{out}"
+    );
     let (code, out, _) = tuccompi(&["--help"]);
     assert_eq!(code, 0);
     assert!(
@@ -556,9 +582,8 @@ fn a_signal_while_the_input_loads_ends_at_once_and_writes_nothing() {
     let fifo = cwd.join("g.gr");
     let ok = Command::new("mkfifo").arg(&fifo).status().unwrap();
     assert!(ok.success());
-    let cfg = format!(
-        "[run]\nplugin = \"apsp\"\n[input]\npath = \"g.gr\"\n[units]\nopencl = \"none\"\n"
-    );
+    let cfg =
+        format!("[run]\nplugin = \"apsp\"\n[input]\npath = \"g.gr\"\n[units]\nopencl = \"none\"\n");
     write(&cwd, "f.toml", &cfg);
     let child = Command::new(env!("CARGO_BIN_EXE_tuccompi"))
         .current_dir(&cwd)
@@ -581,6 +606,78 @@ fn a_signal_while_the_input_loads_ends_at_once_and_writes_nothing() {
         sent.elapsed()
     );
     assert_eq!(out.status.code(), Some(130), "{err}");
-    assert!(err.contains("nothing was written") && !err.contains("--resume"), "{err}");
+    assert!(
+        err.contains("nothing was written") && !err.contains("--resume"),
+        "{err}"
+    );
     assert!(!cwd.join("tuccompi-out").exists());
+}
+
+fn report_in(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()
+}
+
+fn starts(report: &serde_json::Value) -> Vec<String> {
+    report["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["start"].as_str().unwrap_or("none").to_string())
+        .collect()
+}
+
+/// The speed history: a run stores each unit class's measured model in the cache directory,
+/// and a run of the same work starts its units from it (`"start": "history"`) instead of
+/// probing; `scheduler.history = false` neither reads nor writes it; a corrupt file is
+/// ignored with a warning and replaced.
+#[test]
+fn a_repeated_run_starts_from_the_speed_history() {
+    let cwd = tmpdir("cli-history");
+    write(&cwd, "h.toml", &small_apsp(40));
+    let speeds = cwd.join("cache/tuccompi/speeds.json");
+    let out = cwd.join("tuccompi-out/h");
+    let (code, _, err) = tuccompi_in(&cwd, &["run", "h.toml", "-q"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(starts(&report_in(&out)), ["probe", "probe"]);
+    let stored = std::fs::read_to_string(&speeds).unwrap();
+    assert!(
+        stored.contains("\"per_task\"") && stored.contains("apsp | "),
+        "{stored}"
+    );
+    let (code, _, err) = tuccompi_in(&cwd, &["run", "h.toml", "-q"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(starts(&report_in(&out)), ["history", "history"]);
+    // Other work (another input size) has no history yet.
+    let (code, _, err) = tuccompi_in(
+        &cwd,
+        &[
+            "run",
+            "h.toml",
+            "-q",
+            "--set",
+            "input.generate.vertices=3000",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(starts(&report_in(&out)), ["probe", "probe"]);
+    // Off: no start field, the file untouched.
+    let before = std::fs::read(&speeds).unwrap();
+    let (code, _, err) = tuccompi_in(
+        &cwd,
+        &["run", "h.toml", "-q", "--set", "scheduler.history=false"],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(starts(&report_in(&out)), ["none", "none"]);
+    assert_eq!(std::fs::read(&speeds).unwrap(), before);
+    // Corrupt: a warning, a probe, and a good file again afterwards.
+    std::fs::write(&speeds, "{ not json").unwrap();
+    let (code, _, err) = tuccompi_in(&cwd, &["run", "h.toml"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("speeds.json: unreadable"), "{err}");
+    assert_eq!(starts(&report_in(&out)), ["probe", "probe"]);
+    let (code, _, err) = tuccompi_in(&cwd, &["run", "h.toml", "-q"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(starts(&report_in(&out)), ["history", "history"]);
 }

@@ -207,6 +207,20 @@ impl Job for ApspJob {
             "preprocess_seconds": self.choice["preprocess_seconds"].as_f64().unwrap_or(0.0),
         })
     }
+    fn workload(&self) -> serde_json::Value {
+        // The algorithms as resolved and the input's size: not where the hierarchy came from
+        // (built or cached) nor how long it took.
+        serde_json::json!({
+            "n": self.graph.n,
+            "m": self.graph.m(),
+            "distance_type": if self.wide { "u64" } else { "u32" },
+            "targets": self.targets.as_ref().map_or(self.graph.n, Vec::len),
+            "cpu_algorithm": self.cpu_algorithm,
+            "gpu_algorithm": self.options.gpu_algorithm,
+            "cpu_batch": self.options.cpu_batch.and_then(|b| b.value()),
+            "distances": self.rows.is_some(),
+        })
+    }
     fn cpu(&self) -> Option<&dyn CpuHalf> {
         Some(self)
     }

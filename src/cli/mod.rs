@@ -370,6 +370,7 @@ fn run_options<'a>(
         interrupt: Some(stop),
         before_writing: Some(&signals::begin_writing),
         discover_early: true,
+        speed_history: true,
         extra_plugins: extra.to_vec(),
     })
 }
@@ -404,12 +405,13 @@ fn run(
     let world = node::mpi::MpiNode::init()?;
     let opts = run_options(quiet, unfinished, extra)?;
     let plan = world.load_plan(config, set)?.with_node_units()?;
-    let outcome = runtime::run(&plan, &plugins::registry(), &opts, &world).map_err(|e| match e {
-        // Every rank has finished its part; rank 0 says how to resume.
-        Error::Interrupted { .. } => e,
-        e if world.size() > 1 => world.fail(e),
-        e => e,
-    })?;
+    let outcome =
+        runtime::run(&plan, &plugins::registry(), &opts, &world).map_err(|e| match e {
+            // Every rank has finished its part; rank 0 says how to resume.
+            Error::Interrupted { .. } => e,
+            e if world.size() > 1 => world.fail(e),
+            e => e,
+        })?;
     if !quiet && world.is_root() {
         print_outcome(&plan, &outcome.report);
     }

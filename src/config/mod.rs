@@ -47,6 +47,9 @@ pub struct SchedulerPlan {
     pub chunk: Option<usize>,
     /// Tasks per pull for GPU queues (`None` = the GPU half's batch).
     pub gpu_chunk: Option<usize>,
+    /// Start the work queue from the speed history and store the run's models in it (when
+    /// the caller keeps one: [`crate::RunOptions::speed_history`]).
+    pub history: bool,
 }
 
 /// Where results go.

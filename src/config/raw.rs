@@ -197,6 +197,7 @@ pub(super) struct RawScheduler {
     policy: Option<Policy>,
     chunk: Option<AutoOr>,
     gpu_chunk: Option<AutoOr>,
+    history: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -391,6 +392,7 @@ impl RawConfig {
                 policy: self.scheduler.policy.unwrap_or(Policy::WorkQueue),
                 chunk: positive("scheduler.chunk", self.scheduler.chunk)?,
                 gpu_chunk: positive("scheduler.gpu_chunk", self.scheduler.gpu_chunk)?,
+                history: self.scheduler.history.unwrap_or(true),
             },
             output: OutputPlan {
                 dir: self.output.dir.unwrap_or_else(|| default_output_dir(path)),

@@ -63,6 +63,20 @@ pub trait Job: Sync {
     fn record_words(&self) -> usize;
     /// Input facts for the report (`n`, `m`, ...), as JSON.
     fn describe(&self) -> serde_json::Value;
+    /// What identifies this work's speed across runs (the speed history's key, beside the
+    /// plugin and the unit class): its algorithm and input size, nothing that changes from
+    /// run to run. Default: [`describe`](Job::describe) without its `*_seconds` fields.
+    fn workload(&self) -> serde_json::Value {
+        fn strip(v: &mut serde_json::Value) {
+            if let Some(o) = v.as_object_mut() {
+                o.retain(|k, _| !k.ends_with("_seconds"));
+                o.values_mut().for_each(strip);
+            }
+        }
+        let mut d = self.describe();
+        strip(&mut d);
+        d
+    }
     /// The CPU half, if the plugin has one.
     fn cpu(&self) -> Option<&dyn CpuHalf> {
         None

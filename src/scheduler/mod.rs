@@ -21,6 +21,7 @@
 //! with the ideal one.
 
 mod equitable;
+pub mod history;
 mod queue;
 #[cfg(test)]
 mod sim;
@@ -60,6 +61,11 @@ pub trait TaskSource: Sync {
     /// ([`crate::plugin::Worker::granule`]); said once, before its first request. Sources that
     /// size no chunks ignore it.
     fn granule(&self, _unit: usize, _tasks: usize) {}
+    /// Each unit's cost model as measured so far (`None`: not measured), for the speed
+    /// history; empty for sources that measure nothing.
+    fn estimates(&self) -> Vec<Option<Estimate>> {
+        Vec::new()
+    }
     /// Called by a unit that got `None`: blocks while other units are still running (one of
     /// them may fail and give its tasks back), then says whether to ask again (`true`: tasks
     /// came back) or to leave (`false`: the run is over for this unit). The default leaves at

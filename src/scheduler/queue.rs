@@ -204,6 +204,8 @@ struct UnitState {
     out: bool,
     /// Tasks it runs together for the cost of one group ([`TaskSource::granule`]).
     granule: usize,
+    /// Chunks it finished (its own measurements, beside a prior's).
+    chunks: usize,
 }
 
 #[derive(Debug)]
@@ -302,6 +304,7 @@ impl WorkQueue {
                     waiting: false,
                     out: false,
                     granule: 1,
+                    chunks: 0,
                 }
             })
             .collect();
@@ -325,6 +328,18 @@ impl WorkQueue {
     pub fn estimates(&self) -> Vec<Option<Estimate>> {
         let st = self.state.lock();
         self.all_estimates(&st)
+    }
+
+    /// Each unit's model from its own chunks alone (`None`: it ran none), what the speed
+    /// history keeps.
+    pub fn measured(&self) -> Vec<Option<Estimate>> {
+        let st = self.state.lock();
+        let est = self.all_estimates(&st);
+        st.units
+            .iter()
+            .zip(est)
+            .map(|(u, e)| e.filter(|_| u.chunks > 0 && !u.out))
+            .collect()
     }
 
     fn all_estimates(&self, st: &State) -> Vec<Option<Estimate>> {
@@ -542,11 +557,15 @@ impl TaskSource for WorkQueue {
         let window = self.rules.window;
         let u = &mut st.units[unit];
         u.in_flight = None;
+        u.chunks += 1;
         u.samples.add(tasks.len() as f64, secs, window);
         if st.in_flight() == 0 {
             // Waiting units may be done (or the last ones able to run what is left).
             self.changed.notify_all();
         }
+    }
+    fn estimates(&self) -> Vec<Option<Estimate>> {
+        self.measured()
     }
     fn granule(&self, unit: usize, tasks: usize) {
         self.state.lock().units[unit].granule = tasks.max(1);

@@ -135,14 +135,14 @@ impl SimUnit {
         let cost: f64 = padding as f64
             + tasks
                 .map(|task| {
-                // SplitMix64 of the task id, mapped to [-1, 1].
-                let mut z = (task as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
-                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                z ^= z >> 31;
-                1.0 + self.noise * ((z >> 11) as f64 / (1u64 << 52) as f64 - 1.0)
-            })
-            .sum::<f64>();
+                    // SplitMix64 of the task id, mapped to [-1, 1].
+                    let mut z = (task as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
+                    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                    z ^= z >> 31;
+                    1.0 + self.noise * ((z >> 11) as f64 / (1u64 << 52) as f64 - 1.0)
+                })
+                .sum::<f64>();
         let extra = match self.hiccup {
             Some((every, secs)) if n % every == every - 1 => secs,
             _ => 0.0,

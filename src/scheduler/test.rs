@@ -458,7 +458,12 @@ fn grouped_cpu_workers_are_kept_busy() {
             groups: false,
             ..Rules::default()
         };
-        Box::new(WorkQueue::with_clock(0..tasks, units, Box::new(clock), rules))
+        Box::new(WorkQueue::with_clock(
+            0..tasks,
+            units,
+            Box::new(clock),
+            rules,
+        ))
     };
     let mut bad = Vec::new();
     let mut old_worse = 0;
@@ -481,5 +486,8 @@ fn grouped_cpu_workers_are_kept_busy() {
     }
     assert!(bad.is_empty(), "{bad:#?}");
     // The scenario catches the defect: the old policy misses the bound in most cases.
-    assert!(old_worse >= 2, "the old policy passes: the scenario shows nothing");
+    assert!(
+        old_worse >= 2,
+        "the old policy passes: the scenario shows nothing"
+    );
 }

@@ -218,7 +218,7 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
             return fallback(
                 format!("auto: {e}"),
                 serde_json::json!({ "preprocess_seconds": seconds }),
-            )
+            );
         }
         Err(Obtain::Fail(e)) => return Err(e),
     };

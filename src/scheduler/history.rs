@@ -1,0 +1,249 @@
+//! Speed history: each unit class's measured cost model, kept across runs, so that the work
+//! queue starts from what an earlier run of the same work measured instead of probing (as
+//! StarPU keeps its performance models per codelet and data size).
+//!
+//! One JSON file in the user's cache directory (`$XDG_CACHE_HOME/tuccompi/speeds.json`, else
+//! `~/.cache/tuccompi/speeds.json`; a relative `XDG_CACHE_HOME` is ignored, as the XDG rule
+//! says), beside the tuning cache. Entries are keyed by plugin, workload (the job's
+//! [`crate::plugin::Job::workload`]: its algorithm and input size), unit class (CPU model and
+//! worker count, or device name, driver and queues) and the tasks a unit asks for. An entry that
+//! is unreadable, of another version, or not a finite positive model is ignored with a note; a
+//! file that cannot be read is ignored the same way, and rewritten after the next run.
+
+use super::Estimate;
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The file format's version: entries of another are ignored.
+const VERSION: u32 = 1;
+/// Entries kept at most (the oldest go first).
+const MAX_ENTRIES: usize = 4096;
+
+/// One unit class's model, as a run measured it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct Saved {
+    latency: f64,
+    per_task: f64,
+    /// Tasks the measuring units ran (a model of a handful of tasks is weak).
+    tasks: u64,
+    /// Seconds since the epoch when it was stored (the oldest are dropped first).
+    stored: u64,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct File {
+    version: u32,
+    entries: BTreeMap<String, Saved>,
+}
+
+/// The speed history of this user (loaded at a run's start, stored at its end).
+#[derive(Debug, Default)]
+pub struct History {
+    path: Option<PathBuf>,
+    entries: BTreeMap<String, Saved>,
+}
+
+/// The history file's path: under `$XDG_CACHE_HOME` when it is absolute, else `~/.cache`.
+pub fn path() -> Option<PathBuf> {
+    let xdg = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute());
+    let base = xdg.or_else(|| {
+        std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .map(|h| h.join(".cache"))
+    })?;
+    Some(base.join("tuccompi").join("speeds.json"))
+}
+
+/// The key of a unit class's entry.
+pub fn key(plugin: &str, workload: &str, class: &str) -> String {
+    format!("{plugin} | {workload} | {class}")
+}
+
+fn valid(s: &Saved) -> bool {
+    s.latency.is_finite() && s.latency >= 0.0 && s.per_task.is_finite() && s.per_task > 0.0
+}
+
+impl History {
+    /// Load the history at `path`; a missing file is an empty history, and an unreadable one
+    /// is ignored with the note returned beside it.
+    pub fn load(path: &Path) -> (History, Option<String>) {
+        let empty = |note: Option<String>| {
+            (
+                History {
+                    path: Some(path.to_path_buf()),
+                    entries: BTreeMap::new(),
+                },
+                note,
+            )
+        };
+        let text = match std::fs::read(path) {
+            Ok(t) if t.len() > 64 << 20 => {
+                return empty(Some(format!(
+                    "{}: larger than 64 MiB, not a speed history; ignored (it is replaced after \
+                     this run)",
+                    path.display()
+                )))
+            }
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return empty(None),
+            Err(e) => {
+                return empty(Some(format!(
+                    "{}: {e}; the speed history is ignored",
+                    path.display()
+                )))
+            }
+        };
+        let file: File = match serde_json::from_slice(&text) {
+            Ok(f) => f,
+            Err(e) => {
+                return empty(Some(format!(
+                    "{}: unreadable ({e}); the speed history is ignored and replaced after this \
+                     run",
+                    path.display()
+                )))
+            }
+        };
+        if file.version != VERSION {
+            return empty(Some(format!(
+                "{}: version {} (this build writes {VERSION}); the speed history is ignored and \
+                 replaced after this run",
+                path.display(),
+                file.version
+            )));
+        }
+        let all = file.entries.len();
+        let entries: BTreeMap<String, Saved> =
+            file.entries.into_iter().filter(|(_, s)| valid(s)).collect();
+        let note = (entries.len() < all).then(|| {
+            format!(
+                "{}: {} entries with impossible models ignored",
+                path.display(),
+                all - entries.len()
+            )
+        });
+        (
+            History {
+                path: Some(path.to_path_buf()),
+                entries,
+            },
+            note,
+        )
+    }
+
+    /// The model stored for `key`, if any.
+    pub fn get(&self, key: &str) -> Option<Estimate> {
+        self.entries
+            .get(key)
+            .filter(|s| valid(s))
+            .map(|s| Estimate {
+                latency: s.latency,
+                per_task: s.per_task,
+            })
+    }
+
+    /// Remember `model` for `key`, measured over `tasks` tasks.
+    pub fn put(&mut self, key: String, model: Estimate, tasks: u64) {
+        let s = Saved {
+            latency: model.latency,
+            per_task: model.per_task,
+            tasks,
+            stored: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        };
+        if valid(&s) {
+            self.entries.insert(key, s);
+        }
+    }
+
+    /// Write the history back (creating its directory), replacing the file atomically.
+    pub fn save(&mut self) -> Result<()> {
+        let Some(path) = self.path.clone() else {
+            return Ok(());
+        };
+        while self.entries.len() > MAX_ENTRIES {
+            let oldest = self
+                .entries
+                .iter()
+                .min_by_key(|(_, s)| s.stored)
+                .map(|(k, _)| k.clone());
+            match oldest {
+                Some(k) => self.entries.remove(&k),
+                None => break,
+            };
+        }
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(Error::Output(format!(
+                "{}: not a file path for the speed history",
+                path.display()
+            )));
+        };
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        let file = File {
+            version: VERSION,
+            entries: std::mem::take(&mut self.entries),
+        };
+        let text = serde_json::to_string_pretty(&file).expect("the history serializes");
+        self.entries = file.entries;
+        crate::sink::write_file(dir, &name.to_string_lossy(), &text)
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn tmp(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("tuccompi-history-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d.join("speeds.json")
+    }
+
+    #[test]
+    fn a_stored_model_comes_back_and_bad_files_are_ignored_with_a_note() {
+        let p = tmp("roundtrip");
+        let (mut h, note) = History::load(&p);
+        assert!(note.is_none() && h.get("k").is_none());
+        let e = Estimate {
+            latency: 0.002,
+            per_task: 1.5e-4,
+        };
+        h.put("k".into(), e, 100);
+        h.put(
+            "bad".into(),
+            Estimate {
+                latency: f64::NAN,
+                per_task: 1.0,
+            },
+            1,
+        );
+        h.save().unwrap();
+        let (h, note) = History::load(&p);
+        assert!(note.is_none(), "{note:?}");
+        assert_eq!(h.get("k"), Some(e));
+        assert_eq!(h.get("bad"), None);
+        // Corrupt, another version, impossible entries: ignored, each with a note.
+        for (text, says) in [
+            ("{not json", "unreadable"),
+            (r#"{"version": 99, "entries": {}}"#, "version 99"),
+            (
+                r#"{"version": 1, "entries": {"x": {"latency": -1, "per_task": 0, "tasks": 1, "stored": 0}}}"#,
+                "impossible",
+            ),
+        ] {
+            std::fs::write(&p, text).unwrap();
+            let (h, note) = History::load(&p);
+            assert!(
+                note.as_deref().is_some_and(|n| n.contains(says)),
+                "{note:?}"
+            );
+            assert_eq!(h.get("x"), None);
+        }
+    }
+}
