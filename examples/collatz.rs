@@ -265,7 +265,6 @@ impl Worker for GpuWorker<'_> {
 #[allow(dead_code)] // the integration tests include this file as a module and run the plugin directly
 /// The whole `tuccompi` command line (`run`, `check`, `plugins`, `devices`, `--set`,
 /// `--resume`...) with this plugin beside the built-in ones.
-#[allow(dead_code)] // tests/example.rs includes this file as a module
 fn main() -> std::process::ExitCode {
     tuccompi::cli::main(&[&Collatz])
 }
