@@ -582,9 +582,8 @@ fn a_signal_while_the_input_loads_ends_at_once_and_writes_nothing() {
     let fifo = cwd.join("g.gr");
     let ok = Command::new("mkfifo").arg(&fifo).status().unwrap();
     assert!(ok.success());
-    let cfg =
-        format!("[run]\nplugin = \"apsp\"\n[input]\npath = \"g.gr\"\n[units]\nopencl = \"none\"\n");
-    write(&cwd, "f.toml", &cfg);
+    let cfg = "[run]\nplugin = \"apsp\"\n[input]\npath = \"g.gr\"\n[units]\nopencl = \"none\"\n";
+    write(&cwd, "f.toml", cfg);
     let child = Command::new(env!("CARGO_BIN_EXE_tuccompi"))
         .current_dir(&cwd)
         .args(["run", "f.toml"])
