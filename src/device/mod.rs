@@ -314,13 +314,25 @@ impl Device {
             .get_binaries()
             .map_err(|e| cl_err(&format!("reading the binary of {stem}.cl"), e))?;
         let log = program.get_build_log(self.cl.id()).unwrap_or_default();
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        for (i, b) in bins.iter().enumerate() {
-            let p = dir.join(format!("{name}.{i}.bin"));
-            std::fs::write(&p, b).map_err(|e| Error::io(&p, e))?;
+        if std::fs::symlink_metadata(dir).is_ok() && !dir.is_dir() {
+            return Err(Error::Config(format!(
+                "TUCCOMPI_DUMP_BINARIES = {}: {}, not a directory; name a directory for the \
+                 program binaries (it is created when missing)",
+                dir.display(),
+                crate::owned::describe(dir)
+            )));
         }
-        let p = dir.join(format!("{name}.log"));
-        std::fs::write(&p, format!("options: {opts}\n{log}")).map_err(|e| Error::io(&p, e))
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        // Each file renamed into place: a link at a name is replaced, never written through.
+        let hint = "move it away, or name another TUCCOMPI_DUMP_BINARIES directory";
+        for (i, b) in bins.iter().enumerate() {
+            crate::owned::write_atomic(&dir.join(format!("{name}.{i}.bin")), b, hint)?;
+        }
+        crate::owned::write_atomic(
+            &dir.join(format!("{name}.log")),
+            format!("options: {opts}\n{log}").as_bytes(),
+            hint,
+        )
     }
 
     /// A new kernel object `name` of `kernels` built with `options` (one per queue: kernel

@@ -1,0 +1,2 @@
+//! Files the run owns.
+use super::*;
