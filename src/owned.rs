@@ -247,14 +247,20 @@ pub fn sweep_dead(dir: &Path) -> u64 {
 /// The user's cache directory: `$XDG_CACHE_HOME` when it is an absolute path (the XDG rule:
 /// a relative one is ignored), else `$HOME/.cache` (when `HOME` is absolute).
 pub fn cache_home() -> Option<PathBuf> {
+    cache_home_of(
+        std::env::var_os("XDG_CACHE_HOME"),
+        std::env::var_os("HOME"),
+    )
+}
+
+/// [`cache_home`] from the two variables' values.
+fn cache_home_of(
+    xdg: Option<std::ffi::OsString>,
+    home: Option<std::ffi::OsString>,
+) -> Option<PathBuf> {
     let absolute = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
-    std::env::var_os("XDG_CACHE_HOME")
-        .and_then(absolute)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .and_then(absolute)
-                .map(|h| h.join(".cache"))
-        })
+    xdg.and_then(absolute)
+        .or_else(|| home.and_then(absolute).map(|h| h.join(".cache")))
 }
 
 #[cfg(test)]

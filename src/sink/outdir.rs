@@ -705,6 +705,121 @@ mod test {
     }
 
     #[test]
+    fn a_symlinked_lock_is_refused_and_its_target_untouched() {
+        let d = tmp("lock-link");
+        let v = d.join("v");
+        std::fs::write(&v, "a\nb\n").unwrap();
+        let out = d.join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::os::unix::fs::symlink(&v, out.join(LOCK)).unwrap();
+        let e = OutputDir::lock(&out, "pid 1 on here").unwrap_err().to_string();
+        assert!(e.contains("symbolic link") && e.contains("remove it"), "{e}");
+        assert!(!e.contains("a\nb") && !e.contains("in use"), "{e}");
+        assert_eq!(std::fs::read_to_string(&v).unwrap(), "a\nb\n");
+        // A directory or a hard link to someone's file there: refused the same way.
+        std::fs::remove_file(out.join(LOCK)).unwrap();
+        std::fs::hard_link(&v, out.join(LOCK)).unwrap();
+        assert!(OutputDir::lock(&out, "me").is_err());
+        assert_eq!(std::fs::read_to_string(&v).unwrap(), "a\nb\n");
+    }
+
+    #[test]
+    fn a_symlinked_files_list_temp_is_never_written_through() {
+        let d = tmp("list-link");
+        let v = d.join("v");
+        std::fs::write(&v, "precious").unwrap();
+        let out = d.join("out");
+        let o = OutputDir::lock(&out, "me").unwrap();
+        o.begin(&serde_json::json!({})).unwrap();
+        std::fs::write(o.partial().join("a.csv"), "1").unwrap();
+        // The temporary names of earlier versions, planted beside the list and in the folder.
+        std::os::unix::fs::symlink(&v, out.join(format!(".{FILES}.tmp"))).unwrap();
+        std::os::unix::fs::symlink(&v, o.partial().join(format!(".{COMMIT}.tmp"))).unwrap();
+        o.commit().unwrap();
+        assert_eq!(std::fs::read_to_string(&v).unwrap(), "precious");
+        let m = std::fs::symlink_metadata(out.join(FILES)).unwrap();
+        assert!(m.file_type().is_file(), ".tuccompi-files stays a plain file");
+        assert_eq!(std::fs::read_to_string(out.join(FILES)).unwrap(), "a.csv");
+    }
+
+    #[test]
+    fn a_files_list_naming_a_directory_or_link_does_not_wedge_the_commit() {
+        let d = tmp("list-dir");
+        let out = d.join("out");
+        let o = OutputDir::lock(&out, "me").unwrap();
+        std::fs::create_dir_all(out.join("photos")).unwrap();
+        std::fs::write(out.join("photos/p.jpg"), "x").unwrap();
+        std::fs::write(d.join("v"), "precious").unwrap();
+        std::os::unix::fs::symlink(d.join("v"), out.join("link")).unwrap();
+        std::fs::write(out.join("old.csv"), "old").unwrap();
+        std::fs::write(out.join(FILES), "photos\nlink\nold.csv\n../v\n.tuccompi.lock").unwrap();
+        for round in 0..2 {
+            o.begin(&serde_json::json!({})).unwrap();
+            std::fs::write(o.partial().join("a.csv"), "1").unwrap();
+            o.commit().unwrap_or_else(|e| panic!("round {round}: {e}"));
+        }
+        assert!(out.join("photos/p.jpg").exists(), "a folder is never deleted");
+        assert!(std::fs::symlink_metadata(out.join("link")).is_ok());
+        assert_eq!(std::fs::read_to_string(d.join("v")).unwrap(), "precious");
+        assert!(!out.join("old.csv").exists(), "the previous run's file goes");
+        assert!(out.join(LOCK).exists());
+    }
+
+    #[test]
+    fn a_file_at_the_partial_folder_is_named_and_removable() {
+        let d = tmp("stray");
+        let o = OutputDir::lock(&d, "me").unwrap();
+        std::fs::write(o.partial(), "x").unwrap();
+        assert!(!o.has_unfinished());
+        assert_eq!(o.stray_partial().as_deref(), Some("a file"));
+        let e = o.begin(&serde_json::json!({})).unwrap_err().to_string();
+        assert!(e.contains("--restart"), "{e}");
+        o.remove_stray_partial().unwrap();
+        o.begin(&serde_json::json!({})).unwrap();
+        assert!(o.has_unfinished());
+        // A link to a directory is not an unfinished run, and removing it keeps the target.
+        std::fs::remove_dir_all(o.partial()).unwrap();
+        let elsewhere = d.join("..").join(format!("tuccompi-outdir-{}-stray-elsewhere", std::process::id()));
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("keep"), "x").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, o.partial()).unwrap();
+        assert!(!o.has_unfinished() && o.stray_partial().unwrap().contains("symbolic link"));
+        o.remove_stray_partial().unwrap();
+        assert!(elsewhere.join("keep").exists());
+        let _ = std::fs::remove_dir_all(&elsewhere);
+    }
+
+    #[test]
+    fn a_missing_run_json_says_to_restart() {
+        let d = tmp("noid");
+        let o = OutputDir::lock(&d, "me").unwrap();
+        o.begin(&serde_json::json!({})).unwrap();
+        std::fs::remove_file(o.partial().join(IDENTITY)).unwrap();
+        let e = o.identity().unwrap_err().to_string();
+        assert!(e.contains("run.json is missing") && e.contains("--restart"), "{e}");
+    }
+
+    #[test]
+    fn a_dangling_link_tilde_or_virtual_filesystem_is_named() {
+        let d = tmp("odd-dirs");
+        let link = d.join("link");
+        std::os::unix::fs::symlink(d.join("nowhere"), &link).unwrap();
+        let e = validate(&link).unwrap_err().to_string();
+        assert!(e.contains("leads nowhere") && e.contains("nowhere"), "{e}");
+        let e = validate(Path::new("~/tuccompi-out")).unwrap_err().to_string();
+        assert!(e.contains("only a shell expands"), "{e}");
+        if let Some(home) = home_dir() {
+            assert!(e.contains(&home.join("tuccompi-out").display().to_string()), "{e}");
+        }
+        for virt in ["/proc/tuccompi-out", "/sys/tuccompi-out"] {
+            if Path::new(virt).parent().unwrap().exists() {
+                let e = available_space(Path::new(virt)).unwrap_err().to_string();
+                assert!(e.contains("holds no files") && !e.contains("free"), "{e}");
+            }
+        }
+    }
+
+    #[test]
     fn commit_replaces_the_previous_files_and_finishes_after_a_crash() {
         let d = tmp("commit");
         let o = OutputDir::lock(&d, "me").unwrap();
