@@ -314,15 +314,7 @@ impl Device {
             .get_binaries()
             .map_err(|e| cl_err(&format!("reading the binary of {stem}.cl"), e))?;
         let log = program.get_build_log(self.cl.id()).unwrap_or_default();
-        if std::fs::symlink_metadata(dir).is_ok() && !dir.is_dir() {
-            return Err(Error::Config(format!(
-                "TUCCOMPI_DUMP_BINARIES = {}: {}, not a directory; name a directory for the \
-                 program binaries (it is created when missing)",
-                dir.display(),
-                crate::owned::describe(dir)
-            )));
-        }
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        dump_dir(dir)?;
         // Each file renamed into place: a link at a name is replaced, never written through.
         let hint = "move it away, or name another TUCCOMPI_DUMP_BINARIES directory";
         for (i, b) in bins.iter().enumerate() {
@@ -397,6 +389,20 @@ impl Device {
     pub(crate) fn id(&self) -> cl_device_id {
         self.cl.id()
     }
+}
+
+/// Create the `TUCCOMPI_DUMP_BINARIES` directory `dir` (or find it): an error naming the
+/// variable when something other than a directory is there.
+fn dump_dir(dir: &std::path::Path) -> Result<()> {
+    if std::fs::symlink_metadata(dir).is_ok() && !dir.is_dir() {
+        return Err(Error::Config(format!(
+            "TUCCOMPI_DUMP_BINARIES = {}: it is {}, not a directory; name a directory for the \
+             program binaries (it is created when missing)",
+            dir.display(),
+            crate::owned::describe(dir)
+        )));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))
 }
 
 #[cfg(test)]
