@@ -21,7 +21,7 @@
 use crate::{Error, Result};
 use std::fs::{File, Metadata, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// What is at `path`, in words, for messages ("a symbolic link to /x", "a directory").
@@ -159,7 +159,10 @@ pub fn temp_beside(target: &Path) -> Result<tempfile::NamedTempFile> {
     let name = target
         .file_name()
         .map_or("file".into(), |s| s.to_string_lossy().into_owned());
+    // 0666 less the umask, as `File::create` gives: outputs are as readable as the user's
+    // other files (tempfile's default, 0600, is for secrets).
     tempfile::Builder::new()
+        .permissions(std::fs::Permissions::from_mode(0o666))
         .prefix(&format!(
             ".{name}{TMP_MARK}{}-{}.",
             host(),

@@ -150,3 +150,13 @@ fn a_relative_xdg_cache_home_is_ignored() {
     assert_eq!(cache_home_of(os("rel"), os("also-rel")), None);
     assert_eq!(cache_home_of(None, None), None);
 }
+
+#[test]
+fn whole_files_get_the_umask_mode_not_a_secret_one() {
+    let d = tmp("mode");
+    write_atomic(&d.join("r.json"), b"{}", "").unwrap();
+    let mode = std::fs::metadata(d.join("r.json")).unwrap().mode() & 0o777;
+    std::fs::write(d.join("plain"), "").unwrap();
+    let plain = std::fs::metadata(d.join("plain")).unwrap().mode() & 0o777;
+    assert_eq!(mode, plain);
+}

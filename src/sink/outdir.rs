@@ -242,8 +242,8 @@ pub fn available_space(dir: &Path) -> Result<u64> {
         return Err(refuse(
             dir,
             &format!(
-                "is on a filesystem that holds no files ({} is a virtual filesystem such as \
-                 /proc or /sys): choose a directory on a disk",
+                "is on a filesystem that holds no files ({} is on a virtual filesystem, like \
+                 /proc and /sys): choose a directory on a disk",
                 at.display()
             ),
         ));
@@ -411,7 +411,7 @@ impl OutputDir {
             stale,
         };
         let commit = out.partial().join(COMMIT);
-        if let (true, Some(names)) = (out.has_unfinished(), read_list(&commit)) {
+        if let Some(names) = out.has_unfinished().then(|| read_list(&commit)).flatten() {
             tracing::warn!(
                 "{}: finishing the commit of a run that was stopped while moving its files into place",
                 dir.display()

@@ -251,8 +251,9 @@ pub fn store<W: ChWeight>(path: &Path, key: &Key, h: &Hierarchy<W>) -> crate::Re
     };
     ownable(path).map_err(refuse)?;
     let mut tmp = crate::owned::temp_beside(path)?;
+    // Not synced: a cache cut short by a power failure is detected (its length, its checksum)
+    // and rebuilt.
     tmp.write_all(&out)
-        .and_then(|()| tmp.as_file().sync_data())
         .map_err(|e| crate::Error::io(tmp.path(), e))?;
     // Checked again just before the rename: a file that appeared meanwhile is not replaced.
     if std::fs::symlink_metadata(path).is_err() {
