@@ -238,10 +238,9 @@ pub fn sweep_dead(dir: &Path) -> u64 {
         let Ok(m) = std::fs::symlink_metadata(entry.path()) else {
             continue;
         };
-        if h == here && !alive(pid) && m.file_type().is_file() {
-            if std::fs::remove_file(entry.path()).is_ok() {
-                freed += m.len();
-            }
+        let dead = h == here && !alive(pid) && m.file_type().is_file();
+        if dead && std::fs::remove_file(entry.path()).is_ok() {
+            freed += m.len();
         }
     }
     freed
@@ -250,10 +249,7 @@ pub fn sweep_dead(dir: &Path) -> u64 {
 /// The user's cache directory: `$XDG_CACHE_HOME` when it is an absolute path (the XDG rule:
 /// a relative one is ignored), else `$HOME/.cache` (when `HOME` is absolute).
 pub fn cache_home() -> Option<PathBuf> {
-    cache_home_of(
-        std::env::var_os("XDG_CACHE_HOME"),
-        std::env::var_os("HOME"),
-    )
+    cache_home_of(std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME"))
 }
 
 /// [`cache_home`] from the two variables' values.

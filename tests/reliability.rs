@@ -856,7 +856,10 @@ fn a_hierarchy_path_holding_a_users_file_is_refused_not_replaced() {
     let set = format!("output.dir={:?}", dir.join("out").display().to_string());
     let (code, _, err) = tuccompi(&["run", "-q", cfg.to_str().unwrap(), "--set", &set], None);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("[apsp] hierarchy") && err.contains("not a tuccompi hierarchy"), "{err}");
+    assert!(
+        err.contains("[apsp] hierarchy") && err.contains("not a tuccompi hierarchy"),
+        "{err}"
+    );
     assert_eq!(std::fs::read_to_string(&precious).unwrap(), "precious\n");
 }
 
@@ -879,8 +882,13 @@ fn a_file_at_the_partial_folder_is_refused_and_removed_by_restart() {
     run_in(&dir, PLANTED, &cpu, &opts(Unfinished::Refuse)).unwrap();
     std::fs::write(dir.join(outdir::PARTIAL), "x").unwrap();
     for mode in [Unfinished::Refuse, Unfinished::Resume] {
-        let e = run_in(&dir, PLANTED, &cpu, &opts(mode)).unwrap_err().to_string();
-        assert!(e.contains("not tuccompi's folder") && e.contains("--restart"), "{mode:?}: {e}");
+        let e = run_in(&dir, PLANTED, &cpu, &opts(mode))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("not tuccompi's folder") && e.contains("--restart"),
+            "{mode:?}: {e}"
+        );
     }
     run_in(&dir, PLANTED, &cpu, &opts(Unfinished::Discard)).unwrap();
     assert!(!dir.join(outdir::PARTIAL).exists());
@@ -925,7 +933,12 @@ fn links_planted_in_the_partial_folder_are_not_followed_on_resume() {
     let victim = tmpdir("rel-planted-victim").join("v");
     std::fs::write(&victim, "precious").unwrap();
     // Earlier versions' temporary names, and an output's own name.
-    for name in [".report.json.tmp", ".planted.csv.tmp", ".COMMIT.tmp", "planted.csv"] {
+    for name in [
+        ".report.json.tmp",
+        ".planted.csv.tmp",
+        ".COMMIT.tmp",
+        "planted.csv",
+    ] {
         std::os::unix::fs::symlink(&victim, partial.join(name)).unwrap();
     }
     run_in(&dir, PLANTED, &cpu, &opts(&GOOD, Unfinished::Resume)).unwrap();
@@ -935,5 +948,8 @@ fn links_planted_in_the_partial_folder_are_not_followed_on_resume() {
         assert!(m.file_type().is_file(), "{name} is the run's own file");
     }
     let expect: String = (0..40).map(|t| format!("{}\n", t * t + 1)).collect();
-    assert_eq!(std::fs::read_to_string(dir.join("planted.csv")).unwrap(), expect);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("planted.csv")).unwrap(),
+        expect
+    );
 }

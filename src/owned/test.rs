@@ -115,8 +115,13 @@ fn temporaries_of_dead_writers_are_swept_and_live_ones_kept() {
     let (h, pid) = writer_of(live.path().file_name().unwrap().to_str().unwrap()).unwrap();
     assert_eq!((h, pid), (host().as_str(), std::process::id()));
     // pid_max is at most 2^22: this process cannot exist.
-    let dead = d.join(format!(".h.ch{TMP_MARK}{}-99999999.abc123{TMP_SUFFIX}", host()));
-    let other_host = d.join(format!(".h.ch{TMP_MARK}elsewhere-99999999.abc123{TMP_SUFFIX}"));
+    let dead = d.join(format!(
+        ".h.ch{TMP_MARK}{}-99999999.abc123{TMP_SUFFIX}",
+        host()
+    ));
+    let other_host = d.join(format!(
+        ".h.ch{TMP_MARK}elsewhere-99999999.abc123{TMP_SUFFIX}"
+    ));
     let not_ours = d.join(".h.ch.99999999.tmp");
     for p in [&dead, &other_host, &not_ours] {
         std::fs::write(p, "0123456789").unwrap();
@@ -127,7 +132,10 @@ fn temporaries_of_dead_writers_are_swept_and_live_ones_kept() {
     assert_eq!(sweep_dead(&d), 10);
     assert!(!dead.exists());
     assert!(live.path().exists(), "a live writer's file stays");
-    assert!(other_host.exists(), "another machine's pid means nothing here");
+    assert!(
+        other_host.exists(),
+        "another machine's pid means nothing here"
+    );
     assert!(not_ours.exists());
     assert!(v.exists() && std::fs::symlink_metadata(&dead_link).is_ok());
 }
@@ -135,10 +143,7 @@ fn temporaries_of_dead_writers_are_swept_and_live_ones_kept() {
 #[test]
 fn a_relative_xdg_cache_home_is_ignored() {
     let os = |s: &str| Some(std::ffi::OsString::from(s));
-    assert_eq!(
-        cache_home_of(os("/c"), os("/h")),
-        Some(PathBuf::from("/c"))
-    );
+    assert_eq!(cache_home_of(os("/c"), os("/h")), Some(PathBuf::from("/c")));
     assert_eq!(
         cache_home_of(os("~/c"), os("/h")),
         Some(PathBuf::from("/h/.cache"))

@@ -242,9 +242,8 @@ pub fn replay(
     words: usize,
     mut each: impl FnMut(Range<usize>, &[u64]),
 ) -> Result<Replayed> {
-    let bytes = owned::read(path, RESTART)?.ok_or_else(|| {
-        Error::io(path, std::io::Error::from(std::io::ErrorKind::NotFound))
-    })?;
+    let bytes = owned::read(path, RESTART)?
+        .ok_or_else(|| Error::io(path, std::io::Error::from(std::io::ErrorKind::NotFound)))?;
     let word = |i: usize| -> Option<u64> {
         bytes
             .get(i * 8..i * 8 + 8)

@@ -372,10 +372,7 @@ impl OutputDir {
             // cleanly while a process forked at that moment (by any thread of the process)
             // still shares its descriptor until it execs. Both pass within moments: look
             // again for up to a second before refusing.
-            if matches!(r, Err(TryLockError::WouldBlock))
-                && previous.is_empty()
-                && tries < 50
-            {
+            if matches!(r, Err(TryLockError::WouldBlock)) && previous.is_empty() && tries < 50 {
                 tries += 1;
                 std::thread::sleep(std::time::Duration::from_millis(20));
                 continue;
@@ -712,8 +709,13 @@ mod test {
         let out = d.join("out");
         std::fs::create_dir(&out).unwrap();
         std::os::unix::fs::symlink(&v, out.join(LOCK)).unwrap();
-        let e = OutputDir::lock(&out, "pid 1 on here").unwrap_err().to_string();
-        assert!(e.contains("symbolic link") && e.contains("remove it"), "{e}");
+        let e = OutputDir::lock(&out, "pid 1 on here")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("symbolic link") && e.contains("remove it"),
+            "{e}"
+        );
         assert!(!e.contains("a\nb") && !e.contains("in use"), "{e}");
         assert_eq!(std::fs::read_to_string(&v).unwrap(), "a\nb\n");
         // A directory or a hard link to someone's file there: refused the same way.
@@ -738,7 +740,10 @@ mod test {
         o.commit().unwrap();
         assert_eq!(std::fs::read_to_string(&v).unwrap(), "precious");
         let m = std::fs::symlink_metadata(out.join(FILES)).unwrap();
-        assert!(m.file_type().is_file(), ".tuccompi-files stays a plain file");
+        assert!(
+            m.file_type().is_file(),
+            ".tuccompi-files stays a plain file"
+        );
         assert_eq!(std::fs::read_to_string(out.join(FILES)).unwrap(), "a.csv");
     }
 
@@ -752,16 +757,26 @@ mod test {
         std::fs::write(d.join("v"), "precious").unwrap();
         std::os::unix::fs::symlink(d.join("v"), out.join("link")).unwrap();
         std::fs::write(out.join("old.csv"), "old").unwrap();
-        std::fs::write(out.join(FILES), "photos\nlink\nold.csv\n../v\n.tuccompi.lock").unwrap();
+        std::fs::write(
+            out.join(FILES),
+            "photos\nlink\nold.csv\n../v\n.tuccompi.lock",
+        )
+        .unwrap();
         for round in 0..2 {
             o.begin(&serde_json::json!({})).unwrap();
             std::fs::write(o.partial().join("a.csv"), "1").unwrap();
             o.commit().unwrap_or_else(|e| panic!("round {round}: {e}"));
         }
-        assert!(out.join("photos/p.jpg").exists(), "a folder is never deleted");
+        assert!(
+            out.join("photos/p.jpg").exists(),
+            "a folder is never deleted"
+        );
         assert!(std::fs::symlink_metadata(out.join("link")).is_ok());
         assert_eq!(std::fs::read_to_string(d.join("v")).unwrap(), "precious");
-        assert!(!out.join("old.csv").exists(), "the previous run's file goes");
+        assert!(
+            !out.join("old.csv").exists(),
+            "the previous run's file goes"
+        );
         assert!(out.join(LOCK).exists());
     }
 
@@ -779,7 +794,10 @@ mod test {
         assert!(o.has_unfinished());
         // A link to a directory is not an unfinished run, and removing it keeps the target.
         std::fs::remove_dir_all(o.partial()).unwrap();
-        let elsewhere = d.join("..").join(format!("tuccompi-outdir-{}-stray-elsewhere", std::process::id()));
+        let elsewhere = d.join("..").join(format!(
+            "tuccompi-outdir-{}-stray-elsewhere",
+            std::process::id()
+        ));
         std::fs::create_dir_all(&elsewhere).unwrap();
         std::fs::write(elsewhere.join("keep"), "x").unwrap();
         std::os::unix::fs::symlink(&elsewhere, o.partial()).unwrap();
@@ -796,7 +814,10 @@ mod test {
         o.begin(&serde_json::json!({})).unwrap();
         std::fs::remove_file(o.partial().join(IDENTITY)).unwrap();
         let e = o.identity().unwrap_err().to_string();
-        assert!(e.contains("run.json is missing") && e.contains("--restart"), "{e}");
+        assert!(
+            e.contains("run.json is missing") && e.contains("--restart"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -806,10 +827,15 @@ mod test {
         std::os::unix::fs::symlink(d.join("nowhere"), &link).unwrap();
         let e = validate(&link).unwrap_err().to_string();
         assert!(e.contains("leads nowhere") && e.contains("nowhere"), "{e}");
-        let e = validate(Path::new("~/tuccompi-out")).unwrap_err().to_string();
+        let e = validate(Path::new("~/tuccompi-out"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("only a shell expands"), "{e}");
         if let Some(home) = home_dir() {
-            assert!(e.contains(&home.join("tuccompi-out").display().to_string()), "{e}");
+            assert!(
+                e.contains(&home.join("tuccompi-out").display().to_string()),
+                "{e}"
+            );
         }
         for virt in ["/proc/tuccompi-out", "/sys/tuccompi-out"] {
             if Path::new(virt).parent().unwrap().exists() {

@@ -84,7 +84,11 @@ fn whole_files_go_through_a_hidden_temp_name() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     names.sort();
-    assert_eq!(names, vec![".summary.csv.tmp", "summary.csv"], "no temp file stays");
+    assert_eq!(
+        names,
+        vec![".summary.csv.tmp", "summary.csv"],
+        "no temp file stays"
+    );
 }
 
 #[test]
@@ -123,7 +127,10 @@ fn reopening_checks_shape_and_keeps_rows() {
         NpyRows::new("d.npy", 3, 2, NpyType::U64).unwrap(),
     ] {
         let e = other.open(&dir, false).unwrap_err().to_string();
-        assert!(e.contains("another matrix") && e.contains("--restart"), "{e}");
+        assert!(
+            e.contains("another matrix") && e.contains("--restart"),
+            "{e}"
+        );
     }
 }
 
@@ -157,7 +164,10 @@ fn a_planted_link_at_the_distances_file_is_never_followed() {
     for create in [true, false] {
         let m = NpyRows::new("d.npy", 3, 2, NpyType::U32).unwrap();
         let e = m.open(&part, create).unwrap_err().to_string();
-        assert!(e.contains("symbolic link") && e.contains("--restart"), "{e}");
+        assert!(
+            e.contains("symbolic link") && e.contains("--restart"),
+            "{e}"
+        );
     }
     // The journal of a resumed run, planted as a link: refused, not truncated nor appended.
     let j = part.join("journal");

@@ -170,7 +170,10 @@ fn a_hierarchy_path_holding_another_file_or_a_link_is_refused_never_replaced() {
             targets: false,
         };
         let e = choose(&g, false, &req).unwrap_err().to_string();
-        assert!(e.contains("[apsp] hierarchy") && e.contains("remove"), "{e}");
+        assert!(
+            e.contains("[apsp] hierarchy") && e.contains("remove"),
+            "{e}"
+        );
         assert_eq!(std::fs::read_to_string(&precious).unwrap(), "precious");
     }
     assert!(std::fs::symlink_metadata(&link)
