@@ -396,8 +396,10 @@ impl OutputDir {
             }
             Err(TryLockError::Error(e)) => return Err(Error::io(&path, e)),
         }
-        // The lock is ours: whoever wrote the old content is gone.
+        // The lock is ours: whoever wrote the old content is gone, and so is any writer that
+        // left a temporary file here (a kill while `.tuccompi-files` was written).
         let stale = Some(previous).filter(|s| !s.is_empty());
+        owned::sweep_dead(dir);
         lock.set_len(0)
             .and_then(|()| lock.rewind())
             .and_then(|()| writeln!(lock, "{holder}"))
@@ -805,6 +807,23 @@ mod test {
         o.remove_stray_partial().unwrap();
         assert!(elsewhere.join("keep").exists());
         let _ = std::fs::remove_dir_all(&elsewhere);
+    }
+
+    #[test]
+    fn a_killed_writers_temporary_in_the_output_directory_is_swept_by_the_next_lock() {
+        let d = tmp("sweep");
+        let live = owned::temp_beside(&d.join(FILES)).unwrap();
+        let name = live
+            .path()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let dead = name.replace(&format!("-{}.", std::process::id()), "-99999999.");
+        std::fs::write(d.join(&dead), "half a list").unwrap();
+        drop(live);
+        let _o = OutputDir::lock(&d, "me").unwrap();
+        assert!(!d.join(&dead).exists());
     }
 
     #[test]

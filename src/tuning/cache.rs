@@ -70,6 +70,9 @@ impl Cache {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         }
         let text = toml::to_string_pretty(self).map_err(|e| Error::Config(e.to_string()))?;
+        if let Some(dir) = p.parent() {
+            crate::owned::sweep_dead(dir);
+        }
         crate::owned::write_atomic(
             &p,
             text.as_bytes(),
