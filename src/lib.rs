@@ -24,6 +24,7 @@ pub mod device;
 mod error;
 pub mod graph;
 pub mod node;
+pub mod owned;
 pub mod plugin;
 #[path = "../plugins/mod.rs"]
 pub mod plugins;

@@ -261,14 +261,15 @@ impl std::fmt::Debug for Prepared<'_> {
 }
 
 /// Phase 1: resolve the plugin among `plugins` and `extra` and prepare its job (config,
-/// plugin, input, sources) for a run on `nodes` nodes. Writes nothing.
+/// plugin, input, sources) for a run on `nodes` nodes. Writes nothing, caches included
+/// (`tuccompi check`).
 pub fn prepare<'a>(
     plan: &Plan,
     plugins: &[&'a dyn Plugin],
     extra: &[&'a dyn Plugin],
     nodes: usize,
 ) -> Result<Prepared<'a>> {
-    prepare_sharing(plan, plugins, extra, nodes, None)
+    prepare_with(plan, plugins, extra, nodes, None, true)
 }
 
 /// [`prepare`], the ranks of one machine sharing one copy of the input graph through `graphs`.
@@ -279,8 +280,23 @@ pub fn prepare_sharing<'a>(
     nodes: usize,
     graphs: Option<&dyn crate::graph::GraphShare>,
 ) -> Result<Prepared<'a>> {
+    prepare_with(plan, plugins, extra, nodes, graphs, false)
+}
+
+fn prepare_with<'a>(
+    plan: &Plan,
+    plugins: &[&'a dyn Plugin],
+    extra: &[&'a dyn Plugin],
+    nodes: usize,
+    graphs: Option<&dyn crate::graph::GraphShare>,
+    dry_run: bool,
+) -> Result<Prepared<'a>> {
     let plugin = resolve_plugin(plan, plugins, extra)?;
-    let job = plugin.prepare(&PrepareCtx { plan, graphs })?;
+    let job = plugin.prepare(&PrepareCtx {
+        plan,
+        graphs,
+        dry_run,
+    })?;
     if nodes > 1 && !job.multi_node() {
         return Err(Error::Config(format!(
             "plugin {} computes one matrix in one process; run it without mpirun (it uses every core or a GPU of one node)",

@@ -801,3 +801,157 @@ fn the_size_check_refuses_an_output_too_big_for_the_disk() {
     let (_, stdout, _) = tuccompi(&["check", cfg, "--set", &set], None);
     assert!(!stdout.contains("warning: the outputs need"), "{stdout}");
 }
+
+/// An apsp config on a generated road graph with CPU PHAST (a hierarchy is built and cached).
+fn phast_cfg(extra: &str) -> String {
+    format!(
+        "[run]\nplugin = \"apsp\"\nsources = 300\n[input.generate]\nmodel = \"road\"\n\
+         vertices = 300\n[units]\nopencl = \"none\"\ncpu_workers = 1\n[apsp]\n\
+         cpu_algorithm = \"phast\"\n{extra}\n"
+    )
+}
+
+fn tuccompi_env(args: &[&str], env: &[(&str, &Path)]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (*k, *v)))
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!e.contains("panicked"), "panic: {e}");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        e,
+    )
+}
+
+#[test]
+fn check_writes_no_hierarchy_cache_and_run_does() {
+    let dir = tmpdir("rel-check-cache");
+    let cache = dir.join("xdg");
+    let cfg = dir.join("c.toml");
+    std::fs::write(&cfg, phast_cfg("")).unwrap();
+    let set = format!("output.dir={:?}", dir.join("out").display().to_string());
+    let env = [("XDG_CACHE_HOME", cache.as_path()), ("HOME", dir.as_path())];
+    let args = ["check", cfg.to_str().unwrap(), "--set", &set];
+    let (code, _, err) = tuccompi_env(&args, &env);
+    assert_eq!(code, 0, "{err}");
+    assert!(snapshot(&dir.join("xdg")).is_empty() && !dir.join(".cache").exists());
+    assert!(!dir.join("out").exists());
+    let (code, _, err) = tuccompi_env(&["run", "-q", cfg.to_str().unwrap(), "--set", &set], &env);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(snapshot(&cache.join("tuccompi/hierarchies")).len(), 1);
+}
+
+#[test]
+fn a_hierarchy_path_holding_a_users_file_is_refused_not_replaced() {
+    let dir = tmpdir("rel-hier-foreign");
+    let precious = dir.join("v4");
+    std::fs::write(&precious, "precious\n").unwrap();
+    let cfg = dir.join("c.toml");
+    std::fs::write(
+        &cfg,
+        phast_cfg(&format!("hierarchy = {:?}", precious.display().to_string())),
+    )
+    .unwrap();
+    let set = format!("output.dir={:?}", dir.join("out").display().to_string());
+    let (code, _, err) = tuccompi(&["run", "-q", cfg.to_str().unwrap(), "--set", &set], None);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("[apsp] hierarchy") && err.contains("not a tuccompi hierarchy"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "precious\n");
+}
+
+#[test]
+fn a_file_at_the_partial_folder_is_refused_and_removed_by_restart() {
+    let dir = tmpdir("rel-stray-partial");
+    static GOOD: Planted = Planted {
+        tasks: 20,
+        fail_at: None,
+        wrong_at: None,
+    };
+    let opts = |unfinished| RunOptions {
+        quiet: true,
+        extra_plugins: vec![&GOOD],
+        unfinished,
+        interrupt: None,
+        discover_early: false,
+    };
+    let cpu = ["units.opencl=none", "units.cpu_workers=1"];
+    run_in(&dir, PLANTED, &cpu, &opts(Unfinished::Refuse)).unwrap();
+    std::fs::write(dir.join(outdir::PARTIAL), "x").unwrap();
+    for mode in [Unfinished::Refuse, Unfinished::Resume] {
+        let e = run_in(&dir, PLANTED, &cpu, &opts(mode))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("not tuccompi's folder") && e.contains("--restart"),
+            "{mode:?}: {e}"
+        );
+    }
+    run_in(&dir, PLANTED, &cpu, &opts(Unfinished::Discard)).unwrap();
+    assert!(!dir.join(outdir::PARTIAL).exists());
+    // A link there: --restart removes the link, never what it leads to.
+    let elsewhere = tmpdir("rel-stray-partial-target");
+    std::fs::write(elsewhere.join("keep"), "x").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, dir.join(outdir::PARTIAL)).unwrap();
+    assert!(run_in(&dir, PLANTED, &cpu, &opts(Unfinished::Resume)).is_err());
+    run_in(&dir, PLANTED, &cpu, &opts(Unfinished::Discard)).unwrap();
+    assert_eq!(snapshot(&elsewhere).len(), 1);
+}
+
+#[test]
+fn links_planted_in_the_partial_folder_are_not_followed_on_resume() {
+    let dir = tmpdir("rel-planted-links");
+    static GOOD: Planted = Planted {
+        tasks: 40,
+        fail_at: None,
+        wrong_at: None,
+    };
+    static FAILS: Planted = Planted {
+        tasks: 40,
+        fail_at: Some(21),
+        wrong_at: None,
+    };
+    let opts = |p: &'static Planted, unfinished| RunOptions {
+        quiet: true,
+        extra_plugins: vec![p],
+        unfinished,
+        interrupt: None,
+        discover_early: false,
+    };
+    let cpu = [
+        "units.opencl=none",
+        "units.cpu_workers=1",
+        "scheduler.chunk=5",
+        "scheduler.policy=equitable",
+    ];
+    assert!(run_in(&dir, PLANTED, &cpu, &opts(&FAILS, Unfinished::Refuse)).is_err());
+    let partial = dir.join(outdir::PARTIAL);
+    assert!(partial.join(outdir::JOURNAL).exists());
+    let victim = tmpdir("rel-planted-victim").join("v");
+    std::fs::write(&victim, "precious").unwrap();
+    // Earlier versions' temporary names, and an output's own name.
+    for name in [
+        ".report.json.tmp",
+        ".planted.csv.tmp",
+        ".COMMIT.tmp",
+        "planted.csv",
+    ] {
+        std::os::unix::fs::symlink(&victim, partial.join(name)).unwrap();
+    }
+    run_in(&dir, PLANTED, &cpu, &opts(&GOOD, Unfinished::Resume)).unwrap();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    for name in ["report.json", "planted.csv"] {
+        let m = std::fs::symlink_metadata(dir.join(name)).unwrap();
+        assert!(m.file_type().is_file(), "{name} is the run's own file");
+    }
+    let expect: String = (0..40).map(|t| format!("{}\n", t * t + 1)).collect();
+    assert_eq!(
+        std::fs::read_to_string(dir.join("planted.csv")).unwrap(),
+        expect
+    );
+}

@@ -157,6 +157,7 @@ impl Plugin for Apsp {
             gpu: (units.opencl != crate::config::DeviceSel::None).then_some(options.gpu_request),
             sources: sources.len(),
             cache_path: options.hierarchy.as_deref(),
+            store: !ctx.dry_run,
             targets: targets.is_some(),
         };
         let choice = phast::auto::choose(&graph, wide, &request)?;

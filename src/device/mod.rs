@@ -319,13 +319,17 @@ impl Device {
             .get_binaries()
             .map_err(|e| cl_err(&format!("reading the binary of {stem}.cl"), e))?;
         let log = program.get_build_log(self.cl.id()).unwrap_or_default();
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        dump_dir(dir)?;
+        // Each file renamed into place: a link at a name is replaced, never written through.
+        let hint = "move it away, or name another TUCCOMPI_DUMP_BINARIES directory";
         for (i, b) in bins.iter().enumerate() {
-            let p = dir.join(format!("{name}.{i}.bin"));
-            std::fs::write(&p, b).map_err(|e| Error::io(&p, e))?;
+            crate::owned::write_atomic(&dir.join(format!("{name}.{i}.bin")), b, hint)?;
         }
-        let p = dir.join(format!("{name}.log"));
-        std::fs::write(&p, format!("options: {opts}\n{log}")).map_err(|e| Error::io(&p, e))
+        crate::owned::write_atomic(
+            &dir.join(format!("{name}.log")),
+            format!("options: {opts}\n{log}").as_bytes(),
+            hint,
+        )
     }
 
     /// A new kernel object `name` of `kernels` built with `options` (one per queue: kernel
@@ -390,6 +394,20 @@ impl Device {
     pub(crate) fn id(&self) -> cl_device_id {
         self.cl.id()
     }
+}
+
+/// Create the `TUCCOMPI_DUMP_BINARIES` directory `dir` (or find it): an error naming the
+/// variable when something other than a directory is there.
+fn dump_dir(dir: &std::path::Path) -> Result<()> {
+    if std::fs::symlink_metadata(dir).is_ok() && !dir.is_dir() {
+        return Err(Error::Config(format!(
+            "TUCCOMPI_DUMP_BINARIES = {}: it is {}, not a directory; name a directory for the \
+             program binaries (it is created when missing)",
+            dir.display(),
+            crate::owned::describe(dir)
+        )));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))
 }
 
 #[cfg(test)]

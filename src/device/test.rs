@@ -193,3 +193,19 @@ fn one_kernel_with_many_grid_sizes_on_two_queues() {
         }
     });
 }
+
+#[test]
+fn a_dump_binaries_path_naming_a_file_says_so() {
+    let d = std::env::temp_dir().join(format!("tuccompi-dump-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("file"), "x").unwrap();
+    let e = super::dump_dir(&d.join("file")).unwrap_err().to_string();
+    assert!(
+        e.contains("TUCCOMPI_DUMP_BINARIES") && e.contains("not a directory"),
+        "{e}"
+    );
+    super::dump_dir(&d.join("new/sub")).unwrap();
+    assert!(d.join("new/sub").is_dir());
+    let _ = std::fs::remove_dir_all(&d);
+}

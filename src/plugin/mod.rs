@@ -41,6 +41,8 @@ pub struct PrepareCtx<'a> {
     /// Under MPI, the ranks of this machine sharing one copy of the input graph
     /// (`plugins::common::load_csr` uses it).
     pub graphs: Option<&'a dyn crate::graph::GraphShare>,
+    /// `tuccompi check`: prepare writes nothing anywhere (no cache file; caches are only read).
+    pub dry_run: bool,
 }
 
 impl PrepareCtx<'_> {

@@ -41,6 +41,23 @@ impl Stage {
             );
         }
         let partial = out.partial();
+        // A file or a link at the partial folder's name: not an unfinished run; `--restart`
+        // removes it (a link itself, never what it leads to), anything else names it.
+        if let Some(what) = out.stray_partial() {
+            if mode == Unfinished::Discard {
+                out.remove_stray_partial()?;
+                tracing::warn!(
+                    "{}: removed {what} that stood where tuccompi keeps its unfinished run (--restart)",
+                    partial.display()
+                );
+            } else {
+                return Err(Error::Output(format!(
+                    "{} is {what}, not tuccompi's folder of an unfinished run: remove it, or \
+                     run with --restart, which removes it (a link itself, not what it leads to)",
+                    partial.display()
+                )));
+            }
+        }
         let identity = identity(plan, job)?;
         let resume = match (mode, out.has_unfinished()) {
             (Unfinished::Resume, false) => {
@@ -229,9 +246,11 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>)
 
 /// (tasks journaled, tasks) of the unfinished run in `partial`; (0, 0) when unreadable.
 pub(super) fn journaled(partial: &Path) -> (usize, usize) {
-    let id: Option<serde_json::Value> = std::fs::read_to_string(partial.join(outdir::IDENTITY))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok());
+    let id: Option<serde_json::Value> =
+        crate::owned::read(&partial.join(outdir::IDENTITY), "ignored")
+            .ok()
+            .flatten()
+            .and_then(|t| serde_json::from_slice(&t).ok());
     let Some(id) = id else { return (0, 0) };
     let tasks = id["tasks"].as_u64().unwrap_or(0) as usize;
     let words = id["record_words"].as_u64().unwrap_or(0) as usize;

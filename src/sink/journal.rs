@@ -16,13 +16,16 @@
 //! Appending never waits for a sync in progress: the I/O runs under its own lock, taken with
 //! `try_lock` by whichever unit finds the interval elapsed.
 
-use crate::{Error, Result};
+use crate::{owned, Error, Result};
 use parking_lot::Mutex;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// What a message about a journal that is not the run's says to do.
+const RESTART: &str = "start over with --restart (it discards the unfinished run)";
 
 /// First word of every entry.
 const MAGIC: u64 = u64::from_le_bytes(*b"TUCJRNL1");
@@ -93,15 +96,15 @@ impl Journal {
         bulk: Vec<PathBuf>,
         resume_at: Option<u64>,
     ) -> Result<Journal> {
-        let file = match resume_at {
-            None => File::create(path),
-            Some(len) => OpenOptions::new().write(true).open(path).and_then(|f| {
-                f.set_len(len)?;
-                Ok(f)
-            }),
-        }
-        .map_err(|e| Error::io(path, e))?;
-        let mut file = file;
+        // Created new, or reopened as the plain file it is: never through a link.
+        let mut file = match resume_at {
+            None => owned::create_new(path, RESTART)?,
+            Some(len) => {
+                let f = owned::reopen(path, true, RESTART)?;
+                f.set_len(len).map_err(|e| Error::io(path, e))?;
+                f
+            }
+        };
         use std::io::Seek;
         file.seek(std::io::SeekFrom::End(0))
             .map_err(|e| Error::io(path, e))?;
@@ -215,10 +218,8 @@ impl Journal {
         }
         // Rows before the entries that vouch for them.
         for b in &self.bulk {
-            OpenOptions::new()
-                .write(true)
-                .open(b)
-                .and_then(|f| f.sync_data())
+            owned::reopen(b, false, RESTART)?
+                .sync_data()
                 .map_err(|e| Error::io(b, e))?;
         }
         io.file
@@ -241,7 +242,8 @@ pub fn replay(
     words: usize,
     mut each: impl FnMut(Range<usize>, &[u64]),
 ) -> Result<Replayed> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let bytes = owned::read(path, RESTART)?
+        .ok_or_else(|| Error::io(path, std::io::Error::from(std::io::ErrorKind::NotFound)))?;
     let word = |i: usize| -> Option<u64> {
         bytes
             .get(i * 8..i * 8 + 8)

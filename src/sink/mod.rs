@@ -10,7 +10,7 @@
 pub mod journal;
 pub mod outdir;
 
-use crate::{Error, Result};
+use crate::{owned, Error, Result};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -97,37 +97,48 @@ impl NpyRows {
         self.header.len() as u64 + (self.rows as u64) * (self.cols as u64) * self.ty.size() as u64
     }
 
-    /// Open the file in `dir`. With `create`, create (truncate) it at its full size (unwritten
-    /// rows read as zero until written); without, open the file an earlier run or another MPI
-    /// rank created, after checking that its header and size are this matrix's.
+    /// Open the file in `dir`. With `create`, create it new at its full size (unwritten rows
+    /// read as zero until written; anything already at its name is an error, never replaced);
+    /// without, open the file an earlier run or another MPI rank created (never through a
+    /// link), after checking that its header and size are this matrix's.
     pub fn open(&self, dir: &Path, create: bool) -> Result<()> {
+        const RESTART: &str = "start over with --restart (it discards the unfinished run)";
         let path = dir.join(&self.name);
         let file = if create {
-            let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
+            let file = owned::create_new(&path, RESTART)?;
             file.write_all_at(&self.header, 0)
                 .map_err(|e| Error::io(&path, e))?;
             file.set_len(self.bytes())
                 .map_err(|e| Error::io(&path, e))?;
             file
         } else {
-            let file = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(&path)
-                .map_err(|e| Error::io(&path, e))?;
+            let file = owned::reopen(&path, true, RESTART)?;
             let len = file.metadata().map_err(|e| Error::io(&path, e))?.len();
             let mut head = vec![0u8; self.header.len()];
-            let same = len == self.bytes()
-                && file.read_exact_at(&mut head, 0).is_ok()
-                && head == self.header;
-            if !same {
+            let header_ok = file.read_exact_at(&mut head, 0).is_ok() && head == self.header;
+            let expected = format!(
+                "a {} x {} matrix of {} bytes",
+                self.rows,
+                self.cols,
+                self.bytes()
+            );
+            if !header_ok {
                 return Err(Error::Output(format!(
-                    "{}: {len} bytes with another header; expected a {} x {} matrix of {} bytes \
-                     (the file belongs to another run)",
+                    "{}: {len} bytes that do not begin with the header of {expected}: it holds \
+                     another matrix, not this run's; {RESTART}",
+                    path.display()
+                )));
+            }
+            if len != self.bytes() {
+                return Err(Error::Output(format!(
+                    "{}: {len} bytes, expected {expected}: the file was {} since the \
+                     unfinished run sized it (a full disk, or a change by hand); {RESTART}",
                     path.display(),
-                    self.rows,
-                    self.cols,
-                    self.bytes()
+                    if len < self.bytes() {
+                        "cut short"
+                    } else {
+                        "extended"
+                    }
                 )));
             }
             file
@@ -188,12 +199,15 @@ impl NpyRows {
     }
 }
 
-/// Write `text` to `dir/name` atomically (temp file + rename), so a reader never sees half a file.
+/// Write `text` to `dir/name` atomically (an exclusive temporary file beside it, renamed into
+/// place: [`owned::write_atomic`]), so a reader never sees half a file and nothing is written
+/// through a link.
 pub fn write_file(dir: &Path, name: &str, text: &str) -> Result<()> {
-    let tmp = dir.join(format!(".{name}.tmp"));
-    let dst = dir.join(name);
-    std::fs::write(&tmp, text).map_err(|e| Error::io(&tmp, e))?;
-    std::fs::rename(&tmp, &dst).map_err(|e| Error::io(&dst, e))
+    owned::write_atomic(
+        &dir.join(name),
+        text.as_bytes(),
+        "move it away (tuccompi writes its file of that name here)",
+    )
 }
 
 #[cfg(test)]

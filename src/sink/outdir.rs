@@ -4,8 +4,8 @@
 //! Layout of `output.dir`:
 //! - the files of the last complete run (`report.json`, `summary.csv`, ...), listed in
 //!   `.tuccompi-files`;
-//! - `.tuccompi.lock`: locked (`flock`, through `fs4`) by the run that writes here, and naming
-//!   it ("pid P on HOST") for the message a second run gets. The kernel drops the lock when its
+//! - `.tuccompi.lock`: locked (`flock`, through `File::try_lock`) by the run that writes here,
+//!   and naming it ("pid P on HOST") for the message a second run gets. The kernel drops the lock when its
 //!   process dies, however it dies, so a lock file left behind by a killed run is stale by
 //!   construction: the next run takes it over (and says so, since a clean end empties it);
 //! - `.tuccompi-partial/`: the unfinished run, if any: its outputs so far, `run.json` (what it
@@ -18,10 +18,17 @@
 //! removed. A commit cut short (a crash between two renames) is finished by the next run that
 //! takes the lock. So the directory holds the files of one complete run, plus at most one
 //! unfinished run in its partial folder, and a run that fails never touches the complete result.
+//! During the commit itself (moments) a reader can see some new files beside old ones; the
+//! README says so.
+//!
+//! Every file here is written through [`crate::owned`]: created new or renamed into place,
+//! never through a link; only plain files at names the run owns (its list, its reserved
+//! names) are removed or replaced, and a directory or a link at such a name is left alone.
 
+use crate::owned;
 use crate::sink::write_file;
 use crate::{Error, Result};
-use std::fs::{File, OpenOptions};
+use std::fs::{File, TryLockError};
 use std::io::{Read, Seek, Write};
 use std::path::{Component, Path, PathBuf};
 
@@ -52,6 +59,16 @@ fn refuse(dir: &Path, why: &str) -> Error {
         dir.display().to_string()
     ))
 }
+
+/// Whether `name` (from a file list) names a plain entry of the output directory: not empty,
+/// not hidden (the run's own bookkeeping), no path separator (nothing outside the directory).
+fn plain_name(name: &str) -> bool {
+    !name.is_empty() && !name.starts_with('.') && !name.contains('/')
+}
+
+/// What the hint of a message about a file in the partial folder says to do.
+const RESTART: &str = "start over with --restart (it discards the unfinished run's folder, \
+                       removing links without following them)";
 
 /// `path` made absolute, `.` and `..` resolved lexically, then the longest existing prefix
 /// resolved by the filesystem (symbolic links).
@@ -104,6 +121,32 @@ pub fn validate(dir: &Path) -> Result<()> {
                 .into(),
         ));
     }
+    // A shell expands `~`; TOML and tuccompi do not: the run would make a folder named `~`.
+    if dir.starts_with("~") {
+        return Err(refuse(
+            dir,
+            &format!(
+                "starts with ~, which only a shell expands: write the full path{}",
+                home_dir().map_or(String::new(), |h| format!(
+                    ", e.g. \"{}\"",
+                    h.join(dir.strip_prefix("~").unwrap_or(dir)).display()
+                ))
+            ),
+        ));
+    }
+    // A link to nothing: creating the directory would fail with a bare "File exists".
+    if let Ok(m) = std::fs::symlink_metadata(dir) {
+        if m.file_type().is_symlink() && !dir.exists() {
+            return Err(refuse(
+                dir,
+                &format!(
+                    "is {} that leads nowhere: create the directory it names, remove the \
+                     link, or choose another output.dir",
+                    owned::describe(dir)
+                ),
+            ));
+        }
+    }
     let r = resolve(dir)?;
     if r.parent().is_none() {
         return Err(refuse(
@@ -126,11 +169,15 @@ pub fn validate(dir: &Path) -> Result<()> {
             ));
         }
     }
-    if let Some(home) = std::env::var_os("HOME").and_then(|h| Path::new(&h).canonicalize().ok()) {
+    if let Some(home) = home_dir().and_then(|h| h.canonicalize().ok()) {
         if home.starts_with(&r) {
             return Err(refuse(
                 dir,
-                "is your home directory (or contains it); name a directory of its own, e.g. \"~/tuccompi-out\"",
+                &format!(
+                    "is your home directory (or contains it); name a directory of its own, \
+                     e.g. \"{}\"",
+                    home.join("tuccompi-out").display()
+                ),
             ));
         }
     }
@@ -178,10 +225,30 @@ pub fn validate(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Bytes available to this user on the filesystem that holds (or will hold) `dir`.
+/// `$HOME`, when set and absolute.
+fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
+}
+
+/// Bytes available to this user on the filesystem that holds (or will hold) `dir`; an error
+/// for a filesystem that holds no files (`/proc`, `/sys`: no blocks at all), which would
+/// otherwise read as full.
 pub fn available_space(dir: &Path) -> Result<u64> {
     let at = nearest_existing(dir)?;
-    fs4::available_space(&at).map_err(|e| Error::io(&at, e))
+    let st = rustix::fs::statvfs(&at).map_err(|e| Error::io(&at, e.into()))?;
+    if st.f_blocks == 0 {
+        return Err(refuse(
+            dir,
+            &format!(
+                "is on a filesystem that holds no files ({} is on a virtual filesystem, like \
+                 /proc and /sys): choose a directory on a disk",
+                at.display()
+            ),
+        ));
+    }
+    Ok(st.f_bavail.saturating_mul(st.f_frsize))
 }
 
 /// Refuse a run whose outputs need `need` more bytes than the `free` bytes on `dir`'s disk.
@@ -238,10 +305,50 @@ pub struct OutputDir {
     stale: Option<String>,
 }
 
-fn sync_path(p: &Path) -> Result<()> {
+/// Sync a directory (its entries: renames, new files).
+fn sync_dir(p: &Path) -> Result<()> {
     File::open(p)
         .and_then(|f| f.sync_all())
         .map_err(|e| Error::io(p, e))
+}
+
+/// Sync a file of the run (never through a link).
+fn sync_file(p: &Path) -> Result<()> {
+    owned::reopen(p, false, RESTART)?
+        .sync_all()
+        .map_err(|e| Error::io(p, e))
+}
+
+/// Read the names of a list file of the run (`.tuccompi-files`, `COMMIT`); `None` when there
+/// is none, or when something other than a plain file is there (it is not the run's list:
+/// warned and ignored).
+fn read_list(p: &Path) -> Option<Vec<String>> {
+    match owned::read(p, "it is ignored") {
+        Ok(Some(bytes)) => Some(
+            String::from_utf8_lossy(&bytes)
+                .lines()
+                .map(str::to_string)
+                .collect(),
+        ),
+        Ok(None) => None,
+        Err(e) => {
+            tracing::warn!("{e}");
+            None
+        }
+    }
+}
+
+/// The first line of a lock file's content, at most 200 bytes of it (a holder is one short
+/// line: "pid P on HOST"), for messages.
+fn holder_line(lock: &mut File) -> String {
+    let mut head = Vec::new();
+    let _ = Read::by_ref(lock).take(200).read_to_end(&mut head);
+    String::from_utf8_lossy(&head)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string()
 }
 
 impl OutputDir {
@@ -251,26 +358,21 @@ impl OutputDir {
     pub fn lock(dir: &Path, holder: &str) -> Result<OutputDir> {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let path = dir.join(LOCK);
-        let mut lock = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| Error::io(&path, e))?;
-        let mut previous = String::new();
-        let _ = lock.read_to_string(&mut previous);
+        // Never through a link, never another kind of file: a link planted here would have its
+        // target truncated and its content quoted in the messages below.
+        let mut lock = owned::open_or_create(
+            &path,
+            "remove it (the name is tuccompi's lock file) or choose another output.dir",
+        )?;
+        let previous = holder_line(&mut lock);
         let mut tries = 0;
         let taken = loop {
-            let r = fs4::FileExt::try_lock(&lock);
+            let r = lock.try_lock();
             // An empty lock file held by someone: a run that is starting, or one that ended
             // cleanly while a process forked at that moment (by any thread of the process)
             // still shares its descriptor until it execs. Both pass within moments: look
             // again for up to a second before refusing.
-            if matches!(r, Err(fs4::TryLockError::WouldBlock))
-                && previous.trim().is_empty()
-                && tries < 50
-            {
+            if matches!(r, Err(TryLockError::WouldBlock)) && previous.is_empty() && tries < 50 {
                 tries += 1;
                 std::thread::sleep(std::time::Duration::from_millis(20));
                 continue;
@@ -279,8 +381,8 @@ impl OutputDir {
         };
         match taken {
             Ok(()) => {}
-            Err(fs4::TryLockError::WouldBlock) => {
-                let who = previous.trim();
+            Err(TryLockError::WouldBlock) => {
+                let who = previous.as_str();
                 return Err(Error::Output(format!(
                     "{} is in use by another tuccompi run ({}); wait for it to end, or stop it \
                      and continue its work with --resume",
@@ -292,10 +394,12 @@ impl OutputDir {
                     }
                 )));
             }
-            Err(fs4::TryLockError::Error(e)) => return Err(Error::io(&path, e)),
+            Err(TryLockError::Error(e)) => return Err(Error::io(&path, e)),
         }
-        // The lock is ours: whoever wrote the old content is gone.
-        let stale = Some(previous.trim().to_string()).filter(|s| !s.is_empty());
+        // The lock is ours: whoever wrote the old content is gone, and so is any writer that
+        // left a temporary file here (a kill while `.tuccompi-files` was written).
+        let stale = Some(previous).filter(|s| !s.is_empty());
+        owned::sweep_dead(dir);
         lock.set_len(0)
             .and_then(|()| lock.rewind())
             .and_then(|()| writeln!(lock, "{holder}"))
@@ -306,9 +410,7 @@ impl OutputDir {
             stale,
         };
         let commit = out.partial().join(COMMIT);
-        if commit.exists() {
-            let text = std::fs::read_to_string(&commit).map_err(|e| Error::io(&commit, e))?;
-            let names: Vec<String> = text.lines().map(str::to_string).collect();
+        if let Some(names) = out.has_unfinished().then(|| read_list(&commit)).flatten() {
             tracing::warn!(
                 "{}: finishing the commit of a run that was stopped while moving its files into place",
                 dir.display()
@@ -333,16 +435,47 @@ impl OutputDir {
         self.dir.join(PARTIAL)
     }
 
-    /// Whether an unfinished run is here.
+    /// Whether an unfinished run is here (a directory, not a link to one).
     pub fn has_unfinished(&self) -> bool {
-        self.partial().is_dir()
+        std::fs::symlink_metadata(self.partial()).is_ok_and(|m| m.is_dir())
+    }
+
+    /// What is at the partial folder's name when it is not a directory (a file, a link), in
+    /// words; `None` when it is a directory or absent.
+    pub fn stray_partial(&self) -> Option<String> {
+        let p = self.partial();
+        std::fs::symlink_metadata(&p)
+            .ok()
+            .filter(|m| !m.is_dir())
+            .map(|_| owned::describe(&p))
+    }
+
+    /// Remove what [`Self::stray_partial`] found (for `--restart`): a link is removed itself,
+    /// never what it leads to; a file is removed (the name is tuccompi's).
+    pub fn remove_stray_partial(&self) -> Result<()> {
+        let p = self.partial();
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.is_dir() => Ok(()),
+            Ok(m) if m.file_type().is_symlink() || m.file_type().is_file() => {
+                std::fs::remove_file(&p).map_err(|e| Error::io(&p, e))
+            }
+            Ok(_) => Err(owned::foreign(&p, "remove it yourself")),
+            Err(_) => Ok(()),
+        }
     }
 
     /// What the unfinished run computes (its `run.json`).
     pub fn identity(&self) -> Result<serde_json::Value> {
         let p = self.partial().join(IDENTITY);
-        let text = std::fs::read_to_string(&p).map_err(|e| Error::io(&p, e))?;
-        serde_json::from_str(&text).map_err(|e| {
+        let bytes = owned::read(&p, RESTART)?.ok_or_else(|| {
+            Error::Output(format!(
+                "{} is missing: the unfinished run in {} cannot be checked against this one \
+                 (it was stopped while starting, or the file was removed); {RESTART}",
+                p.display(),
+                self.partial().display()
+            ))
+        })?;
+        serde_json::from_slice(&bytes).map_err(|e| {
             Error::Output(format!(
                 "{}: unreadable ({e}); discard the unfinished run with --restart",
                 p.display()
@@ -362,9 +495,18 @@ impl OutputDir {
         )
     }
 
-    /// Remove the unfinished run, if any.
+    /// Remove the unfinished run, if any. Links inside it are removed, never followed
+    /// (`remove_dir_all`); something other than a directory at its name is an error (see
+    /// [`Self::remove_stray_partial`]).
     pub fn discard(&self) -> Result<()> {
         let p = self.partial();
+        if self.stray_partial().is_some() {
+            return Err(owned::foreign(
+                &p,
+                "remove it, or run with --restart, which removes it (a link itself, not what \
+                 it leads to)",
+            ));
+        }
         match std::fs::remove_dir_all(&p) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(&p, e)),
             _ => Ok(()),
@@ -379,49 +521,70 @@ impl OutputDir {
         for e in std::fs::read_dir(&p).map_err(|e| Error::io(&p, e))? {
             let e = e.map_err(|e| Error::io(&p, e))?;
             let name = e.file_name().to_string_lossy().into_owned();
-            let skip =
-                [JOURNAL, IDENTITY, COMMIT].contains(&name.as_str()) || name.starts_with('.');
+            let skip = [JOURNAL, IDENTITY, COMMIT].contains(&name.as_str()) || !plain_name(&name);
+            // Only the run's plain files: a link or a folder planted here is not an output.
             if !skip && e.file_type().map(|t| t.is_file()).unwrap_or(false) {
-                sync_path(&e.path())?;
+                sync_file(&e.path())?;
                 names.push(name);
             }
         }
         names.sort();
         write_file(&p, COMMIT, &names.join("\n"))?;
-        sync_path(&p.join(COMMIT))?;
-        sync_path(&p)?;
+        sync_dir(&p)?;
         self.apply_commit(&names)
     }
 
     fn apply_commit(&self, names: &[String]) -> Result<()> {
         let p = self.partial();
         let list = self.dir.join(FILES);
-        let old: Vec<String> = match std::fs::read_to_string(&list) {
-            Ok(text) => text.lines().map(str::to_string).collect(),
-            Err(_) => LEGACY.iter().map(|s| s.to_string()).collect(),
-        };
+        // A list names only plain entries of this directory (a planted `COMMIT` or
+        // `.tuccompi-files` cannot move or remove anything elsewhere).
+        let names: Vec<&String> = names
+            .iter()
+            .filter(|n| plain_name(n) && ![JOURNAL, IDENTITY].contains(&n.as_str()))
+            .collect();
+        let old: Vec<String> =
+            read_list(&list).unwrap_or_else(|| LEGACY.iter().map(|s| s.to_string()).collect());
         for o in old.iter().filter(|o| !names.contains(o)) {
-            if o.contains('/') || o.starts_with('.') {
+            if !plain_name(o) {
                 continue;
             }
-            match std::fs::remove_file(self.dir.join(o)) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(Error::io(self.dir.join(o), e))
-                }
-                _ => {}
+            let path = self.dir.join(o);
+            // Only a plain file is the previous run's output; a folder or a link at its name
+            // is someone else's and stays (a wedge otherwise: every commit would fail on it).
+            if !owned::remove_plain(&path)? && std::fs::symlink_metadata(&path).is_ok() {
+                tracing::warn!(
+                    "{}: left alone: it is {}, not the previous run's file that {} names",
+                    path.display(),
+                    owned::describe(&path),
+                    list.display()
+                );
             }
         }
-        for n in names {
+        for n in &names {
             let from = p.join(n);
-            if from.exists() {
+            let ours = std::fs::symlink_metadata(&from).is_ok_and(|m| m.file_type().is_file());
+            if ours {
                 let to = self.dir.join(n);
+                if std::fs::symlink_metadata(&to).is_ok_and(|m| m.is_dir()) {
+                    return Err(owned::foreign(
+                        &to,
+                        &format!(
+                            "move it away, then run again: the finished run waits in {} and \
+                             the next run moves it into place",
+                            p.display()
+                        ),
+                    ));
+                }
+                // A link at `to` is replaced as a name; what it leads to is not touched.
                 std::fs::rename(&from, &to).map_err(|e| Error::io(&to, e))?;
             }
         }
-        write_file(&self.dir, FILES, &names.join("\n"))?;
-        sync_path(&self.dir)?;
+        let text: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
+        write_file(&self.dir, FILES, &text.join("\n"))?;
+        sync_dir(&self.dir)?;
         std::fs::remove_dir_all(&p).map_err(|e| Error::io(&p, e))?;
-        sync_path(&self.dir)
+        sync_dir(&self.dir)
     }
 }
 
@@ -512,7 +675,7 @@ mod test {
         let d = tmp("moment");
         std::fs::write(d.join(LOCK), "").unwrap();
         let other = File::open(d.join(LOCK)).unwrap();
-        fs4::FileExt::try_lock(&other).unwrap();
+        other.try_lock().unwrap();
         let t = std::time::Instant::now();
         let release = std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_millis(100));
@@ -525,7 +688,7 @@ mod test {
         // Named: refused without waiting out the second.
         std::fs::write(d.join(LOCK), "pid 5 on there\n").unwrap();
         let held = File::open(d.join(LOCK)).unwrap();
-        fs4::FileExt::try_lock(&held).unwrap();
+        held.try_lock().unwrap();
         let e = OutputDir::lock(&d, "pid 6 on here")
             .unwrap_err()
             .to_string();
@@ -538,6 +701,167 @@ mod test {
         std::fs::write(d.join(LOCK), "pid 999999 on gone\n").unwrap();
         let o = OutputDir::lock(&d, "pid 3 on here").unwrap();
         assert_eq!(o.stale_holder(), Some("pid 999999 on gone"));
+    }
+
+    #[test]
+    fn a_symlinked_lock_is_refused_and_its_target_untouched() {
+        let d = tmp("lock-link");
+        let v = d.join("v");
+        std::fs::write(&v, "a\nb\n").unwrap();
+        let out = d.join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::os::unix::fs::symlink(&v, out.join(LOCK)).unwrap();
+        let e = OutputDir::lock(&out, "pid 1 on here")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("symbolic link") && e.contains("remove it"),
+            "{e}"
+        );
+        assert!(!e.contains("a\nb") && !e.contains("in use"), "{e}");
+        assert_eq!(std::fs::read_to_string(&v).unwrap(), "a\nb\n");
+        // A directory or a hard link to someone's file there: refused the same way.
+        std::fs::remove_file(out.join(LOCK)).unwrap();
+        std::fs::hard_link(&v, out.join(LOCK)).unwrap();
+        assert!(OutputDir::lock(&out, "me").is_err());
+        assert_eq!(std::fs::read_to_string(&v).unwrap(), "a\nb\n");
+    }
+
+    #[test]
+    fn a_symlinked_files_list_temp_is_never_written_through() {
+        let d = tmp("list-link");
+        let v = d.join("v");
+        std::fs::write(&v, "precious").unwrap();
+        let out = d.join("out");
+        let o = OutputDir::lock(&out, "me").unwrap();
+        o.begin(&serde_json::json!({})).unwrap();
+        std::fs::write(o.partial().join("a.csv"), "1").unwrap();
+        // The temporary names of earlier versions, planted beside the list and in the folder.
+        std::os::unix::fs::symlink(&v, out.join(format!(".{FILES}.tmp"))).unwrap();
+        std::os::unix::fs::symlink(&v, o.partial().join(format!(".{COMMIT}.tmp"))).unwrap();
+        o.commit().unwrap();
+        assert_eq!(std::fs::read_to_string(&v).unwrap(), "precious");
+        let m = std::fs::symlink_metadata(out.join(FILES)).unwrap();
+        assert!(
+            m.file_type().is_file(),
+            ".tuccompi-files stays a plain file"
+        );
+        assert_eq!(std::fs::read_to_string(out.join(FILES)).unwrap(), "a.csv");
+    }
+
+    #[test]
+    fn a_files_list_naming_a_directory_or_link_does_not_wedge_the_commit() {
+        let d = tmp("list-dir");
+        let out = d.join("out");
+        let o = OutputDir::lock(&out, "me").unwrap();
+        std::fs::create_dir_all(out.join("photos")).unwrap();
+        std::fs::write(out.join("photos/p.jpg"), "x").unwrap();
+        std::fs::write(d.join("v"), "precious").unwrap();
+        std::os::unix::fs::symlink(d.join("v"), out.join("link")).unwrap();
+        std::fs::write(out.join("old.csv"), "old").unwrap();
+        std::fs::write(
+            out.join(FILES),
+            "photos\nlink\nold.csv\n../v\n.tuccompi.lock",
+        )
+        .unwrap();
+        for round in 0..2 {
+            o.begin(&serde_json::json!({})).unwrap();
+            std::fs::write(o.partial().join("a.csv"), "1").unwrap();
+            o.commit().unwrap_or_else(|e| panic!("round {round}: {e}"));
+        }
+        assert!(
+            out.join("photos/p.jpg").exists(),
+            "a folder is never deleted"
+        );
+        assert!(std::fs::symlink_metadata(out.join("link")).is_ok());
+        assert_eq!(std::fs::read_to_string(d.join("v")).unwrap(), "precious");
+        assert!(
+            !out.join("old.csv").exists(),
+            "the previous run's file goes"
+        );
+        assert!(out.join(LOCK).exists());
+    }
+
+    #[test]
+    fn a_file_at_the_partial_folder_is_named_and_removable() {
+        let d = tmp("stray");
+        let o = OutputDir::lock(&d, "me").unwrap();
+        std::fs::write(o.partial(), "x").unwrap();
+        assert!(!o.has_unfinished());
+        assert_eq!(o.stray_partial().as_deref(), Some("a file"));
+        let e = o.begin(&serde_json::json!({})).unwrap_err().to_string();
+        assert!(e.contains("--restart"), "{e}");
+        o.remove_stray_partial().unwrap();
+        o.begin(&serde_json::json!({})).unwrap();
+        assert!(o.has_unfinished());
+        // A link to a directory is not an unfinished run, and removing it keeps the target.
+        std::fs::remove_dir_all(o.partial()).unwrap();
+        let elsewhere = d.join("..").join(format!(
+            "tuccompi-outdir-{}-stray-elsewhere",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("keep"), "x").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, o.partial()).unwrap();
+        assert!(!o.has_unfinished() && o.stray_partial().unwrap().contains("symbolic link"));
+        o.remove_stray_partial().unwrap();
+        assert!(elsewhere.join("keep").exists());
+        let _ = std::fs::remove_dir_all(&elsewhere);
+    }
+
+    #[test]
+    fn a_killed_writers_temporary_in_the_output_directory_is_swept_by_the_next_lock() {
+        let d = tmp("sweep");
+        let live = owned::temp_beside(&d.join(FILES)).unwrap();
+        let name = live
+            .path()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let dead = name.replace(&format!("-{}.", std::process::id()), "-99999999.");
+        std::fs::write(d.join(&dead), "half a list").unwrap();
+        drop(live);
+        let _o = OutputDir::lock(&d, "me").unwrap();
+        assert!(!d.join(&dead).exists());
+    }
+
+    #[test]
+    fn a_missing_run_json_says_to_restart() {
+        let d = tmp("noid");
+        let o = OutputDir::lock(&d, "me").unwrap();
+        o.begin(&serde_json::json!({})).unwrap();
+        std::fs::remove_file(o.partial().join(IDENTITY)).unwrap();
+        let e = o.identity().unwrap_err().to_string();
+        assert!(
+            e.contains("run.json is missing") && e.contains("--restart"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_dangling_link_tilde_or_virtual_filesystem_is_named() {
+        let d = tmp("odd-dirs");
+        let link = d.join("link");
+        std::os::unix::fs::symlink(d.join("nowhere"), &link).unwrap();
+        let e = validate(&link).unwrap_err().to_string();
+        assert!(e.contains("leads nowhere") && e.contains("nowhere"), "{e}");
+        let e = validate(Path::new("~/tuccompi-out"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("only a shell expands"), "{e}");
+        if let Some(home) = home_dir() {
+            assert!(
+                e.contains(&home.join("tuccompi-out").display().to_string()),
+                "{e}"
+            );
+        }
+        for virt in ["/proc/tuccompi-out", "/sys/tuccompi-out"] {
+            if Path::new(virt).parent().unwrap().exists() {
+                let e = available_space(Path::new(virt)).unwrap_err().to_string();
+                assert!(e.contains("holds no files") && !e.contains("free"), "{e}");
+            }
+        }
     }
 
     #[test]

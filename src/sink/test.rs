@@ -62,16 +62,16 @@ fn wide_and_signed_rows_round_trip() {
 #[test]
 fn whole_files_go_through_a_hidden_temp_name() {
     let dir = tmp("file");
-    // A temp file left by a crashed writer is replaced, not appended to.
+    // A temp file of an earlier version's name is not this writer's: left alone, never used.
     std::fs::write(dir.join(".summary.csv.tmp"), "stale garbage").unwrap();
     write_file(&dir, "summary.csv", "a,b\n1,2\n").unwrap();
     assert_eq!(
         std::fs::read_to_string(dir.join("summary.csv")).unwrap(),
         "a,b\n1,2\n"
     );
-    assert!(
-        !dir.join(".summary.csv.tmp").exists(),
-        "the temp file stays behind"
+    assert_eq!(
+        std::fs::read_to_string(dir.join(".summary.csv.tmp")).unwrap(),
+        "stale garbage"
     );
     // Rewriting replaces the whole file.
     write_file(&dir, "summary.csv", "x\n").unwrap();
@@ -79,11 +79,16 @@ fn whole_files_go_through_a_hidden_temp_name() {
         std::fs::read_to_string(dir.join("summary.csv")).unwrap(),
         "x\n"
     );
-    let names: Vec<_> = std::fs::read_dir(&dir)
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
-    assert_eq!(names, vec!["summary.csv"]);
+    names.sort();
+    assert_eq!(
+        names,
+        vec![".summary.csv.tmp", "summary.csv"],
+        "no temp file stays"
+    );
 }
 
 #[test]
@@ -92,7 +97,7 @@ fn a_missing_directory_is_an_error_naming_the_file() {
     let err = write_file(&dir, "report.json", "{}")
         .unwrap_err()
         .to_string();
-    assert!(err.contains("not-there/.report.json.tmp"), "{err}");
+    assert!(err.contains("not-there"), "{err}");
     let rows = NpyRows::new("distances.npy", 1, 1, NpyType::U32).unwrap();
     let err = rows.open(&dir, false).unwrap_err().to_string();
     assert!(err.contains("not-there/distances.npy"), "{err}");
@@ -122,6 +127,54 @@ fn reopening_checks_shape_and_keeps_rows() {
         NpyRows::new("d.npy", 3, 2, NpyType::U64).unwrap(),
     ] {
         let e = other.open(&dir, false).unwrap_err().to_string();
-        assert!(e.contains("belongs to another run"), "{e}");
+        assert!(
+            e.contains("another matrix") && e.contains("--restart"),
+            "{e}"
+        );
     }
+}
+
+#[test]
+fn a_short_distances_file_is_called_cut_short_not_another_runs() {
+    let dir = tmp("short");
+    let m = NpyRows::new("d.npy", 3, 2, NpyType::U32).unwrap();
+    m.open(&dir, true).unwrap();
+    drop(m);
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join("d.npy"))
+        .unwrap();
+    f.set_len(128 + 5).unwrap();
+    let again = NpyRows::new("d.npy", 3, 2, NpyType::U32).unwrap();
+    let e = again.open(&dir, false).unwrap_err().to_string();
+    assert!(
+        e.contains("cut short") && e.contains("--restart") && !e.contains("another"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_planted_link_at_the_distances_file_is_never_followed() {
+    let dir = tmp("npy-link");
+    let victim = dir.join("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    let part = dir.join("partial");
+    std::fs::create_dir(&part).unwrap();
+    std::os::unix::fs::symlink(&victim, part.join("d.npy")).unwrap();
+    for create in [true, false] {
+        let m = NpyRows::new("d.npy", 3, 2, NpyType::U32).unwrap();
+        let e = m.open(&part, create).unwrap_err().to_string();
+        assert!(
+            e.contains("symbolic link") && e.contains("--restart"),
+            "{e}"
+        );
+    }
+    // The journal of a resumed run, planted as a link: refused, not truncated nor appended.
+    let j = part.join("journal");
+    std::os::unix::fs::symlink(&victim, &j).unwrap();
+    let d = std::time::Duration::ZERO;
+    assert!(journal::Journal::open(&j, 1, d, vec![], Some(0)).is_err());
+    assert!(journal::Journal::open(&j, 1, d, vec![], None).is_err());
+    assert!(journal::replay(&j, 1, 1, |_, _| {}).is_err());
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
 }

@@ -1,7 +1,8 @@
 //! The tuning cache: winners of `tuccompi tune`, kept in a TOML file under the user's cache
-//! directory (`$TUCCOMPI_CACHE`, else `$XDG_CACHE_HOME/tuccompi/tuning.toml`, else
-//! `~/.cache/tuccompi/tuning.toml`), keyed by device name, driver version, kernel set and
-//! problem size class.
+//! directory (`$TUCCOMPI_CACHE`, else `$XDG_CACHE_HOME/tuccompi/tuning.toml` when that
+//! variable is an absolute path, else `~/.cache/tuccompi/tuning.toml`), keyed by device name,
+//! driver version, kernel set and problem size class. Only `tuccompi tune` writes it, through a
+//! temporary file renamed into place (never through a link).
 
 use crate::device::DeviceInfo;
 use crate::{Error, Result};
@@ -41,10 +42,7 @@ pub fn path() -> PathBuf {
     if let Some(p) = std::env::var_os("TUCCOMPI_CACHE") {
         return PathBuf::from(p);
     }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
+    let base = crate::owned::cache_home().unwrap_or_else(std::env::temp_dir);
     base.join("tuccompi").join("tuning.toml")
 }
 
@@ -72,6 +70,13 @@ impl Cache {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         }
         let text = toml::to_string_pretty(self).map_err(|e| Error::Config(e.to_string()))?;
-        std::fs::write(&p, text).map_err(|e| Error::io(&p, e))
+        if let Some(dir) = p.parent() {
+            crate::owned::sweep_dead(dir);
+        }
+        crate::owned::write_atomic(
+            &p,
+            text.as_bytes(),
+            "name a file for the tuning cache with TUCCOMPI_CACHE",
+        )
     }
 }

@@ -108,6 +108,9 @@ pub struct Request<'a> {
     pub sources: usize,
     /// `[apsp] hierarchy`: a cache file, or `None` for the user's cache directory.
     pub cache_path: Option<&'a Path>,
+    /// Whether a built hierarchy is stored in the cache (not for `tuccompi check`, which
+    /// writes nothing).
+    pub store: bool,
     /// Whether `[apsp] targets` limits the records and rows.
     pub targets: bool,
 }
@@ -189,6 +192,32 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
     }
     let params = ChParams::default();
     let path = cache_file(g, wide, &params, req.cache_path);
+    // What is at the cache path must be a hierarchy (or nothing) to be read or replaced: a
+    // configured path holding anything else (a user's file, a link) is refused before any
+    // work; in the default directory it is left alone with a warning.
+    let path = match path.map(|p| (cache::ownable(&p), p)) {
+        Some((Err(what), p)) if req.cache_path.is_some() => {
+            return Err(Error::Config(format!(
+                "[apsp] hierarchy = {:?}: it is {what}; tuccompi reads and replaces only a \
+                 hierarchy file there: name another file (a new one is created), or remove \
+                 this one",
+                p.display().to_string()
+            )))
+        }
+        Some((Err(what), p)) => {
+            tracing::warn!(
+                "{}: it is {what}, not a hierarchy: left alone, the hierarchy is not cached",
+                p.display()
+            );
+            None
+        }
+        Some((Ok(()), p)) => Some(p),
+        None => None,
+    };
+    let cache = Cache {
+        path: path.as_deref(),
+        store: req.store,
+    };
     if !explicit {
         let cached = path.as_deref().is_some_and(Path::exists);
         if !cached && req.sources < AUTO_MIN_SOURCES {
@@ -205,10 +234,9 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
     let budget = (!explicit).then(|| Budget::for_graph(g.n, g.m()));
     let t = Instant::now();
     let got = if wide {
-        obtain::<u64>(g, &params, budget, path.as_deref()).map(|(h, r)| (AnyHierarchy::Wide(h), r))
+        obtain::<u64>(g, &params, budget, &cache).map(|(h, r)| (AnyHierarchy::Wide(h), r))
     } else {
-        obtain::<u32>(g, &params, budget, path.as_deref())
-            .map(|(h, r)| (AnyHierarchy::Narrow(h), r))
+        obtain::<u32>(g, &params, budget, &cache).map(|(h, r)| (AnyHierarchy::Narrow(h), r))
     };
     let seconds = t.elapsed().as_secs_f64();
     let (h, mut report) = match got {
@@ -281,17 +309,25 @@ enum Obtain {
     Fail(Error),
 }
 
+/// Where [`obtain`] reads and stores a hierarchy.
+struct Cache<'a> {
+    /// The cache file (checked [`cache::ownable`]), if any.
+    path: Option<&'a Path>,
+    /// Whether a built hierarchy is written there.
+    store: bool,
+}
+
 /// The hierarchy from the cache at `path`, else built (and then stored there). A cache that
 /// cannot be used is reported and replaced; one that cannot be written is reported and left.
 fn obtain<W: ChWeight>(
     g: &Csr,
     p: &ChParams,
     budget: Option<Budget>,
-    path: Option<&Path>,
+    cache: &Cache<'_>,
 ) -> std::result::Result<(Hierarchy<W>, serde_json::Value), Obtain> {
     let key = Key::of::<W>(g, p);
     let mut report = serde_json::json!({ "width": std::mem::size_of::<W>() * 8 });
-    if let Some(path) = path {
+    if let Some(path) = cache.path {
         report["cache"] = serde_json::json!(path.display().to_string());
         match cache::load::<W>(path, &key) {
             Ok(h) => {
@@ -310,7 +346,7 @@ fn obtain<W: ChWeight>(
         ChError::Unfit(_) => Obtain::Fail(Error::Input(format!("{}: {e}", g.name))),
     })?;
     report["source"] = serde_json::json!("built");
-    if let Some(path) = path {
+    if let (Some(path), true) = (cache.path, cache.store) {
         if let Err(e) = cache::store(path, &key, &h) {
             tracing::warn!(
                 "{}: could not keep the hierarchy for later runs: {e}",

@@ -3,10 +3,13 @@
 //!
 //! A cache file is found by its *key*: the graph's content (an XXH3-128 fingerprint of the CSR
 //! with n and m), the build parameters, the builder's version and the distance width. It lives
-//! in the user's cache directory (`$XDG_CACHE_HOME/tuccompi/hierarchies/`, else
-//! `~/.cache/tuccompi/hierarchies/`) under a name made from the key, or at the path
-//! `[apsp] hierarchy` names. Files are written to a temporary name beside the target and
-//! renamed, so a reader (another rank, another run) never sees half a file.
+//! in the user's cache directory (`$XDG_CACHE_HOME/tuccompi/hierarchies/` when that variable is
+//! an absolute path, else `~/.cache/tuccompi/hierarchies/`) under a name made from the key, or
+//! at the path `[apsp] hierarchy` names. Files are written to an exclusive temporary file
+//! beside the target and renamed ([`crate::owned`]), so a reader (another rank, another run)
+//! never sees half a file; the temporary files of writers that were killed are swept before
+//! the next store. Only a hierarchy file (its magic) or an empty file is ever replaced
+//! ([`ownable`]): anything else at the path, or a link, is left alone.
 //!
 //! Layout (little-endian): magic `TUCCOMPI-CH`, format version, the key, the payload's length
 //! and XXH3-128 checksum, then the payload (build facts and the hierarchy's arrays). A file
@@ -84,14 +87,44 @@ impl Key {
     }
 }
 
-/// The default cache directory: `$XDG_CACHE_HOME/tuccompi/hierarchies`, else
-/// `~/.cache/tuccompi/hierarchies`; `None` without either variable.
+/// The default cache directory: `$XDG_CACHE_HOME/tuccompi/hierarchies` (an absolute path;
+/// the XDG rule ignores a relative one), else `~/.cache/tuccompi/hierarchies`; `None` without
+/// either.
 pub fn default_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("tuccompi").join("hierarchies"))
+    Some(
+        crate::owned::cache_home()?
+            .join("tuccompi")
+            .join("hierarchies"),
+    )
+}
+
+/// Whether the cache may read and replace what is at `path`: nothing, an empty file, or a
+/// file that begins with a hierarchy's magic (of any format version). Otherwise, what is there
+/// in words ("a symbolic link to /x", "a file that is not a tuccompi hierarchy").
+pub fn ownable(path: &Path) -> Result<(), String> {
+    use std::io::Read;
+    let m = match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("unreadable ({e})")),
+        Ok(m) => m,
+    };
+    if !m.file_type().is_file() || m.len() == 0 {
+        return if m.file_type().is_file() {
+            Ok(())
+        } else {
+            Err(crate::owned::describe(path))
+        };
+    }
+    let mut head = Vec::new();
+    crate::owned::reopen(path, false, "")
+        .map_err(|_| crate::owned::describe(path))?
+        .take(MAGIC.len() as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| format!("unreadable ({e})"))?;
+    if head != MAGIC {
+        return Err("a file that is not a tuccompi hierarchy".into());
+    }
+    Ok(())
 }
 
 /// Why a cache file was not used.
@@ -184,9 +217,11 @@ fn describe_key_difference(got: &[u8], key: &Key) -> String {
     }
 }
 
-/// Write `h` (keyed by `key`) to `path` through a temporary file and a rename; creates the
-/// directory.
-pub fn store<W: ChWeight>(path: &Path, key: &Key, h: &Hierarchy<W>) -> std::io::Result<()> {
+/// Write `h` (keyed by `key`) to `path` through an exclusive temporary file and a rename,
+/// first removing the temporary files that killed writers left beside it; creates the
+/// directory. What is at `path` is replaced only when [`ownable`] allows it.
+pub fn store<W: ChWeight>(path: &Path, key: &Key, h: &Hierarchy<W>) -> crate::Result<()> {
+    use std::io::Write;
     let payload = encode(h);
     let mut out = Vec::with_capacity(payload.len() + 96);
     out.extend_from_slice(MAGIC);
@@ -195,21 +230,40 @@ pub fn store<W: ChWeight>(path: &Path, key: &Key, h: &Hierarchy<W>) -> std::io::
     out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     out.extend_from_slice(&xxh3_128(&payload).to_le_bytes());
     out.extend_from_slice(&payload);
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| crate::Error::io(dir, e))?;
+    let freed = crate::owned::sweep_dead(dir);
+    if freed > 0 {
+        tracing::info!(
+            "{}: removed {freed} bytes of temporary files left by killed runs",
+            dir.display()
+        );
     }
-    let name = path
-        .file_name()
-        .map_or("hierarchy".into(), |s| s.to_string_lossy().into_owned());
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let tmp = path.with_file_name(format!(".{name}.{}.{nanos}.tmp", std::process::id()));
-    let written = std::fs::write(&tmp, &out).and_then(|_| std::fs::rename(&tmp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    let refuse = |why: String| {
+        crate::Error::Config(format!(
+            "{}: {why}; tuccompi replaces only a hierarchy file there: name another file, or \
+             remove this one",
+            path.display()
+        ))
+    };
+    ownable(path).map_err(refuse)?;
+    let mut tmp = crate::owned::temp_beside(path)?;
+    // Not synced: a cache cut short by a power failure is detected (its length, its checksum)
+    // and rebuilt.
+    tmp.write_all(&out)
+        .map_err(|e| crate::Error::io(tmp.path(), e))?;
+    // Checked again just before the rename: a file that appeared meanwhile is not replaced.
+    if std::fs::symlink_metadata(path).is_err() {
+        tmp.persist_noclobber(path)
+    } else {
+        ownable(path).map_err(refuse)?;
+        tmp.persist(path)
     }
-    written
+    .map_err(|e| crate::Error::io(path, e.error))?;
+    Ok(())
 }
 
 fn put_u32s(out: &mut Vec<u8>, v: &[u32]) {

@@ -144,3 +144,68 @@ fn a_payload_of_the_wrong_shape_is_refused_even_with_a_valid_checksum() {
     store(&path, &key, &bad).unwrap();
     assert!(matches!(load::<u32>(&path, &key), Err(Miss::Corrupt(s)) if s.contains("level")));
 }
+
+#[test]
+fn a_hierarchy_path_holding_another_file_or_a_link_is_refused_never_replaced() {
+    use crate::plugins::apsp::phast::auto::{choose, CpuAlgorithm, Request};
+    let g = graph(5, 50);
+    let path = tmp("foreign");
+    let dir = path.parent().unwrap().to_path_buf();
+    std::fs::create_dir_all(&dir).unwrap();
+    let (h, key) = built::<u32>(&g);
+    let precious = dir.join("precious");
+    std::fs::write(&precious, "precious").unwrap();
+    let link = dir.join("link.ch");
+    std::os::unix::fs::symlink(&precious, &link).unwrap();
+    for p in [&precious, &link] {
+        let e = store(p, &key, &h).unwrap_err().to_string();
+        assert!(e.contains("replaces only a hierarchy file"), "{e}");
+        // Through the plugin's choice: refused before any build, naming the key.
+        let req = Request {
+            cpu: Some(CpuAlgorithm::Phast),
+            gpu: None,
+            sources: 300,
+            cache_path: Some(p),
+            store: true,
+            targets: false,
+        };
+        let e = choose(&g, false, &req).unwrap_err().to_string();
+        assert!(
+            e.contains("[apsp] hierarchy") && e.contains("remove"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read_to_string(&precious).unwrap(), "precious");
+    }
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    // An empty file (made by `touch`) and a hierarchy of another format are the cache's.
+    std::fs::write(&path, "").unwrap();
+    store(&path, &key, &h).unwrap();
+    assert_eq!(load::<u32>(&path, &key).unwrap(), h);
+}
+
+#[test]
+fn a_killed_writers_temporary_is_swept_by_the_next_store() {
+    let g = graph(6, 50);
+    let path = tmp("sweep");
+    let dir = path.parent().unwrap().to_path_buf();
+    std::fs::create_dir_all(&dir).unwrap();
+    // What a writer killed mid-write leaves: its temporary file, named by its (dead) pid.
+    let name = crate::owned::temp_beside(&path)
+        .unwrap()
+        .path()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .replace(&format!("-{}.", std::process::id()), "-99999999.");
+    std::fs::write(dir.join(&name), vec![7u8; 4096]).unwrap();
+    let (h, key) = built::<u32>(&g);
+    store(&path, &key, &h).unwrap();
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec!["h.ch"], "left: {names:?}");
+}

@@ -1,0 +1,167 @@
+//! Files the run owns: nothing is written through a link, nothing the run did not make is
+//! replaced or removed, and a killed writer's temporary files are swept.
+
+use super::*;
+use std::os::unix::fs::symlink;
+use std::process::Command;
+
+fn tmp(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tuccompi-owned-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A file outside the directory that a planted link leads to.
+fn victim(d: &Path) -> PathBuf {
+    let v = d.join("victim");
+    std::fs::write(&v, "precious").unwrap();
+    v
+}
+
+#[test]
+fn a_new_file_is_never_created_through_a_planted_link() {
+    let d = tmp("create");
+    let v = victim(&d);
+    symlink(&v, d.join("link")).unwrap();
+    symlink(d.join("nowhere"), d.join("dangling")).unwrap();
+    for name in ["link", "dangling"] {
+        let e = create_new(&d.join(name), "do X").unwrap_err().to_string();
+        assert!(
+            e.contains("a symbolic link to") && e.contains("do X"),
+            "{e}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&v).unwrap(), "precious");
+    assert!(!d.join("nowhere").exists());
+    create_new(&d.join("fresh"), "").unwrap();
+    assert!(create_new(&d.join("fresh"), "").is_err(), "never replaced");
+}
+
+#[test]
+fn reopen_takes_only_a_plain_file() {
+    let d = tmp("reopen");
+    let v = victim(&d);
+    symlink(&v, d.join("link")).unwrap();
+    std::fs::hard_link(&v, d.join("hard")).unwrap();
+    std::fs::create_dir(d.join("dir")).unwrap();
+    assert!(Command::new("mkfifo")
+        .arg(d.join("fifo"))
+        .status()
+        .unwrap()
+        .success());
+    for (name, what) in [
+        ("link", "symbolic link"),
+        ("hard", "2 hard links"),
+        ("dir", "directory"),
+        ("fifo", "named pipe"),
+    ] {
+        let e = reopen(&d.join(name), true, "hint").unwrap_err().to_string();
+        assert!(e.contains(what), "{name}: {e}");
+        assert!(read(&d.join(name), "hint").is_err(), "{name}");
+    }
+    assert!(read(&d.join("absent"), "").unwrap().is_none());
+    std::fs::write(d.join("plain"), "x").unwrap();
+    assert_eq!(read(&d.join("plain"), "").unwrap().unwrap(), b"x");
+    assert_eq!(std::fs::read_to_string(&v).unwrap(), "precious");
+}
+
+#[test]
+fn an_atomic_write_replaces_a_link_never_its_target() {
+    let d = tmp("atomic");
+    let v = victim(&d);
+    symlink(&v, d.join("out.txt")).unwrap();
+    // The temporary name of earlier versions, planted: never written through.
+    symlink(&v, d.join(".out.txt.tmp")).unwrap();
+    write_atomic(&d.join("out.txt"), b"new", "").unwrap();
+    assert_eq!(std::fs::read_to_string(&v).unwrap(), "precious");
+    let m = std::fs::symlink_metadata(d.join("out.txt")).unwrap();
+    assert!(m.file_type().is_file());
+    assert_eq!(std::fs::read_to_string(d.join("out.txt")).unwrap(), "new");
+    // No temporary file is left; a directory at the name is an error.
+    let left: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(TMP_MARK))
+        .collect();
+    assert!(left.is_empty());
+    std::fs::create_dir(d.join("sub")).unwrap();
+    assert!(write_atomic(&d.join("sub"), b"x", "h")
+        .unwrap_err()
+        .to_string()
+        .contains("a directory"));
+}
+
+#[test]
+fn remove_plain_leaves_links_and_folders_alone() {
+    let d = tmp("remove");
+    let v = victim(&d);
+    symlink(&v, d.join("link")).unwrap();
+    std::fs::create_dir(d.join("dir")).unwrap();
+    std::fs::write(d.join("dir/inside"), "x").unwrap();
+    std::fs::write(d.join("mine"), "x").unwrap();
+    assert!(!remove_plain(&d.join("link")).unwrap());
+    assert!(!remove_plain(&d.join("dir")).unwrap());
+    assert!(!remove_plain(&d.join("absent")).unwrap());
+    assert!(remove_plain(&d.join("mine")).unwrap());
+    assert!(d.join("link").exists() && d.join("dir/inside").exists() && v.exists());
+    assert!(!d.join("mine").exists());
+}
+
+#[test]
+fn temporaries_of_dead_writers_are_swept_and_live_ones_kept() {
+    let d = tmp("sweep");
+    let live = temp_beside(&d.join("h.ch")).unwrap();
+    let (h, pid) = writer_of(live.path().file_name().unwrap().to_str().unwrap()).unwrap();
+    assert_eq!((h, pid), (host().as_str(), std::process::id()));
+    // pid_max is at most 2^22: this process cannot exist.
+    let dead = d.join(format!(
+        ".h.ch{TMP_MARK}{}-99999999.abc123{TMP_SUFFIX}",
+        host()
+    ));
+    let other_host = d.join(format!(
+        ".h.ch{TMP_MARK}elsewhere-99999999.abc123{TMP_SUFFIX}"
+    ));
+    let not_ours = d.join(".h.ch.99999999.tmp");
+    for p in [&dead, &other_host, &not_ours] {
+        std::fs::write(p, "0123456789").unwrap();
+    }
+    let v = victim(&d);
+    let dead_link = d.join(format!(".g{TMP_MARK}{}-99999998.abc{TMP_SUFFIX}", host()));
+    symlink(&v, &dead_link).unwrap();
+    assert_eq!(sweep_dead(&d), 10);
+    assert!(!dead.exists());
+    assert!(live.path().exists(), "a live writer's file stays");
+    assert!(
+        other_host.exists(),
+        "another machine's pid means nothing here"
+    );
+    assert!(not_ours.exists());
+    assert!(v.exists() && std::fs::symlink_metadata(&dead_link).is_ok());
+}
+
+#[test]
+fn a_relative_xdg_cache_home_is_ignored() {
+    let os = |s: &str| Some(std::ffi::OsString::from(s));
+    assert_eq!(cache_home_of(os("/c"), os("/h")), Some(PathBuf::from("/c")));
+    assert_eq!(
+        cache_home_of(os("~/c"), os("/h")),
+        Some(PathBuf::from("/h/.cache"))
+    );
+    assert_eq!(
+        cache_home_of(os(""), os("/h")),
+        Some(PathBuf::from("/h/.cache"))
+    );
+    assert_eq!(cache_home_of(os("rel"), os("also-rel")), None);
+    assert_eq!(cache_home_of(None, None), None);
+}
+
+#[test]
+fn whole_files_get_the_umask_mode_not_a_secret_one() {
+    let d = tmp("mode");
+    write_atomic(&d.join("r.json"), b"{}", "").unwrap();
+    let mode = std::fs::metadata(d.join("r.json")).unwrap().mode() & 0o777;
+    std::fs::write(d.join("plain"), "").unwrap();
+    let plain = std::fs::metadata(d.join("plain")).unwrap().mode() & 0o777;
+    assert_eq!(mode, plain);
+}
