@@ -879,6 +879,7 @@ fn a_file_at_the_partial_folder_is_refused_and_removed_by_restart() {
         unfinished,
         interrupt: None,
         discover_early: false,
+        ..Default::default()
     };
     let cpu = ["units.opencl=none", "units.cpu_workers=1"];
     run_in(&dir, PLANTED, &cpu, &opts(Unfinished::Refuse)).unwrap();
@@ -922,6 +923,7 @@ fn links_planted_in_the_partial_folder_are_not_followed_on_resume() {
         unfinished,
         interrupt: None,
         discover_early: false,
+        ..Default::default()
     };
     let cpu = [
         "units.opencl=none",
