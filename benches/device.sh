@@ -2,7 +2,7 @@
 # GPU-machine measurements for BENCHMARKS.md. Run from the repository root:
 #   benches/device.sh BIN DATA_DIR [SECTION...]
 # Sections: devices algos queues hetero batch full tune dense phast phastgpu phastcpu moscowfull mpi
-# mpioverhead split split2 cpu16 procs sched idle
+# mpioverhead split split2 cpu16 procs sched idle defaults
 # collatz workers mpienv mpigpu (and more below; phast: PHB=the phast bench binary, phastgpu:
 # PB=the phast_gpu bench binary, default beside BIN).
 # Prints one line per run:
@@ -64,11 +64,11 @@ cz() { # label, timeout, count, --set args...
   local ok=0
   if [ -n "${NICE:-}" ]; then
     # Experiment: lower the CPU workers' priority (threads named cpuN) once they exist.
-    timeout "$t" "$CZ" /tmp/cz.toml "$@" >/tmp/cz.txt 2>&1 & local P=$!
+    timeout "$t" "$CZ" run /tmp/cz.toml "$@" >/tmp/cz.txt 2>&1 & local P=$!
     for i in $(seq 30); do sleep 0.1; for th in /proc/$P/task/*; do case $(cat $th/comm 2>/dev/null) in cpu*) renice -n $NICE -p ${th##*/} >/dev/null 2>&1;; esac; done; done
     wait $P && ok=1
   else
-    timeout "$t" "$CZ" /tmp/cz.toml "$@" >/tmp/cz.txt 2>&1 && ok=1
+    timeout "$t" "$CZ" run /tmp/cz.toml "$@" >/tmp/cz.txt 2>&1 && ok=1
   fi
   if [ $ok = 1 ]; then
     python3 - "$label" "$OUT/report.json" <<'PY'
@@ -455,6 +455,66 @@ PY
   idle "gpu only default" --set units.cpu_workers=0
   idle "gpu+cpu15 default"
   idle "gpu+cpu15 chunk=4096" --set scheduler.chunk=4096 ;;
+defaults)
+  # Issue 22: the default chunk against fixed ones for CPU only, GPU only and both, with PHAST,
+  # Dijkstra / the work list and the collatz example; REPS rounds, the settings of each
+  # combination in a new shuffled order every round (the machine drifts within a command).
+  # Prints one line per run, then per combination the mean rate of each setting and the
+  # default's ratio to the best. CZ = the collatz example's binary (default beside BIN).
+  CZ=${CZ:-$(dirname "$B")/examples/collatz}
+  dflt() { # combo, setting, cmd...
+    local combo=$1 setting=$2; shift 2
+    rm -rf "$OUT"
+    if timeout 120 "$@" -q --set output.dir="\"$OUT\"" 2>/tmp/err.txt >/dev/null; then
+      python3 - "$combo" "$setting" "$OUT/report.json" <<'PY' | tee -a /tmp/defaults.txt
+import json, sys
+r = json.load(open(sys.argv[3])); rs = r["run_seconds"]; t = r["tasks"]; us = r["units"]
+share = [u["busy_seconds"] / rs for u in us]
+print(f"{sys.argv[1]}\t{sys.argv[2]}\t{t/rs:.1f}\t{sum(share)/len(share):.3f}\t{min(share):.3f}\t{sum(u['chunks'] for u in us)}")
+PY
+    else echo "$combo $setting FAILED: $(tail -c 200 /tmp/err.txt)"; fi
+  }
+  : > /tmp/defaults.txt
+  A=(--set "$MO" --set apsp.cpu_algorithm=\"phast\" --set apsp.gpu_algorithm=\"phast\")
+  J=(--set "$MO" --set apsp.cpu_algorithm=\"dijkstra\" --set apsp.gpu_algorithm=\"worklist\")
+  printf '[run]\nplugin = "collatz"\n[collatz]\nfirst = 1\ncount = %s\nblock = 65536\n[units]\ndevice_type = "gpu"\n' 40000000 > /tmp/czc.toml
+  printf '[run]\nplugin = "collatz"\n[collatz]\nfirst = 1\ncount = %s\nblock = 65536\n[units]\ndevice_type = "gpu"\n' 400000000 > /tmp/czg.toml
+  "$B" run $CFG -q "${A[@]}" --set run.sources=64 --set units.opencl=none --set output.dir="\"$OUT\"" # the hierarchy, cached
+  for rep in $(seq ${REPS:-2}); do
+    for combo in "phast cpu" "phast gpu" "phast both" "dijkstra cpu" "worklist gpu" "dijkstra+worklist both" "collatz cpu" "collatz gpu" "collatz both"; do
+      case $combo in
+        "phast cpu") cmd=("$B" run $CFG "${A[@]}" --set run.sources=30000 --set units.opencl=none) ;;
+        "phast gpu") cmd=("$B" run $CFG "${A[@]}" --set run.sources=\"all\" --set units.cpu_workers=0) ;;
+        "phast both") cmd=("$B" run $CFG "${A[@]}" --set run.sources=\"all\") ;;
+        "dijkstra cpu") cmd=("$B" run $CFG "${J[@]}" --set run.sources=2048 --set units.opencl=none) ;;
+        "worklist gpu") cmd=("$B" run $CFG "${J[@]}" --set run.sources=8192 --set units.cpu_workers=0) ;;
+        "dijkstra+worklist both") cmd=("$B" run $CFG "${J[@]}" --set run.sources=8192) ;;
+        "collatz cpu") cmd=("$CZ" run /tmp/czc.toml --set units.opencl=\"none\") ;;
+        "collatz gpu") cmd=("$CZ" run /tmp/czg.toml --set units.cpu_workers=0) ;;
+        "collatz both") cmd=("$CZ" run /tmp/czg.toml) ;;
+      esac
+      # GPU only: the GPU queues' chunk (scheduler.gpu_chunk); otherwise the CPU workers'.
+      case $combo in *gpu) key=scheduler.gpu_chunk; vals="64 256 1024" ;; *) key=scheduler.chunk; vals="64 256 1024 4096" ;; esac
+      for v in $(printf 'default\n%s\n' $vals | shuf); do
+        if [ "$v" = default ]; then dflt "$combo" default "${cmd[@]}"; else dflt "$combo" "$key=$v" "${cmd[@]}" --set $key=$v; fi
+      done
+    done
+  done
+  python3 - <<'PY'
+import collections
+rates = collections.defaultdict(list); busy = collections.defaultdict(list)
+for line in open("/tmp/defaults.txt"):
+    c, s, r, b, m, ch = line.rstrip("\n").split("\t")
+    rates[(c, s)].append(float(r)); busy[(c, s)].append(float(m))
+combos = list(dict.fromkeys(c for c, _ in rates))
+print(f"{'combination':<26} {'default /s':>11} {'best fixed':>24} {'default/best':>12} {'min busy (default)':>18}")
+for c in combos:
+    mean = {s: sum(v) / len(v) for (cc, s), v in rates.items() if cc == c}
+    d = mean.get("default", 0); fixed = {s: v for s, v in mean.items() if s != "default"}
+    best = max(fixed, key=fixed.get)
+    print(f"{c:<26} {d:11.1f} {best + ' ' + format(fixed[best], '.1f'):>24} {d / fixed[best]:12.3f} {min(busy[(c, 'default')]):18.3f}")
+PY
+  ;;
 moscowfull)
   one "moscow full APSP gpu+cpu" 560 --set "$MO" --set run.sources=\"all\" ;;
 mpi)

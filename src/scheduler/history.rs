@@ -45,18 +45,9 @@ pub struct History {
     entries: BTreeMap<String, Saved>,
 }
 
-/// The history file's path: under `$XDG_CACHE_HOME` when it is absolute, else `~/.cache`.
+/// The history file's path: under the user's cache directory ([`crate::owned::cache_home`]).
 pub fn path() -> Option<PathBuf> {
-    let xdg = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute());
-    let base = xdg.or_else(|| {
-        std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .map(|h| h.join(".cache"))
-    })?;
-    Some(base.join("tuccompi").join("speeds.json"))
+    Some(crate::owned::cache_home()?.join("tuccompi").join("speeds.json"))
 }
 
 /// The key of a unit class's entry.
