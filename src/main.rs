@@ -259,6 +259,7 @@ fn run(
     quiet: bool,
     unfinished: runtime::Unfinished,
 ) -> Result<(), Error> {
+    node::refuse_launcher_without_mpi()?;
     let plan = Plan::load(config, set)?.with_node_units()?;
     let stop = signals::install().map_err(|e| Error::Node(format!("signal handling: {e}")))?;
     let outcome = runtime::run(
@@ -327,6 +328,7 @@ fn print_outcome(plan: &Plan, report: &serde_json::Value) {
 }
 
 fn check(config: &std::path::Path, set: &[String]) -> Result<(), Error> {
+    node::refuse_launcher_without_mpi()?;
     let plan = Plan::load(config, set)?.with_node_units()?;
     let registry: Vec<&dyn Plugin> = plugins::registry();
     let plugin = runtime::resolve_plugin(&plan, &registry, &[])?;

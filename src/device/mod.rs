@@ -242,11 +242,16 @@ pub fn discover(filter: &Filter) -> Result<Vec<Arc<Device>>> {
             .map(|(i, _)| format!("'{}' ({})", i.name, i.kind))
             .collect();
         return Err(Error::Device(format!(
-            "no OpenCL device matches units.device_type = \"{}\" and units.opencl = {:?}; this \
+            "no OpenCL device matches units.device_type = \"{}\" and units.opencl = {}; this \
              machine has {}. Change the filter (units.device_type = \"all\" includes CPU devices \
              such as PoCL) or set units.opencl = \"none\"",
             filter.device_type,
-            filter.names,
+            // As the config says it: an empty name list is "all" (issue 23, D26).
+            if filter.names.is_empty() {
+                "\"all\"".to_string()
+            } else {
+                format!("{:?}", filter.names)
+            },
             have.join(", ")
         )));
     }
