@@ -132,6 +132,20 @@ fn install_panic_hook(rank: usize, host: String) {
     }));
 }
 
+/// Whether process `pid` still runs: it has a `/proc` entry and is not a zombie. A rank that
+/// `MPI_Abort` ended stays a zombie until its parent reaps it, which in a container without an
+/// init that reaps can take seconds after `mpirun` has returned.
+fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name, which is in parentheses and may hold any byte.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_none_or(|state| !matches!(state, 'Z' | 'X')),
+        Err(_) => false,
+    }
+}
+
 /// Remove the input copies (`tuccompi-rankR-PID` in `dir`) of processes that are gone: an
 /// aborted or killed run could not remove its own.
 fn sweep_input_copies(dir: &Path) {
@@ -143,9 +157,7 @@ fn sweep_input_copies(dir: &Path) {
             .filter(|(r, _)| r.parse::<u32>().is_ok())
             .and_then(|(_, p)| p.parse::<u32>().ok());
         // Only a directory this program makes (not a link to one), of a process that is gone.
-        if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists())
-            && entry.file_type().is_ok_and(|t| t.is_dir())
-        {
+        if pid.is_some_and(|p| !process_alive(p)) && entry.file_type().is_ok_and(|t| t.is_dir()) {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
@@ -681,7 +693,7 @@ fn shared_graph_path() -> PathBuf {
             .strip_prefix("tuccompi-graph-")
             .and_then(|r| r.split('-').next())
             .and_then(|p| p.parse::<u32>().ok());
-        if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
+        if pid.is_some_and(|p| !process_alive(p)) {
             let _ = std::fs::remove_file(entry.path());
         }
     }
@@ -990,6 +1002,21 @@ impl Node for MpiNode {
 
 #[cfg(test)]
 mod test {
+    #[test]
+    fn a_zombie_process_counts_as_gone() {
+        assert!(super::process_alive(std::process::id()));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        // Exited and not reaped yet: a zombie, as an aborted rank is until its parent reaps it.
+        let t0 = std::time::Instant::now();
+        while super::process_alive(child.id()) && t0.elapsed().as_secs() < 10 {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(std::path::Path::new(&format!("/proc/{}", child.id())).exists());
+        assert!(!super::process_alive(child.id()));
+        child.wait().unwrap();
+        assert!(!super::process_alive(4_294_967));
+    }
+
     #[test]
     fn input_copies_of_dead_processes_are_swept() {
         let dir = std::env::temp_dir().join(format!("tuccompi-sweep-{}", std::process::id()));
