@@ -78,6 +78,13 @@ static INPUT_COPY: Mutex<Option<PathBuf>> = Mutex::new(None);
 /// thread as "a scoped thread panicked", and the job's message should name the real one.
 static FIRST_PANIC: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
+/// Write `line` to stderr in one call: `eprintln!` writes its pieces one by one, and the ranks'
+/// lines, all forwarded by the launcher into one stream, interleave mid-line.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+}
+
 /// Remove this process's input copy, if any.
 fn remove_input_copy() {
     if let Some(dir) = INPUT_COPY.lock().take() {
@@ -89,7 +96,9 @@ fn remove_input_copy() {
 /// communicator's lock may be held by a thread blocked in a request; `MPI_Abort` is safe to
 /// call regardless, so this takes the world communicator without waiting.
 fn abort_job(rank: usize, host: &str, msg: &str) -> ! {
-    eprintln!("tuccompi: error: rank {rank} on {host} failed: {msg}");
+    say(&format!(
+        "tuccompi: error: rank {rank} on {host} failed: {msg}"
+    ));
     remove_input_copy();
     SimpleCommunicator::world().abort(3)
 }
@@ -374,10 +383,10 @@ impl Drop for MpiNode {
             // MPI_Finalize would wait for the other ranks, which wait for this one: leave
             // without it (the universe is not dropped). mpirun and srun end a job one of whose
             // processes exits without finalizing; this rank's error is printed as it returns.
-            eprintln!(
+            say(&format!(
                 "tuccompi: rank {} on {} stopped before the other ranks: the launcher ends the job",
                 self.rank, self.host
-            );
+            ));
             return;
         }
         // SAFETY: dropped once, here, and never used after.
