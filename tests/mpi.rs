@@ -632,6 +632,26 @@ fn a_bad_node_override_on_one_rank_fails_every_rank() {
         text.contains("rank 1 on") && text.contains("TUCCOMPI_UNITS: 'garbage'"),
         "{text}"
     );
+    // The same error found past the ranks' agreement (the test phase `late`): the rank
+    // returns without MPI_Finalize, which would wait for rank 0, and the launcher ends the job.
+    let mut c = mpirun_command(&["-np", "1"]);
+    c.args(&args)
+        .args([":", "-np", "1", "-x", "TUCCOMPI_UNITS=garbage"])
+        .args([
+            "-x",
+            "TUCCOMPI_TEST_FAIL_RANK=1",
+            "-x",
+            "TUCCOMPI_TEST_FAIL_PHASE=late",
+        ])
+        .arg(bin)
+        .args(&args);
+    let (ok, text, secs, killed) = mpirun_within(c, &dir, path.to_str().unwrap(), 30.0);
+    assert!(!ok && !killed && secs < 10.0, "{secs:.1} s: {text}");
+    assert!(
+        text.contains("rank 1 on") && text.contains("stopped before the other ranks"),
+        "{text}"
+    );
+    assert!(text.contains("TUCCOMPI_UNITS: 'garbage'"), "{text}");
 }
 
 #[cfg(feature = "mpi")]

@@ -135,8 +135,9 @@ pub(crate) fn launcher_of_several(var: impl Fn(&str) -> Option<String>) -> Optio
 }
 
 /// Failure injection for the node layer's tests: whether rank `rank` is to fail at `phase`
-/// (`TUCCOMPI_TEST_FAIL_RANK=R`, `TUCCOMPI_TEST_FAIL_PHASE=config|units|input|prepare|run|panic`;
-/// no phase means `prepare`).
+/// (`TUCCOMPI_TEST_FAIL_RANK=R`, `TUCCOMPI_TEST_FAIL_PHASE=config|input|prepare|run|panic`;
+/// no phase means `prepare`; `late`: a bad `TUCCOMPI_UNITS` is left for the caller to find,
+/// past the ranks' agreement).
 pub fn injected_failure(rank: usize, phase: &str) -> bool {
     let var = |k: &str| std::env::var(k).ok();
     var("TUCCOMPI_TEST_FAIL_RANK").and_then(|r| r.parse::<usize>().ok()) == Some(rank)
