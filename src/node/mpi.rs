@@ -57,6 +57,7 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use parking_lot::Mutex;
 use std::ops::Range;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -155,6 +156,12 @@ fn process_alive(pid: u32) -> bool {
     }
 }
 
+/// This process's effective user id.
+fn own_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
 /// Remove the input copies (`tuccompi-rankR-PID` in `dir`) of processes that are gone: an
 /// aborted or killed run could not remove its own.
 fn sweep_input_copies(dir: &Path) {
@@ -165,8 +172,15 @@ fn sweep_input_copies(dir: &Path) {
             .and_then(|r| r.split_once('-'))
             .filter(|(r, _)| r.parse::<u32>().is_ok())
             .and_then(|(_, p)| p.parse::<u32>().ok());
-        // Only a directory this program makes (not a link to one), of a process that is gone.
-        if pid.is_some_and(|p| !process_alive(p)) && entry.file_type().is_ok_and(|t| t.is_dir()) {
+        // Only a directory this program makes (not a link to one, and this user's), of a
+        // process that is gone.
+        let ours = entry
+            .metadata()
+            .is_ok_and(|m| m.is_dir() && m.uid() == own_uid());
+        if pid.is_some_and(|p| !process_alive(p))
+            && entry.file_type().is_ok_and(|t| t.is_dir())
+            && ours
+        {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
@@ -365,10 +379,28 @@ impl MpiNode {
                 self.rank,
                 std::process::id()
             ));
-            std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+            // A directory of this name is a leftover of an earlier process with this pid (not
+            // swept: the pid is this live process's): replaced if it is a real directory of
+            // ours. The new one is made exclusive and private, never through a link.
+            if dir
+                .symlink_metadata()
+                .is_ok_and(|m| m.is_dir() && m.uid() == own_uid())
+            {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&dir)
+                .map_err(|e| Error::io(&dir, e))?;
             *INPUT_COPY.lock() = Some(dir.clone());
             let copy = dir.join(path.file_name().unwrap_or_default());
-            std::fs::write(&copy, data).map_err(|e| Error::io(&copy, e))?;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&copy)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, &data))
+                .map_err(|e| Error::io(&copy, e))?;
             plan.input = Some(InputSpec::Path(copy));
         }
         Ok(plan)
