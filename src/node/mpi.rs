@@ -275,11 +275,15 @@ impl MpiNode {
         s[0] == 1
     }
 
-    /// Every rank's outcome of one step, agreed: `Ok` where every rank succeeded; else this
-    /// rank's own error, and on the others the first failing rank's (its rank, host and
-    /// message). Every rank calls it at the same step: it is the collective that keeps one
-    /// rank's early error from leaving the others waiting in the next one.
+    /// Every rank's outcome of one step, agreed: `Ok` where every rank succeeded; else, on
+    /// every rank, the first failing rank's error with its rank and host (the failing rank's
+    /// own line must say so too: the launcher may end the others before they print). Every
+    /// rank calls it at the same step: it is the collective that keeps one rank's early error
+    /// from leaving the others waiting in the next one. A single process keeps its own error.
     fn agree<T>(&self, mine: Result<T>) -> Result<T> {
+        if self.size == 1 {
+            return mine;
+        }
         // One byte at least from every rank (Open MPI refuses an all-empty gather): `+` for
         // success, `!` and the message for a failure.
         let text = match &mine {
@@ -307,12 +311,13 @@ impl MpiNode {
                 })
                 .collect::<Vec<_>>()
         };
-        match all.iter().find_map(|t| t.strip_prefix('!')) {
+        let mine_failed = text.strip_prefix('!');
+        match mine_failed.or_else(|| all.iter().find_map(|t| t.strip_prefix('!'))) {
             None => mine,
-            Some(first) => {
+            Some(failed) => {
                 // Every rank returns an error here: they finalize together.
                 self.together.store(true, Ordering::Relaxed);
-                mine.and(Err(Error::Node(first.to_string())))
+                Err(Error::Node(failed.to_string()))
             }
         }
     }
