@@ -427,11 +427,7 @@ pub fn output_bytes(plan: &Plan, job: &dyn Job) -> u64 {
 
 /// Failure injection for the node layer's tests: this rank fails as a plugin would.
 fn injected_rank_failure(node: &dyn Node) -> Result<()> {
-    if std::env::var("TUCCOMPI_TEST_FAIL_RANK")
-        .ok()
-        .and_then(|r| r.parse::<usize>().ok())
-        == Some(node.rank())
-    {
+    if crate::node::injected_failure(node.rank(), "prepare") {
         return Err(node.fail(Error::Unit {
             unit: "cpu0".into(),
             msg: "injected failure (TUCCOMPI_TEST_FAIL_RANK)".into(),
@@ -1177,7 +1173,7 @@ fn report_json(
         "tasks": job.tasks(),
         "policy": plan.scheduler.policy,
         "node_policy": if node_count > 1 { serde_json::json!(plan.nodes.policy) } else { serde_json::Value::Null },
-        "units": stats,
+        "units": crate::node::job_units(stats, &nodes),
         "failures": stats.iter().filter_map(|u| Some(serde_json::json!({"unit": u.name, "error": u.failed.as_ref()?}))).collect::<Vec<_>>(),
         "devices": devices,
         "device_note": device_note,

@@ -1,6 +1,9 @@
 //! The node layer under a real `mpirun -np 3` (built with `--features mpi`): the merged
-//! summary and distance matrix equal a single-process run's, under both node policies.
+//! summary and distance matrix equal a single-process run's, under both node policies; a
+//! failure of any rank at any phase ends the job within seconds with its message. Without the
+//! feature: a binary started by a launcher of several processes refuses to run.
 
+#[cfg(feature = "mpi")]
 use crate::util::*;
 use std::process::Command;
 
@@ -16,6 +19,7 @@ fn mpirun_command(mpirun_args: &[&str]) -> Command {
     c
 }
 
+#[cfg(feature = "mpi")]
 fn mpirun(np: usize, args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
     let out = mpirun_command(&["-np", &np.to_string()])
         .args(args)
@@ -33,6 +37,7 @@ fn mpirun(np: usize, args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
 }
 
 /// Run `cfg` under mpirun with 3 ranks and compare with a single-process run.
+#[cfg(feature = "mpi")]
 fn three_ranks_match_one(cfg: &str, extra: &[&str]) {
     let dir = tmpdir("mpi");
     let path = dir.join("c.toml");
@@ -96,6 +101,8 @@ fn three_ranks_match_one(cfg: &str, extra: &[&str]) {
                 "{n}"
             );
         }
+        // The report's units are every rank's (one CPU worker each).
+        assert_eq!(report["units"].as_array().unwrap().len(), 3, "{policy}");
         let per: Vec<u64> = nodes.iter().map(|n| n["tasks"].as_u64().unwrap()).collect();
         assert_eq!(
             per.iter().sum::<u64>(),
@@ -109,6 +116,7 @@ fn three_ranks_match_one(cfg: &str, extra: &[&str]) {
     }
 }
 
+#[cfg(feature = "mpi")]
 #[test]
 fn generated_graph_three_ranks() {
     three_ranks_match_one(
@@ -117,6 +125,7 @@ fn generated_graph_three_ranks() {
     );
 }
 
+#[cfg(feature = "mpi")]
 #[test]
 fn phast_three_ranks() {
     // Every rank builds the same hierarchy; the results equal one process's, with targets too.
@@ -128,6 +137,7 @@ fn phast_three_ranks() {
     );
 }
 
+#[cfg(feature = "mpi")]
 #[test]
 fn bremen_256_three_ranks() {
     let Some(g) = data("osm-bremen-dist.gr.gz") else {
@@ -139,6 +149,7 @@ fn bremen_256_three_ranks() {
     assert_eq!(single.checksum(), (80_041_145_648, 2_254_488, 41_549));
 }
 
+#[cfg(feature = "mpi")]
 #[test]
 fn a_failing_rank_stops_the_run_and_nothing_looks_complete() {
     let dir = tmpdir("mpifail");
@@ -170,6 +181,7 @@ fn a_failing_rank_stops_the_run_and_nothing_looks_complete() {
 
 /// Kill (SIGKILL) every process whose command line mentions `marker`: mpirun and its ranks,
 /// whatever process groups Open MPI put them in.
+#[cfg(feature = "mpi")]
 fn kill_all_mentioning(marker: &str) {
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
@@ -184,6 +196,7 @@ fn kill_all_mentioning(marker: &str) {
     }
 }
 
+#[cfg(feature = "mpi")]
 #[test]
 fn remote_chunks_reach_rank_0s_journal_and_a_killed_run_resumes() {
     let Some(g) = data("osm-bremen-dist.gr.gz") else {
@@ -268,6 +281,7 @@ fn remote_chunks_reach_rank_0s_journal_and_a_killed_run_resumes() {
     }
 }
 
+#[cfg(feature = "mpi")]
 #[test]
 fn plain_run_without_mpirun_is_one_node() {
     let dir = tmpdir("mpi1");
@@ -286,6 +300,7 @@ fn plain_run_without_mpirun_is_one_node() {
     assert_eq!(read_summary(&dir.join("out/summary.csv")).len(), 20);
 }
 
+#[cfg(feature = "mpi")]
 #[test]
 fn dense_plugins_refuse_several_ranks() {
     let dir = tmpdir("mpidense");
@@ -313,6 +328,7 @@ fn dense_plugins_refuse_several_ranks() {
     assert!(text.contains("run it without mpirun"), "{text}");
 }
 
+#[cfg(feature = "mpi")]
 #[test]
 fn ranks_report_their_devices_and_a_narrow_affinity_mask() {
     let dir = tmpdir("mpidev");
@@ -361,6 +377,11 @@ fn ranks_report_their_devices_and_a_narrow_affinity_mask() {
         let report: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap())
                 .unwrap();
+        // The note names the filter as the config has it (issue 23, D26: it said `[]`).
+        assert!(!text.contains("units.opencl = []"), "{text}");
+        if text.contains("no OpenCL device matches") {
+            assert!(text.contains("units.opencl = \"all\";"), "{text}");
+        }
         for n in report["nodes"].as_array().unwrap() {
             assert!(
                 n["device_note"]
@@ -374,6 +395,7 @@ fn ranks_report_their_devices_and_a_narrow_affinity_mask() {
 
 /// Rank 0's server entry of a 2-rank run of `cfg` with `sets`: (seconds, idle probes,
 /// messages).
+#[cfg(feature = "mpi")]
 fn server_of_two_ranks(name: &str, cfg: &str, sets: &[&str]) -> (f64, u64, u64) {
     let dir = tmpdir(name);
     let path = dir.join("c.toml");
@@ -401,6 +423,7 @@ fn server_of_two_ranks(name: &str, cfg: &str, sets: &[&str]) -> (f64, u64, u64) 
 
 /// Rank 0's server of a two-rank run received at least `messages` messages and probed in vain
 /// fewer times than `most(seconds it ran)`.
+#[cfg(feature = "mpi")]
 fn assert_server_quiet(
     name: &str,
     cfg: &str,
@@ -416,6 +439,7 @@ fn assert_server_quiet(
     );
 }
 
+#[cfg(feature = "mpi")]
 #[test]
 fn rank_zeros_server_sleeps_when_nobody_waits_for_it() {
     // Equitable ranks only send small records, which nobody waits on: rank 0's server must
@@ -445,6 +469,7 @@ fn rank_zeros_server_sleeps_when_nobody_waits_for_it() {
     assert_server_quiet("mpipace2", &cfg, &sets, 10, |secs| secs / 0.0005 + 20.0);
 }
 
+#[cfg(feature = "mpi")]
 #[test]
 fn a_graph_no_rank_can_load_fails_every_rank_with_its_line() {
     // The ranks of this machine share one graph: the rank that loads it fails on line 3, and
@@ -474,4 +499,217 @@ fn a_graph_no_rank_can_load_fails_every_rank_with_its_line() {
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{text}");
     assert!(text.contains("bad.gr:3"), "{text}");
+}
+
+/// Run `c` (an `mpirun` command) with its output in `dir/mpirun.log`, killing the job (every
+/// process whose command line mentions `marker`) after `limit` seconds: (whether it succeeded,
+/// its output, the seconds it ran, whether it had to be killed).
+#[cfg(feature = "mpi")]
+fn mpirun_within(
+    mut c: Command,
+    dir: &std::path::Path,
+    marker: &str,
+    limit: f64,
+) -> (bool, String, f64, bool) {
+    let log = dir.join("mpirun.log");
+    let f = std::fs::File::create(&log).unwrap();
+    c.stdout(f.try_clone().unwrap()).stderr(f);
+    let t0 = std::time::Instant::now();
+    let mut child = c.spawn().expect("mpirun");
+    let mut killed = false;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t0.elapsed().as_secs_f64() > limit && !killed {
+            kill_all_mentioning(marker);
+            killed = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let secs = t0.elapsed().as_secs_f64();
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    (status.success() && !killed, text, secs, killed)
+}
+
+/// The input copies (`tuccompi-rankR-PID`) in `tmp`.
+#[cfg(feature = "mpi")]
+fn input_copies(tmp: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with("tuccompi-rank"))
+        .collect()
+}
+
+#[cfg(feature = "mpi")]
+#[test]
+fn a_failure_on_any_rank_at_any_phase_ends_the_job_within_10_s() {
+    // A graph file, so that the other ranks hold input copies; a private temporary directory
+    // to see them in.
+    let dir = tmpdir("mpiphase");
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let g = dir.join("ring.gr");
+    let mut gr = String::from("p sp 600 600\n");
+    for v in 1..=600 {
+        gr += &format!("a {v} {} {}\n", v % 600 + 1, v % 7 + 1);
+    }
+    std::fs::write(&g, gr).unwrap();
+    let path = dir.join("c.toml");
+    std::fs::write(&path, apsp_file(&g, "64")).unwrap();
+    let phases = [
+        (
+            "config",
+            "injected failure (TUCCOMPI_TEST_FAIL_PHASE=config)",
+        ),
+        ("input", "injected failure (TUCCOMPI_TEST_FAIL_PHASE=input)"),
+        ("prepare", "injected failure (TUCCOMPI_TEST_FAIL_RANK)"),
+        ("run", "injected failure (TUCCOMPI_TEST_FAIL_PHASE=run)"),
+        ("panic", "injected panic (TUCCOMPI_TEST_FAIL_PHASE=panic)"),
+    ];
+    for np in [2, 3] {
+        let rank = (np - 1).to_string();
+        for (phase, said) in phases {
+            let out = dir.join(format!("out-{np}-{phase}"));
+            let od = format!("output.dir={:?}", out.display().to_string());
+            let mut c = mpirun_command(&["-np", &np.to_string()]);
+            // Static shares: the failing rank surely runs a chunk (under master-slave, rank 0
+            // may run all 64 tasks before another rank asks).
+            c.args(["run", path.to_str().unwrap(), "-q", "--set", &od])
+                .args(["--set", "units.opencl=none", "--set", "units.cpu_workers=1"])
+                .args(["--set", "nodes.policy=\"equitable\""])
+                .env("TUCCOMPI_TEST_FAIL_RANK", &rank)
+                .env("TUCCOMPI_TEST_FAIL_PHASE", phase)
+                .env("TMPDIR", &tmp);
+            let (ok, text, secs, killed) = mpirun_within(c, &dir, path.to_str().unwrap(), 30.0);
+            let what = format!("{np} ranks, rank {rank} failing at {phase}");
+            assert!(
+                !ok && !killed,
+                "{what}: the job must fail by itself: {text}"
+            );
+            assert!(secs < 10.0, "{what}: the job took {secs:.1} s: {text}");
+            assert!(
+                text.contains(&format!("rank {rank} on")) && text.contains(said),
+                "{what}: the failing rank's message is missing: {text}"
+            );
+            assert!(!out.join("report.json").exists(), "{what}");
+        }
+    }
+    // A killed rank's input copy (planted here as one of a process that is gone) is swept by
+    // the next run, and a run that succeeds leaves none of its own.
+    std::fs::create_dir_all(tmp.join("tuccompi-rank1-4294967")).unwrap();
+    std::fs::write(tmp.join("tuccompi-rank1-4294967/ring.gr"), "p sp 1 0\n").unwrap();
+    let od = format!("output.dir={:?}", dir.join("out-ok").display().to_string());
+    let mut c = mpirun_command(&["-np", "3"]);
+    c.args(["run", path.to_str().unwrap(), "-q", "--set", &od])
+        .args(["--set", "units.opencl=none", "--set", "units.cpu_workers=1"])
+        .env("TMPDIR", &tmp);
+    let (ok, text, _, _) = mpirun_within(c, &dir, path.to_str().unwrap(), 60.0);
+    assert!(ok, "{text}");
+    assert_eq!(input_copies(&tmp), Vec::<String>::new());
+}
+
+#[cfg(feature = "mpi")]
+#[test]
+fn a_bad_node_override_on_one_rank_fails_every_rank() {
+    // Issue 23, D6: this hung, rank 0 spinning.
+    let dir = tmpdir("mpiunits");
+    let path = dir.join("c.toml");
+    std::fs::write(&path, apsp_gen("road", 500, "", "8")).unwrap();
+    let od = format!("output.dir={:?}", dir.join("out").display().to_string());
+    let bin = env!("CARGO_BIN_EXE_tuccompi");
+    let args = ["run", path.to_str().unwrap(), "-q", "--set", &od];
+    let args = [&args[..], &["--set", "units.opencl=none"]].concat();
+    let mut c = mpirun_command(&["-np", "1"]);
+    c.args(&args)
+        .args([":", "-np", "1", "-x", "TUCCOMPI_UNITS=garbage", bin])
+        .args(&args);
+    let (ok, text, secs, killed) = mpirun_within(c, &dir, path.to_str().unwrap(), 30.0);
+    assert!(!ok && !killed && secs < 10.0, "{secs:.1} s: {text}");
+    assert!(
+        text.contains("rank 1 on") && text.contains("TUCCOMPI_UNITS: 'garbage'"),
+        "{text}"
+    );
+    // The same error found past the ranks' agreement (the test phase `late`): the rank
+    // returns without MPI_Finalize, which would wait for rank 0, and the launcher ends the job.
+    let mut c = mpirun_command(&["-np", "1"]);
+    c.args(&args)
+        .args([":", "-np", "1", "-x", "TUCCOMPI_UNITS=garbage"])
+        .args([
+            "-x",
+            "TUCCOMPI_TEST_FAIL_RANK=1",
+            "-x",
+            "TUCCOMPI_TEST_FAIL_PHASE=late",
+        ])
+        .arg(bin)
+        .args(&args);
+    let (ok, text, secs, killed) = mpirun_within(c, &dir, path.to_str().unwrap(), 30.0);
+    assert!(!ok && !killed && secs < 10.0, "{secs:.1} s: {text}");
+    assert!(
+        text.contains("rank 1 on") && text.contains("stopped before the other ranks"),
+        "{text}"
+    );
+    assert!(text.contains("TUCCOMPI_UNITS: 'garbage'"), "{text}");
+}
+
+#[cfg(feature = "mpi")]
+#[test]
+fn the_closing_line_counts_every_ranks_units() {
+    let dir = tmpdir("mpiunitcount");
+    let path = dir.join("c.toml");
+    std::fs::write(&path, apsp_gen("road", 500, "", "32")).unwrap();
+    let out = dir.join("out");
+    let od = format!("output.dir={:?}", out.display().to_string());
+    let (ok, text) = mpirun(
+        2,
+        &["run", path.to_str().unwrap(), "--set", &od],
+        &[("TUCCOMPI_UNITS", "cpu_workers=2,opencl=none")],
+    );
+    assert!(ok, "{text}");
+    assert!(text.contains("32 tasks on 4 units"), "{text}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let names: Vec<&str> = report["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 4, "{names:?}");
+    assert!(names[2].starts_with("rank1/"), "{names:?}");
+}
+
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn a_build_without_mpi_under_a_launcher_stops_and_names_the_feature() {
+    let dir = crate::util::tmpdir("nompi");
+    let path = dir.join("c.toml");
+    std::fs::write(&path, crate::util::apsp_gen("road", 300, "", "4")).unwrap();
+    let od = format!("output.dir={:?}", dir.join("out").display().to_string());
+    let args = ["run", path.to_str().unwrap(), "-q", "--set", &od];
+    let says = |text: &str| text.contains("--features mpi") && text.contains("without MPI");
+    // What a launcher of two processes sets (Open MPI; Slurm's srun), without one.
+    for env in [
+        [("OMPI_COMM_WORLD_SIZE", "2"), ("OMPI_COMM_WORLD_RANK", "0")],
+        [("SLURM_STEP_NUM_TASKS", "2"), ("SLURM_PROCID", "0")],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_tuccompi"))
+            .args(args)
+            .envs(env)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && says(&text), "{env:?}: {text}");
+    }
+    assert!(!dir.join("out").exists());
+    // The real launcher, where Open MPI is installed.
+    let Ok(o) = mpirun_command(&["-np", "2"]).args(args).output() else {
+        eprintln!("NOT RUN under mpirun: mpirun not found");
+        return;
+    };
+    let text = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{text}");
+    assert!(text.contains("--features mpi"), "{text}");
 }

@@ -7,7 +7,6 @@ mod apsp_gpu;
 mod cli;
 mod dense;
 mod example;
-#[cfg(feature = "mpi")]
 mod mpi;
 mod phast_cpu;
 mod phast_gpu;

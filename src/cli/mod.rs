@@ -346,15 +346,6 @@ fn registry<'a>(extra: &[&'a dyn Plugin]) -> Vec<&'a dyn Plugin> {
     all
 }
 
-/// Refuse to run as one of several copies that a launcher started when this binary cannot
-/// talk to them (built without the `mpi` feature).
-fn refuse_launcher_without_mpi() -> Result<(), Error> {
-    match node::launcher_without_mpi() {
-        Some(msg) => Err(Error::Node(msg)),
-        None => Ok(()),
-    }
-}
-
 /// The options of a run from the command line. Signals are watched from the start: a stop
 /// during the input's loading or the preprocessing ends the process at once (nothing was
 /// written yet); from the moment the output directory is touched, it stops the run cleanly.
@@ -383,7 +374,7 @@ fn run(
     unfinished: runtime::Unfinished,
     extra: &[&dyn Plugin],
 ) -> Result<(), Error> {
-    refuse_launcher_without_mpi()?;
+    node::refuse_launcher_without_mpi()?;
     let opts = run_options(quiet, unfinished, extra)?;
     let plan = Plan::load(config, set)?.with_node_units()?;
     let outcome = runtime::run(&plan, &plugins::registry(), &opts, &node::Single)?;
@@ -455,7 +446,7 @@ fn print_outcome(plan: &Plan, report: &serde_json::Value) {
 }
 
 fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Error> {
-    refuse_launcher_without_mpi()?;
+    node::refuse_launcher_without_mpi()?;
     let plan = Plan::load(config, set)?.with_node_units()?;
     let registry: Vec<&dyn Plugin> = plugins::registry();
     let plugin = runtime::resolve_plugin(&plan, &registry, extra)?;

@@ -99,17 +99,8 @@ impl Words {
     }
 }
 
-/// A file mapped read-only, unmapped when the last window on it is dropped.
-struct Mapping {
-    ptr: *const u32,
-    words: usize,
-}
-
-// SAFETY: the mapping is read-only and lives until `Drop`; `&[u32]` views of it may cross
-// threads like any shared slice.
-unsafe impl Send for Mapping {}
-// SAFETY: as above.
-unsafe impl Sync for Mapping {}
+/// A file mapped read-only (`memmap2`), unmapped when the last window on it is dropped.
+struct Mapping(memmap2::Mmap);
 
 impl Mapping {
     fn open(path: &Path) -> Result<Mapping> {
@@ -118,49 +109,35 @@ impl Mapping {
         let bytes = f
             .metadata()
             .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?
-            .len() as usize;
+            .len();
         if bytes == 0 || !bytes.is_multiple_of(4) {
             return Err(Error::Input(format!(
                 "{}: {bytes} bytes is not a shared graph",
                 path.display()
             )));
         }
-        // SAFETY: a fresh read-only shared mapping of the whole file; the kernel keeps it
-        // after the descriptor closes. The file is written completely before any rank maps it
-        // and never written again.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                bytes,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                std::os::fd::AsRawFd::as_raw_fd(&f),
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
+        // SAFETY: memmap2's condition is that nobody changes the file while it is mapped. The
+        // file is created new (0600) by a rank of this job, written completely before any rank
+        // maps it, and never written again; the mapping is read-only and outlives the
+        // descriptor.
+        let map = unsafe { memmap2::Mmap::map(&f) }
+            .map_err(|e| Error::Input(format!("{}: mapping it failed: {e}", path.display())))?;
+        let m = Mapping(map);
+        if m.words().len() * 4 != m.0.len() {
+            // A mapping starts on a page: never seen, but a misaligned view must not be read.
             return Err(Error::Input(format!(
-                "{}: mapping it failed: {}",
-                path.display(),
-                std::io::Error::last_os_error()
+                "{}: the mapping is not aligned to 4 bytes",
+                path.display()
             )));
         }
-        Ok(Mapping {
-            ptr: p as *const u32,
-            words: bytes / 4,
-        })
+        Ok(m)
     }
 
     fn words(&self) -> &[u32] {
-        // SAFETY: `ptr` maps `words` u32s (page-aligned) until `Drop`.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.words) }
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: unmapping what `open` mapped; no window outlives the `Arc` holding this.
-        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.words * 4) };
+        // SAFETY: every bit pattern is a valid u32; `align_to` gives the aligned middle (the
+        // whole mapping, page-aligned, which `open` checks).
+        let (_, words, _) = unsafe { self.0.align_to::<u32>() };
+        words
     }
 }
 

@@ -70,38 +70,111 @@ fn merge(into: &mut serde_json::Value, extra: serde_json::Value) {
     }
 }
 
-/// When this binary was built without the `mpi` feature and a launcher (mpirun, mpiexec,
-/// srun) started it as one of several processes: the message to stop with. Each copy would
-/// otherwise run the whole job alone, all of them on the same output directory.
-pub fn launcher_without_mpi() -> Option<String> {
-    if cfg!(feature = "mpi") {
-        return None;
-    }
-    // Each launcher's variable for the number of processes it started.
-    const SIZES: &[(&str, &str)] = &[
-        ("OMPI_COMM_WORLD_SIZE", "Open MPI"),
-        ("PMI_SIZE", "MPICH / Intel MPI (PMI)"),
-        ("PMIX_SIZE", "PMIx"),
-        ("MV2_COMM_WORLD_SIZE", "MVAPICH2"),
-        ("SLURM_STEP_NUM_TASKS", "Slurm (srun)"),
-    ];
-    let (var, who, n) = SIZES.iter().find_map(|(var, who)| {
-        let n: usize = std::env::var(var).ok()?.trim().parse().ok()?;
-        (n > 1).then_some((*var, *who, n))
-    })?;
-    Some(format!(
-        "{who} started {n} copies of this program ({var}={n}), but it was built without MPI, so \
-         each copy would run the whole job alone; build it with MPI: `cargo build --release \
-         --features mpi` (needs libopenmpi-dev openmpi-bin libclang-dev), or start one process"
-    ))
-}
-
 /// This machine's host name (for reports).
 pub fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .or_else(|_| std::env::var("HOSTNAME"))
         .unwrap_or_else(|_| "unknown".into())
+}
+
+/// The environment variables by which launchers tell a process that it is one of several:
+/// sizes (a job of more than one process) and ranks (rank 1 and up exist only in such a job).
+/// Slurm's `SLURM_NTASKS` is also set in a batch script's own shell, which is one process: it
+/// counts only inside a step (`SLURM_STEP_ID`), where `srun` started the tasks.
+const LAUNCHER_SIZES: [&str; 3] = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"];
+const LAUNCHER_RANKS: [&str; 4] = [
+    "OMPI_COMM_WORLD_RANK",
+    "PMI_RANK",
+    "PMIX_RANK",
+    "SLURM_PROCID",
+];
+
+/// Why this process must stop when it was built without the `mpi` feature but a launcher
+/// (`mpirun`/`mpiexec` of Open MPI, MPICH/Hydra or PMIx, or Slurm's `srun`) started several
+/// copies of it: each copy would run the whole job on its own and they would collide on the
+/// output directory. `None` when built with MPI, or when this is the only process.
+pub fn launcher_without_mpi() -> Option<String> {
+    if cfg!(feature = "mpi") {
+        return None;
+    }
+    launcher_of_several(|k| std::env::var(k).ok())
+}
+
+/// [`launcher_without_mpi`], refused as an error (`run` and `check` call it first).
+pub fn refuse_launcher_without_mpi() -> Result<()> {
+    launcher_without_mpi().map_or(Ok(()), |m| Err(Error::Node(m)))
+}
+
+/// The message for a launcher of several processes, as `var` (the environment) shows it.
+pub(crate) fn launcher_of_several(var: impl Fn(&str) -> Option<String>) -> Option<String> {
+    let number = |k: &str| var(k).and_then(|v| v.trim().parse::<u64>().ok());
+    let slurm_step = var("SLURM_STEP_ID").is_some();
+    let (key, said) = LAUNCHER_SIZES
+        .iter()
+        .chain(slurm_step.then_some(&"SLURM_NTASKS"))
+        .find_map(|k| {
+            number(k)
+                .filter(|&n| n > 1)
+                .map(|n| (*k, format!("{n} processes")))
+        })
+        .or_else(|| {
+            LAUNCHER_RANKS.iter().find_map(|k| {
+                number(k)
+                    .filter(|&r| r > 0)
+                    .map(|r| (*k, format!("this process as rank {r}")))
+            })
+        })?;
+    Some(format!(
+        "this tuccompi was built without MPI, but a launcher started {said} ({key}={}): each \
+         would run the whole job alone. Build it with MPI (`cargo build --release --features mpi`, \
+         which needs libopenmpi-dev openmpi-bin libclang-dev) and start that binary, or start \
+         one process without mpirun/srun",
+        var(key).unwrap_or_default().trim()
+    ))
+}
+
+/// Failure injection for the node layer's tests: whether rank `rank` is to fail at `phase`
+/// (`TUCCOMPI_TEST_FAIL_RANK=R`, `TUCCOMPI_TEST_FAIL_PHASE=config|input|prepare|run|panic`;
+/// no phase means `prepare`; `late`: a bad `TUCCOMPI_UNITS` is left for the caller to find,
+/// past the ranks' agreement).
+pub fn injected_failure(rank: usize, phase: &str) -> bool {
+    let var = |k: &str| std::env::var(k).ok();
+    var("TUCCOMPI_TEST_FAIL_RANK").and_then(|r| r.parse::<usize>().ok()) == Some(rank)
+        && var("TUCCOMPI_TEST_FAIL_PHASE")
+            .as_deref()
+            .unwrap_or("prepare")
+            == phase
+}
+
+/// The report's units: rank 0's (`stats`), then every other rank's from the gathered node
+/// statistics (`nodes`, one entry per rank), named `rankR/NAME` with their `rank`, so the
+/// report and the closing line count every unit of the job. A single node's are its own.
+pub fn job_units(stats: &[UnitStats], nodes: &serde_json::Value) -> serde_json::Value {
+    let mut all = serde_json::to_value(stats).unwrap_or_default();
+    let (Some(list), Some(nodes)) = (all.as_array_mut(), nodes.as_array()) else {
+        return all;
+    };
+    for node in nodes.iter().skip(1) {
+        let rank = node["rank"].clone();
+        for unit in node["units"].as_array().into_iter().flatten() {
+            let mut u = unit.clone();
+            if let Some(o) = u.as_object_mut() {
+                let name = o
+                    .get("name")
+                    .and_then(|n| n.as_str())
+                    .unwrap_or("")
+                    .to_string();
+                o.insert(
+                    "name".into(),
+                    serde_json::json!(format!("rank{rank}/{name}")),
+                );
+                o.insert("rank".into(), rank.clone());
+            }
+            list.push(u);
+        }
+    }
+    all
 }
 
 /// How long rank 0's server sleeps between two probes for other ranks' messages. MPI's

@@ -27,14 +27,24 @@
 //!   as JSON. Distance rows are written by each rank at their offsets in one shared file.
 //! - Resuming: rank 0 reads the journal and broadcasts the set of done tasks; every rank's
 //!   units skip them.
-//! - Failure: the failing rank prints its rank, host and error and calls `MPI_Abort`, so every
-//!   rank stops; the complete result in the output directory is untouched, and the journal
-//!   keeps the chunks rank 0 had synced.
+//! - Failure: every rank fails together, whatever fails and wherever. Loading the config and
+//!   the input (and each rank's `TUCCOMPI_UNITS`) ends in an agreement (an all-gather of each
+//!   rank's error, empty where it succeeded): every rank returns an error naming the failing
+//!   rank, host and message, and all finalize together. From there on, a failing rank prints
+//!   its rank, host and error and calls `MPI_Abort` (`Node::fail`), so every rank stops; a
+//!   panic on the main thread or rank 0's server thread does the same (the panic hook). A rank
+//!   that returns early on any other path (its node dropped before the results were gathered)
+//!   leaves without `MPI_Finalize`, which would wait for ranks that wait for it: the launcher
+//!   then ends the job. The complete result in the output directory is untouched, and the
+//!   journal keeps the chunks rank 0 had synced.
+//! - Temporary input copies (`$TMPDIR/tuccompi-rankR-PID/`) are removed once the graph is
+//!   loaded, on failure before the abort, and, for processes killed before either, swept by the
+//!   next run on the machine once their process is gone.
 //!
 //! MPI calls are serialized: one mutex guards the communicator on each rank, and the library
 //! is initialized with at least `MPI_THREAD_SERIALIZED`.
 
-use super::{host_name, merge, Node, Pace};
+use super::{host_name, injected_failure, merge, Node, Pace};
 use crate::config::{InputSpec, NodePolicy, Plan};
 use crate::graph::Csr;
 use crate::plugin::Records;
@@ -47,8 +57,9 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use parking_lot::Mutex;
 use std::ops::Range;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 const TAG_REQ: i32 = 11;
@@ -57,14 +68,136 @@ const TAG_STATS: i32 = 13;
 const TAG_UNITS: i32 = 14;
 const TAG_GO: i32 = 15;
 
+/// The name of rank 0's server thread (a panic there ends the job: other ranks wait for it).
+const SERVER_THREAD: &str = "mpi-master";
+
+/// This process's private copy of the input (other ranks than 0), removed once the graph is
+/// loaded or when the process fails. Process-wide: the panic hook removes it too.
+static INPUT_COPY: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// The first panic's text on any thread: a unit thread's uncaught panic reaches the main
+/// thread as "a scoped thread panicked", and the job's message should name the real one.
+static FIRST_PANIC: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Write `line` to stderr in one call: `eprintln!` writes its pieces one by one, and the ranks'
+/// lines, all forwarded by the launcher into one stream, interleave mid-line.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+}
+
+/// Remove this process's input copy, if any.
+fn remove_input_copy() {
+    if let Some(dir) = INPUT_COPY.lock().take() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// Print `msg` as this rank's failure and end every rank of the job (`MPI_Abort`). The
+/// communicator's lock may be held by a thread blocked in a request; `MPI_Abort` is safe to
+/// call regardless, so this takes the world communicator without waiting.
+fn abort_job(rank: usize, host: &str, msg: &str) -> ! {
+    say(&format!(
+        "tuccompi: error: rank {rank} on {host} failed: {msg}"
+    ));
+    remove_input_copy();
+    SimpleCommunicator::world().abort(3)
+}
+
+/// A panic's message and place.
+fn panic_text(info: &std::panic::PanicHookInfo<'_>) -> String {
+    let p = info.payload();
+    let msg = p
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| p.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)");
+    match info.location() {
+        Some(l) => format!("{msg} (at {}:{})", l.file(), l.line()),
+        None => msg.to_string(),
+    }
+}
+
+/// A panic on the main thread or on rank 0's server thread ends the job at once, with its
+/// message: the other ranks wait in a collective or for an answer that would never come, and
+/// unwinding the main thread could itself wait (a task source joins the server thread, which
+/// waits for every rank's end). Unit threads catch their plugin's panics (a unit failure: the
+/// runtime decides), and an uncaught one reaches the main thread when the unit threads end.
+fn install_panic_hook(rank: usize, host: String) {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        previous(info);
+        let thread = std::thread::current();
+        let name = thread.name().unwrap_or("unnamed").to_string();
+        let text = format!("a panic on its thread '{name}': {}", panic_text(info));
+        let first = FIRST_PANIC.get_or_init(|| text.clone());
+        if name == "main" || name == SERVER_THREAD {
+            let msg = if *first == text {
+                text
+            } else {
+                format!("{text}; the first was {first}")
+            };
+            abort_job(rank, &host, &msg)
+        }
+    }));
+}
+
+/// Whether process `pid` still runs: it has a `/proc` entry and is not a zombie. A rank that
+/// `MPI_Abort` ended stays a zombie until its parent reaps it, which in a container without an
+/// init that reaps can take seconds after `mpirun` has returned.
+fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name, which is in parentheses and may hold any byte.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_none_or(|state| !matches!(state, 'Z' | 'X')),
+        Err(_) => false,
+    }
+}
+
+/// This process's effective user id.
+fn own_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Remove the input copies (`tuccompi-rankR-PID` in `dir`) of processes that are gone: an
+/// aborted or killed run could not remove its own.
+fn sweep_input_copies(dir: &Path) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        let pid = name
+            .strip_prefix("tuccompi-rank")
+            .and_then(|r| r.split_once('-'))
+            .filter(|(r, _)| r.parse::<u32>().is_ok())
+            .and_then(|(_, p)| p.parse::<u32>().ok());
+        // Only a directory this program makes (not a link to one, and this user's), of a
+        // process that is gone.
+        let ours = entry
+            .metadata()
+            .is_ok_and(|m| m.is_dir() && m.uid() == own_uid());
+        if pid.is_some_and(|p| !process_alive(p))
+            && entry.file_type().is_ok_and(|t| t.is_dir())
+            && ours
+        {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 /// This process as one MPI node.
 pub struct MpiNode {
-    _universe: mpi::environment::Universe,
+    /// Finalized on drop only where every rank ends together (see `together`).
+    universe: std::mem::ManuallyDrop<mpi::environment::Universe>,
     world: Mutex<SimpleCommunicator>,
     rank: usize,
     size: usize,
     host: String,
-    temp_input: Mutex<Option<PathBuf>>,
+    /// Whether every rank is known to end with this one from here: set by an agreement that
+    /// failed (all return an error together) and once the results are gathered. A node
+    /// dropped before that is a rank returning early while the others go on.
+    together: AtomicBool,
     /// Rank 0's server thread, counted for the report.
     served: Arc<Served>,
     /// How this rank got its graph (for the report): shared with the machine's ranks, or why
@@ -110,13 +243,16 @@ impl MpiNode {
         let world = universe.world();
         let (rank, size) = (world.rank() as usize, world.size() as usize);
         let host = mpi::environment::processor_name().unwrap_or_else(|_| host_name());
+        if size > 1 {
+            install_panic_hook(rank, host.clone());
+        }
         Ok(MpiNode {
-            _universe: universe,
+            universe: std::mem::ManuallyDrop::new(universe),
             world: Mutex::new(world),
             rank,
             size,
             host,
-            temp_input: Mutex::new(None),
+            together: AtomicBool::new(false),
             served: Arc::default(),
             graph_note: Mutex::new(None),
         })
@@ -139,60 +275,138 @@ impl MpiNode {
         s[0] == 1
     }
 
-    /// Rank 0 loads and validates the config and reads the input file; every rank gets the
-    /// same resolved config (and its own copy of the input).
-    pub fn load_plan(&self, config: &Path, overrides: &[String]) -> Result<Plan> {
-        let mut loaded = if self.is_root() {
-            Some(Plan::load(config, overrides))
-        } else {
-            None
-        };
-        let ok = self.bcast_status(loaded.as_ref().is_none_or(|r| r.is_ok()));
-        if !ok {
-            return match loaded {
-                Some(Err(e)) => Err(e),
-                _ => Err(Error::Node(
-                    "rank 0 could not load the config (its message says why)".into(),
-                )),
-            };
+    /// Every rank's outcome of one step, agreed: `Ok` where every rank succeeded; else, on
+    /// every rank, the first failing rank's error with its rank and host (the failing rank's
+    /// own line must say so too: the launcher may end the others before they print). Every
+    /// rank calls it at the same step: it is the collective that keeps one rank's early error
+    /// from leaving the others waiting in the next one. A single process keeps its own error.
+    fn agree<T>(&self, mine: Result<T>) -> Result<T> {
+        if self.size == 1 {
+            return mine;
         }
-        let text = self.bcast_bytes(
-            loaded
-                .as_ref()
-                .map(|p| p.as_ref().unwrap().resolved_toml.clone().into_bytes()),
-        );
-        let mut plan = match loaded.take() {
-            Some(p) => p?,
-            None => Plan::from_toml(&String::from_utf8_lossy(&text), config, &[])?,
+        // One byte at least from every rank (Open MPI refuses an all-empty gather): `+` for
+        // success, `!` and the message for a failure.
+        let text = match &mine {
+            Ok(_) => "+".to_string(),
+            Err(e) => format!("!rank {} on {} failed: {e}", self.rank, self.host),
         };
-        if let Some(InputSpec::Path(path)) = plan.input.clone() {
-            let bytes = if self.is_root() {
-                Some(std::fs::read(&path))
-            } else {
-                None
-            };
-            let ok = self.bcast_status(bytes.as_ref().is_none_or(|r| r.is_ok()));
-            if !ok {
-                return match bytes {
-                    Some(Err(e)) => Err(Error::io(&path, e)),
-                    _ => Err(Error::Node(
-                        "rank 0 could not read the input (its message says why)".into(),
-                    )),
+        let all = {
+            let w = self.world.lock();
+            let mut lens = vec![0i32; self.size];
+            w.all_gather_into(&[text.len() as i32][..], &mut lens[..]);
+            let displs: Vec<i32> = lens
+                .iter()
+                .scan(0, |at, &l| {
+                    *at += l;
+                    Some(*at - l)
+                })
+                .collect();
+            let mut buf = vec![0u8; lens.iter().map(|&l| l as usize).sum()];
+            let mut part = mpi::datatype::PartitionMut::new(&mut buf[..], &lens[..], &displs[..]);
+            w.all_gather_varcount_into(text.as_bytes(), &mut part);
+            (0..self.size)
+                .map(|r| {
+                    let at = displs[r] as usize;
+                    String::from_utf8_lossy(&buf[at..at + lens[r] as usize]).into_owned()
+                })
+                .collect::<Vec<_>>()
+        };
+        let mine_failed = text.strip_prefix('!');
+        match mine_failed.or_else(|| all.iter().find_map(|t| t.strip_prefix('!'))) {
+            None => mine,
+            Some(failed) => {
+                // Every rank returns an error here: they finalize together.
+                self.together.store(true, Ordering::Relaxed);
+                Err(Error::Node(failed.to_string()))
+            }
+        }
+    }
+
+    /// Rank 0 loads and validates the config and reads the input file; every rank gets the
+    /// same resolved config (and its own copy of the input), and applies its `TUCCOMPI_UNITS`.
+    /// A failure at any rank fails every rank here (two agreements: rank 0's reading, then
+    /// each rank's own part).
+    pub fn load_plan(&self, config: &Path, overrides: &[String]) -> Result<Plan> {
+        sweep_input_copies(&std::env::temp_dir());
+        let root = self.is_root();
+        let loaded = self.agree(if root {
+            Plan::load(config, overrides).and_then(|plan| {
+                let bytes = match &plan.input {
+                    Some(InputSpec::Path(p)) => {
+                        Some(std::fs::read(p).map_err(|e| Error::io(p, e))?)
+                    }
+                    _ => None,
                 };
-            }
-            let data = self.bcast_bytes(bytes.map(|b| b.unwrap()));
-            if !self.is_root() {
-                let dir = std::env::temp_dir().join(format!(
-                    "tuccompi-rank{}-{}",
-                    self.rank,
-                    std::process::id()
+                Ok(Some((plan, bytes)))
+            })
+        } else {
+            Ok(None)
+        })?;
+        let (plan, bytes) = match loaded {
+            Some((plan, bytes)) => (Some(plan), bytes),
+            None => (None, None),
+        };
+        let text = self.bcast_bytes(plan.as_ref().map(|p| p.resolved_toml.clone().into_bytes()));
+        let has_input = self.bcast_status(bytes.is_some());
+        let data = has_input.then(|| self.bcast_bytes(bytes));
+        let mine = match plan {
+            Some(plan) => Ok(plan),
+            None => self.own_plan(&text, config, data),
+        }
+        .and_then(|plan| {
+            if injected_failure(self.rank, "config") {
+                return Err(Error::Config(
+                    "injected failure (TUCCOMPI_TEST_FAIL_PHASE=config)".into(),
                 ));
-                std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-                let copy = dir.join(path.file_name().unwrap_or_default());
-                std::fs::write(&copy, data).map_err(|e| Error::io(&copy, e))?;
-                plan.input = Some(InputSpec::Path(copy));
-                *self.temp_input.lock() = Some(dir);
             }
+            // The node-local override is applied again by the caller; checked here, where
+            // every rank can still learn of a bad one (issue 23, D6: a job hung on it). The
+            // test phase `late` leaves it to the caller, to fail past every agreement.
+            if !injected_failure(self.rank, "late") {
+                plan.clone().with_node_units()?;
+            }
+            Ok(plan)
+        });
+        let agreed = self.agree(mine);
+        if agreed.is_err() {
+            remove_input_copy();
+        }
+        agreed
+    }
+
+    /// Another rank's plan: rank 0's resolved config, with the input read from a private
+    /// copy of rank 0's bytes (`data`).
+    fn own_plan(&self, text: &[u8], config: &Path, data: Option<Vec<u8>>) -> Result<Plan> {
+        let mut plan = Plan::from_toml(&String::from_utf8_lossy(text), config, &[])?;
+        if let (Some(InputSpec::Path(path)), Some(data)) = (plan.input.clone(), data) {
+            let dir = std::env::temp_dir().join(format!(
+                "tuccompi-rank{}-{}",
+                self.rank,
+                std::process::id()
+            ));
+            // A directory of this name is a leftover of an earlier process with this pid (not
+            // swept: the pid is this live process's): replaced if it is a real directory of
+            // ours. The new one is made exclusive and private, never through a link.
+            if dir
+                .symlink_metadata()
+                .is_ok_and(|m| m.is_dir() && m.uid() == own_uid())
+            {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&dir)
+                .map_err(|e| Error::io(&dir, e))?;
+            *INPUT_COPY.lock() = Some(dir.clone());
+            let copy = dir.join(path.file_name().unwrap_or_default());
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&copy)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, &data))
+                .map_err(|e| Error::io(&copy, e))?;
+            plan.input = Some(InputSpec::Path(copy));
         }
         Ok(plan)
     }
@@ -200,9 +414,23 @@ impl MpiNode {
 
 impl Drop for MpiNode {
     fn drop(&mut self) {
-        if let Some(dir) = self.temp_input.lock().take() {
-            let _ = std::fs::remove_dir_all(dir);
+        remove_input_copy();
+        if self.size > 1 && !self.together.load(Ordering::Relaxed) {
+            if std::thread::panicking() {
+                let first = FIRST_PANIC.get().map_or("a panic", String::as_str);
+                abort_job(self.rank, &self.host, first);
+            }
+            // MPI_Finalize would wait for the other ranks, which wait for this one: leave
+            // without it (the universe is not dropped). mpirun and srun end a job one of whose
+            // processes exits without finalizing; this rank's error is printed as it returns.
+            say(&format!(
+                "tuccompi: rank {} on {} stopped before the other ranks: the launcher ends the job",
+                self.rank, self.host
+            ));
+            return;
         }
+        // SAFETY: dropped once, here, and never used after.
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.universe) };
     }
 }
 
@@ -514,7 +742,7 @@ fn shared_graph_path() -> PathBuf {
             .strip_prefix("tuccompi-graph-")
             .and_then(|r| r.split('-').next())
             .and_then(|p| p.parse::<u32>().ok());
-        if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
+        if pid.is_some_and(|p| !process_alive(p)) {
             let _ = std::fs::remove_file(entry.path());
         }
     }
@@ -526,6 +754,25 @@ fn shared_graph_path() -> PathBuf {
 
 impl crate::graph::GraphShare for MpiNode {
     fn share(&self, build: &mut dyn FnMut() -> Result<Csr>) -> Result<Csr> {
+        if injected_failure(self.rank, "input") {
+            // Before the machine's collective below, which the other ranks are in.
+            return Err(Error::Input(
+                "injected failure (TUCCOMPI_TEST_FAIL_PHASE=input)".into(),
+            ));
+        }
+        if injected_failure(self.rank, "panic") {
+            panic!("injected panic (TUCCOMPI_TEST_FAIL_PHASE=panic)");
+        }
+        let g = self.share_among_host(build);
+        // Loaded: nothing reads the input copy again (the journal's input hash is rank 0's).
+        remove_input_copy();
+        g
+    }
+}
+
+impl MpiNode {
+    /// [`GraphShare::share`](crate::graph::GraphShare::share) without the test hooks.
+    fn share_among_host(&self, build: &mut dyn FnMut() -> Result<Csr>) -> Result<Csr> {
         // Prepare runs on the main thread before any unit: nothing else calls MPI meanwhile.
         let w = self.world.lock();
         let host = w.split_shared(self.rank as i32);
@@ -680,7 +927,7 @@ impl Node for MpiNode {
         let cap = plan.nodes.chunk;
         let served = self.served.clone();
         let server = std::thread::Builder::new()
-            .name("mpi-master".into())
+            .name(SERVER_THREAD.into())
             .spawn(move || serve(queue.as_deref(), &offsets, s - 1, cap, journal, &served))
             .map_err(|e| Error::Node(format!("starting the master thread: {e}")))?;
         Ok(Box::new(Master {
@@ -691,6 +938,11 @@ impl Node for MpiNode {
     }
 
     fn forward_records(&self, unit: usize, tasks: Range<usize>, records: &[u64]) -> Result<()> {
+        if injected_failure(self.rank, "run") {
+            return Err(Error::Node(
+                "injected failure (TUCCOMPI_TEST_FAIL_PHASE=run)".into(),
+            ));
+        }
         let mut msg = Vec::with_capacity(4 + records.len());
         msg.extend_from_slice(&[
             MSG_RECORDS,
@@ -773,6 +1025,9 @@ impl Node for MpiNode {
             });
         }
         let w = self.world.lock();
+        // The last message of a run: from here every rank ends with the others (rank 0's
+        // failures still abort the job).
+        self.together.store(true, Ordering::Relaxed);
         if self.rank != 0 {
             let bytes = serde_json::to_vec(&mine).expect("json");
             w.process_at_rank(0).send_with_tag(&bytes[..], TAG_STATS);
@@ -789,20 +1044,49 @@ impl Node for MpiNode {
     }
 
     fn fail(&self, e: Error) -> Error {
-        eprintln!(
-            "tuccompi: error: rank {} on {} failed: {e}",
-            self.rank, self.host
-        );
         // Stop every rank; the output directory keeps its INCOMPLETE marker.
-        // The lock may be held by a unit thread blocked in a request; MPI_Abort is safe to call
-        // regardless, so take the communicator without waiting.
-        let w = SimpleCommunicator::world();
-        w.abort(3)
+        abort_job(self.rank, &self.host, &e.to_string())
     }
 }
 
 #[cfg(test)]
 mod test {
+    #[test]
+    fn a_zombie_process_counts_as_gone() {
+        assert!(super::process_alive(std::process::id()));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        // Exited and not reaped yet: a zombie, as an aborted rank is until its parent reaps it.
+        let t0 = std::time::Instant::now();
+        while super::process_alive(child.id()) && t0.elapsed().as_secs() < 10 {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(std::path::Path::new(&format!("/proc/{}", child.id())).exists());
+        assert!(!super::process_alive(child.id()));
+        child.wait().unwrap();
+        assert!(!super::process_alive(4_294_967));
+    }
+
+    #[test]
+    fn input_copies_of_dead_processes_are_swept() {
+        let dir = std::env::temp_dir().join(format!("tuccompi-sweep-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // No process has this id (above Linux's largest pid_max); this process is alive.
+        let dead = dir.join("tuccompi-rank1-4294967");
+        let live = dir.join(format!("tuccompi-rank2-{}", std::process::id()));
+        let other = dir.join("tuccompi-rankings-4294967");
+        for d in [&dead, &live, &other] {
+            std::fs::create_dir_all(d).unwrap();
+            std::fs::write(d.join("g.gr"), b"x").unwrap();
+        }
+        // A link named like a copy is not one this program made: left alone.
+        let link = dir.join("tuccompi-rank3-4294967");
+        std::os::unix::fs::symlink(&other, &link).unwrap();
+        super::sweep_input_copies(&dir);
+        assert!(!dead.exists() && live.exists() && other.join("g.gr").exists());
+        assert!(link.symlink_metadata().is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn shared_graph_files_of_dead_writers_are_swept() {
         let fresh = super::shared_graph_path();

@@ -147,3 +147,90 @@ fn the_servers_pace_follows_the_gaps_its_waiting_senders_leave() {
     let s = p.sleep(at(3000)).as_secs_f64();
     assert!((s - 0.001).abs() < 1e-4, "{s}");
 }
+
+#[test]
+fn a_launcher_of_several_processes_is_named_with_the_mpi_feature() {
+    let env = |pairs: &'static [(&'static str, &'static str)]| {
+        move |k: &str| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    };
+    // One process, or no launcher: nothing to say.
+    assert_eq!(launcher_of_several(env(&[])), None);
+    assert_eq!(
+        launcher_of_several(env(&[("OMPI_COMM_WORLD_SIZE", "1")])),
+        None
+    );
+    assert_eq!(
+        launcher_of_several(env(&[("PMI_SIZE", "1"), ("PMI_RANK", "0")])),
+        None
+    );
+    // A Slurm batch script's own shell sees SLURM_NTASKS but is one process.
+    assert_eq!(launcher_of_several(env(&[("SLURM_NTASKS", "4")])), None);
+    for (pairs, key) in [
+        (
+            &[("OMPI_COMM_WORLD_SIZE", "2")][..],
+            "OMPI_COMM_WORLD_SIZE=2",
+        ),
+        (&[("PMI_SIZE", "4"), ("PMI_RANK", "0")][..], "PMI_SIZE=4"),
+        (&[("PMIX_RANK", "3")][..], "PMIX_RANK=3"),
+        (
+            &[("SLURM_STEP_NUM_TASKS", "8")][..],
+            "SLURM_STEP_NUM_TASKS=8",
+        ),
+        (
+            &[("SLURM_NTASKS", "2"), ("SLURM_STEP_ID", "0")][..],
+            "SLURM_NTASKS=2",
+        ),
+    ] {
+        let pairs: &'static [(&str, &str)] = Box::leak(pairs.to_vec().into_boxed_slice());
+        let m = launcher_of_several(env(pairs)).unwrap_or_default();
+        assert!(
+            m.contains(key) && m.contains("cargo build --release --features mpi"),
+            "{pairs:?}: {m}"
+        );
+    }
+    // This test binary's own environment is no launcher's; with the feature it never refuses.
+    if cfg!(feature = "mpi") {
+        assert!(refuse_launcher_without_mpi().is_ok());
+    }
+}
+
+#[test]
+fn the_reports_units_are_every_ranks() {
+    let unit = |name: &str| UnitStats {
+        name: name.into(),
+        kind: "cpu",
+        device: None,
+        queue: None,
+        tasks: 1,
+        chunks: 1,
+        busy_seconds: 0.0,
+        ended_seconds: 0.0,
+        failed: None,
+    };
+    let mine = [unit("cpu0"), unit("cpu1")];
+    let nodes = serde_json::json!([
+        { "rank": 0, "units": serde_json::to_value(&mine).unwrap() },
+        { "rank": 1, "units": serde_json::to_value([unit("cpu0"), unit("cpu1")]).unwrap() },
+        { "rank": 2, "units": serde_json::to_value([unit("gpu0q0")]).unwrap() },
+    ]);
+    let all = job_units(&mine, &nodes);
+    let names: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["cpu0", "cpu1", "rank1/cpu0", "rank1/cpu1", "rank2/gpu0q0"]
+    );
+    assert_eq!(all[4]["rank"], 2);
+    // A single node's entry counts its units as a number: the units are its own.
+    let single = serde_json::json!([{ "rank": 0, "units": 2 }]);
+    assert_eq!(job_units(&mine, &single).as_array().unwrap().len(), 2);
+}
