@@ -2,7 +2,7 @@
 //! tool (`run`, `check`, `tune`, `plugins`, `devices`, `completions`, `man`, `--set`,
 //! `--resume`, `--restart`, signals, progress, the closing line and the exit codes) over the
 //! built-in plugins and the ones it is handed. The `tuccompi` binary is `cli::main(&[])`; a
-//! user's plugin binary is `crate::cli::main(&[&MyPlugin])`.
+//! user's plugin binary is `tuccompi::cli::main(&[&MyPlugin])`.
 //!
 //! As in ripgrep's `main`: parse, run, turn the error into one message and an exit code
 //! (0 success, 2 an error, 128 + N after signal N).
@@ -152,7 +152,7 @@ fn bin_name() -> String {
 ///
 /// ```no_run
 /// fn main() -> std::process::ExitCode {
-///     crate::cli::main(&[/* &MyPlugin */])
+///     tuccompi::cli::main(&[/* &MyPlugin */])
 /// }
 /// ```
 pub fn main(extra: &[&dyn Plugin]) -> ExitCode {
