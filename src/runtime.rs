@@ -756,7 +756,7 @@ fn execute<'p>(
     let t_run = Instant::now();
     let records = Mutex::new(records);
     let interrupted = AtomicBool::new(false);
-    let mut history = SpeedHistory::open(plan, opts, prepared, &units);
+    let mut history = SpeedHistory::open(plan, opts, prepared, &units, node);
     let node_run = run_chunks(
         plan,
         opts,

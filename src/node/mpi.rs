@@ -492,6 +492,13 @@ impl TaskSource for Master {
     fn wait_for_work(&self, unit: usize) -> bool {
         self.computes && self.local.wait_for_work(unit)
     }
+    fn granule(&self, unit: usize, tasks: usize) {
+        // Rank 0's units are the local source's first units (remote units' requests carry no
+        // group size).
+        if self.computes {
+            self.local.granule(unit, tasks);
+        }
+    }
     fn left_over(&self) -> usize {
         self.join();
         self.local.left_over()
@@ -528,6 +535,9 @@ impl TaskSource for Shared {
     }
     fn left_over(&self) -> usize {
         self.0.left_over()
+    }
+    fn granule(&self, unit: usize, tasks: usize) {
+        self.0.granule(unit, tasks);
     }
 }
 

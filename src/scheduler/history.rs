@@ -47,7 +47,11 @@ pub struct History {
 
 /// The history file's path: under the user's cache directory ([`crate::owned::cache_home`]).
 pub fn path() -> Option<PathBuf> {
-    Some(crate::owned::cache_home()?.join("tuccompi").join("speeds.json"))
+    Some(
+        crate::owned::cache_home()?
+            .join("tuccompi")
+            .join("speeds.json"),
+    )
 }
 
 /// The key of a unit class's entry.
