@@ -844,8 +844,11 @@ impl SpeedHistory {
         opts: &RunOptions<'_>,
         prepared: &Prepared<'_>,
         units: &[Unit<'_>],
+        node: &dyn Node,
     ) -> Self {
+        // Under MPI the node layer's sources measure nothing they could report: no history.
         let on = opts.speed_history
+            && !node.under_mpi()
             && plan.scheduler.history
             && plan.scheduler.policy == Policy::WorkQueue;
         let path = on.then(crate::scheduler::history::path).flatten();
@@ -930,6 +933,9 @@ impl SpeedHistory {
             acc.0.per_task += e.per_task;
             acc.1 += s.tasks as u64;
             acc.2 += 1;
+        }
+        if by_key.is_empty() {
+            return;
         }
         for (key, (sum, tasks, n)) in by_key {
             let n = n as f64;
