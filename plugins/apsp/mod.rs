@@ -140,6 +140,13 @@ impl Plugin for Apsp {
          work-list, Crauser, Martin or two-phase SSSP on OpenCL devices"
     }
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
+        // Checks below name their key; this adds where it was set.
+        prepare(ctx).map_err(|e| ctx.plan.origins.locate(e))
+    }
+}
+
+fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
+    {
         let options: ApspOptions = ctx.options("apsp")?;
         let graph = load_csr(ctx)?;
         let sources = resolve_sources(&ctx.plan.sources, graph.n, graph.id_base)?;

@@ -69,6 +69,20 @@ impl Origins {
         Error::Config(format!("{}: {msg}", self.of(key)))
     }
 
+    /// `e` with the place its key was set in front, when it is a config error that starts with
+    /// a key and its value (`run.sources = 0, but ...`, `[apsp] batch = 0: ...`) as the checks
+    /// after the plan (the plugins', the generator's, the tuner's) write them; other errors as
+    /// they are.
+    pub fn locate(&self, e: Error) -> Error {
+        match e {
+            Error::Config(msg) => match leading_key(&msg) {
+                Some(key) => Error::Config(format!("{}: {msg}", self.of(&key))),
+                None => Error::Config(msg),
+            },
+            e => e,
+        }
+    }
+
     /// The config file's path.
     pub fn path(&self) -> &Path {
         &self.path
@@ -177,4 +191,20 @@ pub(super) fn key_at(text: &str, offset: usize) -> (usize, String) {
         .count();
     let key = line_keys(text).get(line).cloned().unwrap_or_default();
     (line + 1, key)
+}
+
+/// The dotted key a message starts with, written `a.b = ` or `[a] b = `.
+fn leading_key(msg: &str) -> Option<String> {
+    let word = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    };
+    let (head, _) = msg.split_once(" = ")?;
+    if let Some(rest) = head.strip_prefix('[') {
+        let (table, key) = rest.split_once("] ")?;
+        (word(table) && word(key)).then(|| format!("{table}.{key}"))
+    } else {
+        (word(head) && head.contains('.')).then(|| head.to_string())
+    }
 }
