@@ -149,6 +149,7 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
     {
         let options: ApspOptions = ctx.options("apsp")?;
         let graph = load_csr(ctx)?;
+        check_run_memory(ctx, &graph, &options)?;
         let sources = resolve_sources(&ctx.plan.sources, graph.n, graph.id_base)?;
         let wide = needs_wide(graph.n, graph.max_weight() as u64);
         let ty = if wide { NpyType::U64 } else { NpyType::U32 };
@@ -191,6 +192,51 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
             targets,
         }))
     }
+}
+
+/// Host bytes of a run's per-task state: the source id, the record (4 words) and its
+/// `summary.csv` row.
+const TASK_BYTES: u64 = 4 + 32 + 48;
+/// Host bytes per vertex of one CPU worker's state (distances and heap entries, wide).
+const WORKER_BYTES_PER_VERTEX: u64 = 24;
+/// Host bytes per vertex and per arc of building a contraction hierarchy (the dynamic graph
+/// being contracted, the witness searches, the hierarchy itself with its shortcuts).
+const CH_BYTES: (u64, u64) = (96, 64);
+
+/// Refuse a run whose per-task and per-worker state cannot fit this machine's memory, before
+/// any of it is allocated (`run.sources = "all"` over a header's 200 million vertices).
+fn check_run_memory(ctx: &PrepareCtx<'_>, graph: &Csr, options: &ApspOptions) -> Result<()> {
+    let n = graph.n as u64;
+    let tasks = match &ctx.plan.sources {
+        Sources::All => n,
+        Sources::First(k) => (*k).min(n),
+        Sources::List(ids) => ids.len() as u64,
+    };
+    let workers = ctx.plan.units.cpu_workers as u64;
+    // A hierarchy is built unless only Dijkstra on CPU workers can run.
+    let ch = options.cpu_algorithm != phast::auto::CpuAlgorithm::Dijkstra
+        || ctx.plan.units.opencl != crate::config::DeviceSel::None;
+    let m = graph.m() as u64;
+    let ch_bytes = if ch {
+        n.saturating_mul(CH_BYTES.0)
+            .saturating_add(m.saturating_mul(CH_BYTES.1))
+    } else {
+        0
+    };
+    let need = tasks
+        .saturating_mul(TASK_BYTES)
+        .saturating_add(workers.saturating_mul(n).saturating_mul(WORKER_BYTES_PER_VERTEX))
+        .saturating_add(ch_bytes);
+    crate::graph::memory::check(
+        &format!("apsp on {} ({n} vertices)", graph.name),
+        need,
+        &format!(
+            "run.sources = {}: {tasks} tasks x {TASK_BYTES} bytes, {workers} CPU workers x \
+             {n} vertices x {WORKER_BYTES_PER_VERTEX} bytes, and {} for a contraction hierarchy",
+            ctx.plan.sources,
+            crate::graph::memory::gib(ch_bytes)
+        ),
+    )
 }
 
 impl Job for ApspJob {

@@ -126,6 +126,30 @@ pub fn generate(spec: &GenSpec) -> Result<EdgeList> {
             "input.generate: min_weight {lo} > max_weight {hi}; make min_weight <= max_weight"
         )));
     }
+    // The arcs each model makes, estimated before any is made (an invalid degree is refused
+    // below with its own message).
+    let degree = |default: f64| {
+        let d = spec.degree.unwrap_or(default);
+        if d.is_finite() && d > 0.0 {
+            d.min(1e12)
+        } else {
+            0.0
+        }
+    };
+    let (n_est, m_est) = match spec.model {
+        GenModel::Uniform => (n, (degree(8.0) * n as f64) as u64),
+        GenModel::Rmat => {
+            let n2 = n.next_power_of_two();
+            (n2, (degree(16.0) * n2 as f64) as u64)
+        }
+        GenModel::Road => (n, n.saturating_mul(4)),
+        GenModel::Complete => (n, n.saturating_mul(n)),
+    };
+    super::memory::check(
+        &format!("input.generate ({spec})"),
+        super::memory::input_bytes(n_est, m_est),
+        &format!("{n_est} vertices and about {m_est} arcs"),
+    )?;
     let mut rng = SplitMix64(spec.seed ^ 0x5EED_0000_0000_0000);
     let weight = |rng: &mut SplitMix64| (lo as u64 + rng.below((hi - lo) as u64 + 1)) as i64;
     let mut arcs: Vec<(u32, u32, i64)>;
