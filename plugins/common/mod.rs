@@ -25,7 +25,7 @@ pub fn load_graph(plan: &Plan) -> Result<EdgeList> {
             ),
             e => e,
         }),
-        Some(InputSpec::Generate(g)) => generate(g),
+        Some(InputSpec::Generate(g)) => generate(g).map_err(|e| plan.origins.locate(e)),
         None => Err(Error::Config(format!(
             "{}: this plugin reads a graph: add [input] with 'path = \"FILE\"' or an [input.generate] table",
             plan.config_path.display()
