@@ -211,3 +211,151 @@ fn collatz_keys_load_or_are_refused_by_name() {
         }
     }
 }
+
+/// A config for `plugin` on a graph file with this content, in a fresh directory: (dir, config).
+fn setup(plugin: &str, graph: &str) -> (std::path::PathBuf, String) {
+    let dir = tmpdir("bounds-cli");
+    std::fs::write(dir.join("g.gr"), graph).unwrap();
+    let config = dir.join("c.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[run]\nplugin = \"{plugin}\"\nsources = 2\n[input]\npath = {:?}\n[units]\ncpu_workers = 1\n[output]\ndir = {:?}\n",
+            dir.join("g.gr").display().to_string(),
+            dir.join("out").display().to_string()
+        ),
+    )
+    .unwrap();
+    (dir, config.display().to_string())
+}
+
+#[test]
+fn batch_zero_with_every_device_type_is_refused_not_a_panic() {
+    let (_dir, c) = setup("apsp", GRAPH);
+    for cmd in ["check", "run"] {
+        let (code, e) = tuccompi_bounded(
+            &[
+                cmd,
+                &c,
+                "--set",
+                "units.device_type=\"all\"",
+                "--set",
+                "apsp.batch=0",
+            ],
+            "batch = 0",
+        );
+        if opencl() {
+            assert!(code == 2 && names(&e, "apsp.batch"), "{cmd}: {e}");
+        }
+    }
+}
+
+#[test]
+fn gpu_phast_frontier_beyond_local_memory_is_refused() {
+    if !opencl() {
+        return;
+    }
+    let (_dir, c) = setup("apsp", GRAPH);
+    let (code, e) = tuccompi_bounded(
+        &[
+            "run",
+            &c,
+            "--set",
+            "units.device_type=\"all\"",
+            "--set",
+            "apsp.gpu_algorithm=\"phast\"",
+            "--set",
+            "apsp.gpu_frontier=200000",
+        ],
+        "gpu_frontier = 200000",
+    );
+    assert!(
+        code == 2
+            && e.contains("[apsp] gpu_frontier = 200000: phast_up keeps two frontier lists")
+            && e.contains("bytes of local memory; use 1..="),
+        "{e}"
+    );
+}
+
+#[test]
+fn header_declaring_more_than_the_memory_is_refused_before_allocating() {
+    // 4e9 vertices: about 75 GiB to read, more than a test machine has available.
+    let (_dir, c) = setup("apsp", "p sp 4000000000 1\na 1 2 5\n");
+    if tuccompi::graph::memory::available().is_none_or(|a| a > 70 << 30) {
+        eprintln!("NOT RUN: this machine has 70 GiB or more available");
+        return;
+    }
+    let t = Instant::now();
+    let (code, e) = tuccompi_bounded(&["check", &c], "4e9 vertices");
+    assert!(
+        code == 2
+            && e.contains("g.gr:1: needs about 74.5 GiB (the problem line declares 4000000000 vertices and 1 arcs), but this machine has")
+            && t.elapsed() < Duration::from_secs(10),
+        "{e}"
+    );
+}
+
+#[test]
+fn run_sources_beyond_the_memory_is_refused_naming_the_input() {
+    // Enough vertices that every source's record and the hierarchy cannot fit, few enough to
+    // read (a header of 2^k vertices and one arc).
+    let avail = match tuccompi::graph::memory::available() {
+        Some(a) if a < 40 << 30 => a,
+        _ => {
+            eprintln!("NOT RUN: 40 GiB or more available, or unknown");
+            return;
+        }
+    };
+    // 84 bytes a task + 24 a vertex for the worker + 96 for a hierarchy: 204 bytes a vertex.
+    let n = (avail / 204 + 1_000_000).min(u32::MAX as u64 - 1);
+    if tuccompi::graph::memory::input_bytes(n, 1) > avail / 2 {
+        eprintln!("NOT RUN: reading the header's graph alone would take half the memory");
+        return;
+    }
+    let (_dir, c) = setup("apsp", &format!("p sp {n} 1\na 1 2 5\n"));
+    let (code, e) = tuccompi_bounded(
+        &["check", &c, "--set", "run.sources=\"all\""],
+        "sources = all",
+    );
+    assert!(
+        code == 2
+            && e.contains(&format!("g.gr ({n} vertices): needs about"))
+            && e.contains("run.sources = all"),
+        "{e}"
+    );
+}
+
+#[test]
+fn negative_cycle_in_fw_leaves_no_run_to_resume() {
+    let neg = "p sp 3 3\na 1 2 1\na 2 3 -3\na 3 1 1\n";
+    for plugin in ["fw-naive", "fw-blocked", "rkleene"] {
+        let (dir, c) = setup(plugin, neg);
+        let (code, e) = tuccompi_bounded(&["run", &c, "--set", "units.opencl=\"none\""], plugin);
+        assert!(
+            code == 2 && e.contains("negative cycle through vertex") && !e.contains("--resume"),
+            "{plugin}: {e}"
+        );
+        // Nothing that a later run would have to resume or discard.
+        assert!(!dir.join("out").exists(), "{plugin}: an output directory was made");
+    }
+}
+
+#[test]
+fn issue_24_messages_name_their_key() {
+    let (_dir, c) = setup("apsp", GRAPH);
+    for (set, want) in [
+        ("run.sources=\"al\"", "--set run.sources=\"al\": run.sources: expected"),
+        ("units.cpu_workers=-1", "--set units.cpu_workers=-1: units.cpu_workers: expected"),
+        ("input.path=\"nope.gr\"", "--set input.path=\"nope.gr\": input.path = \"nope.gr\": No such file"),
+        ("input.path=\"\"", "--set input.path=\"\": input.path = \"\": name the graph file"),
+    ] {
+        let (code, e) = tuccompi_bounded(&["check", &c, "--set", set], set);
+        assert!(code == 2 && e.contains(want), "{set}: {e}");
+    }
+    // A missing input named in the file: its line.
+    let (dir, _) = setup("apsp", GRAPH);
+    let c = dir.join("m.toml");
+    std::fs::write(&c, "[run]\nplugin = \"apsp\"\n[input]\npath = \"nope.gr\"\n").unwrap();
+    let (_, e) = tuccompi_bounded(&["check", &c.display().to_string()], "missing");
+    assert!(e.contains("m.toml:4: input.path = \"nope.gr\": No such file"), "{e}");
+}
