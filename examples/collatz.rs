@@ -22,7 +22,7 @@ use tuccompi::device::{Arg, DBuf, Device, KernelSource, Queue};
 use tuccompi::plugin::Worker;
 use tuccompi::plugin::{CpuHalf, Gpu, GpuHalf, Job, Plugin, PrepareCtx, Records, RecordsOut};
 use tuccompi::tuning::{Choice, LaunchParams, Request, Shape, Tuner};
-use tuccompi::{Error, Result};
+use tuccompi::Result;
 
 /// The kernel, shipped with the example.
 const KERNELS: KernelSource = KernelSource {
@@ -90,7 +90,11 @@ impl Plugin for Collatz {
         let job: CollatzJob = ctx.options("collatz")?;
         // Each refusal names its key and where it was set.
         let refuse = |key: &str, msg: String| Err(ctx.plan.origins.error(key, msg));
-        for (key, v) in [("first", job.first), ("count", job.count), ("block", job.block)] {
+        for (key, v) in [
+            ("first", job.first),
+            ("count", job.count),
+            ("block", job.block),
+        ] {
             if v == 0 {
                 return refuse(
                     &format!("collatz.{key}"),

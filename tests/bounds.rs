@@ -3,10 +3,7 @@
 //! where it was set. Through `Plan::from_toml` for the plan's tables, through `tuccompi check`
 //! and `tuccompi run` on a tiny graph (CPU workers, and PoCL where present) for the plugins'.
 
-#[allow(dead_code)]
-#[path = "../examples/collatz.rs"]
-mod collatz;
-
+use crate::example::collatz;
 use crate::util::*;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -75,7 +72,8 @@ const GRAPH: &str = "p sp 5 7\na 1 2 3\na 2 3 4\na 3 4 1\na 4 5 2\na 5 1 2\na 1 
 #[test]
 fn every_plan_key_loads_or_is_refused_by_name() {
     let text = "[run]\nplugin = \"apsp\"\n[input]\npath = \"g.gr\"\n";
-    let generate = "[run]\nplugin = \"apsp\"\n[input.generate]\nmodel = \"uniform\"\nvertices = 50\n";
+    let generate =
+        "[run]\nplugin = \"apsp\"\n[input.generate]\nmodel = \"uniform\"\nvertices = 50\n";
     for (text, keys) in [(text, PLAN_KEYS), (generate, GENERATE_KEYS)] {
         for key in keys {
             for v in VALUES {
@@ -178,7 +176,10 @@ fn every_numeric_key_checks_and_runs_or_is_refused_by_name() {
                     let (code, e) = tuccompi_bounded(&a, &format!("{cmd} {what}"));
                     if code != 0 {
                         // Refused: by name (the whole message, as the user sees it).
-                        assert!(names(&e, key), "{cmd} {what}: the message does not name {key}: {e}");
+                        assert!(
+                            names(&e, key),
+                            "{cmd} {what}: the message does not name {key}: {e}"
+                        );
                         break;
                     }
                 }
@@ -197,7 +198,8 @@ fn collatz_keys_load_or_are_refused_by_name() {
                 format!("output.dir={:?}", dir.display().to_string()),
                 "units.opencl=\"none\"".to_string(),
             ];
-            let text = "[run]\nplugin = \"collatz\"\n[collatz]\nfirst = 1\ncount = 1000\nblock = 100\n";
+            let text =
+                "[run]\nplugin = \"collatz\"\n[collatz]\nfirst = 1\ncount = 1000\nblock = 100\n";
             let plan = Plan::from_toml(text, Path::new("c.toml"), &sets).unwrap();
             let opts = RunOptions {
                 quiet: true,
@@ -336,7 +338,10 @@ fn negative_cycle_in_fw_leaves_no_run_to_resume() {
             "{plugin}: {e}"
         );
         // Nothing that a later run would have to resume or discard.
-        assert!(!dir.join("out").exists(), "{plugin}: an output directory was made");
+        assert!(
+            !dir.join("out").exists(),
+            "{plugin}: an output directory was made"
+        );
     }
 }
 
@@ -344,10 +349,22 @@ fn negative_cycle_in_fw_leaves_no_run_to_resume() {
 fn issue_24_messages_name_their_key() {
     let (_dir, c) = setup("apsp", GRAPH);
     for (set, want) in [
-        ("run.sources=\"al\"", "--set run.sources=\"al\": run.sources: expected"),
-        ("units.cpu_workers=-1", "--set units.cpu_workers=-1: units.cpu_workers: expected"),
-        ("input.path=\"nope.gr\"", "--set input.path=\"nope.gr\": input.path = \"nope.gr\": No such file"),
-        ("input.path=\"\"", "--set input.path=\"\": input.path = \"\": name the graph file"),
+        (
+            "run.sources=\"al\"",
+            "--set run.sources=\"al\": run.sources: expected",
+        ),
+        (
+            "units.cpu_workers=-1",
+            "--set units.cpu_workers=-1: units.cpu_workers: expected",
+        ),
+        (
+            "input.path=\"nope.gr\"",
+            "--set input.path=\"nope.gr\": input.path = \"nope.gr\": No such file",
+        ),
+        (
+            "input.path=\"\"",
+            "--set input.path=\"\": input.path = \"\": name the graph file",
+        ),
     ] {
         let (code, e) = tuccompi_bounded(&["check", &c, "--set", set], set);
         assert!(code == 2 && e.contains(want), "{set}: {e}");
@@ -355,7 +372,14 @@ fn issue_24_messages_name_their_key() {
     // A missing input named in the file: its line.
     let (dir, _) = setup("apsp", GRAPH);
     let c = dir.join("m.toml");
-    std::fs::write(&c, "[run]\nplugin = \"apsp\"\n[input]\npath = \"nope.gr\"\n").unwrap();
+    std::fs::write(
+        &c,
+        "[run]\nplugin = \"apsp\"\n[input]\npath = \"nope.gr\"\n",
+    )
+    .unwrap();
     let (_, e) = tuccompi_bounded(&["check", &c.display().to_string()], "missing");
-    assert!(e.contains("m.toml:4: input.path = \"nope.gr\": No such file"), "{e}");
+    assert!(
+        e.contains("m.toml:4: input.path = \"nope.gr\": No such file"),
+        "{e}"
+    );
 }

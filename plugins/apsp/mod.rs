@@ -146,52 +146,49 @@ impl Plugin for Apsp {
 }
 
 fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
-    {
-        let options: ApspOptions = ctx.options("apsp")?;
-        let graph = load_csr(ctx)?;
-        check_run_memory(ctx, &graph, &options)?;
-        let sources = resolve_sources(&ctx.plan.sources, graph.n, graph.id_base)?;
-        let wide = needs_wide(graph.n, graph.max_weight() as u64);
-        let ty = if wide { NpyType::U64 } else { NpyType::U32 };
-        let targets = match &options.targets {
-            None | Some(Sources::All) => None,
-            Some(t) => Some(targets::resolve(t, graph.n, graph.id_base)?),
-        };
-        let cols = targets.as_ref().map_or(graph.n, Vec::len);
-        let rows = distance_rows(ctx, sources.len(), cols, ty)?;
-        let units = &ctx.plan.units;
-        let request = phast::auto::Request {
-            cpu: (units.cpu_workers > 0).then_some(options.cpu_algorithm),
-            gpu: (units.opencl != crate::config::DeviceSel::None).then_some(options.gpu_request),
-            sources: sources.len(),
-            cache_path: options.hierarchy.as_deref(),
-            targets: targets.is_some(),
-        };
-        let choice = phast::auto::choose(&graph, wide, &request)?;
-        let mut options = options;
-        options.gpu_algorithm = choice.gpu;
-        let mut report = choice.report;
-        if choice.cpu == phast::auto::CpuAlgorithm::Phast {
-            let width = if wide { 8 } else { 4 };
-            let batch = options.cpu_batch.and_then(|b| b.value());
-            report["cpu_batch"] =
-                serde_json::json!(phast::worker::cpu_batch(batch, graph.n, width)?);
-        }
-        report["cpu_algorithm"] = serde_json::json!(choice.cpu);
-        report["gpu_algorithm"] = serde_json::json!(choice.gpu);
-        report["reason"] = serde_json::json!(choice.reason);
-        Ok(Box::new(ApspJob {
-            graph,
-            sources,
-            wide,
-            options,
-            rows,
-            hierarchy: choice.hierarchy,
-            cpu_algorithm: choice.cpu,
-            choice: report,
-            targets,
-        }))
+    let options: ApspOptions = ctx.options("apsp")?;
+    let graph = load_csr(ctx)?;
+    check_run_memory(ctx, &graph, &options)?;
+    let sources = resolve_sources(&ctx.plan.sources, graph.n, graph.id_base)?;
+    let wide = needs_wide(graph.n, graph.max_weight() as u64);
+    let ty = if wide { NpyType::U64 } else { NpyType::U32 };
+    let targets = match &options.targets {
+        None | Some(Sources::All) => None,
+        Some(t) => Some(targets::resolve(t, graph.n, graph.id_base)?),
+    };
+    let cols = targets.as_ref().map_or(graph.n, Vec::len);
+    let rows = distance_rows(ctx, sources.len(), cols, ty)?;
+    let units = &ctx.plan.units;
+    let request = phast::auto::Request {
+        cpu: (units.cpu_workers > 0).then_some(options.cpu_algorithm),
+        gpu: (units.opencl != crate::config::DeviceSel::None).then_some(options.gpu_request),
+        sources: sources.len(),
+        cache_path: options.hierarchy.as_deref(),
+        targets: targets.is_some(),
+    };
+    let choice = phast::auto::choose(&graph, wide, &request)?;
+    let mut options = options;
+    options.gpu_algorithm = choice.gpu;
+    let mut report = choice.report;
+    if choice.cpu == phast::auto::CpuAlgorithm::Phast {
+        let width = if wide { 8 } else { 4 };
+        let batch = options.cpu_batch.and_then(|b| b.value());
+        report["cpu_batch"] = serde_json::json!(phast::worker::cpu_batch(batch, graph.n, width)?);
     }
+    report["cpu_algorithm"] = serde_json::json!(choice.cpu);
+    report["gpu_algorithm"] = serde_json::json!(choice.gpu);
+    report["reason"] = serde_json::json!(choice.reason);
+    Ok(Box::new(ApspJob {
+        graph,
+        sources,
+        wide,
+        options,
+        rows,
+        hierarchy: choice.hierarchy,
+        cpu_algorithm: choice.cpu,
+        choice: report,
+        targets,
+    }))
 }
 
 /// Host bytes of a run's per-task state: the source id, the record (4 words) and its
@@ -225,7 +222,11 @@ fn check_run_memory(ctx: &PrepareCtx<'_>, graph: &Csr, options: &ApspOptions) ->
     };
     let need = tasks
         .saturating_mul(TASK_BYTES)
-        .saturating_add(workers.saturating_mul(n).saturating_mul(WORKER_BYTES_PER_VERTEX))
+        .saturating_add(
+            workers
+                .saturating_mul(n)
+                .saturating_mul(WORKER_BYTES_PER_VERTEX),
+        )
         .saturating_add(ch_bytes);
     crate::graph::memory::check(
         &format!("apsp on {} ({n} vertices)", graph.name),

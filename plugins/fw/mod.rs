@@ -387,7 +387,7 @@ pub fn negative_cycle(n: usize, arcs: &[(u32, u32, i64)]) -> Option<u32> {
                 dist[v as usize] = d;
                 parent[v as usize] = u as u32;
                 relaxed += 1;
-                if relaxed % n.max(1) == 0 {
+                if relaxed.is_multiple_of(n.max(1)) {
                     if let Some(c) = parent_cycle(&parent) {
                         return Some(c);
                     }

@@ -189,7 +189,8 @@ impl Plan {
     pub fn options<T: serde::de::DeserializeOwned>(&self, table: &str) -> Result<T> {
         // Through TOML text rather than the value tree: the error then has a span, and the
         // span gives the key.
-        let text = toml::to_string(&self.plugin_options).map_err(|e| Error::Config(e.to_string()))?;
+        let text =
+            toml::to_string(&self.plugin_options).map_err(|e| Error::Config(e.to_string()))?;
         toml::from_str(&text).map_err(|e: toml::de::Error| {
             let key = match e.span() {
                 Some(s) => origin::key_at(&text, s.start).1,
@@ -303,7 +304,10 @@ fn override_error(origins: &Origins, resolved: &str, e: toml::de::Error) -> Erro
         .unwrap_or_default();
     let msg = e.message().trim_end();
     if key.is_empty() {
-        Error::Config(format!("{} with its --set overrides: {msg}", origins.path().display()))
+        Error::Config(format!(
+            "{} with its --set overrides: {msg}",
+            origins.path().display()
+        ))
     } else {
         // A table the message is about (a missing field) is shown as a table.
         let shown = if msg.starts_with("missing field") {

@@ -21,7 +21,10 @@ fn unknown_key_is_named_with_its_line() {
     let e = plan(&format!("{MIN}[units]\ncpu_workerz = 2\n"), &[])
         .unwrap_err()
         .to_string();
-    assert!(e.starts_with("c.toml:6: units.cpu_workerz: unknown field"), "{e}");
+    assert!(
+        e.starts_with("c.toml:6: units.cpu_workerz: unknown field"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -100,7 +103,10 @@ fn node_unit_overrides_touch_only_units() {
     #[cfg(unix)]
     {
         let e = not_utf8.unwrap_err().to_string();
-        assert!(e.starts_with("TUCCOMPI_UNITS=") && e.contains("not UTF-8"), "{e}");
+        assert!(
+            e.starts_with("TUCCOMPI_UNITS=") && e.contains("not UTF-8"),
+            "{e}"
+        );
     }
 }
 
@@ -152,7 +158,9 @@ fn duplicate_sources_are_refused_by_id_and_entry() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("--set run.sources=[4, 7, 9, 7]: run.sources lists vertex id 7 twice (entries 2 and 4)"),
+        e.contains(
+            "--set run.sources=[4, 7, 9, 7]: run.sources lists vertex id 7 twice (entries 2 and 4)"
+        ),
         "{e}"
     );
     assert!(plan(MIN, &["run.sources=[4, 7, 9]"]).is_ok());
@@ -185,14 +193,19 @@ fn messages_name_the_key_and_where_it_was_set() {
     );
     let text = "[run]\nplugin = \"apsp\"\nsources = \"al\"\n";
     let e = plan(text, &[]).unwrap_err().to_string();
-    assert!(e.starts_with("c.toml:3: run.sources: expected \"all\""), "{e}");
+    assert!(
+        e.starts_with("c.toml:3: run.sources: expected \"all\""),
+        "{e}"
+    );
     // From a --set: the assignment as typed and the key.
     let e = plan(MIN, &["run.sources=\"al\""]).unwrap_err().to_string();
     assert!(
         e.starts_with("--set run.sources=\"al\": run.sources: expected \"all\""),
         "{e}"
     );
-    let e = plan(MIN, &["units.cpu_workers=-1"]).unwrap_err().to_string();
+    let e = plan(MIN, &["units.cpu_workers=-1"])
+        .unwrap_err()
+        .to_string();
     assert!(
         e.starts_with("--set units.cpu_workers=-1: units.cpu_workers: expected"),
         "{e}"
@@ -202,7 +215,9 @@ fn messages_name_the_key_and_where_it_was_set() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.starts_with("--set input.generate.model=\"road\": [input.generate]: missing field `vertices`"),
+        e.starts_with(
+            "--set input.generate.model=\"road\": [input.generate]: missing field `vertices`"
+        ),
         "{e}"
     );
     let text = "[run]\nplugin = \"apsp\"\n[input]\ngenerate = { vertices = 5 }\n";
@@ -280,7 +295,12 @@ fn config_and_set_values_are_read_up_to_a_bound() {
     std::fs::write(&f, b"[run]\nplugin = \"caf\xe9\"\n").unwrap();
     let e = Plan::load(&f, &[]).unwrap_err().to_string();
     std::fs::remove_dir_all(&dir).unwrap();
-    assert!(e.ends_with("latin1.toml:2: not UTF-8 text (byte 19); TOML files are UTF-8: save it as UTF-8"), "{e}");
+    assert!(
+        e.ends_with(
+            "latin1.toml:2: not UTF-8 text (byte 19); TOML files are UTF-8: save it as UTF-8"
+        ),
+        "{e}"
+    );
 }
 
 #[test]
@@ -288,7 +308,10 @@ fn key_lines_follow_tables_and_multi_line_values() {
     let text = "# head\n[run]\nplugin = \"x\" # c\nsources = [\n  1,\n  2,\n]\n\n[input.generate]\nmodel = \"road\"\n[\"apsp\"]\n\"batch\" = 3\n";
     assert_eq!(origin::key_line(text, "run.plugin"), Some(3));
     assert_eq!(origin::key_line(text, "run.sources"), Some(4));
-    assert_eq!(origin::key_at(text, text.find("2,").unwrap()), (6, "run.sources".into()));
+    assert_eq!(
+        origin::key_at(text, text.find("2,").unwrap()),
+        (6, "run.sources".into())
+    );
     assert_eq!(origin::key_line(text, "input.generate.model"), Some(10));
     assert_eq!(origin::key_line(text, "input.generate.vertices"), Some(9));
     assert_eq!(origin::key_line(text, "apsp.batch"), Some(12));

@@ -439,7 +439,11 @@ fn check_settings(dev: &DeviceInfo, req: &Request<'_>) -> Result<()> {
             )));
         }
     }
-    if let Some(s) = req.local_size.as_ref().filter(|s| s.value > dev.max_work_group) {
+    if let Some(s) = req
+        .local_size
+        .as_ref()
+        .filter(|s| s.value > dev.max_work_group)
+    {
         return Err(Error::Config(format!(
             "{} = {}: '{}' runs work-groups of at most {} items; use 1..={}, 0 (the driver's \
              choice) or \"auto\"",

@@ -329,13 +329,22 @@ fn settings_the_device_cannot_take_are_refused_by_key() {
     let tuner = Tuner::new(None, CacheUse::Ignore);
     let d = dev("cpu", 2, 1024);
     // batch = 0 was a divide-by-zero panic in the groups-per-task rule.
-    let e = tuner.params(&d, req(Some(0), None)).unwrap_err().to_string();
-    assert!(e.starts_with("[apsp] batch = 0: a batch runs at least one task"), "{e}");
+    let e = tuner
+        .params(&d, req(Some(0), None))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("[apsp] batch = 0: a batch runs at least one task"),
+        "{e}"
+    );
     let e = tuner
         .params(&d, req(Some(1 << 62), None))
         .unwrap_err()
         .to_string();
-    assert!(e.contains("[apsp] batch = 4611686018427387904: the batch's state"), "{e}");
+    assert!(
+        e.contains("[apsp] batch = 4611686018427387904: the batch's state"),
+        "{e}"
+    );
     let e = tuner
         .params(&d, req(None, Some(2048)))
         .unwrap_err()
