@@ -116,6 +116,8 @@ pub struct ApspJob {
     pub choice: serde_json::Value,
     /// Target vertices (internal ids) of each record and row; `None` = every vertex.
     pub targets: Option<Vec<u32>>,
+    /// Where the config's keys were set (the GPU half's messages name the place).
+    pub origins: crate::config::Origins,
 }
 
 impl std::fmt::Debug for ApspJob {
@@ -188,6 +190,7 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         cpu_algorithm: choice.cpu,
         choice: report,
         targets,
+        origins: ctx.plan.origins.clone(),
     }))
 }
 

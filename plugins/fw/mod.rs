@@ -203,6 +203,8 @@ pub struct FwJob {
     /// Where a GPU run spent its time (report: checksum.gpu_seconds).
     timing: Mutex<Option<serde_json::Value>>,
     name: String,
+    /// Where the config's keys were set (the GPU half's messages name the place).
+    origins: crate::config::Origins,
 }
 
 impl std::fmt::Debug for FwJob {
@@ -256,6 +258,14 @@ impl Plugin for Fw {
         }
     }
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
+        // Checks below name their key; this adds where it was set.
+        self.prepare_job(ctx)
+            .map_err(|e| ctx.plan.origins.locate(e))
+    }
+}
+
+impl Fw {
+    fn prepare_job(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         let options: FwOptions = ctx.options(self.name())?;
         if self.0 != Variant::Blocked
             && (options.register_tile.is_some()
@@ -348,6 +358,7 @@ impl Plugin for Fw {
             result: Mutex::new(None),
             timing: Mutex::new(None),
             name: list.origin.name,
+            origins: ctx.plan.origins.clone(),
         }))
     }
 }
