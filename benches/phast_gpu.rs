@@ -103,6 +103,7 @@ fn main() -> tuccompi::Result<()> {
         cpu_algorithm: CpuAlgorithm::Dijkstra,
         choice: serde_json::Value::Null,
         targets: None,
+        origins: Default::default(),
     };
     println!(
         "{:>5} {:>4} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>7} {:>10} {:>8}",

@@ -26,7 +26,7 @@ use tuccompi::device::{Arg, DBuf, Device, KernelSource, Queue};
 use tuccompi::plugin::Worker;
 use tuccompi::plugin::{CpuHalf, Gpu, GpuHalf, Job, Plugin, PrepareCtx, Records, RecordsOut};
 use tuccompi::tuning::{Choice, LaunchParams, Request, Shape, Tuner};
-use tuccompi::{Error, Result};
+use tuccompi::Result;
 
 /// The kernel, shipped with the example.
 const KERNELS: KernelSource = KernelSource {
@@ -92,11 +92,29 @@ impl Plugin for Collatz {
     }
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         let job: CollatzJob = ctx.options("collatz")?;
-        if job.first == 0 || job.count == 0 || job.block == 0 || job.first + job.count > 1 << 40 {
-            return Err(Error::Config(
-                "[collatz]: need first >= 1, count >= 1, block >= 1 and first + count <= 2^40"
-                    .into(),
-            ));
+        // Each refusal names its key and where it was set.
+        let refuse = |key: &str, msg: String| Err(ctx.plan.origins.error(key, msg));
+        for (key, v) in [
+            ("first", job.first),
+            ("count", job.count),
+            ("block", job.block),
+        ] {
+            if v == 0 {
+                return refuse(
+                    &format!("collatz.{key}"),
+                    format!("[collatz] {key} = 0: use 1 or more"),
+                );
+            }
+        }
+        if job.first.saturating_add(job.count) > 1 << 40 {
+            return refuse(
+                "collatz.count",
+                format!(
+                    "[collatz] first = {} and count = {}: the numbers must end at 2^40; make \
+                     first + count <= 2^40",
+                    job.first, job.count
+                ),
+            );
         }
         Ok(Box::new(job))
     }

@@ -3,7 +3,7 @@
 
 #[allow(dead_code)]
 #[path = "../examples/collatz.rs"]
-mod collatz;
+pub(crate) mod collatz;
 
 use crate::util::*;
 use tuccompi::device::{discover, Filter};

@@ -4,6 +4,7 @@ mod util;
 
 mod apsp_cpu;
 mod apsp_gpu;
+mod bounds;
 mod cli;
 mod dense;
 mod example;

@@ -116,6 +116,8 @@ pub struct ApspJob {
     pub choice: serde_json::Value,
     /// Target vertices (internal ids) of each record and row; `None` = every vertex.
     pub targets: Option<Vec<u32>>,
+    /// Where the config's keys were set (the GPU half's messages name the place).
+    pub origins: crate::config::Origins,
 }
 
 impl std::fmt::Debug for ApspJob {
@@ -140,51 +142,106 @@ impl Plugin for Apsp {
          work-list, Crauser, Martin or two-phase SSSP on OpenCL devices"
     }
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
-        let options: ApspOptions = ctx.options("apsp")?;
-        let graph = load_csr(ctx)?;
-        let sources = resolve_sources(&ctx.plan.sources, graph.n, graph.id_base)?;
-        let wide = needs_wide(graph.n, graph.max_weight() as u64);
-        let ty = if wide { NpyType::U64 } else { NpyType::U32 };
-        let targets = match &options.targets {
-            None | Some(Sources::All) => None,
-            Some(t) => Some(targets::resolve(t, graph.n, graph.id_base)?),
-        };
-        let cols = targets.as_ref().map_or(graph.n, Vec::len);
-        let rows = distance_rows(ctx, sources.len(), cols, ty)?;
-        let units = &ctx.plan.units;
-        let request = phast::auto::Request {
-            cpu: (units.cpu_workers > 0).then_some(options.cpu_algorithm),
-            gpu: (units.opencl != crate::config::DeviceSel::None).then_some(options.gpu_request),
-            sources: sources.len(),
-            cache_path: options.hierarchy.as_deref(),
-            store: !ctx.dry_run,
-            targets: targets.is_some(),
-        };
-        let choice = phast::auto::choose(&graph, wide, &request)?;
-        let mut options = options;
-        options.gpu_algorithm = choice.gpu;
-        let mut report = choice.report;
-        if choice.cpu == phast::auto::CpuAlgorithm::Phast {
-            let width = if wide { 8 } else { 4 };
-            let batch = options.cpu_batch.and_then(|b| b.value());
-            report["cpu_batch"] =
-                serde_json::json!(phast::worker::cpu_batch(batch, graph.n, width)?);
-        }
-        report["cpu_algorithm"] = serde_json::json!(choice.cpu);
-        report["gpu_algorithm"] = serde_json::json!(choice.gpu);
-        report["reason"] = serde_json::json!(choice.reason);
-        Ok(Box::new(ApspJob {
-            graph,
-            sources,
-            wide,
-            options,
-            rows,
-            hierarchy: choice.hierarchy,
-            cpu_algorithm: choice.cpu,
-            choice: report,
-            targets,
-        }))
+        // Checks below name their key; this adds where it was set.
+        prepare(ctx).map_err(|e| ctx.plan.origins.locate(e))
     }
+}
+
+fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
+    let options: ApspOptions = ctx.options("apsp")?;
+    let graph = load_csr(ctx)?;
+    check_run_memory(ctx, &graph, &options)?;
+    let sources = resolve_sources(&ctx.plan.sources, graph.n, graph.id_base)?;
+    let wide = needs_wide(graph.n, graph.max_weight() as u64);
+    let ty = if wide { NpyType::U64 } else { NpyType::U32 };
+    let targets = match &options.targets {
+        None | Some(Sources::All) => None,
+        Some(t) => Some(targets::resolve(t, graph.n, graph.id_base)?),
+    };
+    let cols = targets.as_ref().map_or(graph.n, Vec::len);
+    let rows = distance_rows(ctx, sources.len(), cols, ty)?;
+    let units = &ctx.plan.units;
+    let request = phast::auto::Request {
+        cpu: (units.cpu_workers > 0).then_some(options.cpu_algorithm),
+        gpu: (units.opencl != crate::config::DeviceSel::None).then_some(options.gpu_request),
+        sources: sources.len(),
+        cache_path: options.hierarchy.as_deref(),
+        store: !ctx.dry_run,
+        targets: targets.is_some(),
+    };
+    let choice = phast::auto::choose(&graph, wide, &request)?;
+    let mut options = options;
+    options.gpu_algorithm = choice.gpu;
+    let mut report = choice.report;
+    if choice.cpu == phast::auto::CpuAlgorithm::Phast {
+        let width = if wide { 8 } else { 4 };
+        let batch = options.cpu_batch.and_then(|b| b.value());
+        report["cpu_batch"] = serde_json::json!(phast::worker::cpu_batch(batch, graph.n, width)?);
+    }
+    report["cpu_algorithm"] = serde_json::json!(choice.cpu);
+    report["gpu_algorithm"] = serde_json::json!(choice.gpu);
+    report["reason"] = serde_json::json!(choice.reason);
+    Ok(Box::new(ApspJob {
+        graph,
+        sources,
+        wide,
+        options,
+        rows,
+        hierarchy: choice.hierarchy,
+        cpu_algorithm: choice.cpu,
+        choice: report,
+        targets,
+        origins: ctx.plan.origins.clone(),
+    }))
+}
+
+/// Host bytes of a run's per-task state: the source id, the record (4 words) and its
+/// `summary.csv` row.
+const TASK_BYTES: u64 = 4 + 32 + 48;
+/// Host bytes per vertex of one CPU worker's state (distances and heap entries, wide).
+const WORKER_BYTES_PER_VERTEX: u64 = 24;
+/// Host bytes per vertex and per arc of building a contraction hierarchy (the dynamic graph
+/// being contracted, the witness searches, the hierarchy itself with its shortcuts).
+const CH_BYTES: (u64, u64) = (96, 64);
+
+/// Refuse a run whose per-task and per-worker state cannot fit this machine's memory, before
+/// any of it is allocated (`run.sources = "all"` over a header's 200 million vertices).
+fn check_run_memory(ctx: &PrepareCtx<'_>, graph: &Csr, options: &ApspOptions) -> Result<()> {
+    let n = graph.n as u64;
+    let tasks = match &ctx.plan.sources {
+        Sources::All => n,
+        Sources::First(k) => (*k).min(n),
+        Sources::List(ids) => ids.len() as u64,
+    };
+    let workers = ctx.plan.units.cpu_workers as u64;
+    // A hierarchy is built unless only Dijkstra on CPU workers can run.
+    let ch = options.cpu_algorithm != phast::auto::CpuAlgorithm::Dijkstra
+        || ctx.plan.units.opencl != crate::config::DeviceSel::None;
+    let m = graph.m() as u64;
+    let ch_bytes = if ch {
+        n.saturating_mul(CH_BYTES.0)
+            .saturating_add(m.saturating_mul(CH_BYTES.1))
+    } else {
+        0
+    };
+    let need = tasks
+        .saturating_mul(TASK_BYTES)
+        .saturating_add(
+            workers
+                .saturating_mul(n)
+                .saturating_mul(WORKER_BYTES_PER_VERTEX),
+        )
+        .saturating_add(ch_bytes);
+    crate::graph::memory::check(
+        &format!("apsp on {} ({n} vertices)", graph.name),
+        need,
+        &format!(
+            "run.sources = {}: {tasks} tasks x {TASK_BYTES} bytes, {workers} CPU workers x \
+             {n} vertices x {WORKER_BYTES_PER_VERTEX} bytes, and {} for a contraction hierarchy",
+            ctx.plan.sources,
+            crate::graph::memory::gib(ch_bytes)
+        ),
+    )
 }
 
 impl Job for ApspJob {

@@ -13,8 +13,19 @@ use std::path::Path;
 /// Load the input graph a plan names (file or generator).
 pub fn load_graph(plan: &Plan) -> Result<EdgeList> {
     match &plan.input {
-        Some(InputSpec::Path(p)) => read_graph(p),
-        Some(InputSpec::Generate(g)) => generate(g),
+        // A file that cannot be opened is named by the key that names it.
+        Some(InputSpec::Path(p)) => read_graph(p).map_err(|e| match e {
+            Error::Io { path, source } if path == *p => plan.origins.error(
+                "input.path",
+                format!(
+                    "input.path = \"{}\": {source}; check the path (relative paths start at \
+                     the directory tuccompi runs in)",
+                    p.display()
+                ),
+            ),
+            e => e,
+        }),
+        Some(InputSpec::Generate(g)) => generate(g).map_err(|e| plan.origins.locate(e)),
         None => Err(Error::Config(format!(
             "{}: this plugin reads a graph: add [input] with 'path = \"FILE\"' or an [input.generate] table",
             plan.config_path.display()

@@ -58,7 +58,9 @@ impl GpuHalf for FwJob {
         p.batch = Choice::fixed(1, "the whole matrix is one task");
         p.queues = Choice::fixed(1, "one device runs the whole matrix, on one queue");
         if self.variant == Variant::Blocked {
-            let shape = self.tile_shape(device)?;
+            let shape = self
+                .tile_shape(device)
+                .map_err(|e| self.origins.locate(e))?;
             for (name, c) in &shape.local {
                 p.local.insert(name.clone(), c.clone());
             }

@@ -203,6 +203,8 @@ pub struct FwJob {
     /// Where a GPU run spent its time (report: checksum.gpu_seconds).
     timing: Mutex<Option<serde_json::Value>>,
     name: String,
+    /// Where the config's keys were set (the GPU half's messages name the place).
+    origins: crate::config::Origins,
 }
 
 impl std::fmt::Debug for FwJob {
@@ -256,6 +258,14 @@ impl Plugin for Fw {
         }
     }
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
+        // Checks below name their key; this adds where it was set.
+        self.prepare_job(ctx)
+            .map_err(|e| ctx.plan.origins.locate(e))
+    }
+}
+
+impl Fw {
+    fn prepare_job(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         let options: FwOptions = ctx.options(self.name())?;
         if self.0 != Variant::Blocked
             && (options.register_tile.is_some()
@@ -299,6 +309,17 @@ impl Plugin for Fw {
             )));
         }
         let negative = list.arcs.iter().any(|a| a.2 < 0);
+        // A negative cycle is a property of the input: found here, before the run starts, it
+        // leaves no unfinished run behind (found after the sweep, the run would stop with its
+        // staging folder and advise --resume, which the corrected input then refuses).
+        if let Some(v) = negative.then(|| negative_cycle(n, &list.arcs)).flatten() {
+            return Err(Error::Input(format!(
+                "{}: negative cycle through vertex {}: shortest paths are undefined; remove the \
+                 cycle or make its total weight non-negative",
+                list.origin.name,
+                v as u64 + list.id_base
+            )));
+        }
         let input = if bound < 1 << 28 {
             Matrix::Narrow(dense(n, &list.arcs, list.id_base)?)
         } else {
@@ -337,8 +358,87 @@ impl Plugin for Fw {
             result: Mutex::new(None),
             timing: Mutex::new(None),
             name: list.origin.name,
+            origins: ctx.plan.origins.clone(),
         }))
     }
+}
+
+/// A vertex on a negative cycle of the graph of `arcs` over `n` vertices, if it has one.
+///
+/// Bellman-Ford from a virtual source joined to every vertex by a 0 arc (every distance starts at
+/// 0), in the queue order of SPFA, with the parent graph searched for a cycle after every `n`
+/// relaxations: a cycle of parent pointers is always negative, and with a negative cycle one
+/// forms within n rounds. O(n·m) at worst, within the Floyd-Warshall sweep's own O(n³); on
+/// inputs without a negative cycle it usually settles in a few rounds.
+pub fn negative_cycle(n: usize, arcs: &[(u32, u32, i64)]) -> Option<u32> {
+    let mut offsets = vec![0usize; n + 1];
+    for &(u, _, _) in arcs {
+        offsets[u as usize + 1] += 1;
+    }
+    for i in 0..n {
+        offsets[i + 1] += offsets[i];
+    }
+    let mut next = offsets.clone();
+    let mut adj = vec![(0u32, 0i64); arcs.len()];
+    for &(u, v, w) in arcs {
+        adj[next[u as usize]] = (v, w);
+        next[u as usize] += 1;
+    }
+    let mut dist = vec![0i64; n];
+    let mut parent = vec![u32::MAX; n];
+    let mut queued = vec![true; n];
+    let mut queue: std::collections::VecDeque<u32> = (0..n as u32).collect();
+    let mut relaxed = 0usize;
+    while let Some(u) = queue.pop_front() {
+        let u = u as usize;
+        queued[u] = false;
+        for &(v, w) in &adj[offsets[u]..offsets[u + 1]] {
+            let d = dist[u].saturating_add(w);
+            if d < dist[v as usize] {
+                dist[v as usize] = d;
+                parent[v as usize] = u as u32;
+                relaxed += 1;
+                if relaxed.is_multiple_of(n.max(1)) {
+                    if let Some(c) = parent_cycle(&parent) {
+                        return Some(c);
+                    }
+                }
+                if !queued[v as usize] {
+                    queued[v as usize] = true;
+                    queue.push_back(v);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// A vertex on a cycle of the parent pointers (`u32::MAX` = none), if they have one. O(n).
+fn parent_cycle(parent: &[u32]) -> Option<u32> {
+    // 0 = not seen, 1 = on the current walk, 2 = done.
+    let mut state = vec![0u8; parent.len()];
+    for start in 0..parent.len() {
+        let mut v = start;
+        while state[v] == 0 {
+            state[v] = 1;
+            match parent[v] {
+                u32::MAX => break,
+                p => v = p as usize,
+            }
+        }
+        if state[v] == 1 && parent[v] != u32::MAX {
+            return Some(v as u32);
+        }
+        let mut w = start;
+        while state[w] == 1 {
+            state[w] = 2;
+            match parent[w] {
+                u32::MAX => break,
+                p => w = p as usize,
+            }
+        }
+    }
+    None
 }
 
 impl FwJob {
@@ -464,5 +564,28 @@ impl Worker for CpuFw<'_> {
             Matrix::Wide(a) => Matrix::Wide(cpu::solve(a.clone(), job.n, job.variant, tile)),
         };
         job.store(m, "cpu (rayon over every core)")
+    }
+}
+
+#[cfg(test)]
+mod cycle_test {
+    use super::negative_cycle;
+
+    #[test]
+    fn negative_cycles_are_found_before_the_run() {
+        // 0 -> 1 -> 2 -> 0 of weight 1 - 3 + 1 = -1, reached from 3.
+        let arcs = [(3, 0, 5), (0, 1, 1), (1, 2, -3), (2, 0, 1), (2, 4, 2)];
+        let v = negative_cycle(5, &arcs).expect("the cycle 0-1-2 is negative");
+        assert!(v <= 2, "vertex {v} is not on the cycle");
+        // The same cycle at weight 0, and negative arcs without a cycle: none.
+        let zero = [(0, 1, 1), (1, 2, -2), (2, 0, 1), (2, 3, -7)];
+        assert_eq!(negative_cycle(4, &zero), None);
+        // A long cycle (the parent graph is searched every n relaxations).
+        let n = 1000u32;
+        let mut ring: Vec<_> = (0..n).map(|i| (i, (i + 1) % n, 1i64)).collect();
+        assert_eq!(negative_cycle(n as usize, &ring), None);
+        ring[500].2 = -(n as i64);
+        assert!(negative_cycle(n as usize, &ring).is_some());
+        assert_eq!(negative_cycle(0, &[]), None);
     }
 }

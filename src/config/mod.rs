@@ -3,8 +3,10 @@
 //! Two stages, as in ripgrep: what the user typed, as close to the file as possible, then a plan
 //! with every default filled in and every value checked. Unknown keys are rejected by name.
 
+mod origin;
 mod raw;
 
+pub use origin::Origins;
 pub use raw::{AutoOr, DeviceSel, NodePolicy, OnFailure, Policy, Sources};
 
 use crate::graph::GenSpec;
@@ -114,59 +116,115 @@ pub struct Plan {
     pub plugin_options: toml::Table,
     /// Every plugin table in the file, by name (checked against the registry at run time).
     pub other_tables: std::collections::BTreeMap<String, toml::Table>,
+    /// Where each key's value came from (a `--set`, a line of the file), for messages.
+    pub origins: Origins,
+}
+
+/// The largest config file read, in bytes. A config is a few lines of text; the bound keeps a
+/// wrong path (`/dev/zero`, a graph file, a log) from being read into memory whole.
+pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
+/// The longest `--set` (or `TUCCOMPI_UNITS`) assignment, in bytes; the longest honest one is a
+/// `run.sources` list of some ten thousand ids.
+pub const MAX_SET_BYTES: usize = 1 << 20;
+
+/// Read a config file of at most [`MAX_CONFIG_BYTES`], as UTF-8 text.
+fn read_config(path: &Path) -> Result<String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    if path == Path::new(STDIN) {
+        std::io::stdin()
+            .lock()
+            .take(MAX_CONFIG_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io("standard input", e))?;
+    } else {
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        file.take(MAX_CONFIG_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io(path, e))?;
+    }
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(Error::Config(format!(
+            "{}: more than {} MiB; a config is a short TOML file (the graph goes in input.path, \
+             long source lists in a count or a generator): check that this is the config file",
+            path.display(),
+            MAX_CONFIG_BYTES >> 20
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        Error::Config(format!(
+            "{}:{line}: not UTF-8 text (byte {at}); TOML files are UTF-8: save it as UTF-8",
+            path.display()
+        ))
+    })
 }
 
 impl Plan {
     /// Read a config file (`-`: standard input) and apply `key=value` overrides.
     pub fn load(path: &Path, overrides: &[String]) -> Result<Plan> {
-        let text = if path == Path::new(STDIN) {
-            use std::io::Read;
-            let mut bytes = Vec::new();
-            std::io::stdin()
-                .lock()
-                .take(MAX_CONFIG_BYTES + 1)
-                .read_to_end(&mut bytes)
-                .map_err(|e| Error::io("standard input", e))?;
-            if bytes.len() as u64 > MAX_CONFIG_BYTES {
-                return Err(Error::Config(format!(
-                    "the config on standard input is larger than {} MiB: a config is a short \
-                     TOML file; pass ids and long lists in files",
-                    MAX_CONFIG_BYTES >> 20
-                )));
-            }
-            String::from_utf8(bytes).map_err(|_| {
-                Error::Config("the config on standard input is not UTF-8 text".into())
-            })?
-        } else {
-            std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?
-        };
+        let text = read_config(path)?;
         Self::from_toml(&text, path, overrides)
     }
 
     /// Build a plan from TOML text; `path` names it in messages.
     pub fn from_toml(text: &str, path: &Path, overrides: &[String]) -> Result<Plan> {
-        let shown = path.display().to_string();
-        // Parse into a typed mirror first: errors then carry the file's line and column.
-        let _: raw::RawConfig = toml::from_str(text).map_err(|e| toml_error(&shown, e))?;
-        let mut tree: toml::Table = toml::from_str(text).map_err(|e| toml_error(&shown, e))?;
+        Self::with_sets(text, Origins::new(path, text, overrides), overrides)
+    }
+
+    fn with_sets(text: &str, origins: Origins, overrides: &[String]) -> Result<Plan> {
+        if let Some(o) = overrides.iter().find(|o| o.len() > MAX_SET_BYTES) {
+            let key = o.split_once('=').map_or("", |(k, _)| k.trim());
+            return Err(Error::Config(format!(
+                "--set {key}=...: the value is {} bytes, more than the {} KiB a value may have; \
+                 put long values in the config file",
+                o.len(),
+                MAX_SET_BYTES >> 10
+            )));
+        }
+        // Parse into a typed mirror first: errors then carry the file's line and the key.
+        let _: raw::RawConfig =
+            toml::from_str(text).map_err(|e| file_error(origins.path(), text, e))?;
+        let mut tree: toml::Table =
+            toml::from_str(text).map_err(|e| file_error(origins.path(), text, e))?;
         for o in overrides {
             apply_override(&mut tree, o)?;
         }
         let resolved_toml = toml::to_string(&tree).map_err(|e| Error::Config(e.to_string()))?;
         let raw: raw::RawConfig = toml::from_str(&resolved_toml)
-            .map_err(|e| Error::Config(format!("{shown} after overrides: {}", e.message())))?;
-        let mut plan = raw.validate(path, resolved_toml)?;
+            .map_err(|e| override_error(&origins, &resolved_toml, e))?;
+        let mut plan = raw.validate(origins, resolved_toml)?;
         plan.overrides = overrides.to_vec();
         Ok(plan)
+    }
+
+    /// The plugin's own table (`[table]`) as `T`, a serde struct with
+    /// `#[serde(deny_unknown_fields)]`: a bad value is an error naming `table.key` and where it
+    /// was set.
+    pub fn options<T: serde::de::DeserializeOwned>(&self, table: &str) -> Result<T> {
+        // Through TOML text rather than the value tree: the error then has a span, and the
+        // span gives the key.
+        let text =
+            toml::to_string(&self.plugin_options).map_err(|e| Error::Config(e.to_string()))?;
+        toml::from_str(&text).map_err(|e: toml::de::Error| {
+            let key = match e.span() {
+                Some(s) => origin::key_at(&text, s.start).1,
+                None => String::new(),
+            };
+            let key = if key.is_empty() {
+                table.to_string()
+            } else {
+                format!("{table}.{key}")
+            };
+            self.origins.error(&key, format!("{key}: {}", e.message()))
+        })
     }
 }
 
 /// The config path that means standard input (`tuccompi run -`).
 pub const STDIN: &str = "-";
-
-/// The largest config accepted (a config is a short TOML file; this bounds what a wrong path
-/// such as `/dev/zero` can cost).
-pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
 
 impl Plan {
     /// The part of the config that determines the results, as TOML: everything but the tables
@@ -206,8 +264,17 @@ impl Plan {
     /// each node picks its own units (as `CUDA_VISIBLE_DEVICES` does), everything else stays
     /// as rank 0 resolved it. Only keys of `[units]` are accepted.
     pub fn with_node_units(self) -> Result<Plan> {
-        let Ok(spec) = std::env::var("TUCCOMPI_UNITS") else {
-            return Ok(self);
+        let spec = match std::env::var("TUCCOMPI_UNITS") {
+            Ok(spec) => spec,
+            Err(std::env::VarError::NotPresent) => return Ok(self),
+            // Ignoring it would run with units the user did not ask for.
+            Err(std::env::VarError::NotUnicode(raw)) => {
+                return Err(Error::Config(format!(
+                    "TUCCOMPI_UNITS={}: not UTF-8 text; write it as KEY=VALUE pairs of [units] \
+                     in plain text, e.g. TUCCOMPI_UNITS=\"cpu_workers=8,opencl=none\"",
+                    raw.to_string_lossy()
+                )))
+            }
         };
         let sets: Vec<String> = spec
             .split(',')
@@ -224,7 +291,8 @@ impl Plan {
                 bad.trim_start_matches("units.")
             )));
         }
-        Plan::from_toml(&self.resolved_toml, &self.config_path, &sets).map_err(|e| {
+        let origins = Origins::new(&self.config_path, &self.resolved_toml, &sets).labelled("entry");
+        Plan::with_sets(&self.resolved_toml, origins, &sets).map_err(|e| {
             Error::Config(format!(
                 "TUCCOMPI_UNITS=\"{spec}\" (node-local [units] override): {e}"
             ))
@@ -232,10 +300,42 @@ impl Plan {
     }
 }
 
-fn toml_error(path: &str, e: toml::de::Error) -> Error {
+/// An error of the config file's own text: `c.toml:6: units.cpu_workers: MESSAGE` when the
+/// error has a place in a key's line, else the parser's message with its excerpt.
+fn file_error(path: &Path, text: &str, e: toml::de::Error) -> Error {
+    let shown = path.display();
     match e.span() {
-        Some(_) => Error::Config(format!("{path}: {e}")),
-        None => Error::Config(format!("{path}: {}", e.message())),
+        Some(span) => match origin::key_at(text, span.start) {
+            (line, key) if !key.is_empty() => {
+                Error::Config(format!("{shown}:{line}: {key}: {}", e.message().trim_end()))
+            }
+            _ => Error::Config(format!("{shown}: {e}")),
+        },
+        None => Error::Config(format!("{shown}: {}", e.message().trim_end())),
+    }
+}
+
+/// An error that shows only once the overrides are applied: named by the key in the resolved
+/// text, placed where that key was set (`--set run.sources="al": run.sources: MESSAGE`).
+fn override_error(origins: &Origins, resolved: &str, e: toml::de::Error) -> Error {
+    let key = e
+        .span()
+        .map(|s| origin::key_at(resolved, s.start).1)
+        .unwrap_or_default();
+    let msg = e.message().trim_end();
+    if key.is_empty() {
+        Error::Config(format!(
+            "{} with its --set overrides: {msg}",
+            origins.path().display()
+        ))
+    } else {
+        // A table the message is about (a missing field) is shown as a table.
+        let shown = if msg.starts_with("missing field") {
+            format!("[{key}]")
+        } else {
+            key.clone()
+        };
+        origins.error(&key, format!("{shown}: {msg}"))
     }
 }
 

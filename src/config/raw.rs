@@ -280,14 +280,22 @@ pub(super) fn default_output_dir(config: &Path) -> PathBuf {
 }
 
 impl RawConfig {
-    pub(super) fn validate(self, path: &Path, resolved_toml: String) -> Result<Plan> {
-        let shown = path.display();
+    pub(super) fn validate(self, origins: Origins, resolved_toml: String) -> Result<Plan> {
+        let at = |key: &str| origins.of(key);
         let input = match (self.input.path, self.input.generate) {
+            (Some(p), None) if p.as_os_str().is_empty() => {
+                return Err(Error::Config(format!(
+                    "{}: input.path = \"\": name the graph file (input.path = \"graph.gr\") or \
+                     generate one with an [input.generate] table",
+                    at("input.path")
+                )))
+            }
             (Some(p), None) => Some(InputSpec::Path(p)),
             (None, Some(g)) => Some(InputSpec::Generate(g)),
             (Some(_), Some(_)) => {
                 return Err(Error::Config(format!(
-                    "{shown}: [input] has both 'path' and [input.generate]; keep one"
+                    "{}: [input] has both 'path' and [input.generate]; keep one",
+                    at("input")
                 )))
             }
             // Plugins that read no graph (the collatz example) need no [input].
@@ -303,11 +311,12 @@ impl RawConfig {
                 // CPU-bound workers beyond the cores only take turns: 100,000 of them exhaust
                 // memory or threads long before they help.
                 return Err(Error::Config(format!(
-                    "{shown}: units.cpu_workers = {n} is more than this process can use: it may \
+                    "{}: units.cpu_workers = {n} is more than this process can use: it may \
                      run on {cores} cores, and tuccompi allows up to {} workers here (4 per core, \
                      at least {MIN_WORKER_CAP}); use \"auto\" (one per core) or at most {}. Under \
                      mpirun the cores a rank may use depend on binding: `--bind-to none` gives \
                      it the whole node",
+                    at("units.cpu_workers"),
                     max_cpu_workers(cores),
                     max_cpu_workers(cores)
                 )));
@@ -321,8 +330,9 @@ impl RawConfig {
                     // Duplicates would run the same task twice and write two summary rows
                     // (and two distance rows) for one source.
                     return Err(Error::Config(format!(
-                        "{shown}: run.sources lists vertex id {id} twice (entries {} and {}); \
+                        "{}: run.sources lists vertex id {id} twice (entries {} and {}); \
                          each id is one task with one summary row, so list it once",
+                        at("run.sources"),
                         j + 1,
                         i + 1
                     )));
@@ -337,13 +347,15 @@ impl RawConfig {
             .to_lowercase();
         if !["gpu", "cpu", "accelerator", "all"].contains(&device_type.as_str()) {
             return Err(Error::Config(format!(
-                "{shown}: units.device_type = \"{device_type}\": use \"gpu\", \"cpu\", \"accelerator\" or \"all\""
+                "{}: units.device_type = \"{device_type}\": use \"gpu\", \"cpu\", \"accelerator\" or \"all\"",
+                at("units.device_type")
             )));
         }
         let positive = |key: &str, v: Option<AutoOr>| -> Result<Option<usize>> {
             match v.and_then(AutoOr::value) {
                 Some(0) => Err(Error::Config(format!(
-                    "{shown}: {key} = 0: use \"auto\" or N >= 1"
+                    "{}: {key} = 0: use \"auto\" or N >= 1",
+                    at(key)
                 ))),
                 other => Ok(other),
             }
@@ -354,9 +366,10 @@ impl RawConfig {
             // Each queue is a unit with its own host thread; devices run a handful of hardware
             // queues at most, so more only adds threads.
             return Err(Error::Config(format!(
-                "{shown}: units.concurrent_kernels = {k}: at most {MAX_QUEUES_PER_DEVICE} queues \
+                "{}: units.concurrent_kernels = {k}: at most {MAX_QUEUES_PER_DEVICE} queues \
                  per device (each is a unit with its own host thread); use \"auto\" (the tuner \
-                 picks 1 or 4) or 1..={MAX_QUEUES_PER_DEVICE}"
+                 picks 1 or 4) or 1..={MAX_QUEUES_PER_DEVICE}",
+                at("units.concurrent_kernels")
             )));
         }
         let mut plugin_options = toml::Table::new();
@@ -364,8 +377,9 @@ impl RawConfig {
         for (name, value) in self.plugin_tables {
             let toml::Value::Table(t) = value else {
                 return Err(Error::Config(format!(
-                    "{shown}: unknown top-level key '{name}'; known tables are [run] [input] [units] \
-                     [scheduler] [output] [nodes] [verify] and one table per plugin"
+                    "{}: unknown top-level key '{name}'; known tables are [run] [input] [units] \
+                     [scheduler] [output] [nodes] [verify] and one table per plugin",
+                    at(&name)
                 )));
             };
             if name == self.run.plugin {
@@ -374,7 +388,7 @@ impl RawConfig {
             extra.insert(name, t);
         }
         Ok(Plan {
-            config_path: path.to_path_buf(),
+            config_path: origins.path().to_path_buf(),
             resolved_toml,
             overrides: Vec::new(),
             plugin: self.run.plugin,
@@ -395,7 +409,10 @@ impl RawConfig {
                 history: self.scheduler.history.unwrap_or(true),
             },
             output: OutputPlan {
-                dir: self.output.dir.unwrap_or_else(|| default_output_dir(path)),
+                dir: self
+                    .output
+                    .dir
+                    .unwrap_or_else(|| default_output_dir(origins.path())),
                 distances: self.output.distances,
                 trace: self.output.trace,
                 sync_seconds: match self.output.sync_seconds {
@@ -403,8 +420,9 @@ impl RawConfig {
                     Some(s) if s.is_finite() && (0.0..=86_400.0).contains(&s) => s,
                     Some(s) => {
                         return Err(Error::Config(format!(
-                            "{shown}: output.sync_seconds = {s}: use seconds between 0 (sync at \
-                             every chunk) and 86400"
+                            "{}: output.sync_seconds = {s}: use seconds between 0 (sync at \
+                             every chunk) and 86400",
+                            at("output.sync_seconds")
                         )))
                     }
                 },
@@ -413,8 +431,9 @@ impl RawConfig {
                     Some(s) if s.is_finite() && (0.0..=86_400.0).contains(&s) => s,
                     Some(s) => {
                         return Err(Error::Config(format!(
-                            "{shown}: output.progress_seconds = {s}: use seconds between 0 (no \
-                             progress lines in logs) and 86400"
+                            "{}: output.progress_seconds = {s}: use seconds between 0 (no \
+                             progress lines in logs) and 86400",
+                            at("output.progress_seconds")
                         )))
                     }
                 },
@@ -429,6 +448,7 @@ impl RawConfig {
             },
             plugin_options,
             other_tables: extra,
+            origins,
         })
     }
 }

@@ -21,7 +21,10 @@ fn unknown_key_is_named_with_its_line() {
     let e = plan(&format!("{MIN}[units]\ncpu_workerz = 2\n"), &[])
         .unwrap_err()
         .to_string();
-    assert!(e.contains("cpu_workerz") && e.contains("line 6"), "{e}");
+    assert!(
+        e.starts_with("c.toml:6: units.cpu_workerz: unknown field"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -71,6 +74,16 @@ fn node_unit_overrides_touch_only_units() {
     let p = plan(MIN, &["run.sources=9"]).unwrap().with_node_units();
     std::env::set_var("TUCCOMPI_UNITS", "policy=equitable");
     let bad = plan(MIN, &[]).unwrap().with_node_units();
+    // Bytes that are not UTF-8 are refused, not taken for an unset variable.
+    #[cfg(unix)]
+    let not_utf8 = {
+        use std::os::unix::ffi::OsStrExt;
+        std::env::set_var(
+            "TUCCOMPI_UNITS",
+            std::ffi::OsStr::from_bytes(b"cpu_workers=\xff"),
+        );
+        plan(MIN, &[]).unwrap().with_node_units()
+    };
     std::env::remove_var("TUCCOMPI_UNITS");
     let p = p.unwrap();
     assert_eq!(
@@ -87,6 +100,14 @@ fn node_unit_overrides_touch_only_units() {
             && bad.contains("unknown field `policy`"),
         "{bad}"
     );
+    #[cfg(unix)]
+    {
+        let e = not_utf8.unwrap_err().to_string();
+        assert!(
+            e.starts_with("TUCCOMPI_UNITS=") && e.contains("not UTF-8"),
+            "{e}"
+        );
+    }
 }
 
 #[test]
@@ -137,7 +158,9 @@ fn duplicate_sources_are_refused_by_id_and_entry() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("c.toml: run.sources lists vertex id 7 twice (entries 2 and 4)"),
+        e.contains(
+            "--set run.sources=[4, 7, 9, 7]: run.sources lists vertex id 7 twice (entries 2 and 4)"
+        ),
         "{e}"
     );
     assert!(plan(MIN, &["run.sources=[4, 7, 9]"]).is_ok());
@@ -157,4 +180,140 @@ fn plan_values_print_as_words() {
         DeviceSel::Names(vec!["A100".into()]).to_string(),
         "[\"A100\"]"
     );
+}
+
+#[test]
+fn messages_name_the_key_and_where_it_was_set() {
+    // From the file: its line and the dotted key.
+    let text = format!("{MIN}[units]\ncpu_workers = -1\n");
+    let e = plan(&text, &[]).unwrap_err().to_string();
+    assert!(
+        e.starts_with("c.toml:6: units.cpu_workers: expected \"auto\""),
+        "{e}"
+    );
+    let text = "[run]\nplugin = \"apsp\"\nsources = \"al\"\n";
+    let e = plan(text, &[]).unwrap_err().to_string();
+    assert!(
+        e.starts_with("c.toml:3: run.sources: expected \"all\""),
+        "{e}"
+    );
+    // From a --set: the assignment as typed and the key.
+    let e = plan(MIN, &["run.sources=\"al\""]).unwrap_err().to_string();
+    assert!(
+        e.starts_with("--set run.sources=\"al\": run.sources: expected \"all\""),
+        "{e}"
+    );
+    let e = plan(MIN, &["units.cpu_workers=-1"])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("--set units.cpu_workers=-1: units.cpu_workers: expected"),
+        "{e}"
+    );
+    // A generator set over a path config names the table that lacks a field.
+    let e = plan(MIN, &["input.generate.model=\"road\""])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with(
+            "--set input.generate.model=\"road\": [input.generate]: missing field `vertices`"
+        ),
+        "{e}"
+    );
+    let text = "[run]\nplugin = \"apsp\"\n[input]\ngenerate = { vertices = 5 }\n";
+    let e = plan(text, &[]).unwrap_err().to_string();
+    assert!(
+        e.starts_with("c.toml:4: input.generate: missing field `model`"),
+        "{e}"
+    );
+    // Validation after parsing: the key's own line, or the --set.
+    let text = format!("{MIN}[scheduler]\n\nchunk = 0\n");
+    let e = plan(&text, &[]).unwrap_err().to_string();
+    assert!(e.starts_with("c.toml:7: scheduler.chunk = 0"), "{e}");
+    let e = plan(MIN, &["units.device_type=\"tpu\""])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("--set units.device_type=\"tpu\": units.device_type = \"tpu\""),
+        "{e}"
+    );
+    // A plugin's own table, through Plan::options.
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Opts {
+        batch: Option<AutoOr>,
+    }
+    let text = format!("{MIN}[apsp]\n# a comment\nbatch = -1\n");
+    let e = plan(&text, &[])
+        .unwrap()
+        .options::<Opts>("apsp")
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("c.toml:7: apsp.batch: expected"), "{e}");
+    let e = plan(MIN, &["apsp.batchh=3"])
+        .unwrap()
+        .options::<Opts>("apsp")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("--set apsp.batchh=3: apsp.batchh: unknown field `batchh`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn empty_input_path_is_refused_with_its_key() {
+    let e = plan(MIN, &["input.path=\"\""]).unwrap_err().to_string();
+    assert!(
+        e.starts_with("--set input.path=\"\": input.path = \"\": name the graph file"),
+        "{e}"
+    );
+}
+
+#[test]
+fn config_and_set_values_are_read_up_to_a_bound() {
+    // /dev/zero never ends: the read stops at the bound instead of filling memory.
+    let zero = Path::new("/dev/zero");
+    if zero.exists() {
+        let e = Plan::load(zero, &[]).unwrap_err().to_string();
+        assert!(
+            e.starts_with("/dev/zero: more than 16 MiB; a config is a short TOML file"),
+            "{e}"
+        );
+    }
+    let long = format!("run.sources=[{}]", "1, ".repeat(MAX_SET_BYTES / 3));
+    let e = plan(MIN, &[&long]).unwrap_err().to_string();
+    assert!(
+        e.starts_with("--set run.sources=...: the value is") && e.contains("1024 KiB"),
+        "{e}"
+    );
+    // A config that is not UTF-8 names its line.
+    let dir = std::env::temp_dir().join(format!("tuccompi-config-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("latin1.toml");
+    std::fs::write(&f, b"[run]\nplugin = \"caf\xe9\"\n").unwrap();
+    let e = Plan::load(&f, &[]).unwrap_err().to_string();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        e.ends_with(
+            "latin1.toml:2: not UTF-8 text (byte 19); TOML files are UTF-8: save it as UTF-8"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn key_lines_follow_tables_and_multi_line_values() {
+    let text = "# head\n[run]\nplugin = \"x\" # c\nsources = [\n  1,\n  2,\n]\n\n[input.generate]\nmodel = \"road\"\n[\"apsp\"]\n\"batch\" = 3\n";
+    assert_eq!(origin::key_line(text, "run.plugin"), Some(3));
+    assert_eq!(origin::key_line(text, "run.sources"), Some(4));
+    assert_eq!(
+        origin::key_at(text, text.find("2,").unwrap()),
+        (6, "run.sources".into())
+    );
+    assert_eq!(origin::key_line(text, "input.generate.model"), Some(10));
+    assert_eq!(origin::key_line(text, "input.generate.vertices"), Some(9));
+    assert_eq!(origin::key_line(text, "apsp.batch"), Some(12));
+    assert_eq!(origin::key_line(text, "units.opencl"), None);
 }

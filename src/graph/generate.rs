@@ -123,9 +123,18 @@ pub fn generate(spec: &GenSpec) -> Result<EdgeList> {
     let (lo, hi) = weight_range(spec);
     if lo > hi {
         return Err(Error::Config(format!(
-            "input.generate: min_weight {lo} > max_weight {hi}; make min_weight <= max_weight"
+            "input.generate.max_weight = {hi}: below min_weight = {lo}; make min_weight <= max_weight"
         )));
     }
+    // Each model checks its arcs' memory before making any (Linux overcommits: a reservation
+    // that cannot be backed succeeds, and the run dies later in the OOM killer).
+    let fits = |n: u64, m: u64| {
+        super::memory::check(
+            &format!("input.generate ({spec})"),
+            super::memory::input_bytes(n, m),
+            &format!("{n} vertices and {m} arcs"),
+        )
+    };
     let mut rng = SplitMix64(spec.seed ^ 0x5EED_0000_0000_0000);
     let weight = |rng: &mut SplitMix64| (lo as u64 + rng.below((hi - lo) as u64 + 1)) as i64;
     let mut arcs: Vec<(u32, u32, i64)>;
@@ -145,6 +154,7 @@ pub fn generate(spec: &GenSpec) -> Result<EdgeList> {
     match spec.model {
         GenModel::Uniform => {
             let m = degree_arcs(spec.degree.unwrap_or(8.0))?;
+            fits(n_out, m)?;
             arcs = crate::reserved(m as usize, &what)?;
             for _ in 0..m {
                 let (u, v) = (rng.below(n) as u32, rng.below(n) as u32);
@@ -161,6 +171,7 @@ pub fn generate(spec: &GenSpec) -> Result<EdgeList> {
                 )));
             }
             let m = degree_arcs(spec.degree.unwrap_or(16.0))?;
+            fits(n_out, m)?;
             arcs = crate::reserved(m as usize, &what)?;
             for _ in 0..m {
                 let (mut u, mut v) = (0u64, 0u64);
@@ -193,6 +204,7 @@ pub fn generate(spec: &GenSpec) -> Result<EdgeList> {
                     u32::MAX / 4
                 )));
             }
+            fits(n, 4 * n)?;
             arcs = crate::reserved(4 * n as usize, &what)?;
             for u in 0..n {
                 let x = u % w;
@@ -222,6 +234,7 @@ pub fn generate(spec: &GenSpec) -> Result<EdgeList> {
                     n * (n - 1)
                 )));
             }
+            fits(n, n * n)?;
             arcs = crate::reserved((n * n) as usize, &what)?;
             for u in 0..n {
                 for v in 0..n {

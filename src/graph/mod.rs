@@ -5,6 +5,7 @@
 //! back to the input's numbering (1 for DIMACS and Matrix Market, 0 for edge lists).
 
 mod generate;
+pub mod memory;
 mod read;
 mod shared;
 

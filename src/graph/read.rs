@@ -262,6 +262,11 @@ impl<'a> Parser<'a> {
                     if nn >= u32::MAX as u64 {
                         return Err(p.err(format!("{nn} vertices is too many (at most {})", u32::MAX - 1)));
                     }
+                    super::memory::check(
+                        &format!("{}:{}", p.path.display(), p.line),
+                        super::memory::input_bytes(nn, declared),
+                        &format!("the problem line declares {nn} vertices and {declared} arcs"),
+                    )?;
                     arcs.reserve(declared.min(1 << 28) as usize);
                     n = Some(nn);
                     problem_line = p.line;
@@ -363,6 +368,12 @@ impl<'a> Parser<'a> {
                 if r >= u32::MAX as u64 {
                     return Err(p.err(format!("{r} vertices is too many (at most {})", u32::MAX - 1)));
                 }
+                let m = declared.saturating_mul(if symmetric { 2 } else { 1 });
+                super::memory::check(
+                    &format!("{}:{}", p.path.display(), p.line),
+                    super::memory::input_bytes(r, m),
+                    &format!("the size line declares {r} vertices and {declared} entries"),
+                )?;
                 size_line = p.line;
                 size = Some(r);
                 arcs.reserve(declared.min(1 << 28) as usize * if symmetric { 2 } else { 1 });

@@ -48,12 +48,9 @@ pub struct PrepareCtx<'a> {
 impl PrepareCtx<'_> {
     /// The plugin's own config table (`[table]`) as `T` (a serde struct; use
     /// `#[serde(deny_unknown_fields)]` so a misspelt key is an error naming it).
+    /// A bad value is an error naming `table.key` and where it was set ([`Plan::options`]).
     pub fn options<T: serde::de::DeserializeOwned>(&self, table: &str) -> Result<T> {
-        toml::Value::Table(self.plan.plugin_options.clone())
-            .try_into()
-            .map_err(|e: toml::de::Error| {
-                crate::Error::Config(format!("[{table}]: {}", e.message()))
-            })
+        self.plan.options(table)
     }
 }
 

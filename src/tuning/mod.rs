@@ -379,6 +379,7 @@ impl Tuner {
                 )));
             }
         }
+        check_settings(dev, &req)?;
         let key = req
             .cache_name
             .as_ref()
@@ -408,6 +409,48 @@ impl Tuner {
         p.cache_key = key;
         Ok(p)
     }
+}
+
+/// Refuse values set in the config that the device cannot take, naming the key: a batch of 0
+/// (nothing would run, and the rules divide by it), a batch whose per-task state alone exceeds
+/// the device's memory, a local size above the device's work-group limit.
+fn check_settings(dev: &DeviceInfo, req: &Request<'_>) -> Result<()> {
+    if let Some(s) = &req.batch {
+        if s.value == 0 {
+            return Err(Error::Config(format!(
+                "{} = 0: a batch runs at least one task; use N >= 1 or \"auto\"",
+                s.key
+            )));
+        }
+        let need = (s.value as u128) * (req.shape.bytes_per_task.max(1) as u128)
+            + req.shape.shared_bytes as u128;
+        if need > dev.global_mem as u128 {
+            let most = (dev.global_mem.saturating_sub(req.shape.shared_bytes)
+                / req.shape.bytes_per_task.max(1))
+            .max(1);
+            return Err(Error::Config(format!(
+                "{} = {}: the batch's state ({:.1} GiB) does not fit '{}' ({:.1} GiB); use at \
+                 most {most} or \"auto\"",
+                s.key,
+                s.value,
+                need as f64 / (1u64 << 30) as f64,
+                dev.name,
+                dev.global_mem as f64 / (1u64 << 30) as f64
+            )));
+        }
+    }
+    if let Some(s) = req
+        .local_size
+        .as_ref()
+        .filter(|s| s.value > dev.max_work_group)
+    {
+        return Err(Error::Config(format!(
+            "{} = {}: '{}' runs work-groups of at most {} items; use 1..={}, 0 (the driver's \
+             choice) or \"auto\"",
+            s.key, s.value, dev.name, dev.max_work_group, dev.max_work_group
+        )));
+    }
+    Ok(())
 }
 
 /// The prediction rules, one line each (printed by `tuccompi check` and the README).

@@ -316,3 +316,43 @@ fn tile_shapes_that_cannot_run_are_refused_by_key() {
     .unwrap_err();
     assert!(e.contains("strips = 0"), "{e}");
 }
+
+#[test]
+fn settings_the_device_cannot_take_are_refused_by_key() {
+    let chars = ["sssp_relax"];
+    let req = |batch: Option<usize>, local: Option<usize>| {
+        let mut r = Request::new(&SSSP, &chars, shape(1000));
+        r.batch = Setting::from_config(batch, "[apsp] batch");
+        r.local_size = Setting::from_config(local, "[apsp] local_size");
+        r
+    };
+    let tuner = Tuner::new(None, CacheUse::Ignore);
+    let d = dev("cpu", 2, 1024);
+    // batch = 0 was a divide-by-zero panic in the groups-per-task rule.
+    let e = tuner
+        .params(&d, req(Some(0), None))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("[apsp] batch = 0: a batch runs at least one task"),
+        "{e}"
+    );
+    let e = tuner
+        .params(&d, req(Some(1 << 62), None))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("[apsp] batch = 4611686018427387904: the batch's state"),
+        "{e}"
+    );
+    let e = tuner
+        .params(&d, req(None, Some(2048)))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("[apsp] local_size = 2048: 'test' runs work-groups of at most 1024 items"),
+        "{e}"
+    );
+    assert!(tuner.params(&d, req(Some(1), Some(1024))).is_ok());
+    assert!(tuner.params(&d, req(None, Some(0))).is_ok());
+}

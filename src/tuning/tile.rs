@@ -60,7 +60,11 @@ pub struct TileShape {
 impl TileShape {
     /// Bytes of local memory one work-group of a product kernel uses (group tile, slab).
     pub fn product_local_bytes(group: usize, slab: usize) -> usize {
-        4 * (group * (slab + 4) + slab * group)
+        // Saturating: a slab or group set in the config to 2^62 is refused with this figure.
+        group
+            .saturating_mul(slab.saturating_add(4))
+            .saturating_add(slab.saturating_mul(group))
+            .saturating_mul(4)
     }
 }
 
@@ -113,6 +117,15 @@ pub fn tile_shape(
         } else {
             64
         });
+    // The block is a side of tiles in device memory and of the closure's work-group: beyond
+    // this, every product would overflow and no device's work-group could close it.
+    const MAX_BLOCK: usize = 1 << 12;
+    if block > MAX_BLOCK {
+        return Err(format!(
+            "tile = {block}: at most {MAX_BLOCK} pivots per round; use a multiple of 16 up to \
+             {MAX_BLOCK} or \"auto\""
+        ));
+    }
     if block == 0 || !block.is_multiple_of(16) {
         return Err(format!(
             "tile = {block} must be a multiple of 16 (the block of pivots per round)"

@@ -317,34 +317,8 @@ impl GpuHalf for ApspJob {
     }
 
     fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
-        if self.options.gpu_algorithm == GpuAlgorithm::Phast {
-            return phast::params(self, device, tuner);
-        }
-        let g = &self.graph;
-        let n = g.n as u64;
-        let shape = Shape {
-            n: g.n,
-            mean_degree: g.m() as f64 / g.n.max(1) as f64,
-            bytes_per_task: self.bytes_per_source(),
-            shared_bytes: (2 * n + 1 + 2 * g.m() as u64) * 4,
-        };
-        tuner.params(
-            &device.info,
-            Request {
-                kernels: &KERNELS,
-                launched: self.options.gpu_algorithm.spec().launched,
-                cache_name: Some(self.cache_name()),
-                shape,
-                batch: Setting::from_config(
-                    self.options.batch.and_then(|b| b.value()),
-                    "[apsp] batch",
-                ),
-                local_size: Setting::from_config(
-                    self.options.local_size.and_then(|l| l.value()),
-                    "[apsp] local_size",
-                ),
-            },
-        )
+        // The tuner's refusals name their key (`[apsp] batch = 0`); this adds where it was set.
+        launch_params(self, device, tuner).map_err(|e| self.origins.locate(e))
     }
 
     fn setup(&self, device: &Device, params: &LaunchParams) -> Result<Shared> {
@@ -467,4 +441,34 @@ impl Worker for GpuWorker<'_> {
         }
         Ok(())
     }
+}
+
+/// [`GpuHalf::params`] of the frontier algorithms and of GPU PHAST.
+fn launch_params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
+    if job.options.gpu_algorithm == GpuAlgorithm::Phast {
+        return phast::params(job, device, tuner);
+    }
+
+    let g = &job.graph;
+    let n = g.n as u64;
+    let shape = Shape {
+        n: g.n,
+        mean_degree: g.m() as f64 / g.n.max(1) as f64,
+        bytes_per_task: job.bytes_per_source(),
+        shared_bytes: (2 * n + 1 + 2 * g.m() as u64) * 4,
+    };
+    tuner.params(
+        &device.info,
+        Request {
+            kernels: &KERNELS,
+            launched: job.options.gpu_algorithm.spec().launched,
+            cache_name: Some(job.cache_name()),
+            shape,
+            batch: Setting::from_config(job.options.batch.and_then(|b| b.value()), "[apsp] batch"),
+            local_size: Setting::from_config(
+                job.options.local_size.and_then(|l| l.value()),
+                "[apsp] local_size",
+            ),
+        },
+    )
 }

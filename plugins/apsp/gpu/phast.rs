@@ -221,11 +221,7 @@ pub(super) fn params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<La
             ),
         },
     );
-    if p.sweep.as_ref().is_some_and(|s| s.frontier.value == 0) {
-        return Err(Error::Config(
-            "[apsp] gpu_frontier = 0: use at least 1 (or \"auto\")".into(),
-        ));
-    }
+    check_frontier(&device.info, plan(&p).frontier.value)?;
     let can_device = !job.wide || device.info.int64_atomics;
     let upward = match o.gpu_upward {
         Upward::Auto => Choice {
@@ -250,6 +246,29 @@ pub(super) fn params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<La
         sw.upward_on_device = upward;
     }
     Ok(p)
+}
+
+/// Local memory of `phast_up` with frontier lists of `entries`: two lists of u32 and three
+/// counters (kernels/phast.cl).
+fn up_local_bytes(entries: usize) -> u128 {
+    2 * 4 * entries as u128 + 3 * 4
+}
+
+/// Refuse a frontier list the device's local memory cannot hold (PoCL asserts, other drivers
+/// fail the launch), or one of 0 entries, naming the key.
+fn check_frontier(dev: &crate::device::DeviceInfo, entries: usize) -> Result<()> {
+    let most = (dev.local_mem.saturating_sub(12) / 8) as usize;
+    if entries == 0 || up_local_bytes(entries) > dev.local_mem as u128 {
+        return Err(Error::Config(format!(
+            "[apsp] gpu_frontier = {entries}: phast_up keeps two frontier lists of that many \
+             entries in local memory ({} bytes), and '{}' has {} bytes of local memory; use \
+             1..={most} or \"auto\"",
+            up_local_bytes(entries),
+            dev.name,
+            dev.local_mem
+        )));
+    }
+    Ok(())
 }
 
 fn plan(params: &LaunchParams) -> &crate::tuning::SweepPlan {
