@@ -739,9 +739,16 @@ fn execute<'p>(
         say(&line);
     } else if let Some(note) = &selection.device_note {
         // Asked for GPUs and found none: say so at the default verbosity (as JAX's "falling
-        // back to CPU"), once, not only in report.json.
-        if !opts.quiet {
+        // back to CPU"), once, not only in report.json. A config that says nothing of
+        // units.opencl takes every device there is, and none is no news: an info line.
+        let asked = toml::from_str::<toml::Table>(&plan.resolved_toml)
+            .ok()
+            .and_then(|t| t.get("units")?.get("opencl").cloned())
+            .is_some();
+        if asked && !opts.quiet {
             say(&format!("tuccompi: warning: {note}\n"));
+        } else {
+            tracing::info!("{note}");
         }
     }
     tracing::info!(

@@ -525,6 +525,12 @@ fn gpus_asked_for_and_not_found_give_one_warning_naming_the_filter() {
             && !warnings[0].contains("[]"),
         "{err}"
     );
+    // A config that never mentions units.opencl gets no warning for having no GPU.
+    let quiet = small_apsp(2).replace("opencl = \"none\"\n", "device_type = \"accelerator\"\n");
+    write(&cwd, "n.toml", &quiet);
+    let (code, _, err) = tuccompi_in(&cwd, &["run", "n.toml"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("warning:"), "{err}");
 }
 
 /// A binary built without MPI and started as one of several processes stops, naming the
