@@ -2,7 +2,7 @@
 # GPU-machine measurements for BENCHMARKS.md. Run from the repository root:
 #   benches/device.sh BIN DATA_DIR [SECTION...]
 # Sections: devices algos queues hetero batch full tune dense phast phastgpu phastcpu moscowfull mpi
-# mpioverhead split split2 cpu16 procs sched idle defaults
+# mpioverhead split split2 cpu16 procs sched idle defaults short
 # collatz workers mpienv mpigpu (and more below; phast: PHB=the phast bench binary, phastgpu:
 # PB=the phast_gpu bench binary, default beside BIN).
 # Prints one line per run:
@@ -475,13 +475,15 @@ PY
     else echo "$combo $setting FAILED: $(tail -c 200 /tmp/err.txt)"; fi
   }
   : > /tmp/defaults.txt
+  # COMBOS="phast cpu;dijkstra cpu" runs those combinations only.
+  IFS=';' read -r -a COMBOS <<< "${COMBOS:-phast cpu;phast gpu;phast both;dijkstra cpu;worklist gpu;dijkstra+worklist both;collatz cpu;collatz gpu;collatz both}"
   A=(--set "$MO" --set apsp.cpu_algorithm=\"phast\" --set apsp.gpu_algorithm=\"phast\")
   J=(--set "$MO" --set apsp.cpu_algorithm=\"dijkstra\" --set apsp.gpu_algorithm=\"worklist\")
   printf '[run]\nplugin = "collatz"\n[collatz]\nfirst = 1\ncount = %s\nblock = 65536\n[units]\ndevice_type = "gpu"\n' 40000000 > /tmp/czc.toml
   printf '[run]\nplugin = "collatz"\n[collatz]\nfirst = 1\ncount = %s\nblock = 65536\n[units]\ndevice_type = "gpu"\n' 400000000 > /tmp/czg.toml
   "$B" run $CFG -q "${A[@]}" --set run.sources=64 --set units.opencl=none --set output.dir="\"$OUT\"" # the hierarchy, cached
   for rep in $(seq ${REPS:-2}); do
-    for combo in "phast cpu" "phast gpu" "phast both" "dijkstra cpu" "worklist gpu" "dijkstra+worklist both" "collatz cpu" "collatz gpu" "collatz both"; do
+    for combo in "${COMBOS[@]}"; do
       case $combo in
         "phast cpu") cmd=("$B" run $CFG "${A[@]}" --set run.sources=30000 --set units.opencl=none) ;;
         "phast gpu") cmd=("$B" run $CFG "${A[@]}" --set run.sources=\"all\" --set units.cpu_workers=0) ;;
@@ -515,6 +517,23 @@ for c in combos:
     print(f"{c:<26} {d:11.1f} {best + ' ' + format(fixed[best], '.1f'):>24} {d / fixed[best]:12.3f} {min(busy[(c, 'default')]):18.3f}")
 PY
   ;;
+short)
+  # Issue 22: a 20 ms run (osm-bremen-dist's full APSP, PHAST on the GPU) with and without the
+  # CPU workers, alternated REPS times; the speed history in $XDG_CACHE_HOME carries over from
+  # run to run (the first run of each probes).
+  for rep in $(seq ${REPS:-5}); do
+    for units in gpu both; do
+      rm -rf "$OUT"
+      extra=(); [ $units = gpu ] && extra=(--set units.cpu_workers=0)
+      "$B" run $CFG -q --set "$BR" --set run.sources=\"all\" --set apsp.cpu_algorithm=\"phast\" --set apsp.gpu_algorithm=\"phast\" --set output.dir="\"$OUT\"" "${extra[@]}" 2>/tmp/err.txt || { echo "$units FAILED $(tail -c 200 /tmp/err.txt)"; continue; }
+      python3 - "$units" "$OUT/report.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[2])); us = r["units"]
+cpu = [u for u in us if u["kind"] == "cpu"]
+print(f"bremen all {sys.argv[1]:<5} run {r['run_seconds']*1e3:7.2f} ms wall {r['wall_seconds']:.3f} s cpu tasks {sum(u['tasks'] for u in cpu):5d} start {sorted(set(u.get('start', '-') for u in us))} sum={r['checksum']['sum']}")
+PY
+    done
+  done ;;
 moscowfull)
   one "moscow full APSP gpu+cpu" 560 --set "$MO" --set run.sources=\"all\" ;;
 mpi)
