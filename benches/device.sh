@@ -540,15 +540,16 @@ moscowfull)
   one "moscow full APSP gpu+cpu" 560 --set "$MO" --set run.sources=\"all\" ;;
 width)
   # Issue 21, "u32 unless a distance really overflows": trees/s of the default config (GPU +
-  # CPU workers, PHAST) on osm-moscow and on K x K tilings of it (TILES, default "2 4", made
+  # CPU workers, PHAST) on osm-moscow (WSRC sources, default 65536) and on K x K tilings of it
+  # (WSRC / K^2 sources; TILES, default "2 4", made
   # with TILE=tile_roads.py into DATA_DIR, which needs osm-moscow.co.gz there), for BASE (the
   # binary before, if given) and BIN (the hierarchy is built in prepare, outside run_seconds,
   # and cached under XDG_CACHE_HOME). Checksums must be equal between the two binaries.
   for K in ${TILES:-2 4}; do
     [ -f "$D/tiles$K.gr" ] || python3 "${TILE:-../shared/tools/tile_roads.py}" "$D/osm-moscow.gr.gz" "$D/osm-moscow.co.gz" "$K" "$D/tiles$K.gr"
   done
-  graphs=("moscow|$MO|65536")
-  for K in ${TILES:-2 4}; do graphs+=("tiles$K|input.path=\"$D/tiles$K.gr\"|$((65536 / K / K))"); done
+  graphs=("moscow|$MO|${WSRC:-65536}")
+  for K in ${TILES:-2 4}; do graphs+=("tiles$K|input.path=\"$D/tiles$K.gr\"|$((${WSRC:-65536} / K / K))"); done
   for g in "${graphs[@]}"; do
     IFS='|' read -r name in srcs <<<"$g"
     for bin in ${BASE:+"$BASE"} "$B"; do
