@@ -37,7 +37,7 @@ pub struct Width {
 
 /// The widths for trees from `sources` (internal ids) over `targets` (`None` = every vertex).
 ///
-/// Complexity: O(m) for the lightest arc, plus at most [`SAMPLES`] breadth-first searches
+/// Complexity: O(m) for the lightest arc, plus at most 8 breadth-first searches
 /// (O(n + m) each) when the lightest arc times `n - 1` reaches `CEIL`.
 pub fn choose(g: &Csr, sources: &[u32], targets: Option<&[u32]>) -> Width {
     let narrow = |rows, reason: String| Width {

@@ -15,7 +15,7 @@
 //! vertices still to contract, and only the witness's vertices (all contracted later) appear in
 //! it. Shortcut weights are exact sums in u64; a candidate heavier than the graph's distance bound
 //! `(n-1)·max_weight` can never lie on a shortest path and is dropped. A u32 hierarchy stores a
-//! heavier weight as [`Dist::CEIL`](crate::plugins::common::Dist::CEIL): any path over it then
+//! heavier weight as [`Dist::CEIL`]: any path over it then
 //! sums to `CEIL`, which marks a tree that overflowed u32 (the apsp plugin redoes it in u64).
 //!
 //! The level of a vertex is 1 + the largest level of its lower neighbours (0 without any); no
