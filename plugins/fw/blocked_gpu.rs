@@ -28,7 +28,7 @@ use super::{FwJob, Val};
 use crate::device::{Arg, DBuf, Device, Marker, Pinned, Queue};
 use crate::tuning::{characterizations, subset, tile_shape, TileShape};
 use crate::{Error, Result};
-use opencl3::kernel::Kernel;
+use crate::device::Kernel;
 use std::ops::Range;
 use std::time::Instant;
 

@@ -268,16 +268,20 @@ pub struct LaunchParams {
 }
 
 impl LaunchParams {
-    /// The local size chosen for kernel `name` (0 = the driver's choice).
-    ///
-    /// # Panics
-    /// If `name` was not among the kernels the parameters were chosen for (a bug in the GPU
-    /// half: every kernel it launches must be listed in its [`Request::launched`]).
-    pub fn local(&self, name: &str) -> usize {
+    /// The local size chosen for kernel `name` (0 = the driver's choice). A name the
+    /// parameters were not chosen for (a typo, or a kernel missing from the half's
+    /// [`Request::launched`]) is an error naming it and the kernels that have parameters.
+    pub fn local(&self, name: &str) -> Result<usize> {
         match self.local.get(name) {
-            Some(c) => c.value,
+            Some(c) => Ok(c.value),
             None => {
-                panic!("no launch parameters for kernel '{name}': list it in Request::launched")
+                let known: Vec<&str> = self.local.keys().map(|k| k.as_str()).collect();
+                Err(Error::Config(format!(
+                    "no launch parameters for kernel '{name}' (the parameters were chosen for \
+                     {}): a bug in the GPU half; name a kernel it listed in Request::launched, \
+                     or list '{name}' there",
+                    if known.is_empty() { "no kernel".to_string() } else { known.join(", ") }
+                )))
             }
         }
     }
