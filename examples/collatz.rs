@@ -24,7 +24,7 @@ use std::ops::Range;
 use std::path::Path;
 use tuccompi::device::{Arg, DBuf, Device, KernelSource, Queue};
 use tuccompi::plugin::Worker;
-use tuccompi::plugin::{CpuHalf, Gpu, GpuHalf, Job, Plugin, PrepareCtx, Records, RecordsOut};
+use tuccompi::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Records, RecordsOut, SimpleGpuHalf};
 use tuccompi::tuning::{Choice, LaunchParams, Request, Shape, Tuner};
 use tuccompi::Result;
 
@@ -171,10 +171,9 @@ impl Worker for CpuWorker<'_> {
     }
 }
 
-impl GpuHalf for CollatzJob {
-    /// Nothing to upload: the devices' queues share just the launch parameters.
-    type Shared = LaunchParams;
-
+/// Nothing to upload: a `SimpleGpuHalf` builds the kernels at set-up and gives each queue's
+/// worker the launch parameters.
+impl SimpleGpuHalf for CollatzJob {
     fn kernels(&self) -> &'static [KernelSource] {
         &[KERNELS]
     }
@@ -195,10 +194,6 @@ impl GpuHalf for CollatzJob {
              chunks keep that host work small next to the device's",
         );
         Ok(params)
-    }
-    fn setup(&self, device: &Device, params: &LaunchParams) -> Result<LaunchParams> {
-        device.program(&KERNELS, "")?;
-        Ok(params.clone())
     }
     fn worker<'a>(
         &'a self,

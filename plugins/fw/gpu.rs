@@ -5,11 +5,11 @@
 
 use super::blocked_gpu;
 use super::{FwJob, Matrix, Variant};
+use crate::device::Kernel;
 use crate::device::{Arg, DBuf, Device, KernelSource, Queue};
 use crate::plugin::{GpuHalf, RecordsOut, Worker};
 use crate::tuning::{Choice, LaunchParams, Request, Shape, Tuner};
 use crate::{Error, Result};
-use crate::device::Kernel;
 use std::ops::Range;
 
 /// Tile side in kernels/fw.cl.

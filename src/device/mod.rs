@@ -330,7 +330,13 @@ impl Device {
 
     /// Write `program`'s binary for this device and its build log into `dir`, named after the
     /// stem, the device and the options (`TUCCOMPI_DUMP_BINARIES`).
-    fn dump(&self, program: &ClProgram, stem: &str, opts: &str, dir: &std::path::Path) -> Result<()> {
+    fn dump(
+        &self,
+        program: &ClProgram,
+        stem: &str,
+        opts: &str,
+        dir: &std::path::Path,
+    ) -> Result<()> {
         let clean = |s: &str| -> String {
             s.chars()
                 .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
@@ -499,23 +505,33 @@ impl Kernel {
     }
 }
 
-/// A build log whose lines name the driver's temporary file (`/tmp/poclXXX/program.cl:5:3:`,
-/// `<kernel>:5:3:`) with `path`, the file that was read, instead.
+/// A build log whose lines name the driver's temporary file (PoCL's
+/// `error: /root/.cache/pocl/kcache/tempfile_X.cl:5:3: ...`, NVIDIA's `<kernel>:5:3: ...`) with
+/// `path`, the file that was read, instead: in each line, the first word of the form
+/// `FILE:LINE:COLUMN:`.
 fn relocate_log(log: &str, path: &str) -> String {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     log.lines()
         .map(|l| {
-            // FILE:LINE:COL: at the start of the line.
-            let mut parts = l.splitn(4, ':');
-            let (Some(file), Some(line), Some(col), Some(rest)) =
-                (parts.next(), parts.next(), parts.next(), parts.next())
-            else {
-                return l.to_string();
-            };
-            let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-            if file.is_empty() || file.contains(' ') || !digits(line) || !digits(col) {
-                return l.to_string();
-            }
-            format!("{path}:{line}:{col}:{rest}")
+            let mut done = false;
+            let words: Vec<String> = l
+                .split(' ')
+                .map(|w| {
+                    let parts: Vec<&str> = w.splitn(4, ':').collect();
+                    if !done
+                        && parts.len() == 4
+                        && !parts[0].is_empty()
+                        && digits(parts[1])
+                        && digits(parts[2])
+                    {
+                        done = true;
+                        format!("{path}:{}:{}:{}", parts[1], parts[2], parts[3])
+                    } else {
+                        w.to_string()
+                    }
+                })
+                .collect();
+            words.join(" ")
         })
         .collect::<Vec<_>>()
         .join("\n")

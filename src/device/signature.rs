@@ -458,9 +458,14 @@ fn tokenize(code: &str) -> Vec<Token> {
             i += 1;
         } else if c.is_whitespace() {
             i += 1;
-        } else if c.is_ascii_alphanumeric() || c == '_' || c == '.' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit()) {
+        } else if c.is_ascii_alphanumeric()
+            || c == '_'
+            || c == '.' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit())
+        {
             let s = i;
-            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_' || chars[i] == '.') {
+            while i < chars.len()
+                && (chars[i].is_ascii_alphanumeric() || chars[i] == '_' || chars[i] == '.')
+            {
                 i += 1;
             }
             out.push(Token {
@@ -603,7 +608,6 @@ fn param(
     defines: &HashMap<String, Option<String>>,
     typedefs: &HashMap<String, Vec<String>>,
 ) -> Param {
-    let declared = tokens.join(" ").replace(" *", "*").replace("* ", "* ");
     let mut space = Space::Private;
     let mut pointer = false;
     let mut words: Vec<String> = Vec::new();
@@ -617,6 +621,7 @@ fn param(
         Some(p) => &tokens[..p],
         None => tokens,
     };
+    let declared = body.join(" ").replace(" *", "*");
     let mut queue: Vec<String> = body.iter().map(|s| s.to_string()).collect();
     let mut guard = 0;
     while let Some(t) = (!queue.is_empty()).then(|| queue.remove(0)) {
@@ -648,7 +653,7 @@ fn param(
         space,
         pointer,
         ty: ClType::from_words(&refs),
-        declared: declared.replace("* ", "* ").trim().to_string(),
+        declared,
     }
 }
 
@@ -695,7 +700,10 @@ mod test {
                 (Space::Global, true, ClType::Other("int4".into()), "v"),
             ]
         );
-        assert_eq!(k.params[0].describe(), "__global const dist_t* (= __global uint*)");
+        assert_eq!(
+            k.params[0].describe(),
+            "__global const dist_t* (= __global uint*)"
+        );
         assert!(sigs[1].params.is_empty());
         // -DWIDE selects the other typedef.
         let (sigs, _) = parse(src, "-cl-fast-relaxed-math -DWIDE -D FOO=3");
@@ -726,10 +734,20 @@ mod test {
     #[test]
     fn the_built_in_kernels_parse() {
         for (src, opts, name, params) in [
-            (include_str!("../../kernels/phast.cl"), "-DWIDE", "phast_sweep", 9),
+            (
+                include_str!("../../kernels/phast.cl"),
+                "-DWIDE",
+                "phast_sweep",
+                9,
+            ),
             (include_str!("../../kernels/sssp.cl"), "", "wl_round", 18),
             (include_str!("../../kernels/fw.cl"), "", "fwb_phase3", 6),
-            (include_str!("../../kernels/dense_dijkstra.cl"), "", "dd_sssp", 7),
+            (
+                include_str!("../../kernels/dense_dijkstra.cl"),
+                "",
+                "dd_sssp",
+                7,
+            ),
         ] {
             let (sigs, _) = parse(src, opts);
             let s = sigs.iter().find(|s| s.name == name).unwrap();

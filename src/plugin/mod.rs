@@ -152,6 +152,53 @@ pub trait GpuHalf: Sync {
     ) -> Result<impl Worker + 'a>;
 }
 
+/// A GPU half that uploads nothing and needs only its programs: implement this instead of
+/// [`GpuHalf`] and its `Shared` type is the [`LaunchParams`] (each queue's worker gets them),
+/// its `setup` builds every kernel file of [`kernels`](SimpleGpuHalf::kernels) with
+/// [`build_options`](SimpleGpuHalf::build_options) (so a build error takes the device out
+/// before any queue starts). `examples/options.rs` is one.
+pub trait SimpleGpuHalf: Sync {
+    /// The kernel files this half launches (each embedded by the plugin with `include_str!`).
+    fn kernels(&self) -> &'static [KernelSource];
+    /// OpenCL build options of those files (default none).
+    fn build_options(&self) -> &str {
+        ""
+    }
+    /// Launch parameters on `device` ([`GpuHalf::params`]).
+    fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams>;
+    /// A worker that owns `queue`, one in-order queue of `device`.
+    fn worker<'a>(
+        &'a self,
+        device: &'a Device,
+        params: &'a LaunchParams,
+        queue: Queue,
+    ) -> Result<impl Worker + 'a>;
+}
+
+impl<T: SimpleGpuHalf> GpuHalf for T {
+    type Shared = LaunchParams;
+    fn kernels(&self) -> &'static [KernelSource] {
+        SimpleGpuHalf::kernels(self)
+    }
+    fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
+        SimpleGpuHalf::params(self, device, tuner)
+    }
+    fn setup(&self, device: &Device, params: &LaunchParams) -> Result<LaunchParams> {
+        for k in SimpleGpuHalf::kernels(self) {
+            device.program(k, self.build_options())?;
+        }
+        Ok(params.clone())
+    }
+    fn worker<'a>(
+        &'a self,
+        device: &'a Device,
+        shared: &'a LaunchParams,
+        queue: Queue,
+    ) -> Result<impl Worker + 'a> {
+        SimpleGpuHalf::worker(self, device, shared, queue)
+    }
+}
+
 /// A job's GPU half as the runtime holds it: [`GpuHalf`] with its `Shared` type erased (the one
 /// place that happens). Made by [`Gpu::new`] in [`Job::gpu`].
 #[derive(Clone, Copy)]
@@ -334,8 +381,7 @@ impl Tolerance {
                     return false;
                 }
                 let (x, y) = (f64::from_bits(x), f64::from_bits(y));
-                (x.is_nan() && y.is_nan())
-                    || (x - y).abs() <= self.relative * x.abs().max(y.abs())
+                (x.is_nan() && y.is_nan()) || (x - y).abs() <= self.relative * x.abs().max(y.abs())
             })
     }
 

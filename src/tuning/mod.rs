@@ -217,16 +217,25 @@ pub struct Choice {
     pub reason: String,
 }
 
-/// The problem's shape, as the tuner sees it.
+/// The problem's shape, as the tuner sees it, in a plugin's terms (for the APSP plugin in
+/// brackets). How [`predict`] uses each field is in README.md ("Kernel characterizations and
+/// tuning", with a worked example for a plugin that is not a graph problem).
 #[derive(Debug, Clone, Copy)]
 pub struct Shape {
-    /// Items per task (vertices).
+    /// Work-items one task launches: the data items of a task (vertices; the paths of a Monte
+    /// Carlo task; the numbers of a Collatz block). Tasks per launch (`batch`) fill the device
+    /// with `batch × n` items (compute units × max work-group × 16 on a GPU, × 1 on a CPU
+    /// device, 1..256 tasks); groups per task for `grid = "groups"` kernels are at most
+    /// `n / local`.
     pub n: usize,
-    /// Mean work per item (mean out-degree).
+    /// Mean work per item (mean out-degree). Recorded for rules to come; no rule reads it yet.
     pub mean_degree: f64,
-    /// Device bytes per task in flight (per-source state).
+    /// Device bytes one task holds while in flight (per-source state; a task's output buffer):
+    /// the batch is capped so that `queues × batch × bytes_per_task + shared_bytes` stays
+    /// within 40% of device memory.
     pub bytes_per_task: u64,
-    /// Device bytes shared by all tasks (the graph).
+    /// Device bytes uploaded once per device and read by every task (the graph; 0 when the
+    /// tasks share nothing).
     pub shared_bytes: u64,
 }
 
@@ -280,7 +289,11 @@ impl LaunchParams {
                     "no launch parameters for kernel '{name}' (the parameters were chosen for \
                      {}): a bug in the GPU half; name a kernel it listed in Request::launched, \
                      or list '{name}' there",
-                    if known.is_empty() { "no kernel".to_string() } else { known.join(", ") }
+                    if known.is_empty() {
+                        "no kernel".to_string()
+                    } else {
+                        known.join(", ")
+                    }
                 )))
             }
         }

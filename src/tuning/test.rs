@@ -29,6 +29,7 @@ fn dev(kind: &str, cus: u32, maxwg: usize) -> DeviceInfo {
         local_mem: 48 << 10,
         max_work_group: maxwg,
         int64_atomics: true,
+        fp64: true,
         driver: "1".into(),
     }
 }

@@ -2,12 +2,12 @@
 //! and the device reduction of each distance row into a [`PathSummary`].
 
 use super::{Ctx, Setup};
+use crate::device::Kernel;
 use crate::device::{Arg, DBuf, Device, Queue, Scalar};
 use crate::plugin::Record;
 use crate::plugins::common::{Dist, PathSummary, RowWrite};
 use crate::sink::NpyRows;
 use crate::Result;
-use crate::device::Kernel;
 use std::ops::Range;
 
 /// A distance buffer of the job's width.

@@ -8,9 +8,9 @@
 
 use super::buffers::{Batch, DistBuf};
 use super::{iterate, take_flag, Algorithm, Ctx, Setup, Spec};
+use crate::device::Kernel;
 use crate::device::{Arg, DBuf};
 use crate::Result;
-use crate::device::Kernel;
 
 /// The algorithm as [`GpuAlgorithm::Crauser`](crate::plugins::apsp::GpuAlgorithm::Crauser).
 pub(super) const SPEC: Spec = Spec {

@@ -33,6 +33,7 @@
 //! partial words, `b × 4` sums, `b` overflow flags, rows `chunk × targets`.
 
 use super::{Algorithm, Batch, Ctx, DistBuf, Setup, Spec};
+use crate::device::Kernel;
 use crate::device::{Arg, DBuf, Device, KernelSource, Queue, Scalar};
 use crate::plugin::{GpuHalf, Record};
 use crate::plugins::apsp::phast::{AnyHierarchy, ChWeight, Hierarchy};
@@ -43,7 +44,6 @@ use crate::tuning::{
     sweep_plan, Choice, LaunchParams, Request, Setting, Shape, Source, SweepRequest, Tuner,
 };
 use crate::{Error, Result};
-use crate::device::Kernel;
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
 

@@ -9,10 +9,10 @@
 
 use super::buffers::{Batch, DistBuf};
 use super::{iteration_limit, Algorithm, Ctx, Setup, Spec};
+use crate::device::Kernel;
 use crate::device::{Arg, DBuf};
 use crate::plugins::apsp::ApspJob;
 use crate::{Error, Result};
-use crate::device::Kernel;
 
 /// The algorithm as [`GpuAlgorithm::Worklist`](crate::plugins::apsp::GpuAlgorithm::Worklist).
 pub(super) const SPEC: Spec = Spec {
