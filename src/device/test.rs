@@ -106,7 +106,10 @@ fn programs_are_built_once_and_build_errors_show_the_log() {
     // The log names the file that was read at the error's line, not the driver's temporary
     // file.
     assert!(err.contains("device_test_broken.cl:1:"), "{err}");
-    assert!(!err.contains("kcache") && !err.contains("tempfile"), "{err}");
+    assert!(
+        !err.contains("kcache") && !err.contains("tempfile"),
+        "{err}"
+    );
     let err = dev
         .kernel(&TEST_KERNELS, "", "no_such_kernel")
         .unwrap_err()
@@ -308,8 +311,9 @@ fn floats_launch_and_mismatched_arguments_are_refused() {
     other.stem = "device_typed_nofp64";
     let err = dev.program(&other, "").unwrap_err().to_string();
     assert!(
-        err.contains(&format!("'{name}' has no double precision (no cl_khr_fp64)"))
-            && err.contains("device_typed_nofp64.cl"),
+        err.contains(&format!(
+            "'{name}' has no double precision (no cl_khr_fp64)"
+        )) && err.contains("device_typed_nofp64.cl"),
         "{err}"
     );
 }
