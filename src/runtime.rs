@@ -1197,7 +1197,7 @@ fn write_outputs(
         });
         report["verify"] = serde_json::json!({
             "sample": plan.verify.sample.map_or(serde_json::json!("auto"), |n| serde_json::json!(n)),
-            "verified": verified, "seed": v.seed,
+            "verified": verified, "seed": v.seed, "seconds": v.seconds,
         });
     }
     write_file(

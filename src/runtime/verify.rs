@@ -34,6 +34,8 @@ pub(super) struct Verified {
     pub(super) checked: usize,
     /// Seed of the random choice (in the report, to repeat it).
     pub(super) seed: u64,
+    /// Seconds the re-runs took (the cost of the check).
+    pub(super) seconds: f64,
 }
 
 /// The `i`-th number of the stream `seed` (xxh3 of the counter: uniform enough to sample).
@@ -88,15 +90,19 @@ fn verify_seeded(
     };
     let chosen = sample(total, count, seed);
     if chosen.is_empty() {
-        return Ok(Verified { checked: 0, seed });
+        return Ok(Verified {
+            checked: 0,
+            seed,
+            seconds: 0.0,
+        });
     }
+    let start = std::time::Instant::now();
     let cpu = job
         .cpu()
         .ok_or_else(|| Error::Config("[verify] needs a CPU half".into()))?;
     let mut worker = cpu.worker()?;
     let words = job.record_words();
     let tolerance = job.tolerance();
-    let start = std::time::Instant::now();
     let mut checked = 0;
     let mut buf = vec![0u64; words];
     // Walk the accelerator's slices in order, mapping the chosen indices to tasks.
@@ -129,7 +135,11 @@ fn verify_seeded(
         }
         base += s.tasks.len();
     }
-    Ok(Verified { checked, seed })
+    Ok(Verified {
+        checked,
+        seed,
+        seconds: start.elapsed().as_secs_f64(),
+    })
 }
 
 #[cfg(test)]
