@@ -571,9 +571,9 @@ fn devices() {
         Ok(list) => {
             for (i, (d, _)) in list.iter().enumerate() {
                 println!(
-                    "OpenCL {i}: {} [{}] type={} compute_units={} clock={} MHz global={:.0} MiB local={} KiB max_work_group={} int64_atomics={} driver={}",
+                    "OpenCL {i}: {} [{}] type={} compute_units={} clock={} MHz global={:.0} MiB local={} KiB max_work_group={} int64_atomics={} fp64={} driver={}",
                     d.name, d.platform, d.kind, d.compute_units, d.clock_mhz,
-                    d.global_mem as f64 / 1048576.0, d.local_mem / 1024, d.max_work_group, d.int64_atomics, d.driver
+                    d.global_mem as f64 / 1048576.0, d.local_mem / 1024, d.max_work_group, d.int64_atomics, d.fp64, d.driver
                 );
             }
         }
