@@ -69,7 +69,7 @@ fn uniform(key: u64, i: u64) -> f64 {
 
 /// e^x for |x| < 700 from `+ - * /`: x = k ln 2 + r, e^r by its Taylor polynomial, times 2^k.
 fn exp_basic(x: f64) -> f64 {
-    let k = (x * 1.4426950408889634 + 0.5).floor();
+    let k = (x * std::f64::consts::LOG2_E + 0.5).floor();
     let r = (x - k * 0.6931471803691238) - k * 1.9082149292705877e-10;
     let mut p = 1.0;
     for i in (1..=13).rev() {
@@ -93,7 +93,7 @@ fn log_basic(x: f64) -> f64 {
     for i in (0..=11).rev() {
         sum = sum * f2 + 1.0 / (2 * i + 1) as f64;
     }
-    e as f64 * 0.6931471805599453 + 2.0 * f * sum
+    e as f64 * std::f64::consts::LN_2 + 2.0 * f * sum
 }
 
 impl OptionsJob {

@@ -380,12 +380,16 @@ impl Tuner {
     /// origin and reason. Errors when the characterizations do not match the kernel file, or
     /// the cache file is corrupt.
     pub fn params(&self, dev: &DeviceInfo, req: Request<'_>) -> Result<LaunchParams> {
-        let chars = subset(&characterizations(req.kernels)?, req.launched);
+        let all = characterizations(req.kernels)?;
+        let chars = subset(&all, req.launched);
         for k in req.launched {
             let Some(c) = chars.get(*k) else {
+                let known: Vec<&str> = all.keys().map(|k| k.as_str()).collect();
                 return Err(Error::Config(format!(
-                    "kernels/{}.cl has no kernel '{k}' (a bug in the GPU half that launches it)",
-                    req.kernels.stem
+                    "{}.cl has no kernel '{k}'; it declares {} (a bug in the GPU half that \
+                     launches it: Request::launched names its kernels)",
+                    req.kernels.stem,
+                    known.join(", ")
                 )));
             };
             if let Some(l) = c.local.filter(|&l| l > dev.max_work_group) {
