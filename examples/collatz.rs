@@ -24,7 +24,7 @@ use std::ops::Range;
 use std::path::Path;
 use tuccompi::device::{Arg, DBuf, Device, KernelSource, Queue};
 use tuccompi::plugin::Worker;
-use tuccompi::plugin::{CpuHalf, Gpu, GpuHalf, Job, Plugin, PrepareCtx, Records, RecordsOut};
+use tuccompi::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Records, RecordsOut, SimpleGpuHalf};
 use tuccompi::tuning::{Choice, LaunchParams, Request, Shape, Tuner};
 use tuccompi::Result;
 
@@ -171,10 +171,9 @@ impl Worker for CpuWorker<'_> {
     }
 }
 
-impl GpuHalf for CollatzJob {
-    /// Nothing to upload: the devices' queues share just the launch parameters.
-    type Shared = LaunchParams;
-
+/// Nothing to upload: a `SimpleGpuHalf` builds the kernels at set-up and gives each queue's
+/// worker the launch parameters.
+impl SimpleGpuHalf for CollatzJob {
     fn kernels(&self) -> &'static [KernelSource] {
         &[KERNELS]
     }
@@ -196,10 +195,6 @@ impl GpuHalf for CollatzJob {
         );
         Ok(params)
     }
-    fn setup(&self, device: &Device, params: &LaunchParams) -> Result<LaunchParams> {
-        device.program(&KERNELS, "")?;
-        Ok(params.clone())
-    }
     fn worker<'a>(
         &'a self,
         device: &'a Device,
@@ -210,8 +205,8 @@ impl GpuHalf for CollatzJob {
         Ok(GpuWorker {
             job: self,
             batch,
-            steps_local: params.local("collatz_steps"),
-            reduce_local: params.local("collatz_reduce"),
+            steps_local: params.local("collatz_steps")?,
+            reduce_local: params.local("collatz_reduce")?,
             steps_kernel: device.kernel(&KERNELS, "", "collatz_steps")?,
             reduce_kernel: device.kernel(&KERNELS, "", "collatz_reduce")?,
             steps: DBuf::new(device, batch * self.block as usize)?,
@@ -227,8 +222,8 @@ struct GpuWorker<'a> {
     batch: usize,
     steps_local: usize,
     reduce_local: usize,
-    steps_kernel: opencl3::kernel::Kernel,
-    reduce_kernel: opencl3::kernel::Kernel,
+    steps_kernel: tuccompi::device::Kernel,
+    reduce_kernel: tuccompi::device::Kernel,
     steps: DBuf<u32>,
     records: DBuf<u64>,
     host: Vec<u64>,

@@ -7,7 +7,8 @@
 //! Layers, outermost first (dependencies point downward only):
 //! [`node`] → [`thread`] → ([`scheduler`], [`tuning`]) → concurrent kernels (queues of the
 //! [`device`] layer, one unit thread each) → [`device`].
-//! A [`plugin::Plugin`] provides a CPU half and a GPU half of one task; see `examples/collatz.rs`.
+//! A [`plugin::Plugin`] provides a CPU half and a GPU half of one task; see `examples/collatz.rs`
+//! and, with floating point, `examples/options.rs`.
 //! The built-in plugins ([`plugins`]) sit on top of all of this: they use the layers, and no
 //! layer names them. [`run`] is the runtime with the built-in registry handed to it.
 

@@ -23,7 +23,7 @@ mod verify;
 use stage::{journaled, Stage};
 use verify::Verified;
 
-use crate::config::{DeviceSel, Plan, Policy};
+use crate::config::{DeviceSel, OnFailure, Plan, Policy};
 use crate::device::{self, Device, Filter};
 use crate::node::Node;
 use crate::plugin::{Job, Plugin, PrepareCtx, Records};
@@ -303,7 +303,7 @@ fn prepare_with<'a>(
             plugin.name()
         )));
     }
-    if plan.verify.sample > 0 && job.cpu().is_none() {
+    if plan.verify.sample.is_some_and(|n| n > 0) && job.cpu().is_none() {
         return Err(Error::Config(format!(
             "{}: [verify] sample re-runs tasks on the CPU half, and plugin {} has none; remove [verify]",
             plan.config_path.display(),
@@ -437,21 +437,56 @@ fn injected_rank_failure(node: &dyn Node) -> Result<()> {
 }
 
 /// Set up each selected device (tuner, upload, kernels) and make the units: the queues of
-/// every device, then the CPU workers. Returns the units and the devices' reports.
+/// every device, then the CPU workers. Returns the units, the devices' reports, and the devices
+/// taken out of the run as failed units.
+///
+/// A device whose set-up fails with a device error (a kernel that does not build there, no
+/// fp64, too little memory) is, under `units.on_failure = "retry"`, taken out of the run with a
+/// warning naming it and the error: the other devices and the CPU workers run the tasks. Under
+/// `"abort"`, or when no unit is left, that error ends the run. Other errors (a bad config
+/// value, characterizations that do not match their kernels) end it in any case.
 fn build_units<'j>(
     plan: &Plan,
     prepared: &'j Prepared<'_>,
     selection: &Selection,
     cache: CacheUse,
-) -> Result<(Vec<Unit<'j>>, Vec<DeviceReport>)> {
+) -> Result<(Vec<Unit<'j>>, Vec<DeviceReport>, Vec<UnitStats>)> {
     let job = prepared.job.as_ref();
     let mut units = Vec::new();
     let mut device_reports = Vec::new();
+    let mut failed = Vec::new();
+    let mut first_error = None;
     if let Some(gpu) = job.gpu() {
         let tuner = Tuner::new(plan.units.concurrent_kernels, cache);
         for dev in &selection.devices {
-            let params = gpu.params(dev, &tuner)?;
-            let half = gpu.setup(dev.clone(), &params)?;
+            let set_up = gpu
+                .params(dev, &tuner)
+                .and_then(|params| Ok((gpu.setup(dev.clone(), &params)?, params)));
+            let (half, params) = match set_up {
+                Ok(x) => x,
+                Err(e @ Error::Device(_)) if plan.units.on_failure == OnFailure::Retry => {
+                    let name = format!("gpu{}", dev.index);
+                    tracing::warn!(
+                        "unit {name} ('{}') failed and is out of the run: {}",
+                        dev.info.name,
+                        crate::thread::one_line(&e.to_string())
+                    );
+                    failed.push(UnitStats {
+                        name,
+                        kind: "gpu",
+                        device: Some(dev.info.name.clone()),
+                        queue: None,
+                        tasks: 0,
+                        chunks: 0,
+                        busy_seconds: 0.0,
+                        ended_seconds: 0.0,
+                        failed: Some(e.to_string()),
+                    });
+                    first_error.get_or_insert(e);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             let chunk = plan.scheduler.gpu_chunk.unwrap_or(params.batch.value);
             let queues = params.queues.value;
             for q in 0..queues {
@@ -505,7 +540,13 @@ fn build_units<'j>(
     for u in units.iter_mut().filter(|u| matches!(u.spec, UnitSpec::Cpu)) {
         u.chunk = chunk;
     }
-    Ok((units, device_reports))
+    if units.is_empty() {
+        if let Some(e) = first_error {
+            // No unit is left to run the tasks: the run fails with the device's message.
+            return Err(e);
+        }
+    }
+    Ok((units, device_reports, failed))
 }
 
 /// Until `over` is dropped: once `flag` is set, stop handing out chunks (running ones finish)
@@ -668,7 +709,7 @@ fn execute<'p>(
         outdir::check_space(&plan.output.dir, st.need, st.free).map_err(|e| node.fail(e))?;
     }
     warn_narrow_affinity(node);
-    let (units, devices) =
+    let (units, devices, failed_devices) =
         build_units(plan, prepared, selection, cache).map_err(|e| node.fail(e))?;
     // Validated: from here on the output directory changes (rank 0 locks it first).
     if !opts.before_writing.is_none_or(|f| f()) {
@@ -779,10 +820,13 @@ fn execute<'p>(
     );
     let run_seconds = t_run.elapsed().as_secs_f64();
     let (stats, slices) = match node_run {
-        Ok((stats, slices, measured)) => {
+        Ok((mut stats, slices, measured)) => {
             if !interrupted.load(Ordering::Relaxed) {
                 history.store(&units, &stats, &measured);
             }
+            // Devices taken out at set-up are failed units of the report (after the units
+            // that ran, so unit indices stay those of `units`).
+            stats.extend(failed_devices);
             (stats, slices)
         }
         Err(e) => {
@@ -798,8 +842,13 @@ fn execute<'p>(
         }
     };
     let mut records = records.into_inner();
-    let verified = if plan.verify.sample > 0 {
-        match verify::verify(job, &units, &slices, &records, plan.verify.sample) {
+    let want = match plan.verify.sample {
+        Some(n) => verify::Want::Tasks(n),
+        // A few tasks, for about 1% of the run's time (the first always runs).
+        None => verify::Want::Auto(t_run.elapsed() / 100),
+    };
+    let verified = if want != verify::Want::Tasks(0) && job.cpu().is_some() {
+        match verify::verify(job, &units, &slices, &records, want) {
             Ok(v) => Some(v),
             Err(e) => {
                 // The journal holds the record that failed: it must not be resumed.
@@ -1147,7 +1196,8 @@ fn write_outputs(
             n.iter().map(|x| x["verified"].as_u64().unwrap_or(0)).sum()
         });
         report["verify"] = serde_json::json!({
-            "sample": plan.verify.sample, "verified": verified, "seed": v.seed,
+            "sample": plan.verify.sample.map_or(serde_json::json!("auto"), |n| serde_json::json!(n)),
+            "verified": verified, "seed": v.seed, "seconds": v.seconds,
         });
     }
     write_file(

@@ -1,11 +1,21 @@
-//! The example plugin (examples/collatz.rs): CPU and GPU halves through the runtime, and the GPU
-//! worker alone on chunks and launch sizes the runtime seldom makes, against a plain loop.
+//! The example plugins: collatz (examples/collatz.rs): CPU and GPU halves through the runtime,
+//! and the GPU worker alone on chunks and launch sizes the runtime seldom makes, against a plain
+//! loop; options (examples/options.rs): the price against Black-Scholes, the halves bit for bit
+//! equal. Through each example's whole command line (this test binary re-run as the example,
+//! [`example_cli`]): a kernel that does not build, or whose parameters do not match what the
+//! GPU half passes, takes the device out, loudly, and the CPU workers finish the run.
 
 #[allow(dead_code)]
 #[path = "../examples/collatz.rs"]
 pub(crate) mod collatz;
 
+#[allow(dead_code)]
+#[path = "../examples/options.rs"]
+pub(crate) mod options;
+
 use crate::util::*;
+use std::path::Path;
+use std::process::Command;
 use tuccompi::device::{discover, Filter};
 use tuccompi::plugin::{GpuHalf, Job, RecordsOut, Worker};
 use tuccompi::tuning::{Choice, Tuner};
@@ -175,4 +185,285 @@ fn collatz_gpu_worker_shapes() {
             "{case}: no ties to test"
         );
     }
+}
+
+/// Not a test of its own: in a process that [`example`] starts with `TUCCOMPI_TEST_CLI` set,
+/// this is the example's `main` (`tuccompi::cli::main_from` with the example's plugin) over the
+/// arguments in that variable, and the process exits with its code.
+#[test]
+fn example_cli() {
+    let Some(args) = std::env::var_os("TUCCOMPI_TEST_CLI") else {
+        return;
+    };
+    let args: Vec<String> = args
+        .to_str()
+        .unwrap()
+        .split('\u{1f}')
+        .map(String::from)
+        .collect();
+    let plugin: &dyn tuccompi::plugin::Plugin = match args[0].as_str() {
+        "collatz" => &collatz::Collatz,
+        _ => &options::Options,
+    };
+    let code = tuccompi::cli::main_from(args, &[plugin]);
+    let n = (0..=255u8)
+        .find(|&n| std::process::ExitCode::from(n) == code)
+        .unwrap();
+    std::process::exit(n as i32)
+}
+
+/// Run example `name`'s command line with `args` in `cwd`: (exit code, stdout, stderr).
+fn example(name: &str, cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let joined = [&[name][..], args].concat().join("\u{1f}");
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "example::example_cli",
+            "--nocapture",
+            "--test-threads=1",
+            "-q",
+        ])
+        .current_dir(cwd)
+        .env("TUCCOMPI_TEST_CLI", joined)
+        .env("XDG_CACHE_HOME", cwd.join("cache"))
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let (o, e) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(!e.contains("panicked"), "panic: {e}");
+    (out.status.code().unwrap_or(-1), o, e)
+}
+
+/// A directory for `TUCCOMPI_KERNELS` holding collatz.cl with `edit` applied and collatz.toml.
+fn collatz_kernels(dir: &Path, edit: impl Fn(&str) -> String) -> String {
+    let k = dir.join("kernels");
+    std::fs::create_dir_all(&k).unwrap();
+    let cl = include_str!("../examples/collatz.cl");
+    let edited = edit(cl);
+    assert_ne!(edited, cl, "the edit changed nothing");
+    std::fs::write(k.join("collatz.cl"), edited).unwrap();
+    std::fs::write(
+        k.join("collatz.toml"),
+        include_str!("../examples/collatz.toml"),
+    )
+    .unwrap();
+    k.display().to_string()
+}
+
+const COLLATZ: &str =
+    "[run]\nplugin = \"collatz\"\n[collatz]\nfirst = 1000\ncount = 300000\nblock = 7000\n";
+
+/// `collatz run` in `dir` with `sets` (each a `--set`) and `env`; the checksum of report.json
+/// when the run succeeded.
+fn collatz_cli(
+    dir: &Path,
+    sets: &[&str],
+    env: &[(&str, &str)],
+) -> (i32, String, String, Option<serde_json::Value>) {
+    std::fs::write(dir.join("c.toml"), COLLATZ).unwrap();
+    let out = dir.join("out");
+    let od = format!("output.dir={:?}", out.display().to_string());
+    let mut args = vec!["run", "c.toml", "--set", &od];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    let (code, o, e) = example("collatz", dir, &args, env);
+    let checksum = std::fs::read_to_string(out.join("report.json"))
+        .ok()
+        .map(|r| serde_json::from_str::<serde_json::Value>(&r).unwrap()["checksum"].clone());
+    (code, o, e, checksum)
+}
+
+/// Issue 20: a copy of collatz.cl with a syntax error, under TUCCOMPI_KERNELS. On PoCL + CPU
+/// workers under the default "retry": exit 0, the CPU-only checksum, one warning line naming the
+/// device unit and the copy's path and line, the closing line counting the failed unit. Under
+/// "abort", and with no CPU worker, the run fails with that message and writes no result.
+#[test]
+fn a_kernel_that_does_not_build_takes_its_device_out() {
+    if !opencl() {
+        return;
+    }
+    let dir = tmpdir("collatz-broken");
+    let kdir = collatz_kernels(&dir, |cl| cl.replace("uint s = 0;", "uint s = 0 +;"));
+    let line = include_str!("../examples/collatz.cl")
+        .lines()
+        .position(|l| l.contains("uint s = 0;"))
+        .unwrap()
+        + 1;
+    let env = [("TUCCOMPI_KERNELS", kdir.as_str())];
+    let path = format!("{kdir}/collatz.cl:{line}:");
+    let (code, out, err, checksum) = collatz_cli(
+        &dir,
+        &["units.device_type=all", "units.cpu_workers=2"],
+        &env,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(checksum, Some(reference()), "{err}");
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning:")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(
+        warnings[0].contains("unit gpu0") && warnings[0].contains(&path),
+        "{err}"
+    );
+    assert!(
+        out.contains("1 unit failed and was taken out of the run"),
+        "{out}"
+    );
+    // Under "abort", and on the device alone: the run fails, naming the copy.
+    for sets in [
+        &[
+            "units.device_type=all",
+            "units.cpu_workers=2",
+            "units.on_failure=\"abort\"",
+        ][..],
+        &["units.device_type=all", "units.cpu_workers=0"][..],
+    ] {
+        let d = tmpdir("collatz-broken");
+        let (code, _, err, checksum) = collatz_cli(&d, sets, &env);
+        assert_eq!(code, 2, "{sets:?}: {err}");
+        assert!(
+            err.contains(&path) && err.contains("failed to build"),
+            "{err}"
+        );
+        assert_eq!(checksum, None);
+    }
+}
+
+/// Issue 20: a copy whose collatz_steps declares `__global ulong* steps` while the GPU half
+/// passes a u32 buffer. The launch is refused before it runs, naming the kernel, the argument
+/// and both types; with CPU workers the run ends with the CPU-only checksum, on the device alone
+/// it fails: never a different result.
+#[test]
+fn a_launch_that_does_not_match_the_kernel_is_refused() {
+    if !opencl() {
+        return;
+    }
+    let dir = tmpdir("collatz-mistyped");
+    let kdir = collatz_kernels(&dir, |cl| {
+        cl.replace(
+            "collatz_steps(__global uint* steps",
+            "collatz_steps(__global ulong* steps",
+        )
+    });
+    let env = [("TUCCOMPI_KERNELS", kdir.as_str())];
+    let want = "kernel 'collatz_steps'";
+    let arg = "argument 0 'steps' is declared __global ulong*, but the GPU half passes __global uint* (a DBuf<u32>)";
+    let (code, out, err, checksum) = collatz_cli(
+        &dir,
+        &["units.device_type=all", "units.cpu_workers=2"],
+        &env,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(checksum, Some(reference()), "{err}");
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning:")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(
+        warnings[0].contains("unit gpu0.q0")
+            && warnings[0].contains(want)
+            && warnings[0].contains(arg),
+        "{err}"
+    );
+    assert!(out.contains("1 unit failed"), "{out}");
+    let d = tmpdir("collatz-mistyped");
+    let (code, _, err, checksum) =
+        collatz_cli(&d, &["units.device_type=all", "units.cpu_workers=0"], &env);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(want) && err.contains(arg), "{err}");
+    assert_eq!(checksum, None);
+}
+
+/// Black-Scholes price of a European call; the normal CDF by Simpson's rule on the density
+/// (independent of the example's code).
+fn black_scholes(spot: f64, strike: f64, rate: f64, vol: f64, t: f64) -> f64 {
+    let phi = |x: f64| {
+        let (a, n) = (-12.0f64, 200_000);
+        let h = (x - a) / n as f64;
+        let f = |u: f64| (-0.5 * u * u).exp() / (2.0 * std::f64::consts::PI).sqrt();
+        let mut s = f(a) + f(x);
+        for i in 1..n {
+            s += f(a + i as f64 * h) * if i % 2 == 1 { 4.0 } else { 2.0 };
+        }
+        s * h / 3.0
+    };
+    let d1 = ((spot / strike).ln() + (rate + 0.5 * vol * vol) * t) / (vol * t.sqrt());
+    let d2 = d1 - vol * t.sqrt();
+    spot * phi(d1) - strike * (-rate * t).exp() * phi(d2)
+}
+
+/// The options example on `sets`: its checksum (price, standard error), options.csv and the
+/// report.
+fn run_options(sets: &[&str]) -> (f64, f64, String, serde_json::Value) {
+    let dir = tmpdir("options");
+    let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    all.push(format!("output.dir={:?}", dir.display().to_string()));
+    let text = "[run]\nplugin = \"options\"\n[options]\nspot = 100.0\nstrike = 105.0\n\
+                rate = 0.03\nvolatility = 0.25\nmaturity = 0.75\npaths = 300000\n\
+                paths_per_task = 10000\nseed = 7\n";
+    let plan = Plan::from_toml(text, std::path::Path::new("o.toml"), &all).unwrap();
+    let opts = RunOptions {
+        quiet: true,
+        extra_plugins: vec![&options::Options],
+        ..Default::default()
+    };
+    let report = tuccompi::run(&plan, &opts, &Single).unwrap().report;
+    let c = &report["checksum"];
+    let csv = std::fs::read_to_string(dir.join("options.csv")).unwrap();
+    (
+        c["price"].as_f64().unwrap(),
+        c["standard_error"].as_f64().unwrap(),
+        csv,
+        report,
+    )
+}
+
+#[test]
+fn options_price_is_within_4_standard_errors_of_black_scholes() {
+    let (price, se, csv, _) = run_options(&["units.opencl=none", "units.cpu_workers=3"]);
+    let bs = black_scholes(100.0, 105.0, 0.03, 0.25, 0.75);
+    // The closed form as Python's math.erfc gives it: 7.4674604603430055.
+    assert!((bs - 7.4674604603430055).abs() < 1e-9, "{bs}");
+    assert!(se > 0.0 && se < 0.05, "{se}");
+    assert!(
+        (price - bs).abs() <= 4.0 * se,
+        "price {price} ± {se}, Black-Scholes {bs}"
+    );
+    // 30 tasks of 10,000 paths.
+    assert_eq!(csv.lines().count(), 31);
+    assert!(csv
+        .lines()
+        .skip(1)
+        .all(|l| l.split(',').nth(1) == Some("10000")));
+    // Another seed gives another estimate, as close.
+    let (p2, se2, _, _) = run_options(&["units.opencl=none", "options.seed=8"]);
+    assert_ne!(p2, price);
+    assert!((p2 - bs).abs() <= 4.0 * se2);
+}
+
+/// The GPU half (PoCL) gives every task's record bit for bit as the CPU half does: the same
+/// options.csv, so the same price; the default [verify] re-ran some of its tasks on the CPU.
+#[test]
+fn options_gpu_half_equals_the_cpu_half() {
+    if !opencl() {
+        return;
+    }
+    let cpu = run_options(&["units.opencl=none"]);
+    let gpu = run_options(&["units.cpu_workers=0", "units.device_type=all"]);
+    assert_eq!(gpu.2, cpu.2, "per-task records differ");
+    assert!((gpu.0 - cpu.0).abs() <= 1e-9 * cpu.0.abs());
+    assert_eq!((gpu.0, gpu.1), (cpu.0, cpu.1));
+    assert!(
+        gpu.3["verify"]["verified"].as_u64().unwrap() >= 1,
+        "{}",
+        gpu.3["verify"]
+    );
+    assert_eq!(gpu.3["verify"]["sample"], "auto");
+    let mixed = run_options(&[
+        "units.cpu_workers=2",
+        "units.device_type=all",
+        "scheduler.gpu_chunk=3",
+    ]);
+    assert_eq!(mixed.2, cpu.2);
 }

@@ -742,7 +742,13 @@ fn verify_detects_a_planted_wrong_record() {
         "a run with a wrong record is not resumable"
     );
     // Without [verify] the wrong record goes through: the check is what catches it.
-    let report = run_in(&tmpdir("rel-verify"), PLANTED, &sets, &opts(&WRONG)).unwrap();
+    let report = run_in(
+        &tmpdir("rel-verify"),
+        PLANTED,
+        &[&sets[..], &["verify.sample=0"]].concat(),
+        &opts(&WRONG),
+    )
+    .unwrap();
     assert!(report.get("verify").is_none());
     // A sample of a correct half: counted in the report.
     let report = run_in(

@@ -268,7 +268,7 @@ impl GpuHalf for DdJob {
             done: DBuf::new(device, batch * self.n)?,
             src: DBuf::new(device, batch)?,
             batch,
-            local: params.local("dd_sssp"),
+            local: params.local("dd_sssp")?,
         })
     }
 }
@@ -277,7 +277,7 @@ struct GpuDd<'a> {
     job: &'a DdJob,
     w: &'a DBuf<u32>,
     q: Queue,
-    k: opencl3::kernel::Kernel,
+    k: crate::device::Kernel,
     dist: DBuf<u32>,
     done: DBuf<u8>,
     src: DBuf<u32>,

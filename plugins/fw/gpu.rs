@@ -5,11 +5,11 @@
 
 use super::blocked_gpu;
 use super::{FwJob, Matrix, Variant};
+use crate::device::Kernel;
 use crate::device::{Arg, DBuf, Device, KernelSource, Queue};
 use crate::plugin::{GpuHalf, RecordsOut, Worker};
 use crate::tuning::{Choice, LaunchParams, Request, Shape, Tuner};
 use crate::{Error, Result};
-use opencl3::kernel::Kernel;
 use std::ops::Range;
 
 /// Tile side in kernels/fw.cl.
@@ -160,7 +160,7 @@ impl Rk<'_> {
             self.q.launch(
                 &self.copy,
                 rows * inner,
-                Some(self.params.local("fw_copy")),
+                Some(self.params.local("fw_copy")?),
                 &[
                     Arg::I32s(self.m),
                     Arg::I32s(self.ta),
@@ -177,7 +177,7 @@ impl Rk<'_> {
             self.q.launch(
                 &self.copy,
                 inner * cols,
-                Some(self.params.local("fw_copy")),
+                Some(self.params.local("fw_copy")?),
                 &[
                     Arg::I32s(self.m),
                     Arg::I32s(self.tb),
@@ -194,7 +194,7 @@ impl Rk<'_> {
             self.q.launch(
                 &self.mp,
                 rows * cols,
-                Some(self.params.local("fw_minplus")),
+                Some(self.params.local("fw_minplus")?),
                 &[
                     Arg::I32s(self.m),
                     Arg::I32s(self.ta),
@@ -218,7 +218,7 @@ impl Rk<'_> {
                 self.q.launch(
                     &self.diag,
                     T * T,
-                    Some(self.params.local("fw_diag")),
+                    Some(self.params.local("fw_diag")?),
                     &[
                         Arg::I32s(self.m),
                         Arg::U32(self.n),
@@ -275,7 +275,7 @@ impl Worker for GpuFw<'_> {
                         self.q.launch(
                             &k,
                             n * n,
-                            Some(self.params.local("fw_naive")),
+                            Some(self.params.local("fw_naive")?),
                             &[Arg::I32s(&m), nn, Arg::U32(p as u32)],
                         )
                     }?;

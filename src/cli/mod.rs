@@ -133,10 +133,21 @@ fn long_version() -> &'static str {
     )
 }
 
+/// The command line [`main_from`] was given (else the process's), for the program's name and
+/// the resume hint.
+static ARGS: std::sync::OnceLock<Vec<std::ffi::OsString>> = std::sync::OnceLock::new();
+
+fn args() -> Vec<std::ffi::OsString> {
+    ARGS.get()
+        .cloned()
+        .unwrap_or_else(|| std::env::args_os().collect())
+}
+
 /// The program's name as it was started (a user's plugin binary has its own), for help,
 /// completions and messages.
 fn bin_name() -> String {
-    std::env::args_os()
+    args()
+        .into_iter()
         .next()
         .and_then(|a| {
             Path::new(&a)
@@ -156,10 +167,24 @@ fn bin_name() -> String {
 /// }
 /// ```
 pub fn main(extra: &[&dyn Plugin]) -> ExitCode {
+    main_from(std::env::args_os(), extra)
+}
+
+/// [`main`] over the command line `args` (the program's name first) instead of the process's:
+/// for a binary that picks its arguments itself, and for tests that run a plugin's whole
+/// command line in a process of their own. The first call's arguments are the ones messages
+/// use.
+pub fn main_from<I, T>(args: I, extra: &[&dyn Plugin]) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString>,
+{
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    let _ = ARGS.set(args.clone());
     let name = bin_name();
     let command = Cli::command().name(name.clone()).bin_name(name.clone());
     let cli = match command
-        .try_get_matches()
+        .try_get_matches_from(args)
         .and_then(|m| Cli::from_arg_matches(&m))
     {
         Ok(c) => c,
@@ -235,7 +260,10 @@ where
 
 /// "continue with: tuccompi run ... --resume", from this process's own command line.
 fn resume_hint() -> String {
-    let mut args: Vec<String> = std::env::args().collect();
+    let mut args: Vec<String> = args()
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     args.retain(|a| a != "--restart");
     if !args.iter().any(|a| a == "--resume") {
         args.push("--resume".into());
@@ -543,9 +571,9 @@ fn devices() {
         Ok(list) => {
             for (i, (d, _)) in list.iter().enumerate() {
                 println!(
-                    "OpenCL {i}: {} [{}] type={} compute_units={} clock={} MHz global={:.0} MiB local={} KiB max_work_group={} int64_atomics={} driver={}",
+                    "OpenCL {i}: {} [{}] type={} compute_units={} clock={} MHz global={:.0} MiB local={} KiB max_work_group={} int64_atomics={} fp64={} driver={}",
                     d.name, d.platform, d.kind, d.compute_units, d.clock_mhz,
-                    d.global_mem as f64 / 1048576.0, d.local_mem / 1024, d.max_work_group, d.int64_atomics, d.driver
+                    d.global_mem as f64 / 1048576.0, d.local_mem / 1024, d.max_work_group, d.int64_atomics, d.fp64, d.driver
                 );
             }
         }

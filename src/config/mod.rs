@@ -72,8 +72,10 @@ pub struct OutputPlan {
 /// Cross-checks of accelerator results.
 #[derive(Debug, Clone)]
 pub struct VerifyPlan {
-    /// Tasks run by an accelerator to re-run on the CPU half and compare (0 = none).
-    pub sample: usize,
+    /// Tasks run by an accelerator to re-run on the CPU half and compare (0 = none); `None`
+    /// (`"auto"`, the default): a few, as long as they cost about 1% of the run (see
+    /// `runtime::verify`).
+    pub sample: Option<usize>,
 }
 
 /// How tasks are shared out among nodes (MPI ranks).
@@ -206,8 +208,15 @@ impl Plan {
     pub fn options<T: serde::de::DeserializeOwned>(&self, table: &str) -> Result<T> {
         // Through TOML text rather than the value tree: the error then has a span, and the
         // span gives the key.
-        let text =
-            toml::to_string(&self.plugin_options).map_err(|e| Error::Config(e.to_string()))?;
+        // The table asked for (the run's plugin's own is `plugin_options`; any other, such as a
+        // table a plugin shares with another, comes from the file's tables), empty if absent.
+        let empty = toml::Table::new();
+        let t = if table == self.plugin {
+            &self.plugin_options
+        } else {
+            self.other_tables.get(table).unwrap_or(&empty)
+        };
+        let text = toml::to_string(t).map_err(|e| Error::Config(e.to_string()))?;
         toml::from_str(&text).map_err(|e: toml::de::Error| {
             let key = match e.span() {
                 Some(s) => origin::key_at(&text, s.start).1,

@@ -215,7 +215,7 @@ pub(super) struct RawOutput {
 #[derive(Debug, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawVerify {
-    sample: Option<usize>,
+    sample: Option<AutoOr>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -444,7 +444,7 @@ impl RawConfig {
                 chunk: positive("nodes.chunk", self.nodes.chunk)?,
             },
             verify: VerifyPlan {
-                sample: self.verify.sample.unwrap_or(0),
+                sample: self.verify.sample.unwrap_or(AutoOr::Auto).value(),
             },
             plugin_options,
             other_tables: extra,

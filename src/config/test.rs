@@ -260,6 +260,20 @@ fn messages_name_the_key_and_where_it_was_set() {
         e.starts_with("--set apsp.batchh=3: apsp.batchh: unknown field `batchh`"),
         "{e}"
     );
+    // `options(table)` reads the table it names, not the run's plugin's: another table's
+    // values, and an absent table as empty.
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Shared {
+        #[serde(default)]
+        seed: u64,
+    }
+    let text = format!("{MIN}[apsp]\nbatch = 4\n[shared]\nseed = 9\n");
+    let p = plan(&text, &[]).unwrap();
+    assert_eq!(p.options::<Shared>("shared").unwrap().seed, 9);
+    assert_eq!(p.options::<Shared>("absent").unwrap().seed, 0);
+    let e = p.options::<Shared>("apsp").unwrap_err().to_string();
+    assert!(e.contains("apsp.batch: unknown field `batch`"), "{e}");
 }
 
 #[test]

@@ -37,11 +37,16 @@ pub struct KernelFile {
     pub source: Cow<'static, str>,
     /// Characterization TOML.
     pub characterization: Cow<'static, str>,
-    /// Where the source came from (for messages): `kernels/sssp.cl (embedded)` or a path.
+    /// Where the source came from (for messages): `sssp.cl (embedded)` or a path.
     pub origin: String,
 }
 
 impl KernelFile {
+    /// The source's file name as build-log lines should give it: the path under
+    /// `TUCCOMPI_KERNELS`, or `STEM.cl` for the embedded copy.
+    pub fn path(&self) -> String {
+        self.origin.trim_end_matches(" (embedded)").to_string()
+    }
     /// Where the characterization came from (for messages).
     pub fn toml_origin(&self) -> String {
         self.origin.replace(".cl", ".toml")
@@ -56,7 +61,7 @@ impl KernelSource {
                 stem: self.stem,
                 source: Cow::Borrowed(self.source),
                 characterization: Cow::Borrowed(self.characterization),
-                origin: format!("kernels/{}.cl (embedded)", self.stem),
+                origin: format!("{}.cl (embedded)", self.stem),
             });
         };
         let dir = std::path::Path::new(&dir);

@@ -3,10 +3,12 @@
 //! Takes nothing from the layers above. Offers: discovery and selection of devices
 //! ([`discover`]), one context per [`Device`], programs built once per device from the kernel
 //! files plugins declare ([`KernelSource`]: embedded by the plugin; `TUCCOMPI_KERNELS=DIR` reads
-//! them from DIR instead), and a handle for buffers and launches ([`Queue`], [`DBuf`]). The
-//! project's OpenCL FFI lives in this folder, each `unsafe` block with its reason; the one
-//! contract it cannot check, that launch arguments have the kernel's types, is
-//! [`Queue::launch`]'s `# Safety` section, which each call site answers.
+//! them from DIR instead), and a handle for buffers and launches ([`Queue`], [`DBuf`],
+//! [`Kernel`]). The project's OpenCL FFI lives in this folder, each `unsafe` block with its
+//! reason. Every launch is checked against the kernel's parameters as the source declares them
+//! ([`Signature`]: count, address spaces, scalar and element types); the one contract left,
+//! that buffers are as long as the kernel indexes, is [`Queue::launch`]'s `# Safety` section,
+//! which each call site answers. A plugin needs no `opencl3` types of its own.
 //!
 //! For kernel work, `TUCCOMPI_CL_OPTIONS` appends build options to every program (e.g.
 //! `-cl-nv-verbose`), and `TUCCOMPI_DUMP_BINARIES=DIR` writes each built program's binary
@@ -17,9 +19,11 @@
 
 mod kernels;
 mod queue;
+mod signature;
 
 pub use kernels::{KernelFile, KernelSource};
 pub use queue::{Arg, DBuf, Marker, Pinned, Queue, Scalar};
+pub use signature::{ClType, Param, Signature, Space};
 
 use crate::{Error, Result};
 use opencl3::context::Context;
@@ -27,8 +31,7 @@ use opencl3::device::{
     Device as ClDevice, CL_DEVICE_TYPE_ACCELERATOR, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU,
     CL_DEVICE_TYPE_GPU,
 };
-use opencl3::kernel::Kernel;
-use opencl3::program::Program;
+use opencl3::program::Program as ClProgram;
 use opencl3::types::cl_device_id;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -59,6 +62,9 @@ pub struct DeviceInfo {
     pub max_work_group: usize,
     /// Whether 64-bit atomics (`cl_khr_int64_base_atomics` + `_extended_atomics`) exist.
     pub int64_atomics: bool,
+    /// Whether `double` is supported (`cl_khr_fp64`). A program that uses `double` is refused
+    /// on a device without it, naming the device.
+    pub fp64: bool,
     /// Driver version string.
     pub driver: String,
 }
@@ -211,6 +217,7 @@ fn list_unlocked() -> Result<Vec<(DeviceInfo, cl_device_id)>> {
                     max_work_group: d.max_work_group_size().unwrap_or(1),
                     int64_atomics: ext.contains("cl_khr_int64_base_atomics")
                         && ext.contains("cl_khr_int64_extended_atomics"),
+                    fp64: ext.contains("cl_khr_fp64"),
                     driver: d.driver_version().unwrap_or_default(),
                 },
                 id,
@@ -274,7 +281,10 @@ pub fn discover(filter: &Filter) -> Result<Vec<Arc<Device>>> {
 
 impl Device {
     /// The program of kernel file `kernels` built with `options`, built once and cached (by stem
-    /// and options). A build failure returns the compiler's log.
+    /// and options). A build failure returns the compiler's log, its lines naming the file that
+    /// was read (the embedded copy's stem, or the file under `TUCCOMPI_KERNELS`) rather than
+    /// the driver's temporary file. A program that uses `double` is refused on a device without
+    /// `cl_khr_fp64`.
     pub fn program(&self, kernels: &KernelSource, options: &str) -> Result<Arc<Program>> {
         let stem = kernels.stem;
         let key = (stem.to_string(), options.to_string());
@@ -282,29 +292,51 @@ impl Device {
             return Ok(p.clone());
         }
         let file = kernels.load()?;
-        let mut program = Program::create_from_source(&self.context, &file.source)
-            .map_err(|e| cl_err(&format!("creating program {stem}.cl"), e))?;
+        let path = file.path();
         let extra = std::env::var("TUCCOMPI_CL_OPTIONS").unwrap_or_default();
         let opts = format!("-cl-std=CL1.2 {options} {extra}");
+        let (signatures, uses_double) = signature::parse(&file.source, &opts);
+        if uses_double && !self.info.fp64 {
+            return Err(Error::Device(format!(
+                "{} uses double, but '{}' has no double precision (no cl_khr_fp64); run it on \
+                 CPU workers or on a device with fp64, or leave this device out with \
+                 units.opencl",
+                file.origin, self.info.name
+            )));
+        }
+        let mut program = ClProgram::create_from_source(&self.context, &file.source)
+            .map_err(|e| cl_err(&format!("creating program {}", file.origin), e))?;
         if let Err(e) = program.build(&[self.cl.id()], &opts) {
             let log = program.get_build_log(self.cl.id()).unwrap_or_default();
             return Err(Error::Device(format!(
-                "kernels/{stem}.cl failed to build on '{}' ({e}) with options '{opts}'. Build log:\n{}",
+                "{} failed to build on '{}' ({e}) with options '{}'. Build log:\n{}",
+                file.origin,
                 self.info.name,
-                log.trim()
+                opts.trim(),
+                relocate_log(log.trim(), &path)
             )));
         }
         if let Some(dir) = std::env::var_os("TUCCOMPI_DUMP_BINARIES") {
             self.dump(&program, stem, &opts, std::path::Path::new(&dir))?;
         }
-        let p = Arc::new(program);
+        let p = Arc::new(Program {
+            cl: program,
+            origin: file.origin.clone(),
+            signatures,
+        });
         self.programs.lock().insert(key, p.clone());
         Ok(p)
     }
 
     /// Write `program`'s binary for this device and its build log into `dir`, named after the
     /// stem, the device and the options (`TUCCOMPI_DUMP_BINARIES`).
-    fn dump(&self, program: &Program, stem: &str, opts: &str, dir: &std::path::Path) -> Result<()> {
+    fn dump(
+        &self,
+        program: &ClProgram,
+        stem: &str,
+        opts: &str,
+        dir: &std::path::Path,
+    ) -> Result<()> {
         let clean = |s: &str| -> String {
             s.chars()
                 .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
@@ -333,11 +365,24 @@ impl Device {
     }
 
     /// A new kernel object `name` of `kernels` built with `options` (one per queue: kernel
-    /// arguments are per object).
+    /// arguments are per object), with the parameters its source declares, against which every
+    /// launch is checked. A name the source does not declare is an error listing those it does.
     pub fn kernel(&self, kernels: &KernelSource, options: &str, name: &str) -> Result<Kernel> {
         let p = self.program(kernels, options)?;
-        Kernel::create(&p, name)
-            .map_err(|e| cl_err(&format!("kernel '{name}' of {}.cl", kernels.stem), e))
+        let signature = p.signatures.iter().find(|s| s.name == name).cloned();
+        let cl = opencl3::kernel::Kernel::create(&p.cl, name).map_err(|e| {
+            Error::Device(format!(
+                "kernel '{name}' of {}: {e}; the file declares {}",
+                p.origin,
+                p.kernel_list()
+            ))
+        })?;
+        Ok(Kernel {
+            cl,
+            name: name.to_string(),
+            origin: p.origin.clone(),
+            signature,
+        })
     }
 
     /// A new in-order command queue on this device.
@@ -394,6 +439,102 @@ impl Device {
     pub(crate) fn id(&self) -> cl_device_id {
         self.cl.id()
     }
+}
+
+/// A program built on one device from a [`KernelSource`], with the kernel signatures its
+/// source declares (under the options it was built with).
+pub struct Program {
+    cl: ClProgram,
+    origin: String,
+    signatures: Vec<Signature>,
+}
+
+impl std::fmt::Debug for Program {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Program")
+            .field("origin", &self.origin)
+            .field("kernels", &self.kernel_list())
+            .finish()
+    }
+}
+
+impl Program {
+    /// The kernels the source declares, with their parameters.
+    pub fn signatures(&self) -> &[Signature] {
+        &self.signatures
+    }
+
+    fn kernel_list(&self) -> String {
+        let names: Vec<&str> = self.signatures.iter().map(|s| s.name.as_str()).collect();
+        if names.is_empty() {
+            "no kernel the parser could read".into()
+        } else {
+            names.join(", ")
+        }
+    }
+}
+
+/// A kernel object for one queue, with the parameters its source declares: what
+/// [`Queue::launch`] takes and checks the arguments against (made by [`Device::kernel`]).
+pub struct Kernel {
+    pub(crate) cl: opencl3::kernel::Kernel,
+    name: String,
+    origin: String,
+    signature: Option<Signature>,
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Kernel({} of {})", self.name, self.origin)
+    }
+}
+
+impl Kernel {
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// The file it came from (for messages).
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+    /// Its parameters as the source declares them, when the parser found the kernel (a kernel
+    /// named through a macro is not found; its launches are checked by count only).
+    pub fn signature(&self) -> Option<&Signature> {
+        self.signature.as_ref()
+    }
+}
+
+/// A build log whose lines name the driver's temporary file (PoCL's
+/// `error: /root/.cache/pocl/kcache/tempfile_X.cl:5:3: ...`, NVIDIA's `<kernel>:5:3: ...`) with
+/// `path`, the file that was read, instead: in each line, the first word of the form
+/// `FILE:LINE:COLUMN:`.
+fn relocate_log(log: &str, path: &str) -> String {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    log.lines()
+        .map(|l| {
+            let mut done = false;
+            let words: Vec<String> = l
+                .split(' ')
+                .map(|w| {
+                    let parts: Vec<&str> = w.splitn(4, ':').collect();
+                    if !done
+                        && parts.len() == 4
+                        && !parts[0].is_empty()
+                        && digits(parts[1])
+                        && digits(parts[2])
+                    {
+                        done = true;
+                        format!("{path}:{}:{}:{}", parts[1], parts[2], parts[3])
+                    } else {
+                        w.to_string()
+                    }
+                })
+                .collect();
+            words.join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Create the `TUCCOMPI_DUMP_BINARIES` directory `dir` (or find it): an error naming the

@@ -1,13 +1,14 @@
 //! A handle over one in-order command queue: typed buffers with bounds-checked blocking
-//! transfers (safe), and kernel launches with their arguments (`unsafe`: OpenCL cannot tell
-//! whether an argument has the type the kernel declares, see [`Queue::launch`]).
+//! transfers (safe), and kernel launches with their arguments, checked against the kernel's
+//! declared parameters (`unsafe` only because no one can check that a buffer is as long as the
+//! kernel indexes, see [`Queue::launch`]).
 
-use super::{cl_err, Device};
+use super::signature::{ClType, Space};
+use super::{cl_err, Device, Kernel};
 use crate::{Error, Result};
 use opencl3::command_queue::{CommandQueue, CL_QUEUE_PROFILING_ENABLE};
 use opencl3::context::Context;
 use opencl3::event::Event;
-use opencl3::kernel::Kernel;
 use opencl3::memory::{
     Buffer, ClMem, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_WRITE,
 };
@@ -15,20 +16,46 @@ use opencl3::types::{cl_device_id, CL_BLOCKING, CL_NON_BLOCKING};
 use std::ffi::c_void;
 use std::ptr;
 
-/// Plain scalar types that may cross to the device byte for byte.
-pub trait Scalar: Copy + Default + Send + Sync + 'static + private::Sealed {}
-impl Scalar for u32 {}
-impl Scalar for u64 {}
-impl Scalar for i32 {}
-impl Scalar for i64 {}
-impl Scalar for u8 {}
+/// Plain scalar types that may cross to the device byte for byte: every integer width and
+/// `f32`/`f64` (OpenCL's `float`/`double`; `double` needs a device with `cl_khr_fp64`).
+pub trait Scalar: Copy + Default + Send + Sync + 'static + private::Sealed {
+    /// The OpenCL C type of the same bits.
+    const CL: ClType;
+    /// A `__global` buffer argument of this element type.
+    fn buf_arg(buf: &DBuf<Self>) -> Arg<'_>;
+    /// This value as a by-value argument.
+    fn value_arg(self) -> Arg<'static>;
+}
+macro_rules! scalars {
+    ($($t:ty => $cl:ident, $bufs:ident, $val:ident;)*) => {
+        $(
+            impl Scalar for $t {
+                const CL: ClType = ClType::$cl;
+                fn buf_arg(buf: &DBuf<Self>) -> Arg<'_> {
+                    Arg::$bufs(buf)
+                }
+                fn value_arg(self) -> Arg<'static> {
+                    Arg::$val(self)
+                }
+            }
+            impl private::Sealed for $t {}
+        )*
+    };
+}
+scalars! {
+    u8 => UChar, U8s, U8;
+    i8 => Char, I8s, I8;
+    u16 => UShort, U16s, U16;
+    i16 => Short, I16s, I16;
+    u32 => UInt, U32s, U32;
+    i32 => Int, I32s, I32;
+    u64 => ULong, U64s, U64;
+    i64 => Long, I64s, I64;
+    f32 => Float, F32s, F32;
+    f64 => Double, F64s, F64;
+}
 mod private {
     pub trait Sealed {}
-    impl Sealed for u32 {}
-    impl Sealed for u64 {}
-    impl Sealed for i32 {}
-    impl Sealed for i64 {}
-    impl Sealed for u8 {}
 }
 
 /// A device buffer of `len` elements of `T`.
@@ -151,7 +178,8 @@ impl<T: Scalar> Pinned<T> {
     /// The memory.
     pub fn as_slice(&self) -> &[T] {
         // SAFETY: `ptr` maps `len` elements of memory the runtime allocated (the OS hands out
-        // zeroed pages) for the life of self; every T is a plain integer, valid for any bits.
+        // zeroed pages) for the life of self; every T is a plain integer or float, valid for any
+        // bits.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 
@@ -175,27 +203,192 @@ impl<T: Scalar> Drop for Pinned<T> {
     }
 }
 
-/// A kernel argument.
+/// A kernel argument: a buffer (`__global` or `__constant` pointer to its element type), a
+/// value, or a `__local` array's byte count. [`Queue::launch`] checks each against the
+/// kernel's parameter. Generic code can use [`Arg::buf`] and [`Arg::value`].
 #[derive(Debug, Clone, Copy)]
 pub enum Arg<'a> {
-    /// A `__global u32*`.
-    U32s(&'a DBuf<u32>),
-    /// A `__global u64*`.
-    U64s(&'a DBuf<u64>),
-    /// A `__global i32*`.
-    I32s(&'a DBuf<i32>),
     /// A `__global uchar*`.
     U8s(&'a DBuf<u8>),
-    /// A `__global i64*`.
+    /// A `__global char*`.
+    I8s(&'a DBuf<i8>),
+    /// A `__global ushort*`.
+    U16s(&'a DBuf<u16>),
+    /// A `__global short*`.
+    I16s(&'a DBuf<i16>),
+    /// A `__global uint*`.
+    U32s(&'a DBuf<u32>),
+    /// A `__global int*`.
+    I32s(&'a DBuf<i32>),
+    /// A `__global ulong*`.
+    U64s(&'a DBuf<u64>),
+    /// A `__global long*`.
     I64s(&'a DBuf<i64>),
+    /// A `__global float*`.
+    F32s(&'a DBuf<f32>),
+    /// A `__global double*`.
+    F64s(&'a DBuf<f64>),
+    /// A `uchar` by value.
+    U8(u8),
+    /// A `char` by value.
+    I8(i8),
+    /// A `ushort` by value.
+    U16(u16),
+    /// A `short` by value.
+    I16(i16),
     /// A `uint` by value.
     U32(u32),
+    /// An `int` by value.
+    I32(i32),
     /// A `ulong` by value.
     U64(u64),
     /// A `long` by value.
     I64(i64),
+    /// A `float` by value.
+    F32(f32),
+    /// A `double` by value.
+    F64(f64),
     /// A `__local` buffer of this many bytes.
     Local(usize),
+}
+
+/// What an argument is, for the check: a buffer of, a value of, or local memory.
+enum Passed {
+    Buffer(ClType, &'static str),
+    Value(ClType),
+    Local,
+}
+
+impl<'a> Arg<'a> {
+    /// A buffer argument of any element type.
+    pub fn buf<T: Scalar>(buf: &'a DBuf<T>) -> Self {
+        T::buf_arg(buf)
+    }
+
+    /// A by-value argument of any scalar type.
+    pub fn value<T: Scalar>(v: T) -> Arg<'static> {
+        v.value_arg()
+    }
+
+    fn passed(&self) -> Passed {
+        fn b<T: Scalar>(_: &DBuf<T>) -> Passed {
+            Passed::Buffer(T::CL, std::any::type_name::<T>())
+        }
+        match *self {
+            Arg::U8s(x) => b(x),
+            Arg::I8s(x) => b(x),
+            Arg::U16s(x) => b(x),
+            Arg::I16s(x) => b(x),
+            Arg::U32s(x) => b(x),
+            Arg::I32s(x) => b(x),
+            Arg::U64s(x) => b(x),
+            Arg::I64s(x) => b(x),
+            Arg::F32s(x) => b(x),
+            Arg::F64s(x) => b(x),
+            Arg::U8(_) => Passed::Value(ClType::UChar),
+            Arg::I8(_) => Passed::Value(ClType::Char),
+            Arg::U16(_) => Passed::Value(ClType::UShort),
+            Arg::I16(_) => Passed::Value(ClType::Short),
+            Arg::U32(_) => Passed::Value(ClType::UInt),
+            Arg::I32(_) => Passed::Value(ClType::Int),
+            Arg::U64(_) => Passed::Value(ClType::ULong),
+            Arg::I64(_) => Passed::Value(ClType::Long),
+            Arg::F32(_) => Passed::Value(ClType::Float),
+            Arg::F64(_) => Passed::Value(ClType::Double),
+            Arg::Local(_) => Passed::Local,
+        }
+    }
+
+    /// Set this argument at `i` of `kernel`.
+    ///
+    /// # Safety
+    ///
+    /// The argument has the type of the kernel's parameter `i` (checked by [`check_args`]).
+    unsafe fn set(&self, kernel: &opencl3::kernel::Kernel, i: u32) -> opencl3::Result<()> {
+        // SAFETY: a live cl_mem handle or a plain scalar, of the parameter's type (this
+        // function's contract); a local size is a byte count.
+        unsafe {
+            match *self {
+                Arg::U8s(b) => kernel.set_arg(i, &b.buf.get()),
+                Arg::I8s(b) => kernel.set_arg(i, &b.buf.get()),
+                Arg::U16s(b) => kernel.set_arg(i, &b.buf.get()),
+                Arg::I16s(b) => kernel.set_arg(i, &b.buf.get()),
+                Arg::U32s(b) => kernel.set_arg(i, &b.buf.get()),
+                Arg::I32s(b) => kernel.set_arg(i, &b.buf.get()),
+                Arg::U64s(b) => kernel.set_arg(i, &b.buf.get()),
+                Arg::I64s(b) => kernel.set_arg(i, &b.buf.get()),
+                Arg::F32s(b) => kernel.set_arg(i, &b.buf.get()),
+                Arg::F64s(b) => kernel.set_arg(i, &b.buf.get()),
+                Arg::U8(v) => kernel.set_arg(i, &v),
+                Arg::I8(v) => kernel.set_arg(i, &v),
+                Arg::U16(v) => kernel.set_arg(i, &v),
+                Arg::I16(v) => kernel.set_arg(i, &v),
+                Arg::U32(v) => kernel.set_arg(i, &v),
+                Arg::I32(v) => kernel.set_arg(i, &v),
+                Arg::U64(v) => kernel.set_arg(i, &v),
+                Arg::I64(v) => kernel.set_arg(i, &v),
+                Arg::F32(v) => kernel.set_arg(i, &v),
+                Arg::F64(v) => kernel.set_arg(i, &v),
+                Arg::Local(bytes) => kernel.set_arg_local_buffer(i, bytes),
+            }
+        }
+    }
+}
+
+/// Check `args` against `kernel`'s declared parameters: their count always; with a signature,
+/// each argument's kind (buffer, value, local memory), address space and scalar or element
+/// type. A mismatch is an error naming the kernel, its file and line, the argument (index and
+/// name), the declared type and the passed one.
+pub(super) fn check_args(kernel: &Kernel, args: &[Arg<'_>], expected: usize) -> Result<()> {
+    let name = kernel.name();
+    let Some(sig) = kernel.signature() else {
+        if expected != args.len() {
+            return Err(Error::Device(format!(
+                "kernel '{name}' of {} takes {expected} arguments, {} given (a bug in the GPU half)",
+                kernel.origin(),
+                args.len()
+            )));
+        }
+        return Ok(());
+    };
+    let at = format!("kernel '{name}' ({}:{})", kernel.origin(), sig.line);
+    if sig.params.len() != args.len() {
+        let declared: Vec<String> = sig.params.iter().map(|p| p.describe()).collect();
+        return Err(Error::Device(format!(
+            "{at} takes {} arguments ({}), {} given (a bug in the GPU half)",
+            sig.params.len(),
+            declared.join(", "),
+            args.len()
+        )));
+    }
+    for (i, (p, a)) in sig.params.iter().zip(args).enumerate() {
+        let known = |t: &ClType| !matches!(t, ClType::Other(_));
+        let (ok, passed) = match a.passed() {
+            Passed::Local => (
+                p.pointer && p.space == Space::Local,
+                "__local memory (Arg::Local)".to_string(),
+            ),
+            Passed::Buffer(t, rust) => (
+                p.pointer
+                    && matches!(p.space, Space::Global | Space::Constant)
+                    && (!known(&p.ty) || p.ty == t),
+                format!("__global {}* (a DBuf<{rust}>)", t.name()),
+            ),
+            Passed::Value(t) => (
+                !p.pointer && p.space == Space::Private && (!known(&p.ty) || p.ty == t),
+                format!("{} by value", t.name()),
+            ),
+        };
+        if !ok {
+            return Err(Error::Device(format!(
+                "{at}: argument {i} '{}' is declared {}, but the GPU half passes {passed} (a bug \
+                 in the GPU half or in the kernel file)",
+                p.name,
+                p.describe()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// One in-order command queue.
@@ -546,23 +739,23 @@ impl Queue {
     }
 
     /// Enqueue `kernel` over `global` work-items (rounded up to a multiple of `local`), with
-    /// `args` in the kernel's parameter order. Does not wait. A wrong number of arguments is
-    /// refused (an error, before any is set).
+    /// `args` in the kernel's parameter order. Does not wait. The arguments are checked against
+    /// the parameters the kernel's source declares ([`Kernel::signature`]): their number, and
+    /// each one's kind (buffer, value, `__local`), address space and scalar or element type; a
+    /// mismatch is an error naming the kernel, the argument and both types, before anything is
+    /// set or launched.
     ///
     /// # Safety
     ///
-    /// OpenCL does not check argument types: the device reads whatever it is given as what the
-    /// kernel declares. The caller guarantees that
-    /// - each argument has the kernel's type for that parameter: [`Arg::U32s`] for a
-    ///   `__global uint*`, [`Arg::U64s`] for `__global ulong*`, [`Arg::I32s`] for `__global int*`,
-    ///   [`Arg::U8s`] for `__global uchar*`, [`Arg::I64s`] for `__global long*`, [`Arg::U32`] for
-    ///   `uint`, [`Arg::U64`] for `ulong`, [`Arg::I64`] for `long`, [`Arg::Local`] for a
-    ///   `__local` pointer (the byte count the kernel indexes within);
+    /// OpenCL does not know how long a buffer the kernel expects. The caller guarantees that
     /// - every buffer holds at least as many elements as the kernel, with these scalar
     ///   arguments and `global` work-items, indexes (the kernel reads and writes only inside
-    ///   the buffers it is given);
+    ///   the buffers it is given), and an [`Arg::Local`] is as many bytes as the kernel indexes
+    ///   within;
     /// - `local`, when given, is a size the kernel's code accepts (for instance the exact
-    ///   work-group size of a kernel whose local-memory tiles are indexed by the local id).
+    ///   work-group size of a kernel whose local-memory tiles are indexed by the local id);
+    /// - where the source could not say a parameter's type (a kernel named through a macro, a
+    ///   vector or struct type), the argument has that type.
     ///
     /// Buffers must also stay alive until the queue finishes the launch: [`DBuf`] is dropped
     /// only by its owner, and every blocking read or [`Queue::finish`] on this in-order queue
@@ -605,33 +798,15 @@ impl Queue {
         local: Option<usize>,
         args: &[Arg<'_>],
     ) -> Result<Event> {
-        let name = kernel.function_name().unwrap_or_default();
-        let expected = kernel.num_args().unwrap_or(args.len() as u32) as usize;
-        if expected != args.len() {
-            return Err(Error::Device(format!(
-                "kernel '{name}' takes {expected} arguments, {} given (a bug in the GPU half)",
-                args.len()
-            )));
-        }
+        let name = kernel.name();
+        let expected = kernel.cl.num_args().unwrap_or(args.len() as u32) as usize;
+        check_args(kernel, args, expected)?;
         for (i, a) in args.iter().enumerate() {
             let i = i as u32;
-            // SAFETY: each argument is a live cl_mem handle or a plain scalar of the type the
-            // kernel declares at this position (this function's contract; the count was checked
-            // above); a local size is a byte count.
-            let r = unsafe {
-                match *a {
-                    Arg::U32s(b) => kernel.set_arg(i, &b.buf.get()),
-                    Arg::U64s(b) => kernel.set_arg(i, &b.buf.get()),
-                    Arg::I32s(b) => kernel.set_arg(i, &b.buf.get()),
-                    Arg::U8s(b) => kernel.set_arg(i, &b.buf.get()),
-                    Arg::I64s(b) => kernel.set_arg(i, &b.buf.get()),
-                    Arg::U32(v) => kernel.set_arg(i, &v),
-                    Arg::U64(v) => kernel.set_arg(i, &v),
-                    Arg::I64(v) => kernel.set_arg(i, &v),
-                    Arg::Local(bytes) => kernel.set_arg_local_buffer(i, bytes),
-                }
-            };
-            r.map_err(|e| cl_err(&format!("argument {i} of kernel '{name}'"), e))?;
+            // SAFETY: the argument matches the parameter's declared type (checked above, or,
+            // where the source could not say, this function's contract).
+            unsafe { a.set(&kernel.cl, i) }
+                .map_err(|e| cl_err(&format!("argument {i} of kernel '{name}'"), e))?;
         }
         let (global, local_arr) = match local {
             Some(l) if l > 0 => (global.div_ceil(l).max(1) * l, Some([l])),
@@ -645,7 +820,7 @@ impl Queue {
         // call; the kernel stays inside the buffers it was given (this function's contract).
         let event = unsafe {
             self.queue.enqueue_nd_range_kernel(
-                kernel.get(),
+                kernel.cl.get(),
                 1,
                 ptr::null(),
                 gws.as_ptr(),

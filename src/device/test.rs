@@ -77,7 +77,11 @@ fn a_launch_computes_and_a_wrong_argument_count_is_refused() {
     let err = unsafe { q.launch(&k, n, None, &[Arg::U32s(&a), Arg::U32(5)]) }
         .unwrap_err()
         .to_string();
-    assert!(err.contains("takes 3 arguments, 2 given"), "{err}");
+    assert!(
+        err.contains("kernel 'axpy' (device_test.cl (embedded):1) takes 3 arguments")
+            && err.contains("2 given"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -95,14 +99,25 @@ fn programs_are_built_once_and_build_errors_show_the_log() {
     };
     let err = dev.program(&broken, "").unwrap_err().to_string();
     assert!(
-        err.contains("device_test_broken.cl failed to build") && err.contains("undeclared_name"),
+        err.contains("device_test_broken.cl (embedded) failed to build")
+            && err.contains("undeclared_name"),
+        "{err}"
+    );
+    // The log names the file that was read at the error's line, not the driver's temporary
+    // file.
+    assert!(err.contains("device_test_broken.cl:1:"), "{err}");
+    assert!(
+        !err.contains("kcache") && !err.contains("tempfile"),
         "{err}"
     );
     let err = dev
         .kernel(&TEST_KERNELS, "", "no_such_kernel")
         .unwrap_err()
         .to_string();
-    assert!(err.contains("no_such_kernel"), "{err}");
+    assert!(
+        err.contains("no_such_kernel") && err.contains("the file declares axpy"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -208,4 +223,97 @@ fn a_dump_binaries_path_naming_a_file_says_so() {
     super::dump_dir(&d.join("new/sub")).unwrap();
     assert!(d.join("new/sub").is_dir());
     let _ = std::fs::remove_dir_all(&d);
+}
+
+const TYPED_KERNELS: KernelSource = KernelSource {
+    stem: "device_typed",
+    source: "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n\
+             __kernel void scale(__global double* d, __global float* f, double a, float b,\n\
+                                 __global short* s, short c, uint n) {\n\
+             size_t i = get_global_id(0);\n\
+             if (i < n) { d[i] = d[i] * a; f[i] = f[i] * b; s[i] = s[i] + c; }\n\
+             }\n",
+    characterization: "",
+};
+
+/// Floats and every width cross to the device and back; a launch whose arguments do not match
+/// the kernel's parameters is refused before anything runs, naming the kernel, the argument
+/// and both types; without `cl_khr_fp64` a program using double is refused naming the device.
+#[test]
+fn floats_launch_and_mismatched_arguments_are_refused() {
+    let Some(mut dev) = device() else { return };
+    let q = dev.queue().unwrap();
+    let k = dev.kernel(&TYPED_KERNELS, "", "scale").unwrap();
+    let n = 100usize;
+    let mut d = DBuf::<f64>::new(&dev, n).unwrap();
+    let mut f = DBuf::<f32>::new(&dev, n).unwrap();
+    let mut s = DBuf::<i16>::new(&dev, n).unwrap();
+    let dv: Vec<f64> = (0..n).map(|i| i as f64 + 0.25).collect();
+    let fv: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+    let sv: Vec<i16> = (0..n).map(|i| -(i as i16)).collect();
+    q.write(&mut d, 0, &dv).unwrap();
+    q.write(&mut f, 0, &fv).unwrap();
+    q.write(&mut s, 0, &sv).unwrap();
+    let good = [
+        Arg::buf(&d),
+        Arg::F32s(&f),
+        Arg::F64(1.5),
+        Arg::value(2.0f32),
+        Arg::I16s(&s),
+        Arg::I16(7),
+        Arg::U32(n as u32),
+    ];
+    // SAFETY: every buffer holds n elements; the kernel touches i < n only.
+    unsafe { q.launch(&k, n, None, &good) }.unwrap();
+    let (mut d2, mut f2, mut s2) = (vec![0.0f64; n], vec![0.0f32; n], vec![0i16; n]);
+    q.read(&d, 0, &mut d2).unwrap();
+    q.read(&f, 0, &mut f2).unwrap();
+    q.read(&s, 0, &mut s2).unwrap();
+    for i in 0..n {
+        assert_eq!(d2[i], dv[i] * 1.5);
+        assert_eq!(f2[i], fv[i] * 2.0);
+        assert_eq!(s2[i], sv[i] + 7);
+    }
+    let u = DBuf::<u32>::new(&dev, n).unwrap();
+    let cases: [(usize, Arg<'_>, &str); 4] = [
+        (
+            0,
+            Arg::U32s(&u),
+            "argument 0 'd' is declared __global double*, but the GPU half passes __global uint* (a DBuf<u32>)",
+        ),
+        (2, Arg::F32(1.0), "argument 2 'a' is declared double, but the GPU half passes float by value"),
+        (6, Arg::U64(5), "argument 6 'n' is declared uint, but the GPU half passes ulong by value"),
+        (1, Arg::Local(64), "argument 1 'f' is declared __global float*, but the GPU half passes __local memory"),
+    ];
+    for (i, wrong, want) in cases {
+        let mut args = good;
+        args[i] = wrong;
+        // SAFETY: refused before any argument is set (the check comes first).
+        let err = unsafe { q.launch(&k, n, None, &args) }
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("kernel 'scale' (device_typed.cl (embedded):2)") && err.contains(want),
+            "{err}"
+        );
+    }
+    // The buffers are unchanged by the refused launches.
+    q.read(&d, 0, &mut d2).unwrap();
+    assert_eq!(d2[1], dv[1] * 1.5);
+    drop((k, q, d, f, s, u));
+    // A device without fp64.
+    let Some(dev) = Arc::get_mut(&mut dev) else {
+        panic!("the test's device is shared")
+    };
+    dev.info.fp64 = false;
+    let name = dev.info.name.clone();
+    let mut other = TYPED_KERNELS;
+    other.stem = "device_typed_nofp64";
+    let err = dev.program(&other, "").unwrap_err().to_string();
+    assert!(
+        err.contains(&format!(
+            "'{name}' has no double precision (no cl_khr_fp64)"
+        )) && err.contains("device_typed_nofp64.cl"),
+        "{err}"
+    );
 }

@@ -76,6 +76,13 @@ pub trait Job: Sync {
         strip(&mut d);
         d
     }
+    /// How `[verify]` compares an accelerator's record of a task with the CPU half's: word for
+    /// word (the default), or some words as `f64` within a relative tolerance, for halves whose
+    /// floating-point results may differ in the last bits (a device's `exp`, fused
+    /// multiply-adds).
+    fn tolerance(&self) -> Tolerance {
+        Tolerance::exact()
+    }
     /// The CPU half, if the plugin has one.
     fn cpu(&self) -> Option<&dyn CpuHalf> {
         None
@@ -143,6 +150,53 @@ pub trait GpuHalf: Sync {
         shared: &'a Self::Shared,
         queue: Queue,
     ) -> Result<impl Worker + 'a>;
+}
+
+/// A GPU half that uploads nothing and needs only its programs: implement this instead of
+/// [`GpuHalf`] and its `Shared` type is the [`LaunchParams`] (each queue's worker gets them),
+/// its `setup` builds every kernel file of [`kernels`](SimpleGpuHalf::kernels) with
+/// [`build_options`](SimpleGpuHalf::build_options) (so a build error takes the device out
+/// before any queue starts). `examples/options.rs` is one.
+pub trait SimpleGpuHalf: Sync {
+    /// The kernel files this half launches (each embedded by the plugin with `include_str!`).
+    fn kernels(&self) -> &'static [KernelSource];
+    /// OpenCL build options of those files (default none).
+    fn build_options(&self) -> &str {
+        ""
+    }
+    /// Launch parameters on `device` ([`GpuHalf::params`]).
+    fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams>;
+    /// A worker that owns `queue`, one in-order queue of `device`.
+    fn worker<'a>(
+        &'a self,
+        device: &'a Device,
+        params: &'a LaunchParams,
+        queue: Queue,
+    ) -> Result<impl Worker + 'a>;
+}
+
+impl<T: SimpleGpuHalf> GpuHalf for T {
+    type Shared = LaunchParams;
+    fn kernels(&self) -> &'static [KernelSource] {
+        SimpleGpuHalf::kernels(self)
+    }
+    fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
+        SimpleGpuHalf::params(self, device, tuner)
+    }
+    fn setup(&self, device: &Device, params: &LaunchParams) -> Result<LaunchParams> {
+        for k in SimpleGpuHalf::kernels(self) {
+            device.program(k, self.build_options())?;
+        }
+        Ok(params.clone())
+    }
+    fn worker<'a>(
+        &'a self,
+        device: &'a Device,
+        shared: &'a LaunchParams,
+        queue: Queue,
+    ) -> Result<impl Worker + 'a> {
+        SimpleGpuHalf::worker(self, device, shared, queue)
+    }
 }
 
 /// A job's GPU half as the runtime holds it: [`GpuHalf`] with its `Shared` type erased (the one
@@ -288,6 +342,75 @@ impl<const N: usize> Record for [u64; N] {
         let mut r = [0; N];
         r.copy_from_slice(words);
         r
+    }
+}
+
+/// How `[verify]` compares two records of one task ([`Job::tolerance`]): every word exactly,
+/// except `f64_words`, which hold `f64` bit patterns (`f64::to_bits`) and agree when
+/// `|a - b| <= relative * max(|a|, |b|)` (or both are NaN).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Tolerance {
+    /// Indices of the record's words that hold `f64`s.
+    pub f64_words: Vec<usize>,
+    /// The largest relative difference accepted in those words.
+    pub relative: f64,
+}
+
+impl Tolerance {
+    /// Every word exactly.
+    pub fn exact() -> Self {
+        Tolerance::default()
+    }
+
+    /// Words `f64_words` as `f64` within `relative`; the others exactly.
+    pub fn f64_words(f64_words: impl IntoIterator<Item = usize>, relative: f64) -> Self {
+        Tolerance {
+            f64_words: f64_words.into_iter().collect(),
+            relative,
+        }
+    }
+
+    /// Whether records `a` and `b` agree.
+    pub fn same(&self, a: &[u64], b: &[u64]) -> bool {
+        a.len() == b.len()
+            && a.iter().zip(b).enumerate().all(|(i, (&x, &y))| {
+                if x == y {
+                    return true;
+                }
+                if !self.f64_words.contains(&i) {
+                    return false;
+                }
+                let (x, y) = (f64::from_bits(x), f64::from_bits(y));
+                (x.is_nan() && y.is_nan()) || (x - y).abs() <= self.relative * x.abs().max(y.abs())
+            })
+    }
+
+    /// A record as messages show it: integers, and the `f64` words as numbers.
+    pub fn show(&self, r: &[u64]) -> String {
+        let words: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| {
+                if self.f64_words.contains(&i) {
+                    format!("{:e}", f64::from_bits(w))
+                } else {
+                    w.to_string()
+                }
+            })
+            .collect();
+        format!("[{}]", words.join(", "))
+    }
+
+    /// The tolerance in words, for messages (empty when exact).
+    pub fn describe(&self) -> String {
+        if self.f64_words.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " beyond the plugin's relative tolerance {:e} on words {:?}",
+                self.relative, self.f64_words
+            )
+        }
     }
 }
 

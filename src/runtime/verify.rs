@@ -1,11 +1,31 @@
 //! `[verify] sample = N`: re-run N randomly chosen tasks that an accelerator ran on this node,
-//! on the plugin's CPU half, and compare the records word for word. A mismatch is an error
+//! on the plugin's CPU half, and compare the records word for word, or, for the words the job
+//! declares floating point ([`Job::tolerance`]), within its tolerance. A mismatch is an error
 //! naming the task and the unit. Cost: N tasks on one CPU thread, after the run.
+//!
+//! `sample = "auto"` (the default) re-runs up to [`AUTO_TASKS`] of them, stopping once the
+//! re-runs took 1% of the run's time (the first always runs), and none when the accelerators
+//! ran fewer than [`AUTO_MIN_TASKS`] tasks (a job of one big task, such as Floyd-Warshall on
+//! the whole matrix, would pay the whole run again on one thread).
 
 use crate::plugin::{Job, Records, RecordsOut};
 use crate::thread::{Slice, Unit, UnitSpec};
 use crate::{Error, Result};
 use std::collections::BTreeSet;
+
+/// Most tasks `"auto"` re-runs.
+pub(super) const AUTO_TASKS: usize = 8;
+/// `"auto"` checks nothing when the accelerators ran fewer tasks than this.
+pub(super) const AUTO_MIN_TASKS: usize = 16;
+
+/// How many tasks to re-run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Want {
+    /// This many (fewer if the accelerators ran fewer).
+    Tasks(usize),
+    /// Up to [`AUTO_TASKS`], stopping once the re-runs took this long.
+    Auto(std::time::Duration),
+}
 
 /// What was verified on this node.
 #[derive(Debug, Clone, Copy)]
@@ -14,6 +34,8 @@ pub(super) struct Verified {
     pub(super) checked: usize,
     /// Seed of the random choice (in the report, to repeat it).
     pub(super) seed: u64,
+    /// Seconds the re-runs took (the cost of the check).
+    pub(super) seconds: f64,
 }
 
 /// The `i`-th number of the stream `seed` (xxh3 of the counter: uniform enough to sample).
@@ -40,7 +62,7 @@ pub(super) fn verify(
     units: &[Unit<'_>],
     slices: &[Slice],
     records: &Records,
-    want: usize,
+    want: Want,
 ) -> Result<Verified> {
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -53,7 +75,7 @@ fn verify_seeded(
     units: &[Unit<'_>],
     slices: &[Slice],
     records: &Records,
-    want: usize,
+    want: Want,
     seed: u64,
 ) -> Result<Verified> {
     let ran: Vec<&Slice> = slices
@@ -61,20 +83,35 @@ fn verify_seeded(
         .filter(|s| matches!(units[s.unit].spec, UnitSpec::Gpu { .. }))
         .collect();
     let total: usize = ran.iter().map(|s| s.tasks.len()).sum();
-    let chosen = sample(total, want, seed);
+    let (count, budget) = match want {
+        Want::Tasks(n) => (n, None),
+        Want::Auto(_) if total < AUTO_MIN_TASKS => (0, None),
+        Want::Auto(b) => (AUTO_TASKS, Some(b)),
+    };
+    let chosen = sample(total, count, seed);
     if chosen.is_empty() {
-        return Ok(Verified { checked: 0, seed });
+        return Ok(Verified {
+            checked: 0,
+            seed,
+            seconds: 0.0,
+        });
     }
+    let start = std::time::Instant::now();
     let cpu = job
         .cpu()
         .ok_or_else(|| Error::Config("[verify] needs a CPU half".into()))?;
     let mut worker = cpu.worker()?;
     let words = job.record_words();
+    let tolerance = job.tolerance();
+    let mut checked = 0;
     let mut buf = vec![0u64; words];
     // Walk the accelerator's slices in order, mapping the chosen indices to tasks.
     let (mut base, mut picks) = (0usize, chosen.iter().peekable());
-    for s in ran {
+    'slices: for s in ran {
         while let Some(&&i) = picks.peek() {
+            if checked > 0 && budget.is_some_and(|b| start.elapsed() >= b) {
+                break 'slices;
+            }
             if i >= base + s.tasks.len() {
                 break;
             }
@@ -82,14 +119,16 @@ fn verify_seeded(
             let t = s.tasks.start + (i - base);
             buf.iter_mut().for_each(|w| *w = 0);
             worker.run(t..t + 1, &mut RecordsOut::new(t, words, &mut buf))?;
-            if buf != records.get(t) {
+            checked += 1;
+            if !tolerance.same(&buf, records.get(t)) {
                 return Err(Error::Unit {
                     unit: units[s.unit].name.clone(),
                     msg: format!(
-                        "task {t}: its record {:?} differs from the CPU half's {:?} ([verify] \
+                        "task {t}: its record {} differs from the CPU half's {}{} ([verify] \
                          re-ran it on the CPU); the unfinished run was discarded",
-                        records.get(t),
-                        buf
+                        tolerance.show(records.get(t)),
+                        tolerance.show(&buf),
+                        tolerance.describe()
                     ),
                 });
             }
@@ -97,14 +136,30 @@ fn verify_seeded(
         base += s.tasks.len();
     }
     Ok(Verified {
-        checked: chosen.len(),
+        checked,
         seed,
+        seconds: start.elapsed().as_secs_f64(),
     })
 }
 
 #[cfg(test)]
 mod test {
     use super::*;
+    use crate::plugin::Tolerance;
+
+    #[test]
+    fn tolerance_compares_float_words_relatively_and_the_rest_exactly() {
+        let f = |x: f64| x.to_bits();
+        let t = Tolerance::f64_words([1], 1e-9);
+        assert!(t.same(&[7, f(1.0)], &[7, f(1.0 + 5e-10)]));
+        assert!(!t.same(&[7, f(1.0)], &[7, f(1.0 + 5e-9)]));
+        assert!(!t.same(&[8, f(1.0)], &[7, f(1.0)]), "word 0 is exact");
+        assert!(t.same(&[7, f(f64::NAN)], &[7, f(-f64::NAN)]));
+        assert!(!t.same(&[7, f(0.0)], &[7, f(1e-300)]));
+        let exact = Tolerance::exact();
+        assert!(!exact.same(&[f(1.0)], &[f(1.0 + 1e-15)]));
+        assert_eq!(t.show(&[7, f(0.5)]), "[7, 5e-1]");
+    }
 
     #[test]
     fn sample_is_distinct_uniform_and_capped() {

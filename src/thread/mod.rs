@@ -168,8 +168,9 @@ pub fn run_units(
                     let fail = |msg: String| match on_failure {
                         OnFailure::Retry => {
                             tracing::warn!(
-                                "unit {} failed and is out of the run: {msg}",
-                                unit.name
+                                "unit {} failed and is out of the run: {}",
+                                unit.name,
+                                one_line(&msg)
                             );
                             let _ = tx.send(Event::Failed(index, msg));
                         }
@@ -301,6 +302,18 @@ fn make_worker<'a>(job: &'a dyn Job, spec: &'a UnitSpec<'_>) -> Result<Box<dyn W
             .worker(),
         // Each queue's worker owns its own in-order queue.
         UnitSpec::Gpu { device, half, .. } => half.worker(device.queue()?),
+    }
+}
+
+/// A failure message as one warning line: its first line, and, when more follows (a build
+/// log), the first later line that reports an error (`file:line:col: error: ...`). The whole
+/// message goes to `report.json`.
+pub fn one_line(msg: &str) -> String {
+    let mut lines = msg.lines();
+    let first = lines.next().unwrap_or("").trim_end();
+    match lines.find(|l| l.contains("error")) {
+        Some(e) => format!("{first} [{}] (report.json has the whole message)", e.trim()),
+        None => first.to_string(),
     }
 }
 

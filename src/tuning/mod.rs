@@ -217,16 +217,25 @@ pub struct Choice {
     pub reason: String,
 }
 
-/// The problem's shape, as the tuner sees it.
+/// The problem's shape, as the tuner sees it, in a plugin's terms (for the APSP plugin in
+/// brackets). How [`predict`] uses each field is in README.md ("Kernel characterizations and
+/// tuning", with a worked example for a plugin that is not a graph problem).
 #[derive(Debug, Clone, Copy)]
 pub struct Shape {
-    /// Items per task (vertices).
+    /// Work-items one task launches: the data items of a task (vertices; the paths of a Monte
+    /// Carlo task; the numbers of a Collatz block). Tasks per launch (`batch`) fill the device
+    /// with `batch × n` items (compute units × max work-group × 16 on a GPU, × 1 on a CPU
+    /// device, 1..256 tasks); groups per task for `grid = "groups"` kernels are at most
+    /// `n / local`.
     pub n: usize,
-    /// Mean work per item (mean out-degree).
+    /// Mean work per item (mean out-degree). Recorded for rules to come; no rule reads it yet.
     pub mean_degree: f64,
-    /// Device bytes per task in flight (per-source state).
+    /// Device bytes one task holds while in flight (per-source state; a task's output buffer):
+    /// the batch is capped so that `queues × batch × bytes_per_task + shared_bytes` stays
+    /// within 40% of device memory.
     pub bytes_per_task: u64,
-    /// Device bytes shared by all tasks (the graph).
+    /// Device bytes uploaded once per device and read by every task (the graph; 0 when the
+    /// tasks share nothing).
     pub shared_bytes: u64,
 }
 
@@ -268,16 +277,24 @@ pub struct LaunchParams {
 }
 
 impl LaunchParams {
-    /// The local size chosen for kernel `name` (0 = the driver's choice).
-    ///
-    /// # Panics
-    /// If `name` was not among the kernels the parameters were chosen for (a bug in the GPU
-    /// half: every kernel it launches must be listed in its [`Request::launched`]).
-    pub fn local(&self, name: &str) -> usize {
+    /// The local size chosen for kernel `name` (0 = the driver's choice). A name the
+    /// parameters were not chosen for (a typo, or a kernel missing from the half's
+    /// [`Request::launched`]) is an error naming it and the kernels that have parameters.
+    pub fn local(&self, name: &str) -> Result<usize> {
         match self.local.get(name) {
-            Some(c) => c.value,
+            Some(c) => Ok(c.value),
             None => {
-                panic!("no launch parameters for kernel '{name}': list it in Request::launched")
+                let known: Vec<&str> = self.local.keys().map(|k| k.as_str()).collect();
+                Err(Error::Config(format!(
+                    "no launch parameters for kernel '{name}' (the parameters were chosen for \
+                     {}): a bug in the GPU half; name a kernel it listed in Request::launched, \
+                     or list '{name}' there",
+                    if known.is_empty() {
+                        "no kernel".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                )))
             }
         }
     }
@@ -363,12 +380,16 @@ impl Tuner {
     /// origin and reason. Errors when the characterizations do not match the kernel file, or
     /// the cache file is corrupt.
     pub fn params(&self, dev: &DeviceInfo, req: Request<'_>) -> Result<LaunchParams> {
-        let chars = subset(&characterizations(req.kernels)?, req.launched);
+        let all = characterizations(req.kernels)?;
+        let chars = subset(&all, req.launched);
         for k in req.launched {
             let Some(c) = chars.get(*k) else {
+                let known: Vec<&str> = all.keys().map(|k| k.as_str()).collect();
                 return Err(Error::Config(format!(
-                    "kernels/{}.cl has no kernel '{k}' (a bug in the GPU half that launches it)",
-                    req.kernels.stem
+                    "{}.cl has no kernel '{k}'; it declares {} (a bug in the GPU half that \
+                     launches it: Request::launched names its kernels)",
+                    req.kernels.stem,
+                    known.join(", ")
                 )));
             };
             if let Some(l) = c.local.filter(|&l| l > dev.max_work_group) {

@@ -29,6 +29,7 @@ fn dev(kind: &str, cus: u32, maxwg: usize) -> DeviceInfo {
         local_mem: 48 << 10,
         max_work_group: maxwg,
         int64_atomics: true,
+        fp64: true,
         driver: "1".into(),
     }
 }
@@ -355,4 +356,30 @@ fn settings_the_device_cannot_take_are_refused_by_key() {
     );
     assert!(tuner.params(&d, req(Some(1), Some(1024))).is_ok());
     assert!(tuner.params(&d, req(None, Some(0))).is_ok());
+}
+
+/// A kernel name the request or the parameters do not know is an error listing the ones they
+/// do (the GPU half's typo, never a panic).
+#[test]
+fn unknown_kernel_names_are_errors_listing_the_known_ones() {
+    let d = dev("gpu", 132, 1024);
+    let err = Tuner::default()
+        .params(&d, Request::new(&COLLATZ, &["collatz_step"], shape(1000)))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("has no kernel 'collatz_step'")
+            && err.contains("collatz_reduce, collatz_steps"),
+        "{err}"
+    );
+    let p = Tuner::default()
+        .params(&d, Request::new(&COLLATZ, &["collatz_steps"], shape(1000)))
+        .unwrap();
+    assert_eq!(p.local("collatz_steps").unwrap(), 256);
+    let err = p.local("collatz_reduce").unwrap_err().to_string();
+    assert!(
+        err.contains("no launch parameters for kernel 'collatz_reduce'")
+            && err.contains("chosen for collatz_steps"),
+        "{err}"
+    );
 }

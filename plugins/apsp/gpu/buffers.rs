@@ -2,12 +2,12 @@
 //! and the device reduction of each distance row into a [`PathSummary`].
 
 use super::{Ctx, Setup};
+use crate::device::Kernel;
 use crate::device::{Arg, DBuf, Device, Queue, Scalar};
 use crate::plugin::Record;
 use crate::plugins::common::{Dist, PathSummary, RowWrite};
 use crate::sink::NpyRows;
 use crate::Result;
-use opencl3::kernel::Kernel;
 use std::ops::Range;
 
 /// A distance buffer of the job's width.
@@ -84,7 +84,7 @@ impl Batch {
             ));
         };
         let gpt = cx.sh.params.groups_per_task.value;
-        let lsum = cx.local("sssp_summary");
+        let lsum = cx.local("sssp_summary")?;
         let words = PathSummary::WORDS;
         // SAFETY: sssp_summary's order and types; partial holds b x groups x 4 words.
         unsafe {

@@ -8,9 +8,9 @@
 
 use super::buffers::{Batch, DistBuf};
 use super::{iterate, take_flag, Algorithm, Ctx, Setup, Spec};
+use crate::device::Kernel;
 use crate::device::{Arg, DBuf};
 use crate::Result;
-use opencl3::kernel::Kernel;
 
 /// The algorithm as [`GpuAlgorithm::Crauser`](crate::plugins::apsp::GpuAlgorithm::Crauser).
 pub(super) const SPEC: Spec = Spec {
@@ -74,14 +74,14 @@ impl Settle {
         let (nn, bb) = (Arg::U32(cx.n as u32), Arg::U32(cx.b as u32));
         let gpt = cx.sh.params.groups_per_task.value;
         let dsize = if cx.job.wide { 8 } else { 4 };
-        let lmin = cx.local("sssp_minimum");
+        let lmin = cx.local("sssp_minimum")?;
         let use_omega = Arg::U32((self.threshold == Threshold::Crauser) as u32);
         // SAFETY: sssp.cl's argument types (DistBuf = dist_t); b x n items.
         unsafe {
             cx.q.launch(
                 &self.relax,
                 items,
-                Some(cx.local("sssp_relax")),
+                Some(cx.local("sssp_relax")?),
                 &[
                     Arg::U32s(&g.off),
                     Arg::U32s(&g.tgt),
@@ -118,7 +118,7 @@ impl Settle {
             cx.q.launch(
                 &self.update,
                 items,
-                Some(cx.local("sssp_update")),
+                Some(cx.local("sssp_update")?),
                 &[
                     batch.dist.arg(),
                     Arg::U8s(&self.settled),
@@ -140,7 +140,7 @@ impl Algorithm for Settle {
             cx.q.launch(
                 &self.init,
                 cx.n * cx.b,
-                Some(cx.local("sssp_init")),
+                Some(cx.local("sssp_init")?),
                 &[
                     batch.dist.arg(),
                     Arg::U8s(&self.settled),

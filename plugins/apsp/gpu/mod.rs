@@ -134,7 +134,7 @@ pub struct Setup<'a> {
 
 impl Setup<'_> {
     /// Kernel `name` of [`KERNELS`], built for this job's distance width.
-    pub fn kernel(&self, name: &str) -> Result<opencl3::kernel::Kernel> {
+    pub fn kernel(&self, name: &str) -> Result<crate::device::Kernel> {
         self.device.kernel(&KERNELS, self.job.build_options(), name)
     }
     /// Most sources per batch.
@@ -176,8 +176,8 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// The local size chosen for kernel `name`.
-    pub fn local(&self, name: &str) -> usize {
+    /// The local size chosen for kernel `name` (an error naming it when it has none).
+    pub fn local(&self, name: &str) -> Result<usize> {
         self.sh.params.local(name)
     }
 }

@@ -33,6 +33,7 @@
 //! partial words, `b × 4` sums, `b` overflow flags, rows `chunk × targets`.
 
 use super::{Algorithm, Batch, Ctx, DistBuf, Setup, Spec};
+use crate::device::Kernel;
 use crate::device::{Arg, DBuf, Device, KernelSource, Queue, Scalar};
 use crate::plugin::{GpuHalf, Record};
 use crate::plugins::apsp::phast::{AnyHierarchy, ChWeight, Hierarchy};
@@ -43,7 +44,6 @@ use crate::tuning::{
     sweep_plan, Choice, LaunchParams, Request, Setting, Shape, Source, SweepRequest, Tuner,
 };
 use crate::{Error, Result};
-use opencl3::kernel::Kernel;
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
 
@@ -543,7 +543,7 @@ impl<W: DevWeight> Phast<W> {
     /// Enqueue the device upward searches of the batch (sources in `batch.src`).
     fn enqueue_up(&self, cx: &Ctx<'_>, batch: &Batch) -> Result<()> {
         let up = self.up.as_ref().expect("phast_up kernel");
-        let (dh, lu) = (Self::dh(cx), cx.local("phast_up"));
+        let (dh, lu) = (Self::dh(cx), cx.local("phast_up")?);
         let cap = plan(&cx.sh.params).frontier.value;
         // SAFETY: phast_up's order and types; one group per tree (b groups), src holds b
         // sources, init and mask n x stride(b), overflow b flags; two local lists of cap words.
@@ -602,7 +602,7 @@ impl<W: DevWeight> Phast<W> {
             cx.q.launch(
                 &self.scatter,
                 count,
-                Some(cx.local("phast_scatter")),
+                Some(cx.local("phast_scatter")?),
                 &[
                     W::buf(&self.init),
                     Arg::U32s(&self.mask),
@@ -633,7 +633,7 @@ impl<W: DevWeight> Phast<W> {
             // About 2 groups per compute unit, each owning qpg quads of trees.
             let quads = k / 4;
             let qpg = (quads / (2 * cx.device.info.compute_units as usize)).max(1);
-            let lt = cx.local("phast_top");
+            let lt = cx.local("phast_top")?;
             let mut a = common.to_vec();
             a.extend([
                 Arg::U32s(&dh.bounds),
@@ -647,7 +647,7 @@ impl<W: DevWeight> Phast<W> {
                 cx.q.launch(&self.top, quads.div_ceil(qpg) * lt, Some(lt), &a)
             }?;
         }
-        let ls = cx.local("phast_sweep");
+        let ls = cx.local("phast_sweep")?;
         for l in top..h.levels.len().saturating_sub(1) {
             let (first, last) = (h.levels[l], h.levels[l + 1]);
             if last == first {
@@ -680,7 +680,7 @@ impl<W: DevWeight> Phast<W> {
             cx.q.launch(
                 &self.summary,
                 slices * cx.b.div_ceil(4),
-                Some(cx.local("phast_summary")),
+                Some(cx.local("phast_summary")?),
                 &[
                     W::buf(&self.dist),
                     Arg::U32s(list),
@@ -693,7 +693,7 @@ impl<W: DevWeight> Phast<W> {
                 ],
             )
         }?;
-        let lr = cx.local("phast_reduce");
+        let lr = cx.local("phast_reduce")?;
         // SAFETY: phast_reduce's order and types; b groups (a power-of-two local size, the
         // characterization says reduction), 4 x lr local words, sums holds b x 4 words.
         unsafe {
@@ -800,7 +800,7 @@ impl<W: DevWeight> Algorithm for Phast<W> {
                 cx.q.launch(
                     &self.gather,
                     r * c,
-                    Some(cx.local("phast_rows")),
+                    Some(cx.local("phast_rows")?),
                     &[
                         W::buf(&self.dist),
                         Arg::U32s(list),
@@ -962,7 +962,7 @@ pub fn profile(
         down_arcs: s.down,
         levels: s.level_sizes.len(),
         top_levels: plan(&params).top_levels.value,
-        up_local: params.local("phast_up"),
+        up_local: params.local("phast_up")?,
         zero_s: median(zero),
         up_device_s: median(up),
         up_host_s: median(host),

@@ -7,9 +7,9 @@
 
 use super::buffers::{Batch, DistBuf};
 use super::{iterate, take_flag, Algorithm, Ctx, Setup, Spec};
+use crate::device::Kernel;
 use crate::device::{Arg, DBuf};
 use crate::Result;
-use opencl3::kernel::Kernel;
 
 /// The algorithm as [`GpuAlgorithm::TwoPhase`](crate::plugins::apsp::GpuAlgorithm::TwoPhase).
 pub(super) const SPEC: Spec = Spec {
@@ -54,7 +54,7 @@ impl TwoPhase {
             cx.q.launch(
                 &self.relax,
                 items,
-                Some(cx.local("tp_relax")),
+                Some(cx.local("tp_relax")?),
                 &[
                     Arg::U32s(&g.off),
                     Arg::U32s(&g.tgt),
@@ -72,7 +72,7 @@ impl TwoPhase {
             cx.q.launch(
                 &self.update,
                 items,
-                Some(cx.local("tp_update")),
+                Some(cx.local("tp_update")?),
                 &[
                     batch.dist.arg(),
                     self.upd.arg(),
@@ -90,7 +90,7 @@ impl Algorithm for TwoPhase {
     fn solve(&mut self, cx: &Ctx<'_>, batch: &Batch, _sources: &[u32]) -> Result<usize> {
         // sssp_init gives cost = dist and mask = {source}; the updating cost starts as a copy of
         // the cost (a second init into it).
-        let li = cx.local("sssp_init");
+        let li = cx.local("sssp_init")?;
         for cost in [&batch.dist, &self.upd] {
             // SAFETY: sssp.cl's argument types (DistBuf = dist_t); b x n items.
             unsafe {

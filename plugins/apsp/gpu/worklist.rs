@@ -9,10 +9,10 @@
 
 use super::buffers::{Batch, DistBuf};
 use super::{iteration_limit, Algorithm, Ctx, Setup, Spec};
+use crate::device::Kernel;
 use crate::device::{Arg, DBuf};
 use crate::plugins::apsp::ApspJob;
 use crate::{Error, Result};
-use opencl3::kernel::Kernel;
 
 /// The algorithm as [`GpuAlgorithm::Worklist`](crate::plugins::apsp::GpuAlgorithm::Worklist).
 pub(super) const SPEC: Spec = Spec {
@@ -86,7 +86,7 @@ impl Worklist {
     /// Enqueue round `k`.
     fn round(&self, cx: &Ctx<'_>, batch: &Batch, k: usize) -> Result<()> {
         let g = &cx.sh.graph;
-        let lr = cx.local("wl_round");
+        let lr = cx.local("wl_round")?;
         // Appends gathered in local memory: 8 per work-item (road graphs have degree < 8; a
         // fuller group falls back to global appends).
         let lcap = 8 * lr;
@@ -129,7 +129,7 @@ impl Algorithm for Worklist {
             cx.q.launch(
                 &self.init,
                 cx.n * cx.b,
-                Some(cx.local("wl_init")),
+                Some(cx.local("wl_init")?),
                 &[
                     batch.dist.arg(),
                     Arg::U32s(&self.stamp),
