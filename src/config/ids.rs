@@ -258,6 +258,7 @@ fn npy(path: &Path, bytes: &[u8]) -> Result<Sources> {
 #[cfg(test)]
 mod test {
     use super::*;
+    use npyz::WriterBuilder;
 
     fn write(dir: &Path, name: &str, bytes: &[u8]) -> Sources {
         let p = dir.join(name);

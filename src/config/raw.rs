@@ -81,9 +81,18 @@ impl TryFrom<toml::Value> for Sources {
                         _ => None,
                     };
                     match x {
-                        toml::Value::Array(p) if p.len() == 2 => match (num(&p[0]), num(&p[1])) {
-                            (Some(lon), Some(lat)) => Ok([lon, lat]),
-                            _ => Err(format!("{WANT}; point {} is not two finite numbers", i + 1)),
+                        toml::Value::Array(p) => match p.as_slice() {
+                            [x, y] => match (num(x), num(y)) {
+                                (Some(lon), Some(lat)) => Ok([lon, lat]),
+                                _ => Err(format!(
+                                    "{WANT}; point {} is not two finite numbers",
+                                    i + 1
+                                )),
+                            },
+                            _ => Err(format!(
+                                "{WANT}; point {} is not two finite numbers ([lon, lat])",
+                                i + 1
+                            )),
                         },
                         other => Err(format!(
                             "{WANT}; entry {} ({other}) is not a [lon, lat] point (a list is \
