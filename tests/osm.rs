@@ -130,8 +130,8 @@ fn gc(a: [f64; 2], b: [f64; 2]) -> f64 {
 
 /// `distances.npy` as u64 rows (`u64::MAX` unreachable), with its shape.
 fn distances(out: &Out) -> (Vec<u64>, Vec<u64>) {
-    let f = npyz::NpyFile::new(std::fs::File::open(out.dir.join("distances.npy")).unwrap())
-        .unwrap();
+    let f =
+        npyz::NpyFile::new(std::fs::File::open(out.dir.join("distances.npy")).unwrap()).unwrap();
     let shape = f.shape().to_vec();
     assert_eq!(f.dtype().descr(), "'<u4'");
     let v = f
@@ -153,7 +153,11 @@ fn vertices(out: &Out) -> Vec<(i64, f64, f64)> {
         .map(|(i, l)| {
             let f: Vec<&str> = l.split(',').collect();
             assert_eq!(f[0].parse::<usize>().unwrap(), i, "ids run 0..n in order");
-            (f[1].parse().unwrap(), f[2].parse().unwrap(), f[3].parse().unwrap())
+            (
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+                f[3].parse().unwrap(),
+            )
         })
         .collect()
 }
@@ -207,13 +211,25 @@ fn crafted() -> Vec<u8> {
         &[
             W(10, vec![1, 2, 3], vec![hw("residential")]),
             W(11, vec![3, 4], vec![hw("primary"), ("oneway", b"yes")]),
-            W(12, vec![4, 1], vec![hw("residential"), ("access", b"private")]),
+            W(
+                12,
+                vec![4, 1],
+                vec![hw("residential"), ("access", b"private")],
+            ),
             // A node the file does not hold.
             W(13, vec![4, 99, 1], vec![hw("residential")]),
             W(14, vec![3, 5], vec![hw("footway")]),
-            W(15, vec![5, 6], vec![hw("residential"), ("oneway", b"reversible")]),
+            W(
+                15,
+                vec![5, 6],
+                vec![hw("residential"), ("oneway", b"reversible")],
+            ),
             // A value that is not UTF-8.
-            W(16, vec![6, 7], vec![hw("residential"), ("name", b"\xff\xfe")]),
+            W(
+                16,
+                vec![6, 7],
+                vec![hw("residential"), ("name", b"\xff\xfe")],
+            ),
             W(17, vec![1, 7], vec![("building", b"yes")]),
         ],
         2,
@@ -234,7 +250,11 @@ fn crafted_map_car_distance_and_time() {
     let out = run(&osm_config(&file, ""), &["units.opencl=none"]);
     let v = vertices(&out);
     let ids: Vec<i64> = v.iter().map(|x| x.0).collect();
-    assert_eq!(ids, vec![1, 3, 4], "kept vertices in OSM id order, node 2 contracted");
+    assert_eq!(
+        ids,
+        vec![1, 3, 4],
+        "kept vertices in OSM id order, node 2 contracted"
+    );
     for &(osm, lon, lat) in &v {
         assert_eq!([lon, lat], at(osm), "vertices.csv places node {osm}");
     }
@@ -302,7 +322,10 @@ fn hostile_osm_files_are_one_clear_error() {
     let dir = tmpdir("osm-hostile");
     let mut cases: Vec<(&str, Vec<u8>)> = vec![
         ("empty.osm.pbf", Vec::new()),
-        ("garbage.osm.pbf", (0..5000u32).map(|i| (i * 7919 % 251) as u8).collect()),
+        (
+            "garbage.osm.pbf",
+            (0..5000u32).map(|i| (i * 7919 % 251) as u8).collect(),
+        ),
         ("huge-header.osm.pbf", vec![0x7f, 0xff, 0xff, 0xff, 1, 2, 3]),
         ("text.osm.pbf", b"<?xml version='1.0'?><osm></osm>".to_vec()),
     ];
@@ -387,10 +410,22 @@ fn osm_keys_are_checked() {
         tuccompi::config::Sources::Points(vec![[24.5, 60.0], [1.0, -2.5]])
     );
     for (set, want) in [
-        ("run.sources=[[1, 2, 3]]", "point 1 is not two finite numbers"),
-        ("run.sources=[[1, 2], 3]", "entry 2 (3) is not a [lon, lat] point"),
-        ("run.sources={ path = \"x\" }", "must be { file = \"PATH\" } alone"),
-        ("run.sources={ file = \"/nonexistent/ids.txt\" }", "run.sources: { file ="),
+        (
+            "run.sources=[[1, 2, 3]]",
+            "point 1 is not two finite numbers",
+        ),
+        (
+            "run.sources=[[1, 2], 3]",
+            "entry 2 (3) is not a [lon, lat] point",
+        ),
+        (
+            "run.sources={ path = \"x\" }",
+            "must be { file = \"PATH\" } alone",
+        ),
+        (
+            "run.sources={ file = \"/nonexistent/ids.txt\" }",
+            "run.sources: { file =",
+        ),
     ] {
         let e = plan(&[set]).unwrap_err().to_string();
         assert!(e.contains(want), "{set}: {e}");
@@ -404,7 +439,10 @@ fn osm_keys_are_checked() {
     )])
     .unwrap_err()
     .to_string();
-    assert!(e.contains("lists vertex id 3 twice (entries 1 and 3)"), "{e}");
+    assert!(
+        e.contains("lists vertex id 3 twice (entries 1 and 3)"),
+        "{e}"
+    );
     // Points without places.
     let e = try_run(
         "[run]\nplugin = \"apsp\"\nsources = [[1.0, 2.0]]\n[input.generate]\nmodel = \"road\"\nvertices = 16\n",
@@ -412,7 +450,10 @@ fn osm_keys_are_checked() {
     )
     .unwrap_err()
     .to_string();
-    assert!(e.contains("run.sources: points need vertex coordinates"), "{e}");
+    assert!(
+        e.contains("run.sources: points need vertex coordinates"),
+        "{e}"
+    );
 }
 
 /// 16 points on a grid over central Helsinki (inside the extract).
@@ -428,7 +469,10 @@ fn helsinki_points(shift: f64) -> Vec<[f64; 2]> {
 }
 
 fn inline(points: &[[f64; 2]]) -> String {
-    let p: Vec<String> = points.iter().map(|p| format!("[{}, {}]", p[0], p[1])).collect();
+    let p: Vec<String> = points
+        .iter()
+        .map(|p| format!("[{}, {}]", p[0], p[1]))
+        .collect();
     format!("[{}]", p.join(", "))
 }
 
@@ -452,7 +496,10 @@ fn helsinki_od_matrix_from_points_and_from_files() {
     let v = vertices(&out);
     assert_eq!(v.len() as u64, out.report["input"]["n"].as_u64().unwrap());
     let mut osm_ids: Vec<i64> = v.iter().map(|x| x.0).collect();
-    assert!(osm_ids.windows(2).all(|w| w[0] < w[1]), "ids in OSM id order, unique");
+    assert!(
+        osm_ids.windows(2).all(|w| w[0] < w[1]),
+        "ids in OSM id order, unique"
+    );
     osm_ids.dedup();
     for &(_, lon, lat) in &v {
         assert!((24.9..25.0).contains(&lon) && (60.1..60.2).contains(&lat));
@@ -461,7 +508,11 @@ fn helsinki_od_matrix_from_points_and_from_files() {
     let snaps = snapped(&out);
     assert_eq!(snaps.len(), 32);
     for (i, (kind, idx, p, vertex, dist)) in snaps.iter().enumerate() {
-        let want = if i < 16 { (src[i], "source", i) } else { (dst[i - 16], "target", i - 16) };
+        let want = if i < 16 {
+            (src[i], "source", i)
+        } else {
+            (dst[i - 16], "target", i - 16)
+        };
         assert_eq!((*p, kind.as_str(), *idx), want);
         let (_, lon, lat) = v[*vertex as usize];
         assert!((gc(*p, [lon, lat]) - dist).abs() < 0.01, "snap {i}: {dist}");
@@ -469,7 +520,10 @@ fn helsinki_od_matrix_from_points_and_from_files() {
             .iter()
             .map(|&(_, x, y)| gc(*p, [x, y]))
             .fold(f64::INFINITY, f64::min);
-        assert!(*dist <= best + 0.01, "snap {i} at {dist} m, nearest vertex {best} m");
+        assert!(
+            *dist <= best + 0.01,
+            "snap {i} at {dist} m, nearest vertex {best} m"
+        );
     }
     let sv: Vec<u64> = snaps[..16].iter().map(|s| s.3).collect();
     let tv: Vec<u64> = snaps[16..].iter().map(|s| s.3).collect();
@@ -498,20 +552,33 @@ fn helsinki_od_matrix_from_points_and_from_files() {
         }
     }
     assert!(finite >= 200, "only {finite} of 256 pairs connected");
-    assert!(tightest < 1.6, "roads are not that much longer than lines: {tightest}");
+    assert!(
+        tightest < 1.6,
+        "roads are not that much longer than lines: {tightest}"
+    );
     let summary = out.summary();
     for (i, row) in summary.iter().enumerate() {
-        assert_eq!(row[0] as u64, sv[i], "summary rows name the snapped vertices");
+        assert_eq!(
+            row[0] as u64, sv[i],
+            "summary rows name the snapped vertices"
+        );
     }
 
     // The same matrix from files: ids (.txt, .csv, .npy) and points (.csv, .npy).
     let dir = tmpdir("osm-ids");
     let txt = dir.join("s.txt");
-    std::fs::write(&txt, sv.iter().map(|x| format!("{x}\n")).collect::<String>()).unwrap();
+    std::fs::write(
+        &txt,
+        sv.iter().map(|x| format!("{x}\n")).collect::<String>(),
+    )
+    .unwrap();
     let csv = dir.join("t.csv");
     std::fs::write(
         &csv,
-        format!("id\n{}", tv.iter().map(|x| format!("{x}\n")).collect::<String>()),
+        format!(
+            "id\n{}",
+            tv.iter().map(|x| format!("{x}\n")).collect::<String>()
+        ),
     )
     .unwrap();
     let npy_ids = dir.join("t.npy");
@@ -566,7 +633,14 @@ fn co_coordinates_snap_planar_points() {
     // A 2 x 3 grid, 1-based, unit weights along rows, 10 between the rows.
     let dir = tmpdir("co");
     let gr = dir.join("g.gr");
-    let arcs = [(1, 2, 1), (2, 3, 1), (4, 5, 1), (5, 6, 1), (1, 4, 10), (3, 6, 10)];
+    let arcs = [
+        (1, 2, 1),
+        (2, 3, 1),
+        (4, 5, 1),
+        (5, 6, 1),
+        (1, 4, 10),
+        (3, 6, 10),
+    ];
     let mut text = String::from("p sp 6 12\n");
     for &(u, v, w) in &arcs {
         text += &format!("a {u} {v} {w}\na {v} {u} {w}\n");
@@ -597,7 +671,10 @@ fn co_coordinates_snap_planar_points() {
         assert_eq!(g.0, w.0);
         assert!((g.1 - w.1).abs() < 1e-9, "{g:?} {w:?}");
     }
-    assert!(!out.dir.join("vertices.csv").exists(), "vertices.csv is for OSM input");
+    assert!(
+        !out.dir.join("vertices.csv").exists(),
+        "vertices.csv is for OSM input"
+    );
     let list: Vec<(u32, u32, i64)> = arcs
         .iter()
         .flat_map(|&(u, v, w)| [(u - 1, v - 1, w), (v - 1, u - 1, w)])
@@ -611,7 +688,9 @@ fn co_coordinates_snap_planar_points() {
     }
     // A .co file of another graph is refused by name.
     std::fs::write(&co, "p aux sp co 5\n").unwrap();
-    let e = try_run(&cfg, &["units.opencl=none"]).unwrap_err().to_string();
+    let e = try_run(&cfg, &["units.opencl=none"])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("g.co:1: 5 vertices, but the graph has 6"), "{e}");
 }
 

@@ -185,7 +185,10 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
             let (ids, snaps) = geo::resolve(p, index.as_ref(), "apsp.targets")?;
             (Some(ids), snaps)
         }
-        Some(t) => (Some(targets::resolve(t, graph.n, graph.id_base)?), Vec::new()),
+        Some(t) => (
+            Some(targets::resolve(t, graph.n, graph.id_base)?),
+            Vec::new(),
+        ),
     };
     drop(index);
     let cols = targets.as_ref().map_or(graph.n, Vec::len);

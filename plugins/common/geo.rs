@@ -98,7 +98,9 @@ pub fn resolve(
         )));
     };
     if points.is_empty() {
-        return Err(Error::Config(format!("{key} = []: list at least one point")));
+        return Err(Error::Config(format!(
+            "{key} = []: list at least one point"
+        )));
     }
     let snaps = points
         .iter()
@@ -124,7 +126,10 @@ pub fn report(geo: &Geo, snapped: &[(&str, &[Snap])]) -> serde_json::Value {
         report.insert("vertices_csv".into(), "vertices.csv".into());
     }
     if let Some(stats) = &geo.osm {
-        report.insert("osm".into(), serde_json::to_value(stats).unwrap_or_default());
+        report.insert(
+            "osm".into(),
+            serde_json::to_value(stats).unwrap_or_default(),
+        );
     }
     if snapped.iter().any(|(_, s)| !s.is_empty()) {
         let mut facts = serde_json::Map::new();

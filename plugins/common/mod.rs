@@ -84,7 +84,7 @@ pub fn resolve_sources(sources: &Sources, n: usize, base: u64) -> Result<Vec<u32
         Sources::Points(_) => Err(Error::Config(
             "run.sources: points ([lon, lat]) are snapped by the apsp plugin only; list vertex \
              ids"
-                .into(),
+            .into(),
         )),
         Sources::File(p) => Err(Error::Config(format!(
             "run.sources: {{ file = {:?} }} was not read (a plan reads it when validated)",

@@ -18,7 +18,8 @@ pub struct GeoPlan {
 
 /// Whether `path` names an OpenStreetMap PBF file (`.pbf`, as in `x.osm.pbf`).
 pub fn is_osm(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("pbf"))
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("pbf"))
 }
 
 /// Check that the keys fit the input: `[input.osm]` only with an `.osm.pbf`, `coordinates`

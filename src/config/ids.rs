@@ -199,7 +199,11 @@ fn npy(path: &Path, bytes: &[u8]) -> Result<Sources> {
         )));
     };
     let (ch, size) = (ty.type_char(), ty.size_field());
-    let io = |e: std::io::Error| bad(format!("cannot read the array ({e}); the file is cut short"));
+    let io = |e: std::io::Error| {
+        bad(format!(
+            "cannot read the array ({e}); the file is cut short"
+        ))
+    };
     macro_rules! ints {
         ($($t:ty),*) => {
             match size {
@@ -287,7 +291,10 @@ mod test {
         let pts = Sources::Points(vec![[24.5, 60.25], [-1.0, 2.0]]);
         for (name, bytes) in [
             ("a.txt", b"# sources\n5\n\n1\r\n5\n  9\n".to_vec()),
-            ("a.csv", b"\xef\xbb\xbfname,id\nx,5\ny,1\nz,5\nw,9\n".to_vec()),
+            (
+                "a.csv",
+                b"\xef\xbb\xbfname,id\nx,5\ny,1\nz,5\nw,9\n".to_vec(),
+            ),
             ("a.npy", npy_bytes(&[4], &[5i32, 1, 5, 9])),
             ("b.npy", npy_bytes(&[4], &[5u64, 1, 5, 9])),
             ("c.npy", npy_bytes(&[4], &[5i16, 1, 5, 9])),
@@ -310,20 +317,56 @@ mod test {
         let d = tempfile::tempdir().unwrap();
         let d = d.path();
         let cases: Vec<(&str, Vec<u8>, &str)> = vec![
-            ("a.txt", b"1\n2\n-3\n".to_vec(), "a.txt:3: '-3' is not a vertex id"),
-            ("b.txt", b"1\n2.5\n".to_vec(), "b.txt:2: '2.5' is not a vertex id"),
+            (
+                "a.txt",
+                b"1\n2\n-3\n".to_vec(),
+                "a.txt:3: '-3' is not a vertex id",
+            ),
+            (
+                "b.txt",
+                b"1\n2.5\n".to_vec(),
+                "b.txt:2: '2.5' is not a vertex id",
+            ),
             ("c.txt", b"# nothing\n".to_vec(), "c.txt: no ids or points"),
             ("d.txt", vec![b'1', b'\n', 0xff], "d.txt:2: not UTF-8"),
-            ("a.csv", b"id\n1\nx\n".to_vec(), "a.csv:3: 'x' is not a vertex id"),
-            ("b.csv", b"vertex\n1\n".to_vec(), "b.csv:1: header 'vertex': name a column id"),
-            ("c.csv", b"lon,lat\n1,2\n3,nan\n".to_vec(), "c.csv:3: lat 'nan' is not a finite"),
+            (
+                "a.csv",
+                b"id\n1\nx\n".to_vec(),
+                "a.csv:3: 'x' is not a vertex id",
+            ),
+            (
+                "b.csv",
+                b"vertex\n1\n".to_vec(),
+                "b.csv:1: header 'vertex': name a column id",
+            ),
+            (
+                "c.csv",
+                b"lon,lat\n1,2\n3,nan\n".to_vec(),
+                "c.csv:3: lat 'nan' is not a finite",
+            ),
             ("d.csv", b"id,x\n1,2\n3\n".to_vec(), "d.csv:3: not CSV"),
             ("e.csv", b"id\n".to_vec(), "e.csv: no ids or points"),
             ("a.npy", b"garbage".to_vec(), "a.npy: not a .npy file"),
-            ("b.npy", npy_bytes(&[2], &[1i32, -4]), "b.npy: entry 1 is -4"),
-            ("c.npy", npy_bytes(&[2], &[1.0f64, 2.0]), "c.npy: shape [2] of dtype"),
-            ("d.npy", npy_bytes(&[1, 3], &[1.0f64, 2.0, 3.0]), "d.npy: shape [1, 3]"),
-            ("e.npy", npy_bytes(&[1, 2], &[f64::NAN, 2.0]), "e.npy: row 0 is not a finite"),
+            (
+                "b.npy",
+                npy_bytes(&[2], &[1i32, -4]),
+                "b.npy: entry 1 is -4",
+            ),
+            (
+                "c.npy",
+                npy_bytes(&[2], &[1.0f64, 2.0]),
+                "c.npy: shape [2] of dtype",
+            ),
+            (
+                "d.npy",
+                npy_bytes(&[1, 3], &[1.0f64, 2.0, 3.0]),
+                "d.npy: shape [1, 3]",
+            ),
+            (
+                "e.npy",
+                npy_bytes(&[1, 2], &[f64::NAN, 2.0]),
+                "e.npy: row 0 is not a finite",
+            ),
             ("a.json", b"[1]".to_vec(), "unknown id file format"),
         ];
         for (name, bytes, want) in cases {
@@ -335,7 +378,9 @@ mod test {
         // A cut .npy.
         let mut cut = npy_bytes(&[100], &[7u32; 100]);
         cut.truncate(cut.len() - 10);
-        let e = load(write(d, "cut.npy", &cut), "k").unwrap_err().to_string();
+        let e = load(write(d, "cut.npy", &cut), "k")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("cut.npy: cannot read the array"), "{e}");
         let e = load(Sources::File(d.join("none.txt")), "apsp.targets")
             .unwrap_err()

@@ -264,9 +264,10 @@ impl Plan {
                 .map(|&[x, y]| toml::Value::from(vec![x, y]))
                 .collect::<Vec<_>>()
                 .into(),
-            Sources::File(p) => {
-                toml::Value::from(toml::Table::from_iter([("file".into(), p.display().to_string().into())]))
-            }
+            Sources::File(p) => toml::Value::from(toml::Table::from_iter([(
+                "file".into(),
+                p.display().to_string().into(),
+            )])),
         };
         run.insert("sources".into(), sources);
         t.insert("run".into(), run.into());

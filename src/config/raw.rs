@@ -69,7 +69,9 @@ impl TryFrom<toml::Value> for Sources {
                 (Some(toml::Value::String(f)), 1) if !f.is_empty() => {
                     Ok(Sources::File(PathBuf::from(f)))
                 }
-                _ => Err(format!("{WANT}; a table must be {{ file = \"PATH\" }} alone")),
+                _ => Err(format!(
+                    "{WANT}; a table must be {{ file = \"PATH\" }} alone"
+                )),
             },
             toml::Value::Array(a) if a.first().is_some_and(toml::Value::is_array) => a
                 .into_iter()
@@ -334,7 +336,12 @@ pub(super) fn default_output_dir(config: &Path) -> PathBuf {
 impl RawConfig {
     pub(super) fn validate(self, origins: Origins, resolved_toml: String) -> Result<Plan> {
         let at = |key: &str| origins.of(key);
-        let geo = super::geo::validate(&self.input.path, self.input.osm, self.input.coordinates, &origins)?;
+        let geo = super::geo::validate(
+            &self.input.path,
+            self.input.osm,
+            self.input.coordinates,
+            &origins,
+        )?;
         let input = match (self.input.path, self.input.generate) {
             (Some(p), None) if p.as_os_str().is_empty() => {
                 return Err(Error::Config(format!(

@@ -143,7 +143,9 @@ pub fn read_co(path: &Path, n: usize) -> Result<Coords> {
             path.display()
         )));
     }
-    let gz = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz"));
+    let gz = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gz"));
     let raw: Box<dyn Read> = if gz {
         Box::new(flate2::read::MultiGzDecoder::new(file))
     } else {
@@ -170,7 +172,10 @@ pub fn read_co(path: &Path, n: usize) -> Result<Coords> {
         }
         line_no += 1;
         if !buf.ends_with(b"\n") && got == 64 << 10 {
-            return Err(err(line_no, "line longer than 64 KiB: not a .co file".into()));
+            return Err(err(
+                line_no,
+                "line longer than 64 KiB: not a .co file".into(),
+            ));
         }
         let text = std::str::from_utf8(&buf)
             .map_err(|_| err(line_no, "not text: a .co file is ASCII lines".into()))?;
@@ -206,12 +211,14 @@ pub fn read_co(path: &Path, n: usize) -> Result<Coords> {
             }
             Some("v") => {
                 let Some(points) = points.as_mut() else {
-                    return Err(err(line_no, "'v' line before the 'p aux sp co N' line".into()));
+                    return Err(err(
+                        line_no,
+                        "'v' line before the 'p aux sp co N' line".into(),
+                    ));
                 };
                 let rest: Vec<&str> = tok.collect();
                 let parsed = match rest.as_slice() {
-                    [id, x, y] => match (id.parse::<usize>(), x.parse::<f64>(), y.parse::<f64>())
-                    {
+                    [id, x, y] => match (id.parse::<usize>(), x.parse::<f64>(), y.parse::<f64>()) {
                         (Ok(id), Ok(x), Ok(y)) if x.is_finite() && y.is_finite() => {
                             Some((id, x, y))
                         }
@@ -222,7 +229,10 @@ pub fn read_co(path: &Path, n: usize) -> Result<Coords> {
                 let Some((id, x, y)) = parsed else {
                     return Err(err(
                         line_no,
-                        format!("'{}': expected 'v ID X Y' with numbers", text.escape_debug()),
+                        format!(
+                            "'{}': expected 'v ID X Y' with numbers",
+                            text.escape_debug()
+                        ),
                     ));
                 };
                 if id == 0 || id > n {
@@ -333,7 +343,10 @@ mod test {
             source: "t".into(),
         };
         let idx = c.index();
-        let e = idx.snap([60.2, 124.9], "apsp.targets", 2).unwrap_err().to_string();
+        let e = idx
+            .snap([60.2, 124.9], "apsp.targets", 2)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("apsp.targets: point 3 (60.2, 124.9)"), "{e}");
         assert!(e.contains("[lon, lat]"), "{e}");
         assert!(idx.snap([f64::NAN, 1.0], "k", 0).is_err());
@@ -343,7 +356,11 @@ mod test {
             osm_ids: None,
             source: "g.co".into(),
         };
-        let e = empty.index().snap([1.0, 1.0], "k", 0).unwrap_err().to_string();
+        let e = empty
+            .index()
+            .snap([1.0, 1.0], "k", 0)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("g.co gives no vertex a place"), "{e}");
     }
 
@@ -360,12 +377,28 @@ mod test {
         assert_eq!(c.points, vec![Some([10.0, 20.0]), None, Some([-5.0, 7.0])]);
         assert!(!c.spherical);
         let cases = [
-            ("p aux sp co 3\n", 4, "g.co:1: 3 vertices, but the graph has 4"),
-            ("p aux sp co 2\nv 3 1 1\n", 2, "g.co:2: vertex id 3 is out of range"),
-            ("p aux sp co 2\nv 1 1 1\nv 1 2 2\n", 2, "g.co:3: vertex 1 has a second"),
+            (
+                "p aux sp co 3\n",
+                4,
+                "g.co:1: 3 vertices, but the graph has 4",
+            ),
+            (
+                "p aux sp co 2\nv 3 1 1\n",
+                2,
+                "g.co:2: vertex id 3 is out of range",
+            ),
+            (
+                "p aux sp co 2\nv 1 1 1\nv 1 2 2\n",
+                2,
+                "g.co:3: vertex 1 has a second",
+            ),
             ("p aux sp co 2\nv 1 x 1\n", 2, "g.co:2: 'v 1 x 1': expected"),
             ("v 1 1 1\n", 2, "g.co:1: 'v' line before"),
-            ("p sp 2 1\n", 2, "g.co:1: 'p sp 2 1': expected 'p aux sp co N'"),
+            (
+                "p sp 2 1\n",
+                2,
+                "g.co:1: 'p sp 2 1': expected 'p aux sp co N'",
+            ),
             ("c only\n", 2, "no 'p aux sp co N' line"),
             ("p aux sp co 2\nq\n", 2, "g.co:2: unknown line type 'q'"),
         ];

@@ -129,10 +129,9 @@ fn class(profile: Profile, highway: &str) -> Option<(bool, f64)> {
         }
         (
             Foot,
-            "footway" | "pedestrian" | "path" | "steps" | "track" | "living_street"
-            | "residential" | "service" | "unclassified" | "tertiary" | "tertiary_link"
-            | "secondary" | "secondary_link" | "primary" | "primary_link" | "cycleway"
-            | "bridleway" | "road",
+            "footway" | "pedestrian" | "path" | "steps" | "track" | "living_street" | "residential"
+            | "service" | "unclassified" | "tertiary" | "tertiary_link" | "secondary"
+            | "secondary_link" | "primary" | "primary_link" | "cycleway" | "bridleway" | "road",
         ) => Some((true, 5.0)),
         (Foot, "trunk" | "trunk_link") => Some((false, 5.0)),
         _ => None,
@@ -152,7 +151,12 @@ fn access_keys(profile: Profile) -> &'static [&'static str] {
 fn denies(value: &str) -> bool {
     matches!(
         value,
-        "no" | "private" | "agricultural" | "forestry" | "emergency" | "military" | "delivery"
+        "no" | "private"
+            | "agricultural"
+            | "forestry"
+            | "emergency"
+            | "military"
+            | "delivery"
             | "use_sidepath"
     )
 }
@@ -160,7 +164,10 @@ fn denies(value: &str) -> bool {
 /// Whether an access value explicitly allows the mode (needed on classes that are not open by
 /// default, e.g. `highway=footway` with `bicycle=yes`).
 fn allows(value: &str) -> bool {
-    matches!(value, "yes" | "designated" | "permissive" | "destination" | "customers")
+    matches!(
+        value,
+        "yes" | "designated" | "permissive" | "destination" | "customers"
+    )
 }
 
 /// Directions a way may be travelled in.
@@ -191,7 +198,11 @@ pub fn parse_maxspeed(v: &str) -> Option<f64> {
 enum Verdict {
     Skip,
     BadOneway,
-    Use { dir: Dir, kmh: f64, maxspeed_unread: bool },
+    Use {
+        dir: Dir,
+        kmh: f64,
+        maxspeed_unread: bool,
+    },
 }
 
 fn judge(profile: Profile, tags: &HashMap<&str, &str>) -> Verdict {
@@ -467,7 +478,9 @@ mod test {
         assert_eq!(parse_maxspeed("50 km/h"), Some(50.0));
         assert!((parse_maxspeed("30 mph").unwrap() - 48.28).abs() < 0.01);
         assert_eq!(parse_maxspeed("40;30"), Some(40.0));
-        for bad in ["signals", "none", "FI:urban", "", "0", "-5", "NaN", "inf", "1e9"] {
+        for bad in [
+            "signals", "none", "FI:urban", "", "0", "-5", "NaN", "inf", "1e9",
+        ] {
             assert_eq!(parse_maxspeed(bad), None, "{bad}");
         }
     }
@@ -486,9 +499,18 @@ mod test {
         use Profile::*;
         let hw = ("highway", "residential");
         assert_eq!(verdict(Car, &[hw]), Some((Dir::Both, 30.0)));
-        assert_eq!(verdict(Car, &[hw, ("maxspeed", "40")]), Some((Dir::Both, 40.0)));
-        assert_eq!(verdict(Car, &[hw, ("oneway", "yes")]), Some((Dir::Forward, 30.0)));
-        assert_eq!(verdict(Car, &[hw, ("oneway", "-1")]), Some((Dir::Backward, 30.0)));
+        assert_eq!(
+            verdict(Car, &[hw, ("maxspeed", "40")]),
+            Some((Dir::Both, 40.0))
+        );
+        assert_eq!(
+            verdict(Car, &[hw, ("oneway", "yes")]),
+            Some((Dir::Forward, 30.0))
+        );
+        assert_eq!(
+            verdict(Car, &[hw, ("oneway", "-1")]),
+            Some((Dir::Backward, 30.0))
+        );
         assert_eq!(
             verdict(Car, &[hw, ("oneway", "reversible")]),
             Some((Dir::Both, -1.0))
@@ -496,7 +518,10 @@ mod test {
         assert_eq!(verdict(Car, &[hw, ("access", "private")]), None);
         // The most specific key wins.
         assert!(verdict(Car, &[hw, ("access", "no"), ("motor_vehicle", "yes")]).is_some());
-        assert_eq!(verdict(Car, &[hw, ("access", "yes"), ("motorcar", "no")]), None);
+        assert_eq!(
+            verdict(Car, &[hw, ("access", "yes"), ("motorcar", "no")]),
+            None
+        );
         assert_eq!(verdict(Car, &[("highway", "footway")]), None);
         assert_eq!(verdict(Car, &[("highway", "track")]), None);
         assert!(verdict(Car, &[("highway", "track"), ("motor_vehicle", "yes")]).is_some());
@@ -511,7 +536,10 @@ mod test {
             Some((Dir::Forward, 110.0))
         );
         // Pedestrians ignore oneway; cyclists honour it unless oneway:bicycle says no.
-        assert_eq!(verdict(Foot, &[hw, ("oneway", "yes")]), Some((Dir::Both, 5.0)));
+        assert_eq!(
+            verdict(Foot, &[hw, ("oneway", "yes")]),
+            Some((Dir::Both, 5.0))
+        );
         assert_eq!(
             verdict(Bike, &[hw, ("oneway", "yes")]).map(|v| v.0),
             Some(Dir::Forward)
@@ -526,6 +554,9 @@ mod test {
         assert_eq!(verdict(Foot, &[("highway", "motorway")]), None);
         assert!(verdict(Foot, &[("highway", "steps")]).is_some());
         // A walking speed is not raised by a road's limit.
-        assert_eq!(verdict(Foot, &[hw, ("maxspeed", "50")]), Some((Dir::Both, 5.0)));
+        assert_eq!(
+            verdict(Foot, &[hw, ("maxspeed", "50")]),
+            Some((Dir::Both, 5.0))
+        );
     }
 }
