@@ -77,7 +77,7 @@ fn pbf(nodes: &[(i64, f64, f64)], ways: &[W], relations: usize) -> Vec<u8> {
             &mut w,
             8,
             refs.iter().map(|&r| {
-                let d = r - last;
+                let d = r.wrapping_sub(last);
                 last = r;
                 zigzag(d)
             }),
@@ -231,6 +231,8 @@ fn crafted() -> Vec<u8> {
                 vec![hw("residential"), ("name", b"\xff\xfe")],
             ),
             W(17, vec![1, 7], vec![("building", b"yes")]),
+            // Node ids whose deltas overflow.
+            W(18, vec![i64::MAX, -2], vec![hw("residential")]),
         ],
         2,
     )
@@ -273,6 +275,7 @@ fn crafted_map_car_distance_and_time() {
     assert_eq!(osm["ways_bad_tag"], 1, "{osm}");
     assert_eq!(osm["ways_bad_oneway"], 1, "{osm}");
     assert_eq!(osm["relations_unused"], 2, "{osm}");
+    assert_eq!(osm["ways_bad_refs"], 1, "{osm}");
     assert_eq!(osm["ways_used"], 2, "{osm}");
     assert_eq!(osm["nodes"], 7, "{osm}");
 
@@ -333,6 +336,15 @@ fn hostile_osm_files_are_one_clear_error() {
     for cut in [3, whole.len() / 3, whole.len() - 1] {
         cases.push(("cut.osm.pbf", whole[..cut].to_vec()));
     }
+    // A node whose latitude overflows the decoder's arithmetic (or lies off the globe).
+    cases.push((
+        "offglobe.osm.pbf",
+        pbf(
+            &[(1, 25.0, 1e12), (2, 25.0, 60.0)],
+            &[W(1, vec![1, 2], vec![("highway", b"residential")])],
+            0,
+        ),
+    ));
     // Only ways no profile can use: no vertex at all.
     cases.push((
         "noroads.osm.pbf",

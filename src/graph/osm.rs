@@ -68,7 +68,8 @@ pub struct OsmStats {
     pub ways: u64,
     /// Ways routable for the profile and kept.
     pub ways_used: u64,
-    /// Ways skipped because they name a node the file does not hold.
+    /// Ways skipped because they name a node the file does not hold (or holds off the globe:
+    /// latitude beyond ±90, longitude beyond ±180).
     pub ways_missing_node: u64,
     /// Ways skipped because a tag's key or value is not UTF-8 text (or not in the block's
     /// string table).
@@ -76,6 +77,8 @@ pub struct OsmStats {
     /// Ways skipped because their `oneway` value allows neither direction (`reversible`,
     /// `alternating`, an unknown word).
     pub ways_bad_oneway: u64,
+    /// Ways whose delta-coded node ids overflow (a corrupt file).
+    pub ways_bad_refs: u64,
     /// Ways with fewer than two nodes.
     pub ways_degenerate: u64,
     /// Kept ways whose `maxspeed` could not be read (the class's default speed was used).
@@ -279,6 +282,27 @@ fn pbf_error(path: &Path, e: osmpbf::Error) -> Error {
     ))
 }
 
+/// Run one pass of the decoder. Its errors name the file; so does a panic inside it (the crate
+/// sums delta-coded ids and coordinates unchecked, which a corrupt file can overflow where
+/// overflow checks are on), which is caught here rather than ending the run.
+fn guarded(path: &Path, pass: impl FnOnce() -> osmpbf::Result<()>) -> Result<()> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(pass)) {
+        Ok(r) => r.map_err(|e| pbf_error(path, e)),
+        Err(panic) => {
+            let why = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(Error::Input(format!(
+                "{}: not a readable OpenStreetMap PBF file (corrupt data: the decoder \
+                 stopped: {why}); check that the file is complete and is .osm.pbf",
+                path.display()
+            )))
+        }
+    }
+}
+
 /// Read `path` as an OpenStreetMap PBF extract: the road graph for `opts`, each vertex's
 /// coordinates and OSM node id, and what was kept and skipped.
 ///
@@ -300,8 +324,8 @@ pub fn read_osm(path: &Path, opts: OsmOptions) -> Result<(EdgeList, Coords, OsmS
     let mut ways: Vec<KeptWay> = Vec::new();
     let mut uses: HashMap<i64, u32> = HashMap::new();
     let reader = osmpbf::ElementReader::new(std::io::BufReader::with_capacity(1 << 20, file));
-    reader
-        .for_each(|el| match el {
+    guarded(path, || {
+        reader.for_each(|el| match el {
             osmpbf::Element::Way(w) => {
                 stats.ways += 1;
                 let table = w.raw_stringtable();
@@ -337,7 +361,19 @@ pub fn read_osm(path: &Path, opts: OsmOptions) -> Result<(EdgeList, Coords, OsmS
                         (dir, kmh)
                     }
                 };
-                let refs: Vec<i64> = w.refs().collect();
+                // Delta-coded: summed here with checks, as a corrupt file can overflow them.
+                let mut id = 0i64;
+                let mut refs = Vec::with_capacity(w.raw_refs().len());
+                for &d in w.raw_refs() {
+                    match id.checked_add(d) {
+                        Some(next) => id = next,
+                        None => {
+                            stats.ways_bad_refs += 1;
+                            return;
+                        }
+                    }
+                    refs.push(id);
+                }
                 if refs.len() < 2 {
                     stats.ways_degenerate += 1;
                     return;
@@ -347,7 +383,7 @@ pub fn read_osm(path: &Path, opts: OsmOptions) -> Result<(EdgeList, Coords, OsmS
             osmpbf::Element::Relation(_) => stats.relations_unused += 1,
             _ => {}
         })
-        .map_err(|e| pbf_error(path, e))?;
+    })?;
     for w in &ways {
         let last = w.refs.len() - 1;
         for (i, &r) in w.refs.iter().enumerate() {
@@ -358,19 +394,24 @@ pub fn read_osm(path: &Path, opts: OsmOptions) -> Result<(EdgeList, Coords, OsmS
     // Pass 2: the coordinates of the nodes the kept ways use.
     let mut at: HashMap<i64, [f64; 2]> = HashMap::with_capacity(uses.len());
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    osmpbf::ElementReader::new(std::io::BufReader::with_capacity(1 << 20, file))
-        .for_each(|el| {
+    let reader = osmpbf::ElementReader::new(std::io::BufReader::with_capacity(1 << 20, file));
+    guarded(path, || {
+        reader.for_each(|el| {
             let (id, lon, lat) = match el {
                 osmpbf::Element::Node(n) => (n.id(), n.lon(), n.lat()),
                 osmpbf::Element::DenseNode(n) => (n.id(), n.lon(), n.lat()),
                 _ => return,
             };
             stats.nodes += 1;
-            if uses.contains_key(&id) && lon.is_finite() && lat.is_finite() {
+            // A place off the globe is no place: the ways through it are skipped as missing.
+            if uses.contains_key(&id)
+                && (-180.0..=180.0).contains(&lon)
+                && (-90.0..=90.0).contains(&lat)
+            {
                 at.insert(id, [lon, lat]);
             }
         })
-        .map_err(|e| pbf_error(path, e))?;
+    })?;
     // A way with a node the file lacks is dropped whole, and its uses with it.
     ways.retain(|w| {
         let complete = w.refs.iter().all(|r| at.contains_key(r));
