@@ -3,7 +3,7 @@
 #   benches/device.sh BIN DATA_DIR [SECTION...]
 # Sections: devices algos queues hetero batch full tune dense phast phastgpu phastcpu moscowfull mpi
 # mpioverhead split split2 cpu16 procs sched idle defaults short
-# collatz workers mpienv mpigpu (and more below; phast: PHB=the phast bench binary, phastgpu:
+# collatz workers mpienv mpigpu width (and more below; phast: PHB=the phast bench binary, phastgpu:
 # PB=the phast_gpu bench binary, default beside BIN).
 # Prints one line per run:
 #   label  wall_s  tasks  tasks/s  checksum
@@ -50,7 +50,9 @@ split = " ".join(f"{k}:{v[0]}" + (f" in {v[2]} chunks, {v[0]/max(v[1],1e-9):.0f}
 dev = r["devices"][0] if r["devices"] else {}
 ph = r.get("phase_seconds", {})
 phs = " ".join(f"{k}={v:.3f}" for k, v in ph.items())
-print(f"{sys.argv[1]:<44} {w:8.3f} s wall {rs:8.3f} s run {t:7d} tasks {t/rs:9.1f}/s  sum={c['sum']} unr={c['unreachable']}  [{split}] gpus={len(r['devices'])} q={dev.get('queues','-')} chunk={dev.get('chunk','-')} phases: {phs}", flush=True)
+inp = r.get("input", {})
+wid = f" width={inp.get('compute_type', inp.get('distance_type', '-'))} redone={c.get('redone_u64', '-')}" if "distance_type" in inp else ""
+print(f"{sys.argv[1]:<44} {w:8.3f} s wall {rs:8.3f} s run {t:7d} tasks {t/rs:9.1f}/s  sum={c['sum']} unr={c['unreachable']}{wid}  [{split}] gpus={len(r['devices'])} q={dev.get('queues','-')} chunk={dev.get('chunk','-')} phases: {phs}", flush=True)
 PY
     [ -f "$OUT/trace.json" ] && python3 /tmp/tail.py "$OUT/trace.json"
   else
@@ -536,6 +538,25 @@ PY
   done ;;
 moscowfull)
   one "moscow full APSP gpu+cpu" 560 --set "$MO" --set run.sources=\"all\" ;;
+width)
+  # Issue 21, "u32 unless a distance really overflows": trees/s of the default config (GPU +
+  # CPU workers, PHAST) on osm-moscow (WSRC sources, default 65536) and on K x K tilings of it
+  # (WSRC / K^2 sources; TILES, default "2 4", made
+  # with TILE=tile_roads.py into DATA_DIR, which needs osm-moscow.co.gz there), for BASE (the
+  # binary before, if given) and BIN (the hierarchy is built in prepare, outside run_seconds,
+  # and cached under XDG_CACHE_HOME). Checksums must be equal between the two binaries.
+  for K in ${TILES:-2 4}; do
+    [ -f "$D/tiles$K.gr" ] || python3 "${TILE:-../shared/tools/tile_roads.py}" "$D/osm-moscow.gr.gz" "$D/osm-moscow.co.gz" "$K" "$D/tiles$K.gr"
+  done
+  graphs=("moscow|$MO|${WSRC:-65536}")
+  for K in ${TILES:-2 4}; do graphs+=("tiles$K|input.path=\"$D/tiles$K.gr\"|$((${WSRC:-65536} / K / K))"); done
+  for g in "${graphs[@]}"; do
+    IFS='|' read -r name in srcs <<<"$g"
+    for bin in ${BASE:+"$BASE"} "$B"; do
+      tag=$([ "$bin" = "$B" ] && echo after || echo before)
+      (B=$bin; one "$name $srcs $tag" 300 --set "$in" --set run.sources=$srcs)
+    done
+  done ;;
 mpi)
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
   M=${MPIBIN:-$B}

@@ -35,7 +35,10 @@ fn main() -> tuccompi::Result<()> {
         vec![128, 256, 512, 1024]
     };
     let graph = Csr::from_edges(&read_graph(std::path::Path::new(&path))?)?;
-    let wide = graph.n as u128 * graph.max_weight() as u128 >= u32::MAX as u128;
+    // The plugin's rule: u32 unless most trees provably overflow.
+    let all: Vec<u32> = (0..graph.n as u32).collect();
+    let width = tuccompi::plugins::apsp::width::choose(&graph, &all, None);
+    let wide = width.wide;
     let t = Instant::now();
     let hierarchy = AnyHierarchy::build(&graph, wide)?;
     let (down, up, bounds) = match &hierarchy {
@@ -93,6 +96,7 @@ fn main() -> tuccompi::Result<()> {
     let mut job = ApspJob {
         sources: Vec::new(),
         wide,
+        width,
         options: ApspOptions {
             gpu_algorithm: GpuAlgorithm::Phast,
             ..Default::default()

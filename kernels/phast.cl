@@ -2,7 +2,9 @@
 // batch. Vertices are numbered by sweep position (level order, highest rank first); distances
 // are vertex-major, d[p*k + j] for position p and tree j, so the k items of one vertex read k
 // consecutive words per arc and share the arc's tail and weight. Built with -DWIDE=1 for 64-bit
-// distances and weights, else 32-bit. INF marks unreachable; additions saturate at INF.
+// distances and weights, else 32-bit. INF marks unreachable; INF + w stays INF, and a 32-bit sum
+// of a finite distance saturates at CEIL = INF - 1 (the host redoes a tree with a distance at
+// CEIL in 64 bits; 64-bit sums cannot reach INF).
 //
 // Per batch: the upward searches leave each tree's search space in `init` and set its bits in
 // `mask` (bit j%32 of word mask[p*kw + j/32], kw = ceil(k/32)), by phast_up on the device or
@@ -28,10 +30,17 @@ typedef uint dist_t;
 #define ATOMIC_READ(p) atomic_or((p), (dist_t)0)
 #endif
 
+#ifdef WIDE
 inline dist_t sat_add(dist_t a, dist_t w) {
     dist_t s = a + w;
     return (s < a) ? INF : s;
 }
+#else
+#define CEIL (INF - 1u)
+inline dist_t sat_add(dist_t a, dist_t w) {
+    return a + min(w, max(a, CEIL) - a);
+}
+#endif
 
 inline void mark(__global uint* mask, uint p, uint j, uint kw) {
     atomic_or(&mask[(size_t)p * kw + j / 32], 1u << (j % 32));
@@ -123,10 +132,16 @@ typedef uint4 dist4_t;
 typedef int4 mask4_t;
 #endif
 
+#ifdef WIDE
 inline dist4_t sat_add4(dist4_t a, dist_t w) {
     dist4_t s = a + w;
     return select(s, (dist4_t)(INF), (mask4_t)(s < a));
 }
+#else
+inline dist4_t sat_add4(dist4_t a, dist_t w) {
+    return a + min((dist4_t)(w), max(a, (dist4_t)(CEIL)) - a);
+}
+#endif
 
 inline void sweep_item(__global const uint* doff, __global const uint* dtail,
                        __global const dist_t* dw, __global dist_t* init,

@@ -1,7 +1,9 @@
 // Batched single-source shortest paths: `batch` sources at once, state laid out as
 // [batch][n] (index b*n + u), so one launch serves every source of the batch and the graph's
 // arcs are shared. Built with -DWIDE=1 for 64-bit distances (needs the int64 atomics
-// extensions), else 32-bit. INF marks unreachable. Additions saturate at INF so no value wraps.
+// extensions), else 32-bit. INF marks unreachable. No value wraps: 32-bit sums of a finite
+// distance saturate at CEIL = INF - 1 (the host redoes a tree with a distance at CEIL in 64
+// bits), 64-bit sums cannot reach INF.
 //
 // Crauser / Martin iteration: relax (frontier -> neighbours, atomic min), minimum (per-source
 // threshold Delta over unsettled vertices), update (settle every unsettled u with
@@ -20,10 +22,18 @@ typedef uint dist_t;
 #define ATOMIC_MIN(p, v) atomic_min((p), (v))
 #endif
 
+#ifdef WIDE
 inline dist_t sat_add(dist_t a, uint w) {
     dist_t s = a + (dist_t)w;
     return (s < a) ? INF : s;
 }
+#else
+#define CEIL (INF - 1u)
+// INF + w = INF; else min(a + w, CEIL), branch-free.
+inline dist_t sat_add(dist_t a, uint w) {
+    return a + min(w, max(a, CEIL) - a);
+}
+#endif
 
 // One item per (source, vertex): INF everywhere, 0 at the source, which is settled and is
 // the first frontier.

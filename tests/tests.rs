@@ -14,3 +14,4 @@ mod phast_cpu;
 mod phast_gpu;
 mod reliability;
 mod scheduling;
+mod width;

@@ -6,23 +6,26 @@
 //! per source, a record `[reached, sum_lo, sum_hi, max]` and, with `output.distances = true`,
 //! the distance row.
 //!
-//! Distances are u32 when every shortest path provably fits (`(n-1)·max_weight < 2^32-1`),
-//! else u64; unreachable is the type's maximum. Per-source sums are 128-bit.
+//! Distances are computed in u32 unless most trees provably need u64 ([`width`]): a u32 tree
+//! whose distances overflow is detected exactly and redone in u64. Rows are u32 when every
+//! shortest path provably fits (`(n-1)·max_weight < 2^32-1`), else u64; unreachable is the
+//! type's maximum. Per-source sums are 128-bit.
 
 pub mod dijkstra;
 pub mod gpu;
 pub mod phast;
 pub mod targets;
 pub mod tune;
+pub mod width;
 
 use crate::config::{AutoOr, Sources};
 use crate::graph::Csr;
 use crate::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker};
 use crate::plugins::common::geo::{self, Geo};
 use crate::plugins::common::{
-    distance_rows, needs_wide, resolve_sources, write_summary_records, Dist, PathSummary, RowWrite,
+    distance_rows, resolve_sources, write_summary_records, Dist, PathSummary, RowWrite,
 };
-use crate::sink::{NpyRows, NpyType};
+use crate::sink::NpyRows;
 use crate::Result;
 use dijkstra::Dijkstra;
 use serde::Deserialize;
@@ -102,8 +105,11 @@ pub struct ApspJob {
     pub graph: Csr,
     /// Source vertex (internal id) of each task.
     pub sources: Vec<u32>,
-    /// Whether distances need 64 bits.
+    /// Whether the trees are computed in 64 bits from the start (else in 32, a tree that
+    /// overflows redone in 64: [`width`]).
     pub wide: bool,
+    /// The widths and why.
+    pub width: width::Width,
     /// Options.
     pub options: ApspOptions,
     /// The distance matrix, when requested.
@@ -177,8 +183,6 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         Sources::Points(p) => geo::resolve(p, index.as_ref(), "run.sources")?,
         s => (resolve_sources(s, graph.n, graph.id_base)?, Vec::new()),
     };
-    let wide = needs_wide(graph.n, graph.max_weight() as u64);
-    let ty = if wide { NpyType::U64 } else { NpyType::U32 };
     let (targets, target_snaps) = match &target_spec {
         None | Some(Sources::All) => (None, Vec::new()),
         Some(Sources::Points(p)) => {
@@ -191,8 +195,10 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         ),
     };
     drop(index);
+    let width = width::choose(&graph, &sources, targets.as_deref());
+    let wide = width.wide;
     let cols = targets.as_ref().map_or(graph.n, Vec::len);
-    let rows = distance_rows(ctx, sources.len(), cols, ty)?;
+    let rows = distance_rows(ctx, sources.len(), cols, width.rows)?;
     let units = &ctx.plan.units;
     let request = phast::auto::Request {
         cpu: (units.cpu_workers > 0).then_some(options.cpu_algorithm),
@@ -218,6 +224,7 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         graph,
         sources,
         wide,
+        width,
         options,
         rows,
         hierarchy: choice.hierarchy,
@@ -297,7 +304,9 @@ impl Job for ApspJob {
             "n": self.graph.n,
             "m": self.graph.m(),
             "id_base": self.graph.id_base,
-            "distance_type": if self.wide { "u64" } else { "u32" },
+            "distance_type": self.rows_type(),
+            "compute_type": if self.wide { "u64" } else { "u32" },
+            "width_reason": self.width.reason,
             "targets": self.targets.as_ref().map_or(self.graph.n, Vec::len),
             "cpu_algorithm": self.cpu_algorithm,
             "gpu_algorithm": self.options.gpu_algorithm,
@@ -314,7 +323,8 @@ impl Job for ApspJob {
         serde_json::json!({
             "n": self.graph.n,
             "m": self.graph.m(),
-            "distance_type": if self.wide { "u64" } else { "u32" },
+            "distance_type": self.rows_type(),
+            "compute_type": if self.wide { "u64" } else { "u32" },
             "targets": self.targets.as_ref().map_or(self.graph.n, Vec::len),
             "cpu_algorithm": self.cpu_algorithm,
             "gpu_algorithm": self.options.gpu_algorithm,
@@ -343,13 +353,30 @@ impl Job for ApspJob {
                 &[("source", &self.geo.sources), ("target", &self.geo.targets)],
             )?;
         }
-        write_summary_records(
+        let mut checksum = write_summary_records(
             dir,
             &self.sources,
             self.graph.id_base,
             self.targets.as_ref().map_or(self.graph.n, Vec::len),
             records,
-        )
+        )?;
+        // Counted from the records (each carries its flag), so that resumed tasks and other
+        // ranks' tasks count too.
+        let redone = (0..self.sources.len())
+            .filter(|&t| records.read::<PathSummary>(t).redone)
+            .count();
+        checksum["redone_u64"] = serde_json::json!(redone);
+        Ok(checksum)
+    }
+}
+
+impl ApspJob {
+    /// `distances.npy`'s element type as the report names it.
+    fn rows_type(&self) -> &'static str {
+        match self.width.rows {
+            crate::sink::NpyType::U32 => "u32",
+            _ => "u64",
+        }
     }
 }
 
@@ -363,12 +390,14 @@ impl CpuHalf for ApspJob {
                 job: self,
                 dj: Dijkstra::new(self.graph.n),
                 buf: Vec::new(),
+                redo: width::Redo::default(),
             })
         } else {
             Box::new(CpuWorker::<u32> {
                 job: self,
                 dj: Dijkstra::new(self.graph.n),
                 buf: Vec::new(),
+                redo: width::Redo::default(),
             })
         })
     }
@@ -378,13 +407,18 @@ struct CpuWorker<'a, D: Dist> {
     job: &'a ApspJob,
     dj: Dijkstra<D>,
     buf: Vec<D>,
+    redo: width::Redo,
 }
 
 impl<D: Dist + RowWrite> Worker for CpuWorker<'_, D> {
     fn run(&mut self, range: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
         for t in range {
             let dist = self.dj.run(&self.job.graph, self.job.sources[t]);
-            out.put(t, &targets::finish_row(self.job, t, dist, &mut self.buf)?);
+            let mut s = targets::finish_row(self.job, t, dist, &mut self.buf)?;
+            if width::overflowed(self.job, &s) {
+                s = self.redo.tree(self.job, t)?;
+            }
+            out.put(t, &s);
         }
         Ok(())
     }

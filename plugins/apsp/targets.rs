@@ -54,6 +54,7 @@ pub fn resolve(targets: &Sources, n: usize, base: u64) -> Result<Vec<u32>> {
 
 /// Task `t`'s record, and its row when distances.npy is written, from its full distance row
 /// `dist` (every vertex): restricted to the job's targets when it has some. `buf` is scratch.
+/// A u32 row that overflowed (a distance at `D::CEIL`) is not written: its tree is redone.
 pub fn finish_row<D: Dist + RowWrite>(
     job: &ApspJob,
     t: usize,
@@ -68,10 +69,13 @@ pub fn finish_row<D: Dist + RowWrite>(
             &buf[..]
         }
     };
+    let s = PathSummary::of(row);
     if let Some(rows) = &job.rows {
-        D::write_row(rows, t, row)?;
+        if s.max != D::CEIL.to_u64() {
+            D::write_row(rows, t, row)?;
+        }
     }
-    Ok(PathSummary::of(row))
+    Ok(s)
 }
 
 #[cfg(test)]

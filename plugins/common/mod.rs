@@ -93,32 +93,44 @@ pub fn resolve_sources(sources: &Sources, n: usize, base: u64) -> Result<Vec<u32
     }
 }
 
-/// Whether shortest-path distances need 64 bits: u32 only when even a relaxation candidate (a
-/// distance plus one arc, at most `n · max_weight`) stays below `u32::MAX`, which marks
-/// unreachable.
+/// Whether shortest-path distances may need 64 bits: false only when even a relaxation
+/// candidate (a distance plus one arc, at most `n · max_weight`) provably stays below
+/// `u32::MAX`, which marks unreachable. The apsp plugin still computes in u32 when this is true
+/// (see [`Dist::CEIL`]); this decides the width of its distance rows.
 pub fn needs_wide(n: usize, max_weight: u64) -> bool {
     n as u128 * max_weight as u128 >= u32::MAX as u128
 }
 
-/// A distance type: u32 when every path fits ([`needs_wide`] is false), else u64. `INF` marks
-/// unreachable.
+/// A distance type: u32 or u64. `INF` marks unreachable.
+///
+/// Sums saturate at [`Dist::CEIL`], one below `INF`, so that a distance that does not fit is
+/// never confused with unreachable: with saturating additions and minima, every algorithm here
+/// computes `min(true distance, CEIL)` exactly, so a u32 tree has overflowed exactly when one
+/// of its distances equals `CEIL` (then it is redone in u64). A u64 distance never reaches its
+/// `CEIL` (fewer than 2^32 vertices, weights below 2^32).
 pub trait Dist: Copy + Ord + Send + Sync + std::fmt::Debug + 'static {
     /// Unreachable.
     const INF: Self;
+    /// The largest value a sum takes: a u32 distance equal to it has overflowed.
+    const CEIL: Self;
     /// Zero.
     const ZERO: Self;
-    /// `self + w`; never overflows for a graph whose width was chosen by [`needs_wide`].
+    /// `min(self + w, CEIL)` for a finite `self` (`self` is never `INF`).
     fn plus(self, w: u32) -> Self;
     /// As u64 (INF included).
     fn to_u64(self) -> u64;
 }
 
+/// The u32 [`Dist::CEIL`] as u64: a u32 summary's `max` equal to it means the tree overflowed.
+pub const NARROW_CEIL: u64 = u32::MAX as u64 - 1;
+
 impl Dist for u32 {
     const INF: Self = u32::MAX;
+    const CEIL: Self = u32::MAX - 1;
     const ZERO: Self = 0;
     #[inline(always)]
     fn plus(self, w: u32) -> Self {
-        self + w
+        self.saturating_add(w).min(Self::CEIL)
     }
     #[inline(always)]
     fn to_u64(self) -> u64 {
@@ -128,6 +140,7 @@ impl Dist for u32 {
 
 impl Dist for u64 {
     const INF: Self = u64::MAX;
+    const CEIL: Self = u64::MAX - 1;
     const ZERO: Self = 0;
     #[inline(always)]
     fn plus(self, w: u32) -> Self {
@@ -150,21 +163,29 @@ pub struct PathSummary {
     pub sum: i128,
     /// Largest finite distance (0 when only the source is reached).
     pub max: u64,
+    /// The tree overflowed u32 and was redone in u64 (the apsp plugin; carried in the top bit
+    /// of the record's `reached` word, so that it survives the journal and MPI).
+    pub redone: bool,
 }
+
+/// The bit of a record's `reached` word that carries [`PathSummary::redone`] (a count of
+/// vertices never reaches it).
+pub const REDONE_BIT: u64 = 1 << 63;
 
 impl Record for PathSummary {
     const WORDS: usize = 4;
     fn to_words(&self, w: &mut [u64]) {
-        w[0] = self.reached;
+        w[0] = self.reached | if self.redone { REDONE_BIT } else { 0 };
         w[1] = self.sum as u64;
         w[2] = (self.sum >> 64) as u64;
         w[3] = self.max;
     }
     fn from_words(w: &[u64]) -> Self {
         PathSummary {
-            reached: w[0],
+            reached: w[0] & !REDONE_BIT,
             sum: (w[1] as u128 | (w[2] as u128) << 64) as i128,
             max: w[3],
+            redone: w[0] & REDONE_BIT != 0,
         }
     }
 }
@@ -189,6 +210,7 @@ impl PathSummary {
         self.reached += other.reached;
         self.sum += other.sum;
         self.max = self.max.max(other.max);
+        self.redone |= other.redone;
     }
 }
 
@@ -264,8 +286,17 @@ pub trait RowWrite: Sized {
     /// Write `row` into the matrix at row `t`.
     fn write_row(rows: &NpyRows, t: usize, row: &[Self]) -> Result<()>;
 }
+/// A u32 row into a u64 file (the apsp plugin computes in u32 when its rows may need u64):
+/// widened, unreachable (`u32::MAX`) becoming `u64::MAX`.
 impl RowWrite for u32 {
     fn write_row(rows: &NpyRows, t: usize, row: &[u32]) -> Result<()> {
+        if rows.dtype() == NpyType::U64 {
+            let wide: Vec<u64> = row
+                .iter()
+                .map(|&d| if d == u32::MAX { u64::MAX } else { d as u64 })
+                .collect();
+            return rows.write_u64(t, &wide);
+        }
         rows.write_u32(t, row)
     }
 }
@@ -290,15 +321,18 @@ mod test {
             reached: 7,
             sum: (u64::MAX as i128) * 5 + 3,
             max: u64::MAX - 1,
+            redone: true,
         };
         let mut w = [0u64; 4];
         s.to_words(&mut w);
         assert_eq!(w[2], 4, "the high word carries the sum's upper bits");
+        assert_eq!(w[0], 7 | REDONE_BIT, "the redone flag rides on the count's top bit");
         assert_eq!(PathSummary::from_words(&w), s);
         let neg = PathSummary {
             reached: 1,
             sum: -42,
             max: 0,
+            redone: false,
         };
         neg.to_words(&mut w);
         assert_eq!(PathSummary::from_words(&w), neg);

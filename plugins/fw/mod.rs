@@ -519,6 +519,7 @@ impl Job for FwJob {
                 sum: r.iter().flatten().map(|&d| d as i128).sum(),
                 // The row holds d(s, s) = 0 (a negative cycle was refused), so max >= 0.
                 max: r.iter().flatten().copied().max().unwrap_or(0).max(0) as u64,
+                redone: false,
             });
             if let Some(rows) = &self.rows {
                 if self.negative {

@@ -87,6 +87,11 @@ impl NpyRows {
         })
     }
 
+    /// The element type.
+    pub fn dtype(&self) -> NpyType {
+        self.ty
+    }
+
     /// The file name (in the output directory).
     pub fn name(&self) -> &str {
         &self.name

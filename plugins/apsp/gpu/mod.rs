@@ -32,7 +32,7 @@ pub mod phast;
 mod two_phase;
 mod worklist;
 
-use super::{ApspJob, GpuAlgorithm};
+use super::{width, ApspJob, GpuAlgorithm};
 use crate::device::{DBuf, Device, KernelSource, Queue};
 use crate::plugin::{GpuHalf, RecordsOut, Worker};
 use crate::plugins::common::PathSummary;
@@ -389,6 +389,7 @@ impl GpuHalf for ApspJob {
             batch: Batch::new(&setup)?,
             algo: (self.options.gpu_algorithm.spec().make)(&setup)?,
             q: queue,
+            redo: width::Redo::default(),
         })
     }
 }
@@ -400,6 +401,7 @@ struct GpuWorker<'a> {
     q: Queue,
     batch: Batch,
     algo: Box<dyn Algorithm>,
+    redo: width::Redo,
 }
 
 impl GpuWorker<'_> {
@@ -419,11 +421,19 @@ impl GpuWorker<'_> {
         };
         let iterations = self.algo.solve(&cx, &self.batch, sources)?;
         let summaries = self.algo.summaries(&cx, &self.batch, range.clone())?;
+        let mut over = Vec::new();
         for (t, s) in range.clone().zip(summaries) {
+            if width::overflowed(job, &s) {
+                over.push(t);
+            }
             out.put(t, &s);
         }
         if let Some(rows) = &job.rows {
             self.algo.write_rows(&cx, &self.batch, range, rows)?;
+        }
+        // u32 trees that overflowed: redone in u64 on the host (their rows overwritten).
+        for t in over {
+            out.put(t, &self.redo.tree(job, t)?);
         }
         tracing::trace!(iterations, sources = cx.b, "batch done");
         Ok(())

@@ -14,8 +14,9 @@
 //! argument: a witness of length `<=` the path it replaces keeps every distance among the
 //! vertices still to contract, and only the witness's vertices (all contracted later) appear in
 //! it. Shortcut weights are exact sums in u64; a candidate heavier than the graph's distance bound
-//! `(n-1)·max_weight` can never lie on a shortest path and is dropped, so every weight fits the
-//! distance type the apsp plugin chose.
+//! `(n-1)·max_weight` can never lie on a shortest path and is dropped. A u32 hierarchy stores a
+//! heavier weight as [`Dist::CEIL`]: any path over it then
+//! sums to `CEIL`, which marks a tree that overflowed u32 (the apsp plugin redoes it in u64).
 //!
 //! The level of a vertex is 1 + the largest level of its lower neighbours (0 without any); no
 //! arc joins two vertices of one level. Vertices are renumbered by descending level (ties by
@@ -34,13 +35,15 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Weight/distance type of a hierarchy: u32 when every shortest path provably fits
-/// (`n·max_weight < u32::MAX`, the apsp plugin's `wide` rule), else u64. `INF` (the type's
-/// maximum) marks unreachable.
+/// Weight/distance type of a hierarchy: u32 (the apsp plugin's default: a tree that
+/// overflows is redone in u64) or u64. `INF` (the type's maximum) marks unreachable; sums
+/// saturate at `CEIL` (see [`Dist`]).
 pub trait ChWeight: Dist + crate::ZeroBits {
     /// `x` in this type, `None` when it does not fit below `INF`.
     fn from_u64(x: u64) -> Option<Self>;
-    /// `self + o`, saturating at `INF` (so `INF + w` stays `INF`).
+    /// `x` (below `u64::MAX`) in this type, `CEIL` when it is heavier.
+    fn capped(x: u64) -> Self;
+    /// `INF` when `self` is `INF`, else `min(self + o, CEIL)`.
     fn sat_add(self, o: Self) -> Self;
 }
 
@@ -50,8 +53,14 @@ impl ChWeight for u32 {
         u32::try_from(x).ok().filter(|&x| x != u32::MAX)
     }
     #[inline(always)]
+    fn capped(x: u64) -> Self {
+        x.min(Self::CEIL as u64) as u32
+    }
+    /// `self + min(o, max(self, CEIL) - self)`: `INF` adds 0, a finite value at most up to
+    /// `CEIL`; branch-free (max, sub, min, add) so that the sweep's lanes vectorize.
+    #[inline(always)]
     fn sat_add(self, o: Self) -> Self {
-        self.saturating_add(o)
+        self + o.min(self.max(Self::CEIL) - self)
     }
 }
 
@@ -59,6 +68,10 @@ impl ChWeight for u64 {
     #[inline(always)]
     fn from_u64(x: u64) -> Option<Self> {
         (x != u64::MAX).then_some(x)
+    }
+    #[inline(always)]
+    fn capped(x: u64) -> Self {
+        x.min(Self::CEIL)
     }
     #[inline(always)]
     fn sat_add(self, o: Self) -> Self {
@@ -691,16 +704,8 @@ fn assemble<W: ChWeight>(
             "{total} arcs do not fit 32-bit offsets"
         )));
     }
-    let weight = |w: u64| {
-        W::from_u64(w).ok_or_else(|| {
-            ChError::Unfit(format!(
-                "shortcut weight {w} does not fit the distance type (a bug: weights above the \
-                 distance bound are dropped)"
-            ))
-        })
-    };
     type Layout<W> = (Vec<u32>, Vec<u32>, Vec<W>);
-    let layout = |lists: &[Vec<(u32, u64)>]| -> Result<Layout<W>, ChError> {
+    let layout = |lists: &[Vec<(u32, u64)>]| -> Layout<W> {
         let mut offsets = Vec::with_capacity(n + 1);
         let mut heads = Vec::new();
         let mut weights = Vec::new();
@@ -712,14 +717,16 @@ fn assemble<W: ChWeight>(
             row.sort_unstable();
             for &(q, w) in &row {
                 heads.push(q);
-                weights.push(weight(w)?);
+                // A u32 hierarchy keeps a weight above CEIL as CEIL (a path over it then
+                // overflows u32, and its tree is redone in u64).
+                weights.push(W::capped(w));
             }
             offsets.push(heads.len() as u32);
         }
-        Ok((offsets, heads, weights))
+        (offsets, heads, weights)
     };
-    let (up_offsets, up_heads, up_weights) = layout(&up)?;
-    let (down_offsets, down_tails, down_weights) = layout(&down)?;
+    let (up_offsets, up_heads, up_weights) = layout(&up);
+    let (down_offsets, down_tails, down_weights) = layout(&down);
     // Shortcuts that met in one arc (or improved an arc) were counted once each while
     // building; count what the hierarchy holds.
     let info = ChInfo {

@@ -13,7 +13,8 @@ pub mod worker;
 
 pub use ch::{ChWeight, Hierarchy};
 
-/// A hierarchy of either distance width (u32 when every path fits, as the plugin's `wide`).
+/// A hierarchy of either distance width (the plugin's `wide`: u32 unless most trees provably
+/// overflow; a u32 hierarchy stores weights past `CEIL` as `CEIL`).
 #[derive(Debug)]
 pub enum AnyHierarchy {
     /// 32-bit weights and distances.

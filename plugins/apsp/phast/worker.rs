@@ -4,6 +4,7 @@
 use super::cpu::{Sweeper, SUPPORTED_K};
 use super::{AnyHierarchy, ChWeight, Hierarchy};
 use crate::plugin::{RecordsOut, Worker};
+use crate::plugins::apsp::width::Redo;
 use crate::plugins::apsp::{ApspJob, RowWrite};
 use crate::tuning::{phast_trees, Choice, CpuCache, Source};
 use crate::{Error, Result};
@@ -42,6 +43,7 @@ struct PhastWorker<'a, W: ChWeight> {
     recs: Vec<[u64; 4]>,
     row: Vec<W>,
     batch: Vec<u32>,
+    redo: Redo,
 }
 
 impl<'a, W: ChWeight> PhastWorker<'a, W> {
@@ -62,6 +64,7 @@ impl<'a, W: ChWeight> PhastWorker<'a, W> {
             recs: vec![[0; 4]; k],
             row: Vec::new(),
             batch: Vec::with_capacity(k),
+            redo: Redo::default(),
         })
     }
 }
@@ -84,6 +87,11 @@ impl<W: ChWeight + RowWrite> Worker for PhastWorker<'_, W> {
             self.sw.run_with(&self.batch, tally);
             self.sw.summarize(self.tpos.as_deref(), &mut self.recs);
             for (j, t) in (start..end).enumerate() {
+                // A u32 tree with a distance at CEIL overflowed: redone in u64.
+                if self.recs[j][3] == W::CEIL.to_u64() {
+                    out.put(t, &self.redo.tree(self.job, t)?);
+                    continue;
+                }
                 out.record(t).copy_from_slice(&self.recs[j]);
                 if let Some(rows) = &self.job.rows {
                     self.sw.row(j, self.job.targets.as_deref(), &mut self.row);
