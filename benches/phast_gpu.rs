@@ -107,6 +107,7 @@ fn main() -> tuccompi::Result<()> {
         cpu_algorithm: CpuAlgorithm::Dijkstra,
         choice: serde_json::Value::Null,
         targets: None,
+        geo: Default::default(),
         origins: Default::default(),
     };
     println!(

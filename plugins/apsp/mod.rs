@@ -21,8 +21,9 @@ pub mod width;
 use crate::config::{AutoOr, Sources};
 use crate::graph::Csr;
 use crate::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker};
+use crate::plugins::common::geo::{self, Geo};
 use crate::plugins::common::{
-    distance_rows, load_csr, resolve_sources, write_summary_records, Dist, PathSummary, RowWrite,
+    distance_rows, resolve_sources, write_summary_records, Dist, PathSummary, RowWrite,
 };
 use crate::sink::NpyRows;
 use crate::Result;
@@ -123,6 +124,20 @@ pub struct ApspJob {
     pub targets: Option<Vec<u32>>,
     /// Where the config's keys were set (the GPU half's messages name the place).
     pub origins: crate::config::Origins,
+    /// The input's places and the points snapped to them (empty for inputs without places).
+    pub geo: GeoJob,
+}
+
+/// An APSP job's places: the input's coordinates (OpenStreetMap or `.co`) and the sources' and
+/// targets' points snapped to vertices, for `vertices.csv`, `snapped.csv` and the report.
+#[derive(Debug, Default)]
+pub struct GeoJob {
+    /// The input's coordinates, when it has them.
+    pub geo: Option<Geo>,
+    /// One snap per source given as a point (empty when the sources are ids).
+    pub sources: Vec<crate::graph::Snap>,
+    /// One snap per target given as a point.
+    pub targets: Vec<crate::graph::Snap>,
 }
 
 impl std::fmt::Debug for ApspJob {
@@ -154,13 +169,32 @@ impl Plugin for Apsp {
 
 fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
     let options: ApspOptions = ctx.options("apsp")?;
-    let graph = load_csr(ctx)?;
+    let (graph, places) = geo::load_input(ctx)?;
     check_run_memory(ctx, &graph, &options)?;
-    let sources = resolve_sources(&ctx.plan.sources, graph.n, graph.id_base)?;
-    let targets = match &options.targets {
-        None | Some(Sources::All) => None,
-        Some(t) => Some(targets::resolve(t, graph.n, graph.id_base)?),
+    let target_spec = match options.targets.clone() {
+        Some(t) => Some(crate::config::ids::load(t, "apsp.targets")?),
+        None => None,
     };
+    let points = |s: &Option<Sources>| matches!(s, Some(Sources::Points(_)));
+    let index = (points(&Some(ctx.plan.sources.clone())) || points(&target_spec))
+        .then(|| places.as_ref().map(|g| g.coords.index()))
+        .flatten();
+    let (sources, source_snaps) = match &ctx.plan.sources {
+        Sources::Points(p) => geo::resolve(p, index.as_ref(), "run.sources")?,
+        s => (resolve_sources(s, graph.n, graph.id_base)?, Vec::new()),
+    };
+    let (targets, target_snaps) = match &target_spec {
+        None | Some(Sources::All) => (None, Vec::new()),
+        Some(Sources::Points(p)) => {
+            let (ids, snaps) = geo::resolve(p, index.as_ref(), "apsp.targets")?;
+            (Some(ids), snaps)
+        }
+        Some(t) => (
+            Some(targets::resolve(t, graph.n, graph.id_base)?),
+            Vec::new(),
+        ),
+    };
+    drop(index);
     let width = width::choose(&graph, &sources, targets.as_deref());
     let wide = width.wide;
     let cols = targets.as_ref().map_or(graph.n, Vec::len);
@@ -198,6 +232,11 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         choice: report,
         targets,
         origins: ctx.plan.origins.clone(),
+        geo: GeoJob {
+            geo: places,
+            sources: source_snaps,
+            targets: target_snaps,
+        },
     }))
 }
 
@@ -218,6 +257,8 @@ fn check_run_memory(ctx: &PrepareCtx<'_>, graph: &Csr, options: &ApspOptions) ->
         Sources::All => n,
         Sources::First(k) => (*k).min(n),
         Sources::List(ids) => ids.len() as u64,
+        Sources::Points(p) => p.len() as u64,
+        Sources::File(_) => 0,
     };
     let workers = ctx.plan.units.cpu_workers as u64;
     // A hierarchy is built unless only Dijkstra on CPU workers can run.
@@ -271,6 +312,9 @@ impl Job for ApspJob {
             "gpu_algorithm": self.options.gpu_algorithm,
             "algorithm": self.choice,
             "preprocess_seconds": self.choice["preprocess_seconds"].as_f64().unwrap_or(0.0),
+            "places": self.geo.geo.as_ref().map(|g| {
+                geo::report(g, &[("source", &self.geo.sources), ("target", &self.geo.targets)])
+            }),
         })
     }
     fn workload(&self) -> serde_json::Value {
@@ -300,6 +344,14 @@ impl Job for ApspJob {
     fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
         if let Some(rows) = &self.rows {
             rows.sync()?;
+        }
+        if let Some(g) = &self.geo.geo {
+            geo::write_outputs(
+                dir,
+                g,
+                self.graph.id_base,
+                &[("source", &self.geo.sources), ("target", &self.geo.targets)],
+            )?;
         }
         let mut checksum = write_summary_records(
             dir,

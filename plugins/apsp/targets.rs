@@ -45,6 +45,10 @@ pub fn resolve(targets: &Sources, n: usize, base: u64) -> Result<Vec<u32>> {
                 })
                 .collect()
         }
+        // Snapped in `prepare` (they need the input's places); read from their file there.
+        Sources::Points(_) | Sources::File(_) => Err(Error::Config(
+            "[apsp] targets: points and files are resolved before the ids; this is a bug".into(),
+        )),
     }
 }
 

@@ -117,6 +117,8 @@ fn tune_devices(
             crate::config::Sources::All => n,
             crate::config::Sources::First(k) => *k as usize,
             crate::config::Sources::List(l) => l.len(),
+            crate::config::Sources::Points(p) => p.len(),
+            crate::config::Sources::File(_) => n,
         };
         let sample = opts
             .sample

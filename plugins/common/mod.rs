@@ -2,7 +2,9 @@
 //! plugin imports a sibling: the input graph a plan names, `run.sources` resolved against it,
 //! distance widths, the per-source summary record and `summary.csv`, and distance rows.
 
-use crate::config::{InputSpec, Plan, Sources};
+pub mod geo;
+
+use crate::config::{is_osm, InputSpec, Plan, Sources};
 use crate::graph::{generate, read_graph, Csr, EdgeList};
 use crate::plugin::{PrepareCtx, Record, Records};
 use crate::sink::{write_file, NpyRows, NpyType};
@@ -14,7 +16,12 @@ use std::path::Path;
 pub fn load_graph(plan: &Plan) -> Result<EdgeList> {
     match &plan.input {
         // A file that cannot be opened is named by the key that names it.
-        Some(InputSpec::Path(p)) => read_graph(p).map_err(|e| match e {
+        Some(InputSpec::Path(p)) => if is_osm(p) {
+            crate::graph::osm::read_osm(p, plan.geo.osm).map(|(list, _, _)| list)
+        } else {
+            read_graph(p)
+        }
+        .map_err(|e| match e {
             Error::Io { path, source } if path == *p => plan.origins.error(
                 "input.path",
                 format!(
@@ -74,6 +81,15 @@ pub fn resolve_sources(sources: &Sources, n: usize, base: u64) -> Result<Vec<u32
                 })
                 .collect()
         }
+        Sources::Points(_) => Err(Error::Config(
+            "run.sources: points ([lon, lat]) are snapped by the apsp plugin only; list vertex \
+             ids"
+            .into(),
+        )),
+        Sources::File(p) => Err(Error::Config(format!(
+            "run.sources: {{ file = {:?} }} was not read (a plan reads it when validated)",
+            p.display().to_string()
+        ))),
     }
 }
 

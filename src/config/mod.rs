@@ -3,9 +3,12 @@
 //! Two stages, as in ripgrep: what the user typed, as close to the file as possible, then a plan
 //! with every default filled in and every value checked. Unknown keys are rejected by name.
 
+mod geo;
+pub mod ids;
 mod origin;
 mod raw;
 
+pub use geo::{is_osm, GeoPlan};
 pub use origin::Origins;
 pub use raw::{AutoOr, DeviceSel, NodePolicy, OnFailure, Policy, Sources};
 
@@ -104,6 +107,8 @@ pub struct Plan {
     pub sources: Sources,
     /// The input graph (`None` when the config has no \[input\]).
     pub input: Option<InputSpec>,
+    /// `[input.osm]` and `input.coordinates`.
+    pub geo: GeoPlan,
     /// Units.
     pub units: UnitsPlan,
     /// Scheduler.
@@ -263,6 +268,15 @@ impl Plan {
             Sources::All => toml::Value::from("all"),
             Sources::First(k) => toml::Value::Integer(*k as i64),
             Sources::List(ids) => ids.iter().map(|&i| i as i64).collect::<Vec<_>>().into(),
+            Sources::Points(p) => p
+                .iter()
+                .map(|&[x, y]| toml::Value::from(vec![x, y]))
+                .collect::<Vec<_>>()
+                .into(),
+            Sources::File(p) => toml::Value::from(toml::Table::from_iter([(
+                "file".into(),
+                p.display().to_string().into(),
+            )])),
         };
         run.insert("sources".into(), sources);
         t.insert("run".into(), run.into());

@@ -40,7 +40,7 @@ impl AutoOr {
 }
 
 /// `run.sources`: which tasks to run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "toml::Value")]
 pub enum Sources {
     /// Every vertex.
@@ -49,15 +49,62 @@ pub enum Sources {
     First(u64),
     /// These ids, in the input's numbering.
     List(Vec<u64>),
+    /// These points (`[x, y]`: longitude and latitude for OpenStreetMap input, a `.co` file's
+    /// units otherwise), each snapped to its nearest vertex.
+    Points(Vec<[f64; 2]>),
+    /// `{ file = "PATH" }`: ids or points read from a file ([`super::ids::load`]); a validated
+    /// plan holds `List` or `Points` for `run.sources`.
+    File(PathBuf),
 }
 
 impl TryFrom<toml::Value> for Sources {
     type Error = String;
     fn try_from(v: toml::Value) -> Result<Self, String> {
-        const WANT: &str = "expected \"all\", a count N, or a list of vertex ids";
+        const WANT: &str = "expected \"all\", a count N, a list of vertex ids, a list of \
+                            [lon, lat] points or { file = \"PATH\" }";
         match v {
             toml::Value::String(s) if s == "all" => Ok(Sources::All),
             toml::Value::Integer(i) if i >= 0 => Ok(Sources::First(i as u64)),
+            toml::Value::Table(t) => match (t.get("file"), t.len()) {
+                (Some(toml::Value::String(f)), 1) if !f.is_empty() => {
+                    Ok(Sources::File(PathBuf::from(f)))
+                }
+                _ => Err(format!(
+                    "{WANT}; a table must be {{ file = \"PATH\" }} alone"
+                )),
+            },
+            toml::Value::Array(a) if a.first().is_some_and(toml::Value::is_array) => a
+                .into_iter()
+                .enumerate()
+                .map(|(i, x)| {
+                    let num = |c: &toml::Value| match c {
+                        toml::Value::Float(f) if f.is_finite() => Some(*f),
+                        toml::Value::Integer(n) => Some(*n as f64),
+                        _ => None,
+                    };
+                    match x {
+                        toml::Value::Array(p) => match p.as_slice() {
+                            [x, y] => match (num(x), num(y)) {
+                                (Some(lon), Some(lat)) => Ok([lon, lat]),
+                                _ => Err(format!(
+                                    "{WANT}; point {} is not two finite numbers",
+                                    i + 1
+                                )),
+                            },
+                            _ => Err(format!(
+                                "{WANT}; point {} is not two finite numbers ([lon, lat])",
+                                i + 1
+                            )),
+                        },
+                        other => Err(format!(
+                            "{WANT}; entry {} ({other}) is not a [lon, lat] point (a list is \
+                             all ids or all points)",
+                            i + 1
+                        )),
+                    }
+                })
+                .collect::<Result<_, _>>()
+                .map(Sources::Points),
             toml::Value::Array(a) => a
                 .into_iter()
                 .map(|x| match x {
@@ -87,6 +134,11 @@ impl std::fmt::Display for Sources {
                 }
                 write!(f, "]")
             }
+            Sources::Points(p) => match p.as_slice() {
+                [one] => write!(f, "[[{}, {}]]", one[0], one[1]),
+                _ => write!(f, "{} points", p.len()),
+            },
+            Sources::File(p) => write!(f, "{{ file = {:?} }}", p.display().to_string()),
         }
     }
 }
@@ -179,6 +231,8 @@ pub(super) struct RawRun {
 pub(super) struct RawInput {
     path: Option<PathBuf>,
     generate: Option<GenSpec>,
+    osm: Option<crate::graph::osm::OsmOptions>,
+    coordinates: Option<PathBuf>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -282,6 +336,12 @@ pub(super) fn default_output_dir(config: &Path) -> PathBuf {
 impl RawConfig {
     pub(super) fn validate(self, origins: Origins, resolved_toml: String) -> Result<Plan> {
         let at = |key: &str| origins.of(key);
+        let geo = super::geo::validate(
+            &self.input.path,
+            self.input.osm,
+            self.input.coordinates,
+            &origins,
+        )?;
         let input = match (self.input.path, self.input.generate) {
             (Some(p), None) if p.as_os_str().is_empty() => {
                 return Err(Error::Config(format!(
@@ -323,7 +383,11 @@ impl RawConfig {
             }
             AutoOr::N(n) => n,
         };
-        if let Some(Sources::List(ids)) = &self.run.sources {
+        let sources = match self.run.sources {
+            Some(s) => Some(super::ids::load(s, "run.sources").map_err(|e| origins.locate(e))?),
+            None => None,
+        };
+        if let Some(Sources::List(ids)) = &sources {
             let mut first_at = std::collections::HashMap::with_capacity(ids.len());
             for (i, &id) in ids.iter().enumerate() {
                 if let Some(&j) = first_at.get(&id) {
@@ -392,8 +456,9 @@ impl RawConfig {
             resolved_toml,
             overrides: Vec::new(),
             plugin: self.run.plugin,
-            sources: self.run.sources.unwrap_or(Sources::All),
+            sources: sources.unwrap_or(Sources::All),
             input,
+            geo,
             units: UnitsPlan {
                 cpu_workers,
                 cpu_workers_auto: self.units.cpu_workers.unwrap_or(AutoOr::Auto) == AutoOr::Auto,

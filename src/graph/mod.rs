@@ -4,11 +4,14 @@
 //! copy them to OpenCL buffers as they are. Vertex ids inside are 0-based; `id_base` maps them
 //! back to the input's numbering (1 for DIMACS and Matrix Market, 0 for edge lists).
 
+mod coords;
 mod generate;
 pub mod memory;
+pub mod osm;
 mod read;
 mod shared;
 
+pub use coords::{read_co, Coords, Snap, SnapIndex};
 pub use generate::{generate, GenModel, GenSpec};
 pub use read::read_graph;
 pub use shared::{shared_dir, GraphShare, Words};

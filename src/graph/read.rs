@@ -21,6 +21,17 @@ pub fn read_graph(path: &Path) -> Result<EdgeList> {
         Some(s) => (s.to_string(), true),
         None => (name.clone(), false),
     };
+    if stem.ends_with(".pbf") {
+        if gz {
+            return Err(Error::Input(format!(
+                "{}: a gzip-compressed OpenStreetMap file; PBF is compressed inside already: \
+                 gunzip it and name the .osm.pbf",
+                path.display()
+            )));
+        }
+        // With the default profile; the plugins read [input.osm] through `osm::read_osm`.
+        return super::osm::read_osm(path, Default::default()).map(|(list, _, _)| list);
+    }
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     // Opening a directory succeeds on Linux; reading it would fail with a bare "Is a directory".
     if file.metadata().is_ok_and(|m| m.is_dir()) {
@@ -46,7 +57,7 @@ pub fn read_graph(path: &Path) -> Result<EdgeList> {
         _ => {
             return Err(Error::Input(format!(
                 "{}: unknown graph format '.{ext}'; use .gr (DIMACS), .mtx (Matrix Market), \
-                 .el/.wel/.txt (edge list), optionally ending in .gz",
+                 .el/.wel/.txt (edge list), optionally ending in .gz, or .osm.pbf (OpenStreetMap)",
                 path.display()
             )))
         }

@@ -1,0 +1,390 @@
+//! `run.sources` / `apsp.targets` given as `{ file = "PATH" }`: vertex ids or points read from a
+//! `.txt` (one id per line), a `.csv` with a header (column `id`, or columns `lon` and `lat`)
+//! or a `.npy` (a 1-D integer array of ids, or a k x 2 float array of points).
+//!
+//! Every complaint names the file and, for text, the line.
+
+use super::Sources;
+use crate::{Error, Result};
+use std::io::Read;
+use std::path::Path;
+
+/// The most bytes an id file may have: far more ids than any run's sources or targets, small
+/// enough that a wrong path (a graph, `/dev/zero`) is refused rather than read whole.
+pub const MAX_ID_FILE_BYTES: u64 = 1 << 30;
+
+/// `sources` with a `File` read into `List` or `Points`; any other form as it is. `key` names
+/// the config key in messages.
+pub fn load(sources: Sources, key: &str) -> Result<Sources> {
+    let Sources::File(path) = sources else {
+        return Ok(sources);
+    };
+    let bytes = read_bounded(&path, key)?;
+    let name = path
+        .file_name()
+        .and_then(|s| s.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let loaded = if name.ends_with(".txt") {
+        txt(&path, &bytes)?
+    } else if name.ends_with(".csv") {
+        csv_file(&path, &bytes)?
+    } else if name.ends_with(".npy") {
+        npy(&path, &bytes)?
+    } else {
+        return Err(Error::Config(format!(
+            "{key}: {{ file = \"{}\" }}: unknown id file format; use .txt (one id per line), \
+             .csv (a header with column id, or columns lon,lat) or .npy (1-D integer ids, or \
+             k x 2 floats for points)",
+            path.display()
+        )));
+    };
+    match &loaded {
+        Sources::List(v) if v.is_empty() => {}
+        Sources::Points(v) if v.is_empty() => {}
+        _ => return Ok(loaded),
+    }
+    Err(Error::Input(format!(
+        "{}: no ids or points; {key} needs at least one",
+        path.display()
+    )))
+}
+
+fn read_bounded(path: &Path, key: &str) -> Result<Vec<u8>> {
+    let file = std::fs::File::open(path).map_err(|e| {
+        Error::Config(format!(
+            "{key}: {{ file = \"{}\" }}: {e}; check the path (relative paths start at the \
+             directory tuccompi runs in)",
+            path.display()
+        ))
+    })?;
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(Error::Config(format!(
+            "{key}: {{ file = \"{}\" }} is a directory; name a .txt, .csv or .npy file",
+            path.display()
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_ID_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, e))?;
+    if bytes.len() as u64 > MAX_ID_FILE_BYTES {
+        return Err(Error::Input(format!(
+            "{}: more than {} MiB; an id file holds ids or points, check that this is the file \
+             meant for {key}",
+            path.display(),
+            MAX_ID_FILE_BYTES >> 20
+        )));
+    }
+    Ok(bytes)
+}
+
+fn parse_err(path: &Path, line: usize, msg: String) -> Error {
+    Error::Parse {
+        path: path.to_path_buf(),
+        line,
+        msg,
+    }
+}
+
+fn id(path: &Path, line: usize, tok: &str) -> Result<u64> {
+    tok.parse::<u64>().map_err(|_| {
+        parse_err(
+            path,
+            line,
+            format!(
+                "'{}' is not a vertex id (a non-negative integer)",
+                tok.escape_debug()
+            ),
+        )
+    })
+}
+
+fn coordinate(path: &Path, line: usize, tok: &str, what: &str) -> Result<f64> {
+    match tok.parse::<f64>() {
+        Ok(x) if x.is_finite() => Ok(x),
+        _ => Err(parse_err(
+            path,
+            line,
+            format!("{what} '{}' is not a finite number", tok.escape_debug()),
+        )),
+    }
+}
+
+fn text<'a>(path: &Path, bytes: &'a [u8]) -> Result<&'a str> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let at = e.valid_up_to();
+        let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        parse_err(path, line, "not UTF-8 text".into())
+    })
+}
+
+/// One id per line; blank lines and lines starting with `#` are skipped.
+fn txt(path: &Path, bytes: &[u8]) -> Result<Sources> {
+    let text = text(path, bytes)?;
+    let mut ids = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim_start_matches('\u{feff}').trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        ids.push(id(path, i + 1, t)?);
+    }
+    Ok(Sources::List(ids))
+}
+
+/// A header naming `id`, or `lon` and `lat` (other columns are ignored).
+fn csv_file(path: &Path, bytes: &[u8]) -> Result<Sources> {
+    let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+    let mut r = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .flexible(false)
+        .from_reader(bytes);
+    let bad = |e: csv::Error| {
+        let line = e.position().map_or(1, |p| p.line() as usize);
+        parse_err(path, line, format!("not CSV: {e}"))
+    };
+    let header = r.headers().map_err(bad)?.clone();
+    let col = |name: &str| header.iter().position(|h| h.eq_ignore_ascii_case(name));
+    enum Shape {
+        Ids(usize),
+        Points(usize, usize),
+    }
+    let shape = match (col("id"), col("lon"), col("lat")) {
+        (Some(i), None, None) => Shape::Ids(i),
+        (None, Some(x), Some(y)) => Shape::Points(x, y),
+        _ => {
+            return Err(parse_err(
+                path,
+                1,
+                format!(
+                    "header '{}': name a column id (vertex ids) or two columns lon,lat (points), \
+                     not both",
+                    header.iter().collect::<Vec<_>>().join(",")
+                ),
+            ))
+        }
+    };
+    let mut ids = Vec::new();
+    let mut points = Vec::new();
+    for rec in r.records() {
+        let rec = rec.map_err(bad)?;
+        let line = rec.position().map_or(0, |p| p.line() as usize);
+        match shape {
+            Shape::Ids(i) => ids.push(id(path, line, &rec[i])?),
+            Shape::Points(x, y) => points.push([
+                coordinate(path, line, &rec[x], "lon")?,
+                coordinate(path, line, &rec[y], "lat")?,
+            ]),
+        }
+    }
+    Ok(match shape {
+        Shape::Ids(_) => Sources::List(ids),
+        Shape::Points(..) => Sources::Points(points),
+    })
+}
+
+/// A 1-D array of integers (ids) or a k x 2 array of floats (points, `[lon, lat]` rows).
+fn npy(path: &Path, bytes: &[u8]) -> Result<Sources> {
+    use npyz::{DType, TypeChar};
+    let bad = |what: String| Error::Input(format!("{}: {what}", path.display()));
+    let file = npyz::NpyFile::new(bytes)
+        .map_err(|e| bad(format!("not a .npy file ({e}); save it with numpy.save")))?;
+    let shape = file.shape().to_vec();
+    let fortran = file.order() == npyz::Order::Fortran;
+    let DType::Plain(ty) = file.dtype() else {
+        return Err(bad(format!(
+            "dtype {} is a record type; save a plain integer or float array",
+            file.dtype().descr()
+        )));
+    };
+    let (ch, size) = (ty.type_char(), ty.size_field());
+    let io = |e: std::io::Error| {
+        bad(format!(
+            "cannot read the array ({e}); the file is cut short"
+        ))
+    };
+    macro_rules! ints {
+        ($($t:ty),*) => {
+            match size {
+                $(s if s as usize == std::mem::size_of::<$t>() => {
+                    let v: Vec<$t> = file.into_vec().map_err(io)?;
+                    v.into_iter()
+                        .enumerate()
+                        .map(|(i, x)| {
+                            u64::try_from(x).map_err(|_| {
+                                bad(format!("entry {i} is {x}, not a vertex id (ids are >= 0)"))
+                            })
+                        })
+                        .collect::<Result<Vec<u64>>>()?
+                })*
+                _ => return Err(bad(format!("unsupported integer size {size}"))),
+            }
+        };
+    }
+    match (shape.as_slice(), ch) {
+        ([_], TypeChar::Int) => Ok(Sources::List(ints!(i8, i16, i32, i64))),
+        ([_], TypeChar::Uint) => Ok(Sources::List(ints!(u8, u16, u32, u64))),
+        (&[k, 2], TypeChar::Float) => {
+            let flat: Vec<f64> = match size {
+                4 => file
+                    .into_vec::<f32>()
+                    .map_err(io)?
+                    .into_iter()
+                    .map(f64::from)
+                    .collect(),
+                8 => file.into_vec::<f64>().map_err(io)?,
+                _ => return Err(bad(format!("unsupported float size {size}"))),
+            };
+            let k = k as usize;
+            let points: Vec<[f64; 2]> = (0..k)
+                .map(|i| {
+                    if fortran {
+                        [flat[i], flat[k + i]]
+                    } else {
+                        [flat[2 * i], flat[2 * i + 1]]
+                    }
+                })
+                .collect();
+            if let Some(i) = points.iter().position(|p| !p.iter().all(|c| c.is_finite())) {
+                return Err(bad(format!("row {i} is not a finite [lon, lat] pair")));
+            }
+            Ok(Sources::Points(points))
+        }
+        _ => Err(bad(format!(
+            "shape {shape:?} of dtype {}: use a 1-D integer array of vertex ids or a k x 2 \
+             float array of [lon, lat] points",
+            file.dtype().descr()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use npyz::WriterBuilder;
+
+    fn write(dir: &Path, name: &str, bytes: &[u8]) -> Sources {
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        Sources::File(p)
+    }
+
+    fn npy_bytes<T: npyz::AutoSerialize + Copy>(shape: &[u64], data: &[T]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut w = npyz::WriteOptions::new()
+            .default_dtype()
+            .shape(shape)
+            .writer(&mut out)
+            .begin_nd()
+            .unwrap();
+        w.extend(data.iter().copied()).unwrap();
+        w.finish().unwrap();
+        out
+    }
+
+    #[test]
+    fn every_format_gives_the_inline_form() {
+        let d = tempfile::tempdir().unwrap();
+        let d = d.path();
+        let ids = Sources::List(vec![5, 1, 5, 9]);
+        let pts = Sources::Points(vec![[24.5, 60.25], [-1.0, 2.0]]);
+        for (name, bytes) in [
+            ("a.txt", b"# sources\n5\n\n1\r\n5\n  9\n".to_vec()),
+            (
+                "a.csv",
+                b"\xef\xbb\xbfname,id\nx,5\ny,1\nz,5\nw,9\n".to_vec(),
+            ),
+            ("a.npy", npy_bytes(&[4], &[5i32, 1, 5, 9])),
+            ("b.npy", npy_bytes(&[4], &[5u64, 1, 5, 9])),
+            ("c.npy", npy_bytes(&[4], &[5i16, 1, 5, 9])),
+        ] {
+            assert_eq!(load(write(d, name, &bytes), "k").unwrap(), ids, "{name}");
+        }
+        for (name, bytes) in [
+            ("p.csv", b"lat,lon\n60.25,24.5\n2,-1\n".to_vec()),
+            ("p.npy", npy_bytes(&[2, 2], &[24.5f64, 60.25, -1.0, 2.0])),
+            ("q.npy", npy_bytes(&[2, 2], &[24.5f32, 60.25, -1.0, 2.0])),
+        ] {
+            assert_eq!(load(write(d, name, &bytes), "k").unwrap(), pts, "{name}");
+        }
+        // Inline forms pass through.
+        assert_eq!(load(Sources::First(3), "k").unwrap(), Sources::First(3));
+    }
+
+    #[test]
+    fn bad_files_are_named_with_their_line() {
+        let d = tempfile::tempdir().unwrap();
+        let d = d.path();
+        let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+            (
+                "a.txt",
+                b"1\n2\n-3\n".to_vec(),
+                "a.txt:3: '-3' is not a vertex id",
+            ),
+            (
+                "b.txt",
+                b"1\n2.5\n".to_vec(),
+                "b.txt:2: '2.5' is not a vertex id",
+            ),
+            ("c.txt", b"# nothing\n".to_vec(), "c.txt: no ids or points"),
+            ("d.txt", vec![b'1', b'\n', 0xff], "d.txt:2: not UTF-8"),
+            (
+                "a.csv",
+                b"id\n1\nx\n".to_vec(),
+                "a.csv:3: 'x' is not a vertex id",
+            ),
+            (
+                "b.csv",
+                b"vertex\n1\n".to_vec(),
+                "b.csv:1: header 'vertex': name a column id",
+            ),
+            (
+                "c.csv",
+                b"lon,lat\n1,2\n3,nan\n".to_vec(),
+                "c.csv:3: lat 'nan' is not a finite",
+            ),
+            ("d.csv", b"id,x\n1,2\n3\n".to_vec(), "d.csv:3: not CSV"),
+            ("e.csv", b"id\n".to_vec(), "e.csv: no ids or points"),
+            ("a.npy", b"garbage".to_vec(), "a.npy: not a .npy file"),
+            (
+                "b.npy",
+                npy_bytes(&[2], &[1i32, -4]),
+                "b.npy: entry 1 is -4",
+            ),
+            (
+                "c.npy",
+                npy_bytes(&[2], &[1.0f64, 2.0]),
+                "c.npy: shape [2] of dtype",
+            ),
+            (
+                "d.npy",
+                npy_bytes(&[1, 3], &[1.0f64, 2.0, 3.0]),
+                "d.npy: shape [1, 3]",
+            ),
+            (
+                "e.npy",
+                npy_bytes(&[1, 2], &[f64::NAN, 2.0]),
+                "e.npy: row 0 is not a finite",
+            ),
+            ("a.json", b"[1]".to_vec(), "unknown id file format"),
+        ];
+        for (name, bytes, want) in cases {
+            let e = load(write(d, name, &bytes), "run.sources")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{name}: {e}");
+        }
+        // A cut .npy.
+        let mut cut = npy_bytes(&[100], &[7u32; 100]);
+        cut.truncate(cut.len() - 10);
+        let e = load(write(d, "cut.npy", &cut), "k")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cut.npy: cannot read the array"), "{e}");
+        let e = load(Sources::File(d.join("none.txt")), "apsp.targets")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("apsp.targets: { file = \""), "{e}");
+    }
+}

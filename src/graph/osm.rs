@@ -1,0 +1,603 @@
+//! OpenStreetMap input: a `.osm.pbf` extract read through the `osmpbf` crate and turned into a
+//! road graph for one travel mode (`[input.osm] profile`), weighted by great-circle length or by
+//! travel time (`[input.osm] weight`).
+//!
+//! Two passes over the file: the ways first (which are routable for the profile, in which
+//! directions, at what speed, and how often each node is used), then the nodes those ways name
+//! (their coordinates). A vertex is a node that ends a routable way or is shared by two of them
+//! (or twice by one): the nodes between are contracted into the arc's weight, which follows the
+//! way's whole geometry. Vertices are numbered from 0 in increasing OSM node id.
+//!
+//! Nothing in the file is trusted: a way naming a node the file does not hold, a tag that is not
+//! UTF-8 text, a `oneway` value that says neither direction is usable are skipped and counted
+//! ([`OsmStats`], in report.json); relations are counted and not used (no turn restrictions). A
+//! file the crate cannot decode (truncated, not PBF) is one error naming the file.
+
+use super::{Coords, EdgeList, Origin};
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// The travel mode: which ways count and which tags bind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Profile {
+    /// Motor vehicles.
+    #[default]
+    Car,
+    /// Bicycles.
+    Bike,
+    /// Pedestrians.
+    Foot,
+}
+
+/// What an arc's weight measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Weight {
+    /// Great-circle length along the way's geometry, in decimetres.
+    #[default]
+    Distance,
+    /// Travel time at the way's speed, in deciseconds.
+    Time,
+}
+
+/// `[input.osm]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct OsmOptions {
+    /// Travel mode ("car").
+    #[serde(default)]
+    pub profile: Profile,
+    /// Arc weights ("distance").
+    #[serde(default)]
+    pub weight: Weight,
+}
+
+/// What the reader kept and what it skipped, for report.json.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct OsmStats {
+    /// The profile and weight used.
+    pub profile: Profile,
+    /// The weight used.
+    pub weight: Weight,
+    /// Nodes in the file.
+    pub nodes: u64,
+    /// Ways in the file.
+    pub ways: u64,
+    /// Ways routable for the profile and kept.
+    pub ways_used: u64,
+    /// Ways skipped because they name a node the file does not hold (or holds off the globe:
+    /// latitude beyond ±90, longitude beyond ±180).
+    pub ways_missing_node: u64,
+    /// Ways skipped because a tag's key or value is not UTF-8 text (or not in the block's
+    /// string table).
+    pub ways_bad_tag: u64,
+    /// Ways skipped because their `oneway` value allows neither direction (`reversible`,
+    /// `alternating`, an unknown word).
+    pub ways_bad_oneway: u64,
+    /// Ways whose delta-coded node ids overflow (a corrupt file).
+    pub ways_bad_refs: u64,
+    /// Ways with fewer than two nodes.
+    pub ways_degenerate: u64,
+    /// Kept ways whose `maxspeed` could not be read (the class's default speed was used).
+    pub maxspeed_unread: u64,
+    /// Relations in the file: not used (turn restrictions are not applied).
+    pub relations_unused: u64,
+    /// Arcs whose rounded weight was below 1 and was raised to 1.
+    pub arcs_raised_to_1: u64,
+}
+
+/// Mean Earth radius (IUGG), metres: great-circle distances use a sphere of this radius.
+pub const EARTH_RADIUS_M: f64 = 6_371_008.8;
+
+/// Great-circle distance in metres between two `(lon, lat)` points in degrees (haversine).
+pub fn haversine_m(a: [f64; 2], b: [f64; 2]) -> f64 {
+    let (lon1, lat1) = (a[0].to_radians(), a[1].to_radians());
+    let (lon2, lat2) = (b[0].to_radians(), b[1].to_radians());
+    let h = ((lat2 - lat1) / 2.0).sin().powi(2)
+        + lat1.cos() * lat2.cos() * ((lon2 - lon1) / 2.0).sin().powi(2);
+    2.0 * EARTH_RADIUS_M * h.sqrt().min(1.0).asin()
+}
+
+/// How a profile treats one `highway=*` class: whether it may use it without an explicit
+/// access tag, and the default speed in km/h.
+fn class(profile: Profile, highway: &str) -> Option<(bool, f64)> {
+    use Profile::*;
+    let car = |s: f64| Some((true, s));
+    match (profile, highway) {
+        (Car, "motorway") => car(110.0),
+        (Car, "trunk") => car(90.0),
+        (Car, "primary") => car(70.0),
+        (Car, "secondary") => car(60.0),
+        (Car, "tertiary") => car(50.0),
+        (Car, "motorway_link") => car(60.0),
+        (Car, "trunk_link") => car(50.0),
+        (Car, "primary_link" | "secondary_link" | "tertiary_link") => car(40.0),
+        (Car, "unclassified") => car(40.0),
+        (Car, "residential") => car(30.0),
+        (Car, "living_street") => car(10.0),
+        (Car, "service") => car(15.0),
+        (Car, "track") => Some((false, 15.0)),
+        (Bike, "cycleway") => Some((true, 18.0)),
+        (
+            Bike,
+            "primary" | "primary_link" | "secondary" | "secondary_link" | "tertiary"
+            | "tertiary_link" | "unclassified" | "residential" | "living_street" | "service"
+            | "track" | "path" | "road",
+        ) => Some((true, 15.0)),
+        (Bike, "trunk" | "trunk_link" | "footway" | "pedestrian" | "bridleway") => {
+            Some((false, 10.0))
+        }
+        (
+            Foot,
+            "footway" | "pedestrian" | "path" | "steps" | "track" | "living_street" | "residential"
+            | "service" | "unclassified" | "tertiary" | "tertiary_link" | "secondary"
+            | "secondary_link" | "primary" | "primary_link" | "cycleway" | "bridleway" | "road",
+        ) => Some((true, 5.0)),
+        (Foot, "trunk" | "trunk_link") => Some((false, 5.0)),
+        _ => None,
+    }
+}
+
+/// The access keys of a profile, most specific first: the first one present decides.
+fn access_keys(profile: Profile) -> &'static [&'static str] {
+    match profile {
+        Profile::Car => &["motorcar", "motor_vehicle", "vehicle", "access"],
+        Profile::Bike => &["bicycle", "vehicle", "access"],
+        Profile::Foot => &["foot", "access"],
+    }
+}
+
+/// Whether an access value forbids the mode.
+fn denies(value: &str) -> bool {
+    matches!(
+        value,
+        "no" | "private"
+            | "agricultural"
+            | "forestry"
+            | "emergency"
+            | "military"
+            | "delivery"
+            | "use_sidepath"
+    )
+}
+
+/// Whether an access value explicitly allows the mode (needed on classes that are not open by
+/// default, e.g. `highway=footway` with `bicycle=yes`).
+fn allows(value: &str) -> bool {
+    matches!(
+        value,
+        "yes" | "designated" | "permissive" | "destination" | "customers"
+    )
+}
+
+/// Directions a way may be travelled in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    Both,
+    Forward,
+    Backward,
+}
+
+/// `maxspeed` in km/h: `50`, `30 mph`, `50 km/h`, `50;30` (the first). `None` for values
+/// without a number (`signals`, `none`, `FI:urban`).
+pub fn parse_maxspeed(v: &str) -> Option<f64> {
+    let v = v.split(';').next()?.trim();
+    let (num, factor) = if let Some(n) = v.strip_suffix("mph") {
+        (n.trim(), 1.609_344)
+    } else if let Some(n) = v.strip_suffix("km/h").or_else(|| v.strip_suffix("kmh")) {
+        (n.trim(), 1.0)
+    } else {
+        (v, 1.0)
+    };
+    let s: f64 = num.parse().ok()?;
+    (s.is_finite() && s > 0.0 && s <= 400.0).then_some(s * factor)
+}
+
+/// A way's tags as the profile reads them: `None` when it is not routable for the profile,
+/// else its directions and speed (km/h), and whether `maxspeed` was present but unreadable.
+enum Verdict {
+    Skip,
+    BadOneway,
+    Use {
+        dir: Dir,
+        kmh: f64,
+        maxspeed_unread: bool,
+    },
+}
+
+fn judge(profile: Profile, tags: &HashMap<&str, &str>) -> Verdict {
+    let Some(highway) = tags.get("highway") else {
+        return Verdict::Skip;
+    };
+    let Some((open, default_kmh)) = class(profile, highway) else {
+        return Verdict::Skip;
+    };
+    if tags.get("area") == Some(&"yes") && profile != Profile::Foot {
+        return Verdict::Skip;
+    }
+    match access_keys(profile).iter().find_map(|k| tags.get(k)) {
+        Some(v) if denies(v) => return Verdict::Skip,
+        Some(v) if !open && !allows(v) => return Verdict::Skip,
+        None if !open => return Verdict::Skip,
+        _ => {}
+    }
+    let mut maxspeed_unread = false;
+    let kmh = match profile {
+        Profile::Car => match tags.get("maxspeed") {
+            Some(v) => parse_maxspeed(v).unwrap_or_else(|| {
+                maxspeed_unread = true;
+                default_kmh
+            }),
+            None => default_kmh,
+        },
+        // Cyclists and pedestrians go at their own pace, never faster than the limit.
+        _ => tags
+            .get("maxspeed")
+            .and_then(|v| parse_maxspeed(v))
+            .map_or(default_kmh, |m| m.min(default_kmh)),
+    };
+    let implied = matches!(*highway, "motorway")
+        || matches!(tags.get("junction"), Some(&"roundabout" | &"circular"));
+    let oneway_key = match profile {
+        Profile::Car => "oneway",
+        Profile::Bike => "oneway:bicycle",
+        Profile::Foot => "oneway:foot",
+    };
+    let raw = match profile {
+        Profile::Car => tags.get("oneway").copied(),
+        Profile::Bike => tags.get(oneway_key).or_else(|| tags.get("oneway")).copied(),
+        // Pedestrians walk both ways unless a foot-specific oneway says otherwise.
+        Profile::Foot => tags.get(oneway_key).copied(),
+    };
+    let dir = match raw {
+        Some("yes" | "true" | "1") => Dir::Forward,
+        Some("-1" | "reverse") => Dir::Backward,
+        Some("no" | "false" | "0") => Dir::Both,
+        Some(_) => return Verdict::BadOneway,
+        None if implied && profile != Profile::Foot => Dir::Forward,
+        None => Dir::Both,
+    };
+    Verdict::Use {
+        dir,
+        kmh,
+        maxspeed_unread,
+    }
+}
+
+/// A routable way as pass 1 keeps it.
+struct KeptWay {
+    refs: Vec<i64>,
+    dir: Dir,
+    kmh: f64,
+}
+
+fn pbf_error(path: &Path, e: osmpbf::Error) -> Error {
+    Error::Input(format!(
+        "{}: not a readable OpenStreetMap PBF file ({e}); check that the file is complete \
+         (a download cut short, a copy in progress) and is .osm.pbf, not .osm XML or .o5m",
+        path.display()
+    ))
+}
+
+/// Run one pass of the decoder. Its errors name the file; so does a panic inside it (the crate
+/// sums delta-coded ids and coordinates unchecked, which a corrupt file can overflow where
+/// overflow checks are on), which is caught here rather than ending the run.
+fn guarded(path: &Path, pass: impl FnOnce() -> osmpbf::Result<()>) -> Result<()> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(pass)) {
+        Ok(r) => r.map_err(|e| pbf_error(path, e)),
+        Err(panic) => {
+            let why = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(Error::Input(format!(
+                "{}: not a readable OpenStreetMap PBF file (corrupt data: the decoder \
+                 stopped: {why}); check that the file is complete and is .osm.pbf",
+                path.display()
+            )))
+        }
+    }
+}
+
+/// Read `path` as an OpenStreetMap PBF extract: the road graph for `opts`, each vertex's
+/// coordinates and OSM node id, and what was kept and skipped.
+///
+/// O(file size) time; memory O(nodes of routable ways).
+pub fn read_osm(path: &Path, opts: OsmOptions) -> Result<(EdgeList, Coords, OsmStats)> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(Error::Input(format!(
+            "{}: is a directory; input.path must name a graph file",
+            path.display()
+        )));
+    }
+    let mut stats = OsmStats {
+        profile: opts.profile,
+        weight: opts.weight,
+        ..OsmStats::default()
+    };
+    // Pass 1: the ways.
+    let mut ways: Vec<KeptWay> = Vec::new();
+    let mut uses: HashMap<i64, u32> = HashMap::new();
+    let reader = osmpbf::ElementReader::new(std::io::BufReader::with_capacity(1 << 20, file));
+    guarded(path, || {
+        reader.for_each(|el| match el {
+            osmpbf::Element::Way(w) => {
+                stats.ways += 1;
+                let table = w.raw_stringtable();
+                let mut tags = HashMap::new();
+                for (k, v) in w.raw_tags() {
+                    let text = |i: u32| {
+                        table
+                            .get(i as usize)
+                            .and_then(|b| std::str::from_utf8(b).ok())
+                    };
+                    match (text(k), text(v)) {
+                        (Some(k), Some(v)) => {
+                            tags.insert(k, v);
+                        }
+                        _ => {
+                            stats.ways_bad_tag += 1;
+                            return;
+                        }
+                    }
+                }
+                let (dir, kmh) = match judge(opts.profile, &tags) {
+                    Verdict::Skip => return,
+                    Verdict::BadOneway => {
+                        stats.ways_bad_oneway += 1;
+                        return;
+                    }
+                    Verdict::Use {
+                        dir,
+                        kmh,
+                        maxspeed_unread,
+                    } => {
+                        stats.maxspeed_unread += maxspeed_unread as u64;
+                        (dir, kmh)
+                    }
+                };
+                // Delta-coded: summed here with checks, as a corrupt file can overflow them.
+                let mut id = 0i64;
+                let mut refs = Vec::with_capacity(w.raw_refs().len());
+                for &d in w.raw_refs() {
+                    match id.checked_add(d) {
+                        Some(next) => id = next,
+                        None => {
+                            stats.ways_bad_refs += 1;
+                            return;
+                        }
+                    }
+                    refs.push(id);
+                }
+                if refs.len() < 2 {
+                    stats.ways_degenerate += 1;
+                    return;
+                }
+                ways.push(KeptWay { refs, dir, kmh });
+            }
+            osmpbf::Element::Relation(_) => stats.relations_unused += 1,
+            _ => {}
+        })
+    })?;
+    for w in &ways {
+        let last = w.refs.len() - 1;
+        for (i, &r) in w.refs.iter().enumerate() {
+            // Ends count twice: they are vertices whatever else uses them.
+            *uses.entry(r).or_insert(0) += if i == 0 || i == last { 2 } else { 1 };
+        }
+    }
+    // Pass 2: the coordinates of the nodes the kept ways use.
+    let mut at: HashMap<i64, [f64; 2]> = HashMap::with_capacity(uses.len());
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let reader = osmpbf::ElementReader::new(std::io::BufReader::with_capacity(1 << 20, file));
+    guarded(path, || {
+        reader.for_each(|el| {
+            let (id, lon, lat) = match el {
+                osmpbf::Element::Node(n) => (n.id(), n.lon(), n.lat()),
+                osmpbf::Element::DenseNode(n) => (n.id(), n.lon(), n.lat()),
+                _ => return,
+            };
+            stats.nodes += 1;
+            // A place off the globe is no place: the ways through it are skipped as missing.
+            if uses.contains_key(&id)
+                && (-180.0..=180.0).contains(&lon)
+                && (-90.0..=90.0).contains(&lat)
+            {
+                at.insert(id, [lon, lat]);
+            }
+        })
+    })?;
+    // A way with a node the file lacks is dropped whole, and its uses with it.
+    ways.retain(|w| {
+        let complete = w.refs.iter().all(|r| at.contains_key(r));
+        if !complete {
+            stats.ways_missing_node += 1;
+            let last = w.refs.len() - 1;
+            for (i, r) in w.refs.iter().enumerate() {
+                if let Some(u) = uses.get_mut(r) {
+                    *u -= if i == 0 || i == last { 2 } else { 1 };
+                }
+            }
+        }
+        complete
+    });
+    stats.ways_used = ways.len() as u64;
+    let mut kept: Vec<i64> = uses
+        .iter()
+        .filter(|&(_, &u)| u >= 2)
+        .map(|(&id, _)| id)
+        .collect();
+    kept.sort_unstable();
+    let index: HashMap<i64, u32> = kept
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| (id, i as u32))
+        .collect();
+    let mut arcs = Vec::new();
+    for w in &ways {
+        let mut from = index[&w.refs[0]];
+        let mut metres = 0.0;
+        for pair in w.refs.windows(2) {
+            metres += haversine_m(at[&pair[0]], at[&pair[1]]);
+            if let Some(&to) = index.get(&pair[1]) {
+                let exact = match opts.weight {
+                    Weight::Distance => metres * 10.0,
+                    // km/h -> m/ds: kmh / 36.
+                    Weight::Time => metres / (w.kmh / 36.0),
+                };
+                let mut weight = exact.round() as i64;
+                if weight < 1 {
+                    weight = 1;
+                    stats.arcs_raised_to_1 += 1;
+                }
+                if w.dir != Dir::Backward {
+                    arcs.push((from, to, weight));
+                }
+                if w.dir != Dir::Forward {
+                    arcs.push((to, from, weight));
+                }
+                from = to;
+                metres = 0.0;
+            }
+        }
+    }
+    if kept.is_empty() {
+        return Err(Error::Input(format!(
+            "{}: no way is routable for profile \"{}\" ({} ways, {} skipped for a missing node); \
+             check the profile ([input.osm] profile = \"car\" | \"bike\" | \"foot\") and that the \
+             extract holds roads",
+            path.display(),
+            serde_json::to_value(opts.profile)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            stats.ways,
+            stats.ways_missing_node
+        )));
+    }
+    let coords = Coords {
+        spherical: true,
+        points: kept.iter().map(|id| Some(at[id])).collect(),
+        osm_ids: Some(kept),
+        source: path.display().to_string(),
+    };
+    let list = EdgeList {
+        n: coords.points.len(),
+        arcs,
+        id_base: 0,
+        origin: Origin {
+            name: path.display().to_string(),
+            ..Origin::default()
+        },
+    };
+    Ok((list, coords, stats))
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn haversine_matches_known_distances() {
+        // One degree of latitude on the mean sphere: 2 pi R / 360.
+        let d = haversine_m([24.9, 60.0], [24.9, 61.0]);
+        assert!((d - 111_195.08).abs() < 0.1, "{d}");
+        // Helsinki - Tallinn, about 82.9 km (spherical).
+        let d = haversine_m([24.9384, 60.1699], [24.7536, 59.4370]);
+        assert!((d - 82_335.0).abs() < 1_000.0, "{d}");
+        assert_eq!(haversine_m([1.0, 2.0], [1.0, 2.0]), 0.0);
+    }
+
+    #[test]
+    fn maxspeed_forms() {
+        assert_eq!(parse_maxspeed("50"), Some(50.0));
+        assert_eq!(parse_maxspeed("50 km/h"), Some(50.0));
+        assert!((parse_maxspeed("30 mph").unwrap() - 48.28).abs() < 0.01);
+        assert_eq!(parse_maxspeed("40;30"), Some(40.0));
+        for bad in [
+            "signals", "none", "FI:urban", "", "0", "-5", "NaN", "inf", "1e9",
+        ] {
+            assert_eq!(parse_maxspeed(bad), None, "{bad}");
+        }
+    }
+
+    fn verdict(profile: Profile, tags: &[(&'static str, &'static str)]) -> Option<(Dir, f64)> {
+        let tags: HashMap<&str, &str> = tags.iter().copied().collect();
+        match judge(profile, &tags) {
+            Verdict::Use { dir, kmh, .. } => Some((dir, kmh)),
+            Verdict::Skip => None,
+            Verdict::BadOneway => Some((Dir::Both, -1.0)),
+        }
+    }
+
+    #[test]
+    fn profiles_read_access_oneway_and_speed() {
+        use Profile::*;
+        let hw = ("highway", "residential");
+        assert_eq!(verdict(Car, &[hw]), Some((Dir::Both, 30.0)));
+        assert_eq!(
+            verdict(Car, &[hw, ("maxspeed", "40")]),
+            Some((Dir::Both, 40.0))
+        );
+        assert_eq!(
+            verdict(Car, &[hw, ("oneway", "yes")]),
+            Some((Dir::Forward, 30.0))
+        );
+        assert_eq!(
+            verdict(Car, &[hw, ("oneway", "-1")]),
+            Some((Dir::Backward, 30.0))
+        );
+        assert_eq!(
+            verdict(Car, &[hw, ("oneway", "reversible")]),
+            Some((Dir::Both, -1.0))
+        );
+        assert_eq!(verdict(Car, &[hw, ("access", "private")]), None);
+        // The most specific key wins.
+        assert!(verdict(Car, &[hw, ("access", "no"), ("motor_vehicle", "yes")]).is_some());
+        assert_eq!(
+            verdict(Car, &[hw, ("access", "yes"), ("motorcar", "no")]),
+            None
+        );
+        assert_eq!(verdict(Car, &[("highway", "footway")]), None);
+        assert_eq!(verdict(Car, &[("highway", "track")]), None);
+        assert!(verdict(Car, &[("highway", "track"), ("motor_vehicle", "yes")]).is_some());
+        assert_eq!(verdict(Car, &[("building", "yes")]), None);
+        // Roundabouts and motorways are one way unless said otherwise.
+        assert_eq!(
+            verdict(Car, &[hw, ("junction", "roundabout")]).map(|v| v.0),
+            Some(Dir::Forward)
+        );
+        assert_eq!(
+            verdict(Car, &[("highway", "motorway")]),
+            Some((Dir::Forward, 110.0))
+        );
+        // Pedestrians ignore oneway; cyclists honour it unless oneway:bicycle says no.
+        assert_eq!(
+            verdict(Foot, &[hw, ("oneway", "yes")]),
+            Some((Dir::Both, 5.0))
+        );
+        assert_eq!(
+            verdict(Bike, &[hw, ("oneway", "yes")]).map(|v| v.0),
+            Some(Dir::Forward)
+        );
+        assert_eq!(
+            verdict(Bike, &[hw, ("oneway", "yes"), ("oneway:bicycle", "no")]).map(|v| v.0),
+            Some(Dir::Both)
+        );
+        assert_eq!(verdict(Bike, &[("highway", "footway")]), None);
+        assert!(verdict(Bike, &[("highway", "footway"), ("bicycle", "yes")]).is_some());
+        assert_eq!(verdict(Bike, &[("highway", "motorway")]), None);
+        assert_eq!(verdict(Foot, &[("highway", "motorway")]), None);
+        assert!(verdict(Foot, &[("highway", "steps")]).is_some());
+        // A walking speed is not raised by a road's limit.
+        assert_eq!(
+            verdict(Foot, &[hw, ("maxspeed", "50")]),
+            Some((Dir::Both, 5.0))
+        );
+    }
+}

@@ -1,0 +1,742 @@
+//! OpenStreetMap input, coordinates and id files: crafted PBF files with known geometry and
+//! tags (weights against a haversine computed here, skips counted), hostile files, the
+//! helsinki extract as an origin-destination matrix from points (distances against the
+//! great-circle bound, snaps against a brute-force nearest vertex), the same matrix from id
+//! and point files, and DIMACS `.co` coordinates.
+
+use crate::util::{bellman_ford, data, run, tmpdir, try_run, Out};
+use npyz::WriterBuilder;
+use std::path::Path;
+
+// ---- a minimal PBF writer (protobuf by hand), for crafted inputs ----
+
+fn varint(out: &mut Vec<u8>, mut v: u64) {
+    loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(b);
+            return;
+        }
+        out.push(b | 0x80);
+    }
+}
+fn field_bytes(out: &mut Vec<u8>, field: u64, data: &[u8]) {
+    varint(out, field << 3 | 2);
+    varint(out, data.len() as u64);
+    out.extend_from_slice(data);
+}
+fn field_uint(out: &mut Vec<u8>, field: u64, v: u64) {
+    varint(out, field << 3);
+    varint(out, v);
+}
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+fn packed(out: &mut Vec<u8>, field: u64, vals: impl IntoIterator<Item = u64>) {
+    let mut b = Vec::new();
+    for v in vals {
+        varint(&mut b, v);
+    }
+    field_bytes(out, field, &b);
+}
+
+/// A way: id, node refs, tags (a tag value may be raw bytes, to plant non-UTF-8 text).
+struct W(i64, Vec<i64>, Vec<(&'static str, &'static [u8])>);
+
+/// An uncompressed PBF file: one header blob, one data blob with plain nodes (`(id, lon,
+/// lat)`), the ways, and `relations` empty relations.
+fn pbf(nodes: &[(i64, f64, f64)], ways: &[W], relations: usize) -> Vec<u8> {
+    let mut strings: Vec<Vec<u8>> = vec![Vec::new()];
+    let mut sid = |s: &[u8]| -> u64 {
+        if let Some(i) = strings.iter().position(|x| x == s) {
+            return i as u64;
+        }
+        strings.push(s.to_vec());
+        strings.len() as u64 - 1
+    };
+    let mut group = Vec::new();
+    for &(id, lon, lat) in nodes {
+        let mut n = Vec::new();
+        field_uint(&mut n, 1, zigzag(id));
+        // Granularity 100 nanodegrees: degrees x 1e7.
+        field_uint(&mut n, 8, zigzag((lat * 1e7).round() as i64));
+        field_uint(&mut n, 9, zigzag((lon * 1e7).round() as i64));
+        field_bytes(&mut group, 1, &n);
+    }
+    let mut way_group = Vec::new();
+    for W(id, refs, tags) in ways {
+        let mut w = Vec::new();
+        field_uint(&mut w, 1, *id as u64);
+        let keys: Vec<u64> = tags.iter().map(|(k, _)| sid(k.as_bytes())).collect();
+        let vals: Vec<u64> = tags.iter().map(|(_, v)| sid(v)).collect();
+        packed(&mut w, 2, keys);
+        packed(&mut w, 3, vals);
+        let mut last = 0;
+        packed(
+            &mut w,
+            8,
+            refs.iter().map(|&r| {
+                let d = r.wrapping_sub(last);
+                last = r;
+                zigzag(d)
+            }),
+        );
+        field_bytes(&mut way_group, 3, &w);
+    }
+    let mut rel_group = Vec::new();
+    for i in 0..relations {
+        let mut r = Vec::new();
+        field_uint(&mut r, 1, 100 + i as u64);
+        field_bytes(&mut rel_group, 4, &r);
+    }
+    let mut table = Vec::new();
+    for s in &strings {
+        field_bytes(&mut table, 1, s);
+    }
+    let mut block = Vec::new();
+    field_bytes(&mut block, 1, &table);
+    field_bytes(&mut block, 2, &group);
+    field_bytes(&mut block, 2, &way_group);
+    if relations > 0 {
+        field_bytes(&mut block, 2, &rel_group);
+    }
+    let mut header = Vec::new();
+    field_bytes(&mut header, 4, b"OsmSchema-V0.6");
+    let mut file = Vec::new();
+    for (kind, body) in [("OSMHeader", header), ("OSMData", block)] {
+        let mut blob = Vec::new();
+        field_bytes(&mut blob, 1, &body);
+        field_uint(&mut blob, 2, body.len() as u64);
+        let mut bh = Vec::new();
+        field_bytes(&mut bh, 1, kind.as_bytes());
+        field_uint(&mut bh, 3, blob.len() as u64);
+        file.extend_from_slice(&(bh.len() as u32).to_be_bytes());
+        file.extend_from_slice(&bh);
+        file.extend_from_slice(&blob);
+    }
+    file
+}
+
+/// Great-circle metres, written here apart from the reader's (same sphere, R = 6371008.8 m).
+fn gc(a: [f64; 2], b: [f64; 2]) -> f64 {
+    let r = 6_371_008.8f64;
+    let (p1, p2) = (a[1].to_radians(), b[1].to_radians());
+    let dp = p2 - p1;
+    let dl = (b[0] - a[0]).to_radians();
+    let h = (dp / 2.0).sin().powi(2) + p1.cos() * p2.cos() * (dl / 2.0).sin().powi(2);
+    2.0 * r * h.sqrt().asin()
+}
+
+/// `distances.npy` as u64 rows (`u64::MAX` unreachable), with its shape.
+fn distances(out: &Out) -> (Vec<u64>, Vec<u64>) {
+    let f =
+        npyz::NpyFile::new(std::fs::File::open(out.dir.join("distances.npy")).unwrap()).unwrap();
+    let shape = f.shape().to_vec();
+    assert_eq!(f.dtype().descr(), "'<u4'");
+    let v = f
+        .into_vec::<u32>()
+        .unwrap()
+        .into_iter()
+        .map(|d| if d == u32::MAX { u64::MAX } else { d as u64 })
+        .collect();
+    (v, shape)
+}
+
+/// `vertices.csv`: `(osm_id, lon, lat)` by id, checking the header and that ids run 0..n.
+fn vertices(out: &Out) -> Vec<(i64, f64, f64)> {
+    let text = std::fs::read_to_string(out.dir.join("vertices.csv")).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("id,osm_id,lon,lat"));
+    lines
+        .enumerate()
+        .map(|(i, l)| {
+            let f: Vec<&str> = l.split(',').collect();
+            assert_eq!(f[0].parse::<usize>().unwrap(), i, "ids run 0..n in order");
+            (
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+                f[3].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// `snapped.csv` rows: `(kind, index, [x, y], vertex, distance)`.
+fn snapped(out: &Out) -> Vec<(String, usize, [f64; 2], u64, f64)> {
+    let text = std::fs::read_to_string(out.dir.join("snapped.csv")).unwrap();
+    let mut lines = text.lines();
+    let head = lines.next().unwrap();
+    assert!(
+        head == "kind,index,lon,lat,vertex,distance" || head == "kind,index,x,y,vertex,distance",
+        "{head}"
+    );
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (
+                f[0].to_string(),
+                f[1].parse().unwrap(),
+                [f[2].parse().unwrap(), f[3].parse().unwrap()],
+                f[4].parse().unwrap(),
+                f[5].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn osm_config(path: &Path, extra: &str) -> String {
+    format!(
+        "[run]\nplugin = \"apsp\"\nsources = \"all\"\n[input]\npath = {:?}\n{extra}\n\
+         [output]\ndistances = true\n",
+        path.display().to_string()
+    )
+}
+
+// Nodes of the crafted map, around (25.0, 60.0): 2 lies between 1 and 3 on one way.
+const NODES: &[(i64, f64, f64)] = &[
+    (1, 25.000, 60.000),
+    (2, 25.001, 60.0005),
+    (3, 25.002, 60.000),
+    (4, 25.002, 60.001),
+    (5, 25.003, 60.000),
+    (6, 25.004, 60.000),
+    (7, 25.005, 60.000),
+];
+
+fn crafted() -> Vec<u8> {
+    let hw = |v: &'static str| ("highway", v.as_bytes());
+    pbf(
+        NODES,
+        &[
+            W(10, vec![1, 2, 3], vec![hw("residential")]),
+            W(11, vec![3, 4], vec![hw("primary"), ("oneway", b"yes")]),
+            W(
+                12,
+                vec![4, 1],
+                vec![hw("residential"), ("access", b"private")],
+            ),
+            // A node the file does not hold.
+            W(13, vec![4, 99, 1], vec![hw("residential")]),
+            W(14, vec![3, 5], vec![hw("footway")]),
+            W(
+                15,
+                vec![5, 6],
+                vec![hw("residential"), ("oneway", b"reversible")],
+            ),
+            // A value that is not UTF-8.
+            W(
+                16,
+                vec![6, 7],
+                vec![hw("residential"), ("name", b"\xff\xfe")],
+            ),
+            W(17, vec![1, 7], vec![("building", b"yes")]),
+            // Node ids whose deltas overflow.
+            W(18, vec![i64::MAX, -2], vec![hw("residential")]),
+        ],
+        2,
+    )
+}
+
+fn at(id: i64) -> [f64; 2] {
+    let n = NODES.iter().find(|n| n.0 == id).unwrap();
+    [n.1, n.2]
+}
+
+#[test]
+fn crafted_map_car_distance_and_time() {
+    let dir = tmpdir("osm-crafted");
+    let file = dir.join("m.osm.pbf");
+    std::fs::write(&file, crafted()).unwrap();
+    // Car: ways 10 (1-2-3, both ways) and 11 (3 -> 4) only; node 2 contracted.
+    let out = run(&osm_config(&file, ""), &["units.opencl=none"]);
+    let v = vertices(&out);
+    let ids: Vec<i64> = v.iter().map(|x| x.0).collect();
+    assert_eq!(
+        ids,
+        vec![1, 3, 4],
+        "kept vertices in OSM id order, node 2 contracted"
+    );
+    for &(osm, lon, lat) in &v {
+        assert_eq!([lon, lat], at(osm), "vertices.csv places node {osm}");
+    }
+    let w13 = (10.0 * (gc(at(1), at(2)) + gc(at(2), at(3)))).round() as u64;
+    let w34 = (10.0 * gc(at(3), at(4))).round() as u64;
+    let inf = u64::MAX;
+    let (d, shape) = distances(&out);
+    assert_eq!(shape, vec![3, 3]);
+    assert_eq!(
+        d,
+        vec![0, w13, w13 + w34, w13, 0, w34, inf, inf, 0],
+        "decimetres along the way's geometry; 3 -> 4 one way"
+    );
+    let osm = &out.report["input"]["places"]["osm"];
+    assert_eq!(osm["ways_missing_node"], 1, "{osm}");
+    assert_eq!(osm["ways_bad_tag"], 1, "{osm}");
+    assert_eq!(osm["ways_bad_oneway"], 1, "{osm}");
+    assert_eq!(osm["relations_unused"], 2, "{osm}");
+    assert_eq!(osm["ways_bad_refs"], 1, "{osm}");
+    assert_eq!(osm["ways_used"], 2, "{osm}");
+    assert_eq!(osm["nodes"], 7, "{osm}");
+
+    // Time: residential 30 km/h, primary 70 km/h, in deciseconds (m / (km/h / 3.6) x 10).
+    let out = run(
+        &osm_config(&file, "[input.osm]\nweight = \"time\"\n"),
+        &["units.opencl=none"],
+    );
+    let t13 = ((gc(at(1), at(2)) + gc(at(2), at(3))) * 36.0 / 30.0).round() as u64;
+    let t34 = (gc(at(3), at(4)) * 36.0 / 70.0).round() as u64;
+    let (d, _) = distances(&out);
+    assert_eq!(d[1], t13);
+    assert_eq!(d[5], t34);
+    assert_eq!(d[2], t13 + t34);
+}
+
+#[test]
+fn crafted_map_foot_and_bike() {
+    let dir = tmpdir("osm-foot");
+    let file = dir.join("m.osm.pbf");
+    std::fs::write(&file, crafted()).unwrap();
+    // Foot: the footway 3-5 and the "reversible" 5-6 (walkers ignore oneway), 3-4 both ways;
+    // not the private 4-1.
+    let out = run(
+        &osm_config(&file, "[input.osm]\nprofile = \"foot\"\n"),
+        &["units.opencl=none"],
+    );
+    let ids: Vec<i64> = vertices(&out).iter().map(|x| x.0).collect();
+    assert_eq!(ids, vec![1, 3, 4, 5, 6]);
+    let (d, _) = distances(&out);
+    let w34 = (10.0 * gc(at(3), at(4))).round() as u64;
+    assert_eq!(d[2 * 5 + 1], w34, "4 -> 3 on foot against the oneway");
+    let w56 = (10.0 * gc(at(5), at(6))).round() as u64;
+    assert_eq!(d[3 * 5 + 4], w56);
+    assert_eq!(out.report["input"]["places"]["osm"]["ways_bad_oneway"], 0);
+    // Bike: no footway (no bicycle tag), so 5 and 6 only through the reversible way: skipped.
+    let out = run(
+        &osm_config(&file, "[input.osm]\nprofile = \"bike\"\n"),
+        &["units.opencl=none"],
+    );
+    let ids: Vec<i64> = vertices(&out).iter().map(|x| x.0).collect();
+    assert_eq!(ids, vec![1, 3, 4]);
+}
+
+#[test]
+fn hostile_osm_files_are_one_clear_error() {
+    let dir = tmpdir("osm-hostile");
+    let mut cases: Vec<(&str, Vec<u8>)> = vec![
+        ("empty.osm.pbf", Vec::new()),
+        (
+            "garbage.osm.pbf",
+            (0..5000u32).map(|i| (i * 7919 % 251) as u8).collect(),
+        ),
+        ("huge-header.osm.pbf", vec![0x7f, 0xff, 0xff, 0xff, 1, 2, 3]),
+        ("text.osm.pbf", b"<?xml version='1.0'?><osm></osm>".to_vec()),
+    ];
+    let whole = crafted();
+    for cut in [3, whole.len() / 3, whole.len() - 1] {
+        cases.push(("cut.osm.pbf", whole[..cut].to_vec()));
+    }
+    // A node whose latitude overflows the decoder's arithmetic (or lies off the globe).
+    cases.push((
+        "offglobe.osm.pbf",
+        pbf(
+            &[(1, 25.0, 1e12), (2, 25.0, 60.0)],
+            &[W(1, vec![1, 2], vec![("highway", b"residential")])],
+            0,
+        ),
+    ));
+    // Only ways no profile can use: no vertex at all.
+    cases.push((
+        "noroads.osm.pbf",
+        pbf(NODES, &[W(1, vec![1, 2], vec![("building", b"yes")])], 0),
+    ));
+    if let Some(h) = data("helsinki.osm.pbf") {
+        let bytes = std::fs::read(h).unwrap();
+        for frac in [0.1, 0.5, 0.9] {
+            cases.push((
+                "helsinki-cut.osm.pbf",
+                bytes[..(bytes.len() as f64 * frac) as usize].to_vec(),
+            ));
+        }
+        let mut flipped = bytes.clone();
+        for i in (1000..flipped.len()).step_by(997) {
+            flipped[i] ^= 0x5a;
+        }
+        cases.push(("helsinki-flipped.osm.pbf", flipped));
+    }
+    for (name, bytes) in cases {
+        let file = dir.join(name);
+        std::fs::write(&file, &bytes).unwrap();
+        let e = try_run(&osm_config(&file, ""), &["units.opencl=none"])
+            .err()
+            .unwrap_or_else(|| panic!("{name} ({} bytes) was accepted", bytes.len()))
+            .to_string();
+        assert!(e.contains(name), "{name}: the message names the file: {e}");
+        assert!(
+            e.contains("not a readable OpenStreetMap PBF") || e.contains("no way is routable"),
+            "{name}: {e}"
+        );
+    }
+}
+
+#[test]
+fn osm_keys_are_checked() {
+    let cases = [
+        (
+            "[input]\npath = \"g.gr\"\n[input.osm]\nprofile = \"car\"\n",
+            "test.toml:5: [input.osm] applies to OpenStreetMap input",
+        ),
+        (
+            "[input]\npath = \"m.osm.pbf\"\n[input.osm]\nprofile = \"tram\"\n",
+            "unknown variant `tram`",
+        ),
+        (
+            "[input]\npath = \"m.osm.pbf\"\n[input.osm]\nspeed = 3\n",
+            "unknown field `speed`",
+        ),
+        (
+            "[input]\npath = \"m.osm.pbf\"\ncoordinates = \"m.co\"\n",
+            "input.coordinates = \"m.co\": an OpenStreetMap input has its own",
+        ),
+        (
+            "[input.generate]\nmodel = \"road\"\nvertices = 9\n[input]\ncoordinates = \"m.co\"\n",
+            "coordinates belong to a graph file",
+        ),
+    ];
+    for (body, want) in cases {
+        let toml = format!("[run]\nplugin = \"apsp\"\n{body}");
+        let e = tuccompi::Plan::from_toml(&toml, Path::new("test.toml"), &[])
+            .err()
+            .unwrap_or_else(|| panic!("accepted: {body}"))
+            .to_string();
+        assert!(e.contains(want), "{body}: {e}");
+    }
+    // Points in the inline forms, and the wrong ones named.
+    let plan = |sets: &[&str]| {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        tuccompi::Plan::from_toml("[run]\nplugin = \"apsp\"\n", Path::new("t.toml"), &sets)
+    };
+    let p = plan(&["run.sources=[[24.5, 60], [1, -2.5]]"]).unwrap();
+    assert_eq!(
+        p.sources,
+        tuccompi::config::Sources::Points(vec![[24.5, 60.0], [1.0, -2.5]])
+    );
+    for (set, want) in [
+        (
+            "run.sources=[[1, 2, 3]]",
+            "point 1 is not two finite numbers",
+        ),
+        (
+            "run.sources=[[1, 2], 3]",
+            "entry 2 (3) is not a [lon, lat] point",
+        ),
+        (
+            "run.sources={ path = \"x\" }",
+            "must be { file = \"PATH\" } alone",
+        ),
+        (
+            "run.sources={ file = \"/nonexistent/ids.txt\" }",
+            "run.sources: { file =",
+        ),
+    ] {
+        let e = plan(&[set]).unwrap_err().to_string();
+        assert!(e.contains(want), "{set}: {e}");
+    }
+    // Duplicates from a file are refused as inline ones are.
+    let dir = tmpdir("osm-dup");
+    std::fs::write(dir.join("s.txt"), "3\n5\n3\n").unwrap();
+    let e = plan(&[&format!(
+        "run.sources={{ file = {:?} }}",
+        dir.join("s.txt").display().to_string()
+    )])
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("lists vertex id 3 twice (entries 1 and 3)"),
+        "{e}"
+    );
+    // Points without places.
+    let e = try_run(
+        "[run]\nplugin = \"apsp\"\nsources = [[1.0, 2.0]]\n[input.generate]\nmodel = \"road\"\nvertices = 16\n",
+        &["units.opencl=none"],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("run.sources: points need vertex coordinates"),
+        "{e}"
+    );
+}
+
+/// 16 points on a grid over central Helsinki (inside the extract).
+fn helsinki_points(shift: f64) -> Vec<[f64; 2]> {
+    (0..16)
+        .map(|i| {
+            [
+                24.9375 + 0.0045 * (i % 4) as f64 + shift,
+                60.1665 + 0.0030 * (i / 4) as f64 + shift / 2.0,
+            ]
+        })
+        .collect()
+}
+
+fn inline(points: &[[f64; 2]]) -> String {
+    let p: Vec<String> = points
+        .iter()
+        .map(|p| format!("[{}, {}]", p[0], p[1]))
+        .collect();
+    format!("[{}]", p.join(", "))
+}
+
+fn helsinki_od(path: &Path, sources: &str, targets: &str) -> Out {
+    let cfg = format!(
+        "[run]\nplugin = \"apsp\"\nsources = {sources}\n[input]\npath = {:?}\n\
+         [input.osm]\nprofile = \"car\"\nweight = \"distance\"\n[apsp]\ntargets = {targets}\n\
+         [output]\ndistances = true\n",
+        path.display().to_string()
+    );
+    run(&cfg, &["units.opencl=none"])
+}
+
+#[test]
+fn helsinki_od_matrix_from_points_and_from_files() {
+    let Some(h) = data("helsinki.osm.pbf") else {
+        return;
+    };
+    let (src, dst) = (helsinki_points(0.0), helsinki_points(0.0012));
+    let out = helsinki_od(&h, &inline(&src), &inline(&dst));
+    let v = vertices(&out);
+    assert_eq!(v.len() as u64, out.report["input"]["n"].as_u64().unwrap());
+    let mut osm_ids: Vec<i64> = v.iter().map(|x| x.0).collect();
+    assert!(
+        osm_ids.windows(2).all(|w| w[0] < w[1]),
+        "ids in OSM id order, unique"
+    );
+    osm_ids.dedup();
+    for &(_, lon, lat) in &v {
+        assert!((24.9..25.0).contains(&lon) && (60.1..60.2).contains(&lat));
+    }
+    // Every snap is the nearest vertex (brute force over vertices.csv) at the stated distance.
+    let snaps = snapped(&out);
+    assert_eq!(snaps.len(), 32);
+    for (i, (kind, idx, p, vertex, dist)) in snaps.iter().enumerate() {
+        let want = if i < 16 {
+            (src[i], "source", i)
+        } else {
+            (dst[i - 16], "target", i - 16)
+        };
+        assert_eq!((*p, kind.as_str(), *idx), want);
+        let (_, lon, lat) = v[*vertex as usize];
+        assert!((gc(*p, [lon, lat]) - dist).abs() < 0.01, "snap {i}: {dist}");
+        let best = v
+            .iter()
+            .map(|&(_, x, y)| gc(*p, [x, y]))
+            .fold(f64::INFINITY, f64::min);
+        assert!(
+            *dist <= best + 0.01,
+            "snap {i} at {dist} m, nearest vertex {best} m"
+        );
+    }
+    let sv: Vec<u64> = snaps[..16].iter().map(|s| s.3).collect();
+    let tv: Vec<u64> = snaps[16..].iter().map(|s| s.3).collect();
+    // Every finite distance is at least the great-circle distance between the snapped
+    // vertices (decimetres; each arc rounds by at most half a decimetre).
+    let (d, shape) = distances(&out);
+    assert_eq!(shape, vec![16, 16]);
+    let mut finite = 0;
+    let mut tightest = f64::INFINITY;
+    for i in 0..16 {
+        for j in 0..16 {
+            let dij = d[i * 16 + j];
+            if dij == u64::MAX {
+                continue;
+            }
+            finite += 1;
+            let (a, b) = (v[sv[i] as usize], v[tv[j] as usize]);
+            let line = 10.0 * gc([a.1, a.2], [b.1, b.2]);
+            assert!(
+                dij as f64 >= 0.999 * line - 1.0,
+                "source {i} -> target {j}: {dij} dm on the road, {line:.1} dm as the crow flies"
+            );
+            if line > 100.0 {
+                tightest = tightest.min(dij as f64 / line);
+            }
+        }
+    }
+    assert!(finite >= 200, "only {finite} of 256 pairs connected");
+    assert!(
+        tightest < 1.6,
+        "roads are not that much longer than lines: {tightest}"
+    );
+    let summary = out.summary();
+    for (i, row) in summary.iter().enumerate() {
+        assert_eq!(
+            row[0] as u64, sv[i],
+            "summary rows name the snapped vertices"
+        );
+    }
+
+    // The same matrix from files: ids (.txt, .csv, .npy) and points (.csv, .npy).
+    let dir = tmpdir("osm-ids");
+    let txt = dir.join("s.txt");
+    std::fs::write(
+        &txt,
+        sv.iter().map(|x| format!("{x}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let csv = dir.join("t.csv");
+    std::fs::write(
+        &csv,
+        format!(
+            "id\n{}",
+            tv.iter().map(|x| format!("{x}\n")).collect::<String>()
+        ),
+    )
+    .unwrap();
+    let npy_ids = dir.join("t.npy");
+    let mut f = npyz::WriteOptions::new()
+        .default_dtype()
+        .shape(&[16])
+        .writer(std::fs::File::create(&npy_ids).unwrap())
+        .begin_nd()
+        .unwrap();
+    f.extend(tv.iter().map(|&x| x as i64)).unwrap();
+    f.finish().unwrap();
+    let pts_csv = dir.join("p.csv");
+    std::fs::write(
+        &pts_csv,
+        format!(
+            "name,lon,lat\n{}",
+            src.iter()
+                .enumerate()
+                .map(|(i, p)| format!("p{i},{},{}\n", p[0], p[1]))
+                .collect::<String>()
+        ),
+    )
+    .unwrap();
+    let pts_npy = dir.join("p.npy");
+    let mut f = npyz::WriteOptions::new()
+        .default_dtype()
+        .shape(&[16, 2])
+        .writer(std::fs::File::create(&pts_npy).unwrap())
+        .begin_nd()
+        .unwrap();
+    f.extend(dst.iter().flatten().copied()).unwrap();
+    f.finish().unwrap();
+    let file = |p: &Path| format!("{{ file = {:?} }}", p.display().to_string());
+    let want = std::fs::read(out.dir.join("distances.npy")).unwrap();
+    for (s, t) in [
+        (file(&txt), file(&csv)),
+        (file(&txt), file(&npy_ids)),
+        (file(&pts_csv), file(&pts_npy)),
+        (file(&pts_csv), file(&csv)),
+    ] {
+        let o = helsinki_od(&h, &s, &t);
+        assert_eq!(
+            std::fs::read(o.dir.join("distances.npy")).unwrap(),
+            want,
+            "sources {s}, targets {t}"
+        );
+    }
+}
+
+#[test]
+fn co_coordinates_snap_planar_points() {
+    // A 2 x 3 grid, 1-based, unit weights along rows, 10 between the rows.
+    let dir = tmpdir("co");
+    let gr = dir.join("g.gr");
+    let arcs = [
+        (1, 2, 1),
+        (2, 3, 1),
+        (4, 5, 1),
+        (5, 6, 1),
+        (1, 4, 10),
+        (3, 6, 10),
+    ];
+    let mut text = String::from("p sp 6 12\n");
+    for &(u, v, w) in &arcs {
+        text += &format!("a {u} {v} {w}\na {v} {u} {w}\n");
+    }
+    std::fs::write(&gr, text).unwrap();
+    let co = dir.join("g.co");
+    std::fs::write(
+        &co,
+        "p aux sp co 6\nv 1 0 0\nv 2 100 0\nv 3 200 0\nv 4 0 100\nv 5 100 100\nv 6 200 100\n",
+    )
+    .unwrap();
+    let cfg = format!(
+        "[run]\nplugin = \"apsp\"\nsources = [[190, 5], [-30, 120]]\n[input]\npath = {:?}\n\
+         coordinates = {:?}\n[apsp]\ntargets = [[101, 60], [0, 0]]\n[output]\ndistances = true\n",
+        gr.display().to_string(),
+        co.display().to_string()
+    );
+    let out = run(&cfg, &["units.opencl=none"]);
+    let s = snapped(&out);
+    let got: Vec<(u64, f64)> = s.iter().map(|x| (x.3, x.4)).collect();
+    let want = [
+        (3, 5f64.hypot(10.0)),
+        (4, 30f64.hypot(20.0)),
+        (5, 1f64.hypot(40.0)),
+        (1, 0.0),
+    ];
+    for (g, w) in got.iter().zip(want) {
+        assert_eq!(g.0, w.0);
+        assert!((g.1 - w.1).abs() < 1e-9, "{g:?} {w:?}");
+    }
+    assert!(
+        !out.dir.join("vertices.csv").exists(),
+        "vertices.csv is for OSM input"
+    );
+    let list: Vec<(u32, u32, i64)> = arcs
+        .iter()
+        .flat_map(|&(u, v, w)| [(u - 1, v - 1, w), (v - 1, u - 1, w)])
+        .collect();
+    let (d, _) = distances(&out);
+    for (i, src) in [3usize, 4].iter().enumerate() {
+        let bf = bellman_ford(6, &list, src - 1);
+        for (j, t) in [5usize, 1].iter().enumerate() {
+            assert_eq!(d[i * 2 + j] as u128, bf[t - 1].unwrap());
+        }
+    }
+    // A .co file of another graph is refused by name.
+    std::fs::write(&co, "p aux sp co 5\n").unwrap();
+    let e = try_run(&cfg, &["units.opencl=none"])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("g.co:1: 5 vertices, but the graph has 6"), "{e}");
+}
+
+#[test]
+fn moscow_co_file_snaps_to_its_vertices() {
+    let (Some(gr), Some(co)) = (data("osm-moscow.gr.gz"), data("osm-moscow.co.gz")) else {
+        return;
+    };
+    // The .co file's own first vertex, given as a point, snaps to itself at distance 0.
+    let text = {
+        use std::io::Read;
+        let mut s = String::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(&co).unwrap())
+            .take(1 << 16)
+            .read_to_string(&mut s)
+            .ok();
+        s
+    };
+    let v1 = text
+        .lines()
+        .find(|l| l.starts_with("v "))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .unwrap();
+    let cfg = format!(
+        "[run]\nplugin = \"apsp\"\nsources = [[{}, {}]]\n[input]\npath = {:?}\ncoordinates = {:?}\n\
+         [apsp]\ncpu_algorithm = \"dijkstra\"\ntargets = 16\n",
+        v1[2],
+        v1[3],
+        gr.display().to_string(),
+        co.display().to_string()
+    );
+    let out = run(&cfg, &["units.opencl=none"]);
+    let s = snapped(&out);
+    assert_eq!(s[0].4, 0.0);
+    let id: u64 = v1[1].parse().unwrap();
+    assert_eq!(s[0].3, id, "snapped to the vertex the point came from");
+}
