@@ -11,6 +11,7 @@
 
 pub mod dijkstra;
 pub mod gpu;
+pub mod od;
 pub mod phast;
 pub mod targets;
 pub mod tune;
@@ -19,8 +20,7 @@ use crate::config::{AutoOr, Sources};
 use crate::graph::Csr;
 use crate::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker};
 use crate::plugins::common::{
-    distance_rows, load_csr, needs_wide, resolve_sources, write_summary_records, Dist, PathSummary,
-    RowWrite,
+    load_csr, needs_wide, resolve_sources, write_summary_records, Dist, PathSummary, RowWrite,
 };
 use crate::sink::{NpyRows, NpyType};
 use crate::Result;
@@ -118,6 +118,8 @@ pub struct ApspJob {
     pub targets: Option<Vec<u32>>,
     /// Where the config's keys were set (the GPU half's messages name the place).
     pub origins: crate::config::Origins,
+    /// Whether `od.csv` is written beside `od.npz` (`output.format = "csv"`).
+    pub csv: bool,
 }
 
 impl std::fmt::Debug for ApspJob {
@@ -159,7 +161,7 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         Some(t) => Some(targets::resolve(t, graph.n, graph.id_base)?),
     };
     let cols = targets.as_ref().map_or(graph.n, Vec::len);
-    let rows = distance_rows(ctx, sources.len(), cols, ty)?;
+    let rows = od::rows(ctx.plan, targets.as_deref(), sources.len(), cols, ty)?;
     let units = &ctx.plan.units;
     let request = phast::auto::Request {
         cpu: (units.cpu_workers > 0).then_some(options.cpu_algorithm),
@@ -192,6 +194,7 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         choice: report,
         targets,
         origins: ctx.plan.origins.clone(),
+        csv: ctx.plan.output.format == crate::config::OutputFormat::Csv,
     }))
 }
 
@@ -276,7 +279,7 @@ impl Job for ApspJob {
             "cpu_algorithm": self.cpu_algorithm,
             "gpu_algorithm": self.options.gpu_algorithm,
             "cpu_batch": self.options.cpu_batch.and_then(|b| b.value()),
-            "distances": self.rows.is_some(),
+            "distances": self.rows.as_ref().is_some_and(|r| r.name() == "distances.npy"),
         })
     }
     fn cpu(&self) -> Option<&dyn CpuHalf> {
@@ -288,15 +291,20 @@ impl Job for ApspJob {
     fn bulk_outputs(&self) -> Vec<&NpyRows> {
         self.rows.iter().collect()
     }
+    fn finish_bytes(&self) -> u64 {
+        od::finish_bytes(self, self.csv)
+    }
     fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
         if let Some(rows) = &self.rows {
             rows.sync()?;
         }
+        od::write(self, dir, self.csv)?;
         write_summary_records(
             dir,
             &self.sources,
             self.graph.id_base,
             self.targets.as_ref().map_or(self.graph.n, Vec::len),
+            self.targets.as_deref(),
             records,
         )
     }

@@ -176,31 +176,56 @@ impl PathSummary {
     }
 }
 
-/// Write `summary.csv` (`source,reached,unreachable,sum,max`, ids in the input's numbering) from
-/// one summary per source, in task order, and return the checksum for the report.
+/// The mean distance of a summary row: the sum over the reached entries other than the
+/// source's own (`own` of them: 1 over every vertex, the source's occurrences in a target
+/// list), as a decimal; empty when no other entry was reached.
+pub fn mean_of(r: &PathSummary, own: u64) -> String {
+    let others = r.reached.saturating_sub(own);
+    if others == 0 {
+        String::new()
+    } else {
+        (r.sum as f64 / others as f64).to_string()
+    }
+}
+
+/// Write `summary.csv` (`source,reached,unreachable,sum,max,mean`, ids in the input's
+/// numbering) from one summary per source, in task order, and return the checksum for the
+/// report. `targets`: the columns the summaries cover (`None`: every vertex, `n` of them),
+/// internal ids, repeats allowed; the mean leaves out the source's own entries among them.
 pub fn write_summary(
     dir: &Path,
     sources: &[u32],
     id_base: u64,
     n: usize,
+    targets: Option<&[u32]>,
     summaries: impl IntoIterator<Item = PathSummary>,
 ) -> Result<serde_json::Value> {
     let n = n as u64;
-    let mut csv = String::with_capacity(sources.len() * 40 + 64);
-    csv.push_str("source,reached,unreachable,sum,max\n");
+    // How often each vertex appears among the targets (the source's own zero distances).
+    let own: Option<std::collections::HashMap<u32, u64>> = targets.map(|ts| {
+        let mut m = std::collections::HashMap::with_capacity(ts.len());
+        for &t in ts {
+            *m.entry(t).or_insert(0u64) += 1;
+        }
+        m
+    });
+    let mut csv = String::with_capacity(sources.len() * 60 + 64);
+    csv.push_str("source,reached,unreachable,sum,max,mean\n");
     let (mut total, mut unreachable, mut largest) = (0i128, 0u64, 0u64);
     for (&s, r) in sources.iter().zip(summaries) {
         total += r.sum;
         unreachable += n - r.reached;
         largest = largest.max(r.max);
+        let own = own.as_ref().map_or(1, |m| m.get(&s).copied().unwrap_or(0));
         let _ = writeln!(
             csv,
-            "{},{},{},{},{}",
+            "{},{},{},{},{},{}",
             s as u64 + id_base,
             r.reached,
             n - r.reached,
             r.sum,
-            r.max
+            r.max,
+            mean_of(&r, own)
         );
     }
     write_file(dir, "summary.csv", &csv)?;
@@ -222,10 +247,27 @@ pub fn write_summary_records(
     sources: &[u32],
     id_base: u64,
     n: usize,
+    targets: Option<&[u32]>,
     records: &Records,
 ) -> Result<serde_json::Value> {
     let summaries = (0..sources.len()).map(|t| records.read::<PathSummary>(t));
-    write_summary(dir, sources, id_base, n, summaries)
+    write_summary(dir, sources, id_base, n, targets, summaries)
+}
+
+/// Refuse `output.format = "csv"` in a plugin that writes no table besides `summary.csv` (only
+/// `apsp` with targets writes `od.csv`).
+pub fn refuse_csv(plan: &Plan) -> Result<()> {
+    if plan.output.format == crate::config::OutputFormat::Csv {
+        return Err(plan.origins.error(
+            "output.format",
+            format!(
+                "output.format = \"csv\" writes od.csv for apsp with [apsp] targets; {} writes \
+                 summary.csv (always text) and distances.npy: remove output.format",
+                plan.plugin
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `distances.npy` for `sources × n` of `ty` when `output.distances` is set: declared here,
@@ -237,6 +279,7 @@ pub fn distance_rows(
     n: usize,
     ty: NpyType,
 ) -> Result<Option<NpyRows>> {
+    refuse_csv(ctx.plan)?;
     if !ctx.plan.output.distances {
         return Ok(None);
     }

@@ -115,7 +115,7 @@ impl Job for DdJob {
         if let Some(rows) = &self.rows {
             rows.sync()?;
         }
-        write_summary_records(dir, &self.sources, self.id_base, self.n, records)
+        write_summary_records(dir, &self.sources, self.id_base, self.n, None, records)
     }
 }
 

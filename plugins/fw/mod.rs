@@ -538,7 +538,7 @@ impl Job for FwJob {
         if let Some(rows) = &self.rows {
             rows.sync()?;
         }
-        let mut checksum = write_summary(dir, &self.sources, self.id_base, n, summaries)?;
+        let mut checksum = write_summary(dir, &self.sources, self.id_base, n, None, summaries)?;
         checksum["computed_by"] = serde_json::json!(unit);
         if let Some(t) = self.timing.lock().take() {
             checksum["gpu_seconds"] = t;
