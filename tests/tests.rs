@@ -9,6 +9,7 @@ mod cli;
 mod dense;
 mod example;
 mod mpi;
+mod od;
 mod phast_cpu;
 mod phast_gpu;
 mod reliability;

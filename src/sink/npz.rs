@@ -79,7 +79,9 @@ pub fn write_npz(dir: &Path, name: &str, entries: &[NpzEntry<'_>]) -> Result<()>
             let options = zip::write::SimpleFileOptions::default()
                 .compression_method(zip::CompressionMethod::Stored)
                 .large_file(len >= u32::MAX as u64)
-                .unix_permissions(0o644);
+                .unix_permissions(0o644)
+                // A fixed date (zip's 1980-01-01 epoch), so equal results give equal files.
+                .last_modified_time(zip::DateTime::default());
             zip.start_file(format!("{entry_name}.npy"), options)
                 .map_err(zip_err)?;
             match entry {
