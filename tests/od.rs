@@ -258,7 +258,7 @@ fn numpy_loads_od_npz() {
         z = numpy.load(sys.argv[1])\n\
         d = z['distances']\n\
         print(sorted(z.files))\n\
-        print(list(z['sources']), list(z['targets']), d.dtype, d.shape, int(z['unreachable']))\n\
+        print(z['sources'].tolist(), z['targets'].tolist(), d.dtype, d.shape, int(z['unreachable']))\n\
         print([[('' if x == z['unreachable'] else int(x)) for x in r] for r in d])\n";
     let o = std::process::Command::new("python3")
         .args(["-c", script, &out.dir.join("od.npz").display().to_string()])
