@@ -3,18 +3,73 @@
 //! distance widths, the per-source summary record and `summary.csv`, and distance rows.
 
 use crate::config::{InputSpec, Plan, Sources};
-use crate::graph::{generate, read_graph, Csr, EdgeList};
+use crate::graph::{generate, read_graph_with, Csr, EdgeList};
 use crate::plugin::{PrepareCtx, Record, Records};
 use crate::sink::{write_file, NpyRows, NpyType};
 use crate::{Error, Result};
 use std::fmt::Write as _;
 use std::path::Path;
 
+/// The format of an input file: its extension, lower case, without a trailing `.gz`.
+pub fn input_format(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .and_then(|s| s.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let stem = name.strip_suffix(".gz").unwrap_or(&name);
+    stem.rsplit_once('.').map_or("", |(_, e)| e).to_string()
+}
+
+/// Refuse the `[input]` keys that do not apply to a file of `format`: `columns` belongs to
+/// `.csv`/`.tsv`, `no_arc` to `.npy`, `weight_scale` to both.
+pub fn check_input_options(plan: &Plan, format: &str) -> Result<()> {
+    let o = &plan.input_options;
+    let table = matches!(format, "csv" | "tsv");
+    let npy = format == "npy";
+    let wrong = [
+        (o.columns.is_some() && !table, "input.columns", ".csv and .tsv edge lists"),
+        (o.no_arc.is_some() && !npy, "input.no_arc", ".npy matrices"),
+        (
+            o.weight_scale.is_some() && !table && !npy,
+            "input.weight_scale",
+            ".csv and .tsv edge lists and .npy matrices",
+        ),
+    ];
+    for (bad, key, applies) in wrong {
+        if bad {
+            return Err(plan.origins.error(
+                key,
+                format!(
+                    "{key} applies to {applies}, and input.path is a .{format} file; remove {key}"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Load the input graph a plan names (file or generator).
 pub fn load_graph(plan: &Plan) -> Result<EdgeList> {
+    if let Some(InputSpec::Path(p)) = &plan.input {
+        let format = input_format(p);
+        if format == "npy" {
+            return Err(plan.origins.error(
+                "input.path",
+                format!(
+                    "input.path = \"{}\": a .npy matrix is the input of the dense plugins \
+                     (fw-naive, fw-blocked, rkleene, dense-dijkstra); {} reads graph files \
+                     (.gr, .mtx, .el, .wel, .txt, .csv, .tsv)",
+                    p.display(),
+                    plan.plugin
+                ),
+            ));
+        }
+        check_input_options(plan, &format)?;
+    }
     match &plan.input {
         // A file that cannot be opened is named by the key that names it.
-        Some(InputSpec::Path(p)) => read_graph(p).map_err(|e| match e {
+        Some(InputSpec::Path(p)) => read_graph_with(p, &plan.input_options).map_err(|e| match e {
             Error::Io { path, source } if path == *p => plan.origins.error(
                 "input.path",
                 format!(

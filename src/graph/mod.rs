@@ -4,13 +4,14 @@
 //! copy them to OpenCL buffers as they are. Vertex ids inside are 0-based; `id_base` maps them
 //! back to the input's numbering (1 for DIMACS and Matrix Market, 0 for edge lists).
 
+mod delimited;
 mod generate;
 pub mod memory;
 mod read;
 mod shared;
 
 pub use generate::{generate, GenModel, GenSpec};
-pub use read::read_graph;
+pub use read::{read_graph, read_graph_with};
 pub use shared::{shared_dir, GraphShare, Words};
 
 /// Where an edge came from, so later checks can still name the file and line.
