@@ -8,6 +8,7 @@ mod bounds;
 mod cli;
 mod dense;
 mod example;
+mod inputs;
 mod mpi;
 mod od;
 mod phast_cpu;
