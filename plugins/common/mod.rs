@@ -3,7 +3,7 @@
 //! distance widths, the per-source summary record and `summary.csv`, and distance rows.
 
 use crate::config::{InputSpec, Plan, Sources};
-use crate::graph::{generate, read_graph_with, Csr, EdgeList};
+use crate::graph::{generate, read_graph_with, Csr, EdgeList, MatrixStats, NpyMatrix};
 use crate::plugin::{PrepareCtx, Record, Records};
 use crate::sink::{write_file, NpyRows, NpyType};
 use crate::{Error, Result};
@@ -86,6 +86,83 @@ pub fn load_graph(plan: &Plan) -> Result<EdgeList> {
             plan.config_path.display()
         ))),
     }
+}
+
+/// The input of a dense plugin: a graph file or generator (arcs), or an `n × n` `.npy` matrix
+/// read in place.
+#[derive(Debug)]
+pub enum DenseInput {
+    /// Arcs, from any graph input.
+    Edges(EdgeList),
+    /// A numpy matrix, scanned (every entry checked; its largest weight, sign, arcs).
+    Matrix(NpyMatrix, MatrixStats),
+}
+
+impl DenseInput {
+    /// Vertices.
+    pub fn n(&self) -> usize {
+        match self {
+            DenseInput::Edges(l) => l.n,
+            DenseInput::Matrix(m, _) => m.n,
+        }
+    }
+    /// The input's name for messages and the report.
+    pub fn name(&self) -> &str {
+        match self {
+            DenseInput::Edges(l) => &l.origin.name,
+            DenseInput::Matrix(m, _) => &m.name,
+        }
+    }
+    /// The first id of the input's numbering (0 for a matrix, as numpy indexes it).
+    pub fn id_base(&self) -> u64 {
+        match self {
+            DenseInput::Edges(l) => l.id_base,
+            DenseInput::Matrix(..) => 0,
+        }
+    }
+    /// Largest |weight| of an arc.
+    pub fn max_abs(&self) -> u64 {
+        match self {
+            DenseInput::Edges(l) => l.arcs.iter().map(|a| a.2.unsigned_abs()).max().unwrap_or(0),
+            DenseInput::Matrix(_, s) => s.max_abs,
+        }
+    }
+    /// Whether an arc has a negative weight.
+    pub fn negative(&self) -> bool {
+        match self {
+            DenseInput::Edges(l) => l.arcs.iter().any(|a| a.2 < 0),
+            DenseInput::Matrix(_, s) => s.negative,
+        }
+    }
+}
+
+/// Load a dense plugin's input: a `.npy` matrix mapped and scanned, else [`load_graph`].
+pub fn load_dense(plan: &Plan) -> Result<DenseInput> {
+    let Some(InputSpec::Path(p)) = &plan.input else {
+        return load_graph(plan).map(DenseInput::Edges);
+    };
+    if input_format(p) != "npy" {
+        return load_graph(plan).map(DenseInput::Edges);
+    }
+    check_input_options(plan, "npy")?;
+    let m = NpyMatrix::open(p, &plan.input_options).map_err(|e| match e {
+        Error::Io { path, source } if path == *p => plan.origins.error(
+            "input.path",
+            format!(
+                "input.path = \"{}\": {source}; check the path (relative paths start at \
+                 the directory tuccompi runs in)",
+                p.display()
+            ),
+        ),
+        e => e,
+    })?;
+    crate::graph::memory::check(
+        &m.name,
+        (m.n as u64).saturating_mul(m.n as u64).saturating_mul(8),
+        &format!("a dense {} x {} matrix", m.n, m.n),
+    )?;
+    let stats = m.scan()?;
+    Ok(DenseInput::Matrix(m, stats))
 }
 
 /// The input graph as a CSR: under MPI, built by one rank of each machine and mapped read-only

@@ -7,10 +7,12 @@
 mod delimited;
 mod generate;
 pub mod memory;
+mod npy;
 mod read;
 mod shared;
 
 pub use generate::{generate, GenModel, GenSpec};
+pub use npy::{MatrixStats, NpyMatrix};
 pub use read::{read_graph, read_graph_with};
 pub use shared::{shared_dir, GraphShare, Words};
 
