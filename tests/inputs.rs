@@ -321,3 +321,80 @@ fn hostile_npy_files_get_one_clear_error() {
         "source,reached,unreachable,sum,max,mean\n0,2,0,-1,0,-1\n1,2,0,5,5,5\n"
     );
 }
+
+/// Every config in `configs/` passes `tuccompi check` (APSP ones with Dijkstra and the work
+/// list, so that no hierarchy is built for the check), and the dense ones run on a `.npy`
+/// matrix as their comments say.
+#[test]
+fn every_config_passes_check_and_the_dense_ones_run_on_a_npy_matrix() {
+    let configs = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs");
+    let dir = tmpdir("configs");
+    let m = dir.join("m.npy");
+    let data: Vec<u8> = [0f64, 2.5, f64::INFINITY, 1.25, 0.0, 0.5, 1.0, f64::NAN, 0.0]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    std::fs::write(&m, npy_bytes("<f8", false, "(3, 3)", &data)).unwrap();
+    let mut seen = Vec::new();
+    for e in std::fs::read_dir(&configs).unwrap() {
+        let path = e.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&path).unwrap();
+        // The collatz plugin is the example's (tests/example.rs runs its binary).
+        if text.contains("plugin = \"collatz\"") {
+            continue;
+        }
+        // GPU-only configs check on PoCL (a CPU device) where no GPU is.
+        if text.contains("cpu_workers = 0") && !opencl() {
+            eprintln!("NOT RUN: check {name}: it runs on OpenCL devices only");
+            continue;
+        }
+        let mut args = vec!["check".to_string(), path.display().to_string()];
+        args.extend(["--set".into(), "units.device_type=\"all\"".into()]);
+        if text.contains("plugin = \"apsp\"") {
+            for s in ["apsp.cpu_algorithm=\"dijkstra\"", "apsp.gpu_algorithm=\"worklist\""] {
+                args.extend(["--set".into(), s.into()]);
+            }
+        }
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tuccompi"))
+            .current_dir(&dir)
+            .env("XDG_CACHE_HOME", dir.join("cache"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "check {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        seen.push(name.clone());
+        if DENSE.iter().any(|p| text.contains(&format!("plugin = \"{p}\""))) {
+            let od = dir.join(format!("out-{name}"));
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_tuccompi"))
+                .current_dir(&dir)
+                .env("XDG_CACHE_HOME", dir.join("cache"))
+                .args(["-q", "run", &path.display().to_string()])
+                .args(["--set", &format!("input.path={:?}", m.display().to_string())])
+                .args(["--set", "input.weight_scale=4", "--set", "units.opencl=\"none\""])
+                .args(["--set", "run.sources=\"all\""])
+                .args(["--set", &format!("output.dir={:?}", od.display().to_string())])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "run {name} on m.npy: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            // 0 -> 1: 10; 0 -> 2: 10 + 2 = 12; 1 -> 0: 5; 1 -> 2: 2; 2 -> 0: 4; 2 -> 1: 14.
+            assert_eq!(
+                std::fs::read_to_string(od.join("summary.csv")).unwrap(),
+                "source,reached,unreachable,sum,max,mean\n0,3,0,22,12,11\n1,3,0,7,5,3.5\n2,3,0,18,14,9\n",
+                "{name}"
+            );
+        }
+    }
+    seen.sort();
+    for want in ["apsp.toml", "apsp-hetero.toml", "dense-dijkstra.toml", "fw-blocked.toml", "fw-naive.toml", "rkleene.toml"] {
+        assert!(seen.iter().any(|s| s == want), "{want} in {seen:?}");
+    }
+}
