@@ -420,7 +420,7 @@ pub fn output_status(plan: &Plan, job: &dyn Job) -> Result<OutputStatus> {
 /// Bytes a run's outputs take on disk: the bulk files (exact), the journal, summary and trace
 /// (per task), and 1 MiB for the report and the rest.
 pub fn output_bytes(plan: &Plan, job: &dyn Job) -> u64 {
-    let bulk: u64 = job.bulk_outputs().iter().map(|r| r.bytes()).sum();
+    let bulk: u64 = job.bulk_outputs().iter().map(|r| r.bytes()).sum::<u64>() + job.finish_bytes();
     let per_task = 8 * job.record_words() as u64 + 64 + if plan.output.trace { 160 } else { 0 };
     bulk + job.tasks() as u64 * per_task + (1 << 20)
 }

@@ -481,8 +481,11 @@ fn interrupt_then_resume(
     let resumed = Command::new(BIN).args(&args).output().unwrap();
     let resumed_err = String::from_utf8_lossy(&resumed.stderr).into_owned();
     assert!(resumed.status.success(), "resume: {resumed_err}");
-    for f in ["summary.csv", "distances.npy"] {
+    for f in ["summary.csv", "distances.npy", "od.npz", "od.csv"] {
         let a = std::fs::read(reference.dir.join(f)).ok();
+        if f.starts_with("od.") && cfg.contains("targets") {
+            assert!(a.is_some(), "{f} written");
+        }
         assert!(
             a == std::fs::read(out.join(f)).ok(),
             "{f} differs from the uninterrupted run's"
@@ -523,6 +526,35 @@ fn killed_mid_run_then_resumed_gives_byte_identical_outputs() {
         "output.sync_seconds=0.05",
     ];
     interrupt_then_resume("rel-kill", &cfg, 3353, &sets, &|child, _| {
+        child.kill().unwrap(); // SIGKILL
+    });
+}
+
+#[test]
+fn an_od_run_killed_mid_way_resumes_to_byte_identical_od_files() {
+    let Some(g) = data("rome99.gr.gz") else {
+        return;
+    };
+    // Targets without output.distances: the rows resume from the staging folder's hidden
+    // file, and od.npz / od.csv are made from it at the end.
+    let targets: Vec<u32> = (1..=64).map(|i| i * 50).collect();
+    let cfg = format!(
+        "{}[apsp]\ntargets = {targets:?}\n",
+        apsp_file(&g, "\"all\"")
+    );
+    let sets = [
+        "units.opencl=none",
+        "units.cpu_workers=2",
+        "scheduler.chunk=16",
+        "output.format=\"csv\"",
+        "output.sync_seconds=0.05",
+        "apsp.cpu_algorithm=\"dijkstra\"",
+    ];
+    interrupt_then_resume("rel-od", &cfg, 3353, &sets, &|child, out| {
+        assert!(
+            out.join(outdir::PARTIAL).join(".od-distances.npy").exists(),
+            "the rows are staged"
+        );
         child.kill().unwrap(); // SIGKILL
     });
 }

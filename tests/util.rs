@@ -79,15 +79,33 @@ impl Out {
     }
 }
 
-/// Parse summary.csv, checking its header.
+/// Parse summary.csv, checking its header, without its `mean` column (checked to be empty or
+/// a number; `means` reads it).
 pub fn read_summary(p: &Path) -> Vec<[u128; 5]> {
     let text = std::fs::read_to_string(p).unwrap();
     let mut lines = text.lines();
-    assert_eq!(lines.next(), Some("source,reached,unreachable,sum,max"));
+    assert_eq!(
+        lines.next(),
+        Some("source,reached,unreachable,sum,max,mean")
+    );
     lines
         .map(|l| {
-            let v: Vec<u128> = l.split(',').map(|x| x.parse().unwrap()).collect();
+            let (ints, mean) = l.rsplit_once(',').unwrap();
+            assert!(mean.is_empty() || mean.parse::<f64>().is_ok(), "{l}");
+            let v: Vec<u128> = ints.split(',').map(|x| x.parse().unwrap()).collect();
             [v[0], v[1], v[2], v[3], v[4]]
+        })
+        .collect()
+}
+
+/// The `mean` column of summary.csv (`None` where empty).
+pub fn means(p: &Path) -> Vec<Option<f64>> {
+    let text = std::fs::read_to_string(p).unwrap();
+    text.lines()
+        .skip(1)
+        .map(|l| {
+            let m = l.rsplit_once(',').unwrap().1;
+            (!m.is_empty()).then(|| m.parse().unwrap())
         })
         .collect()
 }

@@ -16,7 +16,9 @@ fn graph() -> (usize, Vec<(u32, u32, i64)>) {
     let mut arcs = Vec::new();
     let mut x = 12345u64;
     let mut rnd = |m: u64| {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (x >> 33) % m
     };
     for v in 20..250u32 {
@@ -85,7 +87,10 @@ fn check(out: &Out, want: &Want, what: &str) {
         npyz::NpyFile::new(std::fs::File::open(out.dir.join("distances.npy")).unwrap()).unwrap();
     assert_eq!(file.dtype().descr(), "'<u8'", "{what}");
     let rows = file.into_vec::<u64>().unwrap();
-    assert!(rows == want.rows, "{what}: distances.npy differs from Bellman-Ford");
+    assert!(
+        rows == want.rows,
+        "{what}: distances.npy differs from Bellman-Ford"
+    );
     assert_eq!(
         out.report["checksum"]["redone_u64"].as_u64(),
         Some(want.overflowing),

@@ -13,6 +13,7 @@
 
 pub mod dijkstra;
 pub mod gpu;
+pub mod od;
 pub mod phast;
 pub mod targets;
 pub mod tune;
@@ -22,9 +23,7 @@ use crate::config::{AutoOr, Sources};
 use crate::graph::Csr;
 use crate::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker};
 use crate::plugins::common::geo::{self, Geo};
-use crate::plugins::common::{
-    distance_rows, resolve_sources, write_summary_records, Dist, PathSummary, RowWrite,
-};
+use crate::plugins::common::{resolve_sources, write_summary_records, Dist, PathSummary, RowWrite};
 use crate::sink::NpyRows;
 use crate::Result;
 use dijkstra::Dijkstra;
@@ -126,6 +125,8 @@ pub struct ApspJob {
     pub origins: crate::config::Origins,
     /// The input's places and the points snapped to them (empty for inputs without places).
     pub geo: GeoJob,
+    /// Whether `od.csv` is written beside `od.npz` (`output.format = "csv"`).
+    pub csv: bool,
 }
 
 /// An APSP job's places: the input's coordinates (OpenStreetMap or `.co`) and the sources' and
@@ -198,7 +199,13 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
     let width = width::choose(&graph, &sources, targets.as_deref());
     let wide = width.wide;
     let cols = targets.as_ref().map_or(graph.n, Vec::len);
-    let rows = distance_rows(ctx, sources.len(), cols, width.rows)?;
+    let rows = od::rows(
+        ctx.plan,
+        targets.as_deref(),
+        sources.len(),
+        cols,
+        width.rows,
+    )?;
     let units = &ctx.plan.units;
     let request = phast::auto::Request {
         cpu: (units.cpu_workers > 0).then_some(options.cpu_algorithm),
@@ -237,6 +244,7 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
             sources: source_snaps,
             targets: target_snaps,
         },
+        csv: ctx.plan.output.format == crate::config::OutputFormat::Csv,
     }))
 }
 
@@ -329,7 +337,7 @@ impl Job for ApspJob {
             "cpu_algorithm": self.cpu_algorithm,
             "gpu_algorithm": self.options.gpu_algorithm,
             "cpu_batch": self.options.cpu_batch.and_then(|b| b.value()),
-            "distances": self.rows.is_some(),
+            "distances": self.rows.as_ref().is_some_and(|r| r.name() == "distances.npy"),
         })
     }
     fn cpu(&self) -> Option<&dyn CpuHalf> {
@@ -340,6 +348,9 @@ impl Job for ApspJob {
     }
     fn bulk_outputs(&self) -> Vec<&NpyRows> {
         self.rows.iter().collect()
+    }
+    fn finish_bytes(&self) -> u64 {
+        od::finish_bytes(self, self.csv)
     }
     fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
         if let Some(rows) = &self.rows {
@@ -353,11 +364,13 @@ impl Job for ApspJob {
                 &[("source", &self.geo.sources), ("target", &self.geo.targets)],
             )?;
         }
+        od::write(self, dir, self.csv)?;
         let mut checksum = write_summary_records(
             dir,
             &self.sources,
             self.graph.id_base,
             self.targets.as_ref().map_or(self.graph.n, Vec::len),
+            self.targets.as_deref(),
             records,
         )?;
         // Counted from the records (each carries its flag), so that resumed tasks and other

@@ -5,21 +5,80 @@
 pub mod geo;
 
 use crate::config::{is_osm, InputSpec, Plan, Sources};
-use crate::graph::{generate, read_graph, Csr, EdgeList};
+use crate::graph::{generate, read_graph_with, Csr, EdgeList, MatrixStats, NpyMatrix};
 use crate::plugin::{PrepareCtx, Record, Records};
 use crate::sink::{write_file, NpyRows, NpyType};
 use crate::{Error, Result};
 use std::fmt::Write as _;
 use std::path::Path;
 
+/// The format of an input file: its extension, lower case, without a trailing `.gz`.
+pub fn input_format(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .and_then(|s| s.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let stem = name.strip_suffix(".gz").unwrap_or(&name);
+    stem.rsplit_once('.').map_or("", |(_, e)| e).to_string()
+}
+
+/// Refuse the `[input]` keys that do not apply to a file of `format`: `columns` belongs to
+/// `.csv`/`.tsv`, `no_arc` to `.npy`, `weight_scale` to both.
+pub fn check_input_options(plan: &Plan, format: &str) -> Result<()> {
+    let o = &plan.input_options;
+    let table = matches!(format, "csv" | "tsv");
+    let npy = format == "npy";
+    let wrong = [
+        (
+            o.columns.is_some() && !table,
+            "input.columns",
+            ".csv and .tsv edge lists",
+        ),
+        (o.no_arc.is_some() && !npy, "input.no_arc", ".npy matrices"),
+        (
+            o.weight_scale.is_some() && !table && !npy,
+            "input.weight_scale",
+            ".csv and .tsv edge lists and .npy matrices",
+        ),
+    ];
+    for (bad, key, applies) in wrong {
+        if bad {
+            return Err(plan.origins.error(
+                key,
+                format!(
+                    "{key} applies to {applies}, and input.path is a .{format} file; remove {key}"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Load the input graph a plan names (file or generator).
 pub fn load_graph(plan: &Plan) -> Result<EdgeList> {
+    if let Some(InputSpec::Path(p)) = &plan.input {
+        let format = input_format(p);
+        if format == "npy" {
+            return Err(plan.origins.error(
+                "input.path",
+                format!(
+                    "input.path = \"{}\": a .npy matrix is the input of the dense plugins \
+                     (fw-naive, fw-blocked, rkleene, dense-dijkstra); {} reads graph files \
+                     (.gr, .mtx, .el, .wel, .txt, .csv, .tsv, .osm.pbf)",
+                    p.display(),
+                    plan.plugin
+                ),
+            ));
+        }
+        check_input_options(plan, &format)?;
+    }
     match &plan.input {
         // A file that cannot be opened is named by the key that names it.
         Some(InputSpec::Path(p)) => if is_osm(p) {
             crate::graph::osm::read_osm(p, plan.geo.osm).map(|(list, _, _)| list)
         } else {
-            read_graph(p)
+            read_graph_with(p, &plan.input_options)
         }
         .map_err(|e| match e {
             Error::Io { path, source } if path == *p => plan.origins.error(
@@ -38,6 +97,83 @@ pub fn load_graph(plan: &Plan) -> Result<EdgeList> {
             plan.config_path.display()
         ))),
     }
+}
+
+/// The input of a dense plugin: a graph file or generator (arcs), or an `n × n` `.npy` matrix
+/// read in place.
+#[derive(Debug)]
+pub enum DenseInput {
+    /// Arcs, from any graph input.
+    Edges(EdgeList),
+    /// A numpy matrix, scanned (every entry checked; its largest weight, sign, arcs).
+    Matrix(NpyMatrix, MatrixStats),
+}
+
+impl DenseInput {
+    /// Vertices.
+    pub fn n(&self) -> usize {
+        match self {
+            DenseInput::Edges(l) => l.n,
+            DenseInput::Matrix(m, _) => m.n,
+        }
+    }
+    /// The input's name for messages and the report.
+    pub fn name(&self) -> &str {
+        match self {
+            DenseInput::Edges(l) => &l.origin.name,
+            DenseInput::Matrix(m, _) => &m.name,
+        }
+    }
+    /// The first id of the input's numbering (0 for a matrix, as numpy indexes it).
+    pub fn id_base(&self) -> u64 {
+        match self {
+            DenseInput::Edges(l) => l.id_base,
+            DenseInput::Matrix(..) => 0,
+        }
+    }
+    /// Largest |weight| of an arc.
+    pub fn max_abs(&self) -> u64 {
+        match self {
+            DenseInput::Edges(l) => l.arcs.iter().map(|a| a.2.unsigned_abs()).max().unwrap_or(0),
+            DenseInput::Matrix(_, s) => s.max_abs,
+        }
+    }
+    /// Whether an arc has a negative weight.
+    pub fn negative(&self) -> bool {
+        match self {
+            DenseInput::Edges(l) => l.arcs.iter().any(|a| a.2 < 0),
+            DenseInput::Matrix(_, s) => s.negative,
+        }
+    }
+}
+
+/// Load a dense plugin's input: a `.npy` matrix mapped and scanned, else [`load_graph`].
+pub fn load_dense(plan: &Plan) -> Result<DenseInput> {
+    let Some(InputSpec::Path(p)) = &plan.input else {
+        return load_graph(plan).map(DenseInput::Edges);
+    };
+    if input_format(p) != "npy" {
+        return load_graph(plan).map(DenseInput::Edges);
+    }
+    check_input_options(plan, "npy")?;
+    let m = NpyMatrix::open(p, &plan.input_options).map_err(|e| match e {
+        Error::Io { path, source } if path == *p => plan.origins.error(
+            "input.path",
+            format!(
+                "input.path = \"{}\": {source}; check the path (relative paths start at \
+                 the directory tuccompi runs in)",
+                p.display()
+            ),
+        ),
+        e => e,
+    })?;
+    crate::graph::memory::check(
+        &m.name,
+        (m.n as u64).saturating_mul(m.n as u64).saturating_mul(8),
+        &format!("a dense {} x {} matrix", m.n, m.n),
+    )?;
+    let stats = m.scan()?;
+    Ok(DenseInput::Matrix(m, stats))
 }
 
 /// The input graph as a CSR: under MPI, built by one rank of each machine and mapped read-only
@@ -214,31 +350,56 @@ impl PathSummary {
     }
 }
 
-/// Write `summary.csv` (`source,reached,unreachable,sum,max`, ids in the input's numbering) from
-/// one summary per source, in task order, and return the checksum for the report.
+/// The mean distance of a summary row: the sum over the reached entries other than the
+/// source's own (`own` of them: 1 over every vertex, the source's occurrences in a target
+/// list), as a decimal; empty when no other entry was reached.
+pub fn mean_of(r: &PathSummary, own: u64) -> String {
+    let others = r.reached.saturating_sub(own);
+    if others == 0 {
+        String::new()
+    } else {
+        (r.sum as f64 / others as f64).to_string()
+    }
+}
+
+/// Write `summary.csv` (`source,reached,unreachable,sum,max,mean`, ids in the input's
+/// numbering) from one summary per source, in task order, and return the checksum for the
+/// report. `targets`: the columns the summaries cover (`None`: every vertex, `n` of them),
+/// internal ids, repeats allowed; the mean leaves out the source's own entries among them.
 pub fn write_summary(
     dir: &Path,
     sources: &[u32],
     id_base: u64,
     n: usize,
+    targets: Option<&[u32]>,
     summaries: impl IntoIterator<Item = PathSummary>,
 ) -> Result<serde_json::Value> {
     let n = n as u64;
-    let mut csv = String::with_capacity(sources.len() * 40 + 64);
-    csv.push_str("source,reached,unreachable,sum,max\n");
+    // How often each vertex appears among the targets (the source's own zero distances).
+    let own: Option<std::collections::HashMap<u32, u64>> = targets.map(|ts| {
+        let mut m = std::collections::HashMap::with_capacity(ts.len());
+        for &t in ts {
+            *m.entry(t).or_insert(0u64) += 1;
+        }
+        m
+    });
+    let mut csv = String::with_capacity(sources.len() * 60 + 64);
+    csv.push_str("source,reached,unreachable,sum,max,mean\n");
     let (mut total, mut unreachable, mut largest) = (0i128, 0u64, 0u64);
     for (&s, r) in sources.iter().zip(summaries) {
         total += r.sum;
         unreachable += n - r.reached;
         largest = largest.max(r.max);
+        let own = own.as_ref().map_or(1, |m| m.get(&s).copied().unwrap_or(0));
         let _ = writeln!(
             csv,
-            "{},{},{},{},{}",
+            "{},{},{},{},{},{}",
             s as u64 + id_base,
             r.reached,
             n - r.reached,
             r.sum,
-            r.max
+            r.max,
+            mean_of(&r, own)
         );
     }
     write_file(dir, "summary.csv", &csv)?;
@@ -260,10 +421,27 @@ pub fn write_summary_records(
     sources: &[u32],
     id_base: u64,
     n: usize,
+    targets: Option<&[u32]>,
     records: &Records,
 ) -> Result<serde_json::Value> {
     let summaries = (0..sources.len()).map(|t| records.read::<PathSummary>(t));
-    write_summary(dir, sources, id_base, n, summaries)
+    write_summary(dir, sources, id_base, n, targets, summaries)
+}
+
+/// Refuse `output.format = "csv"` in a plugin that writes no table besides `summary.csv` (only
+/// `apsp` with targets writes `od.csv`).
+pub fn refuse_csv(plan: &Plan) -> Result<()> {
+    if plan.output.format == crate::config::OutputFormat::Csv {
+        return Err(plan.origins.error(
+            "output.format",
+            format!(
+                "output.format = \"csv\" writes od.csv for apsp with [apsp] targets; {} writes \
+                 summary.csv (always text) and distances.npy: remove output.format",
+                plan.plugin
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `distances.npy` for `sources × n` of `ty` when `output.distances` is set: declared here,
@@ -275,6 +453,7 @@ pub fn distance_rows(
     n: usize,
     ty: NpyType,
 ) -> Result<Option<NpyRows>> {
+    refuse_csv(ctx.plan)?;
     if !ctx.plan.output.distances {
         return Ok(None);
     }
@@ -326,7 +505,11 @@ mod test {
         let mut w = [0u64; 4];
         s.to_words(&mut w);
         assert_eq!(w[2], 4, "the high word carries the sum's upper bits");
-        assert_eq!(w[0], 7 | REDONE_BIT, "the redone flag rides on the count's top bit");
+        assert_eq!(
+            w[0],
+            7 | REDONE_BIT,
+            "the redone flag rides on the count's top bit"
+        );
         assert_eq!(PathSummary::from_words(&w), s);
         let neg = PathSummary {
             reached: 1,

@@ -9,8 +9,8 @@ use crate::plugin::{
     CpuHalf, Gpu, GpuHalf, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker,
 };
 use crate::plugins::common::{
-    distance_rows, load_graph, needs_wide, resolve_sources, write_summary_records, Dist,
-    PathSummary, RowWrite,
+    distance_rows, load_dense, needs_wide, resolve_sources, write_summary_records, DenseInput,
+    Dist, PathSummary, RowWrite,
 };
 use crate::sink::{NpyRows, NpyType};
 use crate::tuning::{Choice, LaunchParams, Request, Shape, Tuner};
@@ -60,34 +60,64 @@ impl Plugin for DenseDijkstra {
                 ctx.plan.plugin_options.keys().collect::<Vec<_>>()
             )));
         }
-        let list = load_graph(ctx.plan)?;
-        let n = list.n;
+        let input = load_dense(ctx.plan)?;
+        let n = input.n();
         if (n as u128) * (n as u128) * 4 > 1 << 36 {
             return Err(Error::Input(format!(
                 "{}: {n} vertices are too many for a dense matrix; use apsp",
-                list.origin.name
+                input.name()
             )));
         }
-        // The CSR builder refuses negative weights (naming the line) and collapses parallel arcs.
-        let g = crate::graph::Csr::from_edges(&list)?;
-        let mut w = crate::filled(n * n, u32::MAX, &format!("a dense {n} x {n} matrix"))?;
-        for u in 0..n {
-            for e in g.offsets[u] as usize..g.offsets[u + 1] as usize {
-                w[u * n + g.targets[e] as usize] = g.weights[e];
+        let (w, max_weight) = match &input {
+            DenseInput::Edges(list) => {
+                // The CSR builder refuses negative weights (naming the line) and collapses
+                // parallel arcs.
+                let g = crate::graph::Csr::from_edges(list)?;
+                let mut w = crate::filled(n * n, u32::MAX, &format!("a dense {n} x {n} matrix"))?;
+                for u in 0..n {
+                    for e in g.offsets[u] as usize..g.offsets[u + 1] as usize {
+                        w[u * n + g.targets[e] as usize] = g.weights[e];
+                    }
+                }
+                (w, g.max_weight())
             }
-        }
-        let wide = needs_wide(n, g.max_weight() as u64);
-        let sources = resolve_sources(&ctx.plan.sources, n, list.id_base)?;
+            DenseInput::Matrix(m, stats) => {
+                if stats.negative {
+                    return Err(Error::Input(format!(
+                        "{}: the matrix has negative weights; dense-dijkstra needs weights >= 0 \
+                         (fw-naive, fw-blocked and rkleene take negative weights)",
+                        m.name
+                    )));
+                }
+                if stats.max_abs >= u32::MAX as u64 {
+                    return Err(Error::Input(format!(
+                        "{}: the largest weight, {}, is outside 0..{}, the weights \
+                         dense-dijkstra takes; rescale the weights",
+                        m.name,
+                        stats.max_abs,
+                        u32::MAX
+                    )));
+                }
+                let mut w = crate::filled(n * n, u32::MAX, &format!("a dense {n} x {n} matrix"))?;
+                // The diagonal reads as no arc (a self-loop never shortens a path).
+                m.fill(&mut w, u32::MAX, u32::MAX, |x| x as u32);
+                (w, stats.max_abs as u32)
+            }
+        };
+        let wide = needs_wide(n, max_weight as u64);
+        let (id_base, name) = (input.id_base(), input.name().to_string());
+        drop(input);
+        let sources = resolve_sources(&ctx.plan.sources, n, id_base)?;
         let ty = if wide { NpyType::U64 } else { NpyType::U32 };
         let rows = distance_rows(ctx, sources.len(), n, ty)?;
         Ok(Box::new(DdJob {
             n,
             w,
             sources,
-            id_base: list.id_base,
+            id_base,
             wide,
             rows,
-            name: list.origin.name,
+            name,
         }))
     }
 }
@@ -115,7 +145,7 @@ impl Job for DdJob {
         if let Some(rows) = &self.rows {
             rows.sync()?;
         }
-        write_summary_records(dir, &self.sources, self.id_base, self.n, records)
+        write_summary_records(dir, &self.sources, self.id_base, self.n, None, records)
     }
 }
 

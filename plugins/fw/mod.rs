@@ -16,7 +16,7 @@ mod gpu;
 use crate::config::AutoOr;
 use crate::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Records, RecordsOut, Worker};
 use crate::plugins::common::{
-    distance_rows, load_graph, resolve_sources, write_summary, PathSummary, RowWrite,
+    distance_rows, load_dense, resolve_sources, write_summary, DenseInput, PathSummary, RowWrite,
 };
 use crate::sink::{NpyRows, NpyType};
 use crate::{Error, Result};
@@ -213,9 +213,23 @@ impl std::fmt::Debug for FwJob {
     }
 }
 
-/// Build the dense input: 0 on the diagonal, the lightest arc, INF elsewhere. A negative
-/// self-loop is a negative cycle.
-fn dense<T: Val>(n: usize, arcs: &[(u32, u32, i64)], id_base: u64) -> Result<Vec<T>> {
+/// Build the dense matrix of an input: from arcs ([`dense_of_arcs`]) or from a `.npy` matrix
+/// (0 on the diagonal, each entry's weight, INF where it has no arc).
+fn dense<T: Val>(input: &DenseInput) -> Result<Vec<T>> {
+    match input {
+        DenseInput::Edges(l) => dense_of_arcs(l.n, &l.arcs, l.id_base),
+        DenseInput::Matrix(m, _) => {
+            let n = m.n;
+            let mut out = crate::filled(n * n, T::INF, &format!("a dense {n} x {n} matrix"))?;
+            m.fill(&mut out, T::ZERO, T::INF, T::from_i64);
+            Ok(out)
+        }
+    }
+}
+
+/// Build the dense input of arcs: 0 on the diagonal, the lightest arc, INF elsewhere. A
+/// negative self-loop is a negative cycle.
+fn dense_of_arcs<T: Val>(n: usize, arcs: &[(u32, u32, i64)], id_base: u64) -> Result<Vec<T>> {
     let mut m = crate::filled(n * n, T::INF, &format!("a dense {n} x {n} matrix"))?;
     for i in 0..n {
         m[i * n + i] = T::ZERO;
@@ -279,53 +293,59 @@ impl Fw {
                 self.name()
             )));
         }
-        let list = load_graph(ctx.plan)?;
-        let n = list.n;
+        let input = load_dense(ctx.plan)?;
+        let n = input.n();
         let bytes = (n as u128) * (n as u128) * 8;
         if bytes > 1 << 36 {
             return Err(Error::Input(format!(
                 "{}: {n} vertices need {:.1} GiB as a dense matrix; dense plugins take at most ~90,000 vertices (use apsp for sparse graphs)",
-                list.origin.name,
+                input.name(),
                 bytes as f64 / (1u64 << 30) as f64
             )));
         }
-        let maxw = list
-            .arcs
-            .iter()
-            .map(|a| a.2.unsigned_abs())
-            .max()
-            .unwrap_or(0) as u128;
+        let maxw = input.max_abs() as u128;
         let bound = (n.saturating_sub(1) as u128) * maxw;
         if bound >= 1 << 59 {
-            let heaviest = match &list.origin.heaviest {
-                Some((path, line)) => format!("; the heaviest weight is at {path}:{line}"),
-                None => String::new(),
+            let heaviest = match &input {
+                DenseInput::Edges(list) => match &list.origin.heaviest {
+                    Some((path, line)) => format!("; the heaviest weight is at {path}:{line}"),
+                    None => String::new(),
+                },
+                DenseInput::Matrix(..) => String::new(),
             };
             return Err(Error::Input(format!(
                 "{}: paths can reach (vertices - 1) x max |weight| = {} x {maxw} = {bound} in \
                  magnitude, beyond exact 64-bit Floyd-Warshall (2^59){heaviest}; rescale the weights",
-                list.origin.name,
+                input.name(),
                 n.saturating_sub(1)
             )));
         }
-        let negative = list.arcs.iter().any(|a| a.2 < 0);
+        let negative = input.negative();
         // A negative cycle is a property of the input: found here, before the run starts, it
         // leaves no unfinished run behind (found after the sweep, the run would stop with its
         // staging folder and advise --resume, which the corrected input then refuses).
-        if let Some(v) = negative.then(|| negative_cycle(n, &list.arcs)).flatten() {
+        let cycle = match &input {
+            _ if !negative => None,
+            DenseInput::Edges(list) => negative_cycle(n, &list.arcs),
+            DenseInput::Matrix(m, _) => negative_cycle(n, &m.arcs()),
+        };
+        if let Some(v) = cycle {
             return Err(Error::Input(format!(
                 "{}: negative cycle through vertex {}: shortest paths are undefined; remove the \
                  cycle or make its total weight non-negative",
-                list.origin.name,
-                v as u64 + list.id_base
+                input.name(),
+                v as u64 + input.id_base()
             )));
         }
-        let input = if bound < 1 << 28 {
-            Matrix::Narrow(dense(n, &list.arcs, list.id_base)?)
+        let matrix = if bound < 1 << 28 {
+            Matrix::Narrow(dense(&input)?)
         } else {
-            Matrix::Wide(dense(n, &list.arcs, list.id_base)?)
+            Matrix::Wide(dense(&input)?)
         };
-        let sources = resolve_sources(&ctx.plan.sources, n, list.id_base)?;
+        let list_name = input.name().to_string();
+        let id_base = input.id_base();
+        drop(input);
+        let sources = resolve_sources(&ctx.plan.sources, n, id_base)?;
         let ty = if negative {
             NpyType::I64
         } else if bound < u32::MAX as u128 {
@@ -347,9 +367,9 @@ impl Fw {
         Ok(Box::new(FwJob {
             variant: self.0,
             n,
-            input,
+            input: matrix,
             sources,
-            id_base: list.id_base,
+            id_base,
             negative,
             tile: options.tile.and_then(|t| t.value()),
             gpu_tile,
@@ -357,7 +377,7 @@ impl Fw {
             rows,
             result: Mutex::new(None),
             timing: Mutex::new(None),
-            name: list.origin.name,
+            name: list_name,
             origins: ctx.plan.origins.clone(),
         }))
     }
@@ -539,7 +559,7 @@ impl Job for FwJob {
         if let Some(rows) = &self.rows {
             rows.sync()?;
         }
-        let mut checksum = write_summary(dir, &self.sources, self.id_base, n, summaries)?;
+        let mut checksum = write_summary(dir, &self.sources, self.id_base, n, None, summaries)?;
         checksum["computed_by"] = serde_json::json!(unit);
         if let Some(t) = self.timing.lock().take() {
             checksum["gpu_seconds"] = t;

@@ -10,7 +10,7 @@ mod raw;
 
 pub use geo::{is_osm, GeoPlan};
 pub use origin::Origins;
-pub use raw::{AutoOr, DeviceSel, NodePolicy, OnFailure, Policy, Sources};
+pub use raw::{AutoOr, DeviceSel, NoArc, NodePolicy, OnFailure, OutputFormat, Policy, Sources};
 
 use crate::graph::GenSpec;
 use crate::{Error, Result};
@@ -23,6 +23,20 @@ pub enum InputSpec {
     Path(PathBuf),
     /// A generated graph.
     Generate(GenSpec),
+}
+
+/// How an input file is read, beyond its extension.
+#[derive(Debug, Clone, Default)]
+pub struct InputOptions {
+    /// `input.columns`: the header names of the tail, head and (optional) weight columns of a
+    /// `.csv`/`.tsv` edge list (`None`: `source,target,weight`).
+    pub columns: Option<Vec<String>>,
+    /// `input.weight_scale`: weights are multiplied by this and rounded to integers (`.csv`,
+    /// `.tsv` and `.npy` inputs).
+    pub weight_scale: Option<f64>,
+    /// `input.no_arc`: the value that marks a missing arc in a `.npy` matrix (besides inf and
+    /// NaN in float matrices).
+    pub no_arc: Option<NoArc>,
 }
 
 /// Which units run, after defaults.
@@ -66,6 +80,8 @@ pub struct OutputPlan {
     pub distances: bool,
     /// Write a Chrome-trace/Perfetto JSON file of the schedule.
     pub trace: bool,
+    /// `output.format`: text tables (`od.csv`) beside the numpy files, or not.
+    pub format: OutputFormat,
     /// Seconds between syncs of the journal (and of the bulk files before it); 0 = every chunk.
     pub sync_seconds: f64,
     /// Seconds between progress lines when stderr is not a terminal (a batch log); 0 = none.
@@ -109,6 +125,8 @@ pub struct Plan {
     pub input: Option<InputSpec>,
     /// `[input.osm]` and `input.coordinates`.
     pub geo: GeoPlan,
+    /// How the input file is read (`input.columns`, `input.weight_scale`, `input.no_arc`).
+    pub input_options: InputOptions,
     /// Units.
     pub units: UnitsPlan,
     /// Scheduler.

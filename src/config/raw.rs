@@ -209,6 +209,41 @@ pub enum OnFailure {
     Abort,
 }
 
+/// `output.format`: the formats of the tabular results besides `summary.csv`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutputFormat {
+    /// numpy files only (`distances.npy`, `od.npz`).
+    #[default]
+    Npy,
+    /// Also text: with `apsp.targets`, a long-format `od.csv` beside `od.npz`.
+    Csv,
+}
+
+/// `input.no_arc`: the matrix value that means "no arc" in a dense `.npy` input, as written.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "toml::Value")]
+pub enum NoArc {
+    /// An integer.
+    Int(i64),
+    /// A float (compared after conversion of the element to f64).
+    Float(f64),
+}
+
+impl TryFrom<toml::Value> for NoArc {
+    type Error = String;
+    fn try_from(v: toml::Value) -> Result<Self, String> {
+        match v {
+            toml::Value::Integer(i) => Ok(NoArc::Int(i)),
+            toml::Value::Float(f) => Ok(NoArc::Float(f)),
+            other => Err(format!(
+                "expected the number that marks a missing arc in the matrix (such as 0 or \
+                 -1; inf and nan always do in float matrices), found {other}"
+            )),
+        }
+    }
+}
+
 /// Scheduling policy among nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -233,6 +268,9 @@ pub(super) struct RawInput {
     generate: Option<GenSpec>,
     osm: Option<crate::graph::osm::OsmOptions>,
     coordinates: Option<PathBuf>,
+    columns: Option<Vec<String>>,
+    weight_scale: Option<f64>,
+    no_arc: Option<NoArc>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -264,6 +302,7 @@ pub(super) struct RawOutput {
     trace: bool,
     sync_seconds: Option<f64>,
     progress_seconds: Option<f64>,
+    format: Option<OutputFormat>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -361,6 +400,13 @@ impl RawConfig {
             // Plugins that read no graph (the collatz example) need no [input].
             (None, None) => None,
         };
+        let input_options = input_options(
+            &origins,
+            matches!(input, Some(InputSpec::Path(_))),
+            self.input.columns,
+            self.input.weight_scale,
+            self.input.no_arc,
+        )?;
         let cores = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1);
@@ -459,6 +505,7 @@ impl RawConfig {
             sources: sources.unwrap_or(Sources::All),
             input,
             geo,
+            input_options,
             units: UnitsPlan {
                 cpu_workers,
                 cpu_workers_auto: self.units.cpu_workers.unwrap_or(AutoOr::Auto) == AutoOr::Auto,
@@ -480,6 +527,7 @@ impl RawConfig {
                     .unwrap_or_else(|| default_output_dir(origins.path())),
                 distances: self.output.distances,
                 trace: self.output.trace,
+                format: self.output.format.unwrap_or_default(),
                 sync_seconds: match self.output.sync_seconds {
                     None => 2.0,
                     Some(s) if s.is_finite() && (0.0..=86_400.0).contains(&s) => s,
@@ -516,4 +564,80 @@ impl RawConfig {
             origins,
         })
     }
+}
+
+/// `input.columns`, `input.weight_scale` and `input.no_arc`, checked: they describe a file, so
+/// a generated input refuses them; which formats take which is checked by the reader.
+fn input_options(
+    origins: &Origins,
+    file: bool,
+    columns: Option<Vec<String>>,
+    weight_scale: Option<f64>,
+    no_arc: Option<NoArc>,
+) -> Result<InputOptions> {
+    let set: Vec<&str> = [
+        columns.is_some().then_some("input.columns"),
+        weight_scale.is_some().then_some("input.weight_scale"),
+        no_arc.is_some().then_some("input.no_arc"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if let (Some(key), false) = (set.first(), file) {
+        return Err(origins.error(
+            key,
+            format!("{key} describes an input file, but there is no input.path; remove it"),
+        ));
+    }
+    let columns = match columns {
+        None => None,
+        Some(c) => {
+            let key = "input.columns";
+            if !(2..=3).contains(&c.len()) {
+                return Err(origins.error(
+                    key,
+                    format!(
+                        "{key} = {c:?}: name 3 columns (tail, head, weight), or 2 for an \
+                         unweighted list (every weight 1), such as [\"from\", \"to\", \"length\"]"
+                    ),
+                ));
+            }
+            if let Some(e) = c.iter().find(|x| x.trim().is_empty()) {
+                return Err(origins.error(key, format!("{key}: column name {e:?} is empty")));
+            }
+            for (i, x) in c.iter().enumerate() {
+                if c[..i].contains(x) {
+                    return Err(origins.error(
+                        key,
+                        format!("{key}: column \"{x}\" is named twice; name 3 different columns"),
+                    ));
+                }
+            }
+            Some(c)
+        }
+    };
+    if let Some(s) = weight_scale {
+        if !(s.is_finite() && s > 0.0) {
+            return Err(origins.error(
+                "input.weight_scale",
+                format!(
+                    "input.weight_scale = {s}: use a positive number; weights are multiplied \
+                     by it and rounded to integers (1000 turns kilometres into metres)"
+                ),
+            ));
+        }
+    }
+    if let Some(NoArc::Float(f)) = no_arc {
+        if f.is_nan() {
+            return Err(origins.error(
+                "input.no_arc",
+                "input.no_arc = nan: NaN always means no arc in a float matrix; remove the key",
+            ));
+        }
+    }
+    Ok(InputOptions {
+        columns,
+        weight_scale,
+        no_arc,
+    })
 }

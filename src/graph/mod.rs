@@ -5,15 +5,18 @@
 //! back to the input's numbering (1 for DIMACS and Matrix Market, 0 for edge lists).
 
 mod coords;
+mod delimited;
 mod generate;
 pub mod memory;
+mod npy;
 pub mod osm;
 mod read;
 mod shared;
 
 pub use coords::{read_co, Coords, Snap, SnapIndex};
 pub use generate::{generate, GenModel, GenSpec};
-pub use read::read_graph;
+pub use npy::{MatrixStats, NpyMatrix};
+pub use read::{read_graph, read_graph_with};
 pub use shared::{shared_dir, GraphShare, Words};
 
 /// Where an edge came from, so later checks can still name the file and line.

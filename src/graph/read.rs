@@ -1,17 +1,25 @@
 //! Graph file readers: DIMACS `.gr`, Matrix Market `.mtx`, whitespace edge lists
-//! (`.el`, `.wel`, `.txt`), each optionally gzip-compressed (`.gz`).
+//! (`.el`, `.wel`, `.txt`), edge lists with a header (`.csv`, `.tsv`: [`super::delimited`]), each
+//! optionally gzip-compressed (`.gz`).
 //!
 //! Every complaint names `file:line` and says what to change. Tokens are quoted with invisible
 //! characters escaped (`'3\u{a0}'`), a leading UTF-8 byte-order mark is skipped, and CRLF line
 //! ends are accepted.
 
 use super::{EdgeList, Origin};
+use crate::config::InputOptions;
 use crate::{Error, Result};
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 /// Read a graph file; the format follows from the extension (a trailing `.gz` is decompressed).
 pub fn read_graph(path: &Path) -> Result<EdgeList> {
+    read_graph_with(path, &InputOptions::default())
+}
+
+/// [`read_graph`] with the `[input]` options that say how a file is read (`columns` and
+/// `weight_scale` for `.csv`/`.tsv`; the caller has checked that they apply to the format).
+pub fn read_graph_with(path: &Path, options: &InputOptions) -> Result<EdgeList> {
     let name = path
         .file_name()
         .and_then(|s| s.to_str())
@@ -54,10 +62,13 @@ pub fn read_graph(path: &Path) -> Result<EdgeList> {
         "el" => p.edge_list(reader, Some(2))?,
         "wel" => p.edge_list(reader, Some(3))?,
         "txt" => p.edge_list(reader, None)?,
+        "csv" => super::delimited::read(&mut p, reader, b',', options)?,
+        "tsv" => super::delimited::read(&mut p, reader, b'\t', options)?,
         _ => {
             return Err(Error::Input(format!(
                 "{}: unknown graph format '.{ext}'; use .gr (DIMACS), .mtx (Matrix Market), \
-                 .el/.wel/.txt (edge list), optionally ending in .gz, or .osm.pbf (OpenStreetMap)",
+                 .el/.wel/.txt (edge list), .csv/.tsv (edge list with a header), optionally \
+                 ending in .gz, or .osm.pbf (OpenStreetMap)",
                 path.display()
             )))
         }
@@ -74,10 +85,10 @@ pub fn read_graph(path: &Path) -> Result<EdgeList> {
 /// The longest line any format needs (a few numbers and a comment) is far below this.
 const MAX_LINE: usize = 64 << 10;
 
-struct Parser<'a> {
-    path: &'a Path,
-    gz: bool,
-    line: usize,
+pub(super) struct Parser<'a> {
+    pub(super) path: &'a Path,
+    pub(super) gz: bool,
+    pub(super) line: usize,
     first_negative: Option<usize>,
     /// Largest weight magnitude so far and the line of its first occurrence.
     heaviest: Option<(u64, usize)>,
@@ -85,7 +96,7 @@ struct Parser<'a> {
 
 /// A token as the user should see it in a message: invisible characters (a no-break space, a
 /// zero-width space, control bytes) escaped rather than printed as nothing.
-fn shown(tok: &str) -> String {
+pub(super) fn shown(tok: &str) -> String {
     tok.escape_debug().to_string()
 }
 
@@ -100,7 +111,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn err(&self, msg: impl Into<String>) -> Error {
+    pub(super) fn err(&self, msg: impl Into<String>) -> Error {
         Error::parse(self.path, self.line, msg)
     }
 
@@ -160,7 +171,13 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn id(&self, tok: Option<&str>, what: &str, base: u64, n: Option<u64>) -> Result<u32> {
+    pub(super) fn id(
+        &self,
+        tok: Option<&str>,
+        what: &str,
+        base: u64,
+        n: Option<u64>,
+    ) -> Result<u32> {
         let tok = tok.ok_or_else(|| self.err(format!("missing {what}")))?;
         let v: u64 = tok.parse().map_err(|_| {
             self.err(format!(
@@ -188,7 +205,7 @@ impl<'a> Parser<'a> {
         Ok((v - base) as u32)
     }
 
-    fn weight(&mut self, tok: Option<&str>) -> Result<i64> {
+    pub(super) fn weight(&mut self, tok: Option<&str>) -> Result<i64> {
         let tok = tok.ok_or_else(|| self.err("missing weight"))?;
         let w: i64 = match tok.parse() {
             Ok(w) => w,
@@ -222,16 +239,21 @@ impl<'a> Parser<'a> {
                 f as i64
             }
         };
+        self.note_weight(w);
+        Ok(w)
+    }
+
+    /// Record a weight read some other way (scaled from a float): negatives and the heaviest.
+    pub(super) fn note_weight(&mut self, w: i64) {
         if w < 0 && self.first_negative.is_none() {
             self.first_negative = Some(self.line);
         }
         if self.heaviest.is_none_or(|(a, _)| w.unsigned_abs() > a) {
             self.heaviest = Some((w.unsigned_abs(), self.line));
         }
-        Ok(w)
     }
 
-    fn done(&self, n: usize, arcs: Vec<(u32, u32, i64)>, id_base: u64) -> EdgeList {
+    pub(super) fn done(&self, n: usize, arcs: Vec<(u32, u32, i64)>, id_base: u64) -> EdgeList {
         let name = self.path.display().to_string();
         EdgeList {
             n,

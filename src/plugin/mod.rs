@@ -109,6 +109,11 @@ pub trait Job: Sync {
     fn bulk_outputs(&self) -> Vec<&NpyRows> {
         Vec::new()
     }
+    /// Bytes of the files [`finish`](Job::finish) writes beyond the records' own (`od.npz`, a
+    /// copy of a bulk file), for the free-space check. Default 0.
+    fn finish_bytes(&self) -> u64 {
+        0
+    }
     /// Turn the records of every task into output files under `dir` (the run's staging
     /// directory; its files move into the output directory when the run succeeds); return the
     /// checksum object for `report.json`. Called once, on the root node, after every task

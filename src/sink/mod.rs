@@ -4,10 +4,12 @@
 //! unit (or MPI rank) computed them, in any order: the header comes from `npyz`, the file is
 //! pre-sized, and rows go in with positional writes, so no process ever holds the matrix.
 //! [`outdir`] keeps the output directory safe (validation, lock, staging, commit) and
-//! [`journal`] records finished chunks so that an interrupted run can be resumed.
+//! [`journal`] records finished chunks so that an interrupted run can be resumed; [`npz`]
+//! writes numpy's `.npz` archives (a finished matrix and its labels).
 //! Sinks take nothing from the layers above; the runtime and the plugins use them.
 
 pub mod journal;
+pub mod npz;
 pub mod outdir;
 
 use crate::{owned, Error, Result};
@@ -95,6 +97,17 @@ impl NpyRows {
     /// The file name (in the output directory).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The element type.
+    pub fn ty(&self) -> NpyType {
+        self.ty
+    }
+
+    /// The path of the opened file (in the run's staging folder); `None` before the runtime
+    /// opened it.
+    pub fn path(&self) -> Option<&Path> {
+        self.file.get().map(|(_, p)| p.as_path())
     }
 
     /// The file's size in bytes.
@@ -202,6 +215,36 @@ impl NpyRows {
         let (file, path) = self.opened()?;
         file.sync_data().map_err(|e| Error::io(path, e))
     }
+}
+
+/// Write `dir/name` through `write` into an exclusive temporary file beside it, synced and
+/// renamed into place (as [`write_file`], for files too large to build in memory first).
+pub fn write_stream(
+    dir: &Path,
+    name: &str,
+    write: impl FnOnce(&mut std::io::BufWriter<&File>) -> Result<()>,
+) -> Result<()> {
+    use std::io::Write;
+    let target = dir.join(name);
+    if std::fs::symlink_metadata(&target).is_ok_and(|m| m.is_dir()) {
+        return Err(owned::foreign(
+            &target,
+            "move it away (tuccompi writes its file of that name here)",
+        ));
+    }
+    let tmp = owned::temp_beside(&target)?;
+    {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file());
+        write(&mut w)?;
+        w.flush().map_err(|e| Error::io(tmp.path(), e))?;
+    }
+    tmp.as_file()
+        .sync_data()
+        .map_err(|e| Error::io(tmp.path(), e))?;
+    // On error the temporary file is removed (NamedTempFile's drop).
+    tmp.persist(&target)
+        .map_err(|e| Error::io(&target, e.error))?;
+    Ok(())
 }
 
 /// Write `text` to `dir/name` atomically (an exclusive temporary file beside it, renamed into
