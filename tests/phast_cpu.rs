@@ -252,3 +252,36 @@ fn gpu_algorithms_honour_targets() {
         assert!(npy(&gpu) == npy(&want), "{algo}: distances.npy differ");
     }
 }
+
+/// The generated road model has a road hierarchy: on 200,000 vertices at most 1.5 shortcuts
+/// per arc and an upward search of at most 800 vertices (osm-moscow: 0.95 and 267), as the
+/// hierarchy builder itself reports them.
+#[test]
+fn generated_road_graph_has_a_road_hierarchy() {
+    use tuccompi::graph::{generate, GenModel, GenSpec};
+    use tuccompi::plugins::apsp::phast::{auto, ch, Hierarchy};
+    {
+        let n = 200_000;
+        let spec = GenSpec {
+            model: GenModel::Road,
+            vertices: n,
+            degree: None,
+            seed: 1,
+            min_weight: None,
+            max_weight: Some(1000),
+        };
+        let g = tuccompi::graph::Csr::from_edges(&generate(&spec).unwrap()).unwrap();
+        let t = std::time::Instant::now();
+        let h = Hierarchy::<u32>::build(&g, &ch::ChParams::default(), None).unwrap();
+        let per_arc = h.info.shortcuts as f64 / h.info.arcs as f64;
+        let upward = auto::upward_space(&h, auto::SAMPLES);
+        eprintln!(
+            "road n={n}: m={} shortcuts/arc {per_arc:.3}, upward {upward:.0}, levels {}, build {:.2} s",
+            g.m(),
+            h.num_levels(),
+            t.elapsed().as_secs_f64()
+        );
+        assert!(per_arc <= 1.5, "{per_arc} shortcuts per arc");
+        assert!(upward <= 800.0, "upward search {upward}");
+    }
+}
