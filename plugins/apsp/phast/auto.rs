@@ -733,3 +733,6 @@ pub fn upward_space<W>(h: &Hierarchy<W>, samples: usize) -> f64 {
     }
     total as f64 / samples as f64
 }
+
+#[cfg(test)]
+mod test;
