@@ -156,7 +156,11 @@ pub(super) fn precheck(plan: &Plan, mode: Unfinished) -> Result<usize> {
     let dir = &plan.output.dir;
     outdir::validate(dir)?;
     let partial = dir.join(outdir::PARTIAL);
+    // A run holding the directory now: `Stage::open` names it (its unfinished run is its own).
+    let held = crate::owned::reopen(&dir.join(outdir::LOCK), false, "")
+        .is_ok_and(|f| f.try_lock_shared().is_err());
     let unfinished = match std::fs::symlink_metadata(&partial) {
+        _ if held => return Ok(0),
         // A file or a link there: `Stage::open` names it (or `--restart` removes it).
         Ok(m) if !m.is_dir() => return Ok(0),
         Ok(_) => true,

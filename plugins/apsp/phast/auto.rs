@@ -145,19 +145,22 @@ impl std::fmt::Debug for Request<'_> {
 
 /// Witness-search arcs scanned per input arc by a build on a road graph, which the forecast
 /// assumes (measured: osm-moscow 430, the generated road graph 849, rome99 1,534).
-pub const ROAD_WORK_PER_ARC: f64 = 700.0;
+pub const ROAD_WORK_PER_ARC: f64 = 1000.0;
 /// Core-seconds of a build per witness-search arc scanned, in Dijkstra arc scans (a Dijkstra
 /// tree's seconds over the arcs it scanned, sampled): measured 0.96 (osm-moscow), 1.58 (the
 /// generated road graph), 0.93 (rome99) on the 2-core machine (BENCHMARKS.md, "auto"). With
-/// [`ROAD_WORK_PER_ARC`] a build is forecast at 840 Dijkstra trees of core time (measured
-/// 410 to 1,350).
-pub const SCAN_COST: f64 = 1.2;
+/// [`ROAD_WORK_PER_ARC`] a build is forecast at 900 Dijkstra trees of core time (measured
+/// 410 to 1,430).
+pub const SCAN_COST: f64 = 0.9;
+/// The build's threads count as `threads^BUILD_SCALING` (the generated 100k road graph: 8.2 s
+/// on 2 loaded cores, 1.7 s on 16, about 675 and 141 sampled trees; 16^0.65 = 6.1).
+pub const BUILD_SCALING: f64 = 0.65;
 /// A CPU PHAST tree against a Dijkstra tree on one core: measured 30-65x at the tuned trees
 /// per sweep (BENCHMARKS.md, "PHAST"); the forecast takes less.
 pub const CPU_PHAST_SPEEDUP: f64 = 20.0;
 /// One GPU running the work list, in cores running Dijkstra (H100: 2,441 SSSP/s against 443
-/// on 16 cores, 88).
-pub const GPU_WORKLIST_CORES: f64 = 80.0;
+/// on 16 cores on osm-moscow, 88; 165 on the generated 100k road graph).
+pub const GPU_WORKLIST_CORES: f64 = 120.0;
 /// One GPU running PHAST, in cores running Dijkstra (H200, osm-moscow: 470,000 trees/s
 /// against 41 per core, 11,000; less on small graphs and short runs).
 pub const GPU_PHAST_CORES: f64 = 4000.0;
@@ -226,7 +229,8 @@ impl Forecast {
             }
         };
         let road_work = ROAD_WORK_PER_ARC * m as f64;
-        let per_scan = SCAN_COST * tree / scanned.max(1.0) / threads.max(1) as f64;
+        let per_scan =
+            SCAN_COST * tree / scanned.max(1.0) / (threads.max(1) as f64).powf(BUILD_SCALING);
         let build = road_work * per_scan;
         let (without, phast) = (time(without), time(with));
         let slack = (without - phast).max(0.0);

@@ -47,6 +47,9 @@ fn the_build_budget_is_the_break_even() {
     // A graph whose trees reach a tenth of its arcs: the build is ten times dearer.
     let part = Forecast::of(0.0012, 34_700.0, 347_000, 2, 100_000, [(2, true), (0, false)], 0, false);
     assert!((part.build / f.build - 1.0).abs() < 1e-9, "per scan, not per tree");
+    // More threads build faster, less than in proportion.
+    let wide = Forecast::of(0.012, 347_000.0, 347_000, 16, 100_000, [(2, true), (0, false)], 0, false);
+    assert!(wide.build < f.build && wide.build > f.build / 8.0, "{wide:?} {f:?}");
 }
 
 #[test]
