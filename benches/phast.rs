@@ -5,7 +5,8 @@
 //!     cargo bench --bench phast -- [GRAPH] [THREADS] [SOURCES]
 //!
 //! Defaults: ../shared/data/osm-moscow.gr.gz, 1 thread (per-thread figures), 256 PHAST sources
-//! (Dijkstra runs 32 of them). `GRAPH` may be `rmat:N:DEGREE` for a generated R-MAT graph.
+//! (Dijkstra runs 32 of them). `GRAPH` may be `rmat:N:DEGREE` for a generated R-MAT graph, `road:N` for the generated road
+//! graph of `configs/apsp.toml` (seed 1, weights up to 1000).
 //! Prints the build's time and shape, ms per tree and the speed-up over Dijkstra.
 
 use std::time::Instant;
@@ -70,6 +71,16 @@ fn main() {
             seed: 1,
             min_weight: None,
             max_weight: None,
+        })
+        .unwrap()
+    } else if let Some(n) = path.strip_prefix("road:") {
+        generate(&GenSpec {
+            model: GenModel::Road,
+            vertices: n.parse().expect("road:VERTICES"),
+            degree: None,
+            seed: 1,
+            min_weight: None,
+            max_weight: Some(1000),
         })
         .unwrap()
     } else {

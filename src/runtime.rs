@@ -20,13 +20,13 @@
 mod stage;
 mod verify;
 
-use stage::{journaled, Stage};
+use stage::{journaled, precheck, Stage};
 use verify::Verified;
 
 use crate::config::{DeviceSel, OnFailure, Plan, Policy};
 use crate::device::{self, Device, Filter};
 use crate::node::Node;
-use crate::plugin::{Job, Plugin, PrepareCtx, Records};
+use crate::plugin::{DeviceCount, Job, Plugin, PrepareCtx, Records};
 use crate::scheduler::TaskSource;
 use crate::scheduler::{Estimate, UnitInfo};
 use crate::sink::journal::Journal;
@@ -269,20 +269,31 @@ pub fn prepare<'a>(
     extra: &[&'a dyn Plugin],
     nodes: usize,
 ) -> Result<Prepared<'a>> {
-    prepare_with(plan, plugins, extra, nodes, None, true)
+    let devices = || {
+        select_devices_noting(plan)
+            .map(|(d, _)| DeviceCount::of(&d))
+            .unwrap_or_default()
+    };
+    prepare_with(plan, plugins, extra, nodes, None, true, 0, &devices)
 }
 
 /// [`prepare`], the ranks of one machine sharing one copy of the input graph through `graphs`.
+///
+/// `done_tasks`: the tasks an unfinished run that this one resumes has done; `devices`: the
+/// OpenCL devices the plan selects, counted (asked only by preprocessing that weighs them).
 pub fn prepare_sharing<'a>(
     plan: &Plan,
     plugins: &[&'a dyn Plugin],
     extra: &[&'a dyn Plugin],
     nodes: usize,
     graphs: Option<&dyn crate::graph::GraphShare>,
+    done_tasks: usize,
+    devices: &(dyn Fn() -> DeviceCount + Sync),
 ) -> Result<Prepared<'a>> {
-    prepare_with(plan, plugins, extra, nodes, graphs, false)
+    prepare_with(plan, plugins, extra, nodes, graphs, false, done_tasks, devices)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn prepare_with<'a>(
     plan: &Plan,
     plugins: &[&'a dyn Plugin],
@@ -290,12 +301,16 @@ fn prepare_with<'a>(
     nodes: usize,
     graphs: Option<&dyn crate::graph::GraphShare>,
     dry_run: bool,
+    done_tasks: usize,
+    devices: &(dyn Fn() -> DeviceCount + Sync),
 ) -> Result<Prepared<'a>> {
     let plugin = resolve_plugin(plan, plugins, extra)?;
     let job = plugin.prepare(&PrepareCtx {
         plan,
         graphs,
         dry_run,
+        done_tasks,
+        devices,
     })?;
     if nodes > 1 && !job.multi_node() {
         return Err(Error::Config(format!(
@@ -598,22 +613,45 @@ pub fn run_with_cache(
     node: &dyn Node,
 ) -> Result<Outcome> {
     let t0 = Instant::now();
-    // 1-2: prepare and select units. Nothing is written.
+    // 0: the output directory and an unfinished run in it, before any preprocessing (rank 0;
+    // checked again under the lock).
+    let done_tasks = if node.rank() == 0 {
+        precheck(plan, opts.unfinished).map_err(|e| node.fail(e))?
+    } else {
+        0
+    };
+    // 1-2: prepare and select units. Nothing is written. The devices are discovered in a
+    // thread meanwhile (when asked to), or when the preparation asks for them first.
     let early = opts.discover_early && plan.units.opencl != DeviceSel::None;
     let (prepared, found) = std::thread::scope(|s| {
-        let found = early.then(|| s.spawn(|| select_devices_noting(plan)));
+        let pending = Mutex::new(early.then(|| s.spawn(|| select_devices_noting(plan))));
+        let found: std::sync::OnceLock<Found> = std::sync::OnceLock::new();
+        let join = || {
+            found.get_or_init(|| match pending.lock().take() {
+                Some(h) => h.join().unwrap_or_else(|_| {
+                    Err(Error::Device("OpenCL device discovery panicked".into()))
+                }),
+                None => select_devices_noting(plan),
+            })
+        };
+        let devices = || match join() {
+            Ok((d, _)) if plan.units.opencl != DeviceSel::None => DeviceCount::of(d),
+            _ => DeviceCount::default(),
+        };
         let prepared = prepare_sharing(
             plan,
             plugins,
             &opts.extra_plugins,
             node.size(),
             node.graph_share(),
+            done_tasks,
+            &devices,
         );
-        let found = found.map(|h| {
-            h.join()
-                .unwrap_or_else(|_| Err(Error::Device("OpenCL device discovery panicked".into())))
-        });
-        (prepared, found)
+        // Discovered here or by the preparation: hand it on (else select_units discovers).
+        if early {
+            join();
+        }
+        (prepared, found.into_inner())
     });
     let prepared = prepared.map_err(|e| node.fail(e))?;
     injected_rank_failure(node)?;

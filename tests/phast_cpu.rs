@@ -127,25 +127,67 @@ fn generated_graphs_equal_dijkstra_with_and_without_targets() {
 }
 
 #[test]
-fn auto_falls_back_on_rmat() {
+fn auto_falls_back_on_rmat_and_keeps_the_verdict() {
     let cache = tmpdir("rmat").join("rmat.ch");
-    let cfg = apsp_gen("rmat", 2048, "degree = 16.0\nseed = 1", "300");
-    let out = run_with(&cfg, &cpu("auto", &cache));
+    let cfg = apsp_gen("rmat", 2048, "degree = 16.0\nseed = 1", "\"all\"");
+    let reference = run_with(&cfg, &cpu("dijkstra", &cache));
+    // One worker: the forecast expects a build to pay back, so it is tried (and stops).
+    let mut one = cpu("auto", &cache);
+    one.push("units.cpu_workers=1".into());
+    let out = run_with(&cfg, &one);
     assert_eq!(algorithm(&out), "dijkstra", "{}", out.report["input"]);
     let why = out.report["input"]["algorithm"]["reason"].as_str().unwrap();
     assert!(why.contains("the contraction hierarchy is poor"), "{why}");
-    assert!(!cache.exists(), "a poor hierarchy is not cached");
-    // Too few sources: no build at all.
+    assert_eq!(out.summary(), reference.summary());
+    // The verdict is kept in the hierarchy's place, and the next run believes it.
+    let kept = std::fs::read_to_string(&cache).unwrap();
+    assert!(kept.starts_with("TUCCOMPI-CH-VERDICT"), "{kept}");
+    let again = run_with(&cfg, &one);
+    let why = again.report["input"]["algorithm"]["reason"].as_str().unwrap();
+    assert!(why.contains("a cached verdict"), "{why}");
+    assert!(
+        again.report["input"]["algorithm"]["preprocess_seconds"].is_null(),
+        "no build was tried: {}",
+        again.report["input"]
+    );
+    assert_eq!(again.summary(), reference.summary());
+    // An explicit "phast" builds over the verdict, and a later auto run reads that hierarchy.
+    let phast = run_with(&cfg, &cpu("phast", &cache));
+    assert_eq!(phast.report["input"]["algorithm"]["source"], "built");
+    assert!(phast.report["input"]["algorithm"]["cache_miss"].is_null());
+    assert_eq!(phast.summary(), reference.summary());
+    // Too few sources to pay back: no build at all, nothing cached.
+    let cache = tmpdir("few").join("few.ch");
     let out = run_with(&apsp_gen("road", 400, "", "20"), &cpu("auto", &cache));
     assert_eq!(algorithm(&out), "dijkstra");
     let why = out.report["input"]["algorithm"]["reason"].as_str().unwrap();
-    assert!(why.contains("too few to pay"), "{why}");
+    assert!(why.contains("would not pay back for 20 tasks"), "{why}");
+    assert!(!cache.exists());
+}
+
+/// A GPU half left at "auto" where no GPU is found builds no hierarchy, whatever the tasks.
+#[test]
+fn auto_gpu_half_without_gpus_builds_nothing() {
+    let cache = tmpdir("nogpu").join("h.ch");
+    let out = run(
+        &apsp_gen("road", 2500, "", "\"all\""),
+        &[
+            "units.cpu_workers=2",
+            "units.device_type=accelerator",
+            "apsp.cpu_algorithm=\"dijkstra\"",
+            &format!("apsp.hierarchy={:?}", cache.display().to_string()),
+        ],
+    );
+    assert_eq!(out.report["input"]["gpu_algorithm"], "worklist");
+    let why = out.report["input"]["algorithm"]["reason"].as_str().unwrap();
+    assert!(why.contains("would not pay back for 2500 tasks on 2 CPU workers and 0 GPUs"), "{why}");
+    assert!(!cache.exists());
 }
 
 #[test]
 fn hierarchy_cache_round_trip_and_bad_files() {
     let cache = tmpdir("cache").join("g.ch");
-    let cfg = apsp_gen("road", 2500, "min_weight = 0\nseed = 9", "300");
+    let cfg = apsp_gen("road", 2500, "min_weight = 0\nseed = 9", "\"all\"");
     let source = |o: &Out| {
         o.report["input"]["algorithm"]["source"]
             .as_str()
@@ -185,7 +227,7 @@ fn hierarchy_cache_round_trip_and_bad_files() {
     assert!(miss(&out).contains("truncated cache"), "{}", miss(&out));
     assert_eq!(out.summary(), first.summary());
     // The same path used for another graph: mismatched, rebuilt, right answers.
-    let other = apsp_gen("road", 2500, "min_weight = 0\nseed = 10", "300");
+    let other = apsp_gen("road", 2500, "min_weight = 0\nseed = 10", "\"all\"");
     let out = run_with(&other, &cpu("phast", &cache));
     assert!(miss(&out).contains("another graph"), "{}", miss(&out));
     let reference = run_with(&other, &cpu("dijkstra", &cache));
@@ -250,5 +292,38 @@ fn gpu_algorithms_honour_targets() {
         assert_eq!(gpu.summary(), want.summary(), "{algo}");
         let npy = |o: &Out| std::fs::read(o.dir.join("distances.npy")).unwrap();
         assert!(npy(&gpu) == npy(&want), "{algo}: distances.npy differ");
+    }
+}
+
+/// The generated road model has a road hierarchy: on 200,000 vertices at most 1.5 shortcuts
+/// per arc and an upward search of at most 800 vertices (osm-moscow: 0.95 and 267), as the
+/// hierarchy builder itself reports them.
+#[test]
+fn generated_road_graph_has_a_road_hierarchy() {
+    use tuccompi::graph::{generate, GenModel, GenSpec};
+    use tuccompi::plugins::apsp::phast::{auto, ch, Hierarchy};
+    {
+        let n = 200_000;
+        let spec = GenSpec {
+            model: GenModel::Road,
+            vertices: n,
+            degree: None,
+            seed: 1,
+            min_weight: None,
+            max_weight: Some(1000),
+        };
+        let g = tuccompi::graph::Csr::from_edges(&generate(&spec).unwrap()).unwrap();
+        let t = std::time::Instant::now();
+        let h = Hierarchy::<u32>::build(&g, &ch::ChParams::default(), None).unwrap();
+        let per_arc = h.info.shortcuts as f64 / h.info.arcs as f64;
+        let upward = auto::upward_space(&h, auto::SAMPLES);
+        eprintln!(
+            "road n={n}: m={} shortcuts/arc {per_arc:.3}, upward {upward:.0}, levels {}, build {:.2} s",
+            g.m(),
+            h.num_levels(),
+            t.elapsed().as_secs_f64()
+        );
+        assert!(per_arc <= 1.5, "{per_arc} shortcuts per arc");
+        assert!(upward <= 800.0, "upward search {upward}");
     }
 }

@@ -714,6 +714,11 @@ fn resume_refuses_another_config_or_input() {
     run_in(&out, &cfg, &cpu, &resume).unwrap();
     let e = run_in(&out, &cfg, &cpu, &resume).unwrap_err().to_string();
     assert!(e.contains("nothing to resume"), "{e}");
+    // Said before any preprocessing: even with the input gone, that is the message.
+    std::fs::rename(&g, g.with_extension("gone")).unwrap();
+    let e = run_in(&out, &cfg, &cpu, &resume).unwrap_err().to_string();
+    assert!(e.contains("nothing to resume"), "{e}");
+    std::fs::rename(g.with_extension("gone"), &g).unwrap();
     // --restart throws an unfinished run away.
     let e = run_in(&out, &cfg, &cpu, &interrupted).unwrap_err();
     assert!(matches!(e, Error::Interrupted { .. }), "{e}");
@@ -823,9 +828,13 @@ fn the_size_check_refuses_an_output_too_big_for_the_disk() {
         "units.opencl=none",
     ];
     let cfg = path.to_str().unwrap();
-    // `--resume` with nothing to resume: should the size check ever let this through, the run
-    // stops at the next check instead of filling the disk (and the test fails on the message).
+    // `--resume` with nothing to resume is refused before the input is even generated.
     let (code, _, err) = tuccompi(&[&["run", cfg, "--resume"][..], &args].concat(), None);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("nothing to resume"), "{err}");
+    assert!(!out.exists(), "refused before touching the disk");
+    // A plain run is refused by the size check, before touching the disk.
+    let (code, _, err) = tuccompi(&[&["run", cfg][..], &args].concat(), None);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("the outputs need") && err.contains("are free on the filesystem"),

@@ -210,7 +210,10 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
     let request = phast::auto::Request {
         cpu: (units.cpu_workers > 0).then_some(options.cpu_algorithm),
         gpu: (units.opencl != crate::config::DeviceSel::None).then_some(options.gpu_request),
-        sources: sources.len(),
+        sources: &sources,
+        pending: sources.len().saturating_sub(ctx.done_tasks),
+        cpu_workers: units.cpu_workers,
+        gpus: ctx.devices,
         cache_path: options.hierarchy.as_deref(),
         store: !ctx.dry_run,
         targets: targets.is_some(),

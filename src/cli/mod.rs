@@ -485,6 +485,8 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
         Some(crate::config::InputSpec::Generate(g)) => println!("input      generated {g}"),
         None => println!("input      none"),
     }
+    // Before any preprocessing: a bad output.dir is refused at once.
+    crate::sink::outdir::validate(&plan.output.dir)?;
     let prepared = runtime::prepare(&plan, &registry, extra, 1)?;
     let job = prepared.job.as_ref();
     println!("           {}  ({} tasks)", job.describe(), job.tasks());

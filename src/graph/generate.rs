@@ -16,8 +16,9 @@ pub enum GenModel {
     /// R-MAT / Kronecker with the Graph500 parameters (a, b, c) = (0.57, 0.19, 0.19);
     /// `vertices` is rounded up to a power of two.
     Rmat,
-    /// A road-like grid: each vertex linked both ways to its right and lower neighbours (15% of
-    /// the links missing), plus rare one-way shortcuts.
+    /// A road-like network ([`road`]): a jittered grid of local streets, arterial rows and
+    /// columns every 8 cells, highways every 64 with access only at arterials, some one-way
+    /// streets; weights are travel times scaled into the weight range.
     Road,
     /// Complete digraph (every ordered pair), weights 1..=10 by default as in the seed papers.
     Complete,
@@ -79,7 +80,7 @@ impl std::fmt::Display for GenSpec {
     }
 }
 
-/// The arc weight range after defaults (road highways are 4x longer, at most `u32::MAX`).
+/// The arc weight range after defaults.
 fn weight_range(spec: &GenSpec) -> (u32, u32) {
     let lo = spec.min_weight.unwrap_or(1);
     let hi = spec
@@ -193,9 +194,8 @@ pub fn generate(spec: &GenSpec) -> Result<EdgeList> {
             }
         }
         GenModel::Road => {
-            let w = (n as f64).sqrt().ceil() as u64;
-            // Up to 4 arcs per vertex (two links both ways, few highways); the CSR's offsets
-            // are 32-bit, so refuse now rather than after generating gigabytes.
+            // Up to 4 arcs per vertex (two links, both ways); the CSR's offsets are 32-bit,
+            // so refuse now rather than after generating gigabytes.
             if 4 * n > u32::MAX as u64 {
                 return Err(Error::Config(format!(
                     "input.generate.vertices = {n}: a road graph has up to 4 arcs per vertex and \
@@ -206,26 +206,7 @@ pub fn generate(spec: &GenSpec) -> Result<EdgeList> {
             }
             fits(n, 4 * n)?;
             arcs = crate::reserved(4 * n as usize, &what)?;
-            for u in 0..n {
-                let x = u % w;
-                let mut link = |v: u64, rng: &mut SplitMix64| {
-                    if v < n && rng.below(100) >= 15 {
-                        let wt = weight(rng);
-                        arcs.push((u as u32, v as u32, wt));
-                        arcs.push((v as u32, u as u32, wt));
-                    }
-                };
-                if x + 1 < w {
-                    link(u + 1, &mut rng);
-                }
-                link(u + w, &mut rng);
-                if rng.below(100) == 0 {
-                    // A rare one-way "highway" arc, somewhat longer than a street.
-                    let v = rng.below(n);
-                    let wt = (weight(&mut rng) * 4).min(u32::MAX as i64);
-                    arcs.push((u as u32, v as u32, wt));
-                }
-            }
+            road(n, spec.seed, lo, hi, &mut rng, &mut arcs);
         }
         GenModel::Complete => {
             if n > 1 << 15 {
@@ -256,6 +237,97 @@ pub fn generate(spec: &GenSpec) -> Result<EdgeList> {
             heaviest: None,
         },
     })
+}
+
+/// Cells between arterial rows (and between arterial columns) of the road model.
+const ARTERIAL: u64 = 8;
+/// Cells between highway rows (and columns); a highway is entered only where an arterial
+/// crosses it.
+const HIGHWAY: u64 = 64;
+/// Speeds of local streets, arterials and highways, in cells per unit of time.
+const SPEED: [f64; 3] = [1.0, 2.5, 6.0];
+/// Local streets: percent missing, percent one-way.
+const LOCAL_MISSING: u64 = 10;
+const LOCAL_ONE_WAY: u64 = 5;
+/// Largest jitter of a vertex from its grid point, in cells (each coordinate).
+const JITTER: f64 = 0.3;
+/// Largest traffic factor of a local street (arterials and highways: at most 1.1).
+const SLOW: f64 = 1.5;
+
+/// Road class of a grid line (a row for horizontal links, a column for vertical ones):
+/// 0 local, 1 arterial, 2 highway. The lines are offset from the border, so a small grid has
+/// arterials too.
+fn road_class(line: u64) -> usize {
+    if line % HIGHWAY == HIGHWAY / 2 {
+        2
+    } else if line % ARTERIAL == ARTERIAL / 2 {
+        1
+    } else {
+        0
+    }
+}
+
+/// The road model: vertex `u` sits near grid point `(u mod w, u div w)`, `w = ⌈√n⌉`, jittered
+/// by up to [`JITTER`] cells (a hash of the seed and `u`). Each vertex links to its right and
+/// lower neighbours; a link's class is its line's ([`road_class`]): local streets (10%
+/// missing, 5% one-way, traffic factor 0.9..1.5), arterials every [`ARTERIAL`] cells and
+/// highways every [`HIGHWAY`] cells (never missing, factor 0.9..1.1), at the [`SPEED`]s.
+/// Highways have access only where an arterial or highway crosses them: local streets stop
+/// short of them. An arc's weight is its travel time (length / speed × factor) scaled into
+/// `lo..=hi`, the slowest possible local street weighing `hi`, so long trips take the fast
+/// roads: the graph has a road hierarchy (a contraction hierarchy with about one shortcut per
+/// arc and small upward searches, like a city's). Deterministic in `(n, seed, lo, hi)`.
+///
+/// O(n).
+fn road(n: u64, seed: u64, lo: u32, hi: u32, rng: &mut SplitMix64, arcs: &mut Vec<(u32, u32, i64)>) {
+    let w = (n as f64).sqrt().ceil().max(1.0) as u64;
+    let jitter = |u: u64, axis: u64| {
+        let mut h = SplitMix64(seed ^ (u.wrapping_mul(2).wrapping_add(axis)).wrapping_mul(0xD6E8_FEB8_6659_FD93));
+        (h.unit() * 2.0 - 1.0) * JITTER
+    };
+    let at = |u: u64| {
+        (
+            (u % w) as f64 + jitter(u, 0),
+            (u / w) as f64 + jitter(u, 1),
+        )
+    };
+    // The slowest local street: the longest jittered link at the largest traffic factor.
+    let longest = ((1.0 + 2.0 * JITTER).powi(2) + (2.0 * JITTER).powi(2)).sqrt();
+    let slowest = longest * SLOW / SPEED[0];
+    let scale = (hi - lo) as f64 / slowest;
+    for u in 0..n {
+        let (x, y) = (u % w, u / w);
+        let pu = at(u);
+        // (neighbour, class of the link, whether a local street here would enter a highway)
+        let right = (x + 1 < w).then(|| (u + 1, road_class(y), road_class(x) == 2 || road_class(x + 1) == 2));
+        let down = Some((u + w, road_class(x), road_class(y) == 2 || road_class(y + 1) == 2));
+        for (v, class, into_highway) in [right, down].into_iter().flatten() {
+            if v >= n || (class == 0 && into_highway) {
+                continue;
+            }
+            let (missing, one_way, factor) = if class == 0 {
+                let missing = rng.below(100) < LOCAL_MISSING;
+                let one_way = rng.below(100) < LOCAL_ONE_WAY;
+                (missing, one_way, 0.9 + (SLOW - 0.9) * rng.unit())
+            } else {
+                (false, false, 0.9 + 0.2 * rng.unit())
+            };
+            if missing {
+                continue;
+            }
+            let pv = at(v);
+            let length = ((pu.0 - pv.0).powi(2) + (pu.1 - pv.1).powi(2)).sqrt();
+            let time = length / SPEED[class] * factor;
+            let wt = (lo as f64 + (time * scale).round()).min(hi as f64) as i64;
+            let forward = !one_way || rng.below(2) == 0;
+            if forward || !one_way {
+                arcs.push((u as u32, v as u32, wt));
+            }
+            if !forward || !one_way {
+                arcs.push((v as u32, u as u32, wt));
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -34,7 +34,6 @@ pub trait Plugin: Sync {
 }
 
 /// What a plugin gets to prepare a job.
-#[derive(Debug)]
 pub struct PrepareCtx<'a> {
     /// The validated plan.
     pub plan: &'a Plan,
@@ -43,6 +42,47 @@ pub struct PrepareCtx<'a> {
     pub graphs: Option<&'a dyn crate::graph::GraphShare>,
     /// `tuccompi check`: prepare writes nothing anywhere (no cache file; caches are only read).
     pub dry_run: bool,
+    /// Tasks an unfinished run that this one resumes has already done (0 for a fresh run):
+    /// preprocessing that pays only over many tasks can weigh the ones left.
+    pub done_tasks: usize,
+    /// The OpenCL devices the plan selects, counted (the runtime discovers them in a thread
+    /// meanwhile: this waits for it). Ask only when the answer matters.
+    pub devices: &'a (dyn Fn() -> DeviceCount + Sync),
+}
+
+/// The OpenCL devices a plan selects, as preprocessing weighs them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeviceCount {
+    /// Devices of type GPU or accelerator.
+    pub gpus: usize,
+    /// Compute units of CPU-type devices (PoCL): cores that also run the CPU workers.
+    pub cpu_units: usize,
+}
+
+impl DeviceCount {
+    /// Count `devices`.
+    pub fn of(devices: &[std::sync::Arc<crate::device::Device>]) -> DeviceCount {
+        let mut c = DeviceCount::default();
+        for d in devices {
+            if d.info.kind == "cpu" {
+                c.cpu_units += d.info.compute_units as usize;
+            } else {
+                c.gpus += 1;
+            }
+        }
+        c
+    }
+}
+
+impl std::fmt::Debug for PrepareCtx<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PrepareCtx")
+            .field("plan", &self.plan.config_path)
+            .field("graphs", &self.graphs.is_some())
+            .field("dry_run", &self.dry_run)
+            .field("done_tasks", &self.done_tasks)
+            .finish()
+    }
 }
 
 impl PrepareCtx<'_> {

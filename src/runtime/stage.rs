@@ -60,21 +60,8 @@ impl Stage {
         }
         let identity = identity(plan, job)?;
         let resume = match (mode, out.has_unfinished()) {
-            (Unfinished::Resume, false) => {
-                return Err(Error::Output(format!(
-                    "nothing to resume: {} holds no unfinished run; run without --resume",
-                    dir.display()
-                )))
-            }
-            (Unfinished::Refuse, true) => {
-                let (done, total) = journaled(&partial);
-                return Err(Error::Output(format!(
-                    "{} holds an unfinished run ({done} of {total} tasks done, in {}): continue \
-                     it with --resume, or discard it and start over with --restart",
-                    dir.display(),
-                    partial.display()
-                )));
-            }
+            (Unfinished::Resume, false) => return Err(nothing_to_resume(dir)),
+            (Unfinished::Refuse, true) => return Err(refuse_unfinished(dir, &partial)),
             (Unfinished::Resume, true) => {
                 same_run(&out.identity()?, &identity)?;
                 true
@@ -144,9 +131,75 @@ impl Stage {
     }
 }
 
+fn nothing_to_resume(dir: &Path) -> Error {
+    Error::Output(format!(
+        "nothing to resume: {} holds no unfinished run; run without --resume",
+        dir.display()
+    ))
+}
+
+fn refuse_unfinished(dir: &Path, partial: &Path) -> Error {
+    let (done, total) = journaled(partial);
+    Error::Output(format!(
+        "{} holds an unfinished run ({done} of {total} tasks done, in {}): continue it with \
+         --resume, or discard it and start over with --restart",
+        dir.display(),
+        partial.display()
+    ))
+}
+
+/// Before any preprocessing (rank 0): `output.dir` is a valid place, and an unfinished run in
+/// it agrees with `mode`: none to `--resume` or one a plain run would bury is refused now,
+/// and one to resume must have this run's config and input. Returns the tasks the unfinished
+/// run has done (0 unless resuming). [`Stage::open`] checks again under the lock.
+pub(super) fn precheck(plan: &Plan, mode: Unfinished) -> Result<usize> {
+    let dir = &plan.output.dir;
+    outdir::validate(dir)?;
+    let partial = dir.join(outdir::PARTIAL);
+    // A run holding the directory now: `Stage::open` names it (its unfinished run is its own).
+    let held = crate::owned::reopen(&dir.join(outdir::LOCK), false, "")
+        .is_ok_and(|f| f.try_lock_shared().is_err());
+    let unfinished = match std::fs::symlink_metadata(&partial) {
+        _ if held => return Ok(0),
+        // A file or a link there: `Stage::open` names it (or `--restart` removes it).
+        Ok(m) if !m.is_dir() => return Ok(0),
+        Ok(_) => true,
+        Err(_) => false,
+    };
+    match (mode, unfinished) {
+        (Unfinished::Resume, false) => Err(nothing_to_resume(dir)),
+        (Unfinished::Refuse, true) => Err(refuse_unfinished(dir, &partial)),
+        (Unfinished::Resume, true) => {
+            let old: Option<serde_json::Value> =
+                crate::owned::read(&partial.join(outdir::IDENTITY), "")
+                    .ok()
+                    .flatten()
+                    .and_then(|t| serde_json::from_slice(&t).ok());
+            // The task space is known only after the input: `Stage::open` compares it.
+            if let Some(old) = old {
+                same_run(&old, &identity_of(plan, &old["tasks"], &old["record_words"])?)?;
+            }
+            Ok(journaled(&partial).0)
+        }
+        _ => Ok(0),
+    }
+}
+
 /// What a run computes: the result-defining config, the input's content hash, the task
 /// space. A journal is only resumed by a run with the same identity.
 fn identity(plan: &Plan, job: &dyn Job) -> Result<serde_json::Value> {
+    identity_of(
+        plan,
+        &serde_json::json!(job.tasks()),
+        &serde_json::json!(job.record_words()),
+    )
+}
+
+fn identity_of(
+    plan: &Plan,
+    tasks: &serde_json::Value,
+    record_words: &serde_json::Value,
+) -> Result<serde_json::Value> {
     let input_hash = match &plan.input {
         Some(InputSpec::Path(p)) => Some(content_hash(p)?),
         _ => None,
@@ -156,8 +209,8 @@ fn identity(plan: &Plan, job: &dyn Job) -> Result<serde_json::Value> {
         "plugin": plan.plugin,
         "config": serde_json::to_value(plan.result_config()).unwrap_or_default(),
         "input_hash": input_hash,
-        "tasks": job.tasks(),
-        "record_words": job.record_words(),
+        "tasks": tasks,
+        "record_words": record_words,
     }))
 }
 

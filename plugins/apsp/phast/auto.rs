@@ -4,16 +4,23 @@
 //! default). Auto takes PHAST when all of these hold, else Dijkstra on CPU cores and the work
 //! list on GPUs:
 //!
-//! 1. the hierarchy pays for itself: a cached hierarchy of this graph exists, or there are at
-//!    least [`AUTO_MIN_SOURCES`] sources (on road graphs a build costs about 200 Dijkstra
-//!    trees' time, and each PHAST tree then saves over 90% of one);
-//! 2. the build stays within [`Budget::for_graph`] (skewed graphs such as R-MAT stop early);
+//! 1. the hierarchy pays back ([`Forecast`]): a cached hierarchy of this graph exists, or the
+//!    cost model, from a few sampled Dijkstra trees timed on this machine, the graph's size,
+//!    the build's threads, the CPU workers, the GPUs present and the tasks still to run,
+//!    predicts the build plus the PHAST run to be cheaper than the run without it; and no
+//!    cached verdict says the build would stop again ([`Verdict`]);
+//! 2. the build stays within its budget: the witness-search work a road graph needs, scaled
+//!    by how much slack the forecast leaves, and at most [`Budget::for_graph`] (skewed graphs
+//!    such as R-MAT stop early). A build that passes it stops, and the verdict is cached;
 //! 3. the upward search space, sampled from [`SAMPLES`] sources, stays under n/8 vertices
-//!    (otherwise the per-tree upward Dijkstra is no longer small).
+//!    (otherwise the per-tree upward Dijkstra is no longer small; also cached as a verdict).
 //!
-//! An explicit `"phast"` builds without the budget and skips the checks. The hierarchy is built
-//! (or read from the cache, see [`super::cache`]) once per run, in `prepare`, on every MPI rank:
-//! the build is deterministic, so every rank holds the same hierarchy.
+//! `tuccompi check` (a dry run) reads the caches but never builds under `"auto"`: it prints
+//! the forecast. An explicit `"phast"` builds without the budget and skips the checks. The
+//! hierarchy is built (or read from the cache, see [`super::cache`]) once per run, in
+//! `prepare`, on every MPI rank: the build is deterministic, so every rank holding one holds
+//! the same (the forecast is timed on each rank, so ranks may choose differently; every
+//! algorithm is exact, so the results do not change).
 
 use super::cache::{self, Key, Miss};
 use super::ch::{Budget, ChError, ChParams, ChWeight, Hierarchy};
@@ -25,8 +32,6 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// Sources from which `"auto"` builds a hierarchy it has not cached.
-pub const AUTO_MIN_SOURCES: usize = 256;
 /// Sources whose upward search spaces `"auto"` samples.
 pub const SAMPLES: usize = 64;
 
@@ -98,21 +103,190 @@ impl<'de> Deserialize<'de> for GpuRequest {
 }
 
 /// What a run needs to decide.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Request<'a> {
     /// CPU algorithm as configured; `None` when no CPU worker runs.
     pub cpu: Option<CpuAlgorithm>,
     /// GPU algorithm as configured; `None` when no OpenCL device is wanted.
     pub gpu: Option<GpuRequest>,
-    /// Tasks of the run.
-    pub sources: usize,
+    /// Source vertex (internal id) of each task: the forecast times trees from some of them.
+    pub sources: &'a [u32],
+    /// Tasks still to run (fewer than the sources when a run is resumed).
+    pub pending: usize,
+    /// CPU workers of the run.
+    pub cpu_workers: usize,
+    /// OpenCL devices the run's GPU half would use, asked only when the forecast needs them
+    /// (discovery may still be under way).
+    pub gpus: &'a (dyn Fn() -> crate::plugin::DeviceCount + Sync),
     /// `[apsp] hierarchy`: a cache file, or `None` for the user's cache directory.
     pub cache_path: Option<&'a Path>,
-    /// Whether a built hierarchy is stored in the cache (not for `tuccompi check`, which
-    /// writes nothing).
+    /// Whether a built hierarchy (or a verdict) is stored in the cache, and whether `"auto"`
+    /// may build at all: not for `tuccompi check`, which writes nothing and builds nothing it
+    /// does not need.
     pub store: bool,
     /// Whether `[apsp] targets` limits the records and rows.
     pub targets: bool,
+}
+
+impl std::fmt::Debug for Request<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Request")
+            .field("cpu", &self.cpu)
+            .field("gpu", &self.gpu)
+            .field("sources", &self.sources.len())
+            .field("pending", &self.pending)
+            .field("cpu_workers", &self.cpu_workers)
+            .field("cache_path", &self.cache_path)
+            .field("store", &self.store)
+            .field("targets", &self.targets)
+            .finish()
+    }
+}
+
+/// Witness-search arcs scanned per input arc by a build on a road graph, which the forecast
+/// assumes (measured: osm-moscow 430, the generated road graph 849, rome99 1,534).
+pub const ROAD_WORK_PER_ARC: f64 = 1000.0;
+/// Core-seconds of a build per witness-search arc scanned, in Dijkstra arc scans (a Dijkstra
+/// tree's seconds over the arcs it scanned, sampled): measured 0.96 (osm-moscow), 1.58 (the
+/// generated road graph), 0.93 (rome99) on the 2-core machine (BENCHMARKS.md, "auto"). With
+/// [`ROAD_WORK_PER_ARC`] a build is forecast at 900 Dijkstra trees of core time (measured
+/// 410 to 1,430).
+pub const SCAN_COST: f64 = 0.9;
+/// The build's threads count as `threads^BUILD_SCALING` (the generated 100k road graph: 8.2 s
+/// on 2 loaded cores, 1.7 s on 16, about 675 and 141 sampled trees; 16^0.65 = 6.1).
+pub const BUILD_SCALING: f64 = 0.65;
+/// A CPU PHAST tree against a Dijkstra tree on one core: measured 30-65x at the tuned trees
+/// per sweep (BENCHMARKS.md, "PHAST"); the forecast takes less.
+pub const CPU_PHAST_SPEEDUP: f64 = 20.0;
+/// One GPU running the work list, in cores running Dijkstra (H100: 2,441 SSSP/s against 443
+/// on 16 cores on osm-moscow, 88; 165 on the generated 100k road graph).
+pub const GPU_WORKLIST_CORES: f64 = 120.0;
+/// One GPU running PHAST, in cores running Dijkstra (H200, osm-moscow: 470,000 trees/s
+/// against 41 per core, 11,000; less on small graphs and short runs).
+pub const GPU_PHAST_CORES: f64 = 4000.0;
+/// Dijkstra trees the forecast times.
+pub const SAMPLE_TREES: usize = 4;
+
+/// The forecast of a run with and without a hierarchy, in seconds of wall time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Forecast {
+    /// The run without a hierarchy: Dijkstra on the CPU workers, the work list on the GPUs.
+    pub without: f64,
+    /// The build of the hierarchy.
+    pub build: f64,
+    /// The run with PHAST where `"auto"` may take it.
+    pub phast: f64,
+    /// The witness-search work the build may spend: the work a road graph's build needs,
+    /// scaled by the time the forecast leaves it (`without - phast`) over its forecast.
+    pub work: u64,
+}
+
+impl Forecast {
+    /// Whether the build plus the PHAST run is forecast to be cheaper.
+    pub fn pays(&self) -> bool {
+        self.build + self.phast < self.without
+    }
+
+    /// The forecast from measured and known quantities:
+    /// - `tree`: seconds of one Dijkstra tree on one core, `scanned`: the arcs it scanned;
+    /// - `m`: the graph's arcs; `threads`: the build's threads;
+    /// - `pending`: tasks to run; `cores`: groups of cores running Dijkstra (CPU workers,
+    ///   CPU-type OpenCL devices' compute units), each with whether it may take PHAST;
+    ///   `gpus`: GPUs (`gpu_phast`: whether they may take PHAST).
+    ///
+    /// O(1).
+    #[allow(clippy::too_many_arguments)]
+    pub fn of(
+        tree: f64,
+        scanned: f64,
+        m: usize,
+        threads: usize,
+        pending: usize,
+        cores: [(usize, bool); 2],
+        gpus: usize,
+        gpu_phast: bool,
+    ) -> Forecast {
+        let gpus = gpus as f64;
+        // Trees per second of a Dijkstra core, and of the units without and with PHAST.
+        let rate = 1.0 / tree.max(1e-9);
+        let cpus: f64 = cores.iter().map(|&(c, _)| c as f64).sum();
+        let cpus_with: f64 = cores
+            .iter()
+            .map(|&(c, phast)| c as f64 * if phast { CPU_PHAST_SPEEDUP } else { 1.0 })
+            .sum();
+        let without = (cpus + gpus * GPU_WORKLIST_CORES) * rate;
+        let gpu_with = if gpu_phast {
+            GPU_PHAST_CORES
+        } else {
+            GPU_WORKLIST_CORES
+        };
+        let with = (cpus_with + gpus * gpu_with) * rate;
+        let time = |rate: f64| {
+            if rate > 0.0 {
+                pending as f64 / rate
+            } else {
+                f64::INFINITY
+            }
+        };
+        let road_work = ROAD_WORK_PER_ARC * m as f64;
+        let per_scan =
+            SCAN_COST * tree / scanned.max(1.0) / (threads.max(1) as f64).powf(BUILD_SCALING);
+        let build = road_work * per_scan;
+        let (without, phast) = (time(without), time(with));
+        let slack = (without - phast).max(0.0);
+        let work = if build > 0.0 {
+            (road_work * (slack / build).min(1e6)).min(u64::MAX as f64 / 2.0) as u64
+        } else {
+            u64::MAX / 2
+        };
+        Forecast {
+            without,
+            build,
+            phast,
+            work,
+        }
+    }
+
+    /// The forecast in words: `"build 1.20 s + PHAST 0.05 s against 0.80 s without"`.
+    pub fn words(&self) -> String {
+        format!(
+            "build {:.2} s + PHAST {:.2} s against {:.2} s without",
+            self.build, self.phast, self.without
+        )
+    }
+}
+
+/// Time `SAMPLE_TREES` Dijkstra trees from sources spread over `sources` (in parallel, one per
+/// rayon thread): the median seconds of a tree and the median arcs scanned.
+///
+/// O(SAMPLE_TREES · (n + m log n)).
+fn sample_trees(g: &Csr, sources: &[u32]) -> (f64, f64) {
+    use rayon::prelude::*;
+    let count = SAMPLE_TREES.min(sources.len()).max(1);
+    let picks: Vec<u32> = (0..count)
+        .map(|i| sources.get(i * sources.len() / count).copied().unwrap_or(0))
+        .collect();
+    let mut got: Vec<(f64, f64)> = picks
+        .par_iter()
+        .map(|&s| {
+            let mut dj = crate::plugins::apsp::dijkstra::Dijkstra::<u64>::new(g.n);
+            let t = Instant::now();
+            let dist = dj.run(g, s);
+            let seconds = t.elapsed().as_secs_f64();
+            let scanned: u64 = dist
+                .iter()
+                .enumerate()
+                .filter(|(_, &d)| d != u64::MAX)
+                .map(|(v, _)| (g.offsets[v + 1] - g.offsets[v]) as u64)
+                .sum();
+            (seconds, scanned as f64)
+        })
+        .collect();
+    let median = |got: &mut Vec<(f64, f64)>, i: fn(&(f64, f64)) -> f64| {
+        got.sort_by(|a, b| i(a).total_cmp(&i(b)));
+        i(&got[got.len() / 2])
+    };
+    (median(&mut got, |x| x.0), median(&mut got, |x| x.1))
 }
 
 /// The decision, with what it is based on.
@@ -218,20 +392,98 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
         path: path.as_deref(),
         store: req.store,
     };
+    // A verdict is kept where the hierarchy would be.
+    let verdicts = path.clone();
+    let mut budget = None;
+    let mut forecast_report = serde_json::json!({});
     if !explicit {
-        let cached = path.as_deref().is_some_and(Path::exists);
-        if !cached && req.sources < AUTO_MIN_SOURCES {
-            return fallback(
-                format!(
-                    "auto: {} sources are too few to pay for building a contraction hierarchy \
-                     (PHAST from {AUTO_MIN_SOURCES} sources, or with a cached hierarchy)",
-                    req.sources
-                ),
-                serde_json::json!({}),
+        let verdict = path.as_deref().and_then(Verdict::load);
+        let cached = verdict.is_none()
+            && path
+                .as_deref()
+                .is_some_and(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0));
+        if !cached {
+            let t = Instant::now();
+            let (tree, scanned) = sample_trees(g, req.sources);
+            let cpu_phast = cpu_req == CpuAlgorithm::Auto;
+            let gpu_phast = gpu_req == GpuRequest::Auto && gpu_phast.is_some();
+            let devices = match req.gpu {
+                Some(_) => (req.gpus)(),
+                None => Default::default(),
+            };
+            let gpus = devices.gpus;
+            // CPU-type OpenCL devices (PoCL) count as cores, taking PHAST as the GPUs do.
+            let cpus = req.cpu.map_or(0, |_| req.cpu_workers);
+            let f = Forecast::of(
+                tree,
+                scanned,
+                g.m(),
+                rayon::current_num_threads(),
+                req.pending,
+                [(cpus, cpu_phast), (devices.cpu_units, gpu_phast)],
+                gpus,
+                gpu_phast,
             );
+            forecast_report = serde_json::json!({
+                "forecast": {
+                    "dijkstra_tree_seconds": tree,
+                    "tasks": req.pending,
+                    "cpu_workers": cpus,
+                    "gpus": gpus,
+                    "cpu_device_units": devices.cpu_units,
+                    "without_seconds": f.without,
+                    "build_seconds": f.build,
+                    "phast_seconds": f.phast,
+                    "work_budget": f.work,
+                    "sample_seconds": t.elapsed().as_secs_f64(),
+                }
+            });
+            if !f.pays() {
+                return fallback(
+                    format!(
+                        "auto: a contraction hierarchy would not pay back for {} tasks on {cpus} \
+                         CPU workers and {gpus} GPUs (forecast: {})",
+                        req.pending,
+                        f.words()
+                    ),
+                    forecast_report,
+                );
+            }
+            let structural = Budget::for_graph(g.n, g.m());
+            let b = Budget {
+                work: structural.work.min(f.work),
+                ..structural
+            };
+            if let Some(v) = verdict {
+                if v.stops(b.work) {
+                    return fallback(
+                        format!("auto: {} (a cached verdict: {})", v.reason, v.file),
+                        forecast_report,
+                    );
+                }
+            }
+            if !req.store {
+                // `tuccompi check` builds nothing it does not need: it says what `run` does.
+                return fallback(
+                    format!(
+                        "auto: `run` builds a contraction hierarchy here and takes PHAST if it \
+                         is good (forecast: {}); `check` builds none, so it shows the plan \
+                         without it",
+                        f.words()
+                    ),
+                    forecast_report,
+                );
+            }
+            tracing::info!(
+                "apsp: building a contraction hierarchy ({})",
+                f.words()
+            );
+            budget = Some(b);
+        } else {
+            // A file is there: read it (a miss is rebuilt within the structural budget).
+            budget = Some(Budget::for_graph(g.n, g.m()));
         }
     }
-    let budget = (!explicit).then(|| Budget::for_graph(g.n, g.m()));
     let t = Instant::now();
     let got = if wide {
         obtain::<u64>(g, &params, budget, &cache).map(|(h, r)| (AnyHierarchy::Wide(h), r))
@@ -239,17 +491,27 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
         obtain::<u32>(g, &params, budget, &cache).map(|(h, r)| (AnyHierarchy::Narrow(h), r))
     };
     let seconds = t.elapsed().as_secs_f64();
-    let (h, mut report) = match got {
+    let merge = |mut r: serde_json::Value| {
+        if let (Some(r), Some(f)) = (r.as_object_mut(), forecast_report.as_object()) {
+            r.extend(f.clone());
+        }
+        r
+    };
+    let (h, report) = match got {
         Ok(x) => x,
         Err(Obtain::Poor(e)) => {
             warn_fallback(&format!("auto: {e}"));
+            if let (ChError::Poor { used, .. }, Some(file), true) = (&e, &verdicts, req.store) {
+                Verdict::store(file, &e.to_string(), *used, false);
+            }
             return fallback(
                 format!("auto: {e}"),
-                serde_json::json!({ "preprocess_seconds": seconds }),
+                merge(serde_json::json!({ "preprocess_seconds": seconds })),
             );
         }
         Err(Obtain::Fail(e)) => return Err(e),
     };
+    let mut report = merge(report);
     let (shortcuts, arcs, levels) = match &h {
         AnyHierarchy::Narrow(h) => (h.info.shortcuts, h.info.arcs, h.num_levels()),
         AnyHierarchy::Wide(h) => (h.info.shortcuts, h.info.arcs, h.num_levels()),
@@ -270,6 +532,10 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
     );
     if !explicit && upward > (g.n as f64 / 8.0).max(1.0) {
         warn_fallback(&format!("auto: the hierarchy is poor ({shape})"));
+        if let (Some(file), true) = (&verdicts, req.store) {
+            let why = format!("the hierarchy is poor ({shape})");
+            Verdict::store(file, &why, u64::MAX, true);
+        }
         return fallback(
             format!("auto: the hierarchy is poor ({shape}: over n/8 vertices per upward search)"),
             report,
@@ -304,6 +570,81 @@ fn cache_file(g: &Csr, wide: bool, p: &ChParams, configured: Option<&Path>) -> O
     cache::default_dir().map(|d| d.join(key.file_name()))
 }
 
+/// A cached "poor hierarchy" verdict: a build of this graph that stopped past its budget (the
+/// witness-search work it had spent then), or a hierarchy found poor (`structural`: no budget
+/// changes that). A later `"auto"` run skips the build when its own budget would stop it as
+/// early. Kept like a hierarchy and in its place (the cache file, whose first bytes it shares:
+/// [`cache::ownable`] lets a later build replace it), written through [`crate::owned`] (an
+/// exclusive temporary file renamed into place), and only over nothing, an empty file, a
+/// hierarchy or another verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Why, in words.
+    pub reason: String,
+    /// Witness-search work (arcs scanned) spent when the build stopped.
+    pub work: u64,
+    /// Whether the graph's hierarchy is poor whatever the budget.
+    pub structural: bool,
+    /// The file it was read from (not stored).
+    #[serde(skip)]
+    pub file: String,
+}
+
+/// First line of a verdict file.
+/// First line of a verdict file (it begins with a hierarchy's magic, `TUCCOMPI-CH`, so the
+/// cache's [`cache::ownable`] treats it as its own; [`cache::load`] reads it as stale).
+const VERDICT_MAGIC: &str = "TUCCOMPI-CH-VERDICT 1";
+
+impl Verdict {
+    /// Whether a build with a budget of `work` would stop as this one did.
+    pub fn stops(&self, work: u64) -> bool {
+        self.structural || work <= self.work
+    }
+
+    /// The verdict at `path`, when one is there and readable.
+    pub fn load(path: &Path) -> Option<Verdict> {
+        let bytes = crate::owned::read(path, "").ok()??;
+        let text = String::from_utf8(bytes).ok()?;
+        let (magic, json) = text.split_once('\n')?;
+        let mut v: Verdict = (magic == VERDICT_MAGIC)
+            .then(|| serde_json::from_str(json).ok())??;
+        v.file = path.display().to_string();
+        Some(v)
+    }
+
+    /// Store a verdict at `path` (warning, not failing, when it cannot be written or when
+    /// something other than a verdict is there).
+    pub fn store(path: &Path, reason: &str, work: u64, structural: bool) {
+        let v = Verdict {
+            reason: reason.into(),
+            work,
+            structural,
+            file: String::new(),
+        };
+        let text = format!(
+            "{VERDICT_MAGIC}\n{}\n",
+            serde_json::to_string(&v).expect("a verdict serializes")
+        );
+        let stored = if let Err(what) = cache::ownable(path) {
+            Err(Error::Config(what))
+        } else {
+            path.parent()
+                .map_or(Ok(()), |d| {
+                    std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))
+                })
+                .and_then(|()| crate::owned::write_atomic(path, text.as_bytes(), ""))
+        };
+        match stored {
+            Ok(()) => tracing::info!("{}: verdict kept for later runs", path.display()),
+            Err(e) => tracing::warn!(
+                "{}: could not keep the verdict on this hierarchy for later runs ({e}); it is \
+                 left alone",
+                path.display()
+            ),
+        }
+    }
+}
+
 enum Obtain {
     Poor(ChError),
     Fail(Error),
@@ -329,7 +670,12 @@ fn obtain<W: ChWeight>(
     let mut report = serde_json::json!({ "width": std::mem::size_of::<W>() * 8 });
     if let Some(path) = cache.path {
         report["cache"] = serde_json::json!(path.display().to_string());
-        match cache::load::<W>(path, &key) {
+        // A verdict there is no hierarchy: build (and replace it), with no "stale" warning.
+        let load = match Verdict::load(path) {
+            Some(_) => Err(Miss::Absent),
+            None => cache::load::<W>(path, &key),
+        };
+        match load {
             Ok(h) => {
                 report["source"] = serde_json::json!("cache");
                 return Ok((h, report));
@@ -391,3 +737,6 @@ pub fn upward_space<W>(h: &Hierarchy<W>, samples: usize) -> f64 {
     }
     total as f64 / samples as f64
 }
+
+#[cfg(test)]
+mod test;

@@ -164,7 +164,10 @@ fn a_hierarchy_path_holding_another_file_or_a_link_is_refused_never_replaced() {
         let req = Request {
             cpu: Some(CpuAlgorithm::Phast),
             gpu: None,
-            sources: 300,
+            sources: &[0, 1, 2],
+            pending: 300,
+            cpu_workers: 1,
+            gpus: &|| crate::plugin::DeviceCount::default(),
             cache_path: Some(p),
             store: true,
             targets: false,
