@@ -206,7 +206,10 @@ impl Worker for PacedWorker<'_> {
 
 fn paced(options: &str, sets: &[&str]) -> Result<serde_json::Value> {
     let dir = tmpdir("paced");
-    let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    // The records tag the worker that ran each task, so a CPU re-run never matches a device's:
+    // no [verify] (it is on by default).
+    let mut all = vec!["verify.sample=0".to_string()];
+    all.extend(sets.iter().map(|s| s.to_string()));
     all.push(format!("output.dir={:?}", dir.display().to_string()));
     let text = format!("[run]\nplugin = \"paced\"\n[paced]\n{options}\n");
     let plan = Plan::from_toml(&text, Path::new("paced.toml"), &all)?;
