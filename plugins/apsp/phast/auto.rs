@@ -442,8 +442,12 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
                 return fallback(
                     format!(
                         "auto: a contraction hierarchy would not pay back for {} tasks on {cpus} \
-                         CPU workers and {gpus} GPUs (forecast: {})",
+                         CPU workers and {gpus} GPUs{} (forecast: {})",
                         req.pending,
+                        match devices.cpu_units {
+                            0 => String::new(),
+                            u => format!(" (and CPU OpenCL devices of {u} compute units)"),
+                        },
                         f.words()
                     ),
                     forecast_report,
