@@ -478,10 +478,7 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
                     forecast_report,
                 );
             }
-            tracing::info!(
-                "apsp: building a contraction hierarchy ({})",
-                f.words()
-            );
+            tracing::info!("apsp: building a contraction hierarchy ({})", f.words());
             budget = Some(b);
         } else {
             // A file is there: read it (a miss is rebuilt within the structural budget).
@@ -610,8 +607,8 @@ impl Verdict {
         let bytes = crate::owned::read(path, "").ok()??;
         let text = String::from_utf8(bytes).ok()?;
         let (magic, json) = text.split_once('\n')?;
-        let mut v: Verdict = (magic == VERDICT_MAGIC)
-            .then(|| serde_json::from_str(json).ok())??;
+        let mut v: Verdict =
+            (magic == VERDICT_MAGIC).then(|| serde_json::from_str(json).ok())??;
         v.file = path.display().to_string();
         Some(v)
     }
