@@ -2,7 +2,7 @@
 # The README's quick start, timed: `auto` against Dijkstra/worklist named, 3 runs alternated,
 # each with a cold cache (a fresh XDG_CACHE_HOME) and a fresh output directory; then `check`
 # and `run --resume` (nothing to resume) 3 times each. Run from the repository root:
-#   benches/quickstart.sh BIN [BASE_BIN] [--set KEY=VALUE ...]
+#   [REPS=3] benches/quickstart.sh BIN [BASE_BIN] [--set KEY=VALUE ...]
 # BASE_BIN (another build) runs `auto` beside them. Prints one line per command: label, wall
 # seconds, exit status, the algorithms, phase seconds, checksum and `auto`'s reason.
 set -u
@@ -38,12 +38,12 @@ timed() { # label command...
   local t0 rc; t0=$(now); "$@" >/dev/null 2>&1; rc=$?
   python3 -c "import sys; print(f'{sys.argv[1]:14s} {float(sys.argv[3]) - float(sys.argv[2]):7.3f} s rc={sys.argv[4]}')" "$label" "$t0" "$(now)" "$rc"
 }
-for rep in 1 2 3; do
+for rep in $(seq ${REPS:-3}); do
   [ -n "$BASE" ] && one "base-auto$rep" "$BASE" "$@"
   one "auto$rep" "$B" "$@"
   one "named$rep" "$B" --set apsp.cpu_algorithm=\"dijkstra\" --set apsp.gpu_algorithm=\"worklist\" "$@"
 done
-for rep in 1 2 3; do
+for rep in $(seq ${REPS:-3}); do
   c=$(mktemp -d); o=$(mktemp -d)/out
   XDG_CACHE_HOME=$c timed "check$rep" "$B" check $CFG --set output.dir="\"$o\"" "$@"
   XDG_CACHE_HOME=$c timed "resume$rep" "$B" run $CFG --set output.dir="\"$o\"" --resume "$@"

@@ -290,7 +290,9 @@ pub fn prepare_sharing<'a>(
     done_tasks: usize,
     devices: &(dyn Fn() -> DeviceCount + Sync),
 ) -> Result<Prepared<'a>> {
-    prepare_with(plan, plugins, extra, nodes, graphs, false, done_tasks, devices)
+    prepare_with(
+        plan, plugins, extra, nodes, graphs, false, done_tasks, devices,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]

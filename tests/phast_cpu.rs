@@ -143,7 +143,9 @@ fn auto_falls_back_on_rmat_and_keeps_the_verdict() {
     let kept = std::fs::read_to_string(&cache).unwrap();
     assert!(kept.starts_with("TUCCOMPI-CH-VERDICT"), "{kept}");
     let again = run_with(&cfg, &one);
-    let why = again.report["input"]["algorithm"]["reason"].as_str().unwrap();
+    let why = again.report["input"]["algorithm"]["reason"]
+        .as_str()
+        .unwrap();
     assert!(why.contains("a cached verdict"), "{why}");
     assert!(
         again.report["input"]["algorithm"]["preprocess_seconds"].is_null(),
@@ -180,7 +182,10 @@ fn auto_gpu_half_without_gpus_builds_nothing() {
     );
     assert_eq!(out.report["input"]["gpu_algorithm"], "worklist");
     let why = out.report["input"]["algorithm"]["reason"].as_str().unwrap();
-    assert!(why.contains("would not pay back for 2500 tasks on 2 CPU workers and 0 GPUs"), "{why}");
+    assert!(
+        why.contains("would not pay back for 2500 tasks on 2 CPU workers and 0 GPUs"),
+        "{why}"
+    );
     assert!(!cache.exists());
 }
 

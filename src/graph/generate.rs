@@ -16,7 +16,7 @@ pub enum GenModel {
     /// R-MAT / Kronecker with the Graph500 parameters (a, b, c) = (0.57, 0.19, 0.19);
     /// `vertices` is rounded up to a power of two.
     Rmat,
-    /// A road-like network ([`road`]): a jittered grid of local streets, arterial rows and
+    /// A road-like network (`road` in this file): a jittered grid of local streets, arterial rows and
     /// columns every 8 cells, highways every 64 with access only at arterials, some one-way
     /// streets; weights are travel times scaled into the weight range.
     Road,
@@ -279,18 +279,22 @@ fn road_class(line: u64) -> usize {
 /// arc and small upward searches, like a city's). Deterministic in `(n, seed, lo, hi)`.
 ///
 /// O(n).
-fn road(n: u64, seed: u64, lo: u32, hi: u32, rng: &mut SplitMix64, arcs: &mut Vec<(u32, u32, i64)>) {
+fn road(
+    n: u64,
+    seed: u64,
+    lo: u32,
+    hi: u32,
+    rng: &mut SplitMix64,
+    arcs: &mut Vec<(u32, u32, i64)>,
+) {
     let w = (n as f64).sqrt().ceil().max(1.0) as u64;
     let jitter = |u: u64, axis: u64| {
-        let mut h = SplitMix64(seed ^ (u.wrapping_mul(2).wrapping_add(axis)).wrapping_mul(0xD6E8_FEB8_6659_FD93));
+        let mut h = SplitMix64(
+            seed ^ (u.wrapping_mul(2).wrapping_add(axis)).wrapping_mul(0xD6E8_FEB8_6659_FD93),
+        );
         (h.unit() * 2.0 - 1.0) * JITTER
     };
-    let at = |u: u64| {
-        (
-            (u % w) as f64 + jitter(u, 0),
-            (u / w) as f64 + jitter(u, 1),
-        )
-    };
+    let at = |u: u64| ((u % w) as f64 + jitter(u, 0), (u / w) as f64 + jitter(u, 1));
     // The slowest local street: the longest jittered link at the largest traffic factor.
     let longest = ((1.0 + 2.0 * JITTER).powi(2) + (2.0 * JITTER).powi(2)).sqrt();
     let slowest = longest * SLOW / SPEED[0];
@@ -299,8 +303,18 @@ fn road(n: u64, seed: u64, lo: u32, hi: u32, rng: &mut SplitMix64, arcs: &mut Ve
         let (x, y) = (u % w, u / w);
         let pu = at(u);
         // (neighbour, class of the link, whether a local street here would enter a highway)
-        let right = (x + 1 < w).then(|| (u + 1, road_class(y), road_class(x) == 2 || road_class(x + 1) == 2));
-        let down = Some((u + w, road_class(x), road_class(y) == 2 || road_class(y + 1) == 2));
+        let right = (x + 1 < w).then(|| {
+            (
+                u + 1,
+                road_class(y),
+                road_class(x) == 2 || road_class(x + 1) == 2,
+            )
+        });
+        let down = Some((
+            u + w,
+            road_class(x),
+            road_class(y) == 2 || road_class(y + 1) == 2,
+        ));
         for (v, class, into_highway) in [right, down].into_iter().flatten() {
             if v >= n || (class == 0 && into_highway) {
                 continue;

@@ -177,7 +177,10 @@ pub(super) fn precheck(plan: &Plan, mode: Unfinished) -> Result<usize> {
                     .and_then(|t| serde_json::from_slice(&t).ok());
             // The task space is known only after the input: `Stage::open` compares it.
             if let Some(old) = old {
-                same_run(&old, &identity_of(plan, &old["tasks"], &old["record_words"])?)?;
+                same_run(
+                    &old,
+                    &identity_of(plan, &old["tasks"], &old["record_words"])?,
+                )?;
             }
             Ok(journaled(&partial).0)
         }

@@ -442,8 +442,12 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
                 return fallback(
                     format!(
                         "auto: a contraction hierarchy would not pay back for {} tasks on {cpus} \
-                         CPU workers and {gpus} GPUs (forecast: {})",
+                         CPU workers and {gpus} GPUs{} (forecast: {})",
                         req.pending,
+                        match devices.cpu_units {
+                            0 => String::new(),
+                            u => format!(" (and CPU OpenCL devices of {u} compute units)"),
+                        },
                         f.words()
                     ),
                     forecast_report,
@@ -474,10 +478,7 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
                     forecast_report,
                 );
             }
-            tracing::info!(
-                "apsp: building a contraction hierarchy ({})",
-                f.words()
-            );
+            tracing::info!("apsp: building a contraction hierarchy ({})", f.words());
             budget = Some(b);
         } else {
             // A file is there: read it (a miss is rebuilt within the structural budget).
@@ -606,8 +607,8 @@ impl Verdict {
         let bytes = crate::owned::read(path, "").ok()??;
         let text = String::from_utf8(bytes).ok()?;
         let (magic, json) = text.split_once('\n')?;
-        let mut v: Verdict = (magic == VERDICT_MAGIC)
-            .then(|| serde_json::from_str(json).ok())??;
+        let mut v: Verdict =
+            (magic == VERDICT_MAGIC).then(|| serde_json::from_str(json).ok())??;
         v.file = path.display().to_string();
         Some(v)
     }

@@ -3,7 +3,9 @@ use super::*;
 /// The forecast of the quick start's shape: a 100k-vertex road graph (347k arcs, a tree
 /// scanning every arc), 2 build threads.
 fn quick(pending: usize, cores: [(usize, bool); 2], gpus: usize, gpu_phast: bool) -> Forecast {
-    Forecast::of(0.012, 347_000.0, 347_000, 2, pending, cores, gpus, gpu_phast)
+    Forecast::of(
+        0.012, 347_000.0, 347_000, 2, pending, cores, gpus, gpu_phast,
+    )
 }
 
 #[test]
@@ -41,15 +43,42 @@ fn the_build_budget_is_the_break_even() {
     let f = quick(100_000, [(2, true), (0, false)], 0, false);
     // The work a road graph needs, scaled by the slack over the forecast build.
     let want = ROAD_WORK_PER_ARC * 347_000.0 * (f.without - f.phast) / f.build;
-    assert!((f.work as f64 - want).abs() < want * 1e-9 + 1.0, "{f:?} {want}");
+    assert!(
+        (f.work as f64 - want).abs() < want * 1e-9 + 1.0,
+        "{f:?} {want}"
+    );
     // More tasks, more slack, a larger budget.
     assert!(quick(1_000_000, [(2, true), (0, false)], 0, false).work > f.work);
     // A graph whose trees reach a tenth of its arcs: the build is ten times dearer.
-    let part = Forecast::of(0.0012, 34_700.0, 347_000, 2, 100_000, [(2, true), (0, false)], 0, false);
-    assert!((part.build / f.build - 1.0).abs() < 1e-9, "per scan, not per tree");
+    let part = Forecast::of(
+        0.0012,
+        34_700.0,
+        347_000,
+        2,
+        100_000,
+        [(2, true), (0, false)],
+        0,
+        false,
+    );
+    assert!(
+        (part.build / f.build - 1.0).abs() < 1e-9,
+        "per scan, not per tree"
+    );
     // More threads build faster, less than in proportion.
-    let wide = Forecast::of(0.012, 347_000.0, 347_000, 16, 100_000, [(2, true), (0, false)], 0, false);
-    assert!(wide.build < f.build && wide.build > f.build / 8.0, "{wide:?} {f:?}");
+    let wide = Forecast::of(
+        0.012,
+        347_000.0,
+        347_000,
+        16,
+        100_000,
+        [(2, true), (0, false)],
+        0,
+        false,
+    );
+    assert!(
+        wide.build < f.build && wide.build > f.build / 8.0,
+        "{wide:?} {f:?}"
+    );
 }
 
 #[test]
@@ -58,7 +87,10 @@ fn verdicts_round_trip_and_never_replace_a_foreign_file() {
     let path = dir.path().join("g.ch");
     Verdict::store(&path, "the contraction hierarchy is poor", 1234, false);
     let v = Verdict::load(&path).unwrap();
-    assert_eq!((v.reason.as_str(), v.work, v.structural), ("the contraction hierarchy is poor", 1234, false));
+    assert_eq!(
+        (v.reason.as_str(), v.work, v.structural),
+        ("the contraction hierarchy is poor", 1234, false)
+    );
     assert!(v.stops(1234) && v.stops(10) && !v.stops(1235));
     // A verdict occupies the hierarchy's place and the cache treats it as its own.
     assert!(cache::ownable(&path).is_ok());
@@ -75,5 +107,8 @@ fn verdicts_round_trip_and_never_replace_a_foreign_file() {
     std::os::unix::fs::symlink(&other, &link).unwrap();
     Verdict::store(&link, "poor", 1, false);
     assert_eq!(std::fs::read(&other).unwrap(), b"my notes");
-    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
 }
