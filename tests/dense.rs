@@ -71,7 +71,13 @@ fn signed_summary(p: &std::path::Path) -> Vec<[i128; 5]> {
         .skip(1)
         .map(|l| {
             // The last column is the mean (a decimal, or empty).
-            let v: Vec<i128> = l.rsplit_once(',').unwrap().0.split(',').map(|x| x.parse().unwrap()).collect();
+            let v: Vec<i128> = l
+                .rsplit_once(',')
+                .unwrap()
+                .0
+                .split(',')
+                .map(|x| x.parse().unwrap())
+                .collect();
             [v[0], v[1], v[2], v[3], v[4]]
         })
         .collect()

@@ -89,7 +89,10 @@ fn a_csv_with_float_weights_gives_the_distances_of_the_dimacs_file_it_came_from(
     )
     .unwrap_err()
     .to_string();
-    assert!(e.contains("rome.csv:") && e.contains("is not an integer"), "{e}");
+    assert!(
+        e.contains("rome.csv:") && e.contains("is not an integer"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -106,19 +109,36 @@ fn input_keys_that_do_not_fit_the_format_are_named() {
     let e = try_run(&apsp_file(&g, "[1]"), &["input.no_arc=0"])
         .unwrap_err()
         .to_string();
-    assert!(e.contains("--set input.no_arc=0: input.no_arc applies to .npy matrices"), "{e}");
+    assert!(
+        e.contains("--set input.no_arc=0: input.no_arc applies to .npy matrices"),
+        "{e}"
+    );
     for (set, want) in [
-        ("input.weight_scale=0", "input.weight_scale = 0: use a positive number"),
+        (
+            "input.weight_scale=0",
+            "input.weight_scale = 0: use a positive number",
+        ),
         ("input.columns=[\"a\"]", "name 3 columns"),
-        ("input.columns=[\"a\", \"a\"]", "column \"a\" is named twice"),
+        (
+            "input.columns=[\"a\", \"a\"]",
+            "column \"a\" is named twice",
+        ),
     ] {
-        let e = try_run(&apsp_file(&g, "[1]"), &[set]).unwrap_err().to_string();
+        let e = try_run(&apsp_file(&g, "[1]"), &[set])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(want), "{set}: {e}");
     }
-    let e = try_run(&apsp_gen("road", 100, "", "[1]"), &["input.weight_scale=10"])
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("describes an input file, but there is no input.path"), "{e}");
+    let e = try_run(
+        &apsp_gen("road", 100, "", "[1]"),
+        &["input.weight_scale=10"],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("describes an input file, but there is no input.path"),
+        "{e}"
+    );
 }
 
 /// A `.npy` file written by hand (format 1.0), independent of the reader's crate.
@@ -143,7 +163,9 @@ fn npy_bytes(descr: &str, fortran: bool, shape: &str, data: &[u8]) -> Vec<u8> {
 fn matrix(n: usize, seed: u64, negative: bool) -> Vec<Option<i64>> {
     let mut x = seed;
     let mut next = || {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         x >> 33
     };
     (0..n * n)
@@ -171,7 +193,13 @@ fn gr_text(n: usize, m: &[Option<i64>]) -> String {
 
 /// The matrix in one of several encodings, with the config lines it needs.
 fn encode(n: usize, m: &[Option<i64>], how: &str) -> (Vec<u8>, &'static str) {
-    let at = |k: usize, fortran: bool| if fortran { m[(k % n) * n + k / n] } else { m[k] };
+    let at = |k: usize, fortran: bool| {
+        if fortran {
+            m[(k % n) * n + k / n]
+        } else {
+            m[k]
+        }
+    };
     let shape = format!("({n}, {n})");
     let mut data = Vec::new();
     let (descr, fortran, extra) = match how {
@@ -189,9 +217,9 @@ fn encode(n: usize, m: &[Option<i64>], how: &str) -> (Vec<u8>, &'static str) {
         match descr {
             "<i4" => data.extend_from_slice(&(v.unwrap_or(-1_000_000) as i32).to_le_bytes()),
             ">i8" => data.extend_from_slice(&v.unwrap_or(1_000_000).to_be_bytes()),
-            "<f8" if how.ends_with("/10") => data.extend_from_slice(
-                &v.map_or(f64::INFINITY, |w| w as f64 / 10.0).to_le_bytes(),
-            ),
+            "<f8" if how.ends_with("/10") => {
+                data.extend_from_slice(&v.map_or(f64::INFINITY, |w| w as f64 / 10.0).to_le_bytes())
+            }
             "<f8" => data.extend_from_slice(&v.map_or(f64::INFINITY, |w| w as f64).to_le_bytes()),
             "<f4" => data.extend_from_slice(&v.map_or(f32::NAN, |w| w as f32).to_le_bytes()),
             "|u1" => data.push(v.map_or(255, |w| w as u8)),
@@ -214,7 +242,15 @@ fn every_dense_plugin_reads_npy_matrices_as_it_reads_the_same_graph_as_text() {
         let hows: &[&str] = if negative {
             &["<i4 -1e6", ">i8 F", "<f8 inf"]
         } else {
-            &["<i4 -1e6", ">i8 F", "<f8 inf", "<f4 nan F", "<f8 /10", "|u1 255", ">u2 0.5"]
+            &[
+                "<i4 -1e6",
+                ">i8 F",
+                "<f8 inf",
+                "<f4 nan F",
+                "<f8 /10",
+                "|u1 255",
+                ">u2 0.5",
+            ]
         };
         for p in DENSE {
             if negative && p == "dense-dijkstra" {
@@ -290,9 +326,11 @@ fn hostile_npy_files_get_one_clear_error() {
             (rng >> 56) as u8
         })
         .collect();
-    for (name, bytes, extra, want) in cases.into_iter().chain([
-        ("random", random, "", "not a .npy file"),
-    ]) {
+    for (name, bytes, extra, want) in
+        cases
+            .into_iter()
+            .chain([("random", random, "", "not a .npy file")])
+    {
         let f = dir.join(format!("{name}.npy"));
         std::fs::write(&f, bytes).unwrap();
         for p in ["fw-blocked", "dense-dijkstra"] {
@@ -300,21 +338,39 @@ fn hostile_npy_files_get_one_clear_error() {
                 "[run]\nplugin = \"{p}\"\n[input]\npath = {:?}\n{extra}",
                 f.display().to_string()
             );
-            let e = try_run(&cfg, &["units.opencl=none"]).unwrap_err().to_string();
+            let e = try_run(&cfg, &["units.opencl=none"])
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(want), "{name} {p}: {e}");
-            assert!(e.contains(&format!("{name}.npy")) || name == "columns", "{name}: {e}");
+            assert!(
+                e.contains(&format!("{name}.npy")) || name == "columns",
+                "{name}: {e}"
+            );
         }
     }
     // A matrix is the dense plugins' input; apsp says so.
     let f = dir.join("m.npy");
     std::fs::write(&f, &good).unwrap();
     let e = try_run(&apsp_file(&f, "[0]"), &[]).unwrap_err().to_string();
-    assert!(e.contains("a .npy matrix is the input of the dense plugins"), "{e}");
+    assert!(
+        e.contains("a .npy matrix is the input of the dense plugins"),
+        "{e}"
+    );
     // Negative weights: dense-dijkstra refuses them, Floyd-Warshall takes them.
     std::fs::write(&f, npy_bytes("<i4", false, "(2, 2)", &i4(&[0, -1, 5, 0]))).unwrap();
-    let cfg = |p: &str| format!("[run]\nplugin = \"{p}\"\n[input]\npath = {:?}\n", f.display().to_string());
-    let e = try_run(&cfg("dense-dijkstra"), &["units.opencl=none"]).unwrap_err().to_string();
-    assert!(e.contains("m.npy: the matrix has negative weights; dense-dijkstra needs weights >= 0"), "{e}");
+    let cfg = |p: &str| {
+        format!(
+            "[run]\nplugin = \"{p}\"\n[input]\npath = {:?}\n",
+            f.display().to_string()
+        )
+    };
+    let e = try_run(&cfg("dense-dijkstra"), &["units.opencl=none"])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("m.npy: the matrix has negative weights; dense-dijkstra needs weights >= 0"),
+        "{e}"
+    );
     let out = run(&cfg("fw-naive"), &["units.opencl=none"]);
     assert_eq!(
         std::fs::read_to_string(out.dir.join("summary.csv")).unwrap(),
@@ -352,7 +408,10 @@ fn every_config_passes_check_and_the_dense_ones_run_on_a_npy_matrix() {
         let mut args = vec!["check".to_string(), path.display().to_string()];
         args.extend(["--set".into(), "units.device_type=\"all\"".into()]);
         if text.contains("plugin = \"apsp\"") {
-            for s in ["apsp.cpu_algorithm=\"dijkstra\"", "apsp.gpu_algorithm=\"worklist\""] {
+            for s in [
+                "apsp.cpu_algorithm=\"dijkstra\"",
+                "apsp.gpu_algorithm=\"worklist\"",
+            ] {
                 args.extend(["--set".into(), s.into()]);
             }
         }
@@ -368,16 +427,30 @@ fn every_config_passes_check_and_the_dense_ones_run_on_a_npy_matrix() {
             String::from_utf8_lossy(&out.stderr)
         );
         seen.push(name.clone());
-        if DENSE.iter().any(|p| text.contains(&format!("plugin = \"{p}\""))) {
+        if DENSE
+            .iter()
+            .any(|p| text.contains(&format!("plugin = \"{p}\"")))
+        {
             let od = dir.join(format!("out-{name}"));
             let out = std::process::Command::new(env!("CARGO_BIN_EXE_tuccompi"))
                 .current_dir(&dir)
                 .env("XDG_CACHE_HOME", dir.join("cache"))
                 .args(["-q", "run", &path.display().to_string()])
-                .args(["--set", &format!("input.path={:?}", m.display().to_string())])
-                .args(["--set", "input.weight_scale=4", "--set", "units.opencl=\"none\""])
+                .args([
+                    "--set",
+                    &format!("input.path={:?}", m.display().to_string()),
+                ])
+                .args([
+                    "--set",
+                    "input.weight_scale=4",
+                    "--set",
+                    "units.opencl=\"none\"",
+                ])
                 .args(["--set", "run.sources=\"all\""])
-                .args(["--set", &format!("output.dir={:?}", od.display().to_string())])
+                .args([
+                    "--set",
+                    &format!("output.dir={:?}", od.display().to_string()),
+                ])
                 .output()
                 .unwrap();
             assert!(
@@ -394,7 +467,14 @@ fn every_config_passes_check_and_the_dense_ones_run_on_a_npy_matrix() {
         }
     }
     seen.sort();
-    for want in ["apsp.toml", "apsp-hetero.toml", "dense-dijkstra.toml", "fw-blocked.toml", "fw-naive.toml", "rkleene.toml"] {
+    for want in [
+        "apsp.toml",
+        "apsp-hetero.toml",
+        "dense-dijkstra.toml",
+        "fw-blocked.toml",
+        "fw-naive.toml",
+        "rkleene.toml",
+    ] {
         assert!(seen.iter().any(|s| s == want), "{want} in {seen:?}");
     }
 }

@@ -34,7 +34,9 @@ fn graph(maxw: u64) -> (String, Vec<(u32, u32, i64)>) {
     let mut arcs = Vec::new();
     let mut x = 12345u64;
     let mut next = || {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         x >> 33
     };
     for _ in 0..200 {
@@ -85,7 +87,10 @@ fn check_od(out: &Out, arcs: &[(u32, u32, i64)], wide: bool) {
         ["distances", "sources", "targets", "unreachable"]
     );
     let (s, shape, descr) = npy_u64(&a["sources"]);
-    assert_eq!((s.as_slice(), shape, descr.as_str()), (&SOURCES[..], vec![4], "'<u8'"));
+    assert_eq!(
+        (s.as_slice(), shape, descr.as_str()),
+        (&SOURCES[..], vec![4], "'<u8'")
+    );
     let (t, shape, _) = npy_u64(&a["targets"]);
     assert_eq!((t.as_slice(), shape), (&TARGETS[..], vec![6]));
     let d = npyz::NpyFile::new(&a["distances"][..]).unwrap();
@@ -135,7 +140,10 @@ fn check_od(out: &Out, arcs: &[(u32, u32, i64)], wide: bool) {
         let mean = (others > 0).then(|| sum as f64 / others as f64);
         assert_eq!(means[i], mean, "source {}", SOURCES[i]);
     }
-    assert!(means.iter().any(Option::is_none), "a source that reaches no other target");
+    assert!(
+        means.iter().any(Option::is_none),
+        "a source that reaches no other target"
+    );
 }
 
 #[test]
@@ -229,7 +237,9 @@ fn csv_format_is_refused_where_it_writes_nothing_or_too_much() {
     .unwrap_err()
     .to_string();
     assert!(
-        e.contains("5000 sources x 2001 targets = 10005000 pairs, more than od.csv takes (10000000)"),
+        e.contains(
+            "5000 sources x 2001 targets = 10005000 pairs, more than od.csv takes (10000000)"
+        ),
         "{e}"
     );
     assert!(!out.exists());
@@ -237,7 +247,9 @@ fn csv_format_is_refused_where_it_writes_nothing_or_too_much() {
         "[run]\nplugin = \"fw-naive\"\n[input]\npath = {:?}\n",
         g.display().to_string()
     );
-    let e = try_run(&cfg, &["output.format=\"csv\""]).unwrap_err().to_string();
+    let e = try_run(&cfg, &["output.format=\"csv\""])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("fw-naive writes summary.csv"), "{e}");
 }
 
@@ -285,5 +297,8 @@ fn numpy_loads_od_npz() {
             format!("[{}]", cells.join(", "))
         })
         .collect();
-    assert_eq!(lines.next(), Some(format!("[{}]", rows.join(", ")).as_str()));
+    assert_eq!(
+        lines.next(),
+        Some(format!("[{}]", rows.join(", ")).as_str())
+    );
 }

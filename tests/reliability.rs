@@ -538,7 +538,10 @@ fn an_od_run_killed_mid_way_resumes_to_byte_identical_od_files() {
     // Targets without output.distances: the rows resume from the staging folder's hidden
     // file, and od.npz / od.csv are made from it at the end.
     let targets: Vec<u32> = (1..=64).map(|i| i * 50).collect();
-    let cfg = format!("{}[apsp]\ntargets = {targets:?}\n", apsp_file(&g, "\"all\""));
+    let cfg = format!(
+        "{}[apsp]\ntargets = {targets:?}\n",
+        apsp_file(&g, "\"all\"")
+    );
     let sets = [
         "units.opencl=none",
         "units.cpu_workers=2",

@@ -84,7 +84,10 @@ impl Out {
 pub fn read_summary(p: &Path) -> Vec<[u128; 5]> {
     let text = std::fs::read_to_string(p).unwrap();
     let mut lines = text.lines();
-    assert_eq!(lines.next(), Some("source,reached,unreachable,sum,max,mean"));
+    assert_eq!(
+        lines.next(),
+        Some("source,reached,unreachable,sum,max,mean")
+    );
     lines
         .map(|l| {
             let (ints, mean) = l.rsplit_once(',').unwrap();

@@ -28,7 +28,11 @@ pub fn check_input_options(plan: &Plan, format: &str) -> Result<()> {
     let table = matches!(format, "csv" | "tsv");
     let npy = format == "npy";
     let wrong = [
-        (o.columns.is_some() && !table, "input.columns", ".csv and .tsv edge lists"),
+        (
+            o.columns.is_some() && !table,
+            "input.columns",
+            ".csv and .tsv edge lists",
+        ),
         (o.no_arc.is_some() && !npy, "input.no_arc", ".npy matrices"),
         (
             o.weight_scale.is_some() && !table && !npy,

@@ -9,8 +9,8 @@ use crate::plugin::{
     CpuHalf, Gpu, GpuHalf, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker,
 };
 use crate::plugins::common::{
-    distance_rows, load_dense, needs_wide, resolve_sources, write_summary_records, DenseInput, Dist,
-    PathSummary, RowWrite,
+    distance_rows, load_dense, needs_wide, resolve_sources, write_summary_records, DenseInput,
+    Dist, PathSummary, RowWrite,
 };
 use crate::sink::{NpyRows, NpyType};
 use crate::tuning::{Choice, LaunchParams, Request, Shape, Tuner};
@@ -73,8 +73,7 @@ impl Plugin for DenseDijkstra {
                 // The CSR builder refuses negative weights (naming the line) and collapses
                 // parallel arcs.
                 let g = crate::graph::Csr::from_edges(list)?;
-                let mut w =
-                    crate::filled(n * n, u32::MAX, &format!("a dense {n} x {n} matrix"))?;
+                let mut w = crate::filled(n * n, u32::MAX, &format!("a dense {n} x {n} matrix"))?;
                 for u in 0..n {
                     for e in g.offsets[u] as usize..g.offsets[u + 1] as usize {
                         w[u * n + g.targets[e] as usize] = g.weights[e];
@@ -99,8 +98,7 @@ impl Plugin for DenseDijkstra {
                         u32::MAX
                     )));
                 }
-                let mut w =
-                    crate::filled(n * n, u32::MAX, &format!("a dense {n} x {n} matrix"))?;
+                let mut w = crate::filled(n * n, u32::MAX, &format!("a dense {n} x {n} matrix"))?;
                 // The diagonal reads as no arc (a self-loop never shortens a path).
                 m.fill(&mut w, u32::MAX, u32::MAX, |x| x as u32);
                 (w, stats.max_abs as u32)

@@ -90,8 +90,18 @@ pub(super) fn read(
         if record.len() == 1 && record[0].is_empty() {
             continue;
         }
-        let u = p.id(Some(&record[index[0]]), &format!("{} id", names[0]), 0, None)?;
-        let v = p.id(Some(&record[index[1]]), &format!("{} id", names[1]), 0, None)?;
+        let u = p.id(
+            Some(&record[index[0]]),
+            &format!("{} id", names[0]),
+            0,
+            None,
+        )?;
+        let v = p.id(
+            Some(&record[index[1]]),
+            &format!("{} id", names[1]),
+            0,
+            None,
+        )?;
         let w = match (index.get(2), scale) {
             (None, _) => 1,
             (Some(&i), None) => p.weight(Some(&record[i]))?,
@@ -104,7 +114,10 @@ pub(super) fn read(
         return Err(Error::Input(format!(
             "{}: no edges after the header line; the file holds only '{}'",
             p.path.display(),
-            header.iter().collect::<Vec<_>>().join(if delimiter == b'\t' { "\t" } else { "," })
+            header
+                .iter()
+                .collect::<Vec<_>>()
+                .join(if delimiter == b'\t' { "\t" } else { "," })
         )));
     }
     if let Some(scale) = scale {
@@ -249,7 +262,9 @@ mod test {
         let o = opts(None, None);
         let e = fails("h.csv", "source,target,weight\n", &o);
         assert!(
-            e.ends_with("h.csv: no edges after the header line; the file holds only 'source,target,weight'"),
+            e.ends_with(
+                "h.csv: no edges after the header line; the file holds only 'source,target,weight'"
+            ),
             "{e}"
         );
         let e = fails("e.csv", "", &o);
@@ -282,11 +297,22 @@ mod test {
         assert!(e.contains("bin.csv:2:"), "{e}");
         let s = opts(None, Some(100.0));
         let e = fails("nan.csv", "source,target,weight\n0,1,1\n0,1,NaN\n", &s);
-        assert!(e.ends_with("nan.csv:3: weight 'NaN' is not a finite number; leave the edge out instead"), "{e}");
+        assert!(
+            e.ends_with(
+                "nan.csv:3: weight 'NaN' is not a finite number; leave the edge out instead"
+            ),
+            "{e}"
+        );
         let e = fails("inf.csv", "source,target,weight\n0,1,inf\n", &s);
-        assert!(e.contains("inf.csv:2: weight 'inf' is not a finite number"), "{e}");
+        assert!(
+            e.contains("inf.csv:2: weight 'inf' is not a finite number"),
+            "{e}"
+        );
         let e = fails("big.csv", "source,target,weight\n0,1,1e300\n", &s);
-        assert!(e.contains("big.csv:2: weight 1e300 x input.weight_scale 100 = "), "{e}");
+        assert!(
+            e.contains("big.csv:2: weight 1e300 x input.weight_scale 100 = "),
+            "{e}"
+        );
         // A negative weight is read (the Floyd-Warshall plugins take it); the CSR of the
         // Dijkstra plugins refuses it, naming the line.
         let g = read_graph_with(
@@ -308,6 +334,9 @@ mod test {
         let e = read_graph_with(&write("cut.csv.gz", &gz[..gz.len() / 2]), &o)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("cut.csv.gz:") && e.contains("corrupt or truncated"), "{e}");
+        assert!(
+            e.contains("cut.csv.gz:") && e.contains("corrupt or truncated"),
+            "{e}"
+        );
     }
 }

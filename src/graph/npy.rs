@@ -72,7 +72,9 @@ impl NpyMatrix {
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
         let meta = file.metadata().map_err(|e| Error::io(path, e))?;
         if !meta.is_file() {
-            return Err(bad("not a plain file; input.path must name a .npy file".into()));
+            return Err(bad(
+                "not a plain file; input.path must name a .npy file".into()
+            ));
         }
         if meta.len() == 0 {
             return Err(bad("the file is empty".into()));
@@ -164,7 +166,11 @@ impl NpyMatrix {
     /// The raw bytes of entry (i, j).
     #[inline(always)]
     fn raw(&self, i: usize, j: usize) -> &[u8] {
-        let idx = if self.fortran { j * self.n + i } else { i * self.n + j };
+        let idx = if self.fortran {
+            j * self.n + i
+        } else {
+            i * self.n + j
+        };
         let at = self.offset + idx * self.size;
         &self.map[at..at + self.size]
     }
@@ -173,7 +179,12 @@ impl NpyMatrix {
     fn int(&self, b: &[u8]) -> i128 {
         let mut a = [0u8; 8];
         let neg = self.kind == Kind::Int
-            && (if self.big_endian { b[0] } else { b[b.len() - 1] }) & 0x80 != 0;
+            && (if self.big_endian {
+                b[0]
+            } else {
+                b[b.len() - 1]
+            }) & 0x80
+                != 0;
         if neg {
             a = [0xff; 8];
         }
@@ -279,9 +290,7 @@ impl NpyMatrix {
                         Cell::None => {}
                         Cell::Bad(m) => return Err(self.entry_error(i, j, &m)),
                         Cell::Arc(w, err) => {
-                            if self.scale.is_some()
-                                && s.rounding.is_none_or(|(e, _, _)| err > e)
-                            {
+                            if self.scale.is_some() && s.rounding.is_none_or(|(e, _, _)| err > e) {
                                 s.rounding = Some((err, i, j));
                             }
                             if i == j {

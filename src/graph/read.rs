@@ -160,7 +160,13 @@ impl<'a> Parser<'a> {
         }
     }
 
-    pub(super) fn id(&self, tok: Option<&str>, what: &str, base: u64, n: Option<u64>) -> Result<u32> {
+    pub(super) fn id(
+        &self,
+        tok: Option<&str>,
+        what: &str,
+        base: u64,
+        n: Option<u64>,
+    ) -> Result<u32> {
         let tok = tok.ok_or_else(|| self.err(format!("missing {what}")))?;
         let v: u64 = tok.parse().map_err(|_| {
             self.err(format!(

@@ -71,10 +71,9 @@ pub fn write_npz(dir: &Path, name: &str, entries: &[NpzEntry<'_>]) -> Result<()>
         for entry in entries {
             let (entry_name, len) = match entry {
                 NpzEntry::Bytes(n, b) => (*n, b.len() as u64),
-                NpzEntry::File(n, p) => (
-                    *n,
-                    std::fs::metadata(p).map_err(|e| Error::io(p, e))?.len(),
-                ),
+                NpzEntry::File(n, p) => {
+                    (*n, std::fs::metadata(p).map_err(|e| Error::io(p, e))?.len())
+                }
             };
             let options = zip::write::SimpleFileOptions::default()
                 .compression_method(zip::CompressionMethod::Stored)
