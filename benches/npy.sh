@@ -25,6 +25,7 @@ with open(f"{w}/m.gr", "w") as f:
         s = slice(k, k + (1 << 20))
         f.write("".join(f"a {a} {b} {c}\n" for a, b, c in zip(i[s] + 1, j[s] + 1, m[i[s], j[s]].astype(np.int64))))
 PY
+echo "load average: $(cut -d" " -f1-3 /proc/loadavg) on $(nproc) cores"
 ls -l "$W"/m.npy "$W"/m.gr | awk '{print $5, $9}'
 cfg="[run]
 plugin = \"fw-blocked\"

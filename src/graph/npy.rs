@@ -57,10 +57,51 @@ pub struct MatrixStats {
 }
 
 /// One entry read: a weight (scaled, rounded), no arc, or why it cannot be one.
+#[derive(Clone, Copy)]
 enum Cell {
     Arc(i64, f64),
     None,
-    Bad(String),
+    Bad(Bad),
+}
+
+/// Why an entry is not a weight (its message is made only for the entry reported).
+#[derive(Debug, Clone, Copy)]
+enum Bad {
+    /// An integer beyond 2^62.
+    Range(i128),
+    /// A float beyond 2^62.
+    FloatRange(f64),
+    /// A scaled value beyond 2^62: the entry and the product.
+    Scaled(f64, f64),
+    /// A fraction without `input.weight_scale`.
+    Fraction(f64),
+    /// -inf.
+    NegInf,
+}
+
+impl std::fmt::Display for Bad {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Bad::Range(v) => write!(
+                f,
+                "{v} is out of range (|weight| below 2^62; no plugin takes more)"
+            ),
+            Bad::FloatRange(v) => write!(
+                f,
+                "{v} is out of range (|weight| below 2^62; no plugin takes more)"
+            ),
+            Bad::Scaled(x, y) => write!(
+                f,
+                "{x} x input.weight_scale = {y:e} is out of range (|weight| below 2^62)"
+            ),
+            Bad::Fraction(v) => write!(
+                f,
+                "{v} is not an integer; tuccompi computes exact integer distances: set \
+                 input.weight_scale (1000 keeps three decimals)"
+            ),
+            Bad::NegInf => write!(f, "-inf is not a weight (inf or NaN mean no arc)"),
+        }
+    }
 }
 
 impl NpyMatrix {
@@ -163,112 +204,85 @@ impl NpyMatrix {
         })
     }
 
-    /// The raw bytes of entry (i, j).
+    /// An integer entry as a weight.
     #[inline(always)]
-    fn raw(&self, i: usize, j: usize) -> &[u8] {
-        let idx = if self.fortran {
-            j * self.n + i
+    fn int_cell(&self, v: i128) -> Cell {
+        match self.no_arc {
+            Some(NoArc::Int(a)) if v == a as i128 => return Cell::None,
+            Some(NoArc::Float(a)) if v as f64 == a => return Cell::None,
+            _ => {}
+        }
+        match self.scale {
+            None if v.unsigned_abs() < 1 << 62 => Cell::Arc(v as i64, 0.0),
+            None => Cell::Bad(Bad::Range(v)),
+            Some(s) => scaled(v as f64, s),
+        }
+    }
+
+    /// A float entry as a weight.
+    #[inline(always)]
+    fn float_cell(&self, v: f64) -> Cell {
+        if v.is_nan() || v == f64::INFINITY {
+            return Cell::None;
+        }
+        match self.no_arc {
+            Some(NoArc::Int(a)) if v == a as f64 => return Cell::None,
+            Some(NoArc::Float(a)) if v == a => return Cell::None,
+            _ => {}
+        }
+        if v == f64::NEG_INFINITY {
+            return Cell::Bad(Bad::NegInf);
+        }
+        match self.scale {
+            Some(s) => scaled(v, s),
+            None if v.fract() != 0.0 => Cell::Bad(Bad::Fraction(v)),
+            None if v.abs() >= (1u64 << 62) as f64 => Cell::Bad(Bad::FloatRange(v)),
+            None => Cell::Arc(v as i64, 0.0),
+        }
+    }
+
+    /// Call `f(j, cell)` for every entry of row `i`, in column order. The element type is
+    /// matched once per row, so each type's loop is compiled on its own.
+    #[inline(always)]
+    fn for_row(&self, i: usize, mut f: impl FnMut(usize, Cell)) {
+        let (n, size) = (self.n, self.size);
+        // C order: the row is contiguous; Fortran order: entry (i, j) is element j·n + i.
+        let (start, step) = if self.fortran {
+            (self.offset + i * size, n * size)
         } else {
-            i * self.n + j
+            (self.offset + i * n * size, size)
         };
-        let at = self.offset + idx * self.size;
-        &self.map[at..at + self.size]
-    }
-
-    #[inline(always)]
-    fn int(&self, b: &[u8]) -> i128 {
-        let mut a = [0u8; 8];
-        let neg = self.kind == Kind::Int
-            && (if self.big_endian {
-                b[0]
-            } else {
-                b[b.len() - 1]
-            }) & 0x80
-                != 0;
-        if neg {
-            a = [0xff; 8];
-        }
-        if self.big_endian {
-            for (k, &x) in b.iter().rev().enumerate() {
-                a[k] = x;
-            }
-        } else {
-            a[..b.len()].copy_from_slice(b);
-        }
-        let u = u64::from_le_bytes(a);
-        if self.kind == Kind::Int {
-            u as i64 as i128
-        } else {
-            u as i128
-        }
-    }
-
-    #[inline(always)]
-    fn float(&self, b: &[u8]) -> f64 {
-        match (self.size, self.big_endian) {
-            (4, false) => f32::from_le_bytes(b.try_into().unwrap_or_default()) as f64,
-            (4, true) => f32::from_be_bytes(b.try_into().unwrap_or_default()) as f64,
-            (_, false) => f64::from_le_bytes(b.try_into().unwrap_or_default()),
-            (_, true) => f64::from_be_bytes(b.try_into().unwrap_or_default()),
-        }
-    }
-
-    /// Entry (i, j) as a weight.
-    #[inline(always)]
-    fn cell(&self, i: usize, j: usize) -> Cell {
-        let b = self.raw(i, j);
-        let x = match self.kind {
-            Kind::Int | Kind::Uint => {
-                let v = self.int(b);
-                match self.no_arc {
-                    Some(NoArc::Int(a)) if v == a as i128 => return Cell::None,
-                    Some(NoArc::Float(a)) if v as f64 == a => return Cell::None,
-                    _ => {}
-                }
-                match self.scale {
-                    None if v.unsigned_abs() < 1 << 62 => return Cell::Arc(v as i64, 0.0),
-                    None => {
-                        return Cell::Bad(format!(
-                            "{v} is out of range (|weight| below 2^62; no plugin takes more)"
-                        ))
-                    }
-                    Some(_) => v as f64,
-                }
-            }
-            Kind::Float => {
-                let v = self.float(b);
-                if v.is_nan() || v == f64::INFINITY {
-                    return Cell::None;
-                }
-                if let Some(a) = self.no_arc {
-                    let a = match a {
-                        NoArc::Int(a) => a as f64,
-                        NoArc::Float(a) => a,
+        let data = &self.map[start..];
+        macro_rules! each {
+            ($t:ty, $cell:ident, $conv:expr) => {{
+                const S: usize = std::mem::size_of::<$t>();
+                for j in 0..n {
+                    let at = j * step;
+                    let mut b = [0u8; S];
+                    b.copy_from_slice(&data[at..at + S]);
+                    let v = if self.big_endian {
+                        <$t>::from_be_bytes(b)
+                    } else {
+                        <$t>::from_le_bytes(b)
                     };
-                    if v == a {
-                        return Cell::None;
-                    }
+                    f(j, self.$cell($conv(v)));
                 }
-                if v == f64::NEG_INFINITY {
-                    return Cell::Bad("-inf is not a weight (inf or NaN mean no arc)".into());
-                }
-                if self.scale.is_none() && v.fract() != 0.0 {
-                    return Cell::Bad(format!(
-                        "{v} is not an integer; tuccompi computes exact integer distances: set \
-                         input.weight_scale (1000 keeps three decimals)"
-                    ));
-                }
-                v
-            }
-        };
-        let y = x * self.scale.unwrap_or(1.0);
-        if y.abs() >= (1u64 << 62) as f64 {
-            return Cell::Bad(format!(
-                "{x} x input.weight_scale = {y:e} is out of range (|weight| below 2^62)"
-            ));
+            }};
         }
-        let w = y.round();
-        Cell::Arc(w as i64, (y - w).abs())
+        match (self.kind, size) {
+            (Kind::Int, 1) => each!(i8, int_cell, i128::from),
+            (Kind::Int, 2) => each!(i16, int_cell, i128::from),
+            (Kind::Int, 4) => each!(i32, int_cell, i128::from),
+            (Kind::Int, 8) => each!(i64, int_cell, i128::from),
+            (Kind::Uint, 1) => each!(u8, int_cell, i128::from),
+            (Kind::Uint, 2) => each!(u16, int_cell, i128::from),
+            (Kind::Uint, 4) => each!(u32, int_cell, i128::from),
+            (Kind::Uint, 8) => each!(u64, int_cell, i128::from),
+            (Kind::Float, 4) => each!(f32, float_cell, f64::from),
+            (Kind::Float, 8) => each!(f64, float_cell, f64::from),
+            // `open` admits no other (kind, size).
+            _ => (0..n).for_each(|j| f(j, Cell::None)),
+        }
     }
 
     fn entry_error(&self, i: usize, j: usize, msg: &str) -> Error {
@@ -285,40 +299,44 @@ impl NpyMatrix {
             .into_par_iter()
             .map(|i| {
                 let mut s = MatrixStats::default();
-                for j in 0..n {
-                    match self.cell(i, j) {
+                let mut bad: Option<Error> = None;
+                self.for_row(i, |j, cell| {
+                    if bad.is_some() {
+                        return;
+                    }
+                    match cell {
                         Cell::None => {}
-                        Cell::Bad(m) => return Err(self.entry_error(i, j, &m)),
+                        Cell::Bad(m) => bad = Some(self.entry_error(i, j, &m.to_string())),
                         Cell::Arc(w, err) => {
                             if self.scale.is_some() && s.rounding.is_none_or(|(e, _, _)| err > e) {
                                 s.rounding = Some((err, i, j));
                             }
-                            if i == j {
-                                if w < 0 {
-                                    return Err(self.entry_error(
-                                        i,
-                                        j,
-                                        &format!(
-                                            "a negative diagonal entry ({w}) is a negative \
-                                             cycle (a self-loop); shortest paths are undefined"
-                                        ),
-                                    ));
+                            if i != j {
+                                s.arcs += 1;
+                                s.max_abs = s.max_abs.max(w.unsigned_abs());
+                                s.negative |= w < 0;
+                            } else if w < 0 {
+                                bad = Some(self.entry_error(
+                                    i,
+                                    j,
+                                    &format!(
+                                        "a negative diagonal entry ({w}) is a negative cycle \
+                                         (a self-loop); shortest paths are undefined"
+                                    ),
+                                ));
+                            } else if w > 0 {
+                                if s.diagonal.0 == 0 {
+                                    s.diagonal.1 = i;
                                 }
-                                if w > 0 {
-                                    if s.diagonal.0 == 0 {
-                                        s.diagonal.1 = i;
-                                    }
-                                    s.diagonal.0 += 1;
-                                }
-                                continue;
+                                s.diagonal.0 += 1;
                             }
-                            s.arcs += 1;
-                            s.max_abs = s.max_abs.max(w.unsigned_abs());
-                            s.negative |= w < 0;
                         }
                     }
+                });
+                match bad {
+                    Some(e) => Err(e),
+                    None => Ok(s),
                 }
-                Ok(s)
             })
             .collect();
         let mut all = MatrixStats::default();
@@ -370,16 +388,13 @@ impl NpyMatrix {
     ) {
         let n = self.n;
         out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
-            for (j, c) in row.iter_mut().enumerate() {
-                *c = if i == j {
-                    zero
-                } else {
-                    match self.cell(i, j) {
-                        Cell::Arc(w, _) => arc(w),
-                        _ => none,
-                    }
+            self.for_row(i, |j, cell| {
+                row[j] = match cell {
+                    _ if i == j => zero,
+                    Cell::Arc(w, _) => arc(w),
+                    _ => none,
                 };
-            }
+            });
         });
     }
 
@@ -389,11 +404,25 @@ impl NpyMatrix {
         (0..n)
             .into_par_iter()
             .flat_map_iter(|i| {
-                (0..n).filter_map(move |j| match self.cell(i, j) {
-                    Cell::Arc(w, _) if i != j => Some((i as u32, j as u32, w)),
-                    _ => None,
-                })
+                let mut row = Vec::new();
+                self.for_row(i, |j, cell| {
+                    if let (Cell::Arc(w, _), false) = (cell, i == j) {
+                        row.push((i as u32, j as u32, w));
+                    }
+                });
+                row
             })
             .collect()
     }
+}
+
+/// `x · scale` rounded to the nearest integer, with the rounding error.
+#[inline(always)]
+fn scaled(x: f64, scale: f64) -> Cell {
+    let y = x * scale;
+    if y.abs() >= (1u64 << 62) as f64 {
+        return Cell::Bad(Bad::Scaled(x, y));
+    }
+    let w = y.round();
+    Cell::Arc(w as i64, (y - w).abs())
 }
