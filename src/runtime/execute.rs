@@ -1,0 +1,429 @@
+//! Phase 3b, execute: the output directory locked, the staging folder and journal opened, the units run under the scheduling policy through the thread layer, the verify sample re-run.
+
+use super::*;
+
+/// Run a plan on this node (and, under MPI, with the other nodes), with `plugins` (the
+/// registry) and `opts.extra_plugins` to choose from: the four phases. GPU halves' tuners read
+/// the tuning cache.
+pub fn run(
+    plan: &Plan,
+    plugins: &[&dyn Plugin],
+    opts: &RunOptions<'_>,
+    node: &dyn Node,
+) -> Result<Outcome> {
+    run_with_cache(plan, plugins, opts, CacheUse::Read, node)
+}
+
+/// [`run`], with the tuners reading the tuning cache or not (`tuccompi tune` ignores it, so the
+/// prediction it compares against is the rules' own).
+pub fn run_with_cache(
+    plan: &Plan,
+    plugins: &[&dyn Plugin],
+    opts: &RunOptions<'_>,
+    cache: CacheUse,
+    node: &dyn Node,
+) -> Result<Outcome> {
+    let t0 = Instant::now();
+    // 0: the output directory and an unfinished run in it, before any preprocessing (rank 0;
+    // checked again under the lock).
+    let done_tasks = if node.rank() == 0 {
+        precheck(plan, opts.unfinished).map_err(|e| node.fail(e))?
+    } else {
+        0
+    };
+    // 1-2: prepare and select units. Nothing is written. The devices are discovered in a
+    // thread meanwhile (when asked to), or when the preparation asks for them first.
+    let early = opts.discover_early && plan.units.opencl != DeviceSel::None;
+    let (prepared, found) = std::thread::scope(|s| {
+        let pending = Mutex::new(early.then(|| s.spawn(|| select_devices_noting(plan))));
+        let found: std::sync::OnceLock<Found> = std::sync::OnceLock::new();
+        let join = || {
+            found.get_or_init(|| match pending.lock().take() {
+                Some(h) => h.join().unwrap_or_else(|_| {
+                    Err(Error::Device("OpenCL device discovery panicked".into()))
+                }),
+                None => select_devices_noting(plan),
+            })
+        };
+        let devices = || match join() {
+            Ok((d, _)) if plan.units.opencl != DeviceSel::None => DeviceCount::of(d),
+            _ => DeviceCount::default(),
+        };
+        let prepared = prepare_sharing(
+            plan,
+            plugins,
+            &opts.extra_plugins,
+            node.size(),
+            node.graph_share(),
+            done_tasks,
+            &devices,
+        );
+        // Discovered here or by the preparation: hand it on (else select_units discovers).
+        if early {
+            join();
+        }
+        (prepared, found.into_inner())
+    });
+    let prepared = prepared.map_err(|e| node.fail(e))?;
+    injected_rank_failure(node)?;
+    let selection =
+        select_units_from(plan, &prepared, node.size(), found).map_err(|e| node.fail(e))?;
+    let prepare_seconds = t0.elapsed().as_secs_f64();
+    // 3: execute.
+    let mut ex = execute(plan, opts, cache, node, &prepared, &selection)?;
+    ex.prepare_seconds = prepare_seconds;
+    let Some(stage) = ex.stage.take() else {
+        // Other ranks: their records and statistics are at rank 0 now.
+        node.barrier()?;
+        return Ok(Outcome {
+            report: serde_json::Value::Null,
+            devices: ex.devices,
+            run_seconds: ex.run_seconds,
+        });
+    };
+    let tasks = prepared.job.tasks();
+    let done = stage
+        .journal
+        .flush()
+        .and_then(|()| stage.journal.result())
+        .map(|()| stage.done.count() + stage.journal.tasks())
+        .map_err(|e| node.fail(e))?;
+    if done < tasks {
+        node.barrier()?;
+        let journal = stage.journal.path().to_path_buf();
+        return Err(if ex.interrupted {
+            Error::Interrupted {
+                done,
+                total: tasks,
+                journal,
+            }
+        } else {
+            Error::Output(format!(
+                "only {done} of {tasks} tasks ran (a bug in tuccompi: please report it); the \
+                 journal in {} can be resumed",
+                journal.display()
+            ))
+        });
+    }
+    // 4: write outputs.
+    let outcome = write_outputs(plan, &prepared, &stage, ex, node.size(), t0);
+    let outcome = outcome.map_err(|e| node.fail(e))?;
+    node.barrier()?;
+    Ok(outcome)
+}
+
+/// Phase 3's result on one node.
+pub(super) struct Executed<'p> {
+    pub(super) units: Vec<Unit<'p>>,
+    pub(super) devices: Vec<DeviceReport>,
+    pub(super) stats: Vec<UnitStats>,
+    pub(super) slices: Vec<Slice>,
+    /// Every task's record on rank 0 (gathered); this node's own elsewhere.
+    pub(super) records: Records,
+    /// Every node's statistics (rank 0).
+    pub(super) node_stats: serde_json::Value,
+    pub(super) verified: Option<Verified>,
+    /// Phase 1-2 (loading the input, the plugin's preprocessing, choosing units).
+    pub(super) prepare_seconds: f64,
+    /// Phase 3 before the first chunk: devices, kernel builds, uploads, the output's stage.
+    pub(super) setup_seconds: f64,
+    pub(super) run_seconds: f64,
+    /// Rank 0's output directory, journal and resumed tasks.
+    pub(super) stage: Option<Stage>,
+    /// Whether an interrupt stopped the run before every task ran.
+    pub(super) interrupted: bool,
+    /// Why no device was found although the plan asked for every device.
+    pub(super) device_note: Option<String>,
+    /// Where each unit's starting model came from ("history" or "probe"; empty: no history).
+    pub(super) starts: Vec<&'static str>,
+}
+
+/// Phase 3: check the output directory and its space (touching nothing), set up the units,
+/// then lock and stage the output (rank 0), open the bulk files, run the units, verify a
+/// sample, and gather records and statistics at rank 0.
+pub(super) fn execute<'p>(
+    plan: &Plan,
+    opts: &RunOptions<'_>,
+    cache: CacheUse,
+    node: &dyn Node,
+    prepared: &'p Prepared<'_>,
+    selection: &Selection,
+) -> Result<Executed<'p>> {
+    let t_setup = Instant::now();
+    let is_root = node.rank() == 0;
+    let job = prepared.job.as_ref();
+    let (tasks, words) = (job.tasks(), job.record_words());
+    if is_root {
+        let st = output_status(plan, job).map_err(|e| node.fail(e))?;
+        outdir::check_space(&plan.output.dir, st.need, st.free).map_err(|e| node.fail(e))?;
+    }
+    warn_narrow_affinity(node);
+    let (units, devices, failed_devices) =
+        build_units(plan, prepared, selection, cache).map_err(|e| node.fail(e))?;
+    // Validated: from here on the output directory changes (rank 0 locks it first).
+    if !opts.before_writing.is_none_or(|f| f()) {
+        return Err(node.fail(Error::Output(
+            "stopped by a signal before the run started; nothing was written".into(),
+        )));
+    }
+    let mut stage = if is_root {
+        Some(Stage::open(plan, job, opts.unfinished).map_err(|e| node.fail(e))?)
+    } else {
+        None
+    };
+    // Bulk files: rank 0 creates (or reopens) them, then the other ranks open them.
+    let partial = plan.output.dir.join(outdir::PARTIAL);
+    let open_bulk = |create: bool| -> Result<()> {
+        job.bulk_outputs()
+            .iter()
+            .try_for_each(|r| r.open(&partial, create))
+    };
+    if let Some(st) = &stage {
+        open_bulk(st.create_bulk).map_err(|e| node.fail(e))?;
+    }
+    node.barrier()?;
+    if !is_root {
+        open_bulk(false).map_err(|e| node.fail(e))?;
+    }
+    let done = node.broadcast(stage.as_ref().map_or(Vec::new(), |s| s.done.to_bytes()))?;
+    let done = DoneSet::from_bytes(&done)
+        .filter(|d| d.len() == tasks)
+        .ok_or_else(|| node.fail(Error::Node("the set of done tasks arrived garbled".into())))?;
+    let records = match stage.as_mut() {
+        Some(st) => std::mem::replace(
+            &mut st.records,
+            Records {
+                words,
+                data: Vec::new(),
+            },
+        ),
+        None => Records {
+            words,
+            data: crate::filled(tasks * words, 0, "the per-task records")?,
+        },
+    };
+    let journal = stage.as_ref().map(|s| s.journal.clone());
+    let cpus = units
+        .iter()
+        .filter(|u| matches!(u.spec, UnitSpec::Cpu))
+        .count();
+    // Under MPI every rank says what it found: its CPU workers and devices.
+    if node.under_mpi() {
+        let found: Vec<String> = devices
+            .iter()
+            .map(|d| format!("{} ({} queues)", d.name, d.queues))
+            .collect();
+        let line = format!(
+            "tuccompi: rank {} on {}: {cpus} CPU workers; OpenCL devices: {}\n",
+            node.rank(),
+            crate::node::host_name(),
+            if found.is_empty() {
+                selection
+                    .device_note
+                    .clone()
+                    .unwrap_or_else(|| "none (units.opencl = \"none\")".into())
+            } else {
+                found.join(", ")
+            }
+        );
+        say(&line);
+    } else if let Some(note) = &selection.device_note {
+        // Asked for GPUs and found none: say so at the default verbosity (as JAX's "falling
+        // back to CPU"), once, not only in report.json. A config that says nothing of
+        // units.opencl takes every device there is, and none is no news: an info line.
+        let asked = toml::from_str::<toml::Table>(&plan.resolved_toml)
+            .ok()
+            .and_then(|t| t.get("units")?.get("opencl").cloned())
+            .is_some();
+        if asked && !opts.quiet {
+            say(&format!("tuccompi: warning: {note}\n"));
+        } else {
+            tracing::info!("{note}");
+        }
+    }
+    tracing::info!(
+        tasks,
+        done = done.count(),
+        cpus,
+        gpu_queues = units.len() - cpus,
+        "running {}",
+        prepared.plugin.name()
+    );
+    let setup_seconds = t_setup.elapsed().as_secs_f64();
+    // Set-up, not run: reading the history (and the CPU's model) before the clock starts.
+    let mut history = SpeedHistory::open(plan, opts, prepared, &units, node);
+    let t_run = Instant::now();
+    let records = Mutex::new(records);
+    let interrupted = AtomicBool::new(false);
+    let node_run = run_chunks(
+        plan,
+        opts,
+        node,
+        job,
+        &units,
+        &records,
+        &done,
+        journal.as_ref(),
+        &interrupted,
+        &history.priors,
+    );
+    let run_seconds = t_run.elapsed().as_secs_f64();
+    let (stats, slices) = match node_run {
+        Ok((mut stats, slices, measured)) => {
+            if !interrupted.load(Ordering::Relaxed) {
+                history.store(&units, &stats, &measured);
+            }
+            // Devices taken out at set-up are failed units of the report (after the units
+            // that ran, so unit indices stay those of `units`).
+            stats.extend(failed_devices);
+            (stats, slices)
+        }
+        Err(e) => {
+            if let Some(st) = &stage {
+                let _ = st.journal.flush();
+                tracing::warn!(
+                    "the finished tasks are journaled in {}: after fixing the cause, continue \
+                     with --resume (or start over with --restart)",
+                    st.journal.path().display()
+                );
+            }
+            return Err(node.fail(e));
+        }
+    };
+    let mut records = records.into_inner();
+    let want = match plan.verify.sample {
+        Some(n) => verify::Want::Tasks(n),
+        // A few tasks, for about 1% of the run's time (the first always runs).
+        None => verify::Want::Auto(t_run.elapsed() / 100),
+    };
+    let verified = if want != verify::Want::Tasks(0) && job.cpu().is_some() {
+        match verify::verify(job, &units, &slices, &records, want) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                // The journal holds the record that failed: it must not be resumed.
+                if let Some(st) = &stage {
+                    let _ = st.out.discard();
+                }
+                return Err(node.fail(e));
+            }
+        }
+    } else {
+        None
+    };
+    node.gather_records(&mut records)?;
+    let mut extra = serde_json::json!({ "device_note": selection.device_note });
+    if let Some(v) = &verified {
+        extra["verified"] = serde_json::json!(v.checked);
+    }
+    extra["process"] = process_usage();
+    let node_stats = node.gather_stats(&stats, &device_json(&devices), extra)?;
+    Ok(Executed {
+        units,
+        devices,
+        stats,
+        slices,
+        records,
+        node_stats,
+        verified,
+        prepare_seconds: 0.0,
+        setup_seconds,
+        run_seconds,
+        stage,
+        interrupted: interrupted.load(Ordering::Relaxed),
+        device_note: selection.device_note.clone(),
+        starts: history.starts(),
+    })
+}
+
+/// What the units of a node did: their statistics, their chunks (for the trace) and the models
+/// the work queue measured (for the speed history).
+pub(super) type NodeRun = (Vec<UnitStats>, Vec<Slice>, Vec<Option<Estimate>>);
+
+/// Run the units over the node's task source until it is dry or interrupted, skipping the
+/// `done` tasks; each finished chunk goes to rank 0's `journal` (or, on other ranks, is sent to
+/// it).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_chunks(
+    plan: &Plan,
+    opts: &RunOptions<'_>,
+    node: &dyn Node,
+    job: &dyn Job,
+    units: &[Unit<'_>],
+    records: &Mutex<Records>,
+    done: &DoneSet,
+    journal: Option<&Arc<Journal>>,
+    interrupted: &AtomicBool,
+    priors: &[Option<Estimate>],
+) -> Result<NodeRun> {
+    let tasks = job.tasks();
+    let quiet = opts.quiet || node.rank() != 0;
+    let mut measured = Vec::new();
+    let progress = progress_bar(quiet, tasks as u64);
+    let log_every = (!quiet
+        && plan.output.progress_seconds > 0.0
+        && !std::io::IsTerminal::is_terminal(&std::io::stderr()))
+    .then(|| Duration::from_secs_f64(plan.output.progress_seconds));
+    let infos: Vec<UnitInfo> = units
+        .iter()
+        .zip(priors.iter().copied().chain(std::iter::repeat(None)))
+        .map(|(u, p)| u.info().with_prior(p))
+        .collect();
+    let finished = |unit: usize, r: Range<usize>, rec: &[u64]| -> Result<()> {
+        match journal {
+            Some(j) => j.append(r, rec),
+            None => node.forward_records(unit, r, rec),
+        }
+    };
+    let result = node
+        .task_source(tasks, plan, &infos, journal.cloned())
+        .and_then(|source| {
+            let (over, over_rx) = crossbeam_channel::bounded::<()>(1);
+            std::thread::scope(|s| {
+                if opts.interrupt.is_some_and(|f| f.load(Ordering::Relaxed)) {
+                    // Interrupted before the first chunk.
+                    interrupted.store(true, Ordering::Relaxed);
+                    source.stop();
+                }
+                if let Some(every) = log_every {
+                    let (over, progress) = (over_rx.clone(), progress.clone());
+                    let before = done.count() as u64;
+                    s.spawn(move || log_progress(&progress, before, tasks, every, over));
+                }
+                if let Some(flag) = opts.interrupt {
+                    let (source, journal) = (source.as_ref(), journal.map(|j| j.as_ref()));
+                    s.spawn(move || watch(flag, over_rx, source, journal, interrupted));
+                }
+                let r = run_units(
+                    job,
+                    units,
+                    source.as_ref(),
+                    records,
+                    &progress,
+                    plan.units.on_failure,
+                    done,
+                    &finished,
+                );
+                drop(over);
+                measured = source.estimates();
+                let ran = r?;
+                // Failed units gave their chunks back; if no unit was left to take them, say
+                // so (an interrupted run leaves tasks on purpose).
+                let left = source.left_over();
+                if left > 0 && !interrupted.load(Ordering::Relaxed) {
+                    let failures: Vec<String> = ran
+                        .0
+                        .iter()
+                        .filter_map(|u| Some(format!("{}: {}", u.name, u.failed.as_ref()?)))
+                        .collect();
+                    return Err(Error::NoUnitLeft {
+                        left,
+                        tasks,
+                        failures: failures.join("; "),
+                    });
+                }
+                Ok(ran)
+            })
+        });
+    progress.finish_and_clear();
+    result.map(|(stats, slices)| (stats, slices, measured))
+}

@@ -1,0 +1,160 @@
+//! The runtime: from a validated plan to output files, in four named phases.
+//!
+//! Each phase is a file of this folder: `prepare.rs`, `select.rs` (and `check.rs`, what
+//! `tuccompi check` reports of the output directory), `units.rs` and `execute.rs`, `report.rs`;
+//! beside them `stage.rs` (the staging folder and journal), `verify.rs`, `history.rs` (the speed
+//! history) and `progress.rs`.
+//!
+//! 1. [`prepare`]: resolve the plugin among those the caller hands over (`main` passes the
+//!    built-in registry; the runtime knows no plugin by name), read the input and resolve the
+//!    sources (the plugin's `prepare`). Nothing is written.
+//! 2. [`select_units`]: the OpenCL devices and CPU workers the plan selects. Nothing is
+//!    written. `tuccompi check` runs these two and [`output_status`], and stops there.
+//! 3. execute: check the output directory and its free space (still touching nothing), set
+//!    up each device (upload, kernels, tuner), then lock the output directory, open the run's
+//!    staging folder and journal (or reopen them to resume), and run the units under the
+//!    scheduling policy through the thread layer, journaling each finished chunk; with
+//!    `[verify] sample`, re-run some of the accelerators' tasks on the CPU half.
+//! 4. write outputs: the plugin's files, `report.json` and the trace go to the staging
+//!    folder, then move into the output directory together ([`crate::sink::outdir`]).
+//!
+//! Validate, then touch: every failure before phase 3's lock leaves the disk as it was, and a
+//! failure after it leaves the complete result of an earlier run as it was (the unfinished
+//! run stays in its staging folder with its journal, to resume).
+
+mod check;
+mod execute;
+mod history;
+mod prepare;
+mod progress;
+mod report;
+mod select;
+mod stage;
+mod units;
+mod verify;
+
+pub use check::*;
+pub use execute::*;
+use history::*;
+pub use prepare::*;
+use progress::*;
+use report::*;
+pub use select::*;
+use units::*;
+
+use stage::{journaled, precheck, Stage};
+use verify::Verified;
+
+use crate::config::{DeviceSel, OnFailure, Plan, Policy};
+use crate::device::{self, Device, Filter};
+use crate::node::Node;
+use crate::plugin::{DeviceCount, Job, Plugin, PrepareCtx, Records};
+use crate::scheduler::TaskSource;
+use crate::scheduler::{Estimate, UnitInfo};
+use crate::sink::journal::Journal;
+use crate::sink::outdir;
+use crate::sink::write_file;
+use crate::thread::{run_units, DoneSet, Slice, Unit, UnitSpec, UnitStats};
+use crate::tuning::{CacheUse, LaunchParams, Tuner};
+use crate::{Error, Result};
+use parking_lot::Mutex;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What to do with an unfinished run found in the output directory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Unfinished {
+    /// Refuse to start, saying how to resume or discard it: nothing is lost by accident.
+    #[default]
+    Refuse,
+    /// Continue it (`--resume`): same result-defining config and input content; its journaled
+    /// tasks are skipped and its distance rows kept.
+    Resume,
+    /// Discard it and start over (`--restart`).
+    Discard,
+}
+
+/// How to run, beyond the plan.
+#[derive(Default)]
+pub struct RunOptions<'a> {
+    /// No progress bar.
+    pub quiet: bool,
+    /// Plugins beyond the registry passed to [`run`] (a user's own, from an example or another
+    /// crate).
+    pub extra_plugins: Vec<&'a dyn Plugin>,
+    /// What to do with an unfinished run in the output directory.
+    pub unfinished: Unfinished,
+    /// Set (by a signal handler) to stop: no more chunks are handed out, running ones finish,
+    /// the journal is written out, and the run ends with [`Error::Interrupted`].
+    pub interrupt: Option<&'a AtomicBool>,
+    /// Called once, just before the run first touches the output directory (after the input,
+    /// the preprocessing and the units' set-up): the command line's signal handling ends the
+    /// process at once before this point (nothing to resume) and stops the run cleanly after
+    /// it. Returning `false` (a signal came first) ends the run with nothing written.
+    pub before_writing: Option<&'a (dyn Fn() -> bool + Sync)>,
+    /// Discover the OpenCL devices in a thread while the input loads, which hides the drivers'
+    /// start-up (a quarter of a second on the GPU machine). For a process that runs one plan at
+    /// a time, as the `tuccompi` command does; off by default, since a process running several
+    /// plans at once (a test harness) would discover beside other runs' OpenCL work, which PoCL
+    /// does not always survive.
+    pub discover_early: bool,
+    /// Keep the speed history ([`crate::scheduler::history`]) in the user's cache directory:
+    /// the work queue starts from the models an earlier run of the same work measured, and this
+    /// run's models are stored at its end (unless `scheduler.history = false`). The command
+    /// line sets it; off by default, so a library caller (a test) writes no cache.
+    pub speed_history: bool,
+}
+
+impl std::fmt::Debug for RunOptions<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "RunOptions(quiet={}, extra={}, unfinished={:?}, interrupt={}, before_writing={}, discover_early={}, speed_history={})",
+            self.quiet,
+            self.extra_plugins.len(),
+            self.unfinished,
+            self.interrupt.is_some(),
+            self.before_writing.is_some(),
+            self.discover_early,
+            self.speed_history
+        )
+    }
+}
+
+/// The outcome of a run (also written as `report.json`).
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The report as JSON.
+    pub report: serde_json::Value,
+    /// This node's devices with their launch parameters.
+    pub devices: Vec<DeviceReport>,
+    /// Seconds of the scheduling phase alone (no input loading, kernel builds or output).
+    pub run_seconds: f64,
+}
+
+/// One device of a run, as `report.json` lists it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DeviceReport {
+    /// Device name.
+    pub name: String,
+    /// Platform name.
+    pub platform: String,
+    /// "gpu", "cpu", ...
+    pub kind: String,
+    /// In-order queues (units) on it.
+    pub queues: usize,
+    /// Tasks per chunk its queues asked for.
+    pub chunk: usize,
+    /// The GPU half's launch parameters, each with origin and reason.
+    pub tuning: LaunchParams,
+}
+
+/// The policy's name as written in the config.
+pub fn policy_name(p: Policy) -> &'static str {
+    match p {
+        Policy::Equitable => "equitable",
+        Policy::WorkQueue => "work-queue",
+    }
+}

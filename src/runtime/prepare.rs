@@ -1,0 +1,123 @@
+//! Phase 1, prepare: the plugin resolved among those handed over, the input read, the job made. Nothing is written.
+
+use super::*;
+
+/// Find plugin `plan.plugin` among `plugins` and `extra`; every plugin table in the config must
+/// name one of them.
+pub fn resolve_plugin<'a>(
+    plan: &Plan,
+    plugins: &[&'a dyn Plugin],
+    extra: &[&'a dyn Plugin],
+) -> Result<&'a dyn Plugin> {
+    let all: Vec<&'a dyn Plugin> = plugins.iter().chain(extra).copied().collect();
+    let names: Vec<&str> = all.iter().map(|p| p.name()).collect();
+    for t in plan.other_tables.keys() {
+        if !names.contains(&t.as_str()) {
+            return Err(Error::Config(format!(
+                "{}: unknown table [{t}]; known tables are [run] [input] [units] [scheduler] [output] [verify] \
+                 [nodes] and plugin tables ({})",
+                plan.config_path.display(),
+                names.join(", ")
+            )));
+        }
+    }
+    all.into_iter()
+        .find(|p| p.name() == plan.plugin)
+        .ok_or_else(|| {
+            Error::Config(format!(
+                "{}: run.plugin = \"{}\" is not a known plugin; `tuccompi plugins` lists them ({})",
+                plan.config_path.display(),
+                plan.plugin,
+                names.join(", ")
+            ))
+        })
+}
+
+/// Phase 1's result: the plugin and its prepared job.
+pub struct Prepared<'a> {
+    /// The plugin.
+    pub plugin: &'a dyn Plugin,
+    /// Its job: input read, sources resolved, nothing written.
+    pub job: Box<dyn Job>,
+}
+
+impl std::fmt::Debug for Prepared<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Prepared({}, {} tasks)",
+            self.plugin.name(),
+            self.job.tasks()
+        )
+    }
+}
+
+/// Phase 1: resolve the plugin among `plugins` and `extra` and prepare its job (config,
+/// plugin, input, sources) for a run on `nodes` nodes. Writes nothing, caches included
+/// (`tuccompi check`).
+pub fn prepare<'a>(
+    plan: &Plan,
+    plugins: &[&'a dyn Plugin],
+    extra: &[&'a dyn Plugin],
+    nodes: usize,
+) -> Result<Prepared<'a>> {
+    let devices = || {
+        select_devices_noting(plan)
+            .map(|(d, _)| DeviceCount::of(&d))
+            .unwrap_or_default()
+    };
+    prepare_with(plan, plugins, extra, nodes, None, true, 0, &devices)
+}
+
+/// [`prepare`], the ranks of one machine sharing one copy of the input graph through `graphs`.
+///
+/// `done_tasks`: the tasks an unfinished run that this one resumes has done; `devices`: the
+/// OpenCL devices the plan selects, counted (asked only by preprocessing that weighs them).
+pub fn prepare_sharing<'a>(
+    plan: &Plan,
+    plugins: &[&'a dyn Plugin],
+    extra: &[&'a dyn Plugin],
+    nodes: usize,
+    graphs: Option<&dyn crate::graph::GraphShare>,
+    done_tasks: usize,
+    devices: &(dyn Fn() -> DeviceCount + Sync),
+) -> Result<Prepared<'a>> {
+    prepare_with(
+        plan, plugins, extra, nodes, graphs, false, done_tasks, devices,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn prepare_with<'a>(
+    plan: &Plan,
+    plugins: &[&'a dyn Plugin],
+    extra: &[&'a dyn Plugin],
+    nodes: usize,
+    graphs: Option<&dyn crate::graph::GraphShare>,
+    dry_run: bool,
+    done_tasks: usize,
+    devices: &(dyn Fn() -> DeviceCount + Sync),
+) -> Result<Prepared<'a>> {
+    let plugin = resolve_plugin(plan, plugins, extra)?;
+    let job = plugin.prepare(&PrepareCtx {
+        plan,
+        graphs,
+        dry_run,
+        done_tasks,
+        devices,
+    })?;
+    if nodes > 1 && !job.multi_node() {
+        return Err(Error::Config(format!(
+            "plugin {} computes one matrix in one process; run it without mpirun (it uses every core or a GPU of one node)",
+            plugin.name()
+        )));
+    }
+    if plan.verify.sample.is_some_and(|n| n > 0) && job.cpu().is_none() {
+        return Err(Error::Config(format!(
+            "{}: [verify] sample re-runs tasks on the CPU half, and plugin {} has none; remove [verify]",
+            plan.config_path.display(),
+            plugin.name()
+        )));
+    }
+    Ok(Prepared { plugin, job })
+}
