@@ -108,6 +108,7 @@ fn main() -> tuccompi::Result<()> {
         choice: serde_json::Value::Null,
         targets: None,
         geo: Default::default(),
+        csv: false,
         origins: Default::default(),
     };
     println!(
