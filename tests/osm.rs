@@ -575,6 +575,26 @@ fn helsinki_od_matrix_from_points_and_from_files() {
             "summary rows name the snapped vertices"
         );
     }
+    // od.npz labels the matrix with the snapped vertices.
+    let mut z = zip::ZipArchive::new(std::fs::File::open(out.dir.join("od.npz")).unwrap()).unwrap();
+    let mut entry = |name: &str| {
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut z.by_name(name).unwrap(), &mut b).unwrap();
+        b
+    };
+    let ids = |b: Vec<u8>| -> Vec<u64> { npyz::NpyFile::new(&b[..]).unwrap().into_vec().unwrap() };
+    assert_eq!(ids(entry("sources.npy")), sv, "od.npz sources");
+    assert_eq!(ids(entry("targets.npy")), tv, "od.npz targets");
+    let od = entry("distances.npy");
+    let f = npyz::NpyFile::new(&od[..]).unwrap();
+    assert_eq!(f.shape(), &[16, 16]);
+    let od: Vec<u64> = f
+        .into_vec::<u32>()
+        .unwrap()
+        .into_iter()
+        .map(|x| if x == u32::MAX { u64::MAX } else { x as u64 })
+        .collect();
+    assert_eq!(od, d, "od.npz distances are distances.npy's");
 
     // The same matrix from files: ids (.txt, .csv, .npy) and points (.csv, .npy).
     let dir = tmpdir("osm-ids");
