@@ -4,7 +4,7 @@
 //! min-plus products, with 16 × 16 diagonal blocks closed in local memory.
 
 use super::blocked_gpu;
-use super::{FwJob, Matrix, Variant};
+use super::{FwJob, Matrix, Variant, KERNELS};
 use crate::device::Kernel;
 use crate::device::{Arg, DBuf, Device, KernelSource, Queue};
 use crate::plugin::{GpuHalf, RecordsOut, Worker};
@@ -14,13 +14,6 @@ use std::ops::Range;
 
 /// Tile side in kernels/fw.cl.
 const T: usize = 16;
-
-/// The dense kernels (`kernels/fw.cl`) and their characterization (`kernels/fw.toml`).
-pub(super) const KERNELS: KernelSource = KernelSource {
-    stem: "fw",
-    source: include_str!("../../kernels/fw.cl"),
-    characterization: include_str!("../../kernels/fw.toml"),
-};
 
 impl Variant {
     /// The kernels of [`KERNELS`] this variant launches.

@@ -25,6 +25,13 @@ use serde::Deserialize;
 use std::ops::Range;
 use std::path::Path;
 
+/// The dense kernels (`kernels/fw.cl`) and their characterization (`kernels/fw.toml`).
+const KERNELS: crate::device::KernelSource = crate::device::KernelSource {
+    stem: "fw",
+    source: include_str!("../../kernels/fw.cl"),
+    characterization: include_str!("../../kernels/fw.toml"),
+};
+
 /// Which Floyd-Warshall.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Variant {
