@@ -66,6 +66,10 @@ pub struct ApspOptions {
     /// The GPU algorithm that runs: `gpu_request` resolved in `prepare` (never read from TOML).
     #[serde(skip)]
     pub gpu_algorithm: GpuAlgorithm,
+    /// Whether `od.csv` is written beside `od.npz`: `output.format = "csv"` (set in `prepare`,
+    /// never read from TOML).
+    #[serde(skip)]
+    pub od_csv: bool,
     /// CPU algorithm: "auto" (the default), "dijkstra" or "phast".
     #[serde(default)]
     pub cpu_algorithm: phast::auto::CpuAlgorithm,
@@ -118,8 +122,6 @@ pub struct ApspJob {
     pub targets: Option<Vec<u32>>,
     /// Where the config's keys were set (the GPU half's messages name the place).
     pub origins: crate::config::Origins,
-    /// Whether `od.csv` is written beside `od.npz` (`output.format = "csv"`).
-    pub csv: bool,
 }
 
 impl std::fmt::Debug for ApspJob {
@@ -174,6 +176,7 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
     let choice = phast::auto::choose(&graph, wide, &request)?;
     let mut options = options;
     options.gpu_algorithm = choice.gpu;
+    options.od_csv = ctx.plan.output.format == crate::config::OutputFormat::Csv;
     let mut report = choice.report;
     if choice.cpu == phast::auto::CpuAlgorithm::Phast {
         let width = if wide { 8 } else { 4 };
@@ -194,7 +197,6 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         choice: report,
         targets,
         origins: ctx.plan.origins.clone(),
-        csv: ctx.plan.output.format == crate::config::OutputFormat::Csv,
     }))
 }
 
@@ -292,13 +294,13 @@ impl Job for ApspJob {
         self.rows.iter().collect()
     }
     fn finish_bytes(&self) -> u64 {
-        od::finish_bytes(self, self.csv)
+        od::finish_bytes(self, self.options.od_csv)
     }
     fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
         if let Some(rows) = &self.rows {
             rows.sync()?;
         }
-        od::write(self, dir, self.csv)?;
+        od::write(self, dir, self.options.od_csv)?;
         write_summary_records(
             dir,
             &self.sources,
