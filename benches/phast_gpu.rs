@@ -108,7 +108,6 @@ fn main() -> tuccompi::Result<()> {
         choice: serde_json::Value::Null,
         targets: None,
         geo: Default::default(),
-        csv: false,
         origins: Default::default(),
     };
     println!(

@@ -68,6 +68,10 @@ pub struct ApspOptions {
     /// The GPU algorithm that runs: `gpu_request` resolved in `prepare` (never read from TOML).
     #[serde(skip)]
     pub gpu_algorithm: GpuAlgorithm,
+    /// Whether `od.csv` is written beside `od.npz`: `output.format = "csv"` (set in `prepare`,
+    /// never read from TOML).
+    #[serde(skip)]
+    pub od_csv: bool,
     /// CPU algorithm: "auto" (the default), "dijkstra" or "phast".
     #[serde(default)]
     pub cpu_algorithm: phast::auto::CpuAlgorithm,
@@ -125,8 +129,6 @@ pub struct ApspJob {
     pub origins: crate::config::Origins,
     /// The input's places and the points snapped to them (empty for inputs without places).
     pub geo: GeoJob,
-    /// Whether `od.csv` is written beside `od.npz` (`output.format = "csv"`).
-    pub csv: bool,
 }
 
 /// An APSP job's places: the input's coordinates (OpenStreetMap or `.co`) and the sources' and
@@ -221,6 +223,7 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
     let choice = phast::auto::choose(&graph, wide, &request)?;
     let mut options = options;
     options.gpu_algorithm = choice.gpu;
+    options.od_csv = ctx.plan.output.format == crate::config::OutputFormat::Csv;
     let mut report = choice.report;
     if choice.cpu == phast::auto::CpuAlgorithm::Phast {
         let width = if wide { 8 } else { 4 };
@@ -247,7 +250,6 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
             sources: source_snaps,
             targets: target_snaps,
         },
-        csv: ctx.plan.output.format == crate::config::OutputFormat::Csv,
     }))
 }
 
@@ -353,7 +355,7 @@ impl Job for ApspJob {
         self.rows.iter().collect()
     }
     fn finish_bytes(&self) -> u64 {
-        od::finish_bytes(self, self.csv)
+        od::finish_bytes(self, self.options.od_csv)
     }
     fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
         if let Some(rows) = &self.rows {
@@ -367,7 +369,7 @@ impl Job for ApspJob {
                 &[("source", &self.geo.sources), ("target", &self.geo.targets)],
             )?;
         }
-        od::write(self, dir, self.csv)?;
+        od::write(self, dir, self.options.od_csv)?;
         let mut checksum = write_summary_records(
             dir,
             &self.sources,

@@ -375,8 +375,8 @@ impl NpyMatrix {
     }
 
     /// Fill `out` (`n × n`, row-major) with `arc(w)` for each arc off the diagonal, `none` where
-    /// there is no arc and `zero` on the diagonal; rows in parallel. Call after [`scan`]
-    /// (`NpyMatrix::scan`) accepted every entry.
+    /// there is no arc and `zero` on the diagonal; rows in parallel. Call after
+    /// [`scan`](NpyMatrix::scan) accepted every entry.
     ///
     /// O(n²).
     pub fn fill<T: Copy + Send + Sync>(
