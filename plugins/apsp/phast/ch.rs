@@ -185,6 +185,11 @@ struct Overlay<S> {
     inn: Vec<Vec<(u32, S)>>,
 }
 
+/// A shortcut `(tail, head, weight)` found by a witness search.
+type Shortcut = (u32, u32, u64);
+/// A vertex's arcs in the overlay: `(other end, weight)`.
+type Arcs<S> = Vec<(u32, S)>;
+
 /// A vertex's witness-search state.
 #[derive(Clone, Copy)]
 struct Slot {
@@ -528,7 +533,7 @@ fn searches<S: ChWeight>(
     let mut counts = vec![0usize; vs.len()];
     let mut all = Vec::new();
     if vs.len() >= 64 * rayon::current_num_threads() {
-        let found: Vec<(usize, Vec<(u32, u32, u64)>)> = vs
+        let found: Vec<(usize, Vec<Shortcut>)> = vs
             .par_iter()
             .map(|&v| {
                 let mut sc = Vec::new();
@@ -548,7 +553,7 @@ fn searches<S: ChWeight>(
             .enumerate()
             .flat_map(|(k, &v)| (0..ov.inn[v as usize].len() as u32).map(move |i| (k as u32, i)))
             .collect();
-        let found: Vec<(u32, usize, Vec<(u32, u32, u64)>)> = jobs
+        let found: Vec<(u32, usize, Vec<Shortcut>)> = jobs
             .par_iter()
             .map(|&(k, i)| {
                 let mut sc = Vec::new();
@@ -884,7 +889,7 @@ fn build_with<W: ChWeight, S: ChWeight>(
             let b = list.partition_point(|t| key(t) <= x);
             a..b
         };
-        let mut lists: Vec<(u32, Vec<(u32, S)>, Vec<(u32, S)>, u32)> = touched
+        let mut lists: Vec<(u32, Arcs<S>, Arcs<S>, u32)> = touched
             .iter()
             .map(|&x| {
                 let xi = x as usize;
