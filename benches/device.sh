@@ -3,7 +3,7 @@
 #   benches/device.sh BIN DATA_DIR [SECTION...]
 # Sections: devices algos queues hetero batch full tune dense phast phastgpu phastcpu moscowfull mpi
 # mpioverhead split split2 cpu16 procs sched idle defaults short
-# collatz workers mpienv mpigpu width (and more below; phast: PHB=the phast bench binary, phastgpu:
+# collatz workers mpienv mpigpu width scale (and more below; phast: PHB=the phast bench binary, phastgpu:
 # PB=the phast_gpu bench binary, default beside BIN).
 # Prints one line per run:
 #   label  wall_s  tasks  tasks/s  checksum
@@ -534,6 +534,37 @@ r = json.load(open(sys.argv[2])); us = r["units"]
 cpu = [u for u in us if u["kind"] == "cpu"]
 print(f"bremen all {sys.argv[1]:<5} run {r['run_seconds']*1e3:7.2f} ms wall {r['wall_seconds']:.3f} s cpu tasks {sum(u['tasks'] for u in cpu):5d} start {sorted(set(u.get('start', '-') for u in us))} sum={r['checksum']['sum']}")
 PY
+    done
+  done ;;
+scale)
+  # Country-scale road graphs (issue 21): K x K tiles of osm-moscow (../shared/tools/tile_roads.py,
+  # TILER= its path, default beside BIN; needs DATA/osm-moscow.co.gz), K in KS (default 1 2 4 8).
+  # For each binary in BINS (default BIN; BASE=another binary adds a baseline first): the
+  # hierarchy build (apsp.cpu_algorithm = "phast", 16 sources, CPU workers only) cold (empty
+  # cache), then the same run cached; wall, prepare, preprocess seconds, peak RSS (time -v),
+  # distance width, shortcuts per arc, levels, upward search; the stage lines it printed.
+  TILER=${TILER:-$(dirname "$B")/tile_roads.py}
+  G=${GDIR:-/tmp/scale}; mkdir -p "$G"
+  for K in ${KS:-1 2 4 8}; do
+    if [ "$K" = 1 ]; then IN=$D/osm-moscow.gr.gz; else
+      IN=$G/tiles$K.gr
+      [ -f "$IN" ] || { t0=$(date +%s.%N); python3 "$TILER" "$D/osm-moscow.gr.gz" "$D/osm-moscow.co.gz" "$K" "$IN" >/dev/null; echo "K=$K generated in $(python3 -c "print(round($(date +%s.%N)-$t0,1))") s, $(stat -c %s "$IN") bytes"; }
+    fi
+    for bin in ${BASE:-} ${BINS:-$B}; do
+      export XDG_CACHE_HOME=$G/cache-$(basename "$bin"); rm -rf "$XDG_CACHE_HOME"
+      for pass in cold cached; do
+        rm -rf "$OUT"
+        /usr/bin/time -v -o /tmp/time.txt timeout 590 "$bin" run $CFG --set input.path="\"$IN\"" --set run.sources=16 \
+          --set apsp.cpu_algorithm=\"phast\" --set units.opencl=\"none\" --set output.dir="\"$OUT\"" 2>/tmp/err.txt >/dev/null || echo "K=$K $(basename "$bin") $pass FAILED: $(tail -c 300 /tmp/err.txt)"
+        python3 - "K=$K $(basename "$bin") $pass" "$OUT/report.json" /tmp/time.txt <<'PY'
+import json, re, sys
+r = json.load(open(sys.argv[2])); t = open(sys.argv[3]).read()
+rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", t).group(1)) / 2**20
+a = r["input"]["algorithm"]; ph = r.get("phase_seconds", {})
+print(f"{sys.argv[1]:<24} n={r['input']['n']} wall {r['wall_seconds']:7.2f} s prepare {ph.get('prepare', 0):7.2f} s preprocess {a.get('preprocess_seconds', 0):7.2f} s ({a.get('source')}) peak RSS {rss:5.2f} GiB {r['input']['distance_type']} {a.get('shortcuts_per_arc', 0):.3f} shortcuts/arc {a.get('levels')} levels upward {a.get('upward_search_mean', 0):.0f}", flush=True)
+PY
+        sed 's/^/    stderr: /' /tmp/err.txt | head -8
+      done
     done
   done ;;
 moscowfull)

@@ -689,3 +689,82 @@ fn a_repeated_run_starts_from_the_speed_history() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(starts(&report_in(&out)), ["history", "history"]);
 }
+
+/// A large input (16 MiB and more) is read once: its CSR goes to the graph cache, the next run
+/// reads that instead of the text (saying so on stderr, here a pipe, not a terminal), with the
+/// same results; an input changed in place (same size, one weight) or a corrupt cache file is
+/// read again, never answered from the stale graph.
+#[test]
+fn a_large_input_is_read_once_then_from_the_graph_cache() {
+    let cwd = tmpdir("gcache");
+    let input = cwd.join("grid.gr");
+    // A 500 x 500 grid, both directions, weights 10..99: about 18 MB of text.
+    let side = 500u32;
+    let mut text = String::new();
+    let mut arcs = Vec::new();
+    for r in 0..side {
+        for c in 0..side {
+            let v = r * side + c + 1;
+            if c + 1 < side {
+                arcs.push((v, v + 1));
+                arcs.push((v + 1, v));
+            }
+            if r + 1 < side {
+                arcs.push((v, v + side));
+                arcs.push((v + side, v));
+            }
+        }
+    }
+    text.push_str(&format!("p sp {} {}\n", side * side, arcs.len()));
+    for (i, (u, v)) in arcs.iter().enumerate() {
+        text.push_str(&format!("a {u} {v} {}\n", 10 + (i * 7919) % 90));
+    }
+    assert!(text.len() as u64 >= tuccompi::graph::cache::MIN_BYTES);
+    std::fs::write(&input, &text).unwrap();
+    let cfg = cwd.join("g.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[run]\nplugin = \"apsp\"\nsources = [1, 777, 250000]\n[input]\npath = {:?}\n\
+             [units]\nopencl = \"none\"\ncpu_workers = 2\n[apsp]\ncpu_algorithm = \"dijkstra\"\n\
+             [output]\ndir = \"out\"\n",
+            input.display().to_string()
+        ),
+    )
+    .unwrap();
+    let cfg = cfg.display().to_string();
+    let summary = || std::fs::read_to_string(cwd.join("out/summary.csv")).unwrap();
+    let (code, _, e) = tuccompi_in(&cwd, &["run", &cfg], &[]);
+    assert_eq!(code, 0, "{e}");
+    assert!(e.contains("MB of input") && e.contains("cached for later runs"), "{e}");
+    let first = summary();
+    let (code, _, e) = tuccompi_in(&cwd, &["run", &cfg], &[]);
+    assert_eq!(code, 0, "{e}");
+    assert!(e.contains("read from the graph cache"), "{e}");
+    assert!(!e.contains("MB of input"), "{e}");
+    assert_eq!(summary(), first);
+    // A corrupt cache file: a warning, the input read again, the same results.
+    let dir = cwd.join("cache/tuccompi/graphs");
+    let file = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+    let mut bytes = std::fs::read(&file).unwrap();
+    let last = bytes.len() - 5;
+    bytes[last] ^= 0x10;
+    std::fs::write(&file, &bytes).unwrap();
+    let (code, _, e) = tuccompi_in(&cwd, &["run", &cfg], &[]);
+    assert_eq!(code, 0, "{e}");
+    assert!(e.contains("warning") && e.contains("corrupt") && e.contains("MB of input"), "{e}");
+    assert_eq!(summary(), first);
+    // The input changed in place, same size (the first arc's weight 10 -> 99): read again,
+    // and the results follow the new content.
+    let changed = text.replacen("a 1 2 10\n", "a 1 2 99\n", 1);
+    assert_eq!(changed.len(), text.len());
+    assert_ne!(changed, text);
+    std::fs::write(&input, &changed).unwrap();
+    let (code, _, e) = tuccompi_in(&cwd, &["run", &cfg], &[]);
+    assert_eq!(code, 0, "{e}");
+    assert!(e.contains("MB of input"), "{e}");
+    assert_ne!(summary(), first);
+    // `-q` keeps the stage lines out.
+    let (code, _, e) = tuccompi_in(&cwd, &["run", "-q", &cfg], &[]);
+    assert_eq!((code, e.as_str()), (0, ""));
+}

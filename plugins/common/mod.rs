@@ -179,11 +179,73 @@ pub fn load_dense(plan: &Plan) -> Result<DenseInput> {
 /// The input graph as a CSR: under MPI, built by one rank of each machine and mapped read-only
 /// by the others (one copy per machine, in memory and in the caches).
 pub fn load_csr(ctx: &PrepareCtx<'_>) -> Result<Csr> {
-    let mut build = || Csr::from_edges(&load_graph(ctx.plan)?);
+    let mut build = || read_csr(ctx.plan, !ctx.dry_run);
     match ctx.graphs {
         Some(s) => s.share(&mut build),
         None => build(),
     }
+}
+
+/// The CSR of the plan's input. A file of [`crate::graph::cache::MIN_BYTES`] or more is read from
+/// the graph cache when it holds this file's graph (`graph::cache`: keyed by the file's path,
+/// size, time, inode and sampled content), else parsed and then cached (`store`; not for
+/// `tuccompi check`). Reading a large file says so at the default verbosity, before and after.
+fn read_csr(plan: &Plan, store: bool) -> Result<Csr> {
+    use crate::graph::cache::{self, Identity};
+    let Some(InputSpec::Path(p)) = &plan.input else {
+        return Csr::from_edges(&load_graph(plan)?);
+    };
+    let id = Identity::of(p).ok().filter(|id| id.len >= cache::MIN_BYTES);
+    let Some(id) = id else {
+        return Csr::from_edges(&load_graph(plan)?);
+    };
+    let name = p.display().to_string();
+    let t = std::time::Instant::now();
+    let file = cache::default_dir().map(|d| d.join(id.file_name()));
+    if let Some(f) = &file {
+        match cache::load(f, &id, &name) {
+            Ok(Some(g)) => {
+                tracing::info!(
+                    target: "stage",
+                    "{name}: {} vertices, {} arcs read from the graph cache {} in {:.1} s",
+                    g.n,
+                    g.m(),
+                    f.display(),
+                    t.elapsed().as_secs_f64()
+                );
+                return Ok(g);
+            }
+            Ok(None) => {}
+            Err(why) => tracing::warn!("{}: {why}; reading {name} again", f.display()),
+        }
+    }
+    tracing::info!(
+        target: "stage",
+        "{name}: reading {:.1} MB of input",
+        id.len as f64 / 1e6
+    );
+    let g = Csr::from_edges(&load_graph(plan)?)?;
+    let kept = match (&file, store) {
+        // Kept only when the file did not change while it was read.
+        (Some(f), true) if Identity::of(p).is_ok_and(|now| now == id) => {
+            match cache::store(f, &id, &g) {
+                Ok(()) => "; cached for later runs",
+                Err(e) => {
+                    tracing::warn!("could not keep the graph of {name} for later runs: {e}");
+                    ""
+                }
+            }
+        }
+        _ => "",
+    };
+    tracing::info!(
+        target: "stage",
+        "{name}: {} vertices, {} arcs read in {:.1} s{kept}",
+        g.n,
+        g.m(),
+        t.elapsed().as_secs_f64()
+    );
+    Ok(g)
 }
 
 /// Resolve `run.sources` against a graph of `n` vertices numbered from `base`: internal ids.

@@ -190,8 +190,12 @@ where
         Ok(c) => c,
         Err(e) => e.exit(),
     };
+    // Stage lines (target "stage": reading a large input, building a hierarchy, with their
+    // progress) show at the default verbosity, so a long stage never looks like a hang, also
+    // in a batch log; `-q` keeps only warnings.
     let level = match cli.verbose {
-        0 => "warn",
+        0 if cli.quiet => "warn",
+        0 => "warn,stage=info",
         1 => "info",
         _ => "debug",
     };

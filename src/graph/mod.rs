@@ -4,6 +4,7 @@
 //! copy them to OpenCL buffers as they are. Vertex ids inside are 0-based; `id_base` maps them
 //! back to the input's numbering (1 for DIMACS and Matrix Market, 0 for edge lists).
 
+pub mod cache;
 mod coords;
 mod delimited;
 mod generate;

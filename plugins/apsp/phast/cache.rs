@@ -21,12 +21,13 @@
 
 use super::ch::{ChInfo, ChParams, ChWeight, Hierarchy};
 use crate::graph::Csr;
+use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::xxh3_128;
 
 const MAGIC: &[u8; 11] = b"TUCCOMPI-CH";
 /// Version of the file layout and of the builder (bump when either changes what a file holds).
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 /// What identifies a hierarchy: the graph, the parameters, the distance width.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,15 +47,19 @@ pub struct Key {
 impl Key {
     /// The key of `g`'s hierarchy built with `params` at weight type `W`.
     pub fn of<W: ChWeight>(g: &Csr, params: &ChParams) -> Key {
-        let mut bytes = Vec::with_capacity(8 + 4 * (g.offsets.len() + 2 * g.m()));
-        bytes.extend_from_slice(&(g.n as u64).to_le_bytes());
+        // Streamed: the same hash as of the bytes laid end to end, without a copy of the graph.
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        h.update(&(g.n as u64).to_le_bytes());
+        let mut buf = Vec::with_capacity(1 << 18);
         for part in [&g.offsets, &g.targets, &g.weights] {
-            for x in part.iter() {
-                bytes.extend_from_slice(&x.to_le_bytes());
+            for chunk in part.chunks(1 << 16) {
+                buf.clear();
+                buf.extend(chunk.iter().flat_map(|x| x.to_le_bytes()));
+                h.update(&buf);
             }
         }
         Key {
-            graph: xxh3_128(&bytes),
+            graph: h.digest128(),
             n: g.n as u64,
             m: g.m() as u64,
             params: *params,
@@ -407,15 +412,19 @@ fn decode<W: ChWeight>(payload: &[u8], key: &Key) -> Result<Hierarchy<W>, String
                 "{what} arrays do not form a CSR over {n} positions"
             ));
         }
-        for p in 0..n {
-            for &q in &heads[off[p] as usize..off[p + 1] as usize] {
-                if q as usize >= p {
-                    let dir = if up { "upward" } else { "downward" };
-                    return Err(format!(
-                        "{dir} arc between positions {p} and {q} is not toward a lower position"
-                    ));
-                }
-            }
+        // Over every arc, in parallel (a country-size hierarchy has 10^8); the first bad one
+        // is named.
+        let bad = (0..n).into_par_iter().find_map_first(|p| {
+            heads[off[p] as usize..off[p + 1] as usize]
+                .iter()
+                .find(|&&q| q as usize >= p)
+                .map(|&q| (p, q))
+        });
+        if let Some((p, q)) = bad {
+            let dir = if up { "upward" } else { "downward" };
+            return Err(format!(
+                "{dir} arc between positions {p} and {q} is not toward a lower position"
+            ));
         }
         Ok(())
     };
@@ -438,12 +447,14 @@ fn decode<W: ChWeight>(payload: &[u8], key: &Key) -> Result<Hierarchy<W>, String
     for (l, w) in levels.windows(2).enumerate() {
         level_of[w[0] as usize..w[1] as usize].fill(l as u32);
     }
-    for p in 0..n {
-        for &q in &down_tails[down_offsets[p] as usize..down_offsets[p + 1] as usize] {
-            if level_of[q as usize] >= level_of[p] {
-                return Err(format!("downward arc {q} -> {p} does not go down a level"));
-            }
-        }
+    let bad = (0..n).into_par_iter().find_map_first(|p| {
+        down_tails[down_offsets[p] as usize..down_offsets[p + 1] as usize]
+            .iter()
+            .find(|&&q| level_of[q as usize] >= level_of[p])
+            .map(|&q| (p, q))
+    });
+    if let Some((p, q)) = bad {
+        return Err(format!("downward arc {q} -> {p} does not go down a level"));
     }
     Ok(Hierarchy {
         n,

@@ -253,3 +253,29 @@ fn exact_on_bremen_some_sources() {
     let step = g.n as u32 / 40;
     check_sources(&g, &h, (0..40).map(|i| i * step + 7));
 }
+
+/// The builder's quality on real roads, bounded: shortcuts per arc and the mean upward search
+/// space (the per-tree cost of PHAST) and the levels (GPU launches). Before issue 21's builder
+/// changes osm-bremen-dist had 0.763 shortcuts per arc, 40 levels and an upward search of 69
+/// (64 samples); now 0.769, 45 and 73.2 (1,000 samples). The bounds leave about 5% over
+/// that, so a change that makes the hierarchy worse (a looser witness search, a poorer
+/// priority) fails.
+#[test]
+fn quality_on_bremen_is_bounded() {
+    let Some(g) = real("osm-bremen-dist.gr.gz") else {
+        return;
+    };
+    let h = Hierarchy::<u32>::build(&g, &ChParams::default(), None).unwrap();
+    let per_arc = h.info.shortcuts as f64 / g.m() as f64;
+    let up = crate::plugins::apsp::phast::auto::upward_space(&h, 1000);
+    eprintln!(
+        "osm-bremen-dist: {per_arc:.3} shortcuts per arc, upward search {up:.1}, {} levels",
+        h.num_levels()
+    );
+    assert!(per_arc <= BREMEN_QUALITY.0, "{per_arc:.3} shortcuts per arc");
+    assert!(up <= BREMEN_QUALITY.1, "upward search {up:.1}");
+    assert!(h.num_levels() <= BREMEN_QUALITY.2, "{} levels", h.num_levels());
+}
+
+/// Bounds of [`quality_on_bremen_is_bounded`]: shortcuts per arc, upward search, levels.
+const BREMEN_QUALITY: (f64, f64, usize) = (0.80, 77.0, 48);
