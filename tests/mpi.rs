@@ -101,6 +101,19 @@ fn three_ranks_match_one(cfg: &str, extra: &[&str]) {
                 "{n}"
             );
         }
+        // A PHAST run's hierarchy is made once, on rank 0, and the others receive it.
+        if extra.iter().any(|s| s.contains("phast")) {
+            for n in nodes {
+                let note = n["from_rank_0"]["hierarchy"].as_str().unwrap_or_default();
+                let want = if n["rank"] == 0 {
+                    "made here"
+                } else {
+                    "received from rank 0"
+                };
+                assert!(note.starts_with(want), "{n}");
+            }
+            assert_eq!(report["input"]["algorithm"]["cpu_algorithm"], "phast", "{report}");
+        }
         // The report's units are every rank's (one CPU worker each).
         assert_eq!(report["units"].as_array().unwrap().len(), 3, "{policy}");
         let per: Vec<u64> = nodes.iter().map(|n| n["tasks"].as_u64().unwrap()).collect();
@@ -712,4 +725,28 @@ fn a_build_without_mpi_under_a_launcher_stops_and_names_the_feature() {
     let text = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success(), "{text}");
     assert!(text.contains("--features mpi"), "{text}");
+}
+
+#[cfg(feature = "mpi")]
+#[test]
+fn rank_0s_failure_to_make_the_hierarchy_fails_every_rank_with_its_message() {
+    // Only rank 0 touches the hierarchy's path; the others learn its error from it.
+    let dir = tmpdir("mpi-ch");
+    let foreign = dir.join("notes.txt");
+    std::fs::write(&foreign, "mine").unwrap();
+    let cfg = dir.join("c.toml");
+    std::fs::write(&cfg, apsp_gen("road", 500, "seed = 2", "50")).unwrap();
+    let out = dir.join("out");
+    let od = format!("output.dir={:?}", out.display().to_string());
+    let ch = format!("apsp.hierarchy={:?}", foreign.display().to_string());
+    let mut c = mpirun_command(&["-np", "3"]);
+    c.args(["run", cfg.to_str().unwrap(), "--set", &od])
+        .args(["--set", "units.opencl=none", "--set", "units.cpu_workers=1"])
+        .args(["--set", "apsp.cpu_algorithm=\"phast\"", "--set", &ch]);
+    let (ok, text, secs, killed) = mpirun_within(c, &dir, cfg.to_str().unwrap(), 30.0);
+    assert!(!killed && secs < 30.0, "{secs} s: {text}");
+    assert!(!ok, "{text}");
+    assert!(text.contains("notes.txt"), "{text}");
+    assert_eq!(std::fs::read_to_string(&foreign).unwrap(), "mine");
+    assert!(!out.join("summary.csv").exists());
 }

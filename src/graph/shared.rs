@@ -10,12 +10,24 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::Arc;
 
-/// The ranks of one machine loading one graph together (the node layer under MPI): one of them
-/// runs `build` and writes the graph where the others map it.
+/// The ranks of a job loading what they need together (the node layer under MPI): the graph
+/// once per machine (one rank builds it and writes it where the others map it), and a
+/// plugin's preprocessing once per job (rank 0 makes it and sends it to every rank).
 pub trait GraphShare: Sync + std::fmt::Debug {
     /// The graph `build` makes: this process's own, or mapped from the one a rank of this
     /// machine built. Every rank calls it once, in the same place of its run.
     fn share(&self, build: &mut dyn FnMut() -> Result<Csr>) -> Result<Csr>;
+
+    /// Processes in the job (1 without MPI).
+    fn ranks(&self) -> usize;
+
+    /// The bytes `make` returns on rank 0, on every rank: `make` runs on rank 0 only, and
+    /// its error is every rank's error (the others' message says it came from rank 0). Every
+    /// rank calls it in the same place of its run; `what` names the bytes in each rank's
+    /// report entry (`nodes[].from_rank_0`). For preprocessing that is deterministic but
+    /// costly (apsp's contraction hierarchy): made once per job instead of once per rank.
+    fn from_rank_0(&self, what: &str, make: &mut dyn FnMut() -> Result<Vec<u8>>)
+        -> Result<Vec<u8>>;
 }
 
 /// Where a machine's shared graph files go: `/dev/shm` (memory) where there is one, else the

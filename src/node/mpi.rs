@@ -203,6 +203,9 @@ pub struct MpiNode {
     /// How this rank got its graph (for the report): shared with the machine's ranks, or why
     /// it holds its own.
     graph_note: Mutex<Option<String>>,
+    /// What this rank made for the others or received from rank 0 (`from_rank_0`), by name,
+    /// for the report.
+    rank_0_notes: Mutex<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// What rank 0's server did: messages received, probes that found none (each one a sleep and
@@ -255,6 +258,7 @@ impl MpiNode {
             together: AtomicBool::new(false),
             served: Arc::default(),
             graph_note: Mutex::new(None),
+            rank_0_notes: Mutex::default(),
         })
     }
 
@@ -778,6 +782,61 @@ impl crate::graph::GraphShare for MpiNode {
         remove_input_copy();
         g
     }
+
+    fn ranks(&self) -> usize {
+        self.size
+    }
+
+    fn from_rank_0(
+        &self,
+        what: &str,
+        make: &mut dyn FnMut() -> Result<Vec<u8>>,
+    ) -> Result<Vec<u8>> {
+        // Prepare runs on the main thread before any unit: nothing else calls MPI meanwhile.
+        let w = self.world.lock();
+        let root = w.process_at_rank(0);
+        let t0 = std::time::Instant::now();
+        // Rank 0 keeps its own error (its kind and text) and sends its text.
+        let (made, own_error) = match (self.rank == 0).then(&mut *make) {
+            Some(Ok(b)) => (Some(b), None),
+            Some(Err(e)) => (Some(e.to_string().into_bytes()), Some(e)),
+            None => (None, None),
+        };
+        // A status word (0: the bytes follow; 1: an error's text follows) and the length,
+        // then the bytes in pieces below MPI's 2^31 count limit.
+        let mut head = [
+            own_error.is_some() as u64,
+            made.as_ref().map_or(0, |b| b.len() as u64),
+        ];
+        root.broadcast_into(&mut head[..]);
+        let mut bytes = made.unwrap_or_else(|| vec![0u8; head[1] as usize]);
+        for piece in bytes.chunks_mut(1 << 30) {
+            root.broadcast_into(piece);
+        }
+        drop(w);
+        let note = if self.rank == 0 {
+            format!("made here, {} bytes sent to {} ranks", head[1], self.size - 1)
+        } else {
+            format!(
+                "received from rank 0: {} bytes in {:.2} s",
+                head[1],
+                t0.elapsed().as_secs_f64()
+            )
+        };
+        self.rank_0_notes
+            .lock()
+            .insert(what.to_string(), serde_json::json!(note));
+        if let Some(e) = own_error {
+            return Err(e);
+        }
+        if head[0] == 1 {
+            let msg = String::from_utf8_lossy(&bytes);
+            return Err(Error::Input(format!(
+                "{msg} (on rank 0, which makes the {what} for every rank)"
+            )));
+        }
+        Ok(bytes)
+    }
 }
 
 impl MpiNode {
@@ -1025,6 +1084,10 @@ impl Node for MpiNode {
         merge(&mut mine, extra);
         if let Some(note) = self.graph_note.lock().clone() {
             mine["graph"] = serde_json::json!(note);
+        }
+        let notes = self.rank_0_notes.lock().clone();
+        if !notes.is_empty() {
+            mine["from_rank_0"] = serde_json::Value::Object(notes);
         }
         if self.rank == 0 {
             let n = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);

@@ -18,9 +18,10 @@
 //! `tuccompi check` (a dry run) reads the caches but never builds under `"auto"`: it prints
 //! the forecast. An explicit `"phast"` builds without the budget and skips the checks. The
 //! hierarchy is built (or read from the cache, see [`super::cache`]) once per run, in
-//! `prepare`, on every MPI rank: the build is deterministic, so every rank holding one holds
-//! the same (the forecast is timed on each rank, so ranks may choose differently; every
-//! algorithm is exact, so the results do not change).
+//! `prepare`; under MPI once per job ([`choose_for_job`]): rank 0 decides (its forecast
+//! weighs the build against its share of the tasks) and builds or reads the hierarchy, and
+//! sends the choice and the hierarchy to every other rank, which checks that it was built
+//! from the same graph.
 
 use super::cache::{self, Key, Miss};
 use super::ch::{Budget, ChError, ChParams, ChWeight, Hierarchy};
@@ -302,6 +303,109 @@ pub struct Choice {
     pub hierarchy: Option<AnyHierarchy>,
     /// Facts for the report: where the hierarchy came from, its shape, `preprocess_seconds`.
     pub report: serde_json::Value,
+}
+
+/// What [`Choice::to_bytes`] writes before the hierarchy.
+#[derive(Serialize, Deserialize)]
+struct ChoiceHead {
+    cpu: CpuAlgorithm,
+    gpu: GpuAlgorithm,
+    reason: String,
+    report: serde_json::Value,
+    /// 0: no hierarchy; 4 or 8: its bytes per weight.
+    width: u8,
+}
+
+impl Choice {
+    /// This choice as bytes for the other ranks of an MPI job: a length-prefixed JSON head,
+    /// then the hierarchy as a cache file holds it (keyed by `g`).
+    pub fn to_bytes(&self, g: &Csr) -> Vec<u8> {
+        let params = ChParams::default();
+        let (width, tail) = match &self.hierarchy {
+            None => (0, Vec::new()),
+            Some(AnyHierarchy::Narrow(h)) => (4, cache::to_bytes(&Key::of::<u32>(g, &params), h)),
+            Some(AnyHierarchy::Wide(h)) => (8, cache::to_bytes(&Key::of::<u64>(g, &params), h)),
+        };
+        let head = ChoiceHead {
+            cpu: self.cpu,
+            gpu: self.gpu,
+            reason: self.reason.clone(),
+            report: self.report.clone(),
+            width,
+        };
+        let head = serde_json::to_vec(&head).expect("a choice serializes");
+        let mut out = Vec::with_capacity(8 + head.len() + tail.len());
+        out.extend_from_slice(&(head.len() as u64).to_le_bytes());
+        out.extend_from_slice(&head);
+        out.extend_from_slice(&tail);
+        out
+    }
+
+    /// The choice [`Choice::to_bytes`] wrote, for this rank's copy of `g` (the hierarchy's key
+    /// is checked against it: every rank must hold the same graph).
+    pub fn from_bytes(bytes: &[u8], g: &Csr) -> Result<Choice> {
+        let bad = |what: String| Error::Node(format!("rank 0's algorithm choice: {what}"));
+        let len = bytes
+            .get(..8)
+            .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")) as usize)
+            .filter(|&l| l <= bytes.len() - 8)
+            .ok_or_else(|| bad("it ends early".into()))?;
+        let head: ChoiceHead =
+            serde_json::from_slice(&bytes[8..8 + len]).map_err(|e| bad(e.to_string()))?;
+        let tail = &bytes[8 + len..];
+        let params = ChParams::default();
+        let miss = |m: Miss| bad(format!("its hierarchy: {m}"));
+        let hierarchy = match head.width {
+            0 => None,
+            4 => Some(AnyHierarchy::Narrow(
+                cache::from_bytes(tail, &Key::of::<u32>(g, &params)).map_err(miss)?,
+            )),
+            8 => Some(AnyHierarchy::Wide(
+                cache::from_bytes(tail, &Key::of::<u64>(g, &params)).map_err(miss)?,
+            )),
+            w => return Err(bad(format!("a hierarchy of {w}-byte weights"))),
+        };
+        let mut report = head.report;
+        report["from_rank_0"] = serde_json::json!(true);
+        Ok(Choice {
+            cpu: head.cpu,
+            gpu: head.gpu,
+            reason: head.reason,
+            hierarchy,
+            report,
+        })
+    }
+}
+
+/// [`choose`] once for a whole MPI job (`share` with several ranks): rank 0 decides, for its
+/// share of the tasks, and builds or reads the hierarchy; every other rank receives both
+/// (deterministic, so the same as it would build, but built once). Without `share`, or with
+/// one rank, [`choose`] itself.
+pub fn choose_for_job(
+    g: &Csr,
+    wide: bool,
+    req: &Request<'_>,
+    share: Option<&dyn crate::graph::GraphShare>,
+) -> Result<Choice> {
+    let Some(share) = share.filter(|s| s.ranks() > 1) else {
+        return choose(g, wide, req);
+    };
+    // The ranks split the tasks: rank 0's forecast weighs the build against its share.
+    let req = Request {
+        pending: req.pending.div_ceil(share.ranks()),
+        ..req.clone()
+    };
+    let mut mine = None;
+    let bytes = share.from_rank_0("hierarchy", &mut || {
+        let c = choose(g, wide, &req)?;
+        let bytes = c.to_bytes(g);
+        mine = Some(c);
+        Ok(bytes)
+    })?;
+    match mine {
+        Some(c) => Ok(c),
+        None => Choice::from_bytes(&bytes, g),
+    }
 }
 
 /// Decide the algorithms of a run on `g` and get the hierarchy PHAST needs.

@@ -169,7 +169,13 @@ pub fn load<W: ChWeight>(path: &Path, key: &Key) -> Result<Hierarchy<W>, Miss> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Miss::Absent),
         Err(e) => return Err(Miss::Unreadable(e.to_string())),
     };
-    let mut r = Reader { b: &bytes, at: 0 };
+    from_bytes(&bytes, key)
+}
+
+/// The hierarchy that [`to_bytes`] wrote into `bytes` (a cache file's content), if it is the
+/// one `key` names: header, key, length and checksum are checked, then the arrays' shape.
+pub fn from_bytes<W: ChWeight>(bytes: &[u8], key: &Key) -> Result<Hierarchy<W>, Miss> {
+    let mut r = Reader { b: bytes, at: 0 };
     let head = |e: &'static str| Miss::Truncated(format!("header ends early: {e}"));
     if r.take(MAGIC.len()).map_err(head)? != MAGIC {
         return Err(Miss::Stale("not a tuccompi hierarchy file".into()));
@@ -227,14 +233,7 @@ fn describe_key_difference(got: &[u8], key: &Key) -> String {
 /// directory. What is at `path` is replaced only when [`ownable`] allows it.
 pub fn store<W: ChWeight>(path: &Path, key: &Key, h: &Hierarchy<W>) -> crate::Result<()> {
     use std::io::Write;
-    let payload = encode(h);
-    let mut out = Vec::with_capacity(payload.len() + 96);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&FORMAT.to_le_bytes());
-    out.extend_from_slice(&key.bytes());
-    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    out.extend_from_slice(&xxh3_128(&payload).to_le_bytes());
-    out.extend_from_slice(&payload);
+    let out = to_bytes(key, h);
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -269,6 +268,20 @@ pub fn store<W: ChWeight>(path: &Path, key: &Key, h: &Hierarchy<W>) -> crate::Re
     }
     .map_err(|e| crate::Error::io(path, e.error))?;
     Ok(())
+}
+
+/// `h` (keyed by `key`) as a cache file holds it: magic, format, key, length, checksum, then
+/// the arrays. [`from_bytes`] reads it back.
+pub fn to_bytes<W: ChWeight>(key: &Key, h: &Hierarchy<W>) -> Vec<u8> {
+    let payload = encode(h);
+    let mut out = Vec::with_capacity(payload.len() + 96);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT.to_le_bytes());
+    out.extend_from_slice(&key.bytes());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&xxh3_128(&payload).to_le_bytes());
+    out.extend_from_slice(&payload);
+    out
 }
 
 fn put_u32s(out: &mut Vec<u8>, v: &[u32]) {

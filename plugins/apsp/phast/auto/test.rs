@@ -112,3 +112,63 @@ fn verdicts_round_trip_and_never_replace_a_foreign_file() {
         .file_type()
         .is_symlink());
 }
+
+#[test]
+fn a_choice_crosses_to_another_rank_whole_and_only_for_its_graph() {
+    use crate::graph::{generate, GenModel, GenSpec};
+    let g = |seed| {
+        let spec = GenSpec {
+            model: GenModel::Road,
+            vertices: 400,
+            degree: None,
+            seed,
+            min_weight: Some(0),
+            max_weight: Some(1000),
+        };
+        Csr::from_edges(&generate(&spec).unwrap()).unwrap()
+    };
+    let (a, b) = (g(1), g(2));
+    for wide in [false, true] {
+        let c = Choice {
+            cpu: CpuAlgorithm::Phast,
+            gpu: GpuAlgorithm::Phast,
+            reason: "explicit".into(),
+            hierarchy: Some(AnyHierarchy::build(&a, wide).unwrap()),
+            report: serde_json::json!({"source": "built", "levels": 7}),
+        };
+        let bytes = c.to_bytes(&a);
+        let back = Choice::from_bytes(&bytes, &a).unwrap();
+        assert_eq!((back.cpu, back.gpu), (c.cpu, c.gpu));
+        assert_eq!(back.reason, c.reason);
+        assert_eq!(back.report["levels"], 7);
+        assert_eq!(back.report["from_rank_0"], true);
+        match (c.hierarchy.as_ref().unwrap(), back.hierarchy.as_ref().unwrap()) {
+            (AnyHierarchy::Narrow(x), AnyHierarchy::Narrow(y)) => {
+                assert_eq!((&x.order, &x.up_weights, &x.down_weights), (&y.order, &y.up_weights, &y.down_weights))
+            }
+            (AnyHierarchy::Wide(x), AnyHierarchy::Wide(y)) => {
+                assert_eq!((&x.order, &x.up_weights, &x.down_weights), (&y.order, &y.up_weights, &y.down_weights))
+            }
+            _ => panic!("the width changed on the way (wide = {wide})"),
+        }
+        // A rank holding another graph refuses the hierarchy, naming the difference.
+        let e = Choice::from_bytes(&bytes, &b).err().expect("another graph");
+        assert!(e.to_string().contains("another content"), "{e}");
+        // Cut short or flipped: an error, never a wrong hierarchy.
+        assert!(Choice::from_bytes(&bytes[..bytes.len() - 3], &a).is_err());
+        let mut flipped = bytes.clone();
+        *flipped.last_mut().unwrap() ^= 1;
+        assert!(Choice::from_bytes(&flipped, &a).is_err());
+        assert!(Choice::from_bytes(&bytes[..5], &a).is_err());
+    }
+    // Without a hierarchy (the fallback), only the head crosses.
+    let c = Choice {
+        cpu: CpuAlgorithm::Dijkstra,
+        gpu: GpuAlgorithm::Worklist,
+        reason: "as configured".into(),
+        hierarchy: None,
+        report: serde_json::json!({}),
+    };
+    let back = Choice::from_bytes(&c.to_bytes(&a), &b).unwrap();
+    assert!(back.hierarchy.is_none() && back.gpu == GpuAlgorithm::Worklist);
+}
