@@ -141,7 +141,7 @@ fn generated_graph_three_ranks() {
 #[cfg(feature = "mpi")]
 #[test]
 fn phast_three_ranks() {
-    // Every rank builds the same hierarchy; the results equal one process's, with targets too.
+    // Rank 0 builds the hierarchy and sends it; the results equal one process's, with targets too.
     let cfg = apsp_gen("road", 2000, "min_weight = 0\nseed = 6", "300");
     three_ranks_match_one(&cfg, &["apsp.cpu_algorithm=\"phast\""]);
     three_ranks_match_one(
