@@ -132,6 +132,23 @@ pub fn zeros<T: ZeroBits>(len: usize, what: &str) -> Result<Vec<T>> {
     Ok(unsafe { Vec::from_raw_parts(p, len, len) })
 }
 
+/// The little-endian words of `raw` (a whole number of them) as a vector, in one copy (the
+/// caches' arrays are gigabytes at country scale; converting word by word took most of a
+/// load). A clear error when the memory cannot be had.
+pub fn words_le<T: ZeroBits>(raw: &[u8], what: &str) -> Result<Vec<T>> {
+    let size = std::mem::size_of::<T>();
+    debug_assert_eq!(raw.len() % size, 0);
+    let mut v = zeros::<T>(raw.len() / size, what)?;
+    // SAFETY: `v` holds `raw.len() / size` initialized plain integers (`ZeroBits`): their
+    // bytes may be overwritten with any bytes, every bit pattern being a value.
+    let dst =
+        unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), v.len() * size) };
+    dst.copy_from_slice(&raw[..dst.len()]);
+    #[cfg(target_endian = "big")]
+    compile_error!("the caches hold little-endian words: swap them here on a big-endian target");
+    Ok(v)
+}
+
 /// An empty vector with room for `len` elements, or a clear error instead of aborting when the
 /// memory cannot be had (a generator asked for billions of vertices, say).
 pub fn reserved<T>(len: usize, what: &str) -> Result<Vec<T>> {

@@ -36,7 +36,7 @@ pub mod thread;
 pub mod tuning;
 
 pub use config::Plan;
-pub use error::{filled, reserved, zeros, Error, Result, ZeroBits};
+pub use error::{filled, reserved, words_le, zeros, Error, Result, ZeroBits};
 pub use runtime::RunOptions;
 
 /// Run `plan` with the built-in plugins ([`plugins::registry`]) and `opts.extra_plugins`:

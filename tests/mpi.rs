@@ -112,7 +112,10 @@ fn three_ranks_match_one(cfg: &str, extra: &[&str]) {
                 };
                 assert!(note.starts_with(want), "{n}");
             }
-            assert_eq!(report["input"]["algorithm"]["cpu_algorithm"], "phast", "{report}");
+            assert_eq!(
+                report["input"]["algorithm"]["cpu_algorithm"], "phast",
+                "{report}"
+            );
         }
         // The report's units are every rank's (one CPU worker each).
         assert_eq!(report["units"].as_array().unwrap().len(), 3, "{policy}");

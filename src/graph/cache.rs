@@ -20,6 +20,7 @@
 
 use super::Csr;
 use crate::{Error, Result};
+use rayon::prelude::*;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::{xxh3_128, Xxh3};
@@ -180,20 +181,19 @@ pub fn load(path: &Path, id: &Identity, name: &str) -> std::result::Result<Optio
             payload.len()
         ));
     }
-    let words = |from: usize, len: usize| -> Vec<u32> {
-        payload[from * 4..(from + len) * 4]
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
-            .collect()
-    };
-    let (offsets, targets, weights) = (words(0, n + 1), words(n + 1, m), words(n + 1 + m, m));
-    if checksum([&offsets, &targets, &weights]) != sum {
+    // The checksum is of the arrays' little-endian bytes, which the payload is.
+    if xxh3_128(payload) != sum {
         return Err("its payload checksum differs (corrupt)".into());
     }
+    let words = |from: usize, len: usize| {
+        crate::words_le::<u32>(&payload[from * 4..(from + len) * 4], "the cached graph")
+            .map_err(|e| e.to_string())
+    };
+    let (offsets, targets, weights) = (words(0, n + 1)?, words(n + 1, m)?, words(n + 1 + m, m)?);
     if offsets[0] != 0
         || offsets[n] as usize != m
         || offsets.windows(2).any(|p| p[0] > p[1])
-        || targets.iter().any(|&v| v as usize >= n)
+        || targets.par_iter().any(|&v| v as usize >= n)
     {
         return Err("its arrays do not form a CSR (corrupt)".into());
     }

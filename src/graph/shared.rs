@@ -26,8 +26,11 @@ pub trait GraphShare: Sync + std::fmt::Debug {
     /// rank calls it in the same place of its run; `what` names the bytes in each rank's
     /// report entry (`nodes[].from_rank_0`). For preprocessing that is deterministic but
     /// costly (apsp's contraction hierarchy): made once per job instead of once per rank.
-    fn from_rank_0(&self, what: &str, make: &mut dyn FnMut() -> Result<Vec<u8>>)
-        -> Result<Vec<u8>>;
+    fn made_on_rank_0(
+        &self,
+        what: &str,
+        make: &mut dyn FnMut() -> Result<Vec<u8>>,
+    ) -> Result<Vec<u8>>;
 }
 
 /// Where a machine's shared graph files go: `/dev/shm` (memory) where there is one, else the

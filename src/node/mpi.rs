@@ -203,7 +203,7 @@ pub struct MpiNode {
     /// How this rank got its graph (for the report): shared with the machine's ranks, or why
     /// it holds its own.
     graph_note: Mutex<Option<String>>,
-    /// What this rank made for the others or received from rank 0 (`from_rank_0`), by name,
+    /// What this rank made for the others or received from rank 0 (`made_on_rank_0`), by name,
     /// for the report.
     rank_0_notes: Mutex<serde_json::Map<String, serde_json::Value>>,
 }
@@ -787,7 +787,7 @@ impl crate::graph::GraphShare for MpiNode {
         self.size
     }
 
-    fn from_rank_0(
+    fn made_on_rank_0(
         &self,
         what: &str,
         make: &mut dyn FnMut() -> Result<Vec<u8>>,
@@ -815,7 +815,11 @@ impl crate::graph::GraphShare for MpiNode {
         }
         drop(w);
         let note = if self.rank == 0 {
-            format!("made here, {} bytes sent to {} ranks", head[1], self.size - 1)
+            format!(
+                "made here, {} bytes sent to {} ranks",
+                head[1],
+                self.size - 1
+            )
         } else {
             format!(
                 "received from rank 0: {} bytes in {:.2} s",

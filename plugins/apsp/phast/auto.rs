@@ -396,7 +396,7 @@ pub fn choose_for_job(
         ..req.clone()
     };
     let mut mine = None;
-    let bytes = share.from_rank_0("hierarchy", &mut || {
+    let bytes = share.made_on_rank_0("hierarchy", &mut || {
         let c = choose(g, wide, &req)?;
         let bytes = c.to_bytes(g);
         mine = Some(c);
@@ -699,6 +699,8 @@ pub struct Verdict {
 /// First line of a verdict file (it begins with a hierarchy's magic, `TUCCOMPI-CH`, so the
 /// cache's [`cache::ownable`] treats it as its own; [`cache::load`] reads it as stale).
 const VERDICT_MAGIC: &str = "TUCCOMPI-CH-VERDICT 1";
+/// A file in a hierarchy's place this long or longer is no verdict.
+const VERDICT_MAX: u64 = 1 << 16;
 
 impl Verdict {
     /// Whether a build with a budget of `work` would stop as this one did.
@@ -708,7 +710,15 @@ impl Verdict {
 
     /// The verdict at `path`, when one is there and readable.
     pub fn load(path: &Path) -> Option<Verdict> {
-        let bytes = crate::owned::read(path, "").ok()??;
+        use std::io::Read;
+        // A verdict is a line and a small JSON object; the file in its place is most often a
+        // hierarchy of up to gigabytes, of which only the first bytes are read.
+        let f = crate::owned::reopen(path, false, "").ok()?;
+        let mut bytes = Vec::new();
+        f.take(VERDICT_MAX).read_to_end(&mut bytes).ok()?;
+        if !bytes.starts_with(VERDICT_MAGIC.as_bytes()) || bytes.len() as u64 >= VERDICT_MAX {
+            return None;
+        }
         let text = String::from_utf8(bytes).ok()?;
         let (magic, json) = text.split_once('\n')?;
         let mut v: Verdict =

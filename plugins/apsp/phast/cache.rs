@@ -162,48 +162,88 @@ impl std::fmt::Display for Miss {
     }
 }
 
-/// Read the hierarchy at `path` if it holds the one `key` names.
+/// Read the hierarchy at `path` if it holds the one `key` names. The file is read once,
+/// straight into the hierarchy's arrays, hashing as it goes (a country-size hierarchy is a
+/// gigabyte: reading it whole and then converting it took seconds).
 pub fn load<W: ChWeight>(path: &Path, key: &Key) -> Result<Hierarchy<W>, Miss> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
+    let f = match std::fs::File::open(path) {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Miss::Absent),
         Err(e) => return Err(Miss::Unreadable(e.to_string())),
     };
-    from_bytes(&bytes, key)
+    let size = f
+        .metadata()
+        .map_err(|e| Miss::Unreadable(e.to_string()))?
+        .len();
+    read_from(f, size, key)
 }
 
 /// The hierarchy that [`to_bytes`] wrote into `bytes` (a cache file's content), if it is the
 /// one `key` names: header, key, length and checksum are checked, then the arrays' shape.
 pub fn from_bytes<W: ChWeight>(bytes: &[u8], key: &Key) -> Result<Hierarchy<W>, Miss> {
-    let mut r = Reader { b: bytes, at: 0 };
-    let head = |e: &'static str| Miss::Truncated(format!("header ends early: {e}"));
-    if r.take(MAGIC.len()).map_err(head)? != MAGIC {
+    read_from(bytes, bytes.len() as u64, key)
+}
+
+/// Header, key, length (against `size`, the source's bytes), then the payload through the
+/// checksum, then the arrays' shape.
+fn read_from<W: ChWeight, R: std::io::Read>(
+    mut src: R,
+    size: u64,
+    key: &Key,
+) -> Result<Hierarchy<W>, Miss> {
+    let want = key.bytes();
+    let mut head = vec![0u8; MAGIC.len() + 4 + want.len() + 8 + 16];
+    if let Err(e) = src.read_exact(&mut head) {
+        let short = e.kind() == std::io::ErrorKind::UnexpectedEof;
+        // A file shorter than a header: stale if it does not even start like one.
+        let got = size.min(head.len() as u64) as usize;
+        if short && !MAGIC.starts_with(&head[..got.min(MAGIC.len())]) {
+            return Err(Miss::Stale("not a tuccompi hierarchy file".into()));
+        }
+        return Err(if short {
+            Miss::Truncated("header ends early: the data ends early".into())
+        } else {
+            Miss::Unreadable(e.to_string())
+        });
+    }
+    let mut r = Reader { b: &head, at: 0 };
+    let head_err = |e: &'static str| Miss::Truncated(format!("header ends early: {e}"));
+    if r.take(MAGIC.len()).map_err(head_err)? != MAGIC {
         return Err(Miss::Stale("not a tuccompi hierarchy file".into()));
     }
-    let format = r.u32().map_err(head)?;
+    let format = r.u32().map_err(head_err)?;
     if format != FORMAT {
         return Err(Miss::Stale(format!(
             "format {format}, this build reads {FORMAT}"
         )));
     }
-    let want = key.bytes();
-    let got = r.take(want.len()).map_err(head)?;
+    let got = r.take(want.len()).map_err(head_err)?;
     if got != want.as_slice() {
         return Err(Miss::Mismatched(describe_key_difference(got, key)));
     }
-    let len = r.u64().map_err(head)?;
-    let sum = u128::from_le_bytes(r.take(16).map_err(head)?.try_into().expect("16 bytes"));
-    let payload = &bytes[r.at..];
-    if payload.len() as u64 != len {
+    let len = r.u64().map_err(head_err)?;
+    let sum = u128::from_le_bytes(r.take(16).map_err(head_err)?.try_into().expect("16 bytes"));
+    let payload = size.saturating_sub(head.len() as u64);
+    if payload != len {
         return Err(Miss::Truncated(format!(
-            "payload of {} bytes, header says {len}",
-            payload.len()
+            "payload of {payload} bytes, header says {len}"
         )));
     }
-    if xxh3_128(payload) != sum {
+    let mut p = Payload {
+        src,
+        hash: xxhash_rust::xxh3::Xxh3::new(),
+        left: len,
+    };
+    let arrays = read_arrays::<W, R>(&mut p);
+    // A wrong checksum is the finding, whatever the arrays looked like on the way.
+    if p.left != 0 || p.hash.digest128() != sum {
         return Err(Miss::Corrupt("payload checksum differs".into()));
     }
-    decode(payload, key).map_err(Miss::Corrupt)
+    let arrays = arrays.map_err(Miss::Corrupt)?;
+    if p.src.read(&mut [0u8; 1]).is_ok_and(|n| n > 0) {
+        return Err(Miss::Truncated("the file grew while it was read".into()));
+    }
+    decode(arrays, key).map_err(Miss::Corrupt)
 }
 
 fn describe_key_difference(got: &[u8], key: &Key) -> String {
@@ -343,44 +383,87 @@ impl<'a> Reader<'a> {
             self.take(8)?.try_into().expect("8 bytes"),
         ))
     }
-    fn len(&mut self, what: &str) -> Result<usize, String> {
-        let len = self.u64().map_err(|e| format!("{what}: {e}"))?;
-        usize::try_from(len)
-            .ok()
-            .filter(|&l| l <= self.b.len())
-            .ok_or_else(|| format!("{what}: length {len} exceeds the file"))
-    }
-    fn u32s(&mut self, what: &str) -> Result<Vec<u32>, String> {
-        let len = self.len(what)?;
-        let raw = self
-            .take(len.checked_mul(4).ok_or("overflow")?)
+}
+
+/// A hierarchy file's payload as it is read: hashed and counted.
+struct Payload<R> {
+    src: R,
+    hash: xxhash_rust::xxh3::Xxh3,
+    /// Bytes the header says are still to come.
+    left: u64,
+}
+
+impl<R: std::io::Read> Payload<R> {
+    fn fill(&mut self, dst: &mut [u8], what: &str) -> Result<(), String> {
+        if dst.len() as u64 > self.left {
+            return Err(format!("{what}: the data ends early"));
+        }
+        self.src
+            .read_exact(dst)
             .map_err(|e| format!("{what}: {e}"))?;
-        Ok(raw
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
-            .collect())
+        self.hash.update(dst);
+        self.left -= dst.len() as u64;
+        Ok(())
     }
-    fn ws<W: ChWeight>(&mut self, what: &str) -> Result<Vec<W>, String> {
-        let len = self.len(what)?;
-        let size = std::mem::size_of::<W>();
-        let raw = self
-            .take(len.checked_mul(size).ok_or("overflow")?)
-            .map_err(|e| format!("{what}: {e}"))?;
-        raw.chunks_exact(size)
-            .map(|c| {
-                let mut b = [0u8; 8];
-                b[..size].copy_from_slice(c);
-                W::from_u64(u64::from_le_bytes(b))
-                    .ok_or_else(|| format!("{what}: a weight equals the unreachable mark"))
-            })
-            .collect()
+    fn u64(&mut self, what: &str) -> Result<u64, String> {
+        let mut b = [0u8; 8];
+        self.fill(&mut b, what)?;
+        Ok(u64::from_le_bytes(b))
+    }
+    /// A length-prefixed array of little-endian words, read into place (the length is checked
+    /// against what is left before anything is allocated).
+    fn words<T: crate::ZeroBits>(&mut self, what: &str) -> Result<Vec<T>, String> {
+        let len = self.u64(what)?;
+        let size = std::mem::size_of::<T>() as u64;
+        let bytes = len
+            .checked_mul(size)
+            .filter(|&b| b <= self.left)
+            .ok_or_else(|| format!("{what}: length {len} exceeds the file"))?;
+        let mut v = crate::zeros::<T>(len as usize, what).map_err(|e| e.to_string())?;
+        // SAFETY: `v` holds `len` initialized plain integers (`ZeroBits`), whose bytes may be
+        // viewed and overwritten as bytes: every bit pattern is a value.
+        let raw =
+            unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), bytes as usize) };
+        self.fill(raw, what)?;
+        #[cfg(target_endian = "big")]
+        compile_error!("the hierarchy cache holds little-endian words: swap them here");
+        Ok(v)
     }
 }
 
-fn decode<W: ChWeight>(payload: &[u8], key: &Key) -> Result<Hierarchy<W>, String> {
-    let mut r = Reader { b: payload, at: 0 };
-    let mut word = || r.u64().map_err(|e| format!("build facts: {e}"));
-    let (arcs, shortcuts, rounds, n) = (word()?, word()?, word()?, word()?);
+/// A hierarchy's arrays as read, before their shape is checked.
+struct Arrays<W> {
+    facts: [u64; 4],
+    order: Vec<u32>,
+    up_offsets: Vec<u32>,
+    up_heads: Vec<u32>,
+    up_weights: Vec<W>,
+    down_offsets: Vec<u32>,
+    down_tails: Vec<u32>,
+    down_weights: Vec<W>,
+    levels: Vec<u32>,
+}
+
+fn read_arrays<W: ChWeight, R: std::io::Read>(r: &mut Payload<R>) -> Result<Arrays<W>, String> {
+    let mut facts = [0u64; 4];
+    for f in &mut facts {
+        *f = r.u64("build facts")?;
+    }
+    Ok(Arrays {
+        facts,
+        order: r.words("order")?,
+        up_offsets: r.words("upward offsets")?,
+        up_heads: r.words("upward heads")?,
+        up_weights: r.words("upward weights")?,
+        down_offsets: r.words("downward offsets")?,
+        down_tails: r.words("downward tails")?,
+        down_weights: r.words("downward weights")?,
+        levels: r.words("levels")?,
+    })
+}
+
+fn decode<W: ChWeight>(a: Arrays<W>, key: &Key) -> Result<Hierarchy<W>, String> {
+    let [arcs, shortcuts, rounds, n] = a.facts;
     if n != key.n || arcs != key.m {
         return Err(format!(
             "payload holds n = {n}, m = {arcs}; its key says {} and {}",
@@ -388,16 +471,23 @@ fn decode<W: ChWeight>(payload: &[u8], key: &Key) -> Result<Hierarchy<W>, String
         ));
     }
     let n = n as usize;
-    let order = r.u32s("order")?;
-    let up_offsets = r.u32s("upward offsets")?;
-    let up_heads = r.u32s("upward heads")?;
-    let up_weights = r.ws::<W>("upward weights")?;
-    let down_offsets = r.u32s("downward offsets")?;
-    let down_tails = r.u32s("downward tails")?;
-    let down_weights = r.ws::<W>("downward weights")?;
-    let levels = r.u32s("levels")?;
-    if r.at != payload.len() {
-        return Err("bytes after the last array".into());
+    let Arrays {
+        order,
+        up_offsets,
+        up_heads,
+        up_weights,
+        down_offsets,
+        down_tails,
+        down_weights,
+        levels,
+        ..
+    } = a;
+    for (what, w) in [("upward", &up_weights), ("downward", &down_weights)] {
+        if w.par_iter().any(|&x| x == W::INF) {
+            return Err(format!(
+                "{what} weights: a weight equals the unreachable mark"
+            ));
+        }
     }
     // Shape: a permutation, CSR offsets that index their arrays, arcs between earlier and
     // later positions as the sweep needs, levels that cover 0..n.

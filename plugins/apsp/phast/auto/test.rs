@@ -142,17 +142,28 @@ fn a_choice_crosses_to_another_rank_whole_and_only_for_its_graph() {
         assert_eq!(back.reason, c.reason);
         assert_eq!(back.report["levels"], 7);
         assert_eq!(back.report["from_rank_0"], true);
-        match (c.hierarchy.as_ref().unwrap(), back.hierarchy.as_ref().unwrap()) {
+        match (
+            c.hierarchy.as_ref().unwrap(),
+            back.hierarchy.as_ref().unwrap(),
+        ) {
             (AnyHierarchy::Narrow(x), AnyHierarchy::Narrow(y)) => {
-                assert_eq!((&x.order, &x.up_weights, &x.down_weights), (&y.order, &y.up_weights, &y.down_weights))
+                assert_eq!(
+                    (&x.order, &x.up_weights, &x.down_weights),
+                    (&y.order, &y.up_weights, &y.down_weights)
+                )
             }
             (AnyHierarchy::Wide(x), AnyHierarchy::Wide(y)) => {
-                assert_eq!((&x.order, &x.up_weights, &x.down_weights), (&y.order, &y.up_weights, &y.down_weights))
+                assert_eq!(
+                    (&x.order, &x.up_weights, &x.down_weights),
+                    (&y.order, &y.up_weights, &y.down_weights)
+                )
             }
             _ => panic!("the width changed on the way (wide = {wide})"),
         }
         // A rank holding another graph refuses the hierarchy, naming the difference.
-        let e = Choice::from_bytes(&bytes, &b).err().expect("another graph");
+        let Err(e) = Choice::from_bytes(&bytes, &b) else {
+            panic!("a hierarchy of another graph was taken")
+        };
         assert!(e.to_string().contains("another content"), "{e}");
         // Cut short or flipped: an error, never a wrong hierarchy.
         assert!(Choice::from_bytes(&bytes[..bytes.len() - 3], &a).is_err());
