@@ -34,7 +34,7 @@
 use super::{Chunk, Clock, TaskSource, UnitInfo, UnitKind, WallClock};
 use parking_lot::{Condvar, Mutex};
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// A unit's cost model: a chunk of `k` tasks takes `latency + k · per_task` seconds.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -240,7 +240,9 @@ pub struct WorkQueue {
     state: Mutex<State>,
     changed: Condvar,
     end: usize,
-    start_time: f64,
+    /// When the run started on `clock` ([`TaskSource::start`], else when the queue was made),
+    /// as `f64` bits.
+    start_time: AtomicU64,
     clock: Box<dyn Clock>,
     stopped: AtomicBool,
     rules: Rules,
@@ -317,11 +319,16 @@ impl WorkQueue {
             }),
             changed: Condvar::new(),
             end: tasks.end,
-            start_time: clock.now(),
+            start_time: AtomicU64::new(clock.now().to_bits()),
             clock,
             stopped: AtomicBool::new(false),
             rules,
         }
+    }
+
+    /// When the run started, on the queue's clock.
+    fn start_time(&self) -> f64 {
+        f64::from_bits(self.start_time.load(Ordering::Relaxed))
     }
 
     /// The current estimate of every unit (`None`: not measured, nor any of its class).
@@ -415,11 +422,12 @@ impl WorkQueue {
         };
         let Some(me) = est[unit] else {
             // Measured units (the plan: this unit is not in it) that clear what is left within
-            // as long again as this unit took to ask (its start-up: a worker's state, a
-            // device's kernels) leave it nothing worth a probe, which could end after them (a
-            // 20 ms run would end with every late CPU worker's first task). It waits, and plans
-            // again if they slow down.
-            let waited = now - self.start_time;
+            // as long again as this unit took to ask since the run started (a unit of another
+            // rank, whose workers are made on their own clock; on one node every unit's worker
+            // is made before the start) leave it nothing worth a probe, which could end after
+            // them (a 20 ms run would end with every late CPU worker's first task). It waits,
+            // and plans again if they slow down.
+            let waited = now - self.start_time();
             if can_do(now + waited) >= left && st.others_active(unit) {
                 return 0;
             }
@@ -481,7 +489,7 @@ impl WorkQueue {
             .zip(&est)
             .any(|(u, e)| !u.out && e.is_none());
         if unmeasured {
-            let horizon = (now - self.start_time).max(me.time(1));
+            let horizon = (now - self.start_time()).max(me.time(1));
             k = k.min(me.capacity(want, horizon).max(1));
         }
         if !self.rules.groups {
@@ -521,6 +529,10 @@ impl WorkQueue {
 }
 
 impl TaskSource for WorkQueue {
+    fn start(&self) {
+        self.start_time
+            .store(self.clock.now().to_bits(), Ordering::Relaxed);
+    }
     fn next(&self, unit: usize, want: usize) -> Option<Chunk<'_>> {
         let mut st = self.state.lock();
         if self.stopped.load(Ordering::Relaxed) || st.units[unit].out {
