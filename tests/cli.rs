@@ -736,7 +736,10 @@ fn a_large_input_is_read_once_then_from_the_graph_cache() {
     let summary = || std::fs::read_to_string(cwd.join("out/summary.csv")).unwrap();
     let (code, _, e) = tuccompi_in(&cwd, &["run", &cfg], &[]);
     assert_eq!(code, 0, "{e}");
-    assert!(e.contains("MB of input") && e.contains("cached for later runs"), "{e}");
+    assert!(
+        e.contains("MB of input") && e.contains("cached for later runs"),
+        "{e}"
+    );
     let first = summary();
     let (code, _, e) = tuccompi_in(&cwd, &["run", &cfg], &[]);
     assert_eq!(code, 0, "{e}");
@@ -745,14 +748,22 @@ fn a_large_input_is_read_once_then_from_the_graph_cache() {
     assert_eq!(summary(), first);
     // A corrupt cache file: a warning, the input read again, the same results.
     let dir = cwd.join("cache/tuccompi/graphs");
-    let file = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     let mut bytes = std::fs::read(&file).unwrap();
     let last = bytes.len() - 5;
     bytes[last] ^= 0x10;
     std::fs::write(&file, &bytes).unwrap();
     let (code, _, e) = tuccompi_in(&cwd, &["run", &cfg], &[]);
     assert_eq!(code, 0, "{e}");
-    assert!(e.contains("warning") && e.contains("corrupt") && e.contains("MB of input"), "{e}");
+    assert!(
+        e.contains("warning") && e.contains("corrupt") && e.contains("MB of input"),
+        "{e}"
+    );
     assert_eq!(summary(), first);
     // The input changed in place, same size (the first arc's weight 10 -> 99): read again,
     // and the results follow the new content.

@@ -284,7 +284,10 @@ fn the_run_counts_neither_the_workers_set_up_nor_their_release() {
     let wall = r["wall_seconds"].as_f64().unwrap();
     eprintln!("run {run:.3} s, set-up {setup:.3} s, wall {wall:.3} s");
     assert!(run < 1.0, "run_seconds {run} counts set-up or release");
-    assert!(setup >= 1.5, "the workers' set-up should be set-up: {setup}");
+    assert!(
+        setup >= 1.5,
+        "the workers' set-up should be set-up: {setup}"
+    );
     assert!(wall >= 3.0, "{wall}");
     let by = by_worker(&r);
     assert!(

@@ -539,7 +539,8 @@ fn searches<S: ChWeight>(
         if work.over() {
             return 0; // the build is stopping
         }
-        let (count, scanned) = witness(&mut pool.get(), ov, v, i, blocked, settle_limit, p, cap, sc);
+        let (count, scanned) =
+            witness(&mut pool.get(), ov, v, i, blocked, settle_limit, p, cap, sc);
         work.add(scanned);
         count
     };
@@ -761,7 +762,9 @@ fn build_with<W: ChWeight, S: ChWeight>(
         .into_par_iter()
         .map(|u| {
             let (a, b) = (g.offsets[u] as usize, g.offsets[u + 1] as usize);
-            (a..b).map(|e| (g.targets[e], weight(g.weights[e]))).collect()
+            (a..b)
+                .map(|e| (g.targets[e], weight(g.weights[e])))
+                .collect()
         })
         .collect();
     let inn = {

@@ -49,7 +49,10 @@ fn stored_graph_reads_back_equal_and_bad_files_are_refused() {
         (bytes[..bytes.len() - 8].to_vec(), "cut short"),
         (flipped, "corrupt"),
         (b"something else".to_vec(), "not a tuccompi graph cache"),
-        ([&bytes[..12], &99u32.to_le_bytes()[..], &bytes[16..]].concat(), "format 99"),
+        (
+            [&bytes[..12], &99u32.to_le_bytes()[..], &bytes[16..]].concat(),
+            "format 99",
+        ),
     ] {
         std::fs::write(&f, &bad).unwrap();
         let e = load(&f, &id, "x").unwrap_err();

@@ -272,9 +272,16 @@ fn quality_on_bremen_is_bounded() {
         "osm-bremen-dist: {per_arc:.3} shortcuts per arc, upward search {up:.1}, {} levels",
         h.num_levels()
     );
-    assert!(per_arc <= BREMEN_QUALITY.0, "{per_arc:.3} shortcuts per arc");
+    assert!(
+        per_arc <= BREMEN_QUALITY.0,
+        "{per_arc:.3} shortcuts per arc"
+    );
     assert!(up <= BREMEN_QUALITY.1, "upward search {up:.1}");
-    assert!(h.num_levels() <= BREMEN_QUALITY.2, "{} levels", h.num_levels());
+    assert!(
+        h.num_levels() <= BREMEN_QUALITY.2,
+        "{} levels",
+        h.num_levels()
+    );
 }
 
 /// Bounds of [`quality_on_bremen_is_bounded`]: shortcuts per arc, upward search, levels.
