@@ -7,7 +7,8 @@
 //! Each task's record is `(7 · task + 1, worker)`, so the checksum proves every task ran once
 //! and the records say who ran it. Failure injection lives here, in the test plugin: worker
 //! `fail_worker` fails (`"error"` or `"panic"`) on its chunk number `fail_chunk` (0 = when it
-//! is made); no production code path knows about it.
+//! is made); no production code path knows about it. Worker 0 can be slow to make (`make_ms`)
+//! and every worker slow to drop (`drop_ms`).
 
 use crate::util::*;
 use std::ops::Range;
@@ -43,6 +44,12 @@ struct Options {
     /// The GPU half's workers fail on their chunk number `fail_chunk` (a lost device).
     #[serde(default)]
     fail_gpu: bool,
+    /// Worker 0 sleeps this long while it is made (a slow per-worker state).
+    #[serde(default)]
+    make_ms: f64,
+    /// Every worker sleeps this long when it is dropped (a slow release).
+    #[serde(default)]
+    drop_ms: f64,
 }
 
 fn batch() -> usize {
@@ -103,6 +110,9 @@ impl Job for PacedJob {
 
 impl PacedJob {
     fn worker(&self, id: usize, per_chunk: f64, per_task: f64) -> Result<PacedWorker<'_>> {
+        if id == 0 {
+            std::thread::sleep(Duration::from_secs_f64(self.o.make_ms / 1e3));
+        }
         let w = PacedWorker {
             job: self,
             id,
@@ -190,6 +200,12 @@ impl PacedWorker<'_> {
     }
 }
 
+impl Drop for PacedWorker<'_> {
+    fn drop(&mut self) {
+        std::thread::sleep(Duration::from_secs_f64(self.job.o.drop_ms / 1e3));
+    }
+}
+
 impl Worker for PacedWorker<'_> {
     fn run(&mut self, tasks: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
         self.chunks += 1;
@@ -251,6 +267,33 @@ fn chunks_follow_speed_on_cpu_workers() {
     // The control: a policy that ignores speed gives every worker the same share.
     let r = paced(opts, &[&sets[..], &["scheduler.policy=equitable"]].concat()).unwrap();
     assert_eq!(by_worker(&r), vec![80, 80, 80]);
+}
+
+#[test]
+fn the_run_counts_neither_the_workers_set_up_nor_their_release() {
+    // Worker 0 takes 1.5 s to be made and every worker 1.5 s to be dropped; the tasks take
+    // about 90 ms on 3 workers. The run starts when every worker is made (the slow one then
+    // runs tasks like the others, instead of arriving after they have run them all) and ends
+    // before the workers are dropped: `run_seconds` is the tasks' time, and the set-up is in
+    // `phase_seconds.setup`. Margins are wide for a loaded machine.
+    let opts = "tasks = 90\ncpu_ms = [3.0]\nmake_ms = 1500.0\ndrop_ms = 1500.0";
+    let r = paced(opts, &["units.opencl=none", "units.cpu_workers=3"]).unwrap();
+    assert_eq!(r["checksum"]["sum"], expected_sum(90));
+    let run = r["run_seconds"].as_f64().unwrap();
+    let setup = r["phase_seconds"]["setup"].as_f64().unwrap();
+    let wall = r["wall_seconds"].as_f64().unwrap();
+    eprintln!("run {run:.3} s, set-up {setup:.3} s, wall {wall:.3} s");
+    assert!(run < 1.0, "run_seconds {run} counts set-up or release");
+    assert!(
+        setup >= 1.5,
+        "the workers' set-up should be set-up: {setup}"
+    );
+    assert!(wall >= 3.0, "{wall}");
+    let by = by_worker(&r);
+    assert!(
+        by.iter().all(|&n| n > 0),
+        "the slow-to-make worker 0 should run tasks too: {by:?}"
+    );
 }
 
 #[test]

@@ -484,6 +484,9 @@ impl TaskSource for Master {
         // Under master-slave this also stops handing chunks to other ranks.
         self.local.stop();
     }
+    fn start(&self) {
+        self.local.start();
+    }
     fn now(&self) -> f64 {
         self.local.now()
     }
@@ -524,6 +527,9 @@ impl TaskSource for Shared {
     }
     fn stop(&self) {
         self.0.stop();
+    }
+    fn start(&self) {
+        self.0.start();
     }
     fn now(&self) -> f64 {
         self.0.now()
@@ -690,6 +696,11 @@ impl TaskSource for Remote<'_> {
             share.stop();
         }
         self.stopped.store(true, Ordering::Relaxed);
+    }
+    fn start(&self) {
+        if let Some(share) = &self.share {
+            share.start();
+        }
     }
     fn now(&self) -> f64 {
         self.share.as_ref().map_or(0.0, |s| s.now())

@@ -249,10 +249,8 @@ pub(super) fn execute<'p>(
         "running {}",
         prepared.plugin.name()
     );
-    let setup_seconds = t_setup.elapsed().as_secs_f64();
     // Set-up, not run: reading the history (and the CPU's model) before the clock starts.
     let mut history = SpeedHistory::open(plan, opts, prepared, &units, node);
-    let t_run = Instant::now();
     let records = Mutex::new(records);
     let interrupted = AtomicBool::new(false);
     let node_run = run_chunks(
@@ -267,16 +265,23 @@ pub(super) fn execute<'p>(
         &interrupted,
         &history.priors,
     );
-    let run_seconds = t_run.elapsed().as_secs_f64();
-    let (stats, slices) = match node_run {
-        Ok((mut stats, slices, measured)) => {
+    let (stats, slices, setup_seconds, run_seconds) = match node_run {
+        Ok(NodeRun {
+            mut stats,
+            slices,
+            measured,
+            started,
+            ended,
+        }) => {
             if !interrupted.load(Ordering::Relaxed) {
                 history.store(&units, &stats, &measured);
             }
             // Devices taken out at set-up are failed units of the report (after the units
             // that ran, so unit indices stay those of `units`).
             stats.extend(failed_devices);
-            (stats, slices)
+            // The units' workers were made before `started`: set-up.
+            let setup = (started - t_setup).as_secs_f64();
+            (stats, slices, setup, (ended - started).as_secs_f64())
         }
         Err(e) => {
             if let Some(st) = &stage {
@@ -294,7 +299,7 @@ pub(super) fn execute<'p>(
     let want = match plan.verify.sample {
         Some(n) => verify::Want::Tasks(n),
         // A few tasks, for about 1% of the run's time (the first always runs).
-        None => verify::Want::Auto(t_run.elapsed() / 100),
+        None => verify::Want::Auto(Duration::from_secs_f64(run_seconds / 100.0)),
     };
     let verified = if want != verify::Want::Tasks(0) && job.cpu().is_some() {
         match verify::verify(job, &units, &slices, &records, want) {
@@ -335,9 +340,21 @@ pub(super) fn execute<'p>(
     })
 }
 
-/// What the units of a node did: their statistics, their chunks (for the trace) and the models
-/// the work queue measured (for the speed history).
-pub(super) type NodeRun = (Vec<UnitStats>, Vec<Slice>, Vec<Option<Estimate>>);
+/// What the units of a node did.
+pub(super) struct NodeRun {
+    /// Each unit's statistics.
+    pub(super) stats: Vec<UnitStats>,
+    /// Their chunks, for the trace.
+    pub(super) slices: Vec<Slice>,
+    /// The models the work queue measured, for the speed history.
+    pub(super) measured: Vec<Option<Estimate>>,
+    /// The run's clock: from when every unit had its worker (set-up before this counts as
+    /// set-up)...
+    pub(super) started: Instant,
+    /// ... to when the last unit left (under MPI, rank 0: when every rank's units had), before
+    /// the workers were released.
+    pub(super) ended: Instant,
+}
 
 /// Run the units over the node's task source until it is dry or interrupted, skipping the
 /// `done` tasks; each finished chunk goes to rank 0's `journal` (or, on other ranks, is sent to
@@ -407,11 +424,15 @@ pub(super) fn run_chunks(
                 measured = source.estimates();
                 let ran = r?;
                 // Failed units gave their chunks back; if no unit was left to take them, say
-                // so (an interrupted run leaves tasks on purpose).
+                // so (an interrupted run leaves tasks on purpose). Under MPI this waits for
+                // the other ranks' units: the run lasts until they end.
                 let left = source.left_over();
+                let ended = Instant::now();
+                // Not run time: freeing what the workers touched.
+                crate::thread::release(ran.workers);
                 if left > 0 && !interrupted.load(Ordering::Relaxed) {
                     let failures: Vec<String> = ran
-                        .0
+                        .stats
                         .iter()
                         .filter_map(|u| Some(format!("{}: {}", u.name, u.failed.as_ref()?)))
                         .collect();
@@ -421,9 +442,15 @@ pub(super) fn run_chunks(
                         failures: failures.join("; "),
                     });
                 }
-                Ok(ran)
+                Ok((ran.stats, ran.slices, ran.started, ended))
             })
         });
     progress.finish_and_clear();
-    result.map(|(stats, slices)| (stats, slices, measured))
+    result.map(|(stats, slices, started, ended)| NodeRun {
+        stats,
+        slices,
+        measured,
+        started,
+        ended,
+    })
 }

@@ -46,6 +46,10 @@ pub trait TaskSource: Sync {
     fn next(&self, unit: usize, want: usize) -> Option<Chunk<'_>>;
     /// Stop handing out work (after a failure, or when the run is interrupted).
     fn stop(&self);
+    /// The units are ready (their workers made) and about to ask for their first chunks: the
+    /// run starts now. A source that plans with the time the run has lasted counts from here,
+    /// not from when it was made. Called once, before any [`TaskSource::next`].
+    fn start(&self) {}
     /// Seconds on this source's clock (a speed-aware source measures chunks with it).
     fn now(&self) -> f64 {
         0.0

@@ -29,12 +29,21 @@
 //! 5. A CPU worker never takes more than an even split of what is left among the active units
 //!    of its class, and a worker that runs tasks in groups gets whole groups.
 //!
+//! 6. CPU workers that together have less than `Rules::min_cpu_share` (10%) of the speed of
+//!    the units in the plan (each at its chunk size) take nothing while another unit runs.
+//!    Measured, such CPU workers cost more than they gave: beside 14 CPU PHAST workers running
+//!    5% of osm-bremen-dist's trees, the GPU ran 10% slower and the workers' last chunks of
+//!    64 trees (5 ms) ended up to 2.2 ms after it (15.1-16.3 ms against 13.7-14.1 ms on the
+//!    GPU alone); PHAST on osm-moscow (CPUs 2%) and collatz (CPUs 1%) on GPU + CPUs were 1%
+//!    and 11% under the GPU alone (BENCHMARKS.md, issue 22). The 10% is a judgement between
+//!    those (5-6% and less) and mixed runs that gain (CPUs 16% and more).
+//!
 //! Complexity: a request costs O(units · 60) (a bisection for `T`) under the queue's lock.
 
 use super::{Chunk, Clock, TaskSource, UnitInfo, UnitKind, WallClock};
 use parking_lot::{Condvar, Mutex};
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// A unit's cost model: a chunk of `k` tasks takes `latency + k · per_task` seconds.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -104,6 +113,9 @@ pub(crate) struct Rules {
     /// split of what is left among its class (item 5 of the module text). Off only in the
     /// simulator's test of the policy before issue 22.
     pub groups: bool,
+    /// CPU workers that together have less than this part of the units' speed take nothing
+    /// while another unit runs (item 6 of the module text).
+    pub min_cpu_share: f64,
 }
 
 impl Default for Rules {
@@ -114,6 +126,7 @@ impl Default for Rules {
             window: 0.5,
             split: 0.5,
             groups: true,
+            min_cpu_share: 0.10,
         }
     }
 }
@@ -240,7 +253,9 @@ pub struct WorkQueue {
     state: Mutex<State>,
     changed: Condvar,
     end: usize,
-    start_time: f64,
+    /// When the run started on `clock` ([`TaskSource::start`], else when the queue was made),
+    /// as `f64` bits.
+    start_time: AtomicU64,
     clock: Box<dyn Clock>,
     stopped: AtomicBool,
     rules: Rules,
@@ -317,11 +332,16 @@ impl WorkQueue {
             }),
             changed: Condvar::new(),
             end: tasks.end,
-            start_time: clock.now(),
+            start_time: AtomicU64::new(clock.now().to_bits()),
             clock,
             stopped: AtomicBool::new(false),
             rules,
         }
+    }
+
+    /// When the run started, on the queue's clock.
+    fn start_time(&self) -> f64 {
+        f64::from_bits(self.start_time.load(Ordering::Relaxed))
     }
 
     /// The current estimate of every unit (`None`: not measured, nor any of its class).
@@ -394,7 +414,7 @@ impl WorkQueue {
         let want = me_state.want.min(left).max(1);
         let est = self.all_estimates(st);
         // Everyone measured who can take part, with the time it becomes free.
-        let plan: Vec<(Estimate, usize, f64)> = st
+        let plan: Vec<(Estimate, usize, f64, UnitKind)> = st
             .units
             .iter()
             .enumerate()
@@ -405,21 +425,22 @@ impl WorkQueue {
                     Some((start, k)) if j != unit => (start + e.time(k)).max(now),
                     _ => now,
                 };
-                Some((e, u.want.min(left).max(1), free))
+                Some((e, u.want.min(left).max(1), free, u.kind))
             })
             .collect();
         let can_do = |t: f64| -> usize {
             plan.iter()
-                .map(|(e, cap, free)| e.capacity(*cap, t - free))
+                .map(|(e, cap, free, _)| e.capacity(*cap, t - free))
                 .fold(0usize, |a, b| a.saturating_add(b))
         };
         let Some(me) = est[unit] else {
             // Measured units (the plan: this unit is not in it) that clear what is left within
-            // as long again as this unit took to ask (its start-up: a worker's state, a
-            // device's kernels) leave it nothing worth a probe, which could end after them (a
-            // 20 ms run would end with every late CPU worker's first task). It waits, and plans
-            // again if they slow down.
-            let waited = now - self.start_time;
+            // as long again as this unit took to ask since the run started (a unit of another
+            // rank, whose workers are made on their own clock; on one node every unit's worker
+            // is made before the start) leave it nothing worth a probe, which could end after
+            // them (a 20 ms run would end with every late CPU worker's first task). It waits,
+            // and plans again if they slow down.
+            let waited = now - self.start_time();
             if can_do(now + waited) >= left && st.others_active(unit) {
                 return 0;
             }
@@ -440,6 +461,16 @@ impl WorkQueue {
                 }
             };
         };
+        if me_state.kind == UnitKind::Cpu && st.others_active(unit) {
+            // The CPU workers' part of the units' speed (of every rank), each unit at its
+            // chunk size.
+            let rate = |p: &(Estimate, usize, f64, UnitKind)| p.1 as f64 / p.0.time(p.1).max(1e-12);
+            let all: f64 = plan.iter().map(rate).sum();
+            let cpus: f64 = plan.iter().filter(|p| p.3 == UnitKind::Cpu).map(rate).sum();
+            if cpus < self.rules.min_cpu_share * all {
+                return 0;
+            }
+        }
         // The requester alone finishes everything by `hi`.
         let mut hi = now + me.time(want) * left.div_ceil(want) as f64 + 1e-9;
         while can_do(hi) < left {
@@ -481,7 +512,7 @@ impl WorkQueue {
             .zip(&est)
             .any(|(u, e)| !u.out && e.is_none());
         if unmeasured {
-            let horizon = (now - self.start_time).max(me.time(1));
+            let horizon = (now - self.start_time()).max(me.time(1));
             k = k.min(me.capacity(want, horizon).max(1));
         }
         if !self.rules.groups {
@@ -521,6 +552,10 @@ impl WorkQueue {
 }
 
 impl TaskSource for WorkQueue {
+    fn start(&self) {
+        self.start_time
+            .store(self.clock.now().to_bits(), Ordering::Relaxed);
+    }
     fn next(&self, unit: usize, want: usize) -> Option<Chunk<'_>> {
         let mut st = self.state.lock();
         if self.stopped.load(Ordering::Relaxed) || st.units[unit].out {

@@ -491,3 +491,47 @@ fn grouped_cpu_workers_are_kept_busy() {
         "the old policy passes: the scenario shows nothing"
     );
 }
+
+/// osm-bremen-dist's full APSP on an H200 (BENCHMARKS.md, issue 22): two queues of GPU PHAST
+/// finish its 40,461 trees in about 14 ms; 14 CPU PHAST workers (64 trees in 5 ms) could run
+/// about 6% of them. Measured, they cost more than that: with speeds known, such CPU workers
+/// take nothing while the GPU runs (item 6 of the queue's module text); with the rule off it
+/// takes its part.
+#[test]
+fn cpu_workers_with_a_tiny_part_of_the_plan_stay_out() {
+    let tasks = 40_461;
+    let mut units: Vec<SimUnit> = (0..2)
+        .map(|_| SimUnit::gpu("H200", 3e-4, 6.8e-7, 8192))
+        .collect();
+    units.extend((0..14).map(|_| SimUnit::cpu(7.8e-5).grouped(64, 0.0)));
+    for u in &mut units {
+        u.info = u.info.clone().with_prior(Some(Estimate {
+            latency: u.latency,
+            per_task: u.per_task,
+        }));
+    }
+    let run = |rules: Rules| {
+        let clock = VirtualClock::default();
+        let infos: Vec<UnitInfo> = units.iter().map(|u| u.info.clone()).collect();
+        let q = WorkQueue::with_clock(0..tasks, &infos, Box::new(clock.clone()), rules);
+        sim::run(&q, &clock, &units, 0..tasks)
+    };
+    let on = run(Rules::default());
+    let off = run(Rules {
+        min_cpu_share: 0.0,
+        ..Rules::default()
+    });
+    let cpu = |o: &sim::Outcome| o.tasks[2..].iter().sum::<usize>();
+    eprintln!(
+        "CPU tasks: {} (rule off: {}); makespan {:.2} ms (rule off: {:.2} ms)",
+        cpu(&on),
+        cpu(&off),
+        on.makespan * 1e3,
+        off.makespan * 1e3
+    );
+    assert_eq!(cpu(&on), 0, "the CPU workers should stay out");
+    assert!(
+        cpu(&off) > 0,
+        "the scenario should give CPU workers tasks without the rule"
+    );
+}

@@ -5,7 +5,15 @@
 //! threads feeding it, which keeps every queue busy). Offers the runtime [`run_units`]: run every
 //! unit until the source is dry and return per-unit statistics and the trace of chunks.
 //!
-//! Protocol: each unit thread pulls a chunk (a guard from the source), runs it into a private
+//! Start and end: each unit thread first makes its worker (a CPU half's per-worker state, a
+//! device queue's buffers); when every unit has one (or has failed to make it), the source is
+//! told the run starts ([`TaskSource::start`]) and all units pull their first chunk at once,
+//! so that no unit builds its state while others run, and a short run does not end with late
+//! workers' first chunks. The run's span ([`Ran::started`]) begins there; the workers are
+//! handed back to the caller ([`Ran::workers`]) so that their release (freeing what a worker
+//! touched) is not part of it either.
+//!
+//! Protocol: each unit thread then pulls a chunk (a guard from the source), runs it into a private
 //! record buffer, copies the records into the shared store, drops the chunk (which reports its
 //! time to the source), and sends a `ChunkDone` event over a crossbeam channel to the
 //! coordinating thread, which drives the progress bar. A unit that gets no chunk waits in
@@ -127,12 +135,50 @@ enum Event {
     Failed(usize, String),
 }
 
+/// What [`run_units`] hands back.
+pub struct Ran<'a> {
+    /// What each unit did, in the order of the unit list.
+    pub stats: Vec<UnitStats>,
+    /// Every finished (sub-)chunk, for the trace; times are from [`Ran::started`].
+    pub slices: Vec<Slice>,
+    /// When every unit had made its worker (or failed to) and the first chunks were pulled:
+    /// the run's clock starts here, after the units' set-up.
+    pub started: Instant,
+    /// The units' workers (those that could be made), undropped: their release (a CPU
+    /// worker's touched per-worker state) is left to the caller, to do after it stops the
+    /// run's clock ([`release`]).
+    pub workers: Vec<Box<dyn Worker + 'a>>,
+}
+
+impl std::fmt::Debug for Ran<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ran")
+            .field("stats", &self.stats)
+            .field("slices", &self.slices.len())
+            .field("workers", &self.workers.len())
+            .finish()
+    }
+}
+
+/// Drop `workers`, each on a thread of its own (freeing a CPU worker's pages takes time; in
+/// parallel it takes about one worker's).
+pub fn release(workers: Vec<Box<dyn Worker + '_>>) {
+    std::thread::scope(|s| {
+        for w in workers {
+            s.spawn(move || drop(w));
+        }
+    });
+}
+
 /// Callback for each finished (sub-)chunk: its unit (index into the unit list), its tasks and
 /// their records.
 pub type Finished<'a> = &'a (dyn Fn(usize, Range<usize>, &[u64]) -> Result<()> + Sync);
 
 /// Run every unit until `source` is dry, skipping tasks in `done`. Records land in `records`
 /// (task-indexed) and are passed to `finished` chunk by chunk.
+///
+/// Every unit makes its worker before any unit pulls a chunk (the module text: "Start and
+/// end"); the workers come back in [`Ran::workers`], undropped.
 ///
 /// A unit whose worker cannot be made, or whose chunk fails (an error or a panic), is taken out
 /// of the run: under [`OnFailure::Retry`] its chunk goes back to the source for the other
@@ -141,27 +187,30 @@ pub type Finished<'a> = &'a (dyn Fn(usize, Range<usize>, &[u64]) -> Result<()> +
 /// ([`TaskSource::left_over`]).
 // Each argument is one thing the runtime hands the layer; bundling them would only rename them.
 #[allow(clippy::too_many_arguments)]
-pub fn run_units(
-    job: &dyn Job,
-    units: &[Unit<'_>],
+pub fn run_units<'a>(
+    job: &'a dyn Job,
+    units: &'a [Unit<'_>],
     source: &dyn TaskSource,
     records: &Mutex<Records>,
     progress: &indicatif::ProgressBar,
     on_failure: OnFailure,
     done: &DoneSet,
     finished: Finished<'_>,
-) -> Result<(Vec<UnitStats>, Vec<Slice>)> {
-    let t0 = Instant::now();
+) -> Result<Ran<'a>> {
     let words = job.record_words();
+    let start = Start::default();
     let (tx, rx) = crossbeam_channel::unbounded::<Event>();
     let first_error: Mutex<Option<Error>> = Mutex::new(None);
     let mut slices = Vec::new();
     let mut failed: Vec<Option<String>> = vec![None; units.len()];
+    let mut workers = Vec::new();
     std::thread::scope(|s| {
+        let mut threads = Vec::with_capacity(units.len());
         for (index, unit) in units.iter().enumerate() {
             let tx = tx.clone();
             let first_error = &first_error;
-            std::thread::Builder::new()
+            let start = &start;
+            let thread = std::thread::Builder::new()
                 .name(unit.name.clone())
                 .spawn_scoped(s, move || {
                     // Take this unit out: its chunk (if any) has gone back to the source.
@@ -182,19 +231,25 @@ pub fn run_units(
                             });
                         }
                     };
-                    let made = catch_unwind(AssertUnwindSafe(|| make_worker(job, &unit.spec)));
-                    let mut worker = match made {
-                        Ok(Ok(w)) => w,
-                        Ok(Err(e)) => {
-                            source.failed(index, 0..0);
-                            return fail(e.to_string());
-                        }
-                        Err(p) => {
-                            source.failed(index, 0..0);
-                            return fail(panic_text(p));
-                        }
+                    let made = catch_unwind(AssertUnwindSafe(|| {
+                        let w = make_worker(job, &unit.spec)?;
+                        source.granule(index, w.granule().max(1));
+                        Ok::<_, Error>(w)
+                    }));
+                    let worker = match made {
+                        Ok(Ok(w)) => Ok(w),
+                        Ok(Err(e)) => Err(e.to_string()),
+                        Err(p) => Err(panic_text(p)),
                     };
-                    source.granule(index, worker.granule().max(1));
+                    // Out before the start, so that the source plans without this unit.
+                    let worker = worker
+                        .map_err(|msg| {
+                            source.failed(index, 0..0);
+                            fail(msg)
+                        })
+                        .ok();
+                    let t0 = start.ready();
+                    let mut worker = worker?;
                     let mut buf = Vec::new();
                     'pull: loop {
                         // The chunk reports its time to the source when dropped below.
@@ -240,10 +295,26 @@ pub fn run_units(
                         }
                         drop(chunk);
                     }
-                })
-                .expect("spawning a unit thread");
+                    // This unit's end: its channel closes (the run ends when every unit's has)
+                    // before its worker goes back undropped.
+                    drop(tx);
+                    Some(worker)
+                });
+            match thread {
+                Ok(t) => threads.push(t),
+                // The others must not wait for it at the start.
+                Err(e) => {
+                    source.failed(index, 0..0);
+                    source.stop();
+                    first_error.lock().get_or_insert(Error::Unit {
+                        unit: unit.name.clone(),
+                        msg: format!("its thread could not be started: {e}"),
+                    });
+                }
+            }
         }
         drop(tx);
+        start.go(threads.len(), source);
         progress.set_position(done.count() as u64);
         for ev in rx.iter() {
             match ev {
@@ -254,7 +325,16 @@ pub fn run_units(
                 Event::Failed(unit, msg) => failed[unit] = Some(msg),
             }
         }
+        for t in threads {
+            match t.join() {
+                Ok(w) => workers.extend(w),
+                // A unit's panics are caught around its worker; one elsewhere in its thread is
+                // a bug of this layer: raised here, as the scope would have.
+                Err(p) => std::panic::resume_unwind(p),
+            }
+        }
     });
+    let started = start.started();
     if let Some(e) = first_error.into_inner() {
         return Err(e);
     }
@@ -289,7 +369,53 @@ pub fn run_units(
             }
         })
         .collect();
-    Ok((stats, slices))
+    Ok(Ran {
+        stats,
+        slices,
+        started,
+        workers,
+    })
+}
+
+/// The start of a run: the unit threads wait in [`Start::ready`] until the coordinating thread,
+/// in [`Start::go`], has seen every one of them arrive (its worker made or failed), started the
+/// source's clock and taken the run's start time.
+#[derive(Default)]
+struct Start {
+    /// Units arrived, and the start time once set.
+    state: Mutex<(usize, Option<Instant>)>,
+    changed: parking_lot::Condvar,
+}
+
+impl Start {
+    /// A unit is ready (or out): wait for the start, and return its time.
+    fn ready(&self) -> Instant {
+        let mut st = self.state.lock();
+        st.0 += 1;
+        self.changed.notify_all();
+        loop {
+            if let Some(t0) = st.1 {
+                return t0;
+            }
+            self.changed.wait(&mut st);
+        }
+    }
+
+    /// Wait for `units` units to be ready, then start `source` and the run.
+    fn go(&self, units: usize, source: &dyn TaskSource) {
+        let mut st = self.state.lock();
+        while st.0 < units {
+            self.changed.wait(&mut st);
+        }
+        source.start();
+        st.1 = Some(Instant::now());
+        self.changed.notify_all();
+    }
+
+    /// When the run started ([`Start::go`]; now, if it never ran).
+    fn started(&self) -> Instant {
+        self.state.lock().1.unwrap_or_else(Instant::now)
+    }
 }
 
 fn make_worker<'a>(job: &'a dyn Job, spec: &'a UnitSpec<'_>) -> Result<Box<dyn Worker + 'a>> {

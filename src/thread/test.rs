@@ -6,6 +6,7 @@ use crate::config::{OnFailure, Policy};
 use crate::plugin::{CpuHalf, Records, Worker};
 use crate::scheduler;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 /// Tasks write `t * t`; task `fail` returns an error, task `panic` panics.
 struct Squares {
@@ -13,6 +14,15 @@ struct Squares {
     fail: Option<usize>,
     panic: Option<usize>,
     runs: AtomicUsize,
+    /// The first worker made sleeps this long while it is made (a slow per-worker state).
+    slow_make: Duration,
+    /// Workers begun, and made, so far.
+    begun: AtomicUsize,
+    made: AtomicUsize,
+    /// The fewest workers made when some chunk ran.
+    made_at_run: AtomicUsize,
+    /// Workers dropped so far.
+    dropped: AtomicUsize,
 }
 
 impl Squares {
@@ -22,6 +32,11 @@ impl Squares {
             fail: None,
             panic: None,
             runs: AtomicUsize::new(0),
+            slow_make: Duration::ZERO,
+            begun: AtomicUsize::new(0),
+            made: AtomicUsize::new(0),
+            made_at_run: AtomicUsize::new(usize::MAX),
+            dropped: AtomicUsize::new(0),
         }
     }
 }
@@ -46,14 +61,26 @@ impl Job for Squares {
 
 impl CpuHalf for Squares {
     fn worker(&self) -> Result<Box<dyn Worker + '_>> {
+        if self.begun.fetch_add(1, Ordering::Relaxed) == 0 {
+            std::thread::sleep(self.slow_make);
+        }
+        self.made.fetch_add(1, Ordering::Relaxed);
         Ok(Box::new(SquareWorker(self)))
     }
 }
 
 struct SquareWorker<'a>(&'a Squares);
 
+impl Drop for SquareWorker<'_> {
+    fn drop(&mut self) {
+        self.0.dropped.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 impl Worker for SquareWorker<'_> {
     fn run(&mut self, range: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
+        let made = self.0.made.load(Ordering::Relaxed);
+        self.0.made_at_run.fetch_min(made, Ordering::Relaxed);
         for t in range {
             self.0.runs.fetch_add(1, Ordering::Relaxed);
             if self.0.fail == Some(t) {
@@ -91,7 +118,7 @@ fn run(
     let source = scheduler::source(policy, 0..job.tasks, &infos);
     // These tests are about a failure ending the run (units.on_failure = "abort"); the retry
     // path is tested in tests/scheduling.rs.
-    let (stats, slices) = run_units(
+    let ran = run_units(
         job,
         units,
         source.as_ref(),
@@ -101,7 +128,7 @@ fn run(
         &DoneSet::new(job.tasks),
         &|_, _, _| Ok(()),
     )?;
-    Ok((records.into_inner(), stats, slices))
+    Ok((records.into_inner(), ran.stats, ran.slices))
 }
 
 #[test]
@@ -123,7 +150,7 @@ fn done_tasks_are_skipped_and_finished_chunks_reported_with_their_records() {
             scheduler::UnitInfo::cpu("cpu"),
         ],
     );
-    let (stats, _) = run_units(
+    let stats = run_units(
         &job,
         &cpu_units(2, 16),
         source.as_ref(),
@@ -141,7 +168,8 @@ fn done_tasks_are_skipped_and_finished_chunks_reported_with_their_records() {
             Ok(())
         },
     )
-    .unwrap();
+    .unwrap()
+    .stats;
     let records = records.into_inner();
     let seen = reported.into_inner();
     for (t, &reports) in seen.iter().enumerate() {
@@ -313,4 +341,46 @@ fn a_job_without_a_cpu_half_gets_a_clear_error() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("no CPU half"), "{err}");
+}
+
+#[test]
+fn every_worker_is_made_before_the_first_chunk_and_released_by_the_caller() {
+    // One worker takes 300 ms to make; 2,000 trivial tasks take far less. Were the units to
+    // pull as soon as their own worker is made, the other two would run every task before the
+    // slow one exists (the run's clock would count its set-up, and a short run would end with
+    // its late first chunk).
+    let mut job = Squares::new(2000);
+    job.slow_make = Duration::from_millis(300);
+    let units = cpu_units(3, 4);
+    let records = Mutex::new(Records {
+        words: 1,
+        data: vec![u64::MAX; job.tasks],
+    });
+    let infos = vec![scheduler::UnitInfo::cpu("cpu"); units.len()];
+    let source = scheduler::source(Policy::WorkQueue, 0..job.tasks, &infos);
+    let before = Instant::now();
+    let ran = run_units(
+        &job,
+        &units,
+        source.as_ref(),
+        &records,
+        &indicatif::ProgressBar::hidden(),
+        OnFailure::Abort,
+        &DoneSet::new(job.tasks),
+        &|_, _, _| Ok(()),
+    )
+    .unwrap();
+    assert_eq!(
+        job.made_at_run.load(Ordering::Relaxed),
+        3,
+        "a chunk ran before every worker was made"
+    );
+    // The run's start is after the slow worker was made; the slices count from it.
+    assert!(ran.started - before >= Duration::from_millis(300));
+    assert_eq!(ran.stats.iter().map(|s| s.tasks).sum::<usize>(), 2000);
+    // The workers come back undropped, for the caller to release after its clock stops.
+    assert_eq!(job.dropped.load(Ordering::Relaxed), 0);
+    assert_eq!(ran.workers.len(), 3);
+    release(ran.workers);
+    assert_eq!(job.dropped.load(Ordering::Relaxed), 3);
 }

@@ -35,6 +35,12 @@ pub fn cpu_worker<'a>(job: &'a ApspJob, h: &'a AnyHierarchy) -> Result<Box<dyn W
     })
 }
 
+/// Summaries over every vertex without distance rows: the sweep tallies them and skips the
+/// rows nobody reads.
+fn tally(job: &ApspJob) -> bool {
+    job.targets.is_none() && job.rows.is_none()
+}
+
 struct PhastWorker<'a, W: ChWeight> {
     job: &'a ApspJob,
     sw: Sweeper<'a, W>,
@@ -54,9 +60,13 @@ impl<'a, W: ChWeight> PhastWorker<'a, W> {
             std::mem::size_of::<W>(),
         )?
         .value;
+        let mut sw = Sweeper::new(h, k)?;
+        // The runtime makes every worker before the run starts: map the pages its sweeps write
+        // now, not in its first chunk.
+        sw.touch(tally(job));
         Ok(PhastWorker {
             job,
-            sw: Sweeper::new(h, k)?,
+            sw,
             tpos: job
                 .targets
                 .as_ref()
@@ -81,10 +91,7 @@ impl<W: ChWeight + RowWrite> Worker for PhastWorker<'_, W> {
             let end = (start + k).min(range.end);
             self.batch.clear();
             self.batch.extend_from_slice(&self.job.sources[start..end]);
-            // Summaries over every vertex without distance rows: the sweep tallies them and
-            // skips the rows nobody reads.
-            let tally = self.tpos.is_none() && self.job.rows.is_none();
-            self.sw.run_with(&self.batch, tally);
+            self.sw.run_with(&self.batch, tally(self.job));
             self.sw.summarize(self.tpos.as_deref(), &mut self.recs);
             for (j, t) in (start..end).enumerate() {
                 // A u32 tree with a distance at CEIL overflowed: redone in u64.
