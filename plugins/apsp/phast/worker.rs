@@ -52,6 +52,9 @@ struct PhastWorker<'a, W: ChWeight> {
     redo: Redo,
 }
 
+/// A CPU PHAST worker's distances up to this size are mapped when it is made (above).
+pub const TOUCH_BYTES: usize = 64 << 20;
+
 impl<'a, W: ChWeight> PhastWorker<'a, W> {
     fn new(job: &'a ApspJob, h: &'a Hierarchy<W>) -> Result<Self> {
         let k = cpu_batch(
@@ -62,8 +65,14 @@ impl<'a, W: ChWeight> PhastWorker<'a, W> {
         .value;
         let mut sw = Sweeper::new(h, k)?;
         // The runtime makes every worker before the run starts: map the pages its sweeps write
-        // now, not in its first chunk.
-        sw.touch(tally(job));
+        // now, not in its first chunk, where that first chunk is short against the mapping
+        // (city graphs: a 20 ms run's first chunks took 2-3 times their later ones). A country
+        // graph's distances (n·k words: 0.8 GB at 26M vertices) are mapped by the sweeps of the
+        // workers that get chunks: touching every worker's took a second and 6 GB of memory
+        // for a 16-task run, and a sweep there is long against its page faults.
+        if h.n * k * std::mem::size_of::<W>() <= TOUCH_BYTES {
+            sw.touch(tally(job));
+        }
         Ok(PhastWorker {
             job,
             sw,
