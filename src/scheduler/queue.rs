@@ -36,7 +36,12 @@
 //!    64 trees (5 ms) ended up to 2.2 ms after it (15.1-16.3 ms against 13.7-14.1 ms on the
 //!    GPU alone); PHAST on osm-moscow (CPUs 2%) and collatz (CPUs 1%) on GPU + CPUs were 1%
 //!    and 11% under the GPU alone (BENCHMARKS.md, issue 22). The 10% is a judgement between
-//!    those (5-6% and less) and mixed runs that gain (CPUs 16% and more).
+//!    those (5-6% and less) and mixed runs that gain (CPUs 16% and more). The devices then
+//!    plan without those CPU workers: planning on them, a device left them a share and waited
+//!    for work they never took (the simulator: 16.76 against 16.16 ms in bremen's shape with 2
+//!    idle CPU workers), and they could take it when every device waited (likely what happened
+//!    once on the H200 machine: 2 CPU workers took 2,368 trees and ended the run at 131 ms
+//!    instead of 15).
 //!
 //! Complexity: a request costs O(units · 60) (a bisection for `T`) under the queue's lock.
 
@@ -116,6 +121,9 @@ pub(crate) struct Rules {
     /// CPU workers that together have less than this part of the units' speed take nothing
     /// while another unit runs (item 6 of the module text).
     pub min_cpu_share: f64,
+    /// Devices plan without the CPU workers that item 6 keeps out. Off only in the
+    /// simulator's test of the policy without it.
+    pub plan_without_cpus_out: bool,
 }
 
 impl Default for Rules {
@@ -127,6 +135,7 @@ impl Default for Rules {
             split: 0.5,
             groups: true,
             min_cpu_share: 0.10,
+            plan_without_cpus_out: true,
         }
     }
 }
@@ -428,6 +437,18 @@ impl WorkQueue {
                 Some((e, u.want.min(left).max(1), free, u.kind))
             })
             .collect();
+        // Item 6: CPU workers with a tiny part of the speed take nothing while another unit
+        // runs, so nobody plans on them (a device that left them a share would wait for work
+        // they never take, and they would take it when every device waits).
+        let rate = |p: &(Estimate, usize, f64, UnitKind)| p.1 as f64 / p.0.time(p.1).max(1e-12);
+        let all: f64 = plan.iter().map(rate).sum();
+        let cpus: f64 = plan.iter().filter(|p| p.3 == UnitKind::Cpu).map(rate).sum();
+        let cpus_out =
+            cpus < self.rules.min_cpu_share * all && plan.iter().any(|p| p.3 != UnitKind::Cpu);
+        let mut plan = plan;
+        if cpus_out && me_state.kind != UnitKind::Cpu && self.rules.plan_without_cpus_out {
+            plan.retain(|p| p.3 != UnitKind::Cpu);
+        }
         let can_do = |t: f64| -> usize {
             plan.iter()
                 .map(|(e, cap, free, _)| e.capacity(*cap, t - free))
@@ -461,15 +482,8 @@ impl WorkQueue {
                 }
             };
         };
-        if me_state.kind == UnitKind::Cpu && st.others_active(unit) {
-            // The CPU workers' part of the units' speed (of every rank), each unit at its
-            // chunk size.
-            let rate = |p: &(Estimate, usize, f64, UnitKind)| p.1 as f64 / p.0.time(p.1).max(1e-12);
-            let all: f64 = plan.iter().map(rate).sum();
-            let cpus: f64 = plan.iter().filter(|p| p.3 == UnitKind::Cpu).map(rate).sum();
-            if cpus < self.rules.min_cpu_share * all {
-                return 0;
-            }
+        if me_state.kind == UnitKind::Cpu && st.others_active(unit) && cpus_out {
+            return 0;
         }
         // The requester alone finishes everything by `hi`.
         let mut hi = now + me.time(want) * left.div_ceil(want) as f64 + 1e-9;

@@ -535,3 +535,56 @@ fn cpu_workers_with_a_tiny_part_of_the_plan_stay_out() {
         "the scenario should give CPU workers tasks without the rule"
     );
 }
+
+#[test]
+fn devices_do_not_leave_work_to_cpu_workers_that_stay_out() {
+    // Bremen's shape with 2 CPU workers (3% of the speed, from history): item 6 keeps them
+    // out, so the GPU's queues must plan without them; otherwise they leave the CPU workers
+    // a share, wait, and the CPU workers take it when both queues wait.
+    let tasks = 40_461;
+    let gpus = || (0..2).map(|_| SimUnit::gpu("H200", 3e-4, 6.8e-7, 8192));
+    let mut units: Vec<SimUnit> = gpus().collect();
+    units.extend((0..2).map(|_| SimUnit::cpu(7.8e-5).grouped(64, 0.0)));
+    let prior = |us: &mut Vec<SimUnit>| {
+        for u in us {
+            u.info = u.info.clone().with_prior(Some(Estimate {
+                latency: u.latency,
+                per_task: u.per_task,
+            }));
+        }
+    };
+    prior(&mut units);
+    let mut alone: Vec<SimUnit> = gpus().collect();
+    prior(&mut alone);
+    let run = |units: &[SimUnit], rules: Rules| {
+        let clock = VirtualClock::default();
+        let infos: Vec<UnitInfo> = units.iter().map(|u| u.info.clone()).collect();
+        let q = WorkQueue::with_clock(0..tasks, &infos, Box::new(clock.clone()), rules);
+        sim::run(&q, &clock, units, 0..tasks)
+    };
+    let gpu = run(&alone, Rules::default()).makespan;
+    let on = run(&units, Rules::default());
+    let off = run(
+        &units,
+        Rules {
+            plan_without_cpus_out: false,
+            ..Rules::default()
+        },
+    );
+    let cpu = |o: &sim::Outcome| o.tasks[2..].iter().sum::<usize>();
+    eprintln!(
+        "GPU alone {:.2} ms; with 2 CPU workers {:.2} ms, {} CPU tasks (devices planning on them: {:.2} ms, {} CPU tasks)",
+        gpu * 1e3,
+        on.makespan * 1e3,
+        cpu(&on),
+        off.makespan * 1e3,
+        cpu(&off)
+    );
+    assert_eq!(cpu(&on), 0);
+    assert!(on.makespan <= gpu * 1.01, "{} against {gpu}", on.makespan);
+    assert!(
+        off.makespan > gpu * 1.02,
+        "the scenario should show the devices waiting for the CPU workers' share: {}",
+        off.makespan
+    );
+}
