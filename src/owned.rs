@@ -197,6 +197,34 @@ pub fn write_atomic(target: &Path, bytes: &[u8], hint: &str) -> Result<()> {
     Ok(())
 }
 
+/// Whether a cache may read and replace what is at `path`: nothing, an empty file, or a plain
+/// file whose first bytes are `magic` (its own kind of file, of any format version).
+/// Otherwise what is there, in words: "a symbolic link to /x", or "a file that is not
+/// {what}".
+pub fn ownable_by_magic(path: &Path, magic: &[u8], what: &str) -> std::result::Result<(), String> {
+    let m = match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("unreadable ({e})")),
+        Ok(m) => m,
+    };
+    if !m.file_type().is_file() {
+        return Err(describe(path));
+    }
+    if m.len() == 0 {
+        return Ok(());
+    }
+    let mut head = Vec::new();
+    reopen(path, false, "")
+        .map_err(|_| describe(path))?
+        .take(magic.len() as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| format!("unreadable ({e})"))?;
+    if head != magic {
+        return Err(format!("a file that is not {what}"));
+    }
+    Ok(())
+}
+
 /// Remove `path` when it is a regular file (the caller identified the name as the run's);
 /// `Ok(false)` when something else is there (left alone) or nothing is.
 pub fn remove_plain(path: &Path) -> Result<bool> {

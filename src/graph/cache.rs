@@ -99,27 +99,7 @@ pub fn default_dir() -> Option<PathBuf> {
 /// Whether the cache may read and replace what is at `path`: nothing, an empty file, or a
 /// plain file that begins with the magic. Otherwise what is there, in words.
 fn ownable(path: &Path) -> std::result::Result<(), String> {
-    let m = match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(format!("unreadable ({e})")),
-        Ok(m) => m,
-    };
-    if !m.file_type().is_file() {
-        return Err(crate::owned::describe(path));
-    }
-    if m.len() == 0 {
-        return Ok(());
-    }
-    let mut head = Vec::new();
-    crate::owned::reopen(path, false, "")
-        .map_err(|_| crate::owned::describe(path))?
-        .take(MAGIC.len() as u64)
-        .read_to_end(&mut head)
-        .map_err(|e| format!("unreadable ({e})"))?;
-    if head != MAGIC {
-        return Err("a file that is not a tuccompi graph cache".into());
-    }
-    Ok(())
+    crate::owned::ownable_by_magic(path, MAGIC, "a tuccompi graph cache")
 }
 
 fn checksum(parts: [&[u32]; 3]) -> u128 {

@@ -469,7 +469,13 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
         return fallback("as configured".into(), serde_json::json!({}));
     }
     let params = ChParams::default();
-    let path = cache_file(g, wide, &params, req.cache_path);
+    // The graph's fingerprint, once: it names the cache file and checks what is read there.
+    let key = if wide {
+        Key::of::<u64>(g, &params)
+    } else {
+        Key::of::<u32>(g, &params)
+    };
+    let path = cache_file(&key, req.cache_path);
     // What is at the cache path must be a hierarchy (or nothing) to be read or replaced: a
     // configured path holding anything else (a user's file, a link) is refused before any
     // work; in the default directory it is left alone with a warning.
@@ -591,9 +597,9 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
     }
     let t = Instant::now();
     let got = if wide {
-        obtain::<u64>(g, &params, budget, &cache).map(|(h, r)| (AnyHierarchy::Wide(h), r))
+        obtain::<u64>(g, &key, &params, budget, &cache).map(|(h, r)| (AnyHierarchy::Wide(h), r))
     } else {
-        obtain::<u32>(g, &params, budget, &cache).map(|(h, r)| (AnyHierarchy::Narrow(h), r))
+        obtain::<u32>(g, &key, &params, budget, &cache).map(|(h, r)| (AnyHierarchy::Narrow(h), r))
     };
     let seconds = t.elapsed().as_secs_f64();
     let merge = |mut r: serde_json::Value| {
@@ -663,15 +669,10 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
 
 /// The cache file for this graph: `[apsp] hierarchy`, else one named by the key in the user's
 /// cache directory.
-fn cache_file(g: &Csr, wide: bool, p: &ChParams, configured: Option<&Path>) -> Option<PathBuf> {
+fn cache_file(key: &Key, configured: Option<&Path>) -> Option<PathBuf> {
     if let Some(p) = configured {
         return Some(p.to_path_buf());
     }
-    let key = if wide {
-        Key::of::<u64>(g, p)
-    } else {
-        Key::of::<u32>(g, p)
-    };
     cache::default_dir().map(|d| d.join(key.file_name()))
 }
 
@@ -777,18 +778,19 @@ struct Cache<'a> {
 /// cannot be used is reported and replaced; one that cannot be written is reported and left.
 fn obtain<W: ChWeight>(
     g: &Csr,
+    key: &Key,
     p: &ChParams,
     budget: Option<Budget>,
     cache: &Cache<'_>,
 ) -> std::result::Result<(Hierarchy<W>, serde_json::Value), Obtain> {
-    let key = Key::of::<W>(g, p);
+    debug_assert_eq!(key.width as usize, std::mem::size_of::<W>());
     let mut report = serde_json::json!({ "width": std::mem::size_of::<W>() * 8 });
     if let Some(path) = cache.path {
         report["cache"] = serde_json::json!(path.display().to_string());
         // A verdict there is no hierarchy: build (and replace it), with no "stale" warning.
         let load = match Verdict::load(path) {
             Some(_) => Err(Miss::Absent),
-            None => cache::load::<W>(path, &key),
+            None => cache::load::<W>(path, key),
         };
         match load {
             Ok(h) => {
@@ -808,7 +810,7 @@ fn obtain<W: ChWeight>(
     })?;
     report["source"] = serde_json::json!("built");
     if let (Some(path), true) = (cache.path, cache.store) {
-        if let Err(e) = cache::store(path, &key, &h) {
+        if let Err(e) = cache::store(path, key, &h) {
             tracing::warn!(
                 "{}: could not keep the hierarchy for later runs: {e}",
                 path.display()

@@ -107,29 +107,7 @@ pub fn default_dir() -> Option<PathBuf> {
 /// file that begins with a hierarchy's magic (of any format version). Otherwise, what is there
 /// in words ("a symbolic link to /x", "a file that is not a tuccompi hierarchy").
 pub fn ownable(path: &Path) -> Result<(), String> {
-    use std::io::Read;
-    let m = match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(format!("unreadable ({e})")),
-        Ok(m) => m,
-    };
-    if !m.file_type().is_file() || m.len() == 0 {
-        return if m.file_type().is_file() {
-            Ok(())
-        } else {
-            Err(crate::owned::describe(path))
-        };
-    }
-    let mut head = Vec::new();
-    crate::owned::reopen(path, false, "")
-        .map_err(|_| crate::owned::describe(path))?
-        .take(MAGIC.len() as u64)
-        .read_to_end(&mut head)
-        .map_err(|e| format!("unreadable ({e})"))?;
-    if head != MAGIC {
-        return Err("a file that is not a tuccompi hierarchy".into());
-    }
-    Ok(())
+    crate::owned::ownable_by_magic(path, MAGIC, "a tuccompi hierarchy")
 }
 
 /// Why a cache file was not used.
