@@ -753,3 +753,62 @@ fn rank_0s_failure_to_make_the_hierarchy_fails_every_rank_with_its_message() {
     assert_eq!(std::fs::read_to_string(&foreign).unwrap(), "mine");
     assert!(!out.join("summary.csv").exists());
 }
+
+/// Issue 26: `units.opencl = "local_rank"` divides a machine's devices among its ranks: with
+/// PoCL listing two devices, rank 0 takes gpu0 and rank 1 gpu1 (one rank per GPU); with three
+/// ranks, the third shares gpu0 and says so. The results equal CPU Dijkstra's.
+#[cfg(feature = "mpi")]
+#[test]
+fn local_rank_gives_each_rank_of_a_machine_its_own_devices() {
+    let Some(spec) = crate::many_gpu::two_pocl_devices() else {
+        return;
+    };
+    let cfg = apsp_gen("road", 2000, "seed = 8", "96");
+    let want = run(
+        &cfg,
+        &["units.opencl=none", "units.cpu_workers=2", "apsp.cpu_algorithm=\"dijkstra\""],
+    );
+    let dir = tmpdir("mpilocal");
+    let path = dir.join("c.toml");
+    std::fs::write(&path, &cfg).unwrap();
+    let hierarchy = format!("apsp.hierarchy={:?}", dir.join("h.ch").display().to_string());
+    for np in [2, 3] {
+        let out = dir.join(format!("out{np}"));
+        let od = format!("output.dir={:?}", out.display().to_string());
+        let (ok, text) = mpirun(
+            np,
+            &[
+                "run",
+                path.to_str().unwrap(),
+                "-q",
+                "--set",
+                &od,
+                "--set",
+                "units.opencl=\"local_rank\"",
+                "--set",
+                "units.device_type=all",
+                "--set",
+                "units.cpu_workers=0",
+                "--set",
+                "apsp.gpu_algorithm=\"phast\"",
+                "--set",
+                &hierarchy,
+            ],
+            &[("POCL_DEVICES", spec)],
+        );
+        assert!(ok, "{text}");
+        let line = |r: usize| {
+            text.lines()
+                .find(|l| l.contains(&format!("rank {r} on")) && l.contains("OpenCL devices"))
+                .unwrap_or_else(|| panic!("rank {r} said nothing of its devices: {text}"))
+                .to_string()
+        };
+        assert!(line(0).contains(": gpu0 ") && !line(0).contains("gpu1"), "{text}");
+        assert!(line(1).contains(": gpu1 ") && !line(1).contains("gpu0"), "{text}");
+        if np == 3 {
+            assert!(line(2).contains(": gpu0 "), "{text}");
+            assert!(text.contains("share its 2 OpenCL device"), "{text}");
+        }
+        assert_eq!(read_summary(&out.join("summary.csv")), want.summary(), "{text}");
+    }
+}

@@ -149,6 +149,10 @@ impl std::fmt::Display for Sources {
 pub enum DeviceSel {
     /// Every device of the chosen type.
     All,
+    /// Every device of the chosen type, divided among the ranks of each machine
+    /// ([`crate::node::local_rank`]): rank r of a machine's R takes devices r, r + R, ...; with
+    /// more ranks than devices, device r mod D. One process alone takes every device.
+    LocalRank,
     /// No OpenCL device.
     None,
     /// Devices whose name (or platform name) contains one of these substrings, case-insensitive.
@@ -161,6 +165,7 @@ impl TryFrom<toml::Value> for DeviceSel {
         match v {
             toml::Value::String(s) if s == "all" => Ok(DeviceSel::All),
             toml::Value::String(s) if s == "none" => Ok(DeviceSel::None),
+            toml::Value::String(s) if s == "local_rank" => Ok(DeviceSel::LocalRank),
             toml::Value::Array(a) => a
                 .into_iter()
                 .map(|x| match x {
@@ -172,7 +177,8 @@ impl TryFrom<toml::Value> for DeviceSel {
                 .collect::<Result<_, _>>()
                 .map(DeviceSel::Names),
             other => Err(format!(
-                "expected \"all\", \"none\" or a list of device name substrings, found {other}"
+                "expected \"all\", \"local_rank\", \"none\" or a list of device name \
+                 substrings, found {other}"
             )),
         }
     }
@@ -183,6 +189,7 @@ impl std::fmt::Display for DeviceSel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             DeviceSel::All => write!(f, "all"),
+            DeviceSel::LocalRank => write!(f, "local_rank"),
             DeviceSel::None => write!(f, "none"),
             DeviceSel::Names(n) => write!(f, "{n:?}"),
         }

@@ -70,6 +70,36 @@ fn merge(into: &mut serde_json::Value, extra: serde_json::Value) {
     }
 }
 
+/// This process's place among the processes of its machine: (its index, their number). Set
+/// once by the node layer under MPI (the ranks that share memory with it); (0, 1) otherwise.
+static LOCAL_RANK: std::sync::OnceLock<(usize, usize)> = std::sync::OnceLock::new();
+
+/// This process's index among the ranks of its machine and their number ((0, 1) for a
+/// process alone): what `units.opencl = "local_rank"` divides the machine's devices by.
+pub fn local_rank() -> (usize, usize) {
+    LOCAL_RANK.get().copied().unwrap_or((0, 1))
+}
+
+/// Record this process's place among its machine's ranks (the node layer, once).
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn set_local_rank(index: usize, ranks: usize) {
+    let _ = LOCAL_RANK.set((index, ranks.max(1)));
+}
+
+/// The indices (into a machine's `devices` devices) that local rank `index` of `ranks` takes
+/// under `units.opencl = "local_rank"`: `index`, `index + ranks`, ... while there are at least
+/// as many devices as ranks; with more ranks than devices, device `index mod devices` (ranks
+/// then share a device). Every device goes to some rank.
+pub fn devices_of_local_rank(index: usize, ranks: usize, devices: usize) -> Vec<usize> {
+    if devices == 0 || ranks == 0 {
+        return Vec::new();
+    }
+    if ranks > devices {
+        return vec![index % devices];
+    }
+    (index..devices).step_by(ranks).collect()
+}
+
 /// This machine's host name (for reports).
 pub fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")

@@ -246,6 +246,11 @@ impl MpiNode {
         let world = universe.world();
         let (rank, size) = (world.rank() as usize, world.size() as usize);
         let host = mpi::environment::processor_name().unwrap_or_else(|_| host_name());
+        {
+            // This rank's place among the ranks of its machine (`units.opencl = "local_rank"`).
+            let on_host = world.split_shared(rank as i32);
+            super::set_local_rank(on_host.rank() as usize, on_host.size() as usize);
+        }
         if size > 1 {
             install_panic_hook(rank, host.clone());
         }

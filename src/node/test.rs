@@ -234,3 +234,22 @@ fn the_reports_units_are_every_ranks() {
     let single = serde_json::json!([{ "rank": 0, "units": 2 }]);
     assert_eq!(job_units(&mine, &single).as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn local_ranks_divide_a_machines_devices() {
+    use super::devices_of_local_rank as share;
+    // One rank per device, or fewer ranks than devices: round robin, every device once.
+    assert_eq!(share(0, 1, 4), vec![0, 1, 2, 3]);
+    assert_eq!(share(0, 2, 4), vec![0, 2]);
+    assert_eq!(share(1, 2, 4), vec![1, 3]);
+    assert_eq!(share(2, 3, 8), vec![2, 5]);
+    for (ranks, devices) in [(1, 1), (2, 3), (3, 8), (8, 8)] {
+        let mut all: Vec<usize> = (0..ranks).flat_map(|r| share(r, ranks, devices)).collect();
+        all.sort();
+        assert_eq!(all, (0..devices).collect::<Vec<_>>(), "{ranks} ranks, {devices} devices");
+    }
+    // More ranks than devices: each rank one device, shared.
+    assert_eq!(share(2, 3, 2), vec![0]);
+    assert_eq!(share(3, 4, 2), vec![1]);
+    assert!(share(0, 2, 0).is_empty());
+}

@@ -211,7 +211,7 @@ pub(super) fn execute<'p>(
     if node.under_mpi() {
         let found: Vec<String> = devices
             .iter()
-            .map(|d| format!("{} ({} queues)", d.name, d.queues))
+            .map(|d| format!("{} {} ({} queues)", d.id, d.name, d.queues))
             .collect();
         let line = format!(
             "tuccompi: rank {} on {}: {cpus} CPU workers; OpenCL devices: {}\n",

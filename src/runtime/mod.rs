@@ -137,6 +137,12 @@ pub struct Outcome {
 /// One device of a run, as `report.json` lists it.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct DeviceReport {
+    /// The device's id in this process (`gpu0`, ...: its units are `gpu0.q0`, ...).
+    pub id: String,
+    /// When its setup (launch parameters, programs, the plugin's `setup`: GPU PHAST uploads
+    /// its hierarchy there) began and ended, in seconds from the start of unit setup: the
+    /// devices are set up in parallel, so the windows overlap.
+    pub setup_window: [f64; 2],
     /// Device name.
     pub name: String,
     /// Platform name.

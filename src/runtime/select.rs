@@ -13,20 +13,42 @@ pub fn select_devices(plan: &Plan) -> Result<Vec<Arc<device::Device>>> {
 pub(super) fn select_devices_noting(plan: &Plan) -> Found {
     let names = match &plan.units.opencl {
         DeviceSel::None => return Ok((Vec::new(), None)),
-        DeviceSel::All => Vec::new(),
+        DeviceSel::All | DeviceSel::LocalRank => Vec::new(),
         DeviceSel::Names(n) => n.clone(),
     };
     let filter = Filter {
         device_type: plan.units.device_type.clone(),
         names,
     };
+    let every = matches!(plan.units.opencl, DeviceSel::All | DeviceSel::LocalRank);
     match device::discover(&filter) {
-        Ok(d) => Ok((d, None)),
-        Err(e) if plan.units.opencl == DeviceSel::All && plan.units.cpu_workers > 0 => {
-            Ok((Vec::new(), Some(e.to_string())))
+        Ok(d) if plan.units.opencl == DeviceSel::LocalRank => {
+            let (index, ranks) = crate::node::local_rank();
+            Ok((local_share(d, index, ranks), None))
         }
+        Ok(d) => Ok((d, None)),
+        Err(e) if every && plan.units.cpu_workers > 0 => Ok((Vec::new(), Some(e.to_string()))),
         Err(e) => Err(e),
     }
+}
+
+/// The devices of `all` (a machine's, in discovery order) that its local rank `index` of
+/// `ranks` takes ([`crate::node::devices_of_local_rank`]).
+fn local_share(all: Vec<Arc<Device>>, index: usize, ranks: usize) -> Vec<Arc<Device>> {
+    let mine = crate::node::devices_of_local_rank(index, ranks, all.len());
+    if ranks > all.len() && !all.is_empty() {
+        tracing::warn!(
+            "units.opencl = \"local_rank\": {ranks} ranks on this machine share its {} \
+             OpenCL device(s); this rank takes device {}",
+            all.len(),
+            mine[0]
+        );
+    }
+    all.into_iter()
+        .enumerate()
+        .filter(|(i, _)| mine.contains(i))
+        .map(|(_, d)| d)
+        .collect()
 }
 
 /// The CPUs this process may run on (its affinity mask) and the machine's online CPUs, from

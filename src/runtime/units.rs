@@ -44,10 +44,39 @@ pub(super) fn build_units<'j>(
     let mut first_error = None;
     if let Some(gpu) = job.gpu() {
         let tuner = Tuner::new(plan.units.concurrent_kernels, cache);
-        for dev in &selection.devices {
-            let set_up = gpu
-                .params(dev, &tuner)
-                .and_then(|params| Ok((gpu.setup(dev.clone(), &params)?, params)));
+        // Each device set up on its own thread: a plugin's setup uploads what the device's
+        // queues share (GPU PHAST: the hierarchy, 1-3 GB for a country), and devices take it
+        // in parallel.
+        let t0 = std::time::Instant::now();
+        let set_ups: Vec<_> = std::thread::scope(|s| {
+            let pending: Vec<_> = selection
+                .devices
+                .iter()
+                .map(|dev| {
+                    let tuner = &tuner;
+                    s.spawn(move || {
+                        let began = t0.elapsed().as_secs_f64();
+                        let set_up = gpu
+                            .params(dev, tuner)
+                            .and_then(|params| Ok((gpu.setup(dev.clone(), &params)?, params)));
+                        (set_up, [began, t0.elapsed().as_secs_f64()])
+                    })
+                })
+                .collect();
+            pending
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|p| {
+                        let e = Error::Device(format!(
+                            "the GPU half's setup {}",
+                            crate::thread::panic_text(p)
+                        ));
+                        (Err(e), [0.0; 2])
+                    })
+                })
+                .collect()
+        });
+        for (dev, (set_up, setup_window)) in selection.devices.iter().zip(set_ups) {
             let (half, params) = match set_up {
                 Ok(x) => x,
                 Err(e @ Error::Device(_)) if plan.units.on_failure == OnFailure::Retry => {
@@ -87,6 +116,8 @@ pub(super) fn build_units<'j>(
                 });
             }
             device_reports.push(DeviceReport {
+                id: format!("gpu{}", dev.index),
+                setup_window,
                 name: dev.info.name.clone(),
                 platform: dev.info.platform.clone(),
                 kind: dev.info.kind.clone(),

@@ -443,7 +443,7 @@ pub fn one_line(msg: &str) -> String {
     }
 }
 
-fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+pub(crate) fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
     let msg = p
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
