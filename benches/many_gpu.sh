@@ -17,7 +17,7 @@
 # Environment: KS (tilings, default "4 8"), GPUS (GPU counts, default 1 2 4 8 up to the
 # machine's), MPI (1 to run the mpirun rows, default 1), WORK (scratch, default /tmp/many),
 # EXTRA (more arguments for every run, e.g. "--set units.device_type=all" to try it on PoCL),
-# BATCHES (apsp.batch values to also run each tiling at on 1 GPU alone, e.g. "64 256").
+# BATCHES (apsp.batch values to also run each graph at on 1 GPU alone, e.g. "64 256").
 set -u
 DIR=$(cd "${1:?usage: many_gpu.sh DIR}" && pwd)
 # NVIDIA's OpenCL where it is not registered (the lent GPU machines); keep a caller's setting.
@@ -47,9 +47,11 @@ gpu = sum(u["tasks"] for u in r["units"] if u["kind"] == "gpu")
 run = r["run_seconds"]; tps = src / run
 full = int(n) / tps
 sums = f"{c['sum']}/{c['unreachable']}/{c['max']}"
+ks = sorted({d["tuning"]["batch"]["value"] for d in r["devices"]})
+width = f"{r['input'].get('compute_type')}, {c.get('redone_u64', 0)} redone in u64"
 same = "" if not want else (" same" if want == sums else f" MISMATCH (1 GPU: {want})")
-print(f"{label:<44} run {run:8.3f} s {tps:11,.0f} trees/s full {full/60:8.2f} min "
-      f"gpu tasks {gpu}/{src} width {r['input'].get('distance_type')} "
+print(f"{label:<44} run {run:8.3f} s (wall {r['wall_seconds']:6.2f}) {tps:11,.0f} trees/s full {full/60:8.2f} min "
+      f"gpu tasks {gpu}/{src} k {ks} {width} "
       f"sum {sums}{same}", flush=True)
 print(sums, file=open(path + ".sum", "w"))
 PY
@@ -98,9 +100,10 @@ for gr in "${GRAPHS[@]}"; do
 done
 
 for b in ${BATCHES:-}; do
-  for gr in "${GRAPHS[@]:1}"; do
+  for gr in "${GRAPHS[@]}"; do
     n=${N[$gr]}
-    one "$(basename "$gr") 1 GPU alone, apsp.batch=$b" "$gr" "$n" 1 $((n / 100)) 0 \
+    case $gr in *.gz) sources='"all"';; *) sources=$((n / 100));; esac
+    one "$(basename "$gr") 1 GPU alone, apsp.batch=$b" "$gr" "$n" 1 "$sources" 0 \
       --set apsp.gpu_algorithm='"phast"' --set apsp.batch="$b"
   done
 done

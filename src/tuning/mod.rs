@@ -15,7 +15,9 @@ mod tile;
 pub use cache::{key as cache_key, path as cache_path, Cache, Entry as CacheEntry};
 pub use cpu::{phast_trees, CpuCache};
 
-pub use sweep::{predict_trees, sweep_plan, SweepPlan, SweepRequest, SWEEP_RULES};
+pub use sweep::{
+    max_trees, predict_trees, sweep_plan, SweepPlan, SweepRequest, MAX_BATCH_ELEMENTS, SWEEP_RULES,
+};
 pub use tile::{tile_shape, TileKind, TileRequest, TileShape, TILE_RULES};
 
 use crate::device::{DeviceInfo, KernelSource};

@@ -11,7 +11,7 @@ use crate::device::DeviceInfo;
 
 /// The rules, one line each.
 pub const SWEEP_RULES: &[(&str, &str)] = &[
-    ("trees per batch, level sweeps (PHAST), GPU", "a batch's sweep moves 8 GiB: k = 2^33 / (distance bytes x (n + downward arcs)) rounded up to a power of two, within 32..8192, so the fixed cost of a batch (upward searches, mask, summary, the small levels) stays small; on an H200 osm-moscow ran 433k/469k/484k trees/s at k = 1024/2048/4096 (the rule gives 2048); capped by 40% of device memory over all queues"),
+    ("trees per batch, level sweeps (PHAST), GPU", "a batch's sweep moves 16 GiB: k = 2^34 / (distance bytes x (n + downward arcs)) rounded up to a power of two, within 32..8192, so the fixed cost of a batch (upward searches, mask, summary, the small levels) stays small; on an H200 the larger batches ran faster on every graph measured (osm-moscow 157k/359k/456k/484k trees/s at k = 128/512/2048/4096; a 6.6M-vertex tiling 21.6k/30.1k/33.8k at k = 64/128/256; a 26.4M-vertex tiling 5.3k/7.4k at k = 32/64); at most the largest power of two with k x n below 2^31 (distance buffers of 2^31 elements and more failed on the H200's driver: CL_OUT_OF_RESOURCES at k x n = 3.4 x 10^9); capped by 40% of device memory over all queues"),
     ("trees per batch, level sweeps (PHAST), CPU device", "16: PoCL vectorizes a work-group's items, and 16 trees of 4-byte distances fill a 64-byte cache line per arc"),
     ("queues, level sweeps (PHAST)", "GPU: 2 (on an H200, whole osm-moscow ran within 3% from 1, 2 and 4 queues and slower from 8: one batch fills the device once the small levels share one launch; a second queue has the next batch ready while the host reads the last one); CPU devices: 1"),
     ("leading levels in one launch", "the leading levels whose items (vertices x k/4, 4 trees per item) fall short of the resident threads (compute units x 2048 on a GPU, x 64 on a CPU device): one launch each would be launch-bound (H200, osm-moscow: the sweep took 15% less time at k = 1024, 5% at 2048)"),
@@ -69,14 +69,21 @@ fn set_or(s: &Option<Setting>, predicted: Choice) -> Choice {
 /// Trees per batch for `req` on `dev` when neither the config nor the tuning cache set it, with
 /// `queues` queues each holding a batch.
 pub fn predict_trees(dev: &DeviceInfo, req: &SweepRequest<'_>, queues: usize) -> Choice {
-    let (k, mut reason) = if dev.kind == "gpu" {
-        let want = (1u64 << 33) / req.sweep_bytes.max(1);
+    let (k, reason) = if dev.kind == "gpu" {
+        let want = (1u64 << 34) / req.sweep_bytes.max(1);
         let k = (want.clamp(32, 8192) as usize)
             .next_power_of_two()
             .min(8192);
         (k, rule(0))
     } else {
         (16, rule(1))
+    };
+    let most = max_trees(req.n);
+    let (k, mut reason) = if most < k {
+        let why = format!("; k x n below 2^31 allows {most}");
+        (most, reason + &why)
+    } else {
+        (k, reason)
     };
     let cap = ((dev.global_mem as f64 * 0.4 - req.shared_bytes as f64).max(0.0)
         / (queues.max(1) as f64 * req.bytes_per_tree.max(1) as f64)) as usize;
@@ -91,6 +98,21 @@ pub fn predict_trees(dev: &DeviceInfo, req: &SweepRequest<'_>, queues: usize) ->
         source: Source::Predicted,
         reason,
     }
+}
+
+/// Distance elements one buffer of a batch may hold: k x n stays below this (the H200's driver
+/// failed reading the results of a batch at k x n = 3.4 x 10^9, above 2^31).
+pub const MAX_BATCH_ELEMENTS: u64 = 1 << 31;
+
+/// The most trees per batch on `n` vertices: the largest power of two (and multiple of 4, the
+/// sweep's row stride, where it is at least 4) with k x n below [`MAX_BATCH_ELEMENTS`]; at
+/// least 1.
+pub fn max_trees(n: usize) -> usize {
+    let most = (MAX_BATCH_ELEMENTS - 1) / (n.max(1) as u64);
+    if most == 0 {
+        return 1;
+    }
+    1usize << (63 - most.leading_zeros())
 }
 
 /// Apply the sweep rules to `p` (from [`Tuner::params`](super::Tuner::params) over the sweep's

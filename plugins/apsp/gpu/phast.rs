@@ -329,10 +329,12 @@ fn setup_typed<W: DevWeight>(
         return Err(Error::Config("[apsp] batch = 0: use at least 1".into()));
     }
     let k4 = stride(k as usize) as u64;
-    if n * k4 >= u32::MAX as u64 {
+    if n * k4 >= crate::tuning::MAX_BATCH_ELEMENTS {
         return Err(Error::Config(format!(
-            "[apsp] batch = {k}: batch x n = {} must stay below 2^32; use a smaller batch",
-            n * k4
+            "[apsp] batch = {k}: batch x n = {} must stay below 2^31 (one distance buffer); \
+             use batch <= {} or \"auto\"",
+            n * k4,
+            crate::tuning::max_trees(h.n)
         )));
     }
     let w = std::mem::size_of::<W>() as u64;
