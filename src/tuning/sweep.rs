@@ -14,7 +14,7 @@ pub const SWEEP_RULES: &[(&str, &str)] = &[
     ("trees per batch, level sweeps (PHAST), GPU", "a batch's sweep moves 16 GiB: k = 2^34 / (distance bytes x (n + downward arcs)) rounded up to a power of two, within 32..8192, so the fixed cost of a batch (upward searches, mask, summary, the small levels) stays small; on an H200 the larger batches ran faster on every graph measured (osm-moscow 157k/359k/456k/484k trees/s at k = 128/512/2048/4096; a 6.6M-vertex tiling 21.6k/30.1k/33.8k at k = 64/128/256; a 26.4M-vertex tiling 5.3k/7.4k at k = 32/64); at most the largest power of two with k x n below 2^31 (distance buffers of 2^31 elements and more failed on the H200's driver: CL_OUT_OF_RESOURCES at k x n = 3.4 x 10^9); capped by 40% of device memory over all queues"),
     ("trees per batch, level sweeps (PHAST), CPU device", "16: PoCL vectorizes a work-group's items, and 16 trees of 4-byte distances fill a 64-byte cache line per arc"),
     ("queues, level sweeps (PHAST)", "GPU: 2 (on an H200, whole osm-moscow ran within 3% from 1, 2 and 4 queues and slower from 8: one batch fills the device once the small levels share one launch; a second queue has the next batch ready while the host reads the last one); CPU devices: 1"),
-    ("leading levels in one launch", "the leading levels whose items (vertices x k/4, 4 trees per item) fall short of the resident threads (compute units x 2048 on a GPU, x 64 on a CPU device): one launch each would be launch-bound (H200, osm-moscow: the sweep took 15% less time at k = 1024, 5% at 2048)"),
+    ("leading levels in one launch", "the leading levels whose items (vertices x k/4, 4 trees per item) fall short of the resident threads (compute units x 2048 on a GPU, x 64 on a CPU device): one launch each would be launch-bound (H200, osm-moscow: the sweep took 15% less time at k = 1024, 5% at 2048); on a GPU whose batch has fewer tree quads than 2 per compute unit, the one launch has only a work-group per quad, so the levels taken are those whose items fall short of those groups' items (H200, a 26.4M-vertex tiling at k = 64: 16 groups; its 48 leading levels in one launch ran 7,146 trees/s, every level in its own launch 7,925)"),
     ("summary slices", "resident threads / (k/4): each item folds 4 trees over n / slices vertices; at most n"),
     ("frontier list entries (device upward searches)", "1024 per list, within 3/4 of local memory: a road graph's upward search space is a few hundred vertices (osm-moscow: 267 mean); a tree that overflows is redone on the host"),
 ];
@@ -132,10 +132,24 @@ pub fn sweep_plan(dev: &DeviceInfo, p: &mut LaunchParams, req: &SweepRequest<'_>
     }
     let fill = dev.compute_units as usize * if gpu { 2048 } else { 64 };
     let quads = p.batch.value.div_ceil(4);
+    // The top launch runs about 2 work-groups per compute unit, each owning some tree quads:
+    // with fewer quads than that, one group per quad, of phast_top's local size.
+    let cus = dev.compute_units as usize;
+    let reach = if gpu && quads < 2 * cus {
+        let lt = p
+            .local
+            .get("phast_top")
+            .map(|c| c.value)
+            .filter(|&v| v > 0)
+            .unwrap_or(256);
+        (quads * lt).min(fill)
+    } else {
+        fill
+    };
     let top = req
         .level_sizes
         .iter()
-        .take_while(|&&s| (s as usize) * quads < fill)
+        .take_while(|&&s| (s as usize) * quads < reach)
         .count();
     let levels = req.level_sizes.len();
     let mut top_levels = set_or(

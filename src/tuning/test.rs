@@ -425,3 +425,47 @@ fn sweep_batches_grow_to_the_index_bound_then_memory() {
         assert!((2 * k as u128) * (n as u128) >= 1u128 << 31, "n {n}: {k} is not the largest");
     }
 }
+
+/// The leading levels in one launch: against every resident thread while the batch has at least
+/// 2 tree quads per compute unit; against the one launch's own groups (a group per quad) below.
+#[test]
+fn top_levels_follow_the_groups_the_one_launch_has() {
+    use crate::tuning::{sweep_plan, Choice, Source, SweepRequest};
+    let gpu = dev("gpu", 132, 1024);
+    // Level sizes from the top: 1, 2, 4, ..., 2^20.
+    let sizes: Vec<u32> = (0..21).map(|i| 1u32 << i).collect();
+    let top = |k: usize| {
+        let mut p = LaunchParams {
+            local: [("phast_top".to_string(), Choice::fixed(256, "test"))].into(),
+            batch: Choice {
+                value: k,
+                source: Source::Config,
+                reason: "test".into(),
+            },
+            groups_per_task: Choice::fixed(1, "test"),
+            queues: Choice::fixed(2, "test"),
+            persistent_items: Choice::fixed(1, "test"),
+            cache_key: None,
+            tile: None,
+            sweep: None,
+        };
+        let req = SweepRequest {
+            level_sizes: &sizes,
+            n: 1 << 21,
+            sweep_bytes: 8 << 21,
+            bytes_per_tree: 8 << 21,
+            shared_bytes: 0,
+            top_levels: None,
+            frontier: None,
+        };
+        sweep_plan(&gpu, &mut p, &req);
+        p.sweep.unwrap().top_levels.value
+    };
+    // k = 4096: 1024 quads >= 264: levels under 132 x 2048 / 1024 = 264 vertices (1..128).
+    assert_eq!(top(4096), 9);
+    // k = 64: 16 quads, 16 groups of 256 items: levels under 4096 / 16 = 256 vertices (1..128),
+    // not the 16,896 that every resident thread would take (1..16384: 15 levels).
+    assert_eq!(top(64), 8);
+    // k = 1024: 256 quads < 264: 256 groups x 256 = 65,536 items, under 256 vertices.
+    assert_eq!(top(1024), 8);
+}
