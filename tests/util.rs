@@ -4,8 +4,25 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tuccompi::{node::Single, Plan, RunOptions};
 
+/// Point the user's cache directory (hierarchies, graphs, tuning, speed history; PoCL's kernel
+/// cache) at a temporary directory of this test process, once, before the first run: the
+/// tests write only into temporary directories, never into `~/.cache`. Called by every helper
+/// a test starts with (`tmpdir`, `data`, `opencl`, `try_run`); the binaries the tests start
+/// inherit it unless they are given their own.
+pub fn private_cache() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let d = std::env::temp_dir().join(format!("tuccompi-test-{}-cache", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        // Before any OpenCL, MPI or run of this process reads the environment: the first helper
+        // call of the first test, the others waiting on the Once.
+        std::env::set_var("XDG_CACHE_HOME", &d);
+    });
+}
+
 /// A fresh empty directory under the system temp dir.
 pub fn tmpdir(tag: &str) -> PathBuf {
+    private_cache();
     static N: AtomicUsize = AtomicUsize::new(0);
     let d = std::env::temp_dir().join(format!(
         "tuccompi-test-{}-{tag}-{}",
@@ -20,6 +37,7 @@ pub fn tmpdir(tag: &str) -> PathBuf {
 /// A file of `../shared/data`, or `None` (with a message) when the folder is absent on a
 /// user's clone. With `TUCCOMPI_REQUIRE_DATA=1` (set by `.ci/run`) absence is a failure.
 pub fn data(name: &str) -> Option<PathBuf> {
+    private_cache();
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/data")
         .join(name);
@@ -42,6 +60,7 @@ pub fn data(name: &str) -> Option<PathBuf> {
 /// Whether an OpenCL device exists. With `TUCCOMPI_REQUIRE_OPENCL=1` (set by `.ci/run`) its
 /// absence is a failure; on a user's machine the test says it did not run.
 pub fn opencl() -> bool {
+    private_cache();
     match tuccompi::device::list() {
         Ok(list) if !list.is_empty() => true,
         other => {
@@ -117,6 +136,7 @@ pub fn run(toml: &str, sets: &[&str]) -> Out {
 
 /// Like [`run`] but returns the error.
 pub fn try_run(toml: &str, sets: &[&str]) -> tuccompi::Result<Out> {
+    private_cache();
     let dir = tmpdir("run");
     let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     all.push(format!("output.dir={:?}", dir.display().to_string()));
