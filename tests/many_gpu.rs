@@ -58,8 +58,8 @@ fn run_on(
     let o = c.output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(o.status.success(), "the run failed: {err}");
-    let report = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap())
-        .unwrap();
+    let report =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     (report, out, err)
 }
 
@@ -163,7 +163,11 @@ fn devices_failing_their_parallel_setup_are_each_taken_out_once() {
     let cfg = apsp_gen("road", 1500, "seed = 3", "64");
     let want = run(
         &cfg,
-        &["units.opencl=none", "units.cpu_workers=1", "apsp.cpu_algorithm=\"dijkstra\""],
+        &[
+            "units.opencl=none",
+            "units.cpu_workers=1",
+            "apsp.cpu_algorithm=\"dijkstra\"",
+        ],
     );
     let kdir = tmpdir("badkernels");
     let src = tuccompi::plugins::apsp::gpu::KERNELS;

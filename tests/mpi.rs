@@ -766,12 +766,19 @@ fn local_rank_gives_each_rank_of_a_machine_its_own_devices() {
     let cfg = apsp_gen("road", 2000, "seed = 8", "96");
     let want = run(
         &cfg,
-        &["units.opencl=none", "units.cpu_workers=2", "apsp.cpu_algorithm=\"dijkstra\""],
+        &[
+            "units.opencl=none",
+            "units.cpu_workers=2",
+            "apsp.cpu_algorithm=\"dijkstra\"",
+        ],
     );
     let dir = tmpdir("mpilocal");
     let path = dir.join("c.toml");
     std::fs::write(&path, &cfg).unwrap();
-    let hierarchy = format!("apsp.hierarchy={:?}", dir.join("h.ch").display().to_string());
+    let hierarchy = format!(
+        "apsp.hierarchy={:?}",
+        dir.join("h.ch").display().to_string()
+    );
     for np in [2, 3] {
         let out = dir.join(format!("out{np}"));
         let od = format!("output.dir={:?}", out.display().to_string());
@@ -803,12 +810,22 @@ fn local_rank_gives_each_rank_of_a_machine_its_own_devices() {
                 .unwrap_or_else(|| panic!("rank {r} said nothing of its devices: {text}"))
                 .to_string()
         };
-        assert!(line(0).contains(": gpu0 ") && !line(0).contains("gpu1"), "{text}");
-        assert!(line(1).contains(": gpu1 ") && !line(1).contains("gpu0"), "{text}");
+        assert!(
+            line(0).contains(": gpu0 ") && !line(0).contains("gpu1"),
+            "{text}"
+        );
+        assert!(
+            line(1).contains(": gpu1 ") && !line(1).contains("gpu0"),
+            "{text}"
+        );
         if np == 3 {
             assert!(line(2).contains(": gpu0 "), "{text}");
             assert!(text.contains("share its 2 OpenCL device"), "{text}");
         }
-        assert_eq!(read_summary(&out.join("summary.csv")), want.summary(), "{text}");
+        assert_eq!(
+            read_summary(&out.join("summary.csv")),
+            want.summary(),
+            "{text}"
+        );
     }
 }

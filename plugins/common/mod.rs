@@ -9,6 +9,7 @@ use crate::graph::{generate, read_graph_with, Csr, EdgeList, MatrixStats, NpyMat
 use crate::plugin::{PrepareCtx, Record, Records};
 use crate::sink::{write_file, NpyRows, NpyType};
 use crate::{Error, Result};
+use rayon::prelude::*;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -445,25 +446,43 @@ pub fn write_summary(
         }
         m
     });
-    let mut csv = String::with_capacity(sources.len() * 60 + 64);
-    csv.push_str("source,reached,unreachable,sum,max,mean\n");
+    let summaries: Vec<PathSummary> = summaries.into_iter().take(sources.len()).collect();
+    let sources = &sources[..summaries.len()];
     let (mut total, mut unreachable, mut largest) = (0i128, 0u64, 0u64);
-    for (&s, r) in sources.iter().zip(summaries) {
+    for r in &summaries {
         total += r.sum;
         unreachable += n - r.reached;
         largest = largest.max(r.max);
-        let own = own.as_ref().map_or(1, |m| m.get(&s).copied().unwrap_or(0));
-        let _ = writeln!(
-            csv,
-            "{},{},{},{},{},{}",
-            s as u64 + id_base,
-            r.reached,
-            n - r.reached,
-            r.sum,
-            r.max,
-            mean_of(&r, own)
-        );
     }
+    // The rows formatted in parallel pieces, joined in order: 411,992 rows took 0.19 s on one
+    // thread, most of a cached osm-moscow run's `finish` (H100).
+    const ROWS: usize = 1 << 13;
+    let pieces: Vec<String> = sources
+        .par_chunks(ROWS)
+        .zip(summaries.par_chunks(ROWS))
+        .map(|(ss, rs)| {
+            let mut piece = String::with_capacity(ss.len() * 60);
+            for (&s, r) in ss.iter().zip(rs) {
+                let own = own.as_ref().map_or(1, |m| m.get(&s).copied().unwrap_or(0));
+                let _ = writeln!(
+                    piece,
+                    "{},{},{},{},{},{}",
+                    s as u64 + id_base,
+                    r.reached,
+                    n - r.reached,
+                    r.sum,
+                    r.max,
+                    mean_of(r, own)
+                );
+            }
+            piece
+        })
+        .collect();
+    let header = "source,reached,unreachable,sum,max,mean\n";
+    let mut csv =
+        String::with_capacity(header.len() + pieces.iter().map(String::len).sum::<usize>());
+    csv.push_str(header);
+    pieces.iter().for_each(|p| csv.push_str(p));
     write_file(dir, "summary.csv", &csv)?;
     let sum = if let Ok(s) = u64::try_from(total) {
         serde_json::json!(s)

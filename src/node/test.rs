@@ -246,7 +246,11 @@ fn local_ranks_divide_a_machines_devices() {
     for (ranks, devices) in [(1, 1), (2, 3), (3, 8), (8, 8)] {
         let mut all: Vec<usize> = (0..ranks).flat_map(|r| share(r, ranks, devices)).collect();
         all.sort();
-        assert_eq!(all, (0..devices).collect::<Vec<_>>(), "{ranks} ranks, {devices} devices");
+        assert_eq!(
+            all,
+            (0..devices).collect::<Vec<_>>(),
+            "{ranks} ranks, {devices} devices"
+        );
     }
     // More ranks than devices: each rank one device, shared.
     assert_eq!(share(2, 3, 2), vec![0]);

@@ -106,6 +106,10 @@ pub fn run_with_cache(
         });
     }
     // 4: write outputs.
+    tracing::debug!(
+        "finish: journal flushed at {:.3} s",
+        t0.elapsed().as_secs_f64()
+    );
     let outcome = write_outputs(plan, &prepared, &stage, ex, node.size(), t0);
     let outcome = outcome.map_err(|e| node.fail(e))?;
     node.barrier()?;
@@ -274,7 +278,12 @@ pub(super) fn execute<'p>(
             ended,
         }) => {
             if !interrupted.load(Ordering::Relaxed) {
+                let t = Instant::now();
                 history.store(&units, &stats, &measured);
+                tracing::debug!(
+                    "finish: speed history stored in {:.3} s",
+                    t.elapsed().as_secs_f64()
+                );
             }
             // Devices taken out at set-up are failed units of the report (after the units
             // that ran, so unit indices stay those of `units`).
@@ -430,6 +439,10 @@ pub(super) fn run_chunks(
                 let ended = Instant::now();
                 // Not run time: freeing what the workers touched.
                 crate::thread::release(ran.workers);
+                tracing::debug!(
+                    "finish: the units' workers released in {:.3} s",
+                    ended.elapsed().as_secs_f64()
+                );
                 if left > 0 && !interrupted.load(Ordering::Relaxed) {
                     let failures: Vec<String> = ran
                         .stats

@@ -38,7 +38,12 @@ pub(super) fn write_outputs(
 ) -> Result<Outcome> {
     let job = prepared.job.as_ref();
     let partial = stage.out.partial();
+    let t = Instant::now();
     let checksum = job.finish(&ex.records, &partial)?;
+    tracing::debug!(
+        "finish: the plugin's outputs written in {:.3} s",
+        t.elapsed().as_secs_f64()
+    );
     let mut report = report_json(
         plan,
         prepared.plugin,
@@ -91,7 +96,12 @@ pub(super) fn write_outputs(
     if plan.output.trace {
         write_file(&partial, "trace.json", &trace_json(&ex.units, &ex.slices))?;
     }
+    let t = Instant::now();
     stage.out.commit()?;
+    tracing::debug!(
+        "finish: report written and the output committed in {:.3} s",
+        t.elapsed().as_secs_f64()
+    );
     Ok(Outcome {
         report,
         devices: ex.devices,

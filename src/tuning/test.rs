@@ -403,7 +403,10 @@ fn sweep_batches_grow_to_the_index_bound_then_memory() {
     // osm-moscow (0.41M vertices, 0.88M downward arcs): 2^34 / 5.2 MB = 3,328 -> 4,096.
     assert_eq!(predict_trees(&h200, &req(411_992, 878_229), 2).value, 4096);
     // A 6.6M-vertex tiling: 2^34 / (4 x 16.8M) = 255 -> 256, under the index bound (325).
-    assert_eq!(predict_trees(&h200, &req(6_591_872, 10_200_000), 2).value, 256);
+    assert_eq!(
+        predict_trees(&h200, &req(6_591_872, 10_200_000), 2).value,
+        256
+    );
     // 26.4M vertices with few downward arcs: 128 by bytes (2^34 / (4 x 46.4M) = 92), 64 by the
     // index bound (2^31 / n = 81).
     let k8 = predict_trees(&h200, &req(26_367_488, 20_000_000), 2);
@@ -414,15 +417,35 @@ fn sweep_batches_grow_to_the_index_bound_then_memory() {
     // Device memory: 8 GiB x 0.4 over 2 queues of 3.3 MB per tree.
     let small = dev("gpu", 132, 1024);
     let m = predict_trees(&small, &req(411_992, 878_229), 2);
-    assert!(m.value < 4096 && m.reason.contains("device memory allows"), "{m:?}");
+    assert!(
+        m.value < 4096 && m.reason.contains("device memory allows"),
+        "{m:?}"
+    );
     // CPU devices: 16.
-    assert_eq!(predict_trees(&dev("cpu", 2, 4096), &req(411_992, 878_229), 1).value, 16);
+    assert_eq!(
+        predict_trees(&dev("cpu", 2, 4096), &req(411_992, 878_229), 1).value,
+        16
+    );
     // The bound itself: k x n < 2^31, a power of two, at least 1.
-    for n in [1usize, 3, 1000, 411_992, 26_367_488, 1 << 31, usize::MAX / 2] {
+    for n in [
+        1usize,
+        3,
+        1000,
+        411_992,
+        26_367_488,
+        1 << 31,
+        usize::MAX / 2,
+    ] {
         let k = max_trees(n);
         assert!(k.is_power_of_two());
-        assert!(k == 1 || (k as u128) * (n as u128) < 1u128 << 31, "n {n} k {k}");
-        assert!((2 * k as u128) * (n as u128) >= 1u128 << 31, "n {n}: {k} is not the largest");
+        assert!(
+            k == 1 || (k as u128) * (n as u128) < 1u128 << 31,
+            "n {n} k {k}"
+        );
+        assert!(
+            (2 * k as u128) * (n as u128) >= 1u128 << 31,
+            "n {n}: {k} is not the largest"
+        );
     }
 }
 
