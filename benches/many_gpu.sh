@@ -41,7 +41,7 @@ line() {
   python3 - "$1" "$2" "$3" "$4" "${CHECK[$2]:-}" <<'PY'
 import json, sys
 label, graph, n, path, want = sys.argv[1:6]
-r = json.load(open(path)); c = r["checksum"]; a = r["input"].get("algorithm", {})
+r = json.load(open(path)); c = r["checksum"]
 src = r["tasks"] if "tasks" in r else sum(u["tasks"] for u in r["units"])
 gpu = sum(u["tasks"] for u in r["units"] if u["kind"] == "gpu")
 run = r["run_seconds"]; tps = src / run

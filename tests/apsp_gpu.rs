@@ -304,16 +304,8 @@ fn device_errors_are_clear() {
     // A kernel that fails to build: the compiler's log is shown.
     let kdir = dir.join("kernels");
     std::fs::create_dir_all(&kdir).unwrap();
+    write_broken_sssp_kernels(&kdir);
     let src = tuccompi::plugins::apsp::gpu::KERNELS;
-    std::fs::write(
-        kdir.join("sssp.cl"),
-        src.source.replace(
-            "dist[i] = s ? 0 : INF;",
-            "dist[i] = s ? 0 : INF + undeclared_name;",
-        ),
-    )
-    .unwrap();
-    std::fs::write(kdir.join("sssp.toml"), src.characterization).unwrap();
     let (code, err) = tuccompi(
         &[&["run", cfg][..], &gpu_only].concat(),
         &[("TUCCOMPI_KERNELS", kdir.to_str().unwrap())],

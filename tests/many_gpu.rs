@@ -91,15 +91,7 @@ fn gpu_phast_on_two_devices_equals_dijkstra() {
         return;
     };
     let cfg = apsp_gen("road", 3000, "seed = 11", "192");
-    let want = run(
-        &cfg,
-        &[
-            "units.opencl=none",
-            "units.cpu_workers=2",
-            "apsp.cpu_algorithm=\"dijkstra\"",
-            "output.distances=true",
-        ],
-    );
+    let want = dijkstra(&cfg, &["output.distances=true"]);
     for policy in ["equitable", "work-queue"] {
         let dir = tmpdir("twodev");
         let hierarchy = format!(
@@ -161,25 +153,9 @@ fn devices_failing_their_parallel_setup_are_each_taken_out_once() {
         return;
     };
     let cfg = apsp_gen("road", 1500, "seed = 3", "64");
-    let want = run(
-        &cfg,
-        &[
-            "units.opencl=none",
-            "units.cpu_workers=1",
-            "apsp.cpu_algorithm=\"dijkstra\"",
-        ],
-    );
+    let want = dijkstra(&cfg, &[]);
     let kdir = tmpdir("badkernels");
-    let src = tuccompi::plugins::apsp::gpu::KERNELS;
-    std::fs::write(
-        kdir.join("sssp.cl"),
-        src.source.replace(
-            "dist[i] = s ? 0 : INF;",
-            "dist[i] = s ? 0 : INF + undeclared_name;",
-        ),
-    )
-    .unwrap();
-    std::fs::write(kdir.join("sssp.toml"), src.characterization).unwrap();
+    write_broken_sssp_kernels(&kdir);
     let (report, out, err) = run_on(
         spec,
         &[("TUCCOMPI_KERNELS", kdir.to_str().unwrap())],

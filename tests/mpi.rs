@@ -764,14 +764,7 @@ fn local_rank_gives_each_rank_of_a_machine_its_own_devices() {
         return;
     };
     let cfg = apsp_gen("road", 2000, "seed = 8", "96");
-    let want = run(
-        &cfg,
-        &[
-            "units.opencl=none",
-            "units.cpu_workers=2",
-            "apsp.cpu_algorithm=\"dijkstra\"",
-        ],
-    );
+    let want = dijkstra(&cfg, &[]);
     let dir = tmpdir("mpilocal");
     let path = dir.join("c.toml");
     std::fs::write(&path, &cfg).unwrap();

@@ -6,17 +6,6 @@
 
 use crate::util::*;
 
-/// A CPU-only Dijkstra run with `sets`: the reference.
-fn dijkstra(cfg: &str, sets: &[&str]) -> Out {
-    let mut all = vec![
-        "units.opencl=none",
-        "units.cpu_workers=2",
-        "apsp.cpu_algorithm=\"dijkstra\"",
-    ];
-    all.extend_from_slice(sets);
-    run(cfg, &all)
-}
-
 fn cpu_reference(cfg: &str) -> Vec<[u128; 5]> {
     dijkstra(cfg, &[]).summary()
 }

@@ -134,6 +134,33 @@ pub fn run(toml: &str, sets: &[&str]) -> Out {
     try_run(toml, sets).unwrap_or_else(|e| panic!("run failed: {e}"))
 }
 
+/// A CPU-only Dijkstra run of an apsp config with `sets` (2 workers): the reference the
+/// accelerated runs are compared with.
+pub fn dijkstra(cfg: &str, sets: &[&str]) -> Out {
+    let mut all = vec![
+        "units.opencl=none",
+        "units.cpu_workers=2",
+        "apsp.cpu_algorithm=\"dijkstra\"",
+    ];
+    all.extend_from_slice(sets);
+    run(cfg, &all)
+}
+
+/// Write into `kdir` (for `TUCCOMPI_KERNELS`) the SSSP kernels with a syntax error
+/// (`undeclared_name`) and their characterization: a program that fails to build.
+pub fn write_broken_sssp_kernels(kdir: &Path) {
+    let src = tuccompi::plugins::apsp::gpu::KERNELS;
+    std::fs::write(
+        kdir.join("sssp.cl"),
+        src.source.replace(
+            "dist[i] = s ? 0 : INF;",
+            "dist[i] = s ? 0 : INF + undeclared_name;",
+        ),
+    )
+    .unwrap();
+    std::fs::write(kdir.join("sssp.toml"), src.characterization).unwrap();
+}
+
 /// Like [`run`] but returns the error.
 pub fn try_run(toml: &str, sets: &[&str]) -> tuccompi::Result<Out> {
     private_cache();

@@ -557,4 +557,4 @@ fn decode<W: ChWeight>(a: Arrays<W>, key: &Key) -> Result<Hierarchy<W>, String> 
 }
 
 #[cfg(test)]
-mod test;
+pub(super) mod test;

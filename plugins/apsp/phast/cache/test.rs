@@ -4,7 +4,8 @@
 use super::*;
 use crate::graph::{generate, GenModel, GenSpec};
 
-fn graph(seed: u64, hi: u32) -> Csr {
+/// A generated 400-vertex road graph with weights 0..=hi (also the auto tests' graph).
+pub(in crate::plugins::apsp::phast) fn graph(seed: u64, hi: u32) -> Csr {
     let spec = GenSpec {
         model: GenModel::Road,
         vertices: 400,
