@@ -33,7 +33,8 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Weight/distance type of a hierarchy: u32 (the apsp plugin's default: a tree that
@@ -200,8 +201,6 @@ struct Overlay<S> {
 
 /// A shortcut `(tail, head, weight)` found by a witness search.
 type Shortcut = (u32, u32, u64);
-/// A vertex's arcs in the overlay: `(other end, weight)`.
-type Arcs<S> = Vec<(u32, S)>;
 
 /// A vertex's witness-search state.
 #[derive(Clone, Copy)]
@@ -226,12 +225,71 @@ struct Searcher {
 const EMPTY: u32 = u32::MAX;
 
 /// Vertices of the round being contracted, which witness paths must avoid (one bit each).
-struct Blocked(Vec<u64>);
+struct Blocked(Vec<AtomicU64>);
 
 impl Blocked {
     #[inline(always)]
     fn has(&self, x: u32) -> bool {
-        self.0[(x >> 6) as usize] >> (x & 63) & 1 != 0
+        self.0[(x >> 6) as usize].load(Ordering::Relaxed) >> (x & 63) & 1 != 0
+    }
+    fn set(&self, x: u32) {
+        self.0[(x >> 6) as usize].fetch_or(1 << (x & 63), Ordering::Relaxed);
+    }
+    fn clear(&self, x: u32) {
+        self.0[(x >> 6) as usize].store(0, Ordering::Relaxed);
+    }
+}
+
+/// Mutable access to distinct elements of a slice from several threads: a round's contracted
+/// vertices, and the neighbours it touched, are each a set of distinct vertices whose
+/// per-vertex state (arc lists, level, priority) the round rewrites in parallel. On a
+/// 26-million-vertex graph the early rounds touch millions of vertices, and doing that on one
+/// thread was a third of a 16-thread build.
+struct Scatter<'a, T> {
+    ptr: *mut T,
+    len: usize,
+    _slice: PhantomData<&'a mut [T]>,
+}
+
+// SAFETY: a `Scatter` is a `&mut [T]` whose elements are handed out to at most one holder
+// each (the contract of `at`), so sending or sharing it sends `T`s between threads.
+unsafe impl<T: Send> Sync for Scatter<'_, T> {}
+// SAFETY: as for `Sync`.
+unsafe impl<T: Send> Send for Scatter<'_, T> {}
+
+impl<'a, T> Scatter<'a, T> {
+    fn new(s: &'a mut [T]) -> Self {
+        Scatter {
+            ptr: s.as_mut_ptr(),
+            len: s.len(),
+            _slice: PhantomData,
+        }
+    }
+
+    /// Element `i` (panics when out of range).
+    ///
+    /// # Safety
+    /// No other reference to element `i` may be alive while the returned one is: the
+    /// caller takes each index at most once while the `Scatter` is shared.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn at(&self, i: usize) -> &'a mut T {
+        assert!(i < self.len, "index {i} out of {}", self.len);
+        // SAFETY: in range (checked), derived from a `&'a mut [T]`, and not aliased (the
+        // caller's contract).
+        unsafe { &mut *self.ptr.add(i) }
+    }
+
+    /// A copy of element `i` (panics when out of range).
+    ///
+    /// # Safety
+    /// No reference to element `i` from [`at`](Self::at) may be alive.
+    unsafe fn get(&self, i: usize) -> T
+    where
+        T: Copy,
+    {
+        assert!(i < self.len, "index {i} out of {}", self.len);
+        // SAFETY: in range (checked) and not written meanwhile (the caller's contract).
+        unsafe { self.ptr.add(i).read() }
     }
 }
 
@@ -258,7 +316,7 @@ impl Searcher {
     }
 
     /// The slot of `v`, inserted (unreached) when absent.
-    #[inline]
+    #[inline(always)]
     fn slot(&mut self, v: u32) -> &mut Slot {
         if self.used.len() * 2 >= self.keys.len() {
             self.grow();
@@ -301,6 +359,8 @@ impl Searcher {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     fn grow(&mut self) {
         let old: Vec<(u32, Slot)> = self
             .used
@@ -396,6 +456,10 @@ impl Searcher {
                     continue;
                 }
                 let nd = d.saturating_add(w.to_u64());
+                if nd > bound {
+                    // Never settled (the search ends past `bound`): not worth a slot.
+                    continue;
+                }
                 let sy = self.slot(y);
                 if nd < sy.dist {
                     sy.dist = nd;
@@ -547,19 +611,42 @@ fn searches<S: ChWeight>(
     let mut counts = vec![0usize; vs.len()];
     let mut all = Vec::new();
     if vs.len() >= 64 * rayon::current_num_threads() {
+        // One task per vertex: its searcher taken once, its work counted once (16 threads
+        // adding to one counter after every search contended for its cache line).
         let found: Vec<(usize, Vec<Shortcut>)> = vs
             .par_iter()
             .map(|&v| {
                 let mut sc = Vec::new();
-                let c = (0..ov.inn[v as usize].len())
-                    .map(|i| one(v, i, collect.then_some(&mut sc)))
-                    .sum();
+                if work.over() {
+                    return (0, sc); // the build is stopping
+                }
+                let mut s = pool.get();
+                let (mut c, mut scanned) = (0, 0);
+                for i in 0..ov.inn[v as usize].len() {
+                    let (a, b) = witness(
+                        &mut s,
+                        ov,
+                        v,
+                        i,
+                        blocked,
+                        settle_limit,
+                        p,
+                        cap,
+                        collect.then_some(&mut sc),
+                    );
+                    c += a;
+                    scanned += b;
+                }
+                work.add(scanned);
                 (c, sc)
             })
             .collect();
-        for (k, (c, sc)) in found.into_iter().enumerate() {
-            counts[k] = c;
-            all.extend(sc);
+        counts = found.par_iter().map(|f| f.0).collect();
+        if collect {
+            all = found
+                .par_iter()
+                .flat_map_iter(|f| f.1.iter().copied())
+                .collect();
         }
     } else {
         let jobs: Vec<(u32, u32)> = vs
@@ -600,11 +687,16 @@ pub const SIMULATION_SETTLE_LIMIT: u32 = 30;
 
 /// A vertex whose neighbours were contracted is simulated again (its shortcut estimate
 /// renewed) only when its degree changed by more than this percentage since its last
-/// simulation, or it has at most 8 arcs; otherwise its priority takes the new degree and level
-/// with the old estimate. The hubs of the late rounds lose a neighbour in almost every round;
-/// re-simulating each of them every time was two thirds of the build's witness-search work on
-/// osm-moscow. 10% removed 40% of that work with 0.4% more shortcuts and a smaller upward
-/// search; 25% cost 3% more shortcuts and 40% more levels.
+/// simulation, or it has at most 8 arcs and their number changed at all; otherwise its priority
+/// takes the new degree and level with the old estimate. The hubs of the late rounds lose a
+/// neighbour in almost every round; re-simulating each of them every time was two thirds of the
+/// build's witness-search work on osm-moscow. 10% removed 40% of that work with 0.4% more
+/// shortcuts and a smaller upward search; 25% cost 3% more shortcuts and 40% more levels.
+/// A small vertex whose contracted neighbour left a shortcut in its place (a street's middle
+/// vertex: two arcs before and after) keeps its estimate: simulating every touched small vertex
+/// again was 84% of the first round's simulations; skipping the unchanged ones made the K = 8
+/// tiling's build 13% faster (61.5 -> 53.4 s on 16 cores) for 1.8% more shortcuts (0.950 ->
+/// 0.968 per arc) and a smaller upward search (258 -> 257; osm-moscow 252 -> 245).
 pub const RESIMULATE_PERCENT: usize = 10;
 
 impl<W: ChWeight> Hierarchy<W> {
@@ -768,26 +860,23 @@ fn build_with<W: ChWeight, S: ChWeight>(
         })
         .collect();
     let inn = {
-        let mut start = vec![0u32; n + 1];
-        for &v in g.targets.iter() {
-            start[v as usize + 1] += 1;
-        }
-        for i in 0..n {
-            start[i + 1] += start[i];
-        }
-        let mut fill = start.clone();
-        let mut flat = vec![(0u32, S::ZERO); g.m()];
-        for u in 0..n {
-            for e in g.offsets[u] as usize..g.offsets[u + 1] as usize {
-                let v = g.targets[e] as usize;
-                flat[fill[v] as usize] = (u as u32, weight(g.weights[e]));
-                fill[v] += 1;
-            }
-        }
-        drop(fill);
-        (0..n)
+        // The transpose by a parallel sort of (head, tail, weight): each in-list holds its
+        // tails ascending.
+        let mut flat: Vec<(u32, u32, S)> = (0..n)
             .into_par_iter()
-            .map(|v| flat[start[v] as usize..start[v + 1] as usize].to_vec())
+            .flat_map_iter(|u| {
+                (g.offsets[u] as usize..g.offsets[u + 1] as usize)
+                    .map(move |e| (g.targets[e], u as u32, weight(g.weights[e])))
+            })
+            .collect();
+        flat.par_sort_unstable_by_key(|&(v, u, w)| (v, u, w.to_u64()));
+        (0..n as u32)
+            .into_par_iter()
+            .map(|v| {
+                let a = flat.partition_point(|t| t.0 < v);
+                let b = a + flat[a..].partition_point(|t| t.0 == v);
+                flat[a..b].iter().map(|&(_, u, w)| (u, w)).collect()
+            })
             .collect()
     };
     let mut ov = Overlay { out, inn };
@@ -840,25 +929,26 @@ fn build_with<W: ChWeight, S: ChWeight>(
     let mut remaining = all;
     let mut shortcuts = 0u64;
     let mut round = 0u32;
-    let mut touched_at = vec![LIVE; n];
-    let mut blocked = Blocked(vec![0u64; n.div_ceil(64)]);
+    let touched_at: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(LIVE)).collect();
+    let blocked = Blocked((0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect());
     while !remaining.is_empty() {
         progress.round(n - remaining.len(), shortcuts, round);
         let key = |v: u32| (prio[v as usize], tie(v), v);
-        let sel: Vec<u32> = remaining
-            .par_iter()
-            .copied()
-            .filter(|&v| {
-                let k = key(v);
-                ov.out[v as usize]
-                    .iter()
-                    .chain(&ov.inn[v as usize])
-                    .all(|&(x, _)| key(x) > k)
-            })
-            .collect();
-        for &v in &sel {
-            round_of[v as usize] = round;
-            blocked.0[v as usize >> 6] |= 1 << (v & 63);
+        let (sel, rest): (Vec<u32>, Vec<u32>) = remaining.par_iter().partition(|&&v| {
+            let k = key(v);
+            ov.out[v as usize]
+                .iter()
+                .chain(&ov.inn[v as usize])
+                .all(|&(x, _)| key(x) > k)
+        });
+        remaining = rest;
+        {
+            let r = Scatter::new(&mut round_of);
+            sel.par_iter().for_each(|&v| {
+                // SAFETY: the vertices of `sel` are distinct.
+                *unsafe { r.at(v as usize) } = round;
+                blocked.set(v);
+            });
         }
         let (_, mut new) = searches(
             &ov,
@@ -871,11 +961,8 @@ fn build_with<W: ChWeight, S: ChWeight>(
             &pool,
             true,
         );
-        for &v in &sel {
-            blocked.0[v as usize >> 6] = 0;
-        }
+        sel.par_iter().for_each(|&v| blocked.clear(v));
         shortcuts += new.len() as u64;
-        remaining.retain(|&v| round_of[v as usize] == LIVE);
         if let Some(b) = budget.filter(|b| shortcuts > b.shortcuts) {
             return Err(poor("shortcuts", shortcuts, b.shortcuts, remaining.len()));
         }
@@ -884,18 +971,25 @@ fn build_with<W: ChWeight, S: ChWeight>(
         }
         // Move the contracted vertices' arcs into the hierarchy; their neighbours (each
         // handled by one task) drop them, gain the shortcuts and rise above them in level.
-        let mut touched = Vec::new();
-        for &v in &sel {
-            let vi = v as usize;
-            up[vi] = std::mem::take(&mut ov.out[vi]);
-            down[vi] = std::mem::take(&mut ov.inn[vi]);
-            for &(x, _) in up[vi].iter().chain(&down[vi]) {
-                if touched_at[x as usize] != round {
-                    touched_at[x as usize] = round;
-                    touched.push(x);
+        {
+            let (uo, dn) = (Scatter::new(&mut up), Scatter::new(&mut down));
+            let (oo, oi) = (Scatter::new(&mut ov.out), Scatter::new(&mut ov.inn));
+            sel.par_iter().for_each(|&v| {
+                let vi = v as usize;
+                // SAFETY: the vertices of `sel` are distinct.
+                unsafe {
+                    *uo.at(vi) = std::mem::take(oo.at(vi));
+                    *dn.at(vi) = std::mem::take(oi.at(vi));
                 }
-            }
+            });
         }
+        // Each neighbour once (the first to swap in this round's number keeps it).
+        let touched: Vec<u32> = sel
+            .par_iter()
+            .flat_map_iter(|&v| up[v as usize].iter().chain(&down[v as usize]))
+            .map(|&(x, _)| x)
+            .filter(|&x| touched_at[x as usize].swap(round, Ordering::Relaxed) != round)
+            .collect();
         new.par_sort_unstable();
         let mut by_head = new.clone();
         by_head.par_sort_unstable_by_key(|&(u, w, via)| (w, u, via));
@@ -905,60 +999,67 @@ fn build_with<W: ChWeight, S: ChWeight>(
             let b = list.partition_point(|t| key(t) <= x);
             a..b
         };
-        let mut lists: Vec<(u32, Arcs<S>, Arcs<S>, u32)> = touched
-            .iter()
-            .map(|&x| {
-                let xi = x as usize;
-                (
-                    x,
-                    std::mem::take(&mut ov.out[xi]),
-                    std::mem::take(&mut ov.inn[xi]),
-                    level[xi],
-                )
-            })
-            .collect();
-        lists.par_iter_mut().for_each(|(x, o, i, lv)| {
+        {
+            // The touched vertices are distinct and none was contracted this round (the
+            // round is an independent set), so each task rewrites its own vertex's lists and
+            // level and reads only the contracted vertices' levels.
+            let (oo, oi) = (Scatter::new(&mut ov.out), Scatter::new(&mut ov.inn));
+            let lvs = Scatter::new(&mut level);
             let gone = |y: u32| round_of[y as usize] == round;
-            for &(y, _) in o.iter().chain(i.iter()) {
-                if gone(y) {
-                    *lv = (*lv).max(level[y as usize] + 1);
-                }
-            }
-            o.retain(|&(y, _)| !gone(y));
-            i.retain(|&(y, _)| !gone(y));
             let s = |via: u64| S::from_u64(via).expect("a shortcut fits the overlay");
-            for &(_, w, via) in &new[range(&new, *x, false)] {
-                upsert(o, w, s(via));
-            }
-            for &(u, _, via) in &by_head[range(&by_head, *x, true)] {
-                upsert(i, u, s(via));
-            }
-        });
-        drop((new, by_head));
-        for (x, o, i, lv) in lists {
-            let xi = x as usize;
-            ov.out[xi] = o;
-            ov.inn[xi] = i;
-            level[xi] = lv;
+            touched.par_iter().for_each(|&x| {
+                let xi = x as usize;
+                // SAFETY: `touched` holds distinct vertices, and the contracted vertices
+                // whose levels are read below are not among them (shared reads only).
+                let (o, i, lv) = unsafe { (oo.at(xi), oi.at(xi), lvs.at(xi)) };
+                for &(y, _) in o.iter().chain(i.iter()) {
+                    if gone(y) {
+                        // SAFETY: `y` was contracted this round, so it is not in `touched`
+                        // and no task holds it.
+                        *lv = (*lv).max(unsafe { lvs.get(y as usize) } + 1);
+                    }
+                }
+                o.retain(|&(y, _)| !gone(y));
+                i.retain(|&(y, _)| !gone(y));
+                for &(_, w, via) in &new[range(&new, x, false)] {
+                    upsert(o, w, s(via));
+                }
+                for &(u, _, via) in &by_head[range(&by_head, x, true)] {
+                    upsert(i, u, s(via));
+                }
+            });
         }
+        drop((new, by_head));
         let deg = |x: u32| ov.out[x as usize].len() + ov.inn[x as usize].len();
         let stale: Vec<u32> = touched
-            .iter()
+            .par_iter()
             .copied()
             .filter(|&x| {
                 let (now, then) = (deg(x), sim_deg[x as usize] as usize);
                 let tol = RESIMULATE_PERCENT;
-                now <= 8 || now * 100 < then * (100 - tol) || now * 100 > then * (100 + tol)
+                (now <= 8 && now != then)
+                    || now * 100 < then * (100 - tol)
+                    || now * 100 > then * (100 + tol)
             })
             .collect();
         let (added, _) = searches(&ov, &stale, None, sim, p, cap, &work, &pool, false);
-        for (&x, &a) in stale.iter().zip(&added) {
-            sim_added[x as usize] = a as u32;
-            sim_deg[x as usize] = deg(x) as u32;
+        {
+            let (sa, sd) = (Scatter::new(&mut sim_added), Scatter::new(&mut sim_deg));
+            stale.par_iter().zip(&added).for_each(|(&x, &a)| {
+                // SAFETY: `stale` holds distinct vertices.
+                unsafe {
+                    *sa.at(x as usize) = a as u32;
+                    *sd.at(x as usize) = deg(x) as u32;
+                }
+            });
         }
-        for &x in &touched {
-            let xi = x as usize;
-            prio[xi] = priority(sim_added[xi] as usize, deg(x), level[xi]);
+        {
+            let pr = Scatter::new(&mut prio);
+            touched.par_iter().for_each(|&x| {
+                let xi = x as usize;
+                // SAFETY: `touched` holds distinct vertices.
+                *unsafe { pr.at(xi) } = priority(sim_added[xi] as usize, deg(x), level[xi]);
+            });
         }
         if work.over() {
             return Err(over(&work, remaining.len()));
@@ -992,54 +1093,77 @@ fn assemble<W: ChWeight, S: ChWeight>(
     info: ChInfo,
 ) -> Result<Hierarchy<W>, ChError> {
     let mut order: Vec<u32> = (0..n as u32).collect();
-    order.sort_unstable_by_key(|&v| (Reverse(level[v as usize]), v));
+    order.par_sort_unstable_by_key(|&v| (Reverse(level[v as usize]), v));
     let mut pos = vec![0u32; n];
-    for (p, &v) in order.iter().enumerate() {
-        pos[v as usize] = p as u32;
+    {
+        let ps = Scatter::new(&mut pos);
+        order.par_iter().enumerate().for_each(|(p, &v)| {
+            // SAFETY: `order` is a permutation: each vertex once.
+            *unsafe { ps.at(v as usize) } = p as u32;
+        });
     }
     let mut levels = vec![0u32];
-    for p in 1..n {
-        if level[order[p] as usize] != level[order[p - 1] as usize] {
-            levels.push(p as u32);
-        }
-    }
+    levels.par_extend(
+        (1..n as u32).into_par_iter().filter(|&p| {
+            level[order[p as usize] as usize] != level[order[p as usize - 1] as usize]
+        }),
+    );
     levels.push(n as u32);
     if n == 0 {
         levels = vec![0];
     }
-    let total: usize = up.iter().chain(&down).map(Vec::len).sum();
+    let total: usize = up.par_iter().chain(&down).map(Vec::len).sum();
     if total > u32::MAX as usize {
         return Err(ChError::Unfit(format!(
             "{total} arcs do not fit 32-bit offsets"
         )));
     }
     type Layout<W> = (Vec<u32>, Vec<u32>, Vec<W>);
-    let layout = |lists: &[Vec<(u32, S)>]| -> Layout<W> {
+    // Rows in parallel: offsets from the lengths, then each position writes its own range.
+    let layout = |lists: Vec<Vec<(u32, S)>>| -> Layout<W> {
         let mut offsets = Vec::with_capacity(n + 1);
-        let mut heads = Vec::new();
-        let mut weights = Vec::new();
         offsets.push(0u32);
-        let mut row: Vec<(u32, u64)> = Vec::new();
-        for &v in &order {
-            row.clear();
-            row.extend(
-                lists[v as usize]
-                    .iter()
-                    .map(|&(x, w)| (pos[x as usize], w.to_u64())),
+        let lens: Vec<u32> = order
+            .par_iter()
+            .map(|&v| lists[v as usize].len() as u32)
+            .collect();
+        let mut at = 0u32;
+        offsets.extend(lens.iter().map(|&l| {
+            at += l;
+            at
+        }));
+        drop(lens);
+        let mut heads = vec![0u32; at as usize];
+        let mut weights = vec![W::ZERO; at as usize];
+        {
+            let (hs, ws) = (Scatter::new(&mut heads), Scatter::new(&mut weights));
+            order.par_iter().enumerate().for_each_init(
+                Vec::new,
+                |row: &mut Vec<(u32, u64)>, (p, &v)| {
+                    row.clear();
+                    row.extend(
+                        lists[v as usize]
+                            .iter()
+                            .map(|&(x, w)| (pos[x as usize], w.to_u64())),
+                    );
+                    row.sort_unstable();
+                    for (e, &(q, w)) in (offsets[p] as usize..).zip(row.iter()) {
+                        // SAFETY: position p's range of the arrays is its own.
+                        unsafe {
+                            *hs.at(e) = q;
+                            // A u32 hierarchy keeps a weight above CEIL as CEIL (a path
+                            // over it then overflows u32, and its tree is redone in u64).
+                            *ws.at(e) = W::capped(w);
+                        }
+                    }
+                },
             );
-            row.sort_unstable();
-            for &(q, w) in &row {
-                heads.push(q);
-                // A u32 hierarchy keeps a weight above CEIL as CEIL (a path over it then
-                // overflows u32, and its tree is redone in u64).
-                weights.push(W::capped(w));
-            }
-            offsets.push(heads.len() as u32);
         }
+        lists.into_par_iter().for_each(drop);
         (offsets, heads, weights)
     };
-    let (up_offsets, up_heads, up_weights) = layout(&up);
-    let (down_offsets, down_tails, down_weights) = layout(&down);
+    let (up_offsets, up_heads, up_weights) = layout(up);
+    let (down_offsets, down_tails, down_weights) = layout(down);
     // Shortcuts that met in one arc (or improved an arc) were counted once each while
     // building; count what the hierarchy holds.
     let info = ChInfo {
