@@ -70,6 +70,8 @@ one() {
 }
 
 # The input graphs: osm-moscow, then the tilings; each hierarchy built once (cold, timed).
+# Sources of a run: osm-moscow whole, a tiling's first 1%.
+sources_of() { case $1 in *.gz) echo '"all"' ;; *) echo $(($2 / 100)) ;; esac; }
 declare -a GRAPHS=("$DIR/data/osm-moscow.gr.gz")
 for K in $KS; do
   t=$WORK/tiles$K.gr
@@ -90,7 +92,7 @@ done
 echo "== GPU PHAST, run phase, cached hierarchy =="
 for gr in "${GRAPHS[@]}"; do
   n=${N[$gr]}
-  case $gr in *.gz) sources='"all"';; *) sources=$((n / 100));; esac
+  sources=$(sources_of "$gr" "$n")
   for g in $GPUS; do
     [ "$g" -gt "$HAVE" ] && continue
     one "$(basename "$gr") $g GPU alone" "$gr" "$n" "$g" "$sources" 0 --set apsp.gpu_algorithm='"phast"'
@@ -102,7 +104,7 @@ done
 for b in ${BATCHES:-}; do
   for gr in "${GRAPHS[@]}"; do
     n=${N[$gr]}
-    case $gr in *.gz) sources='"all"';; *) sources=$((n / 100));; esac
+    sources=$(sources_of "$gr" "$n")
     one "$(basename "$gr") 1 GPU alone, apsp.batch=$b" "$gr" "$n" 1 "$sources" 0 \
       --set apsp.gpu_algorithm='"phast"' --set apsp.batch="$b"
   done
@@ -112,7 +114,7 @@ done
 echo "== one rank per GPU (mpirun, units.opencl = \"local_rank\") against one process, GPUs alone =="
 for gr in "${GRAPHS[@]:0:2}"; do
   n=${N[$gr]}
-  case $gr in *.gz) sources='"all"';; *) sources=$((n / 100));; esac
+  sources=$(sources_of "$gr" "$n")
   for g in $GPUS; do
     [ "$g" -gt "$HAVE" ] && continue
     sets=(--set input.path="\"$gr\"" --set run.sources="$sources" --set units.cpu_workers=0

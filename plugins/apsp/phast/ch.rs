@@ -235,6 +235,8 @@ impl Blocked {
     fn set(&self, x: u32) {
         self.0[(x >> 6) as usize].fetch_or(1 << (x & 63), Ordering::Relaxed);
     }
+    /// Clears the whole word of `x`: called for every vertex of the round, whose bits are the
+    /// only ones set.
     fn clear(&self, x: u32) {
         self.0[(x >> 6) as usize].store(0, Ordering::Relaxed);
     }
@@ -599,55 +601,47 @@ fn searches<S: ChWeight>(
     pool: &Pool,
     collect: bool,
 ) -> (Vec<usize>, Vec<(u32, u32, u64)>) {
-    let one = |v: u32, i: usize, sc: Option<&mut Vec<(u32, u32, u64)>>| {
+    // The searches from in-neighbours `ins` of `v` on one searcher, their work counted once
+    // (16 threads adding to one counter after every search contended for its cache line).
+    let run = |v: u32, ins: std::ops::Range<usize>, mut sc: Option<&mut Vec<Shortcut>>| {
         if work.over() {
             return 0; // the build is stopping
         }
-        let (count, scanned) =
-            witness(&mut pool.get(), ov, v, i, blocked, settle_limit, p, cap, sc);
+        let mut s = pool.get();
+        let (mut count, mut scanned) = (0, 0);
+        for i in ins {
+            let (c, w) = witness(
+                &mut s,
+                ov,
+                v,
+                i,
+                blocked,
+                settle_limit,
+                p,
+                cap,
+                sc.as_deref_mut(),
+            );
+            count += c;
+            scanned += w;
+        }
         work.add(scanned);
         count
     };
-    let mut counts = vec![0usize; vs.len()];
-    let mut all = Vec::new();
     if vs.len() >= 64 * rayon::current_num_threads() {
-        // One task per vertex: its searcher taken once, its work counted once (16 threads
-        // adding to one counter after every search contended for its cache line).
         let found: Vec<(usize, Vec<Shortcut>)> = vs
             .par_iter()
             .map(|&v| {
                 let mut sc = Vec::new();
-                if work.over() {
-                    return (0, sc); // the build is stopping
-                }
-                let mut s = pool.get();
-                let (mut c, mut scanned) = (0, 0);
-                for i in 0..ov.inn[v as usize].len() {
-                    let (a, b) = witness(
-                        &mut s,
-                        ov,
-                        v,
-                        i,
-                        blocked,
-                        settle_limit,
-                        p,
-                        cap,
-                        collect.then_some(&mut sc),
-                    );
-                    c += a;
-                    scanned += b;
-                }
-                work.add(scanned);
+                let c = run(v, 0..ov.inn[v as usize].len(), collect.then_some(&mut sc));
                 (c, sc)
             })
             .collect();
-        counts = found.par_iter().map(|f| f.0).collect();
-        if collect {
-            all = found
-                .par_iter()
-                .flat_map_iter(|f| f.1.iter().copied())
-                .collect();
-        }
+        let counts = found.par_iter().map(|f| f.0).collect();
+        let all = found
+            .par_iter()
+            .flat_map_iter(|f| f.1.iter().copied())
+            .collect();
+        (counts, all)
     } else {
         let jobs: Vec<(u32, u32)> = vs
             .iter()
@@ -658,16 +652,19 @@ fn searches<S: ChWeight>(
             .par_iter()
             .map(|&(k, i)| {
                 let mut sc = Vec::new();
-                let c = one(vs[k as usize], i as usize, collect.then_some(&mut sc));
+                let i = i as usize;
+                let c = run(vs[k as usize], i..i + 1, collect.then_some(&mut sc));
                 (k, c, sc)
             })
             .collect();
+        let mut counts = vec![0usize; vs.len()];
+        let mut all = Vec::new();
         for (k, c, sc) in found {
             counts[k as usize] += c;
             all.extend(sc);
         }
+        (counts, all)
     }
-    (counts, all)
 }
 
 /// Set the arc to `x` to `min(old, w)`, or add it.
