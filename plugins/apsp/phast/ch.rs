@@ -722,6 +722,19 @@ fn symmetric_at<S: ChWeight>(out: &[(u32, S)], inn: &[(u32, S)]) -> bool {
     out.len() == inn.len() && out.iter().all(|a| inn.contains(a))
 }
 
+/// The entries of `list` (sorted by their first field) whose first field is `x`, from `*at`
+/// on; `*at` moves past them.
+fn run_of<'a>(list: &'a [Shortcut], at: &mut usize, x: u32) -> &'a [Shortcut] {
+    while *at < list.len() && list[*at].0 < x {
+        *at += 1;
+    }
+    let a = *at;
+    while *at < list.len() && list[*at].0 == x {
+        *at += 1;
+    }
+    &list[a..*at]
+}
+
 /// Set the arc to `x` to `min(old, w)`, or add it.
 fn upsert<S: ChWeight>(list: &mut Vec<(u32, S)>, x: u32, w: S) {
     match list.iter_mut().find(|a| a.0 == x) {
@@ -911,7 +924,11 @@ fn build_with<W: ChWeight, S: ChWeight>(
                 .collect()
         })
         .collect();
-    let inn = {
+    let mirror = symmetric(g);
+    let inn = if mirror {
+        // Every in-list is its vertex's out-list.
+        out.par_iter().cloned().collect()
+    } else {
         // The transpose by a parallel sort of (head, tail, weight): each in-list holds its
         // tails ascending.
         let mut flat: Vec<(u32, u32, S)> = (0..n)
@@ -922,14 +939,21 @@ fn build_with<W: ChWeight, S: ChWeight>(
             })
             .collect();
         flat.par_sort_unstable_by_key(|&(v, u, w)| (v, u, w.to_u64()));
-        (0..n as u32)
+        // Where each head's run starts; each run becomes its head's list.
+        let starts: Vec<usize> = (0..flat.len())
             .into_par_iter()
-            .map(|v| {
-                let a = flat.partition_point(|t| t.0 < v);
-                let b = a + flat[a..].partition_point(|t| t.0 == v);
-                flat[a..b].iter().map(|&(_, u, w)| (u, w)).collect()
-            })
-            .collect()
+            .filter(|&i| i == 0 || flat[i].0 != flat[i - 1].0)
+            .collect();
+        let mut inn: Vec<Vec<(u32, S)>> = Vec::new();
+        inn.resize_with(n, Vec::new);
+        let lists = Scatter::new(&mut inn);
+        starts.par_iter().enumerate().for_each(|(k, &a)| {
+            let b = starts.get(k + 1).copied().unwrap_or(flat.len());
+            // SAFETY: every run has its own head.
+            *unsafe { lists.at(flat[a].0 as usize) } =
+                flat[a..b].iter().map(|&(_, u, w)| (u, w)).collect();
+        });
+        inn
     };
     let mut ov = Overlay { out, inn };
     const LIVE: u32 = u32::MAX;
@@ -956,7 +980,6 @@ fn build_with<W: ChWeight, S: ChWeight>(
         )
     };
     let sim = p.settle_limit.min(SIMULATION_SETTLE_LIMIT);
-    let mirror = symmetric(g);
     let all: Vec<u32> = (0..n as u32).collect();
     let (added, _) = searches(&ov, &all, None, sim, p, cap, &work, &pool, false, mirror);
     let mut prio: Vec<i64> = added
@@ -1045,14 +1068,16 @@ fn build_with<W: ChWeight, S: ChWeight>(
             .filter(|&x| touched_at[x as usize].swap(round, Ordering::Relaxed) != round)
             .collect();
         new.par_sort_unstable();
-        let mut by_head = new.clone();
-        by_head.par_sort_unstable_by_key(|&(u, w, via)| (w, u, via));
-        let range = |list: &[(u32, u32, u64)], x: u32, head: bool| {
-            let key = |t: &(u32, u32, u64)| if head { t.1 } else { t.0 };
-            let a = list.partition_point(|t| key(t) < x);
-            let b = list.partition_point(|t| key(t) <= x);
-            a..b
-        };
+        // The shortcuts by head, for the in-lists; in a symmetric overlay the shortcuts into
+        // a vertex are the reverses of those out of it.
+        let by_head = (!mirror).then(|| {
+            let mut b: Vec<Shortcut> = new.par_iter().map(|&(u, w, via)| (w, u, via)).collect();
+            b.par_sort_unstable();
+            b
+        });
+        let by_head = by_head.as_deref().unwrap_or(&new);
+        let mut touched = touched;
+        touched.par_sort_unstable();
         {
             // The touched vertices are distinct and none was contracted this round (the
             // round is an independent set), so each task rewrites its own vertex's lists and
@@ -1061,11 +1086,18 @@ fn build_with<W: ChWeight, S: ChWeight>(
             let lvs = Scatter::new(&mut level);
             let gone = |y: u32| round_of[y as usize] == round;
             let s = |via: u64| S::from_u64(via).expect("a shortcut fits the overlay");
-            touched.par_iter().for_each(|&x| {
-                let xi = x as usize;
-                // SAFETY: `touched` holds distinct vertices, and the contracted vertices
-                // whose levels are read below are not among them (shared reads only).
-                let (o, i, lv) = unsafe { (oo.at(xi), oi.at(xi), lvs.at(xi)) };
+            // `touched`, `new` and `by_head` are sorted by vertex: a chunk of touched vertices
+            // finds its first shortcuts by binary search, then walks on.
+            touched.par_chunks(1024).for_each(|xs| {
+                let from = |list: &[Shortcut]| list.partition_point(|t| t.0 < xs[0]);
+                let (mut a, mut b) = (from(&new), from(by_head));
+                for &x in xs {
+                    let outs = run_of(&new, &mut a, x);
+                    let ins = run_of(by_head, &mut b, x);
+                    let xi = x as usize;
+                    // SAFETY: `touched` holds distinct vertices, and the contracted vertices
+                    // whose levels are read below are not among them (shared reads only).
+                    let (o, i, lv) = unsafe { (oo.at(xi), oi.at(xi), lvs.at(xi)) };
                 for &(y, _) in o.iter().chain(i.iter()) {
                     if gone(y) {
                         // SAFETY: `y` was contracted this round, so it is not in `touched`
@@ -1075,15 +1107,16 @@ fn build_with<W: ChWeight, S: ChWeight>(
                 }
                 o.retain(|&(y, _)| !gone(y));
                 i.retain(|&(y, _)| !gone(y));
-                for &(_, w, via) in &new[range(&new, x, false)] {
+                for &(_, w, via) in outs {
                     upsert(o, w, s(via));
                 }
-                for &(u, _, via) in &by_head[range(&by_head, x, true)] {
+                for &(_, u, via) in ins {
                     upsert(i, u, s(via));
+                }
                 }
             });
         }
-        drop((new, by_head));
+        drop(new);
         let deg = |x: u32| ov.out[x as usize].len() + ov.inn[x as usize].len();
         let stale: Vec<u32> = touched
             .par_iter()
