@@ -608,7 +608,8 @@ impl Pool {
 }
 
 /// Witness searches of the vertices `vs`: per vertex, the number of shortcuts its
-/// contraction needs, and (`collect`) the shortcuts themselves, in a fixed order. Many vertices
+/// contraction needs, or (`collect`) the shortcuts themselves, in no particular order (the
+/// caller sorts them; the counts may then be left out). Many vertices
 /// run one task each; a few (the late rounds contract a handful of high-degree vertices) run
 /// one task per in-neighbour, so every thread still has work.
 ///
@@ -660,20 +661,23 @@ fn searches<S: ChWeight>(
         count
     };
     if vs.len() >= 64 * rayon::current_num_threads() {
-        let found: Vec<(usize, Vec<Shortcut>)> = vs
-            .par_iter()
-            .map(|&v| {
-                let mut sc = Vec::new();
-                let c = run(v, 0..ov.inn[v as usize].len(), collect.then_some(&mut sc));
-                (c, sc)
-            })
-            .collect();
-        let counts = found.par_iter().map(|f| f.0).collect();
-        let all = found
-            .par_iter()
-            .flat_map_iter(|f| f.1.iter().copied())
-            .collect();
-        (counts, all)
+        let ins = |v: u32| 0..ov.inn[v as usize].len();
+        if collect {
+            // One list per rayon task, not per vertex (a round of millions of vertices).
+            let parts: Vec<Vec<Shortcut>> = vs
+                .par_iter()
+                .fold(Vec::new, |mut sc, &v| {
+                    run(v, ins(v), Some(&mut sc));
+                    sc
+                })
+                .collect();
+            (Vec::new(), parts.concat())
+        } else {
+            (
+                vs.par_iter().map(|&v| run(v, ins(v), None)).collect(),
+                Vec::new(),
+            )
+        }
     } else {
         let jobs: Vec<(u32, u32)> = vs
             .iter()
@@ -944,8 +948,7 @@ fn build_with<W: ChWeight, S: ChWeight>(
             .into_par_iter()
             .filter(|&i| i == 0 || flat[i].0 != flat[i - 1].0)
             .collect();
-        let mut inn: Vec<Vec<(u32, S)>> = Vec::new();
-        inn.resize_with(n, Vec::new);
+        let mut inn: Vec<Vec<(u32, S)>> = (0..n).into_par_iter().map(|_| Vec::new()).collect();
         let lists = Scatter::new(&mut inn);
         starts.par_iter().enumerate().for_each(|(k, &a)| {
             let b = starts.get(k + 1).copied().unwrap_or(flat.len());
@@ -992,32 +995,37 @@ fn build_with<W: ChWeight, S: ChWeight>(
     // vertex is simulated again only when its degree moved by more than RESIMULATE_PERCENT
     // (its level and degree enter its priority at once either way).
     let mut sim_deg: Vec<u32> = (0..n)
+        .into_par_iter()
         .map(|v| (ov.out[v].len() + ov.inn[v].len()) as u32)
         .collect();
     drop(added);
     if work.over() {
         return Err(over(&work, n));
     }
-    let mut up: Vec<Vec<(u32, S)>> = Vec::new();
-    up.resize_with(n, Vec::new);
-    let mut down: Vec<Vec<(u32, S)>> = Vec::new();
-    down.resize_with(n, Vec::new);
+    let empty = || (0..n).into_par_iter().map(|_| Vec::new()).collect();
+    let mut up: Vec<Vec<(u32, S)>> = empty();
+    let mut down: Vec<Vec<(u32, S)>> = empty();
     let mut remaining = all;
     let mut shortcuts = 0u64;
     let mut round = 0u32;
-    let touched_at: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(LIVE)).collect();
+    let touched_at: Vec<AtomicU32> = (0..n)
+        .into_par_iter()
+        .map(|_| AtomicU32::new(LIVE))
+        .collect();
     let blocked = Blocked((0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect());
     while !remaining.is_empty() {
         progress.round(n - remaining.len(), shortcuts, round);
         let key = |v: u32| (prio[v as usize], tie(v), v);
-        let (sel, rest): (Vec<u32>, Vec<u32>) = remaining.par_iter().partition(|&&v| {
-            let k = key(v);
-            ov.out[v as usize]
-                .iter()
-                .chain(&ov.inn[v as usize])
-                .all(|&(x, _)| key(x) > k)
-        });
-        remaining = rest;
+        // (A symmetric overlay's in-lists are its out-lists.)
+        let sel: Vec<u32> = remaining
+            .par_iter()
+            .copied()
+            .filter(|&v| {
+                let (k, vi) = (key(v), v as usize);
+                let inn: &[(u32, S)] = if mirror { &[] } else { &ov.inn[vi] };
+                ov.out[vi].iter().chain(inn).all(|&(x, _)| key(x) > k)
+            })
+            .collect();
         {
             let r = Scatter::new(&mut round_of);
             sel.par_iter().for_each(|&v| {
@@ -1026,6 +1034,7 @@ fn build_with<W: ChWeight, S: ChWeight>(
                 blocked.set(v);
             });
         }
+        remaining.retain(|&v| round_of[v as usize] != round);
         let (_, mut new) = searches(
             &ov,
             &sel,
@@ -1098,21 +1107,21 @@ fn build_with<W: ChWeight, S: ChWeight>(
                     // SAFETY: `touched` holds distinct vertices, and the contracted vertices
                     // whose levels are read below are not among them (shared reads only).
                     let (o, i, lv) = unsafe { (oo.at(xi), oi.at(xi), lvs.at(xi)) };
-                for &(y, _) in o.iter().chain(i.iter()) {
-                    if gone(y) {
-                        // SAFETY: `y` was contracted this round, so it is not in `touched`
-                        // and no task holds it.
-                        *lv = (*lv).max(unsafe { lvs.get(y as usize) } + 1);
+                    for &(y, _) in o.iter().chain(i.iter()) {
+                        if gone(y) {
+                            // SAFETY: `y` was contracted this round, so it is not in `touched`
+                            // and no task holds it.
+                            *lv = (*lv).max(unsafe { lvs.get(y as usize) } + 1);
+                        }
                     }
-                }
-                o.retain(|&(y, _)| !gone(y));
-                i.retain(|&(y, _)| !gone(y));
-                for &(_, w, via) in outs {
-                    upsert(o, w, s(via));
-                }
-                for &(_, u, via) in ins {
-                    upsert(i, u, s(via));
-                }
+                    o.retain(|&(y, _)| !gone(y));
+                    i.retain(|&(y, _)| !gone(y));
+                    for &(_, w, via) in outs {
+                        upsert(o, w, s(via));
+                    }
+                    for &(_, u, via) in ins {
+                        upsert(i, u, s(via));
+                    }
                 }
             });
         }
