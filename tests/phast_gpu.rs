@@ -38,14 +38,22 @@ fn phast_matches(cfg: &str, want: &[[u128; 5]], sets: &[&str]) -> serde_json::Va
         want,
         "GPU PHAST differs from Dijkstra with {sets:?}"
     );
-    let gpu_tasks: u64 = out.report["units"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|u| u["kind"] == "gpu")
-        .map(|u| u["tasks"].as_u64().unwrap())
-        .sum();
-    assert!(gpu_tasks > 0, "no task ran on the device with {sets:?}");
+    let units = out.report["units"].as_array().unwrap();
+    let tasks = |kind: &str| -> u64 {
+        units
+            .iter()
+            .filter(|u| kind.is_empty() || u["kind"] == kind)
+            .map(|u| u["tasks"].as_u64().unwrap())
+            .sum()
+    };
+    let gpu_tasks = tasks("gpu");
+    if sets.contains(&"scheduler.policy=work-queue") {
+        // The queue may leave a slow device out (PoCL beside two CPU workers on a 2-core
+        // machine): every task still runs once.
+        assert_eq!(tasks("") as usize, want.len(), "tasks run with {sets:?}");
+    } else {
+        assert!(gpu_tasks > 0, "no task ran on the device with {sets:?}");
+    }
     if sets.contains(&"units.cpu_workers=0") {
         assert_eq!(
             gpu_tasks as usize,
