@@ -630,36 +630,41 @@ fn searches<S: ChWeight>(
     collect: bool,
     mirror: bool,
 ) -> (Vec<usize>, Vec<(u32, u32, u64)>) {
+    // Whether `v`'s pairs of neighbours are searched once (decided once per vertex: the check
+    // reads both of its lists).
+    let half_at = |v: u32| {
+        let vi = v as usize;
+        mirror || !collect && symmetric_at(&ov.out[vi], &ov.inn[vi])
+    };
     // The searches from in-neighbours `ins` of `v` on one searcher, their work counted once
     // (16 threads adding to one counter after every search contended for its cache line).
-    let run = |v: u32, ins: std::ops::Range<usize>, mut sc: Option<&mut Vec<Shortcut>>| {
-        if work.over() {
-            return 0; // the build is stopping
-        }
-        let vi = v as usize;
-        let half = mirror || !collect && symmetric_at(&ov.out[vi], &ov.inn[vi]);
-        let mut above = Vec::new();
-        let mut s = pool.get();
-        let (mut count, mut scanned) = (0, 0);
-        for i in ins {
-            let (c, w) = witness(
-                &mut s,
-                ov,
-                v,
-                i,
-                blocked,
-                settle_limit,
-                p,
-                cap,
-                sc.as_deref_mut(),
-                half.then_some(&mut above),
-            );
-            count += c;
-            scanned += w;
-        }
-        work.add(scanned);
-        count
-    };
+    let run =
+        |v: u32, half: bool, ins: std::ops::Range<usize>, mut sc: Option<&mut Vec<Shortcut>>| {
+            if work.over() {
+                return 0; // the build is stopping
+            }
+            let mut above = Vec::new();
+            let mut s = pool.get();
+            let (mut count, mut scanned) = (0, 0);
+            for i in ins {
+                let (c, w) = witness(
+                    &mut s,
+                    ov,
+                    v,
+                    i,
+                    blocked,
+                    settle_limit,
+                    p,
+                    cap,
+                    sc.as_deref_mut(),
+                    half.then_some(&mut above),
+                );
+                count += c;
+                scanned += w;
+            }
+            work.add(scanned);
+            count
+        };
     if vs.len() >= 64 * rayon::current_num_threads() {
         let ins = |v: u32| 0..ov.inn[v as usize].len();
         if collect {
@@ -667,14 +672,16 @@ fn searches<S: ChWeight>(
             let parts: Vec<Vec<Shortcut>> = vs
                 .par_iter()
                 .fold(Vec::new, |mut sc, &v| {
-                    run(v, ins(v), Some(&mut sc));
+                    run(v, half_at(v), ins(v), Some(&mut sc));
                     sc
                 })
                 .collect();
             (Vec::new(), parts.concat())
         } else {
             (
-                vs.par_iter().map(|&v| run(v, ins(v), None)).collect(),
+                vs.par_iter()
+                    .map(|&v| run(v, half_at(v), ins(v), None))
+                    .collect(),
                 Vec::new(),
             )
         }
@@ -684,19 +691,20 @@ fn searches<S: ChWeight>(
             .enumerate()
             .flat_map(|(k, &v)| (0..ov.inn[v as usize].len() as u32).map(move |i| (k as u32, i)))
             .collect();
-        let found: Vec<(u32, usize, Vec<Shortcut>)> = jobs
+        let halves: Vec<bool> = vs.par_iter().map(|&v| half_at(v)).collect();
+        let found: Vec<(usize, usize, Vec<Shortcut>)> = jobs
             .par_iter()
             .map(|&(k, i)| {
                 let mut sc = Vec::new();
-                let i = i as usize;
-                let c = run(vs[k as usize], i..i + 1, collect.then_some(&mut sc));
+                let (k, i) = (k as usize, i as usize);
+                let c = run(vs[k], halves[k], i..i + 1, collect.then_some(&mut sc));
                 (k, c, sc)
             })
             .collect();
         let mut counts = vec![0usize; vs.len()];
         let mut all = Vec::new();
         for (k, c, sc) in found {
-            counts[k as usize] += c;
+            counts[k] += c;
             all.extend(sc);
         }
         (counts, all)
@@ -737,6 +745,11 @@ fn run_of<'a>(list: &'a [Shortcut], at: &mut usize, x: u32) -> &'a [Shortcut] {
         *at += 1;
     }
     &list[a..*at]
+}
+
+/// `n` empty lists, allocated in parallel (26 million of them for a country-size graph).
+fn empty_lists<T: Send>(n: usize) -> Vec<Vec<T>> {
+    (0..n).into_par_iter().map(|_| Vec::new()).collect()
 }
 
 /// Set the arc to `x` to `min(old, w)`, or add it.
@@ -948,7 +961,7 @@ fn build_with<W: ChWeight, S: ChWeight>(
             .into_par_iter()
             .filter(|&i| i == 0 || flat[i].0 != flat[i - 1].0)
             .collect();
-        let mut inn: Vec<Vec<(u32, S)>> = (0..n).into_par_iter().map(|_| Vec::new()).collect();
+        let mut inn: Vec<Vec<(u32, S)>> = empty_lists(n);
         let lists = Scatter::new(&mut inn);
         starts.par_iter().enumerate().for_each(|(k, &a)| {
             let b = starts.get(k + 1).copied().unwrap_or(flat.len());
@@ -1002,9 +1015,8 @@ fn build_with<W: ChWeight, S: ChWeight>(
     if work.over() {
         return Err(over(&work, n));
     }
-    let empty = || (0..n).into_par_iter().map(|_| Vec::new()).collect();
-    let mut up: Vec<Vec<(u32, S)>> = empty();
-    let mut down: Vec<Vec<(u32, S)>> = empty();
+    let mut up: Vec<Vec<(u32, S)>> = empty_lists(n);
+    let mut down: Vec<Vec<(u32, S)>> = empty_lists(n);
     let mut remaining = all;
     let mut shortcuts = 0u64;
     let mut round = 0u32;
@@ -1070,12 +1082,13 @@ fn build_with<W: ChWeight, S: ChWeight>(
             });
         }
         // Each neighbour once (the first to swap in this round's number keeps it).
-        let touched: Vec<u32> = sel
+        let mut touched: Vec<u32> = sel
             .par_iter()
             .flat_map_iter(|&v| up[v as usize].iter().chain(&down[v as usize]))
             .map(|&(x, _)| x)
             .filter(|&x| touched_at[x as usize].swap(round, Ordering::Relaxed) != round)
             .collect();
+        touched.par_sort_unstable();
         new.par_sort_unstable();
         // The shortcuts by head, for the in-lists; in a symmetric overlay the shortcuts into
         // a vertex are the reverses of those out of it.
@@ -1085,8 +1098,6 @@ fn build_with<W: ChWeight, S: ChWeight>(
             b
         });
         let by_head = by_head.as_deref().unwrap_or(&new);
-        let mut touched = touched;
-        touched.par_sort_unstable();
         {
             // The touched vertices are distinct and none was contracted this round (the
             // round is an independent set), so each task rewrites its own vertex's lists and
