@@ -436,7 +436,12 @@ pub(super) fn run_chunks(
                 // so (an interrupted run leaves tasks on purpose). Under MPI this waits for
                 // the other ranks' units: the run lasts until they end.
                 let left = source.left_over();
-                let ended = Instant::now();
+                // On one node the run ended with its last records (units left waiting still
+                // had to wake and leave); under MPI, when every rank's units have (above).
+                let ended = match ran.last_result {
+                    Some(t) if node.size() == 1 => t,
+                    _ => Instant::now(),
+                };
                 // Not run time: freeing what the workers touched.
                 crate::thread::release(ran.workers);
                 tracing::debug!(

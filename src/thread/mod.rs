@@ -11,7 +11,9 @@
 //! so that no unit builds its state while others run, and a short run does not end with late
 //! workers' first chunks. The run's span ([`Ran::started`]) begins there; the workers are
 //! handed back to the caller ([`Ran::workers`]) so that their release (freeing what a worker
-//! touched) is not part of it either.
+//! touched) is not part of it either. The units are woken at the start each on its own, device
+//! queues first ([`Start`]), and on one node the run ends when the last chunk's records are in
+//! ([`Ran::last_result`]), not when the last waiting unit has left.
 //!
 //! Protocol: each unit thread then pulls a chunk (a guard from the source), runs it into a private
 //! record buffer, copies the records into the shared store, drops the chunk (which reports its
@@ -144,6 +146,11 @@ pub struct Ran<'a> {
     /// When every unit had made its worker (or failed to) and the first chunks were pulled:
     /// the run's clock starts here, after the units' set-up.
     pub started: Instant,
+    /// When the last (sub-)chunk's records were stored and passed on (`None`: no chunk ran).
+    /// On one node the run ends here: the units that were left waiting then still have to
+    /// wake and leave, which is not work of the run (measured: 14 CPU workers kept out beside
+    /// a GPU took about a millisecond to leave after its last chunk).
+    pub last_result: Option<Instant>,
     /// The units' workers (those that could be made), undropped: their release (a CPU
     /// worker's touched per-worker state) is left to the caller, to do after it stops the
     /// run's clock ([`release`]).
@@ -248,7 +255,7 @@ pub fn run_units<'a>(
                             fail(msg)
                         })
                         .ok();
-                    let t0 = start.ready();
+                    let t0 = start.ready(matches!(unit.spec, UnitSpec::Gpu { .. }));
                     let mut worker = worker?;
                     let mut buf = Vec::new();
                     'pull: loop {
@@ -335,6 +342,11 @@ pub fn run_units<'a>(
         }
     });
     let started = start.started();
+    let last_result = slices
+        .iter()
+        .map(|s| s.start_us + s.dur_us)
+        .reduce(f64::max)
+        .map(|us| started + std::time::Duration::from_secs_f64(us / 1e6));
     if let Some(e) = first_error.into_inner() {
         return Err(e);
     }
@@ -373,6 +385,7 @@ pub fn run_units<'a>(
         stats,
         slices,
         started,
+        last_result,
         workers,
     })
 }
@@ -380,41 +393,68 @@ pub fn run_units<'a>(
 /// The start of a run: the unit threads wait in [`Start::ready`] until the coordinating thread,
 /// in [`Start::go`], has seen every one of them arrive (its worker made or failed), started the
 /// source's clock and taken the run's start time.
+///
+/// Each waiting thread is woken on its own ([`std::thread::Thread::unpark`]), device queues
+/// first, and reads the start time without a lock. A condition variable's `notify_all` (parking
+/// lot's) wakes one waiter and hands the rest over to its mutex, so the units left the gate one
+/// after another, each woken by the one before: on the H200 machine's virtual CPUs that chain
+/// of 16 wake-ups started the device queues, which arrive last (their set-up is the longest),
+/// up to 0.6 ms after the run's clock (BENCHMARKS.md, issue 22).
 #[derive(Default)]
 struct Start {
-    /// Units arrived, and the start time once set.
-    state: Mutex<(usize, Option<Instant>)>,
-    changed: parking_lot::Condvar,
+    /// Units arrived, and the waiting threads (devices' marked).
+    state: Mutex<Gate>,
+    arrived: parking_lot::Condvar,
+    t0: std::sync::OnceLock<Instant>,
+}
+
+#[derive(Default)]
+struct Gate {
+    units: usize,
+    waiting: Vec<(bool, std::thread::Thread)>,
 }
 
 impl Start {
-    /// A unit is ready (or out): wait for the start, and return its time.
-    fn ready(&self) -> Instant {
-        let mut st = self.state.lock();
-        st.0 += 1;
-        self.changed.notify_all();
+    /// A unit is ready (or out): wait for the start, and return its time. `device`: the unit is
+    /// a device queue (woken first).
+    fn ready(&self, device: bool) -> Instant {
+        {
+            let mut st = self.state.lock();
+            st.units += 1;
+            st.waiting.push((device, std::thread::current()));
+            self.arrived.notify_one();
+        }
         loop {
-            if let Some(t0) = st.1 {
-                return t0;
+            if let Some(t0) = self.t0.get() {
+                return *t0;
             }
-            self.changed.wait(&mut st);
+            // An unpark before the park is kept: the start is never missed.
+            std::thread::park();
         }
     }
 
-    /// Wait for `units` units to be ready, then start `source` and the run.
-    fn go(&self, units: usize, source: &dyn TaskSource) {
+    /// Wait for `units` units to be ready, then start `source` and the run, and wake the units
+    /// (devices first); returns the order they were woken in (true: a device).
+    fn go(&self, units: usize, source: &dyn TaskSource) -> Vec<bool> {
         let mut st = self.state.lock();
-        while st.0 < units {
-            self.changed.wait(&mut st);
+        while st.units < units {
+            self.arrived.wait(&mut st);
         }
         source.start();
-        st.1 = Some(Instant::now());
-        self.changed.notify_all();
+        let _ = self.t0.set(Instant::now());
+        let mut waiting = std::mem::take(&mut st.waiting);
+        drop(st);
+        // Stable: the threads of one kind in the order they arrived.
+        waiting.sort_by_key(|w| !w.0);
+        for (_, t) in &waiting {
+            t.unpark();
+        }
+        waiting.into_iter().map(|w| w.0).collect()
     }
 
     /// When the run started ([`Start::go`]; now, if it never ran).
     fn started(&self) -> Instant {
-        self.state.lock().1.unwrap_or_else(Instant::now)
+        self.t0.get().copied().unwrap_or_else(Instant::now)
     }
 }
 

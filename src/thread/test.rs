@@ -384,3 +384,101 @@ fn every_worker_is_made_before_the_first_chunk_and_released_by_the_caller() {
     release(ran.workers);
     assert_eq!(job.dropped.load(Ordering::Relaxed), 3);
 }
+
+#[test]
+fn the_start_wakes_device_queues_first_and_every_unit_at_one_time() {
+    // Three CPU workers arrive at the gate before two device queues (a device's set-up is the
+    // longest); the devices are woken first, and every unit gets the same start time.
+    let start = Start::default();
+    let source = scheduler::source(Policy::WorkQueue, 0..10, &[]);
+    let kinds = [false, false, true, false, true];
+    let got = std::thread::scope(|s| {
+        let threads: Vec<_> = kinds
+            .iter()
+            .enumerate()
+            .map(|(i, &device)| {
+                let start = &start;
+                let t = s.spawn(move || start.ready(device));
+                // Arrivals in this order.
+                while start.state.lock().units <= i {
+                    std::thread::yield_now();
+                }
+                t
+            })
+            .collect();
+        let order = start.go(kinds.len(), source.as_ref());
+        let t0: Vec<Instant> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        (order, t0)
+    });
+    assert_eq!(got.0, [true, true, false, false, false]);
+    assert!(got.1.iter().all(|&t| t == start.started()));
+}
+
+/// A source whose units, told to leave, take `linger` to do so (as units left waiting on a
+/// virtual machine's idle cores took to wake up).
+struct SlowLeave {
+    inner: Box<dyn scheduler::TaskSource>,
+    linger: Duration,
+}
+
+impl scheduler::TaskSource for SlowLeave {
+    fn next(&self, unit: usize, want: usize) -> Option<scheduler::Chunk<'_>> {
+        self.inner.next(unit, want)
+    }
+    fn stop(&self) {
+        self.inner.stop()
+    }
+    fn start(&self) {
+        self.inner.start()
+    }
+    fn now(&self) -> f64 {
+        self.inner.now()
+    }
+    fn failed(&self, unit: usize, tasks: Range<usize>) {
+        self.inner.failed(unit, tasks)
+    }
+    fn wait_for_work(&self, unit: usize) -> bool {
+        let again = self.inner.wait_for_work(unit);
+        if !again {
+            std::thread::sleep(self.linger);
+        }
+        again
+    }
+}
+
+#[test]
+fn the_run_ends_with_its_last_records_not_when_waiting_units_leave() {
+    let job = Squares::new(200);
+    let units = cpu_units(3, 8);
+    let records = Mutex::new(Records {
+        words: 1,
+        data: vec![u64::MAX; job.tasks],
+    });
+    let infos = vec![scheduler::UnitInfo::cpu("cpu"); units.len()];
+    let source = SlowLeave {
+        inner: scheduler::source(Policy::WorkQueue, 0..job.tasks, &infos),
+        linger: Duration::from_millis(400),
+    };
+    let ran = run_units(
+        &job,
+        &units,
+        &source,
+        &records,
+        &indicatif::ProgressBar::hidden(),
+        OnFailure::Abort,
+        &DoneSet::new(job.tasks),
+        &|_, _, _| Ok(()),
+    )
+    .unwrap();
+    let returned = Instant::now();
+    assert_eq!(ran.stats.iter().map(|s| s.tasks).sum::<usize>(), 200);
+    let last = ran.last_result.expect("chunks ran");
+    // The units lingered 400 ms after the last records; the run's end is before that.
+    assert!(returned - last >= Duration::from_millis(400));
+    let end_us = ran
+        .slices
+        .iter()
+        .map(|s| s.start_us + s.dur_us)
+        .fold(0.0, f64::max);
+    assert!(((last - ran.started).as_secs_f64() * 1e6 - end_us).abs() < 1.0);
+}
