@@ -499,24 +499,34 @@ PY
       esac
       # GPU only: the GPU queues' chunk (scheduler.gpu_chunk); otherwise the CPU workers'.
       case $combo in *gpu) key=scheduler.gpu_chunk; vals="64 256 1024" ;; *) key=scheduler.chunk; vals="64 256 1024 4096" ;; esac
-      for v in $(printf 'default\n%s\n' $vals | shuf); do
+      # One run of each setting per round, the default among them, in a shuffled order.
+      for v in $( (echo default; printf '%s\n' $vals) | shuf); do
         if [ "$v" = default ]; then dflt "$combo" default "${cmd[@]}"; else dflt "$combo" "$key=$v" "${cmd[@]}" --set $key=$v; fi
       done
     done
   done
   python3 - <<'PY'
-import collections
+import collections, math
 rates = collections.defaultdict(list); busy = collections.defaultdict(list)
 for line in open("/tmp/defaults.txt"):
     c, s, r, b, m, ch = line.rstrip("\n").split("\t")
     rates[(c, s)].append(float(r)); busy[(c, s)].append(float(m))
 combos = list(dict.fromkeys(c for c, _ in rates))
-print(f"{'combination':<26} {'default /s':>11} {'best fixed':>24} {'default/best':>12} {'min busy (default)':>18}")
+# Paired: each round's default against the same round's fixed setting (the machine drifts
+# between rounds more than within one), as a geometric mean over rounds; the best fixed
+# setting is the one the default trails most. Means are printed beside.
+print(f"{'combination':<26} {'default /s':>11} {'best fixed':>24} {'paired default/best':>20} {'means':>7} {'min busy (default)':>18}")
 for c in combos:
     mean = {s: sum(v) / len(v) for (cc, s), v in rates.items() if cc == c}
-    d = mean.get("default", 0); fixed = {s: v for s, v in mean.items() if s != "default"}
-    best = max(fixed, key=fixed.get)
-    print(f"{c:<26} {d:11.1f} {best + ' ' + format(fixed[best], '.1f'):>24} {d / fixed[best]:12.3f} {min(busy[(c, 'default')]):18.3f}")
+    d = rates[(c, "default")]
+    paired = {}
+    for (cc, s), v in rates.items():
+        if cc == c and s != "default":
+            n = min(len(v), len(d))
+            paired[s] = math.exp(sum(math.log(d[i] / v[i]) for i in range(n)) / n)
+    best = min(paired, key=paired.get)
+    span = lambda s: f"{min(rates[(c, s)]):.1f}-{max(rates[(c, s)]):.1f}"
+    print(f"{c:<26} {mean['default']:11.1f} {best + ' ' + format(mean[best], '.1f'):>24} {paired[best]:20.3f} {mean['default'] / mean[best]:7.3f} {min(busy[(c, 'default')]):18.3f}  default {span('default')}, best {span(best)}")
 PY
   ;;
 short)

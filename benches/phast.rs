@@ -14,7 +14,7 @@ use tuccompi::graph::{generate, read_graph, Csr, GenModel, GenSpec};
 use tuccompi::plugin::Record;
 use tuccompi::plugins::apsp::dijkstra::Dijkstra;
 use tuccompi::plugins::apsp::phast::ch::{ChParams, Hierarchy};
-use tuccompi::plugins::apsp::phast::cpu::{Sweeper, PREFETCH_ARCS, SUPPORTED_K};
+use tuccompi::plugins::apsp::phast::cpu::{Sweeper, SUPPORTED_K};
 use tuccompi::plugins::common::PathSummary;
 
 /// Run `f(state, part)` over `parts` split across `threads` scoped threads; seconds and the
@@ -128,15 +128,14 @@ fn main() {
         "dijkstra: {dj_ms:.3} ms per tree per thread ({} trees)",
         few.len()
     );
-    // Each k three times: summaries by a second pass over the distances, then tallied in the
-    // sweep, then tallied without the sweep's prefetch.
+    // Each k twice: summaries by a second pass over the distances, then tallied in the sweep.
     for k in SUPPORTED_K {
-        for (tally, ahead) in [(false, PREFETCH_ARCS), (true, PREFETCH_ARCS), (true, 0)] {
+        for tally in [false, true] {
             let (secs, got) = timed(
                 &sources,
                 threads,
                 k,
-                || Sweeper::new(&h, k).expect("memory").with_prefetch(ahead),
+                || Sweeper::new(&h, k).expect("memory"),
                 |sw, batch, out| {
                     sw.run_with(batch, tally);
                     let mut recs = vec![[0u64; 4]; batch.len()];
@@ -153,10 +152,10 @@ fn main() {
             println!(
                 "phast k={k:2} {}: {ms:.3} ms per tree per thread, {:.0} trees/s in all, {:.1}x \
                  Dijkstra",
-                match (tally, ahead) {
-                    (false, _) => "tally after, prefetch",
-                    (true, 0) => "tally in sweep, none ",
-                    (true, _) => "tally in sweep, prefetch",
+                if tally {
+                    "tally in sweep"
+                } else {
+                    "tally after  "
                 },
                 sources.len() as f64 / secs,
                 dj_ms / ms

@@ -43,6 +43,22 @@
 //!    once on the H200 machine: 2 CPU workers took 2,368 trees and ended the run at 131 ms
 //!    instead of 15).
 //!
+//! 7. An earlier run's model is a unit's model only until its own chunks give one; while they
+//!    show one chunk size, it splits their time between latency and per-task time. Mixed into
+//!    the unit's chunks as two samples (at 1 and 64 tasks), a model whose latency was most of a
+//!    chunk (stored after a run whose device chunks were all about one size: 5.86 ms a chunk,
+//!    1e-12 s a task) outweighed a short run's few real chunks: the device's chunks shrank to
+//!    a task, CPU workers of a new count were left a share, and osm-bremen-dist's 15 ms run
+//!    took 105-137 ms on the H100 machine (simulator test
+//!    `an_earlier_runs_model_gives_way_to_the_units_own_chunks`).
+//!
+//! 8. While some unit is unmeasured, a device's chunk is capped by the run so far (item 4)
+//!    but never under its probe. A device starting from an earlier run's model whose latency
+//!    was 2.8-4.1 ms a chunk was otherwise held to a task or a few per launch while 2 CPU
+//!    workers of a new count probed: osm-bremen-dist's run took 16.7-17.8 ms against about
+//!    15.5 ms alone on the H100 machine, the simulator 16.6 against 14.7 (test
+//!    `a_devices_model_never_shrinks_its_chunks_below_a_probe`).
+//!
 //! Complexity: a request costs O(units · 60) (a bisection for `T`) under the queue's lock.
 
 use super::{Chunk, Clock, TaskSource, UnitInfo, UnitKind, WallClock};
@@ -124,6 +140,12 @@ pub(crate) struct Rules {
     /// Devices plan without the CPU workers that item 6 keeps out. Off only in the
     /// simulator's test of the policy without it.
     pub plan_without_cpus_out: bool,
+    /// Item 7: an earlier run's model is the unit's model until its own chunks give one (and
+    /// its latency split while they show one size), rather than two samples among its chunks.
+    pub prior_gives_way: bool,
+    /// Item 8: while some unit is unmeasured, a device's chunk is still at least its probe.
+    /// Off only in the simulator's test of the policy without it.
+    pub device_floor: bool,
 }
 
 impl Default for Rules {
@@ -136,6 +158,8 @@ impl Default for Rules {
             groups: true,
             min_cpu_share: 0.10,
             plan_without_cpus_out: true,
+            prior_gives_way: true,
+            device_floor: true,
         }
     }
 }
@@ -228,6 +252,26 @@ struct UnitState {
     granule: usize,
     /// Chunks it finished (its own measurements, beside a prior's).
     chunks: usize,
+    /// An earlier run's model (item 7): its model until its own chunks give one; its split
+    /// between latency and per-task time while they show one size.
+    prior: Option<Estimate>,
+}
+
+impl UnitState {
+    /// What its chunks (and an earlier run's model) say about its model.
+    fn fit(&self) -> Fit {
+        match (self.samples.estimate(self.kind), self.prior) {
+            (Fit::None, Some(p)) => Fit::Known(p),
+            (Fit::OneSize { k, t }, Some(p)) => {
+                let split = (p.latency / p.time(k.round() as usize).max(1e-12)).clamp(0.0, 1.0);
+                Fit::Known(Estimate {
+                    latency: split * t,
+                    per_task: ((1.0 - split) * t / k).max(1e-12),
+                })
+            }
+            (fit, _) => fit,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -312,14 +356,16 @@ impl WorkQueue {
                         classes.push(&u.class);
                         classes.len() - 1
                     });
-                // An earlier run's model enters as two chunks of distinct sizes (so both its
-                // latency and its per-task time are known), outweighed as real chunks finish.
+                // Item 7: an earlier run's model is kept beside the unit's own chunks, not mixed
+                // into them (before item 7, and with the rule off: as two samples of distinct
+                // sizes, outweighed as real chunks finish).
                 let mut samples = Samples::default();
-                if let Some(p) = u.prior {
+                if let (Some(p), false) = (u.prior, rules.prior_gives_way) {
                     samples.add(1.0, p.time(1), rules.window);
                     samples.add(PRIOR_SIZE as f64, p.time(PRIOR_SIZE), rules.window);
                 }
                 UnitState {
+                    prior: u.prior.filter(|_| rules.prior_gives_way),
                     kind: u.kind,
                     class,
                     want: usize::MAX,
@@ -372,11 +418,7 @@ impl WorkQueue {
     }
 
     fn all_estimates(&self, st: &State) -> Vec<Option<Estimate>> {
-        let fits: Vec<Fit> = st
-            .units
-            .iter()
-            .map(|u| u.samples.estimate(u.kind))
-            .collect();
+        let fits: Vec<Fit> = st.units.iter().map(UnitState::fit).collect();
         let known = |class: usize| -> Vec<Estimate> {
             st.units
                 .iter()
@@ -472,14 +514,7 @@ impl WorkQueue {
                 // much as k and read as k times too slow.
                 UnitKind::Cpu if self.rules.groups => me_state.granule.min(want).min(left).max(1),
                 UnitKind::Cpu => 1,
-                UnitKind::Device => {
-                    let queues = st
-                        .units
-                        .iter()
-                        .filter(|u| !u.out && u.kind == UnitKind::Device)
-                        .count();
-                    left.div_ceil(queues.max(1)).clamp(1, want)
-                }
+                UnitKind::Device => Self::device_probe(st, left, want),
             };
         };
         if me_state.kind == UnitKind::Cpu && st.others_active(unit) && cpus_out {
@@ -527,7 +562,13 @@ impl WorkQueue {
             .any(|(u, e)| !u.out && e.is_none());
         if unmeasured {
             let horizon = (now - self.start_time()).max(me.time(1));
-            k = k.min(me.capacity(want, horizon).max(1));
+            // Item 8: a device's chunk is never under its probe (an earlier run's model, its
+            // latency most of a chunk, would make it a few tasks at a launch each).
+            let floor = match me_state.kind {
+                UnitKind::Device if self.rules.device_floor => Self::device_probe(st, left, want),
+                _ => 1,
+            };
+            k = k.min(me.capacity(want, horizon).max(floor));
         }
         if !self.rules.groups {
             return k.max(1);
@@ -548,6 +589,17 @@ impl WorkQueue {
         // Whole groups for a unit that runs tasks together.
         let g = me_state.granule.max(1);
         k.div_ceil(g).saturating_mul(g).min(want).min(left).max(1)
+    }
+
+    /// A device's probe: what is left split among the devices' queues, up to a batch (a
+    /// smaller batch would cost as much).
+    fn device_probe(st: &State, left: usize, want: usize) -> usize {
+        let queues = st
+            .units
+            .iter()
+            .filter(|u| !u.out && u.kind == UnitKind::Device)
+            .count();
+        left.div_ceil(queues.max(1)).clamp(1, want)
     }
 
     fn take(st: &mut State, k: usize, end: usize) -> Range<usize> {

@@ -588,3 +588,118 @@ fn devices_do_not_leave_work_to_cpu_workers_that_stay_out() {
         off.makespan
     );
 }
+
+/// Bremen's shape (issue 22) with an earlier run's model for the GPU's two queues (`gpu`:
+/// latency, per-task time) and `cpus` CPU workers without one (a new worker count: they
+/// probe). Returns the makespan under `rules` and the GPU alone's ideal.
+fn gpu_history_new_cpus(gpu: (f64, f64), cpus: usize, rules: Rules) -> (f64, f64) {
+    let tasks = 40_461;
+    let mut units: Vec<SimUnit> = (0..2)
+        .map(|_| SimUnit::gpu("H100", 3e-4, 6.8e-7, 8192))
+        .collect();
+    for u in &mut units {
+        u.info = u.info.clone().with_prior(Some(Estimate {
+            latency: gpu.0,
+            per_task: gpu.1,
+        }));
+    }
+    let alone = sim::ideal(&units, tasks);
+    units.extend((0..cpus).map(|_| SimUnit::cpu(6.8e-5).grouped(32, 0.0)));
+    let clock = VirtualClock::default();
+    let infos: Vec<UnitInfo> = units.iter().map(|u| u.info.clone()).collect();
+    let q = WorkQueue::with_clock(0..tasks, &infos, Box::new(clock.clone()), rules);
+    (sim::run(&q, &clock, &units, 0..tasks).makespan, alone)
+}
+
+/// Item 7 of the queue's module text: an earlier run's model is a unit's model only until its
+/// own chunks give one. Measured on the H100 machine: GPU models stored by runs whose chunks
+/// were all about one size read as mostly latency (5.86 ms a chunk and 1e-12 s a task; 4.07
+/// ms and 8.4e-8 s; 2.76 ms and 2.8e-7 s). Entered as two samples among the next run's
+/// chunks, such a model outweighed its few real ones: the fit read the GPU as free of latency
+/// and its queue took ever smaller chunks at 0.3 ms each while 14 new CPU workers probed. With
+/// the all-latency model and 2 CPU workers (items 7 and 8 off) the GPU's chunks shrank to a
+/// task and the workers were left a share: 105-137 ms on the H100 machine against 15-16 ms for
+/// the GPU alone (they took 1,300-2,900 trees).
+#[test]
+fn an_earlier_runs_model_gives_way_to_the_units_own_chunks() {
+    for (gpu, cpus) in [((4.07e-3, 8.4e-8), 14), ((2.76e-3, 2.8e-7), 14)] {
+        let (on, alone) = gpu_history_new_cpus(gpu, cpus, Rules::default());
+        let (off, _) = gpu_history_new_cpus(
+            gpu,
+            cpus,
+            Rules {
+                prior_gives_way: false,
+                ..Rules::default()
+            },
+        );
+        eprintln!(
+            "GPU model {gpu:?}, {cpus} new CPU workers: {:.2} ms (item 7 off: {:.2} ms), GPU alone ideal {:.2} ms",
+            on * 1e3,
+            off * 1e3,
+            alone * 1e3
+        );
+        // The first run of new CPU workers probes them: allow one probe (a group of 32 tasks,
+        // 2.2 ms) beside 5%.
+        let probe = 32.0 * 6.8e-5;
+        assert!(on <= 1.05 * alone + probe, "{on} s against {alone} s");
+        assert!(off > 1.15 * alone, "item 7 off passes: {off} s");
+    }
+    // The all-latency model with 2 CPU workers: 183 ms with items 7 and 8 off (the measured
+    // 105-137 ms); either one alone keeps the run near the GPU's.
+    let gpu = (5.86e-3, 1.1e-12);
+    let (both_off, alone) = gpu_history_new_cpus(
+        gpu,
+        2,
+        Rules {
+            prior_gives_way: false,
+            device_floor: false,
+            ..Rules::default()
+        },
+    );
+    assert!(both_off > 5.0 * alone, "{both_off} s");
+    for rules in [
+        Rules {
+            prior_gives_way: false,
+            ..Rules::default()
+        },
+        Rules {
+            device_floor: false,
+            ..Rules::default()
+        },
+        Rules::default(),
+    ] {
+        let (t, _) = gpu_history_new_cpus(gpu, 2, rules);
+        eprintln!(
+            "all-latency model, 2 new CPU workers: {:.2} ms under {rules:?}",
+            t * 1e3
+        );
+        assert!(t <= 1.2 * alone, "{t} s under {rules:?}");
+    }
+}
+
+/// Item 8 of the queue's module text: with an earlier run's model for the GPU (latency 2.8-4.1
+/// ms a chunk, as stored on the H100 machine) and 2 CPU workers of a new count probing, the
+/// GPU's chunks, capped by the run so far while the workers are unmeasured, must not fall
+/// under its probe: the run then ends with the GPU alone's.
+#[test]
+fn a_devices_model_never_shrinks_its_chunks_below_a_probe() {
+    for gpu in [(2.76e-3, 2.8e-7), (4.07e-3, 8.4e-8)] {
+        let (on, alone) = gpu_history_new_cpus(gpu, 2, Rules::default());
+        let (off, _) = gpu_history_new_cpus(
+            gpu,
+            2,
+            Rules {
+                device_floor: false,
+                ..Rules::default()
+            },
+        );
+        eprintln!(
+            "GPU model {gpu:?}, 2 new CPU workers: {:.2} ms (item 8 off: {:.2} ms), GPU alone ideal {:.2} ms",
+            on * 1e3,
+            off * 1e3,
+            alone * 1e3
+        );
+        assert!(on <= 1.02 * alone, "{on} s against {alone} s");
+        assert!(off > 1.1 * alone, "item 8 off passes: {off} s");
+    }
+}

@@ -84,17 +84,14 @@ fn count_cpus(list: &str) -> u64 {
 }
 
 /// PHAST trees per batch on one CPU core for `n` vertices of `value_bytes`-byte distances:
-/// 32 or 16, the largest whose distance array (`n·k·value_bytes`) fits the core's cache share;
-/// else 16 while that array is at most [`PHAST_WIDE_BYTES`] (a row of 16 u32 is one cache
-/// line, which the sweep prefetches); else 8 (the AVX2 width for u32, the least that keeps
-/// the vector lanes full, and half the memory per worker on a country-size graph).
+/// the largest of 8, 16, 32 whose distance array (`n·k·value_bytes`) fits the core's cache
+/// share, else 8 (the AVX2 width for u32, the least that keeps the vector lanes full).
 pub fn phast_trees(n: usize, value_bytes: usize, cache: &CpuCache) -> Choice {
     let room = cache.per_core();
-    let bytes = |k: usize| (n * k * value_bytes) as u64;
-    let k = [32usize, 16]
+    let k = [32usize, 16, 8]
         .into_iter()
-        .find(|&k| bytes(k) <= room)
-        .unwrap_or(if bytes(16) <= PHAST_WIDE_BYTES { 16 } else { 8 });
+        .find(|&k| (n * k * value_bytes) as u64 <= room)
+        .unwrap_or(8);
     Choice {
         value: k,
         source: Source::Predicted,
@@ -105,10 +102,6 @@ pub fn phast_trees(n: usize, value_bytes: usize, cache: &CpuCache) -> Choice {
         ),
     }
 }
-
-/// A CPU PHAST worker's distances at 16 trees per sweep up to this size (a city or region
-/// graph: 4M vertices in u32) take 16; a larger graph takes 8.
-pub(crate) const PHAST_WIDE_BYTES: u64 = 256 << 20;
 
 /// Name of the PHAST rule in [`RULES`].
 const PHAST_RULE: &str = "PHAST trees at once (CPU)";
@@ -140,20 +133,15 @@ mod test {
             l3: 32 << 20,
             l3_sharing: 2,
         };
-        // osm-moscow, u32: 16 trees (26 MB) overflow the cache share but are one cache line
-        // per vertex, prefetched: 16 (8 was 10-40% slower on the H200 machine).
-        assert_eq!(phast_trees(411_992, 4, &c).value, 16);
-        assert_eq!(phast_trees(411_992, 8, &c).value, 16);
+        // osm-moscow, u32: 16 trees (26 MB) overflow, 8 (13 MB) fit.
+        assert_eq!(phast_trees(411_992, 4, &c).value, 8);
         // osm-bremen-dist: 32 trees are 5 MB.
         assert_eq!(phast_trees(40_461, 4, &c).value, 32);
-        // 16 fits, 32 does not.
-        assert_eq!(phast_trees(200_000, 4, &c).value, 16);
-        // A country graph (26M vertices): 16 trees would be 1.7 GB per worker; 8.
-        assert_eq!(phast_trees(26_000_000, 4, &c).value, 8);
+        // Nothing fits: still 8.
         assert_eq!(phast_trees(10_000_000, 8, &c).value, 8);
         assert!(phast_trees(1, 4, &c)
             .reason
             .contains("KiB of cache per core"));
-        assert!(phast_rule().starts_with("32 or 16"));
+        assert!(phast_rule().starts_with("the largest of 8, 16, 32"));
     }
 }

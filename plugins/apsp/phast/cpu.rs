@@ -17,12 +17,6 @@ use super::ch::{ChWeight, Hierarchy};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-/// Arcs ahead of the one it relaxes whose tail's row the sweep asks the cache for. The rows
-/// an arc reads are scattered over the upper levels (n·k distances, beyond a core's L2 on a
-/// city graph): without the hint a core waits for each; 64 arcs (some 20 vertices) on hides
-/// that wait. Measured on the H200 machine's 16 cores, osm-moscow (BENCHMARKS.md, issue 22).
-pub const PREFETCH_ARCS: usize = 64;
-
 /// Trees per batch the sweep is compiled for.
 pub const SUPPORTED_K: [usize; 6] = [1, 2, 4, 8, 16, 32];
 
@@ -48,8 +42,6 @@ pub struct Sweeper<'h, W: ChWeight> {
     stored: usize,
     /// A sweep has run (`d` holds zeros before).
     swept: bool,
-    /// The sweep asks for the rows that the arc this many arcs on reads (0: no prefetch).
-    prefetch: usize,
 }
 
 impl<'h, W: ChWeight> Sweeper<'h, W> {
@@ -74,19 +66,7 @@ impl<'h, W: ChWeight> Sweeper<'h, W> {
             fused: None,
             stored: h.down_tails.iter().max().map_or(0, |&q| q as usize + 1),
             swept: false,
-            prefetch: PREFETCH_ARCS,
         })
-    }
-
-    /// Prefetch the rows of the arc `arcs` arcs on (0: none); [`PREFETCH_ARCS`] by default.
-    pub fn with_prefetch(mut self, arcs: usize) -> Self {
-        self.prefetch = arcs;
-        self
-    }
-
-    /// Arcs ahead that the sweep prefetches rows for (0: none).
-    pub fn prefetch(&self) -> usize {
-        self.prefetch
     }
 
     /// Write the distances a sweep writes (with `tally`, those of the positions some arc reads;
@@ -127,20 +107,14 @@ impl<'h, W: ChWeight> Sweeper<'h, W> {
             self.upward(j as u32, self.h.pos[s as usize]);
         }
         self.seeds.sort_unstable_by_key(|s| (s.0, s.1));
-        let (h, d, seeds, stored, ahead) = (
-            self.h,
-            &mut self.d[..],
-            &self.seeds[..],
-            self.stored,
-            self.prefetch,
-        );
+        let (h, d, seeds, stored) = (self.h, &mut self.d[..], &self.seeds[..], self.stored);
         self.fused = match self.k {
-            1 => sweep_k::<W, 1>(tally, h, d, seeds, stored, ahead),
-            2 => sweep_k::<W, 2>(tally, h, d, seeds, stored, ahead),
-            4 => sweep_k::<W, 4>(tally, h, d, seeds, stored, ahead),
-            8 => sweep_k::<W, 8>(tally, h, d, seeds, stored, ahead),
-            16 => sweep_k::<W, 16>(tally, h, d, seeds, stored, ahead),
-            32 => sweep_k::<W, 32>(tally, h, d, seeds, stored, ahead),
+            1 => sweep_k::<W, 1>(tally, h, d, seeds, stored),
+            2 => sweep_k::<W, 2>(tally, h, d, seeds, stored),
+            4 => sweep_k::<W, 4>(tally, h, d, seeds, stored),
+            8 => sweep_k::<W, 8>(tally, h, d, seeds, stored),
+            16 => sweep_k::<W, 16>(tally, h, d, seeds, stored),
+            32 => sweep_k::<W, 32>(tally, h, d, seeds, stored),
             _ => unreachable!("k checked in new"),
         };
     }
@@ -330,12 +304,11 @@ fn sweep_k<W: ChWeight, const K: usize>(
     d: &mut [W],
     seeds: &[(u32, u32, W)],
     stored: usize,
-    ahead: usize,
 ) -> Option<Vec<[u64; 4]>> {
     if tally {
-        sweep_dispatch::<W, K, true>(h, d, seeds, stored, ahead)
+        sweep_dispatch::<W, K, true>(h, d, seeds, stored)
     } else {
-        sweep_dispatch::<W, K, false>(h, d, seeds, stored, ahead)
+        sweep_dispatch::<W, K, false>(h, d, seeds, stored)
     }
 }
 
@@ -347,16 +320,15 @@ fn sweep_dispatch<W: ChWeight, const K: usize, const TALLY: bool>(
     d: &mut [W],
     seeds: &[(u32, u32, W)],
     stored: usize,
-    ahead: usize,
 ) -> Option<Vec<[u64; 4]>> {
     let mut lanes = Lanes::<W, K>::default();
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2 (checked just above; the answer is cached).
-        unsafe { sweep_avx2::<W, K, TALLY>(h, d, seeds, &mut lanes, stored, ahead) };
+        unsafe { sweep_avx2::<W, K, TALLY>(h, d, seeds, &mut lanes, stored) };
         return TALLY.then(|| lanes.records());
     }
-    sweep::<W, K, TALLY>(h, d, seeds, &mut lanes, stored, ahead);
+    sweep::<W, K, TALLY>(h, d, seeds, &mut lanes, stored);
     TALLY.then(|| lanes.records())
 }
 
@@ -369,9 +341,8 @@ fn sweep_avx2<W: ChWeight, const K: usize, const TALLY: bool>(
     seeds: &[(u32, u32, W)],
     lanes: &mut Lanes<W, K>,
     stored: usize,
-    ahead: usize,
 ) {
-    sweep::<W, K, TALLY>(h, d, seeds, lanes, stored, ahead);
+    sweep::<W, K, TALLY>(h, d, seeds, lanes, stored);
 }
 
 /// One pass over positions 0..n for K trees: seeds, then the minimum over incoming downward
@@ -388,17 +359,16 @@ fn sweep<W: ChWeight, const K: usize, const TALLY: bool>(
     seeds: &[(u32, u32, W)],
     lanes: &mut Lanes<W, K>,
     stored: usize,
-    ahead: usize,
 ) {
     let store = if TALLY { stored } else { h.n };
     let mut next = 0usize;
     for p in 0..store {
-        let acc = relax::<W, K>(h, d, seeds, &mut next, p, ahead);
+        let acc = relax::<W, K>(h, d, seeds, &mut next, p);
         d[p * K..p * K + K].copy_from_slice(&acc);
     }
     if TALLY {
         for p in store..h.n {
-            let acc = relax::<W, K>(h, d, seeds, &mut next, p, ahead);
+            let acc = relax::<W, K>(h, d, seeds, &mut next, p);
             lanes.add(&acc);
         }
         for row in d[..store * K].chunks_exact(K) {
@@ -416,7 +386,6 @@ fn relax<W: ChWeight, const K: usize>(
     seeds: &[(u32, u32, W)],
     next: &mut usize,
     p: usize,
-    ahead: usize,
 ) -> [W; K] {
     let mut acc = [W::INF; K];
     while *next < seeds.len() && seeds[*next].0 as usize == p {
@@ -425,15 +394,6 @@ fn relax<W: ChWeight, const K: usize>(
         *next += 1;
     }
     let (a, b) = (h.down_offsets[p] as usize, h.down_offsets[p + 1] as usize);
-    if ahead > 0 {
-        // The rows that the arcs `ahead` arcs on will read (a few vertices later).
-        let tails = h
-            .down_tails
-            .get(a + ahead..(b + ahead).min(h.down_tails.len()));
-        for &q in tails.unwrap_or(&[]) {
-            prefetch(d.as_ptr().wrapping_add(q as usize * K));
-        }
-    }
     for (&q, &w) in h.down_tails[a..b].iter().zip(&h.down_weights[a..b]) {
         let src: &[W; K] = d[q as usize * K..q as usize * K + K]
             .try_into()
@@ -443,19 +403,6 @@ fn relax<W: ChWeight, const K: usize>(
         }
     }
     acc
-}
-
-/// Ask for the cache line at `p` (a hint: no effect on results, none off x86-64).
-#[inline(always)]
-fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch reads nothing architecturally and cannot fault, whatever `p` is.
-    #[allow(unused_unsafe)]
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 #[cfg(test)]

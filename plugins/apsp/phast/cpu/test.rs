@@ -30,12 +30,8 @@ fn against_dijkstra<W: ChWeight>(g: &Csr) {
     let targets: Vec<u32> = (0..g.n as u32).rev().step_by(3).collect();
     let tpos: Vec<u32> = targets.iter().map(|&v| h.pos[v as usize]).collect();
     let mut row = Vec::new();
-    // The prefetch is a hint: every distance the same without it, one arc on, or the default.
-    for (k, ahead) in SUPPORTED_K
-        .into_iter()
-        .flat_map(|k| [(k, PREFETCH_ARCS), (k, 0), (k, 1)])
-    {
-        let mut sw = Sweeper::new(&h, k).unwrap().with_prefetch(ahead);
+    for k in SUPPORTED_K {
+        let mut sw = Sweeper::new(&h, k).unwrap();
         let all: Vec<u32> = (0..g.n as u32).collect();
         // Full batches, then a partial last one (lanes past the sources stay INF).
         for batch in all.chunks(k) {
@@ -85,15 +81,6 @@ fn every_k_matches_dijkstra_u64() {
     let g = gen(GenModel::Uniform, 90, 2.0, 3_000_000_000, u32::MAX);
     assert!(g.distance_bound() > u32::MAX as u128);
     against_dijkstra::<u64>(&g);
-}
-
-#[test]
-fn sweeps_prefetch_by_default() {
-    let g = gen(GenModel::Road, 16, 0.0, 1, 9);
-    let h = Hierarchy::<u32>::build(&g, &ChParams::default(), None).unwrap();
-    // What the runtime's workers get (`worker.rs` makes its sweeper with `new`).
-    const { assert!(PREFETCH_ARCS > 0) };
-    assert_eq!(Sweeper::new(&h, 8).unwrap().prefetch(), PREFETCH_ARCS);
 }
 
 #[test]
