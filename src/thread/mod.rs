@@ -12,7 +12,7 @@
 //! workers' first chunks. The run's span ([`Ran::started`]) begins there; the workers are
 //! handed back to the caller ([`Ran::workers`]) so that their release (freeing what a worker
 //! touched) is not part of it either. The units are woken at the start each on its own, device
-//! queues first ([`Start`]), and on one node the run ends when the last chunk's records are in
+//! queues first (`Start`), and on one node the run ends when the last chunk's records are in
 //! ([`Ran::last_result`]), not when the last waiting unit has left.
 //!
 //! Protocol: each unit thread then pulls a chunk (a guard from the source), runs it into a private
