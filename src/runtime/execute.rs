@@ -360,8 +360,8 @@ pub(super) struct NodeRun {
     /// The run's clock: from when every unit had its worker (set-up before this counts as
     /// set-up)...
     pub(super) started: Instant,
-    /// ... to when the last unit left (under MPI, rank 0: when every rank's units had), before
-    /// the workers were released.
+    /// ... to when the last chunk's records were in (under MPI, rank 0: when every rank's units
+    /// had left), before the workers were released.
     pub(super) ended: Instant,
 }
 
@@ -443,10 +443,13 @@ pub(super) fn run_chunks(
                     _ => Instant::now(),
                 };
                 // Not run time: freeing what the workers touched.
+                let releasing = Instant::now();
                 crate::thread::release(ran.workers);
                 tracing::debug!(
-                    "finish: the units' workers released in {:.3} s",
-                    ended.elapsed().as_secs_f64()
+                    "finish: the units left {:.3} s after the last records, their workers \
+                     released in {:.3} s",
+                    (releasing - ended).as_secs_f64(),
+                    releasing.elapsed().as_secs_f64()
                 );
                 if left > 0 && !interrupted.load(Ordering::Relaxed) {
                     let failures: Vec<String> = ran

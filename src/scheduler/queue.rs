@@ -405,8 +405,9 @@ impl WorkQueue {
         self.all_estimates(&st)
     }
 
-    /// Each unit's model from its own chunks alone (`None`: it ran none), what the speed
-    /// history keeps.
+    /// Each unit's model from its own chunks (`None`: it ran none), what the speed history
+    /// keeps; while its chunks showed one size only, their time split as its earlier run's
+    /// model split it (item 7), else as its class's or `Rules::split`.
     pub fn measured(&self) -> Vec<Option<Estimate>> {
         let st = self.state.lock();
         let est = self.all_estimates(&st);
