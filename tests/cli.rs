@@ -688,6 +688,36 @@ fn a_repeated_run_starts_from_the_speed_history() {
     let (code, _, err) = tuccompi_in(&cwd, &["run", "h.toml", "-q"], &[]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(starts(&report_in(&out)), ["history", "history"]);
+    // `history` shows the stored models; `history --clear` removes them, and the next run
+    // probes again.
+    let (code, shown, err) = tuccompi_in(&cwd, &["history"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        shown.contains("apsp | ") && shown.contains("per task") && shown.contains("1 models"),
+        "{shown}"
+    );
+    let (code, said, err) = tuccompi_in(&cwd, &["history", "--clear"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(said.contains("removed"), "{said}");
+    assert!(!speeds.exists());
+    let (code, shown, _) = tuccompi_in(&cwd, &["history"], &[]);
+    assert_eq!(code, 0);
+    assert!(shown.contains("no speed history"), "{shown}");
+    let (code, _, err) = tuccompi_in(&cwd, &["run", "h.toml", "-q"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(starts(&report_in(&out)), ["probe", "probe"]);
+    // A history file that is a link: `--clear` removes the link, never what it points to.
+    #[cfg(unix)]
+    {
+        let target = cwd.join("not-ours.txt");
+        std::fs::write(&target, "keep me").unwrap();
+        std::fs::remove_file(&speeds).unwrap();
+        std::os::unix::fs::symlink(&target, &speeds).unwrap();
+        let (code, _, err) = tuccompi_in(&cwd, &["history", "--clear"], &[]);
+        assert_eq!(code, 0, "{err}");
+        assert!(std::fs::symlink_metadata(&speeds).is_err());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+    }
 }
 
 /// A large input (16 MiB and more) is read once: its CSR goes to the graph cache, the next run

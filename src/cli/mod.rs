@@ -91,6 +91,13 @@ enum Command {
         #[arg(long, default_value_t = 3)]
         repeat: usize,
     },
+    /// Show the speed history the work queue starts from (each unit class's measured model,
+    /// by plugin and workload), or clear it so that the next runs probe again.
+    History {
+        /// Delete the history file (the next run of each work probes and stores anew).
+        #[arg(long)]
+        clear: bool,
+    },
     /// List the plugins.
     Plugins,
     /// List CPU cores and OpenCL devices.
@@ -103,6 +110,62 @@ enum Command {
     },
     /// Print the man page (roff; e.g. `tuccompi man > ~/.local/share/man/man1/tuccompi.1`).
     Man,
+}
+
+/// `history`: print the speed history's models, one line each (or say there are none), or
+/// delete its file with `clear` (a link is removed, not what it points to).
+fn history(clear: bool) -> crate::Result<()> {
+    let Some(path) = crate::scheduler::history::path() else {
+        return Err(Error::Config(
+            "no cache directory: set XDG_CACHE_HOME (an absolute path) or HOME".into(),
+        ));
+    };
+    if clear {
+        return match std::fs::remove_file(&path) {
+            Ok(()) => {
+                println!("{}: removed", path.display());
+                Ok(())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                println!("{}: no speed history", path.display());
+                Ok(())
+            }
+            Err(e) => Err(Error::io(&path, e)),
+        };
+    }
+    let (store, note) = crate::scheduler::history::History::load(&path);
+    if let Some(n) = note {
+        eprintln!("warning: {n}");
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut n = 0;
+    for (key, model, tasks, stored) in store.entries() {
+        n += 1;
+        println!(
+            "{key}\n    latency {:.3} ms, per task {:.3} us, measured over {tasks} tasks, {} ago",
+            model.latency * 1e3,
+            model.per_task * 1e6,
+            age(now.saturating_sub(stored))
+        );
+    }
+    if n == 0 {
+        println!("{}: no speed history", path.display());
+    } else {
+        println!("{}: {n} models", path.display());
+    }
+    Ok(())
+}
+
+/// `45 s`, `12 min`, `3 h`, `2 d`.
+fn age(secs: u64) -> String {
+    match secs {
+        0..=119 => format!("{secs} s"),
+        120..=7199 => format!("{} min", secs / 60),
+        7200..=172_799 => format!("{} h", secs / 3600),
+        _ => format!("{} d", secs / 86_400),
+    }
 }
 
 /// `0.1.0 (commit abc1234, features: mpi)`: what `--version` prints after the name.
@@ -343,6 +406,7 @@ fn real_main(cli: Cli, extra: &[&dyn Plugin], name: &str) -> Result<(), Error> {
             }
             Ok(())
         }
+        Command::History { clear } => history(clear),
         Command::Plugins => {
             for p in registry(extra) {
                 println!("{:<12} {}", p.name(), p.description());

@@ -141,6 +141,22 @@ impl History {
             })
     }
 
+    /// Every stored model: key, model, tasks it was measured over, seconds since the epoch
+    /// when it was stored; in key order.
+    pub fn entries(&self) -> impl Iterator<Item = (&str, Estimate, u64, u64)> {
+        self.entries.iter().map(|(k, s)| {
+            (
+                k.as_str(),
+                Estimate {
+                    latency: s.latency,
+                    per_task: s.per_task,
+                },
+                s.tasks,
+                s.stored,
+            )
+        })
+    }
+
     /// Remember `model` for `key`, measured over `tasks` tasks.
     pub fn put(&mut self, key: String, model: Estimate, tasks: u64) {
         let s = Saved {
