@@ -59,6 +59,14 @@
 //!    15.5 ms alone on the H100 machine, the simulator 16.6 against 14.7 (test
 //!    `a_devices_model_never_shrinks_its_chunks_below_a_probe`).
 //!
+//! 9. A CPU worker keeps item 4's cap (chunks no longer than the run so far) while a device
+//!    is known only from an earlier run's model, without a chunk of its own. Seen on a 4 x
+//!    H100 machine: a GPU model stored by a run of 16 sources (a task or two per queue: 15 ms
+//!    a chunk, 7.5 ms a task) and a slow first chunk (warm-up, 51 ms) had 62 CPU workers plan
+//!    on a GPU 2,000 times too slow and take hundreds of trees each; osm-moscow's full APSP took
+//!    2.43 s against 1.06 s for the GPU alone (simulator test
+//!    `a_cpu_worker_does_not_plan_on_a_devices_model_from_history_alone`: 3.9 s -> 1.10 s).
+//!
 //! Complexity: a request costs O(units · 60) (a bisection for `T`) under the queue's lock.
 
 use super::{Chunk, Clock, TaskSource, UnitInfo, UnitKind, WallClock};
@@ -146,6 +154,9 @@ pub(crate) struct Rules {
     /// Item 8: while some unit is unmeasured, a device's chunk is still at least its probe.
     /// Off only in the simulator's test of the policy without it.
     pub device_floor: bool,
+    /// Item 9: a unit whose model is an earlier run's alone counts as unmeasured for item 4's
+    /// cap. Off only in the simulator's test of the policy without it.
+    pub prior_is_provisional: bool,
 }
 
 impl Default for Rules {
@@ -160,6 +171,7 @@ impl Default for Rules {
             plan_without_cpus_out: true,
             prior_gives_way: true,
             device_floor: true,
+            prior_is_provisional: true,
         }
     }
 }
@@ -556,11 +568,17 @@ impl WorkQueue {
             .min(share)
             .min(want);
         // While a unit is unmeasured, keep chunks as short as the run so far.
-        let unmeasured = st
-            .units
-            .iter()
-            .zip(&est)
-            .any(|(u, e)| !u.out && e.is_none());
+        // Item 9: for a CPU worker, a device known only from an earlier run's model (no
+        // chunk of its own yet) counts as unmeasured here.
+        let provisional = self.rules.prior_is_provisional && me_state.kind == UnitKind::Cpu;
+        let unmeasured = st.units.iter().zip(&est).any(|(u, e)| {
+            !u.out
+                && (e.is_none()
+                    || (provisional
+                        && u.kind == UnitKind::Device
+                        && u.prior.is_some()
+                        && u.chunks == 0))
+        });
         if unmeasured {
             let horizon = (now - self.start_time()).max(me.time(1));
             // Item 8: a device's chunk is never under its probe (an earlier run's model, its

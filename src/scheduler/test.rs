@@ -703,3 +703,55 @@ fn a_devices_model_never_shrinks_its_chunks_below_a_probe() {
         assert!(off > 1.1 * alone, "item 8 off passes: {off} s");
     }
 }
+
+/// Item 9 of the queue's module text. Seen on a 4 x H100 machine with 62 CPU workers: the GPU's
+/// stored model came from a run of 16 sources (its queues ran a task or two each: read as 15 ms
+/// a chunk and 7.5 ms a task), and its first chunk of the run was slow (warm-up: 51 ms against
+/// 21 ms later). The CPU workers, measured after their 8-tree probes while the GPU still had
+/// no chunk of its own, planned with that model and took hundreds of trees each: osm-moscow's
+/// full APSP took 2.43 s against 1.06 s for the GPU alone (30,192 CPU trees). A CPU worker now
+/// keeps item 4's cap while a device has only an earlier run's model.
+#[test]
+fn a_cpu_worker_does_not_plan_on_a_devices_model_from_history_alone() {
+    let tasks = 411_992;
+    let warm_up = 0.03;
+    let run = |prior: Option<Estimate>, rules: Rules| {
+        let mut units: Vec<SimUnit> = (0..2)
+            .map(|_| SimUnit::gpu("H100", 5.7e-3, 3.8e-6, 4096).grouped(1, warm_up))
+            .collect();
+        for u in &mut units {
+            u.info = u.info.clone().with_prior(prior);
+        }
+        let alone = sim::ideal(&units, tasks) + warm_up;
+        units.extend((0..62).map(|_| SimUnit::cpu(2.39e-3).grouped(8, 5e-3)));
+        let clock = VirtualClock::default();
+        let infos: Vec<UnitInfo> = units.iter().map(|u| u.info.clone()).collect();
+        let q = WorkQueue::with_clock(0..tasks, &infos, Box::new(clock.clone()), rules);
+        let o = sim::run(&q, &clock, &units, 0..tasks);
+        (o.makespan, alone, o.tasks[2..].iter().sum::<usize>())
+    };
+    let weak = Some(Estimate {
+        latency: 0.015,
+        per_task: 0.0075,
+    });
+    let good = Some(Estimate {
+        latency: 5.7e-3,
+        per_task: 3.8e-6,
+    });
+    for prior in [weak, good, None] {
+        let (on, alone, cpu) = run(prior, Rules::default());
+        eprintln!(
+            "GPU model {prior:?}: {on:.3} s, {cpu} CPU tasks; the GPU alone's ideal {alone:.3} s"
+        );
+        assert!(on <= 1.05 * alone, "{on} s against {alone} s");
+    }
+    let (off, alone, cpu) = run(
+        weak,
+        Rules {
+            prior_is_provisional: false,
+            ..Rules::default()
+        },
+    );
+    eprintln!("weak model, item 9 off: {off:.3} s, {cpu} CPU tasks");
+    assert!(off > 2.0 * alone, "item 9 off passes: {off} s");
+}
