@@ -137,9 +137,7 @@ fn history(clear: bool) -> crate::Result<()> {
     if let Some(n) = note {
         eprintln!("warning: {n}");
     }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let now = crate::scheduler::history::now_secs();
     let mut n = 0;
     for (key, model, tasks, stored) in store.entries() {
         n += 1;

@@ -32,6 +32,22 @@ struct Saved {
     stored: u64,
 }
 
+impl Saved {
+    fn model(&self) -> Estimate {
+        Estimate {
+            latency: self.latency,
+            per_task: self.per_task,
+        }
+    }
+}
+
+/// Seconds since the epoch (a stored model's `stored`).
+pub fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct File {
     version: u32,
@@ -132,29 +148,15 @@ impl History {
 
     /// The model stored for `key`, if any.
     pub fn get(&self, key: &str) -> Option<Estimate> {
-        self.entries
-            .get(key)
-            .filter(|s| valid(s))
-            .map(|s| Estimate {
-                latency: s.latency,
-                per_task: s.per_task,
-            })
+        self.entries.get(key).filter(|s| valid(s)).map(Saved::model)
     }
 
     /// Every stored model: key, model, tasks it was measured over, seconds since the epoch
     /// when it was stored; in key order.
     pub fn entries(&self) -> impl Iterator<Item = (&str, Estimate, u64, u64)> {
-        self.entries.iter().map(|(k, s)| {
-            (
-                k.as_str(),
-                Estimate {
-                    latency: s.latency,
-                    per_task: s.per_task,
-                },
-                s.tasks,
-                s.stored,
-            )
-        })
+        self.entries
+            .iter()
+            .map(|(k, s)| (k.as_str(), s.model(), s.tasks, s.stored))
     }
 
     /// Remember `model` for `key`, measured over `tasks` tasks.
@@ -163,9 +165,7 @@ impl History {
             latency: model.latency,
             per_task: model.per_task,
             tasks,
-            stored: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
+            stored: now_secs(),
         };
         if valid(&s) {
             self.entries.insert(key, s);

@@ -154,8 +154,9 @@ pub(crate) struct Rules {
     /// Item 8: while some unit is unmeasured, a device's chunk is still at least its probe.
     /// Off only in the simulator's test of the policy without it.
     pub device_floor: bool,
-    /// Item 9: a unit whose model is an earlier run's alone counts as unmeasured for item 4's
-    /// cap. Off only in the simulator's test of the policy without it.
+    /// Item 9: for a CPU worker's chunk, a device whose model is an earlier run's alone (no
+    /// chunk of its own yet) counts as unmeasured for item 4's cap. Off only in the
+    /// simulator's test of the policy without it.
     pub prior_is_provisional: bool,
 }
 

@@ -138,6 +138,14 @@ fn score(make: Make, units: &[SimUnit], tasks: usize) -> (f64, f64, sim::Outcome
     (out.makespan / ideal, out.makespan / single, out)
 }
 
+/// A simulated run of `tasks` tasks on `units` under the work queue with `rules`.
+fn run_under(units: &[SimUnit], tasks: usize, rules: Rules) -> sim::Outcome {
+    let clock = VirtualClock::default();
+    let infos: Vec<UnitInfo> = units.iter().map(|u| u.info.clone()).collect();
+    let q = WorkQueue::with_clock(0..tasks, &infos, Box::new(clock.clone()), rules);
+    sim::run(&q, &clock, units, 0..tasks)
+}
+
 /// The scenarios of issue 12, each with its task count.
 fn scenarios() -> Vec<(&'static str, Vec<SimUnit>, usize)> {
     let mut stall_cpu = mixed(1, 15, 0.06);
@@ -510,12 +518,7 @@ fn cpu_workers_with_a_tiny_part_of_the_plan_stay_out() {
             per_task: u.per_task,
         }));
     }
-    let run = |rules: Rules| {
-        let clock = VirtualClock::default();
-        let infos: Vec<UnitInfo> = units.iter().map(|u| u.info.clone()).collect();
-        let q = WorkQueue::with_clock(0..tasks, &infos, Box::new(clock.clone()), rules);
-        sim::run(&q, &clock, &units, 0..tasks)
-    };
+    let run = |rules: Rules| run_under(&units, tasks, rules);
     let on = run(Rules::default());
     let off = run(Rules {
         min_cpu_share: 0.0,
@@ -556,12 +559,7 @@ fn devices_do_not_leave_work_to_cpu_workers_that_stay_out() {
     prior(&mut units);
     let mut alone: Vec<SimUnit> = gpus().collect();
     prior(&mut alone);
-    let run = |units: &[SimUnit], rules: Rules| {
-        let clock = VirtualClock::default();
-        let infos: Vec<UnitInfo> = units.iter().map(|u| u.info.clone()).collect();
-        let q = WorkQueue::with_clock(0..tasks, &infos, Box::new(clock.clone()), rules);
-        sim::run(&q, &clock, units, 0..tasks)
-    };
+    let run = |units: &[SimUnit], rules: Rules| run_under(units, tasks, rules);
     let gpu = run(&alone, Rules::default()).makespan;
     let on = run(&units, Rules::default());
     let off = run(
@@ -605,10 +603,7 @@ fn gpu_history_new_cpus(gpu: (f64, f64), cpus: usize, rules: Rules) -> (f64, f64
     }
     let alone = sim::ideal(&units, tasks);
     units.extend((0..cpus).map(|_| SimUnit::cpu(6.8e-5).grouped(32, 0.0)));
-    let clock = VirtualClock::default();
-    let infos: Vec<UnitInfo> = units.iter().map(|u| u.info.clone()).collect();
-    let q = WorkQueue::with_clock(0..tasks, &infos, Box::new(clock.clone()), rules);
-    (sim::run(&q, &clock, &units, 0..tasks).makespan, alone)
+    (run_under(&units, tasks, rules).makespan, alone)
 }
 
 /// Item 7 of the queue's module text: an earlier run's model is a unit's model only until its
@@ -724,10 +719,7 @@ fn a_cpu_worker_does_not_plan_on_a_devices_model_from_history_alone() {
         }
         let alone = sim::ideal(&units, tasks) + warm_up;
         units.extend((0..62).map(|_| SimUnit::cpu(2.39e-3).grouped(8, 5e-3)));
-        let clock = VirtualClock::default();
-        let infos: Vec<UnitInfo> = units.iter().map(|u| u.info.clone()).collect();
-        let q = WorkQueue::with_clock(0..tasks, &infos, Box::new(clock.clone()), rules);
-        let o = sim::run(&q, &clock, &units, 0..tasks);
+        let o = run_under(&units, tasks, rules);
         (o.makespan, alone, o.tasks[2..].iter().sum::<usize>())
     };
     let weak = Some(Estimate {
