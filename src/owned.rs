@@ -126,12 +126,31 @@ pub fn open_or_create(path: &Path, hint: &str) -> Result<File> {
 }
 
 /// Read a file of the run whole (its `run.json`, its file list, a cache): never through a
-/// link, and only a plain file. `Ok(None)` when there is none.
-pub fn read(path: &Path, hint: &str) -> Result<Option<Vec<u8>>> {
+/// link, never blocking (a named pipe or a device there is refused), only a plain file, and
+/// only when it holds at most `cap` bytes: the size is checked before anything is read, and
+/// no more than `cap` bytes are ever read (a file growing meanwhile is refused too).
+/// `Ok(None)` when there is none.
+pub fn read(path: &Path, hint: &str, cap: u64) -> Result<Option<Vec<u8>>> {
     match reopen(path, false, hint) {
-        Ok(mut f) => {
-            let mut bytes = Vec::new();
-            f.read_to_end(&mut bytes).map_err(|e| Error::io(path, e))?;
+        Ok(f) => {
+            let len = f.metadata().map_err(|e| Error::io(path, e))?.len();
+            let too_big = || {
+                Error::Output(format!(
+                    "{} holds more than {cap} bytes, more than tuccompi ever writes there; \
+                     it is not read: {hint}",
+                    path.display()
+                ))
+            };
+            if len > cap {
+                return Err(too_big());
+            }
+            let mut bytes = Vec::with_capacity(len as usize);
+            f.take(cap + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| Error::io(path, e))?;
+            if bytes.len() as u64 > cap {
+                return Err(too_big());
+            }
             Ok(Some(bytes))
         }
         Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => Ok(None),

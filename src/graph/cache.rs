@@ -120,7 +120,8 @@ fn checksum(parts: [&[u32]; 3]) -> u128 {
 /// graph cache).
 pub fn load(path: &Path, id: &Identity, name: &str) -> std::result::Result<Option<Csr>, String> {
     ownable(path)?;
-    let bytes = match crate::owned::read(path, "") {
+    // The cache is as large as the graph it holds; its identity and header are checked after.
+    let bytes = match crate::owned::read(path, "", u64::MAX) {
         Ok(Some(b)) => b,
         Ok(None) => return Ok(None),
         Err(e) => return Err(e.to_string()),

@@ -58,12 +58,26 @@ fn reopen_takes_only_a_plain_file() {
     ] {
         let e = reopen(&d.join(name), true, "hint").unwrap_err().to_string();
         assert!(e.contains(what), "{name}: {e}");
-        assert!(read(&d.join(name), "hint").is_err(), "{name}");
+        assert!(read(&d.join(name), "hint", 1 << 20).is_err(), "{name}");
     }
-    assert!(read(&d.join("absent"), "").unwrap().is_none());
+    assert!(read(&d.join("absent"), "", 1 << 20).unwrap().is_none());
     std::fs::write(d.join("plain"), "x").unwrap();
-    assert_eq!(read(&d.join("plain"), "").unwrap().unwrap(), b"x");
+    assert_eq!(read(&d.join("plain"), "", 1).unwrap().unwrap(), b"x");
     assert_eq!(std::fs::read_to_string(&v).unwrap(), "precious");
+}
+
+#[test]
+fn a_read_refuses_a_file_over_its_cap_before_reading_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("big");
+    // A sparse file of 1 GiB: read whole, it would take that much memory.
+    let f = std::fs::File::create(&p).unwrap();
+    f.set_len(1 << 30).unwrap();
+    let e = read(&p, "delete it", 1 << 20).unwrap_err().to_string();
+    assert!(e.contains("more than 1048576 bytes") && e.contains("delete it"), "{e}");
+    std::fs::write(&p, "12345").unwrap();
+    assert!(read(&p, "", 4).is_err());
+    assert_eq!(read(&p, "", 5).unwrap().unwrap(), b"12345");
 }
 
 #[test]

@@ -171,7 +171,7 @@ pub(super) fn precheck(plan: &Plan, mode: Unfinished) -> Result<usize> {
         (Unfinished::Refuse, true) => Err(refuse_unfinished(dir, &partial)),
         (Unfinished::Resume, true) => {
             let old: Option<serde_json::Value> =
-                crate::owned::read(&partial.join(outdir::IDENTITY), "")
+                crate::owned::read(&partial.join(outdir::IDENTITY), "", outdir::SMALL_FILE_CAP)
                     .ok()
                     .flatten()
                     .and_then(|t| serde_json::from_slice(&t).ok());
@@ -303,7 +303,7 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>)
 /// (tasks journaled, tasks) of the unfinished run in `partial`; (0, 0) when unreadable.
 pub(super) fn journaled(partial: &Path) -> (usize, usize) {
     let id: Option<serde_json::Value> =
-        crate::owned::read(&partial.join(outdir::IDENTITY), "ignored")
+        crate::owned::read(&partial.join(outdir::IDENTITY), "ignored", outdir::SMALL_FILE_CAP)
             .ok()
             .flatten()
             .and_then(|t| serde_json::from_slice(&t).ok());

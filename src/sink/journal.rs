@@ -242,7 +242,7 @@ pub fn replay(
     words: usize,
     mut each: impl FnMut(Range<usize>, &[u64]),
 ) -> Result<Replayed> {
-    let bytes = owned::read(path, RESTART)?
+    let bytes = owned::read(path, RESTART, u64::MAX)?
         .ok_or_else(|| Error::io(path, std::io::Error::from(std::io::ErrorKind::NotFound)))?;
     let word = |i: usize| -> Option<u64> {
         bytes

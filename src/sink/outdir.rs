@@ -44,6 +44,9 @@ pub const JOURNAL: &str = "journal";
 pub const IDENTITY: &str = "run.json";
 /// Written into the partial folder when its files are complete and being moved into place.
 const COMMIT: &str = "COMMIT";
+/// The most bytes read from a small file of the run (`run.json`, the file lists): far more
+/// than a run writes there, far less than a planted file could hold.
+pub const SMALL_FILE_CAP: u64 = 256 << 20;
 /// Files of complete runs by versions that kept no list of them.
 const LEGACY: &[&str] = &[
     "report.json",
@@ -323,7 +326,7 @@ fn sync_file(p: &Path) -> Result<()> {
 /// is none, or when something other than a plain file is there (it is not the run's list:
 /// warned and ignored).
 fn read_list(p: &Path) -> Option<Vec<String>> {
-    match owned::read(p, "it is ignored") {
+    match owned::read(p, "it is ignored", SMALL_FILE_CAP) {
         Ok(Some(bytes)) => Some(
             String::from_utf8_lossy(&bytes)
                 .lines()
@@ -467,7 +470,7 @@ impl OutputDir {
     /// What the unfinished run computes (its `run.json`).
     pub fn identity(&self) -> Result<serde_json::Value> {
         let p = self.partial().join(IDENTITY);
-        let bytes = owned::read(&p, RESTART)?.ok_or_else(|| {
+        let bytes = owned::read(&p, RESTART, SMALL_FILE_CAP)?.ok_or_else(|| {
             Error::Output(format!(
                 "{} is missing: the unfinished run in {} cannot be checked against this one \
                  (it was stopped while starting, or the file was removed); {RESTART}",
