@@ -7,6 +7,7 @@ mod apsp_gpu;
 mod bounds;
 mod cli;
 mod dense;
+mod docs;
 mod example;
 mod inputs;
 mod many_gpu;
