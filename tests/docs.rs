@@ -179,17 +179,16 @@ fn figures(headline: &str) -> Vec<String> {
 
 /// Whether `text` holds `figure` as a number of its own (not inside a longer one).
 fn holds(text: &str, figure: &str) -> bool {
+    let digit = |c: Option<char>| c.is_some_and(|c| c.is_ascii_digit());
+    // A digit next to it, or a separator with a digit beyond ("1.99" inside "21.99" or "1.995").
+    let continues = |mut side: std::iter::Peekable<Box<dyn Iterator<Item = char> + '_>>| {
+        let first = side.next();
+        digit(first) || (matches!(first, Some('.' | ',')) && digit(side.peek().copied()))
+    };
     text.match_indices(figure).any(|(i, _)| {
-        let before = text[..i].chars().next_back();
-        let after = text[i + figure.len()..].chars().next();
-        let part = |c: Option<char>| c.is_some_and(|c| c.is_ascii_digit());
-        let joins = |c: Option<char>, d: Option<char>| {
-            matches!(c, Some('.' | ',')) && part(d)
-        };
-        !part(before)
-            && !part(after)
-            && !joins(after, text[i + figure.len()..].chars().nth(1))
-            && !(matches!(before, Some('.' | ',')) && part(text[..i].chars().rev().nth(1)))
+        let before: Box<dyn Iterator<Item = char>> = Box::new(text[..i].chars().rev());
+        let after: Box<dyn Iterator<Item = char>> = Box::new(text[i + figure.len()..].chars());
+        !continues(before.peekable()) && !continues(after.peekable())
     })
 }
 
