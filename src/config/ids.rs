@@ -408,6 +408,49 @@ mod test {
     }
 
     #[test]
+    fn ids_outside_the_graph_are_named_by_line_or_element() {
+        let d = tempfile::tempdir().unwrap();
+        let d = d.path();
+        for (name, bytes, want) in [
+            (
+                "a.txt",
+                b"# header\n1\n\n12\n2\n".to_vec(),
+                "a.txt:4: vertex id 12 (in run.sources) is out of range; this graph's ids are 1..=10",
+            ),
+            (
+                "a.csv",
+                b"name,id\nx,3\n\"two\nlines\",0\n".to_vec(),
+                "a.csv:3: vertex id 0 (in run.sources) is out of range",
+            ),
+            (
+                "a.npy",
+                npy_bytes(&[3], &[1u32, 11, 2]),
+                "a.npy: element 1 (counting from 0): vertex id 11 (in run.sources)",
+            ),
+        ] {
+            let (s, o) = load_with_origins(write(d, name, &bytes), "run.sources").unwrap();
+            let Sources::List(ids) = s else {
+                panic!("{name}: not ids")
+            };
+            let o = o.expect("a file's ids keep their origins");
+            let e = resolve(&ids, Some(&o), "run.sources", 10, 1)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{name}: {e}");
+        }
+        // In range: internal ids; inline lists have no origins and are named by their key.
+        assert_eq!(resolve(&[1, 10], None, "k", 10, 1).unwrap(), vec![0, 9]);
+        let (s, o) = load_with_origins(Sources::List(vec![0]), "k").unwrap();
+        assert!(o.is_none());
+        let Sources::List(ids) = s else { panic!() };
+        let e = resolve(&ids, None, "run.sources", 10, 1).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "run.sources: vertex id 0 is out of range; this graph's ids are 1..=10"
+        );
+    }
+
+    #[test]
     fn bad_files_are_named_with_their_line() {
         let d = tempfile::tempdir().unwrap();
         let d = d.path();
