@@ -498,3 +498,87 @@ fn every_config_passes_check_and_the_dense_ones_run_on_a_npy_matrix() {
         assert!(seen.iter().any(|s| s == want), "{want} in {seen:?}");
     }
 }
+
+/// An id file's bytes as `numpy.save` writes a 1-D `<i8` array.
+fn npy_ids(ids: &[i64]) -> Vec<u8> {
+    let data: Vec<u8> = ids.iter().flat_map(|i| i.to_le_bytes()).collect();
+    npy_bytes("<i8", false, &format!("({},)", ids.len()), &data)
+}
+
+#[test]
+fn an_id_outside_the_graph_is_named_by_its_file_and_line() {
+    // A generated graph of 16 vertices (ids 0..=15); the ids are checked only once it is read.
+    let dir = tmpdir("id-range");
+    let file = |name: &str, bytes: &[u8]| {
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        format!("{{ file = {:?} }}", p.display().to_string())
+    };
+    let cases = [
+        (
+            file("s.txt", b"# sources\n3\n\n5\n16\n"),
+            "\"all\"",
+            "s.txt:5: vertex id 16 (in run.sources) is out of range; this graph's ids are 0..=15",
+        ),
+        (
+            file("s.csv", b"name,id\na,1\nb,99\n"),
+            "\"all\"",
+            "s.csv:3: vertex id 99 (in run.sources) is out of range",
+        ),
+        (
+            file("s.npy", &npy_ids(&[1, 2, 3, 40, 5])),
+            "\"all\"",
+            "s.npy: element 3 (counting from 0): vertex id 40 (in run.sources) is out of range",
+        ),
+        (
+            "[0, 1]".to_string(),
+            &file("t.txt", b"2\n#\n1000\n"),
+            "t.txt:3: vertex id 1000 (in [apsp] targets) is out of range",
+        ),
+        (
+            "[0, 1]".to_string(),
+            &file("t.npy", &npy_ids(&[7, 77])),
+            "t.npy: element 1 (counting from 0): vertex id 77 (in [apsp] targets)",
+        ),
+        // Inline lists have no file: the key, as before.
+        (
+            "[0, 16]".to_string(),
+            "\"all\"",
+            "run.sources: vertex id 16 is out of range; this graph's ids are 0..=15",
+        ),
+    ];
+    for (sources, targets, want) in &cases {
+        let cfg = apsp_gen("road", 16, &format!("[apsp]\ntargets = {targets}"), sources);
+        let e = try_run(&cfg, &["units.opencl=none"])
+            .err()
+            .unwrap_or_else(|| panic!("accepted: sources {sources}, targets {targets}"))
+            .to_string();
+        assert!(
+            e.contains(want),
+            "sources {sources}, targets {targets}: {e}"
+        );
+    }
+    // The dense plugins resolve run.sources the same way.
+    let cfg = format!(
+        "[run]\nplugin = \"fw-naive\"\nsources = {}\n[input.generate]\nmodel = \"complete\"\nvertices = 8\n",
+        file("d.txt", b"0\n8\n")
+    );
+    let e = try_run(&cfg, &["units.opencl=none"])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("d.txt:2: vertex id 8 (in run.sources) is out of range"),
+        "{e}"
+    );
+    // A duplicate read from a file is named by its two lines.
+    let cfg = apsp_gen("road", 16, "", &file("dup.txt", b"4\n# again\n4\n"));
+    let e = try_run(&cfg, &["units.opencl=none"])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("dup.txt:3: vertex id 4 is listed a second time (first at line 1)"),
+        "{e}"
+    );
+}

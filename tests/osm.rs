@@ -44,11 +44,27 @@ fn packed(out: &mut Vec<u8>, field: u64, vals: impl IntoIterator<Item = u64>) {
 /// A way: id, node refs, tags (a tag value may be raw bytes, to plant non-UTF-8 text).
 struct W(i64, Vec<i64>, Vec<(&'static str, &'static [u8])>);
 
+/// A tag key written as an index far outside the block's string table (a corrupt file).
+const BAD_INDEX: &str = "@bad-string-index";
+
 /// An uncompressed PBF file: one header blob, one data blob with plain nodes (`(id, lon,
 /// lat)`), the ways, and `relations` empty relations.
 fn pbf(nodes: &[(i64, f64, f64)], ways: &[W], relations: usize) -> Vec<u8> {
+    pbf_requiring(nodes, ways, relations, &[])
+}
+
+/// [`pbf`] with a header that lists `required` features besides `OsmSchema-V0.6`.
+fn pbf_requiring(
+    nodes: &[(i64, f64, f64)],
+    ways: &[W],
+    relations: usize,
+    required: &[&str],
+) -> Vec<u8> {
     let mut strings: Vec<Vec<u8>> = vec![Vec::new()];
     let mut sid = |s: &[u8]| -> u64 {
+        if s == BAD_INDEX.as_bytes() {
+            return 1_000_000;
+        }
         if let Some(i) = strings.iter().position(|x| x == s) {
             return i as u64;
         }
@@ -103,6 +119,9 @@ fn pbf(nodes: &[(i64, f64, f64)], ways: &[W], relations: usize) -> Vec<u8> {
     }
     let mut header = Vec::new();
     field_bytes(&mut header, 4, b"OsmSchema-V0.6");
+    for f in required {
+        field_bytes(&mut header, 4, f.as_bytes());
+    }
     let mut file = Vec::new();
     for (kind, body) in [("OSMHeader", header), ("OSMData", block)] {
         let mut blob = Vec::new();
@@ -321,6 +340,83 @@ fn crafted_map_foot_and_bike() {
 }
 
 #[test]
+fn impossible_coordinates_and_string_indices_are_counted_apart() {
+    let dir = tmpdir("osm-corrupt");
+    let file = dir.join("c.osm.pbf");
+    let hw = ("highway", b"residential".as_slice());
+    let mut nodes = NODES.to_vec();
+    nodes.push((8, 25.006, 95.0)); // latitude beyond the pole
+    nodes.push((9, 200.0, 60.0)); // longitude beyond the antimeridian
+    let ways = [
+        W(10, vec![1, 2, 3], vec![hw]),
+        W(20, vec![7, 8], vec![hw]),
+        W(21, vec![9, 1], vec![hw]),
+        // Off the globe and missing at once: the corrupt node decides.
+        W(22, vec![3, 99, 9], vec![hw]),
+        W(23, vec![4, 99], vec![hw]),
+        W(24, vec![3, 4], vec![hw, (BAD_INDEX, b"x")]),
+    ];
+    std::fs::write(&file, pbf(&nodes, &ways, 0)).unwrap();
+    let out = run(&osm_config(&file, ""), &["units.opencl=none"]);
+    let osm = &out.report["input"]["places"]["osm"];
+    assert_eq!(osm["ways_bad_coordinates"], 3, "{osm}");
+    assert_eq!(osm["ways_missing_node"], 1, "{osm}");
+    assert_eq!(osm["ways_bad_string_index"], 1, "{osm}");
+    assert_eq!(osm["ways_bad_tag"], 0, "{osm}");
+    assert_eq!(osm["ways_used"], 1, "{osm}");
+    let ids: Vec<i64> = vertices(&out).iter().map(|x| x.0).collect();
+    assert_eq!(ids, vec![1, 3], "only way 10 is kept");
+    let (d, _) = distances(&out);
+    let w13 = (10.0 * (gc(at(1), at(2)) + gc(at(2), at(3)))).round() as u64;
+    assert_eq!(d, vec![0, w13, w13, 0]);
+    // With nothing routable, the message counts each kind of skip in its own words.
+    let file = dir.join("only-corrupt.osm.pbf");
+    std::fs::write(&file, pbf(&nodes, &ways[1..], 0)).unwrap();
+    let e = try_run(&osm_config(&file, ""), &["units.opencl=none"])
+        .err()
+        .unwrap()
+        .to_string();
+    for want in [
+        "only-corrupt.osm.pbf: no way is routable",
+        "5 ways",
+        "3 ways skipped for a node with impossible coordinates",
+        "1 way skipped for a missing node",
+        "1 way skipped for a tag index outside the string table",
+    ] {
+        assert!(e.contains(want), "{want}: {e}");
+    }
+}
+
+#[test]
+fn a_pbf_requiring_an_unsupported_feature_is_refused() {
+    let dir = tmpdir("osm-features");
+    let ways = [W(10, vec![1, 2, 3], vec![("highway", b"residential")])];
+    for (feature, want) in [
+        ("HistoricalInformation", "(a history file"),
+        ("Sort.Geographic-V9", "use a plain .osm.pbf extract"),
+    ] {
+        let file = dir.join("h.osm.pbf");
+        std::fs::write(&file, pbf_requiring(NODES, &ways, 0, &[feature])).unwrap();
+        let e = try_run(&osm_config(&file, ""), &["units.opencl=none"])
+            .err()
+            .unwrap_or_else(|| panic!("a file requiring {feature} was accepted"))
+            .to_string();
+        assert!(
+            e.contains(&format!(
+                "h.osm.pbf: the file requires the PBF feature \"{feature}\""
+            )),
+            "{e}"
+        );
+        assert!(e.contains(want), "{e}");
+    }
+    // The features the reader implements are accepted.
+    let file = dir.join("dense.osm.pbf");
+    std::fs::write(&file, pbf_requiring(NODES, &ways, 0, &["DenseNodes"])).unwrap();
+    let out = run(&osm_config(&file, ""), &["units.opencl=none"]);
+    assert_eq!(out.report["input"]["places"]["osm"]["ways_used"], 1);
+}
+
+#[test]
 fn hostile_osm_files_are_one_clear_error() {
     let dir = tmpdir("osm-hostile");
     let mut cases: Vec<(&str, Vec<u8>)> = vec![
@@ -452,7 +548,7 @@ fn osm_keys_are_checked() {
     .unwrap_err()
     .to_string();
     assert!(
-        e.contains("lists vertex id 3 twice (entries 1 and 3)"),
+        e.contains("s.txt:3: vertex id 3 is listed a second time (first at line 1)"),
         "{e}"
     );
     // Points without places.

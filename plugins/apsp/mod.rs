@@ -174,9 +174,12 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
     let options: ApspOptions = ctx.options("apsp")?;
     let (graph, places) = geo::load_input(ctx)?;
     check_run_memory(ctx, &graph, &options)?;
-    let target_spec = match options.targets.clone() {
-        Some(t) => Some(crate::config::ids::load(t, "apsp.targets")?),
-        None => None,
+    let (target_spec, target_origins) = match options.targets.clone() {
+        Some(t) => {
+            let (t, origins) = crate::config::ids::load_with_origins(t, "apsp.targets")?;
+            (Some(t), origins)
+        }
+        None => (None, None),
     };
     let points = |s: &Option<Sources>| matches!(s, Some(Sources::Points(_)));
     let index = (points(&Some(ctx.plan.sources.clone())) || points(&target_spec))
@@ -184,7 +187,10 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         .flatten();
     let (sources, source_snaps) = match &ctx.plan.sources {
         Sources::Points(p) => geo::resolve(p, index.as_ref(), "run.sources")?,
-        s => (resolve_sources(s, graph.n, graph.id_base)?, Vec::new()),
+        s => (
+            resolve_sources(s, ctx.plan.source_origins.as_ref(), graph.n, graph.id_base)?,
+            Vec::new(),
+        ),
     };
     let (targets, target_snaps) = match &target_spec {
         None | Some(Sources::All) => (None, Vec::new()),
@@ -193,7 +199,12 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
             (Some(ids), snaps)
         }
         Some(t) => (
-            Some(targets::resolve(t, graph.n, graph.id_base)?),
+            Some(targets::resolve(
+                t,
+                target_origins.as_ref(),
+                graph.n,
+                graph.id_base,
+            )?),
             Vec::new(),
         ),
     };

@@ -7,13 +7,19 @@
 //! algorithms from a full distance row).
 
 use super::ApspJob;
-use crate::config::Sources;
+use crate::config::{ids::IdOrigins, Sources};
 use crate::plugins::common::{Dist, PathSummary, RowWrite};
 use crate::{Error, Result};
 
 /// Resolve `[apsp] targets` (not "all") against a graph of `n` vertices numbered from `base`:
-/// internal ids in the listed order (repeats allowed).
-pub fn resolve(targets: &Sources, n: usize, base: u64) -> Result<Vec<u32>> {
+/// internal ids in the listed order (repeats allowed). `origins`: where the ids came from when
+/// read from a file, so that an id outside the graph is named with its file and line.
+pub fn resolve(
+    targets: &Sources,
+    origins: Option<&IdOrigins>,
+    n: usize,
+    base: u64,
+) -> Result<Vec<u32>> {
     match targets {
         Sources::All => Ok((0..n as u32).collect()),
         Sources::First(k) => {
@@ -31,19 +37,7 @@ pub fn resolve(targets: &Sources, n: usize, base: u64) -> Result<Vec<u32>> {
                     "[apsp] targets = []: list at least one vertex id, or say \"all\"".into(),
                 ));
             }
-            ids.iter()
-                .map(|&id| {
-                    if id < base || id - base >= n as u64 {
-                        Err(Error::Config(format!(
-                            "[apsp] targets: vertex id {id} is out of range; this graph's ids \
-                             are {base}..={}",
-                            base as u128 + n as u128 - 1
-                        )))
-                    } else {
-                        Ok((id - base) as u32)
-                    }
-                })
-                .collect()
+            crate::config::ids::resolve(ids, origins, "[apsp] targets", n, base)
         }
         // Snapped in `prepare` (they need the input's places); read from their file there.
         Sources::Points(_) | Sources::File(_) => Err(Error::Config(
@@ -84,20 +78,25 @@ mod test {
 
     #[test]
     fn resolves_counts_lists_and_refuses_bad_ids() {
-        assert_eq!(resolve(&Sources::First(3), 10, 1).unwrap(), vec![0, 1, 2]);
         assert_eq!(
-            resolve(&Sources::List(vec![10, 1, 10]), 10, 1).unwrap(),
+            resolve(&Sources::First(3), None, 10, 1).unwrap(),
+            vec![0, 1, 2]
+        );
+        assert_eq!(
+            resolve(&Sources::List(vec![10, 1, 10]), None, 10, 1).unwrap(),
             vec![9, 0, 9]
         );
-        let e = resolve(&Sources::List(vec![0]), 10, 1)
+        let e = resolve(&Sources::List(vec![0]), None, 10, 1)
             .unwrap_err()
             .to_string();
         assert!(
             e.contains("[apsp] targets: vertex id 0 is out of range; this graph's ids are 1..=10"),
             "{e}"
         );
-        let e = resolve(&Sources::First(11), 10, 1).unwrap_err().to_string();
+        let e = resolve(&Sources::First(11), None, 10, 1)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("targets = 11"), "{e}");
-        assert!(resolve(&Sources::List(vec![]), 10, 1).is_err());
+        assert!(resolve(&Sources::List(vec![]), None, 10, 1).is_err());
     }
 }

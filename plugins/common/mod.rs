@@ -4,7 +4,7 @@
 
 pub mod geo;
 
-use crate::config::{is_osm, InputSpec, Plan, Sources};
+use crate::config::{ids::IdOrigins, is_osm, InputSpec, Plan, Sources};
 use crate::graph::{generate, read_graph_with, Csr, EdgeList, MatrixStats, NpyMatrix};
 use crate::plugin::{PrepareCtx, Record, Records};
 use crate::sink::{write_file, NpyRows, NpyType};
@@ -250,7 +250,14 @@ fn read_csr(plan: &Plan, store: bool) -> Result<Csr> {
 }
 
 /// Resolve `run.sources` against a graph of `n` vertices numbered from `base`: internal ids.
-pub fn resolve_sources(sources: &Sources, n: usize, base: u64) -> Result<Vec<u32>> {
+/// `origins`: where the ids came from when read from a file (the plan's `source_origins`),
+/// so that an id outside the graph is named with its file and line.
+pub fn resolve_sources(
+    sources: &Sources,
+    origins: Option<&IdOrigins>,
+    n: usize,
+    base: u64,
+) -> Result<Vec<u32>> {
     match sources {
         Sources::All => Ok((0..n as u32).collect()),
         Sources::First(k) => {
@@ -267,18 +274,7 @@ pub fn resolve_sources(sources: &Sources, n: usize, base: u64) -> Result<Vec<u32
                     "run.sources = []: list at least one vertex id".into(),
                 ));
             }
-            ids.iter()
-                .map(|&id| {
-                    if id < base || id - base >= n as u64 {
-                        Err(Error::Config(format!(
-                            "run.sources: vertex id {id} is out of range; this graph's ids are {base}..={}",
-                            base + n as u64 - 1
-                        )))
-                    } else {
-                        Ok((id - base) as u32)
-                    }
-                })
-                .collect()
+            crate::config::ids::resolve(ids, origins, "run.sources", n, base)
         }
         Sources::Points(_) => Err(Error::Config(
             "run.sources: points ([lon, lat]) are snapped by the apsp plugin only; list vertex \

@@ -2,22 +2,66 @@
 //! `.txt` (one id per line), a `.csv` with a header (column `id`, or columns `lon` and `lat`)
 //! or a `.npy` (a 1-D integer array of ids, or a k x 2 float array of points).
 //!
-//! Every complaint names the file and, for text, the line.
+//! Every complaint names the file and, for text, the line; for `.npy`, the element. Ids are
+//! checked against the graph only once it is read, long after the file: [`IdOrigins`] keeps
+//! where each id came from so that [`resolve`] can still name its line.
 
 use super::Sources;
 use crate::{Error, Result};
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The most bytes an id file may have: far more ids than any run's sources or targets, small
 /// enough that a wrong path (a graph, `/dev/zero`) is refused rather than read whole.
 pub const MAX_ID_FILE_BYTES: u64 = 1 << 30;
 
+/// Where each id of a list read from a file came from: the file, and the line of each entry
+/// (text files) or its element index (`.npy`), for messages about an id found wrong later.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdOrigins {
+    path: PathBuf,
+    /// The 1-based line of each entry; empty for a `.npy`, whose entries are named by index.
+    lines: Vec<u32>,
+}
+
+impl IdOrigins {
+    /// The file the ids were read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// An error about entry `entry` (0-based, in file order): `PATH:LINE: msg` for a text
+    /// file, `PATH: element I: msg` for a `.npy` (I counted from 0, as numpy indexes).
+    pub fn error(&self, entry: usize, msg: String) -> Error {
+        match self.lines.get(entry) {
+            Some(&line) => parse_err(&self.path, line as usize, msg),
+            None => Error::Input(format!(
+                "{}: element {entry} (counting from 0): {msg}",
+                self.path.display()
+            )),
+        }
+    }
+
+    /// Where entry `entry` is, for a message that names two entries: `line L` or `element I`.
+    pub fn place(&self, entry: usize) -> String {
+        match self.lines.get(entry) {
+            Some(line) => format!("line {line}"),
+            None => format!("element {entry}"),
+        }
+    }
+}
+
 /// `sources` with a `File` read into `List` or `Points`; any other form as it is. `key` names
 /// the config key in messages.
 pub fn load(sources: Sources, key: &str) -> Result<Sources> {
+    load_with_origins(sources, key).map(|(s, _)| s)
+}
+
+/// [`load`], and for ids read from a file, where each came from (`None` for inline forms and
+/// points).
+pub fn load_with_origins(sources: Sources, key: &str) -> Result<(Sources, Option<IdOrigins>)> {
     let Sources::File(path) = sources else {
-        return Ok(sources);
+        return Ok((sources, None));
     };
     let bytes = read_bounded(&path, key)?;
     let name = path
@@ -25,12 +69,12 @@ pub fn load(sources: Sources, key: &str) -> Result<Sources> {
         .and_then(|s| s.to_str())
         .unwrap_or("")
         .to_ascii_lowercase();
-    let loaded = if name.ends_with(".txt") {
+    let (loaded, lines) = if name.ends_with(".txt") {
         txt(&path, &bytes)?
     } else if name.ends_with(".csv") {
         csv_file(&path, &bytes)?
     } else if name.ends_with(".npy") {
-        npy(&path, &bytes)?
+        (npy(&path, &bytes)?, Vec::new())
     } else {
         return Err(Error::Config(format!(
             "{key}: {{ file = \"{}\" }}: unknown id file format; use .txt (one id per line), \
@@ -42,7 +86,8 @@ pub fn load(sources: Sources, key: &str) -> Result<Sources> {
     match &loaded {
         Sources::List(v) if v.is_empty() => {}
         Sources::Points(v) if v.is_empty() => {}
-        _ => return Ok(loaded),
+        Sources::List(_) => return Ok((loaded, Some(IdOrigins { path, lines }))),
+        _ => return Ok((loaded, None)),
     }
     Err(Error::Input(format!(
         "{}: no ids or points; {key} needs at least one",
@@ -119,22 +164,32 @@ fn text<'a>(path: &Path, bytes: &'a [u8]) -> Result<&'a str> {
     })
 }
 
-/// One id per line; blank lines and lines starting with `#` are skipped.
-fn txt(path: &Path, bytes: &[u8]) -> Result<Sources> {
+/// A 1-based line number as kept in [`IdOrigins`]: a file of at most [`MAX_ID_FILE_BYTES`]
+/// has fewer than `u32::MAX` lines.
+fn line32(line: usize) -> u32 {
+    u32::try_from(line).unwrap_or(u32::MAX)
+}
+
+/// One id per line; blank lines and lines starting with `#` are skipped. The ids, and the
+/// line of each.
+fn txt(path: &Path, bytes: &[u8]) -> Result<(Sources, Vec<u32>)> {
     let text = text(path, bytes)?;
     let mut ids = Vec::new();
+    let mut lines = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let t = line.trim_start_matches('\u{feff}').trim();
         if t.is_empty() || t.starts_with('#') {
             continue;
         }
         ids.push(id(path, i + 1, t)?);
+        lines.push(line32(i + 1));
     }
-    Ok(Sources::List(ids))
+    Ok((Sources::List(ids), lines))
 }
 
-/// A header naming `id`, or `lon` and `lat` (other columns are ignored).
-fn csv_file(path: &Path, bytes: &[u8]) -> Result<Sources> {
+/// A header naming `id`, or `lon` and `lat` (other columns are ignored). The ids or points,
+/// and the line of each id.
+fn csv_file(path: &Path, bytes: &[u8]) -> Result<(Sources, Vec<u32>)> {
     let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
     let mut r = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
@@ -166,12 +221,16 @@ fn csv_file(path: &Path, bytes: &[u8]) -> Result<Sources> {
         }
     };
     let mut ids = Vec::new();
+    let mut lines = Vec::new();
     let mut points = Vec::new();
     for rec in r.records() {
         let rec = rec.map_err(bad)?;
         let line = rec.position().map_or(0, |p| p.line() as usize);
         match shape {
-            Shape::Ids(i) => ids.push(id(path, line, &rec[i])?),
+            Shape::Ids(i) => {
+                ids.push(id(path, line, &rec[i])?);
+                lines.push(line32(line));
+            }
             Shape::Points(x, y) => points.push([
                 coordinate(path, line, &rec[x], "lon")?,
                 coordinate(path, line, &rec[y], "lat")?,
@@ -179,8 +238,8 @@ fn csv_file(path: &Path, bytes: &[u8]) -> Result<Sources> {
         }
     }
     Ok(match shape {
-        Shape::Ids(_) => Sources::List(ids),
-        Shape::Points(..) => Sources::Points(points),
+        Shape::Ids(_) => (Sources::List(ids), lines),
+        Shape::Points(..) => (Sources::Points(points), lines),
     })
 }
 
@@ -259,6 +318,42 @@ fn npy(path: &Path, bytes: &[u8]) -> Result<Sources> {
     }
 }
 
+/// Internal (0-based) ids of `ids`, vertex ids of a graph of `n` vertices numbered from
+/// `base`. `key` names the list in messages (`run.sources`); an id outside the graph is named
+/// with its file and line (or `.npy` element) when `origins` says where the list came from.
+///
+/// O(ids).
+pub fn resolve(
+    ids: &[u64],
+    origins: Option<&IdOrigins>,
+    key: &str,
+    n: usize,
+    base: u64,
+) -> Result<Vec<u32>> {
+    ids.iter()
+        .enumerate()
+        .map(|(i, &id)| {
+            if id >= base && id - base < n as u64 {
+                return Ok((id - base) as u32);
+            }
+            let range = match n {
+                0 => "this graph has no vertices".to_string(),
+                _ => format!(
+                    "this graph's ids are {base}..={}",
+                    base as u128 + n as u128 - 1
+                ),
+            };
+            Err(match origins {
+                Some(o) => o.error(
+                    i,
+                    format!("vertex id {id} (in {key}) is out of range; {range}"),
+                ),
+                None => Error::Config(format!("{key}: vertex id {id} is out of range; {range}")),
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod test {
     use super::*;
@@ -310,6 +405,49 @@ mod test {
         }
         // Inline forms pass through.
         assert_eq!(load(Sources::First(3), "k").unwrap(), Sources::First(3));
+    }
+
+    #[test]
+    fn ids_outside_the_graph_are_named_by_line_or_element() {
+        let d = tempfile::tempdir().unwrap();
+        let d = d.path();
+        for (name, bytes, want) in [
+            (
+                "a.txt",
+                b"# header\n1\n\n12\n2\n".to_vec(),
+                "a.txt:4: vertex id 12 (in run.sources) is out of range; this graph's ids are 1..=10",
+            ),
+            (
+                "a.csv",
+                b"name,id\nx,3\n\"two\nlines\",0\n".to_vec(),
+                "a.csv:3: vertex id 0 (in run.sources) is out of range",
+            ),
+            (
+                "a.npy",
+                npy_bytes(&[3], &[1u32, 11, 2]),
+                "a.npy: element 1 (counting from 0): vertex id 11 (in run.sources)",
+            ),
+        ] {
+            let (s, o) = load_with_origins(write(d, name, &bytes), "run.sources").unwrap();
+            let Sources::List(ids) = s else {
+                panic!("{name}: not ids")
+            };
+            let o = o.expect("a file's ids keep their origins");
+            let e = resolve(&ids, Some(&o), "run.sources", 10, 1)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{name}: {e}");
+        }
+        // In range: internal ids; inline lists have no origins and are named by their key.
+        assert_eq!(resolve(&[1, 10], None, "k", 10, 1).unwrap(), vec![0, 9]);
+        let (s, o) = load_with_origins(Sources::List(vec![0]), "k").unwrap();
+        assert!(o.is_none());
+        let Sources::List(ids) = s else { panic!() };
+        let e = resolve(&ids, None, "run.sources", 10, 1).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "run.sources: vertex id 0 is out of range; this graph's ids are 1..=10"
+        );
     }
 
     #[test]

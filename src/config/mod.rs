@@ -121,6 +121,8 @@ pub struct Plan {
     pub plugin: String,
     /// Which tasks (sources) to run.
     pub sources: Sources,
+    /// Where `sources`' ids came from when `run.sources` names a file (for messages).
+    pub source_origins: Option<ids::IdOrigins>,
     /// The input graph (`None` when the config has no \[input\]).
     pub input: Option<InputSpec>,
     /// `[input.osm]` and `input.coordinates`.

@@ -436,9 +436,13 @@ impl RawConfig {
             }
             AutoOr::N(n) => n,
         };
-        let sources = match self.run.sources {
-            Some(s) => Some(super::ids::load(s, "run.sources").map_err(|e| origins.locate(e))?),
-            None => None,
+        let (sources, source_origins) = match self.run.sources {
+            Some(s) => {
+                let (s, o) = super::ids::load_with_origins(s, "run.sources")
+                    .map_err(|e| origins.locate(e))?;
+                (Some(s), o)
+            }
+            None => (None, None),
         };
         if let Some(Sources::List(ids)) = &sources {
             let mut first_at = std::collections::HashMap::with_capacity(ids.len());
@@ -446,6 +450,16 @@ impl RawConfig {
                 if let Some(&j) = first_at.get(&id) {
                     // Duplicates would run the same task twice and write two summary rows
                     // (and two distance rows) for one source.
+                    if let Some(o) = &source_origins {
+                        return Err(o.error(
+                            i,
+                            format!(
+                                "vertex id {id} is listed a second time (first at {}); each id \
+                                 of run.sources is one task with one summary row, so list it once",
+                                o.place(j)
+                            ),
+                        ));
+                    }
                     return Err(Error::Config(format!(
                         "{}: run.sources lists vertex id {id} twice (entries {} and {}); \
                          each id is one task with one summary row, so list it once",
@@ -510,6 +524,7 @@ impl RawConfig {
             overrides: Vec::new(),
             plugin: self.run.plugin,
             sources: sources.unwrap_or(Sources::All),
+            source_origins,
             input,
             geo,
             input_options,

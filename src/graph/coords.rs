@@ -134,7 +134,9 @@ impl SnapIndex<'_> {
 }
 
 /// Read a DIMACS coordinate file (`.co`, optionally `.gz`): `p aux sp co N`, then `v ID X Y`
-/// for ids 1..=N. The graph must have `n` vertices; a vertex without a `v` line has no place.
+/// for ids 1..=N. The graph must have `n` vertices, and each its `v` line: a vertex without a
+/// place could never be snapped to, so a file that leaves one out (cut short, or written for
+/// another graph) is refused, naming the first vertex missing.
 pub fn read_co(path: &Path, n: usize) -> Result<Coords> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     if file.metadata().is_ok_and(|m| m.is_dir()) {
@@ -262,6 +264,17 @@ pub fn read_co(path: &Path, n: usize) -> Result<Coords> {
             path.display()
         )));
     };
+    if let Some(first) = points.iter().position(Option::is_none) {
+        let missing = points.iter().filter(|p| p.is_none()).count();
+        return Err(Error::Input(format!(
+            "{}: vertex {} has no 'v' line ({missing} of the {n} vertices have none); a .co \
+             file places every vertex of input.path's graph: add 'v {} X Y', or check that \
+             the file is complete and belongs to this graph",
+            path.display(),
+            first + 1,
+            first + 1
+        )));
+    }
     Ok(Coords {
         spherical: false,
         points,
@@ -372,9 +385,15 @@ mod test {
             std::fs::write(&p, text).unwrap();
             p
         };
-        let ok = write("g.co", "c hi\np aux sp co 3\nv 1 10 20\nv 3 -5 7\n");
+        let ok = write(
+            "g.co",
+            "c hi\np aux sp co 3\nv 1 10 20\nv 3 -5 7\nv 2 0 0\n",
+        );
         let c = read_co(&ok, 3).unwrap();
-        assert_eq!(c.points, vec![Some([10.0, 20.0]), None, Some([-5.0, 7.0])]);
+        assert_eq!(
+            c.points,
+            vec![Some([10.0, 20.0]), Some([0.0, 0.0]), Some([-5.0, 7.0])]
+        );
         assert!(!c.spherical);
         let cases = [
             (
@@ -410,5 +429,27 @@ mod test {
         let p = dir.path().join("g.co");
         std::fs::write(&p, [0xff, 0xfe, 0, 1, 2]).unwrap();
         assert!(read_co(&p, 2).unwrap_err().to_string().contains("not text"));
+    }
+
+    #[test]
+    fn a_co_file_missing_a_vertex_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("g.co");
+        for (text, want) in [
+            (
+                "p aux sp co 4\nv 1 0 0\nv 4 1 1\nv 3 2 2\n",
+                "g.co: vertex 2 has no 'v' line (1 of the 4 vertices have none)",
+            ),
+            // Cut short after its header.
+            (
+                "p aux sp co 4\n",
+                "g.co: vertex 1 has no 'v' line (4 of the 4 vertices have none)",
+            ),
+        ] {
+            std::fs::write(&p, text).unwrap();
+            let e = read_co(&p, 4).unwrap_err().to_string();
+            assert!(e.contains(want), "{text:?}: {e}");
+            assert!(e.contains("add 'v "), "{e}");
+        }
     }
 }

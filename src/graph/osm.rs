@@ -8,10 +8,13 @@
 //! (or twice by one): the nodes between are contracted into the arc's weight, which follows the
 //! way's whole geometry. Vertices are numbered from 0 in increasing OSM node id.
 //!
-//! Nothing in the file is trusted: a way naming a node the file does not hold, a tag that is not
-//! UTF-8 text, a `oneway` value that says neither direction is usable are skipped and counted
-//! ([`OsmStats`], in report.json); relations are counted and not used (no turn restrictions). A
-//! file the crate cannot decode (truncated, not PBF) is one error naming the file.
+//! Nothing in the file is trusted: a way naming a node the file does not hold, or one placed off
+//! the globe, a tag that is not UTF-8 text or not in its block's string table, a `oneway` value
+//! that says neither direction is usable are skipped and counted, each in its own category
+//! ([`OsmStats`], in report.json; the corrupt ones also in a warning); relations are counted and
+//! not used (no turn restrictions). A file the crate cannot decode (truncated, not PBF), or
+//! whose header requires a feature this reader does not implement (a history file's
+//! `HistoricalInformation`), is one error naming the file.
 
 use super::{Coords, EdgeList, Origin};
 use crate::{Error, Result};
@@ -68,12 +71,17 @@ pub struct OsmStats {
     pub ways: u64,
     /// Ways routable for the profile and kept.
     pub ways_used: u64,
-    /// Ways skipped because they name a node the file does not hold (or holds off the globe:
-    /// latitude beyond ±90, longitude beyond ±180).
+    /// Ways skipped because they name a node the file does not hold (usual at an extract's
+    /// border).
     pub ways_missing_node: u64,
-    /// Ways skipped because a tag's key or value is not UTF-8 text (or not in the block's
-    /// string table).
+    /// Ways skipped because a node they name has impossible coordinates (latitude beyond ±90,
+    /// longitude beyond ±180, or not a finite number): corrupt data.
+    pub ways_bad_coordinates: u64,
+    /// Ways skipped because a tag's key or value is not UTF-8 text.
     pub ways_bad_tag: u64,
+    /// Ways skipped because a tag's key or value index points outside the block's string table
+    /// (corrupt data).
+    pub ways_bad_string_index: u64,
     /// Ways skipped because their `oneway` value allows neither direction (`reversible`,
     /// `alternating`, an unknown word).
     pub ways_bad_oneway: u64,
@@ -282,12 +290,59 @@ fn pbf_error(path: &Path, e: osmpbf::Error) -> Error {
     ))
 }
 
+/// The `required_features` of a PBF header this reader implements: the schema and dense nodes.
+/// Anything else required changes what the blocks mean (`HistoricalInformation`: every version
+/// of each object, deleted ones too), so a file that requires it is refused rather than misread.
+const SUPPORTED_FEATURES: &[&str] = &["OsmSchema-V0.6", "DenseNodes"];
+
+fn check_features(path: &Path, header: &osmpbf::HeaderBlock) -> Result<()> {
+    let Some(feature) = header
+        .required_features()
+        .iter()
+        .find(|f| !SUPPORTED_FEATURES.contains(&f.as_str()))
+    else {
+        return Ok(());
+    };
+    let why = if feature == "HistoricalInformation" {
+        " (a history file: every version of each object, deleted ones too); use a current \
+         extract, or make one with `osmium time-filter`"
+    } else {
+        "; use a plain .osm.pbf extract"
+    };
+    Err(Error::Input(format!(
+        "{}: the file requires the PBF feature \"{}\", which tuccompi's reader does not \
+         implement (it reads {}){why}",
+        path.display(),
+        feature.escape_debug(),
+        SUPPORTED_FEATURES.join(" and ")
+    )))
+}
+
+/// One pass over the file: `f` on each element of each data block, after each header block's
+/// required features are checked.
+fn each_element(path: &Path, mut f: impl for<'a> FnMut(osmpbf::Element<'a>)) -> Result<()> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let blobs = osmpbf::BlobReader::new(std::io::BufReader::with_capacity(1 << 20, file));
+    guarded(path, || {
+        for blob in blobs {
+            let blob = blob.map_err(|e| pbf_error(path, e))?;
+            match blob.decode().map_err(|e| pbf_error(path, e))? {
+                osmpbf::BlobDecode::OsmHeader(h) => check_features(path, &h)?,
+                osmpbf::BlobDecode::OsmData(block) => block.for_each_element(&mut f),
+                // The format says readers skip blob types they do not know.
+                osmpbf::BlobDecode::Unknown(_) => {}
+            }
+        }
+        Ok(())
+    })
+}
+
 /// Run one pass of the decoder. Its errors name the file; so does a panic inside it (the crate
 /// sums delta-coded ids and coordinates unchecked, which a corrupt file can overflow where
 /// overflow checks are on), which is caught here rather than ending the run.
-fn guarded(path: &Path, pass: impl FnOnce() -> osmpbf::Result<()>) -> Result<()> {
+fn guarded(path: &Path, pass: impl FnOnce() -> Result<()>) -> Result<()> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(pass)) {
-        Ok(r) => r.map_err(|e| pbf_error(path, e)),
+        Ok(r) => r,
         Err(panic) => {
             let why = panic
                 .downcast_ref::<&str>()
@@ -320,69 +375,66 @@ pub fn read_osm(path: &Path, opts: OsmOptions) -> Result<(EdgeList, Coords, OsmS
         weight: opts.weight,
         ..OsmStats::default()
     };
+    drop(file);
     // Pass 1: the ways.
     let mut ways: Vec<KeptWay> = Vec::new();
     let mut uses: HashMap<i64, u32> = HashMap::new();
-    let reader = osmpbf::ElementReader::new(std::io::BufReader::with_capacity(1 << 20, file));
-    guarded(path, || {
-        reader.for_each(|el| match el {
-            osmpbf::Element::Way(w) => {
-                stats.ways += 1;
-                let table = w.raw_stringtable();
-                let mut tags = HashMap::new();
-                for (k, v) in w.raw_tags() {
-                    let text = |i: u32| {
-                        table
-                            .get(i as usize)
-                            .and_then(|b| std::str::from_utf8(b).ok())
-                    };
-                    match (text(k), text(v)) {
-                        (Some(k), Some(v)) => {
-                            tags.insert(k, v);
-                        }
-                        _ => {
-                            stats.ways_bad_tag += 1;
-                            return;
-                        }
+    each_element(path, |el| match el {
+        osmpbf::Element::Way(w) => {
+            stats.ways += 1;
+            let table = w.raw_stringtable();
+            let mut tags = HashMap::new();
+            for (k, v) in w.raw_tags() {
+                let (Some(k), Some(v)) = (table.get(k as usize), table.get(v as usize)) else {
+                    stats.ways_bad_string_index += 1;
+                    return;
+                };
+                match (std::str::from_utf8(k), std::str::from_utf8(v)) {
+                    (Ok(k), Ok(v)) => {
+                        tags.insert(k, v);
                     }
-                }
-                let (dir, kmh) = match judge(opts.profile, &tags) {
-                    Verdict::Skip => return,
-                    Verdict::BadOneway => {
-                        stats.ways_bad_oneway += 1;
+                    _ => {
+                        stats.ways_bad_tag += 1;
                         return;
                     }
-                    Verdict::Use {
-                        dir,
-                        kmh,
-                        maxspeed_unread,
-                    } => {
-                        stats.maxspeed_unread += maxspeed_unread as u64;
-                        (dir, kmh)
-                    }
-                };
-                // Delta-coded: summed here with checks, as a corrupt file can overflow them.
-                let mut id = 0i64;
-                let mut refs = Vec::with_capacity(w.raw_refs().len());
-                for &d in w.raw_refs() {
-                    match id.checked_add(d) {
-                        Some(next) => id = next,
-                        None => {
-                            stats.ways_bad_refs += 1;
-                            return;
-                        }
-                    }
-                    refs.push(id);
                 }
-                if refs.len() < 2 {
-                    stats.ways_degenerate += 1;
+            }
+            let (dir, kmh) = match judge(opts.profile, &tags) {
+                Verdict::Skip => return,
+                Verdict::BadOneway => {
+                    stats.ways_bad_oneway += 1;
                     return;
                 }
-                ways.push(KeptWay { refs, dir, kmh });
+                Verdict::Use {
+                    dir,
+                    kmh,
+                    maxspeed_unread,
+                } => {
+                    stats.maxspeed_unread += maxspeed_unread as u64;
+                    (dir, kmh)
+                }
+            };
+            // Delta-coded: summed here with checks, as a corrupt file can overflow them.
+            let mut id = 0i64;
+            let mut refs = Vec::with_capacity(w.raw_refs().len());
+            for &d in w.raw_refs() {
+                match id.checked_add(d) {
+                    Some(next) => id = next,
+                    None => {
+                        stats.ways_bad_refs += 1;
+                        return;
+                    }
+                }
+                refs.push(id);
             }
-            osmpbf::Element::Relation(_) => stats.relations_unused += 1,
-            _ => {}
-        })
+            if refs.len() < 2 {
+                stats.ways_degenerate += 1;
+                return;
+            }
+            ways.push(KeptWay { refs, dir, kmh });
+        }
+        osmpbf::Element::Relation(_) => stats.relations_unused += 1,
+        _ => {}
     })?;
     for w in &ways {
         let last = w.refs.len() - 1;
@@ -393,30 +445,38 @@ pub fn read_osm(path: &Path, opts: OsmOptions) -> Result<(EdgeList, Coords, OsmS
     }
     // Pass 2: the coordinates of the nodes the kept ways use.
     let mut at: HashMap<i64, [f64; 2]> = HashMap::with_capacity(uses.len());
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let reader = osmpbf::ElementReader::new(std::io::BufReader::with_capacity(1 << 20, file));
-    guarded(path, || {
-        reader.for_each(|el| {
-            let (id, lon, lat) = match el {
-                osmpbf::Element::Node(n) => (n.id(), n.lon(), n.lat()),
-                osmpbf::Element::DenseNode(n) => (n.id(), n.lon(), n.lat()),
-                _ => return,
-            };
-            stats.nodes += 1;
-            // A place off the globe is no place: the ways through it are skipped as missing.
-            if uses.contains_key(&id)
-                && (-180.0..=180.0).contains(&lon)
-                && (-90.0..=90.0).contains(&lat)
-            {
-                at.insert(id, [lon, lat]);
-            }
-        })
+    // Used nodes placed off the globe (corrupt data), kept apart from the missing ones.
+    let mut off_globe: HashMap<i64, [f64; 2]> = HashMap::new();
+    each_element(path, |el| {
+        let (id, lon, lat) = match el {
+            osmpbf::Element::Node(n) => (n.id(), n.lon(), n.lat()),
+            osmpbf::Element::DenseNode(n) => (n.id(), n.lon(), n.lat()),
+            _ => return,
+        };
+        stats.nodes += 1;
+        if !uses.contains_key(&id) {
+            return;
+        }
+        // The ranges are false for NaN too.
+        if (-180.0..=180.0).contains(&lon) && (-90.0..=90.0).contains(&lat) {
+            at.insert(id, [lon, lat]);
+        } else {
+            off_globe.insert(id, [lon, lat]);
+        }
     })?;
-    // A way with a node the file lacks is dropped whole, and its uses with it.
+    // A way with a node the file lacks or places off the globe is dropped whole, and its uses
+    // with it.
+    let mut first_off_globe: Option<(i64, [f64; 2])> = None;
     ways.retain(|w| {
         let complete = w.refs.iter().all(|r| at.contains_key(r));
         if !complete {
-            stats.ways_missing_node += 1;
+            match w.refs.iter().find_map(|r| off_globe.get_key_value(r)) {
+                Some((&id, &p)) => {
+                    stats.ways_bad_coordinates += 1;
+                    first_off_globe = first_off_globe.or(Some((id, p)));
+                }
+                None => stats.ways_missing_node += 1,
+            }
             let last = w.refs.len() - 1;
             for (i, r) in w.refs.iter().enumerate() {
                 if let Some(u) = uses.get_mut(r) {
@@ -427,6 +487,17 @@ pub fn read_osm(path: &Path, opts: OsmOptions) -> Result<(EdgeList, Coords, OsmS
         complete
     });
     stats.ways_used = ways.len() as u64;
+    let corrupt = skipped(&stats, true);
+    if !corrupt.is_empty() {
+        let example = first_off_globe.map_or(String::new(), |(id, [lon, lat])| {
+            format!("; node {id} is at longitude {lon}, latitude {lat}")
+        });
+        tracing::warn!(
+            "{}: corrupt data skipped: {}{example} (counted in report.json's input.places.osm)",
+            path.display(),
+            corrupt.join(", ")
+        );
+    }
     let mut kept: Vec<i64> = uses
         .iter()
         .filter(|&(_, &u)| u >= 2)
@@ -467,17 +538,17 @@ pub fn read_osm(path: &Path, opts: OsmOptions) -> Result<(EdgeList, Coords, OsmS
         }
     }
     if kept.is_empty() {
+        let mut counts = vec![format!("{} ways", stats.ways)];
+        counts.extend(skipped(&stats, false));
         return Err(Error::Input(format!(
-            "{}: no way is routable for profile \"{}\" ({} ways, {} skipped for a missing node); \
-             check the profile ([input.osm] profile = \"car\" | \"bike\" | \"foot\") and that the \
-             extract holds roads",
+            "{}: no way is routable for profile \"{}\" ({}); check the profile ([input.osm] \
+             profile = \"car\" | \"bike\" | \"foot\") and that the extract holds roads",
             path.display(),
             serde_json::to_value(opts.profile)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default(),
-            stats.ways,
-            stats.ways_missing_node
+            counts.join(", ")
         )));
     }
     let coords = Coords {
@@ -496,6 +567,32 @@ pub fn read_osm(path: &Path, opts: OsmOptions) -> Result<(EdgeList, Coords, OsmS
         },
     };
     Ok((list, coords, stats))
+}
+
+/// The non-zero skip counts of `stats` in words (`2 skipped for a missing node`); with
+/// `corrupt_only`, only those that mean a damaged file.
+fn skipped(stats: &OsmStats, corrupt_only: bool) -> Vec<String> {
+    [
+        (stats.ways_missing_node, "for a missing node", false),
+        (
+            stats.ways_bad_coordinates,
+            "for a node with impossible coordinates",
+            true,
+        ),
+        (stats.ways_bad_tag, "for a tag that is not UTF-8", false),
+        (
+            stats.ways_bad_string_index,
+            "for a tag index outside the string table",
+            true,
+        ),
+        (stats.ways_bad_refs, "for node ids that overflow", true),
+        (stats.ways_bad_oneway, "for an unusable oneway value", false),
+        (stats.ways_degenerate, "for fewer than two nodes", false),
+    ]
+    .into_iter()
+    .filter(|&(n, _, corrupt)| n > 0 && (corrupt || !corrupt_only))
+    .map(|(n, why, _)| format!("{n} way{} skipped {why}", if n == 1 { "" } else { "s" }))
+    .collect()
 }
 
 #[cfg(test)]
