@@ -277,9 +277,10 @@ mod test {
         assert!(note.is_none(), "{note:?}");
         assert_eq!(h.get("k"), Some(e));
         assert_eq!(h.get("bad"), None);
-        // Corrupt, another version, impossible entries: ignored, each with a note.
+        // Another version, impossible entries, entries of another shape: ignored, each with
+        // a note, and replaced by the next save.
         for (text, says) in [
-            ("{not json", "unreadable"),
+            (r#"{"version": 1, "entries": {"x": 5}}"#, "unreadable"),
             (r#"{"version": 99, "entries": {}}"#, "version 99"),
             (
                 r#"{"version": 1, "entries": {"x": {"latency": -1, "per_task": 0, "tasks": 1, "stored": 0}}}"#,
@@ -294,5 +295,61 @@ mod test {
             );
             assert_eq!(h.get("x"), None);
         }
+        let (mut h, _) = History::load(&p);
+        h.put("k".into(), e, 100);
+        h.save().unwrap();
+        assert_eq!(History::load(&p).0.get("k"), Some(e));
+    }
+
+    /// What is not a speed history at its name (another program's JSON, garbage, a named
+    /// pipe, a link to `/dev/zero`, a 2 GiB sparse file) is refused unread beyond its cap and
+    /// never blocking, with a note, and left alone: the history is not stored over it.
+    #[test]
+    fn what_is_not_a_speed_history_is_refused_unread_and_left_alone() {
+        let d = tempfile::tempdir().unwrap();
+        let e = Estimate {
+            latency: 0.002,
+            per_task: 1.5e-4,
+        };
+        let foreign = d.path().join("foreign.json");
+        std::fs::write(&foreign, r#"{"name": "someone else's"}"#).unwrap();
+        let garbage = d.path().join("garbage.json");
+        std::fs::write(&garbage, "{not json").unwrap();
+        let fifo = d.path().join("fifo.json");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let zero = d.path().join("zero.json");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let sparse = d.path().join("sparse.json");
+        std::fs::File::create(&sparse)
+            .unwrap()
+            .set_len(2 << 30)
+            .unwrap();
+        for (p, says) in [
+            (&foreign, "not a tuccompi speed history"),
+            (&garbage, "not a tuccompi speed history"),
+            (&fifo, "a named pipe"),
+            (&zero, "a symbolic link to /dev/zero"),
+            (&sparse, "a file of 2147483648 bytes"),
+        ] {
+            let (mut h, note) = History::load(p);
+            assert!(
+                note.as_deref()
+                    .is_some_and(|n| n.contains(says) && n.contains("left alone")),
+                "{note:?}"
+            );
+            h.put("k".into(), e, 100);
+            h.save().unwrap();
+        }
+        assert_eq!(
+            std::fs::read_to_string(&foreign).unwrap(),
+            r#"{"name": "someone else's"}"#
+        );
+        assert_eq!(std::fs::read_to_string(&garbage).unwrap(), "{not json");
+        assert!(std::fs::symlink_metadata(&zero).unwrap().is_symlink());
+        assert_eq!(std::fs::metadata(&sparse).unwrap().len(), 2 << 30);
     }
 }

@@ -12,7 +12,7 @@ use crate::device::DeviceInfo;
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Tuned values for one key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,9 +70,9 @@ fn is_legacy(bytes: &[u8]) -> bool {
     std::str::from_utf8(bytes).is_ok_and(|t| toml::from_str::<Legacy>(t).is_ok())
 }
 
-/// The cache file at [`path`], through the rule every cache follows ([`crate::owned::CacheFile`]).
-fn file() -> crate::owned::CacheFile {
-    crate::owned::CacheFile::new(path(), "a tuccompi tuning cache")
+/// The cache file at `p`, through the rule every cache follows ([`crate::owned::CacheFile`]).
+fn file(p: &Path) -> crate::owned::CacheFile {
+    crate::owned::CacheFile::new(p, "a tuccompi tuning cache")
         .magic(MAGIC.as_bytes())
         .format(is_legacy)
         .cap(CAP)
@@ -90,7 +90,12 @@ impl Cache {
     /// something that is not a tuning cache is there (another file, a link, a named pipe), so
     /// that no tuning is spent on winners that could not be stored.
     pub fn load() -> Result<Cache> {
-        let f = file();
+        Cache::load_at(&path())
+    }
+
+    /// [`Cache::load`] of the file at `p`.
+    fn load_at(p: &Path) -> Result<Cache> {
+        let f = file(p);
         match f.read() {
             Ok(None) => Ok(Cache::default()),
             Ok(Some(bytes)) => Ok(parse(&bytes).unwrap_or_else(|why| {
@@ -111,7 +116,12 @@ impl Cache {
     /// cache, or a tuning cache that cannot be read, is left alone with one warning, and the
     /// run goes on with the rules' predictions.
     pub fn read() -> Cache {
-        let f = file();
+        Cache::read_at(&path())
+    }
+
+    /// [`Cache::read`] of the file at `p`.
+    fn read_at(p: &Path) -> Cache {
+        let f = file(p);
         let why = match f.read() {
             Ok(None) => return Cache::default(),
             Ok(Some(bytes)) => match parse(&bytes) {
@@ -132,11 +142,19 @@ impl Cache {
     /// Write the cache back (creating its directory), through a temporary file renamed into
     /// place, only over nothing or a tuning cache.
     pub fn save(&self) -> Result<()> {
+        self.save_at(&path())
+    }
+
+    /// [`Cache::save`] to the file at `p`.
+    fn save_at(&self, p: &Path) -> Result<()> {
         let text = toml::to_string_pretty(self).map_err(|e| Error::Config(e.to_string()))?;
         let text = format!(
             "{MAGIC}: the winners of `tuccompi tune` per device, driver, kernel set and size \
              class\n{text}"
         );
-        file().replace(text.as_bytes(), HINT)
+        file(p).replace(text.as_bytes(), HINT)
     }
 }
+
+#[cfg(test)]
+mod test;
