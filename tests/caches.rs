@@ -15,8 +15,10 @@ use std::time::{Duration, Instant};
 
 /// The binary under test.
 fn bin() -> PathBuf {
-    std::env::var_os("TUCCOMPI_TEST_BIN")
-        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_tuccompi")), PathBuf::from)
+    std::env::var_os("TUCCOMPI_TEST_BIN").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_tuccompi")),
+        PathBuf::from,
+    )
 }
 
 /// What a command did: its status, standard output and error.
@@ -56,7 +58,11 @@ fn within(mut cmd: Command, dir: &Path, limit: Duration, what: &str) -> Done {
         out: std::fs::read_to_string(&o).unwrap_or_default(),
         err: std::fs::read_to_string(&e).unwrap_or_default(),
     };
-    assert!(!done.err.contains("panicked"), "{what}: panic: {}", done.err);
+    assert!(
+        !done.err.contains("panicked"),
+        "{what}: panic: {}",
+        done.err
+    );
     done
 }
 
@@ -107,14 +113,26 @@ fn a_named_pipe_at_the_speed_history_hangs_neither_history_nor_run() {
     let limit = Duration::from_secs(60);
     let d = within(tuccompi(&cwd, &["history"]), &cwd, limit, "history");
     assert_eq!(d.status.code(), Some(0), "{}", d.err);
-    assert!(d.err.contains("speeds.json") && d.err.contains("a named pipe"), "{}", d.err);
+    assert!(
+        d.err.contains("speeds.json") && d.err.contains("a named pipe"),
+        "{}",
+        d.err
+    );
     assert!(d.out.contains("no speed history"), "{}", d.out);
     let cfg = config(&cwd, false);
     let d = within(tuccompi(&cwd, &["run", &cfg, "-q"]), &cwd, limit, "run");
     assert_eq!(d.status.code(), Some(0), "{}", d.err);
-    assert_eq!(d.err.matches("a named pipe").count(), 1, "one warning: {}", d.err);
+    assert_eq!(
+        d.err.matches("a named pipe").count(),
+        1,
+        "one warning: {}",
+        d.err
+    );
     assert!(cwd.join("out/report.json").exists());
-    assert!(!cwd.join("out/.tuccompi-partial").exists(), "an unfinished run was left");
+    assert!(
+        !cwd.join("out/.tuccompi-partial").exists(),
+        "an unfinished run was left"
+    );
     assert!(is_fifo(&fifo));
 }
 
@@ -142,8 +160,18 @@ fn a_speed_history_linked_to_dev_zero_or_huge_is_refused_in_bounded_memory() {
             .args(["-c", "ulimit -v 1048576 && exec \"$0\" history"])
             .arg(bin());
         let d = within(sh, &cwd, Duration::from_secs(60), plant);
-        assert_eq!(d.status.code(), Some(0), "{plant}: {:?} {}", d.status, d.err);
-        assert!(d.err.contains(says) && d.err.contains("left alone"), "{plant}: {}", d.err);
+        assert_eq!(
+            d.status.code(),
+            Some(0),
+            "{plant}: {:?} {}",
+            d.status,
+            d.err
+        );
+        assert!(
+            d.err.contains(says) && d.err.contains("left alone"),
+            "{plant}: {}",
+            d.err
+        );
     }
     assert_eq!(std::fs::metadata(&p).unwrap().len(), 2 << 30);
 }
@@ -168,7 +196,11 @@ fn a_set_key_of_twenty_thousand_parts_is_a_clean_error() {
         "{}",
         d.err
     );
-    assert!(d.err.len() < 1000, "the key is not repeated whole: {} bytes", d.err.len());
+    assert!(
+        d.err.len() < 1000,
+        "the key is not repeated whole: {} bytes",
+        d.err.len()
+    );
 }
 
 /// A named pipe at the tuning cache's name: `run` and `check` with an OpenCL device used to
@@ -225,7 +257,10 @@ fn a_garbage_tuning_cache_fails_no_run() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(cwd.join("out/report.json")).unwrap())
             .unwrap();
-    assert!(!report["devices"].as_array().unwrap().is_empty(), "{report}");
+    assert!(
+        !report["devices"].as_array().unwrap().is_empty(),
+        "{report}"
+    );
     assert_eq!(std::fs::read(&cache).unwrap(), garbage);
 }
 
@@ -293,7 +328,10 @@ fn tune_works_in_a_fresh_scratch_directory_and_leaves_a_planted_one_alone() {
     let planted = tmp.join(&left[0]).join("keep/f");
     assert_eq!(std::fs::read_to_string(planted).unwrap(), "precious\n");
     let stored = std::fs::read_to_string(&cache).unwrap();
-    assert!(stored.starts_with("# tuccompi tuning cache") && stored.contains("batch ="), "{stored}");
+    assert!(
+        stored.starts_with("# tuccompi tuning cache") && stored.contains("batch ="),
+        "{stored}"
+    );
 }
 
 /// SIGTERM while the OpenCL discovery thread runs in the ICD (the input is a named pipe, so
@@ -346,7 +384,7 @@ fn a_signal_during_device_discovery_ends_with_the_signals_status() {
             }
             std::thread::sleep(Duration::from_millis(5));
         };
-        if !(status.code() == Some(143) || status.signal() == Some(libc_sigterm())) {
+        if !(status.code() == Some(143) || status.signal() == Some(SIGTERM)) {
             bad.push(format!("try {i} (signal after {delay:?}): {status:?}"));
         }
     }
@@ -354,7 +392,5 @@ fn a_signal_during_device_discovery_ends_with_the_signals_status() {
     assert!(!cwd.join("out").exists());
 }
 
-/// SIGTERM's number (15 on Linux).
-fn libc_sigterm() -> i32 {
-    15
-}
+/// SIGTERM's number on Linux.
+const SIGTERM: i32 = 15;

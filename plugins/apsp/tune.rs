@@ -71,7 +71,7 @@ pub fn tune(plan: &Plan, opts: TuneOptions, mut print: impl FnMut(&Row)) -> Resu
     let scratch = tempfile::Builder::new()
         .prefix("tuccompi-tune-")
         .tempdir()
-        .map_err(|e| Error::io(&std::env::temp_dir(), e))?;
+        .map_err(|e| Error::io(std::env::temp_dir(), e))?;
     let rows = tune_devices(
         plan,
         devices,

@@ -26,7 +26,9 @@ fn a_toml_file_that_is_not_a_tuning_cache_is_never_replaced() {
     std::fs::write(&p, config).unwrap();
     let e = Cache::load_at(&p).unwrap_err().to_string();
     assert!(
-        e.contains("apsp.toml") && e.contains("not a tuccompi tuning cache") && e.contains("TUCCOMPI_CACHE"),
+        e.contains("apsp.toml")
+            && e.contains("not a tuccompi tuning cache")
+            && e.contains("TUCCOMPI_CACHE"),
         "{e}"
     );
     let e = one().save_at(&p).unwrap_err().to_string();
@@ -67,7 +69,11 @@ fn what_is_not_a_tuning_cache_is_read_as_none_and_left_alone() {
     let garbage = d.path().join("garbage");
     std::fs::write(&garbage, b"\xff\xfe not text").unwrap();
     let fifo = d.path().join("fifo");
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
     let link = d.path().join("link");
     std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
     let big = d.path().join("big");
