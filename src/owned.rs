@@ -216,32 +216,234 @@ pub fn write_atomic(target: &Path, bytes: &[u8], hint: &str) -> Result<()> {
     Ok(())
 }
 
-/// Whether a cache may read and replace what is at `path`: nothing, an empty file, or a plain
-/// file whose first bytes are `magic` (its own kind of file, of any format version).
-/// Otherwise what is there, in words: "a symbolic link to /x", or "a file that is not
-/// {what}".
-pub fn ownable_by_magic(path: &Path, magic: &[u8], what: &str) -> std::result::Result<(), String> {
-    let m = match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(format!("unreadable ({e})")),
-        Ok(m) => m,
-    };
-    if !m.file_type().is_file() {
-        return Err(describe(path));
+/// A file a cache keeps outside the output directory (the tuning cache, the speed history, a
+/// graph cache, a hierarchy): the one way such a file is opened, read and replaced, so that
+/// the next cache inherits the rule instead of re-implementing it.
+///
+/// - It is opened without following a link at its name and without blocking (`O_NOFOLLOW |
+///   O_NONBLOCK`): a link, a named pipe, a socket, a device or a directory there is refused,
+///   in words ("a named pipe", "a symbolic link to /dev/zero").
+/// - Its size is checked (`fstat`) against the cache's cap before a byte is read, and no more
+///   than the cap is ever read.
+/// - It is the cache's own only when it is empty, begins with the cache's magic bytes, or
+///   (for a format with no magic, or an older version that had none) its content passes the
+///   cache's format check. Only then is it read as the cache or replaced; anything else is
+///   left alone, and the caller warns once and goes on without the cache.
+/// - It is replaced through an exclusive temporary file beside it, renamed into place
+///   ([`temp_beside`]): a rename replaces the name, never what a link there points to.
+///
+/// O(cap) memory at most for a read; O(magic) bytes read to recognize a file with a magic.
+#[derive(Debug, Clone)]
+pub struct CacheFile {
+    path: PathBuf,
+    what: &'static str,
+    magic: &'static [u8],
+    format: Option<fn(&[u8]) -> bool>,
+    cap: u64,
+}
+
+impl CacheFile {
+    /// The cache file at `path`, of the kind `what` names in messages ("a tuccompi tuning
+    /// cache"). Until [`magic`](Self::magic) or [`format`](Self::format) says how it is
+    /// recognized, only an empty file is taken for it; its cap is 64 MiB until
+    /// [`cap`](Self::cap) sets another.
+    pub fn new(path: impl Into<PathBuf>, what: &'static str) -> CacheFile {
+        CacheFile {
+            path: path.into(),
+            what,
+            magic: b"",
+            format: None,
+            cap: 64 << 20,
+        }
     }
-    if m.len() == 0 {
-        return Ok(());
+
+    /// The first bytes every file of this cache begins with.
+    pub fn magic(mut self, magic: &'static [u8]) -> CacheFile {
+        self.magic = magic;
+        self
     }
-    let mut head = Vec::new();
-    reopen(path, false, "")
-        .map_err(|_| describe(path))?
-        .take(magic.len() as u64)
-        .read_to_end(&mut head)
-        .map_err(|e| format!("unreadable ({e})"))?;
-    if head != magic {
-        return Err(format!("a file that is not {what}"));
+
+    /// A check of a whole file's bytes that recognizes this cache's files without the magic
+    /// (a format with none, such as JSON, or an older version written before it had one).
+    pub fn format(mut self, check: fn(&[u8]) -> bool) -> CacheFile {
+        self.format = Some(check);
+        self
     }
-    Ok(())
+
+    /// The most bytes a file of this cache holds: a larger file is refused unread.
+    pub fn cap(mut self, bytes: u64) -> CacheFile {
+        self.cap = bytes;
+        self
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The file opened for reading when it is this cache's: `Ok(None)` when nothing is there,
+    /// else the file (at its start) and its size; an empty file is returned as it is. What
+    /// else is there is refused, in words. A file recognized by its format alone is read whole
+    /// (within the cap) to be checked.
+    pub fn open(&self) -> std::result::Result<Option<(File, u64)>, String> {
+        use std::io::{Seek, SeekFrom};
+        let Some((mut f, len)) = self.open_any()? else {
+            return Ok(None);
+        };
+        if self.recognized_by_head(&f, len)? {
+            return Ok(Some((f, len)));
+        }
+        self.read_checked(&mut f)?;
+        f.seek(SeekFrom::Start(0))
+            .map_err(|e| format!("unreadable ({e})"))?;
+        Ok(Some((f, len)))
+    }
+
+    /// The file's bytes when it is this cache's (module rule): `Ok(None)` when nothing is
+    /// there; what else is there is refused, in words.
+    pub fn read(&self) -> std::result::Result<Option<Vec<u8>>, String> {
+        let Some((mut f, len)) = self.open_any()? else {
+            return Ok(None);
+        };
+        self.recognized_by_head(&f, len)?;
+        self.read_checked(&mut f).map(Some)
+    }
+
+    /// Whether the cache may replace what is at its name: nothing, or a file that is its own
+    /// (module rule). Otherwise what is there, in words.
+    pub fn replaceable(&self) -> std::result::Result<(), String> {
+        self.open().map(|_| ())
+    }
+
+    /// Replace the file with `bytes` (creating its directory): only when
+    /// [`replaceable`](Self::replaceable), checked again just before the rename, so that a
+    /// file that appeared meanwhile is not replaced. First removes the temporary files that
+    /// killed writers left beside it. A refusal is an [`Error::Config`] naming the file, what
+    /// is there and `hint` (what to do).
+    pub fn replace(&self, bytes: &[u8], hint: &str) -> Result<()> {
+        let dir = parent(&self.path);
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        sweep_dead(dir);
+        let refuse = |why: String| {
+            Error::Config(format!(
+                "{}: it is {why}; tuccompi replaces only {} there: {hint}",
+                self.path.display(),
+                self.what
+            ))
+        };
+        self.replaceable().map_err(refuse)?;
+        let mut tmp = temp_beside(&self.path)?;
+        tmp.write_all(bytes)
+            .and_then(|()| tmp.as_file().sync_data())
+            .map_err(|e| Error::io(tmp.path(), e))?;
+        if std::fs::symlink_metadata(&self.path).is_err() {
+            tmp.persist_noclobber(&self.path)
+        } else {
+            self.replaceable().map_err(refuse)?;
+            tmp.persist(&self.path)
+        }
+        .map_err(|e| Error::io(&self.path, e.error))?;
+        Ok(())
+    }
+
+    /// Open whatever regular file is at the name, never through a link and never blocking,
+    /// and check its size against the cap.
+    fn open_any(&self) -> std::result::Result<Option<(File, u64)>, String> {
+        let f = match OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+            .open(&self.path)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                return Err(match e.raw_os_error() {
+                    Some(libc::ELOOP | libc::ENXIO | libc::EISDIR) => describe(&self.path),
+                    _ => format!("unreadable ({e})"),
+                })
+            }
+        };
+        let m = f.metadata().map_err(|e| format!("unreadable ({e})"))?;
+        if !m.file_type().is_file() {
+            return Err(describe(&self.path));
+        }
+        if m.len() > self.cap {
+            return Err(format!(
+                "a file of {} bytes, more than {} ever holds ({} bytes at most)",
+                m.len(),
+                self.what,
+                self.cap
+            ));
+        }
+        Ok(Some((f, m.len())))
+    }
+
+    /// `Ok(true)` when `f` (of `len` bytes) is the cache's by its first bytes (empty, or the
+    /// magic), `Ok(false)` when only its format check can tell (read it whole), refused when
+    /// neither can make it the cache's: a foreign file is never read beyond its magic.
+    fn recognized_by_head(&self, f: &File, len: u64) -> std::result::Result<bool, String> {
+        if len == 0 || self.has_magic(f)? {
+            Ok(true)
+        } else if self.format.is_some() {
+            Ok(false)
+        } else {
+            Err(format!("a file that is not {}", self.what))
+        }
+    }
+
+    /// Whether `f` begins with the magic (read in place, the file offset unmoved).
+    fn has_magic(&self, f: &File) -> std::result::Result<bool, String> {
+        use std::os::unix::fs::FileExt;
+        if self.magic.is_empty() {
+            return Ok(false);
+        }
+        let mut head = vec![0u8; self.magic.len()];
+        let mut got = 0;
+        while got < head.len() {
+            match f.read_at(&mut head[got..], got as u64) {
+                Ok(0) => break,
+                Ok(k) => got += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(format!("unreadable ({e})")),
+            }
+        }
+        Ok(got == head.len() && head == self.magic)
+    }
+
+    /// `f` read whole (within the cap) when it is empty, begins with the magic or passes the
+    /// format check.
+    fn read_checked(&self, f: &mut File) -> std::result::Result<Vec<u8>, String> {
+        let mut bytes = Vec::new();
+        f.take(self.cap.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("unreadable ({e})"))?;
+        if bytes.len() as u64 > self.cap {
+            return Err(format!(
+                "a file of more than {} bytes (it grew while read), more than {} ever holds",
+                self.cap, self.what
+            ));
+        }
+        let ours = bytes.is_empty()
+            || (!self.magic.is_empty() && bytes.starts_with(self.magic))
+            || self.format.is_some_and(|check| check(&bytes));
+        if !ours {
+            return Err(format!("a file that is not {}", self.what));
+        }
+        Ok(bytes)
+    }
+}
+
+/// Warn once per process about a cache file that is left alone: `{path}: {why}; {consequence}`.
+/// A run that asks for the same cache again (the tuning cache, once per device) does not
+/// repeat it.
+pub fn warn_once(path: &Path, why: &str, consequence: &str) {
+    static WARNED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let mut warned = WARNED.lock().unwrap_or_else(|p| p.into_inner());
+    if warned.iter().any(|p| p == path) {
+        return;
+    }
+    warned.push(path.to_path_buf());
+    tracing::warn!("{}: {why}; {consequence}", path.display());
 }
 
 /// Remove `path` when it is a regular file (the caller identified the name as the run's);

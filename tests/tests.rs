@@ -5,6 +5,7 @@ mod util;
 mod apsp_cpu;
 mod apsp_gpu;
 mod bounds;
+mod caches;
 mod cli;
 mod dense;
 mod docs;

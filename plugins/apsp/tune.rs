@@ -64,10 +64,23 @@ pub fn tune(plan: &Plan, opts: TuneOptions, mut print: impl FnMut(&Row)) -> Resu
             "tune needs an OpenCL device; none is selected or present".into(),
         ));
     }
-    let tmp = std::env::temp_dir().join(format!("tuccompi-tune-{}", std::process::id()));
     let mut cache = Cache::load()?;
-    let rows = tune_devices(plan, devices, opts, &mut print, &tmp, &mut cache);
-    let _ = std::fs::remove_dir_all(&tmp);
+    // Scratch space: a fresh directory made exclusive under the temporary directory (a
+    // random name, mode 0700), removed when tuning ends; the timed runs write into a folder
+    // inside it. Nothing already there is used or removed.
+    let scratch = tempfile::Builder::new()
+        .prefix("tuccompi-tune-")
+        .tempdir()
+        .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+    let rows = tune_devices(
+        plan,
+        devices,
+        opts,
+        &mut print,
+        &scratch.path().join("out"),
+        &mut cache,
+    );
+    drop(scratch);
     let rows = rows?;
     cache.save()?;
     Ok(rows)

@@ -11,6 +11,12 @@
 //!
 //! The switch between the two is one compare-and-swap on [`PHASE`], so a signal that arrives
 //! as the run starts writing is handled by exactly one regime.
+//!
+//! Ending "at once" is [`end_now`]: `_exit`, not `std::process::exit`. The latter runs the C
+//! library's exit handlers and static destructors (the OpenCL ICD loader's, PoCL's, LLVM's)
+//! while other threads still run; a device discovery thread inside the ICD then touches
+//! what they tore down and the process dies of a segmentation fault instead of ending with the
+//! signal's status. `_exit` ends every thread at once and runs nothing.
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
@@ -72,14 +78,14 @@ pub(super) fn install() -> Result<&'static AtomicBool, std::io::Error> {
                         "{name}: {signame}: stopped before the run started; nothing was written, \
                          so there is nothing to resume\n"
                     ));
-                    std::process::exit(exit_code().into());
+                    end_now();
                 }
                 if !first {
                     say(&format!(
                         "{name}: second signal ({signame}): stopping now\n{name}: {}\n",
                         super::resume_hint()
                     ));
-                    std::process::exit(exit_code().into());
+                    end_now();
                 }
                 STOP.store(true, Ordering::Relaxed);
                 say(&format!(
@@ -95,11 +101,19 @@ pub(super) fn install() -> Result<&'static AtomicBool, std::io::Error> {
                         GRACE.as_secs(),
                         super::resume_hint()
                     ));
-                    std::process::exit(exit_code().into());
+                    end_now();
                 });
             }
         })?;
     Ok(&STOP)
+}
+
+/// End the process with [`exit_code`] at once, from any thread while others run: standard
+/// output is flushed (standard error is unbuffered), then `_exit`, which runs no exit handler
+/// or destructor (module doc).
+fn end_now() -> ! {
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    signal_hook::low_level::exit(exit_code().into())
 }
 
 /// One line on stderr in one write.

@@ -154,6 +154,8 @@ pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
 /// The longest `--set` (or `TUCCOMPI_UNITS`) assignment, in bytes; the longest honest one is a
 /// `run.sources` list of some ten thousand ids.
 pub const MAX_SET_BYTES: usize = 1 << 20;
+/// The most dotted parts a `--set` key may have (a config's own keys have at most four).
+pub const MAX_KEY_PARTS: usize = 64;
 
 /// Read a config file of at most [`MAX_CONFIG_BYTES`], as UTF-8 text.
 fn read_config(path: &Path) -> Result<String> {
@@ -395,6 +397,16 @@ pub fn apply_override(tree: &mut toml::Table, assignment: &str) -> Result<()> {
     if parts.iter().any(|p| p.is_empty()) {
         return Err(Error::Config(format!(
             "--set {assignment}: malformed key '{key}'"
+        )));
+    }
+    // A tree as deep as the key would overflow the stack when it is written out or dropped;
+    // the TOML parser refuses such depth in a file ("recursion limit").
+    if parts.len() > MAX_KEY_PARTS {
+        let head: String = key.chars().take(40).collect();
+        return Err(Error::Config(format!(
+            "--set {head}...: the key has {} dotted parts, more than the {MAX_KEY_PARTS} a key \
+             may have",
+            parts.len()
         )));
     }
     let value = value.trim();

@@ -99,7 +99,16 @@ pub fn default_dir() -> Option<PathBuf> {
 /// Whether the cache may read and replace what is at `path`: nothing, an empty file, or a
 /// plain file that begins with the magic. Otherwise what is there, in words.
 fn ownable(path: &Path) -> std::result::Result<(), String> {
-    crate::owned::ownable_by_magic(path, MAGIC, "a tuccompi graph cache")
+    file(path).replaceable()
+}
+
+/// The graph cache file at `path`, through the rule every cache follows
+/// ([`crate::owned::CacheFile`]): recognized by its magic, of any size (it is as large as the
+/// graph it holds; its identity, shape and checksum are checked after it is read).
+fn file(path: &Path) -> crate::owned::CacheFile {
+    crate::owned::CacheFile::new(path, "a tuccompi graph cache")
+        .magic(MAGIC)
+        .cap(u64::MAX)
 }
 
 fn checksum(parts: [&[u32]; 3]) -> u128 {
@@ -119,12 +128,9 @@ fn checksum(parts: [&[u32]; 3]) -> u128 {
 /// file; `Err(why)` when the file cannot be used (another input, cut short, corrupt, not a
 /// graph cache).
 pub fn load(path: &Path, id: &Identity, name: &str) -> std::result::Result<Option<Csr>, String> {
-    ownable(path)?;
-    // The cache is as large as the graph it holds; its identity and header are checked after.
-    let bytes = match crate::owned::read(path, "", u64::MAX) {
-        Ok(Some(b)) => b,
-        Ok(None) => return Ok(None),
-        Err(e) => return Err(e.to_string()),
+    // Never through a link, never blocking on a named pipe, never past a foreign file's magic.
+    let Some(bytes) = file(path).read()? else {
+        return Ok(None);
     };
     let mut at = 0usize;
     let mut take = |len: usize| -> std::result::Result<&[u8], String> {

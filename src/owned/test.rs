@@ -179,3 +179,91 @@ fn whole_files_get_the_umask_mode_not_a_secret_one() {
     let plain = std::fs::metadata(d.join("plain")).unwrap().mode() & 0o777;
     assert_eq!(mode, plain);
 }
+
+/// A cache file is opened never through a link and never blocking: a named pipe, a link (to
+/// `/dev/zero` or to a real cache), a directory, a socket-free device are refused in words,
+/// at once, and a file over the cap is refused before a byte of it is read.
+#[test]
+fn a_cache_file_refuses_links_pipes_devices_and_oversized_files_unread() {
+    let d = tmp("cache-kinds");
+    let real = d.join("real");
+    std::fs::write(&real, b"MAGIC and more").unwrap();
+    symlink(&real, d.join("link")).unwrap();
+    symlink("/dev/zero", d.join("zero")).unwrap();
+    std::fs::create_dir(d.join("dir")).unwrap();
+    assert!(Command::new("mkfifo")
+        .arg(d.join("fifo"))
+        .status()
+        .unwrap()
+        .success());
+    // A sparse file of 2 GiB with the magic: read whole, it would take that much memory.
+    let big = d.join("big");
+    std::fs::write(&big, b"MAGIC").unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&big)
+        .unwrap()
+        .set_len(2 << 30)
+        .unwrap();
+    let cache = |name: &str| CacheFile::new(d.join(name), "a test cache").magic(b"MAGIC").cap(1 << 20);
+    for (name, what) in [
+        ("link", "a symbolic link to"),
+        ("zero", "a symbolic link to /dev/zero"),
+        ("dir", "a directory"),
+        ("fifo", "a named pipe"),
+        ("big", "a file of 2147483648 bytes, more than a test cache ever holds"),
+    ] {
+        let c = cache(name);
+        let e = c.read().unwrap_err();
+        assert!(e.contains(what), "{name}: {e}");
+        assert!(c.open().is_err(), "{name}");
+        assert!(c.replaceable().is_err(), "{name}");
+        let e = c.replace(b"MAGIC new", "do X").unwrap_err().to_string();
+        assert!(e.contains(what) && e.contains("do X"), "{name}: {e}");
+    }
+    // Through it all, the device is a device, the link a link, the file unchanged.
+    assert!(std::fs::symlink_metadata(d.join("zero")).unwrap().is_symlink());
+    assert_eq!(std::fs::read(&real).unwrap(), b"MAGIC and more");
+    assert_eq!(cache("real").read().unwrap().unwrap(), b"MAGIC and more");
+    assert!(cache("absent").read().unwrap().is_none());
+}
+
+/// Only the cache's own file is read or replaced: empty, its magic, or (without a magic) its
+/// format; a foreign file is refused after its first bytes and left as it was.
+#[test]
+fn a_cache_file_is_replaced_only_when_its_magic_or_format_says_it_is_ours() {
+    let d = tmp("cache-own");
+    let by_magic = |name: &str| CacheFile::new(d.join(name), "a test cache").magic(b"MAGIC");
+    std::fs::write(d.join("foreign"), "someone's notes").unwrap();
+    let e = by_magic("foreign").read().unwrap_err();
+    assert_eq!(e, "a file that is not a test cache");
+    let e = by_magic("foreign").replace(b"MAGIC x", "do X").unwrap_err().to_string();
+    assert!(e.contains("replaces only a test cache there: do X"), "{e}");
+    assert_eq!(std::fs::read_to_string(d.join("foreign")).unwrap(), "someone's notes");
+    // Empty (made by `touch`), absent, ours: replaced.
+    std::fs::write(d.join("empty"), "").unwrap();
+    for name in ["empty", "absent", "empty"] {
+        by_magic(name).replace(b"MAGIC 1", "").unwrap();
+        assert_eq!(by_magic(name).read().unwrap().unwrap(), b"MAGIC 1");
+    }
+    // A format with no magic: recognized by its check, else foreign.
+    let json = |name: &str| {
+        CacheFile::new(d.join(name), "a test history").format(|b| b.starts_with(b"{") && b.ends_with(b"}"))
+    };
+    std::fs::write(d.join("h"), "{1}").unwrap();
+    json("h").replace(b"{2}", "").unwrap();
+    let (mut f, len) = json("h").open().unwrap().unwrap();
+    let mut s = String::new();
+    f.read_to_string(&mut s).unwrap();
+    assert_eq!((s.as_str(), len), ("{2}", 3));
+    std::fs::write(d.join("h"), "[1]").unwrap();
+    assert!(json("h").replace(b"{3}", "").is_err());
+    assert_eq!(std::fs::read_to_string(d.join("h")).unwrap(), "[1]");
+    // Nothing was left behind by the refusals and replacements.
+    let left: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

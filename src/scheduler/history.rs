@@ -7,8 +7,12 @@
 //! says), beside the tuning cache. Entries are keyed by plugin, workload (the job's
 //! [`crate::plugin::Job::workload`]: its algorithm and input size), unit class (CPU model and
 //! worker count, or device name, driver and queues) and the tasks a unit asks for. An entry that
-//! is unreadable, of another version, or not a finite positive model is ignored with a note; a
-//! file that cannot be read is ignored the same way, and rewritten after the next run.
+//! is not a finite positive model, or a history of another version, is ignored with a note and
+//! rewritten after the run. The file is read and replaced through [`crate::owned::CacheFile`]:
+//! never through a link, never blocking (a named pipe or a device there is refused), checked
+//! against its 64 MiB cap before it is read, and replaced only when it is a speed history (a
+//! JSON object of a `version` and `entries`, nothing else); anything else there is left alone
+//! with a note, and the run goes on without a history.
 
 use super::Estimate;
 use crate::{Error, Result};
@@ -57,8 +61,34 @@ struct File {
 /// The speed history of this user (loaded at a run's start, stored at its end).
 #[derive(Debug, Default)]
 pub struct History {
+    /// Where it is stored; `None`: it is not (no cache directory, or something that is not a
+    /// speed history is at its name).
     path: Option<PathBuf>,
     entries: BTreeMap<String, Saved>,
+}
+
+/// The most bytes a speed history holds (4096 entries of a few hundred bytes).
+const CAP: u64 = 64 << 20;
+
+/// A speed history's shape, of any version: recognizes the file as one (JSON has no magic).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Shape {
+    #[serde(rename = "version")]
+    _version: u64,
+    #[serde(rename = "entries")]
+    _entries: serde_json::Map<String, serde_json::Value>,
+}
+
+fn is_history(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<Shape>(bytes).is_ok()
+}
+
+/// The history file at `path`, through the rule every cache follows.
+fn file(path: &Path) -> crate::owned::CacheFile {
+    crate::owned::CacheFile::new(path, "a tuccompi speed history")
+        .format(is_history)
+        .cap(CAP)
 }
 
 /// The history file's path: under the user's cache directory ([`crate::owned::cache_home`]).
@@ -81,51 +111,57 @@ fn valid(s: &Saved) -> bool {
 
 impl History {
     /// Load the history at `path`; a missing file is an empty history, and an unreadable one
-    /// is ignored with the note returned beside it.
+    /// is ignored with the note returned beside it. A file that is not a speed history (or
+    /// not a plain file, or larger than 64 MiB) is left alone: the history is then not stored.
     pub fn load(path: &Path) -> (History, Option<String>) {
-        let empty = |note: Option<String>| {
+        let empty = |keep: bool, note: Option<String>| {
             (
                 History {
-                    path: Some(path.to_path_buf()),
+                    path: keep.then(|| path.to_path_buf()),
                     entries: BTreeMap::new(),
                 },
                 note,
             )
         };
-        let text = match std::fs::read(path) {
-            Ok(t) if t.len() > 64 << 20 => {
-                return empty(Some(format!(
-                    "{}: larger than 64 MiB, not a speed history; ignored (it is replaced after \
-                     this run)",
-                    path.display()
-                )))
-            }
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return empty(None),
-            Err(e) => {
-                return empty(Some(format!(
-                    "{}: {e}; the speed history is ignored",
-                    path.display()
-                )))
+        let text = match file(path).read() {
+            Ok(Some(t)) => t,
+            Ok(None) => return empty(true, None),
+            Err(what) => {
+                return empty(
+                    false,
+                    Some(format!(
+                        "{}: it is {what}; it is left alone and this run keeps no speed \
+                         history (remove it to let tuccompi keep one)",
+                        path.display()
+                    )),
+                )
             }
         };
         let file: File = match serde_json::from_slice(&text) {
             Ok(f) => f,
             Err(e) => {
-                return empty(Some(format!(
-                    "{}: unreadable ({e}); the speed history is ignored and replaced after this \
-                     run",
-                    path.display()
-                )))
+                return empty(
+                    true,
+                    (!text.is_empty()).then(|| {
+                        format!(
+                            "{}: unreadable ({e}); the speed history is ignored and replaced \
+                             after this run",
+                            path.display()
+                        )
+                    }),
+                )
             }
         };
         if file.version != VERSION {
-            return empty(Some(format!(
-                "{}: version {} (this build writes {VERSION}); the speed history is ignored and \
-                 replaced after this run",
-                path.display(),
-                file.version
-            )));
+            return empty(
+                true,
+                Some(format!(
+                    "{}: version {} (this build writes {VERSION}); the speed history is ignored \
+                     and replaced after this run",
+                    path.display(),
+                    file.version
+                )),
+            );
         }
         let all = file.entries.len();
         let entries: BTreeMap<String, Saved> =
@@ -188,20 +224,22 @@ impl History {
                 None => break,
             };
         }
-        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        if path.file_name().is_none() {
             return Err(Error::Output(format!(
                 "{}: not a file path for the speed history",
                 path.display()
             )));
-        };
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        }
         let file = File {
             version: VERSION,
             entries: std::mem::take(&mut self.entries),
         };
         let text = serde_json::to_string_pretty(&file).expect("the history serializes");
         self.entries = file.entries;
-        crate::sink::write_file(dir, &name.to_string_lossy(), &text)
+        self::file(&path).replace(
+            text.as_bytes(),
+            "remove it to let tuccompi keep a speed history",
+        )
     }
 }
 
@@ -239,9 +277,10 @@ mod test {
         assert!(note.is_none(), "{note:?}");
         assert_eq!(h.get("k"), Some(e));
         assert_eq!(h.get("bad"), None);
-        // Corrupt, another version, impossible entries: ignored, each with a note.
+        // Another version, impossible entries, entries of another shape: ignored, each with
+        // a note, and replaced by the next save.
         for (text, says) in [
-            ("{not json", "unreadable"),
+            (r#"{"version": 1, "entries": {"x": 5}}"#, "unreadable"),
             (r#"{"version": 99, "entries": {}}"#, "version 99"),
             (
                 r#"{"version": 1, "entries": {"x": {"latency": -1, "per_task": 0, "tasks": 1, "stored": 0}}}"#,
@@ -256,5 +295,61 @@ mod test {
             );
             assert_eq!(h.get("x"), None);
         }
+        let (mut h, _) = History::load(&p);
+        h.put("k".into(), e, 100);
+        h.save().unwrap();
+        assert_eq!(History::load(&p).0.get("k"), Some(e));
+    }
+
+    /// What is not a speed history at its name (another program's JSON, garbage, a named
+    /// pipe, a link to `/dev/zero`, a 2 GiB sparse file) is refused unread beyond its cap and
+    /// never blocking, with a note, and left alone: the history is not stored over it.
+    #[test]
+    fn what_is_not_a_speed_history_is_refused_unread_and_left_alone() {
+        let d = tempfile::tempdir().unwrap();
+        let e = Estimate {
+            latency: 0.002,
+            per_task: 1.5e-4,
+        };
+        let foreign = d.path().join("foreign.json");
+        std::fs::write(&foreign, r#"{"name": "someone else's"}"#).unwrap();
+        let garbage = d.path().join("garbage.json");
+        std::fs::write(&garbage, "{not json").unwrap();
+        let fifo = d.path().join("fifo.json");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let zero = d.path().join("zero.json");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let sparse = d.path().join("sparse.json");
+        std::fs::File::create(&sparse)
+            .unwrap()
+            .set_len(2 << 30)
+            .unwrap();
+        for (p, says) in [
+            (&foreign, "not a tuccompi speed history"),
+            (&garbage, "not a tuccompi speed history"),
+            (&fifo, "a named pipe"),
+            (&zero, "a symbolic link to /dev/zero"),
+            (&sparse, "a file of 2147483648 bytes"),
+        ] {
+            let (mut h, note) = History::load(p);
+            assert!(
+                note.as_deref()
+                    .is_some_and(|n| n.contains(says) && n.contains("left alone")),
+                "{note:?}"
+            );
+            h.put("k".into(), e, 100);
+            h.save().unwrap();
+        }
+        assert_eq!(
+            std::fs::read_to_string(&foreign).unwrap(),
+            r#"{"name": "someone else's"}"#
+        );
+        assert_eq!(std::fs::read_to_string(&garbage).unwrap(), "{not json");
+        assert!(std::fs::symlink_metadata(&zero).unwrap().is_symlink());
+        assert_eq!(std::fs::metadata(&sparse).unwrap().len(), 2 << 30);
     }
 }

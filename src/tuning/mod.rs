@@ -379,8 +379,8 @@ impl Tuner {
     }
 
     /// Launch parameters for `req` on `dev`: config > tuning cache > prediction, each with its
-    /// origin and reason. Errors when the characterizations do not match the kernel file, or
-    /// the cache file is corrupt.
+    /// origin and reason. Errors when the characterizations do not match the kernel file (a
+    /// tuning cache that cannot be used is left alone with a warning: [`Cache::read`]).
     pub fn params(&self, dev: &DeviceInfo, req: Request<'_>) -> Result<LaunchParams> {
         let all = characterizations(req.kernels)?;
         let chars = subset(&all, req.launched);
@@ -408,7 +408,7 @@ impl Tuner {
             .as_ref()
             .map(|name| cache_key(dev, name, req.shape.n));
         let cached = match (&key, self.cache) {
-            (Some(k), CacheUse::Read) => Cache::load()?.entries.get(k).copied(),
+            (Some(k), CacheUse::Read) => Cache::read().entries.get(k).copied(),
             _ => None,
         };
         let mut p = choose(

@@ -107,7 +107,16 @@ pub fn default_dir() -> Option<PathBuf> {
 /// file that begins with a hierarchy's magic (of any format version). Otherwise, what is there
 /// in words ("a symbolic link to /x", "a file that is not a tuccompi hierarchy").
 pub fn ownable(path: &Path) -> Result<(), String> {
-    crate::owned::ownable_by_magic(path, MAGIC, "a tuccompi hierarchy")
+    file(path).replaceable()
+}
+
+/// The hierarchy file at `path`, through the rule every cache follows
+/// ([`crate::owned::CacheFile`]): recognized by its magic, of any size (it is as large as the
+/// hierarchy; its length is checked against its header before the payload is read).
+fn file(path: &Path) -> crate::owned::CacheFile {
+    crate::owned::CacheFile::new(path, "a tuccompi hierarchy")
+        .magic(MAGIC)
+        .cap(u64::MAX)
 }
 
 /// Why a cache file was not used.
@@ -144,16 +153,13 @@ impl std::fmt::Display for Miss {
 /// straight into the hierarchy's arrays, hashing as it goes (a country-size hierarchy is a
 /// gigabyte: reading it whole and then converting it took seconds).
 pub fn load<W: ChWeight>(path: &Path, key: &Key) -> Result<Hierarchy<W>, Miss> {
-    let f = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Miss::Absent),
-        Err(e) => return Err(Miss::Unreadable(e.to_string())),
-    };
-    let size = f
-        .metadata()
-        .map_err(|e| Miss::Unreadable(e.to_string()))?
-        .len();
-    read_from(f, size, key)
+    // Never through a link, never blocking on a named pipe, never past a foreign file's
+    // first bytes.
+    match file(path).open() {
+        Ok(Some((f, size))) => read_from(f, size, key),
+        Ok(None) => Err(Miss::Absent),
+        Err(what) => Err(Miss::Stale(format!("it is {what}"))),
+    }
 }
 
 /// The hierarchy that [`to_bytes`] wrote into `bytes` (a cache file's content), if it is the
