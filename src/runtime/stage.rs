@@ -10,7 +10,7 @@ use crate::sink::journal::{self, Journal};
 use crate::sink::outdir::{self, OutputDir};
 use crate::thread::DoneSet;
 use crate::{Error, Result};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -74,24 +74,35 @@ impl Stage {
             data: crate::filled(tasks * words, 0, "the per-task records")?,
         };
         let mut done = DoneSet::new(tasks);
-        let bulk: Vec<PathBuf> = job
-            .bulk_outputs()
-            .iter()
-            .map(|r| partial.join(r.name()))
-            .collect();
+        let bulk = bulk_files(job, &partial)?;
         let sync = Duration::from_secs_f64(plan.output.sync_seconds);
         let path = partial.join(outdir::JOURNAL);
+        let missing = bulk.iter().find(|b| !b.path.exists()).map(|b| b.path.clone());
         // A job that keeps its result in memory (one task over the whole matrix) cannot skip
         // done tasks: it redoes everything.
         let resume_at = if resume && path.exists() && job.multi_node() {
-            let r = journal::replay(&path, tasks, words, |t, rec| {
+            let mut keep = |t: std::ops::Range<usize>, rec: &[u64]| {
                 records.data[t.start * words..t.end * words].copy_from_slice(rec);
                 done.insert(t);
-            })?;
+            };
+            // Every journaled chunk's rows are read back and checked against the journal: one
+            // read of the rows written so far.
+            let r = match &missing {
+                None => journal::replay_checked(&path, tasks, words, &bulk, &mut keep)?,
+                Some(_) => journal::replay(&path, tasks, words, &mut keep)?,
+            };
             if r.torn {
                 tracing::info!(
                     "{}: dropped a torn last entry (a write cut short); its tasks run again",
                     path.display()
+                );
+            }
+            if r.changed > 0 {
+                tracing::warn!(
+                    "{}: the rows of {} journaled tasks no longer match their checksum (changed \
+                     on disk since they were written); those tasks run again",
+                    partial.display(),
+                    r.changed
                 );
             }
             Some(r.valid_len)
@@ -103,8 +114,7 @@ impl Stage {
             }
             None
         };
-        let missing = bulk.iter().find(|p| !p.exists());
-        if let (Some(m), true) = (missing, done.count() > 0) {
+        if let (Some(m), true) = (&missing, done.count() > 0) {
             return Err(Error::Output(format!(
                 "{}: the journal lists {} done tasks but {} is missing; start over with --restart",
                 path.display(),
@@ -298,6 +308,26 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>)
         }
         other => out.push((prefix.to_string(), other.to_string())),
     }
+}
+
+/// The job's bulk outputs in the staging folder `partial`, each with one row per task (what
+/// the journal checksums per chunk).
+fn bulk_files(job: &dyn Job, partial: &Path) -> Result<Vec<journal::BulkFile>> {
+    job.bulk_outputs()
+        .into_iter()
+        .map(|r| {
+            if r.rows() != job.tasks() {
+                return Err(Error::Output(format!(
+                    "{}: {} rows for {} tasks; a bulk output holds one row per task (a bug in \
+                     the plugin)",
+                    r.name(),
+                    r.rows(),
+                    job.tasks()
+                )));
+            }
+            Ok(journal::BulkFile::of(r, partial))
+        })
+        .collect()
 }
 
 /// (tasks journaled, tasks) of the unfinished run in `partial`; (0, 0) when unreadable.
