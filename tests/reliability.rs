@@ -341,7 +341,7 @@ fn unsafe_output_directories_are_refused_and_nothing_is_deleted() {
     let set = format!("output.dir={:?}", foreign.display().to_string());
     let (code, _, err) = tuccompi(&["run", &cfg, "--set", &set], None);
     assert_eq!(code, 2);
-    assert!(err.contains("no tuccompi results in it"), "{err}");
+    assert!(err.contains("no tuccompi run made here"), "{err}");
 }
 
 #[test]

@@ -205,27 +205,76 @@ pub fn validate(dir: &Path) -> Result<()> {
         });
     }
     if up == r {
-        let names: Vec<String> = std::fs::read_dir(&r)
-            .map_err(|e| Error::io(&r, e))?
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        let ours = names
-            .iter()
-            .any(|n| [LOCK, FILES, PARTIAL, "report.json", "INCOMPLETE"].contains(&n.as_str()));
-        if !names.is_empty() && !ours {
+        let foreign = foreign_entries(&r)?;
+        if !foreign.is_empty() {
+            const SHOWN: usize = 5;
+            let mut named: Vec<String> = foreign.iter().take(SHOWN).map(|n| format!("{n:?}")).collect();
+            if foreign.len() > SHOWN {
+                named.push(format!("and {} more", foreign.len() - SHOWN));
+            }
             return Err(refuse(
                 dir,
                 &format!(
-                    "is a directory with {} entries and no tuccompi results in it; tuccompi \
-                     writes only into a new, empty or earlier tuccompi output directory: \
-                     choose another output.dir",
-                    names.len()
+                    "holds {} that no tuccompi run made here ({}): tuccompi writes only into a \
+                     new, empty or earlier tuccompi output directory, whose files its list \
+                     {FILES} names; choose another output.dir, or move those away",
+                    if foreign.len() == 1 { "an entry".to_string() } else { format!("{} entries", foreign.len()) },
+                    named.join(", ")
                 ),
             ));
         }
     }
     Ok(())
+}
+
+/// Whether `name` is the temporary file of a tuccompi writer (`.NAME.tuccompi-HOST-PID.X.tmp`,
+/// [`owned::temp_beside`]; a killed writer's is swept by the next lock).
+fn our_temporary(name: &str) -> bool {
+    name.starts_with('.') && name.contains(".tuccompi-") && name.ends_with(".tmp")
+}
+
+/// Whether the `report.json` in `dir` is a plain file holding a tuccompi report: how the
+/// output of a version that kept no file list is recognized.
+fn legacy_report(dir: &Path) -> bool {
+    let Ok(Some(bytes)) = owned::read(&dir.join("report.json"), "", SMALL_FILE_CAP) else {
+        return false;
+    };
+    serde_json::from_slice::<serde_json::Value>(&bytes).is_ok_and(|v| {
+        ["plugin", "tasks", "units"]
+            .iter()
+            .all(|k| v.get(k).is_some())
+            && (v.get("tuccompi").is_some() || v.get("checksum").is_some())
+    })
+}
+
+/// The names in the existing directory `dir` that the run cannot prove its own, sorted: all
+/// but its bookkeeping (lock, list, partial folder, writers' temporary files) and the files
+/// its list names. A directory with no list is an earlier tuccompi output only when its
+/// `report.json` is a tuccompi report (then the files that version wrote are its own);
+/// a `report.json` or `INCOMPLETE` by another program proves nothing.
+fn foreign_entries(dir: &Path) -> Result<Vec<String>> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    if names.is_empty() {
+        return Ok(names);
+    }
+    let listed: Vec<String> = match read_list(&dir.join(FILES)) {
+        Some(list) => list,
+        None if legacy_report(dir) => LEGACY.iter().map(|s| s.to_string()).collect(),
+        None => Vec::new(),
+    };
+    Ok(names
+        .into_iter()
+        .filter(|n| {
+            ![LOCK, FILES, PARTIAL].contains(&n.as_str())
+                && !our_temporary(n)
+                && !(plain_name(n) && listed.contains(n))
+        })
+        .collect())
 }
 
 /// `$HOME`, when set and absolute.
@@ -546,8 +595,14 @@ impl OutputDir {
             .iter()
             .filter(|n| plain_name(n) && ![JOURNAL, IDENTITY].contains(&n.as_str()))
             .collect();
-        let old: Vec<String> =
-            read_list(&list).unwrap_or_else(|| LEGACY.iter().map(|s| s.to_string()).collect());
+        // No list: the files of a version that kept none, when its report proves it ours.
+        let old: Vec<String> = read_list(&list).unwrap_or_else(|| {
+            if legacy_report(&self.dir) {
+                LEGACY.iter().map(|s| s.to_string()).collect()
+            } else {
+                Vec::new()
+            }
+        });
         for o in old.iter().filter(|o| !names.contains(o)) {
             if !plain_name(o) {
                 continue;
@@ -631,12 +686,48 @@ mod test {
         // A directory of someone's files is not ours to write into; an empty one is.
         let d2 = tmp("validate-foreign");
         std::fs::write(d2.join("notes.txt"), "x").unwrap();
-        assert!(msg(&d2.display().to_string()).contains("no tuccompi results"));
+        let e = msg(&d2.display().to_string());
+        assert!(e.contains("no tuccompi run made") && e.contains("\"notes.txt\""), "{e}");
         std::fs::remove_file(d2.join("notes.txt")).unwrap();
         validate(&d2).unwrap();
         validate(&d2.join("new/deeper")).unwrap();
-        std::fs::write(d2.join("report.json"), "{}").unwrap();
-        validate(&d2).unwrap();
+    }
+
+    /// Another program's `report.json`, `INCOMPLETE` and the like do not make a directory
+    /// tuccompi's; its own list does, and so does a tuccompi report of a version with no list.
+    #[test]
+    fn only_the_runs_own_list_or_report_makes_a_directory_ours() {
+        let d = tmp("validate-lookalike");
+        for f in ["report.json", "summary.csv", "distances.npy", "INCOMPLETE", "notes.txt"] {
+            std::fs::write(d.join(f), "foreign").unwrap();
+        }
+        let e = validate(&d).unwrap_err().to_string();
+        for f in ["report.json", "summary.csv", "INCOMPLETE", "notes.txt"] {
+            assert!(e.contains(&format!("{f:?}")), "{f}: {e}");
+        }
+        assert!(e.contains("5 entries") && e.contains("another output.dir"), "{e}");
+        // Listed by the run: ours, except what the list does not name.
+        std::fs::write(d.join(FILES), "report.json\nsummary.csv\ndistances.npy\nINCOMPLETE").unwrap();
+        let e = validate(&d).unwrap_err().to_string();
+        assert!(e.contains("an entry") && e.contains("\"notes.txt\"") && !e.contains("summary"), "{e}");
+        std::fs::remove_file(d.join("notes.txt")).unwrap();
+        validate(&d).unwrap();
+        // No list: a tuccompi report of an earlier version proves the directory its own.
+        std::fs::remove_file(d.join(FILES)).unwrap();
+        assert!(validate(&d).is_err());
+        std::fs::write(
+            d.join("report.json"),
+            r#"{"tuccompi": "0.1.0", "plugin": "apsp", "tasks": 3, "units": []}"#,
+        )
+        .unwrap();
+        validate(&d).unwrap();
+        // ... and its files are replaced at commit; a lookalike's are not touched.
+        let o = OutputDir::lock(&d, "me").unwrap();
+        o.begin(&serde_json::json!({})).unwrap();
+        std::fs::write(o.partial().join("summary.csv"), "new").unwrap();
+        o.commit().unwrap();
+        assert!(!d.join("distances.npy").exists() && !d.join("INCOMPLETE").exists());
+        assert_eq!(std::fs::read_to_string(d.join("summary.csv")).unwrap(), "new");
     }
 
     #[test]
