@@ -79,6 +79,7 @@ pub(super) fn install() -> Result<&'static AtomicBool, std::io::Error> {
                         "{name}: second signal ({signame}): stopping now\n{name}: {}\n",
                         super::resume_hint()
                     ));
+                    crate::sink::outdir::release_for_exit();
                     std::process::exit(exit_code().into());
                 }
                 STOP.store(true, Ordering::Relaxed);
@@ -95,6 +96,7 @@ pub(super) fn install() -> Result<&'static AtomicBool, std::io::Error> {
                         GRACE.as_secs(),
                         super::resume_hint()
                     ));
+                    crate::sink::outdir::release_for_exit();
                     std::process::exit(exit_code().into());
                 });
             }

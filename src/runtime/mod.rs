@@ -42,7 +42,7 @@ use report::*;
 pub use select::*;
 use units::*;
 
-use stage::{journaled, precheck, Stage};
+use stage::{finish_commit, journaled, precheck, Stage};
 use verify::Verified;
 
 use crate::config::{DeviceSel, OnFailure, Plan, Policy};

@@ -173,6 +173,9 @@ pub(super) fn precheck(plan: &Plan, mode: Unfinished) -> Result<usize> {
         _ if held => return Ok(0),
         // A file or a link there: `Stage::open` names it (or `--restart` removes it).
         Ok(m) if !m.is_dir() => return Ok(0),
+        // A finished run stopped during its commit: not unfinished; the lock finishes it
+        // (and a `--resume` ends there: [`finish_commit`]).
+        Ok(_) if outdir::commit_pending(dir) => return Ok(0),
         Ok(_) => true,
         Err(_) => false,
     };
@@ -196,6 +199,32 @@ pub(super) fn precheck(plan: &Plan, mode: Unfinished) -> Result<usize> {
         }
         _ => Ok(0),
     }
+}
+
+/// `--resume` of a run that had finished and was stopped while moving its files into place
+/// (rank 0): take the lock, which finishes that commit, and return the finished run's report
+/// (`report.json`; null when it wrote none). Nothing is left to resume.
+pub(super) fn finish_commit(plan: &Plan) -> Result<serde_json::Value> {
+    let dir = &plan.output.dir;
+    let out = OutputDir::lock(
+        dir,
+        &format!("pid {} on {}", std::process::id(), host_name()),
+    )?;
+    if out.has_unfinished() {
+        // A run came between the check and the lock: it is not the stopped commit.
+        return Err(refuse_unfinished(dir, &out.partial()));
+    }
+    tracing::info!(
+        "{}: the interrupted run had finished; its files are now in place, nothing is left to resume",
+        dir.display()
+    );
+    Ok(
+        crate::owned::read(&dir.join("report.json"), "", outdir::SMALL_FILE_CAP)
+            .ok()
+            .flatten()
+            .and_then(|t| serde_json::from_slice(&t).ok())
+            .unwrap_or_default(),
+    )
 }
 
 /// What a run computes: the result-defining config, the input's content hash, the task

@@ -277,6 +277,15 @@ fn foreign_entries(dir: &Path) -> Result<Vec<String>> {
         .collect())
 }
 
+/// Whether `dir` holds a finished run stopped while its files moved into place: a partial
+/// folder (a directory, not a link) with its `COMMIT` list (a plain file). The next lock
+/// finishes that commit.
+pub fn commit_pending(dir: &Path) -> bool {
+    let p = dir.join(PARTIAL);
+    std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir())
+        && std::fs::symlink_metadata(p.join(COMMIT)).is_ok_and(|m| m.file_type().is_file())
+}
+
 /// `$HOME`, when set and absolute.
 fn home_dir() -> Option<PathBuf> {
     std::env::var_os("HOME")
@@ -355,6 +364,23 @@ pub struct OutputDir {
     dir: PathBuf,
     lock: File,
     stale: Option<String>,
+    /// This lock's place in [`HELD`].
+    id: u64,
+}
+
+/// The lock files this process holds, each as a second descriptor (same open file, same
+/// lock), so that a process ending on purpose without unwinding (a second signal, the end of
+/// the grace period: `std::process::exit` runs no destructor) can still empty them through
+/// [`release_for_exit`] and the next run does not take it for a killed one.
+static HELD: parking_lot::Mutex<Vec<(u64, File)>> = parking_lot::Mutex::new(Vec::new());
+
+/// Empty the lock file of every output directory this process holds: for a process about to
+/// end with `std::process::exit` (the kernel releases the locks themselves at exit). What the
+/// run leaves is valid as it stands (a journal of whole, checksummed entries).
+pub fn release_for_exit() {
+    for (_, f) in HELD.lock().iter() {
+        let _ = f.set_len(0);
+    }
 }
 
 /// Sync a directory (its entries: renames, new files).
@@ -394,6 +420,7 @@ fn read_list(p: &Path) -> Option<Vec<String>> {
 /// line: "pid P on HOST"), for messages.
 fn holder_line(lock: &mut File) -> String {
     let mut head = Vec::new();
+    let _ = lock.rewind();
     let _ = Read::by_ref(lock).take(200).read_to_end(&mut head);
     String::from_utf8_lossy(&head)
         .lines()
@@ -416,10 +443,13 @@ impl OutputDir {
             &path,
             "remove it (the name is tuccompi's lock file) or choose another output.dir",
         )?;
-        let previous = holder_line(&mut lock);
         let mut tries = 0;
-        let taken = loop {
+        // The content is read only after `try_lock` answered: read before it, the content of a
+        // run ending at that moment (its name, then emptied as it releases the lock) would be
+        // taken for a dead holder's once the lock is free.
+        let (taken, previous) = loop {
             let r = lock.try_lock();
+            let previous = holder_line(&mut lock);
             // An empty lock file held by someone: a run that is starting, or one that ended
             // cleanly while a process forked at that moment (by any thread of the process)
             // still shares its descriptor until it execs. Both pass within moments: look
@@ -429,7 +459,7 @@ impl OutputDir {
                 std::thread::sleep(std::time::Duration::from_millis(20));
                 continue;
             }
-            break r;
+            break (r, previous);
         };
         match taken {
             Ok(()) => {}
@@ -456,10 +486,16 @@ impl OutputDir {
             .and_then(|()| lock.rewind())
             .and_then(|()| writeln!(lock, "{holder}"))
             .map_err(|e| Error::io(&path, e))?;
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Ok(second) = lock.try_clone() {
+            HELD.lock().push((id, second));
+        }
         let out = OutputDir {
             dir: dir.into(),
             lock,
             stale,
+            id,
         };
         let commit = out.partial().join(COMMIT);
         if let Some(names) = out.has_unfinished().then(|| read_list(&commit)).flatten() {
@@ -648,8 +684,10 @@ impl OutputDir {
 
 impl Drop for OutputDir {
     fn drop(&mut self) {
-        // Empty the lock file so that the next run knows this one ended cleanly.
+        // Empty the lock file so that the next run knows this one ended cleanly, then close
+        // the second descriptor (the lock is released when the last one closes).
         let _ = self.lock.set_len(0);
+        HELD.lock().retain(|(id, _)| *id != self.id);
     }
 }
 
@@ -787,6 +825,22 @@ mod test {
             .unwrap_err()
             .to_string();
         assert!(e.contains("pid 5 on there"), "{e}");
+    }
+
+    /// A process that ends with `std::process::exit` (no destructor runs) after
+    /// [`release_for_exit`] leaves an empty lock file: the next run sees a clean end.
+    #[test]
+    fn a_lock_released_for_exit_is_not_taken_for_a_dead_holders() {
+        let d = tmp("exit");
+        let a = OutputDir::lock(&d, "pid 7 on here").unwrap();
+        assert_eq!(std::fs::read_to_string(d.join(LOCK)).unwrap(), "pid 7 on here\n");
+        release_for_exit();
+        // What the next run reads once `exit` has closed the descriptors (and so the lock).
+        assert_eq!(std::fs::read_to_string(d.join(LOCK)).unwrap(), "");
+        assert!(HELD.lock().iter().any(|(id, _)| *id == a.id));
+        drop(a);
+        let b = OutputDir::lock(&d, "pid 8 on here").unwrap();
+        assert_eq!(b.stale_holder(), None, "a run that ended on purpose is not stale");
     }
 
     #[test]
