@@ -291,15 +291,13 @@ fn same_run(old: &serde_json::Value, new: &serde_json::Value) -> Result<()> {
     flatten("", &old["config"], &mut a);
     flatten("", &new["config"], &mut b);
     let keys: std::collections::BTreeSet<&String> = a.iter().chain(&b).map(|(k, _)| k).collect();
-    let get = |v: &[(String, String)], k: &str| {
-        v.iter()
-            .find(|(x, _)| x == k)
-            .map_or("(not set)".to_string(), |(_, v)| v.clone())
+    let get = |v: &[(String, serde_json::Value)], k: &str| {
+        v.iter().find(|(x, _)| x == k).map(|(_, v)| v.clone())
     };
     let diffs: Vec<String> = keys
         .into_iter()
         .filter(|k| get(&a, k) != get(&b, k))
-        .map(|k| format!("{k} was {}, is {}", get(&a, k), get(&b, k)))
+        .map(|k| difference(k, get(&a, k).as_ref(), get(&b, k).as_ref()))
         .collect();
     if !diffs.is_empty() || old["plugin"] != new["plugin"] {
         return refuse(format!(
@@ -323,7 +321,7 @@ fn same_run(old: &serde_json::Value, new: &serde_json::Value) -> Result<()> {
     Ok(())
 }
 
-fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
+fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, serde_json::Value)>) {
     match v {
         serde_json::Value::Object(m) => {
             for (k, x) in m {
@@ -335,8 +333,47 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>)
                 flatten(&key, x, out);
             }
         }
-        other => out.push((prefix.to_string(), other.to_string())),
+        other => out.push((prefix.to_string(), other.clone())),
     }
+}
+
+/// A value for a message: JSON, cut to about 60 characters.
+fn short(v: Option<&serde_json::Value>) -> String {
+    let Some(v) = v else {
+        return "(not set)".into();
+    };
+    let t = v.to_string();
+    match t.char_indices().nth(60) {
+        Some((at, _)) => format!("{}...", &t[..at]),
+        None => t,
+    }
+}
+
+/// What differs in `key` between the unfinished run (`old`) and this one, in one line however
+/// long the values: for two lists (`run.sources`), their lengths and the first positions
+/// where they differ, never both whole lists.
+fn difference(key: &str, old: Option<&serde_json::Value>, new: Option<&serde_json::Value>) -> String {
+    let (Some(serde_json::Value::Array(x)), Some(serde_json::Value::Array(y))) = (old, new) else {
+        return format!("{key} was {}, is {}", short(old), short(new));
+    };
+    const SHOWN: usize = 3;
+    let at: Vec<usize> = (0..x.len().max(y.len()))
+        .filter(|&i| x.get(i) != y.get(i))
+        .collect();
+    let mut parts: Vec<String> = at
+        .iter()
+        .take(SHOWN)
+        .map(|&i| format!("[{i}] was {}, is {}", short(x.get(i)), short(y.get(i))))
+        .collect();
+    if at.len() > SHOWN {
+        parts.push(format!("{} more positions differ", at.len() - SHOWN));
+    }
+    format!(
+        "{key} had {} entries, has {}; {}",
+        x.len(),
+        y.len(),
+        parts.join(", ")
+    )
 }
 
 /// The job's bulk outputs in the staging folder `partial`, each with one row per task (what
@@ -374,4 +411,37 @@ pub(super) fn journaled(partial: &Path) -> (usize, usize) {
         done.insert(r)
     });
     (done.count(), tasks)
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn config(sources: Vec<u64>) -> serde_json::Value {
+        serde_json::json!({
+            "tuccompi": "1", "plugin": "apsp", "input_hash": null, "tasks": sources.len(),
+            "record_words": 4, "config": {"run": {"sources": sources}, "output": {"distances": false}},
+        })
+    }
+
+    #[test]
+    fn a_changed_list_is_summed_up_in_one_screen() {
+        let old: Vec<u64> = (1..=3000).collect();
+        let mut new = old.clone();
+        new[17] = 99_999;
+        new.push(4000);
+        let e = same_run(&config(old.clone()), &config(new)).unwrap_err().to_string();
+        assert!(e.len() < 600, "{} bytes: {e}", e.len());
+        assert!(
+            e.contains("run.sources had 3000 entries, has 3001")
+                && e.contains("[17] was 18, is 99999")
+                && e.contains("[3000] was (not set), is 4000"),
+            "{e}"
+        );
+        let mut many = old.clone();
+        many.iter_mut().for_each(|v| *v += 1);
+        let e = same_run(&config(old.clone()), &config(many)).unwrap_err().to_string();
+        assert!(e.len() < 600 && e.contains("2997 more positions differ"), "{e}");
+        same_run(&config(old.clone()), &config(old)).unwrap();
+    }
 }
