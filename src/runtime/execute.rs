@@ -72,7 +72,13 @@ pub fn run_with_cache(
             Ok((d, _)) if plan.units.opencl != DeviceSel::None => DeviceCount::of(d),
             _ => DeviceCount::default(),
         };
-        let prepared = prepare_sharing(
+        // Rank 0's plugin may check the free space before its expensive preprocessing.
+        let prepare = if node.rank() == 0 {
+            prepare_root
+        } else {
+            prepare_sharing
+        };
+        let prepared = prepare(
             plan,
             plugins,
             &opts.extra_plugins,
