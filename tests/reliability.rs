@@ -1065,7 +1065,10 @@ fn a_directory_of_lookalike_files_is_refused_and_left_untouched() {
     std::fs::write(out.join("mine.txt"), "x").unwrap();
     let (code, _, err) = tuccompi(&args, None);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("\"mine.txt\"") && !err.contains("summary.csv"), "{err}");
+    assert!(
+        err.contains("\"mine.txt\"") && !err.contains("summary.csv"),
+        "{err}"
+    );
     std::fs::remove_file(out.join("mine.txt")).unwrap();
     assert_eq!(tuccompi(&args, None).0, 0);
 }
@@ -1150,13 +1153,22 @@ fn a_commit_stopped_midway_is_finished_by_run_and_by_resume() {
     stopped(&dir);
     run_in(&dir, PLANTED, &cpu, &opts(Unfinished::Refuse)).unwrap();
     assert!(!dir.join(outdir::PARTIAL).exists());
-    assert_eq!(std::fs::read_to_string(dir.join("planted.csv")).unwrap(), expect);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("planted.csv")).unwrap(),
+        expect
+    );
     let dir = tmpdir("rel-commit-resume");
     let report = stopped(&dir);
     let got = run_in(&dir, PLANTED, &cpu, &opts(Unfinished::Resume)).unwrap();
-    assert_eq!(got, serde_json::from_slice::<serde_json::Value>(&report).unwrap());
+    assert_eq!(
+        got,
+        serde_json::from_slice::<serde_json::Value>(&report).unwrap()
+    );
     assert!(!dir.join(outdir::PARTIAL).exists());
-    assert_eq!(std::fs::read_to_string(dir.join("planted.csv")).unwrap(), expect);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("planted.csv")).unwrap(),
+        expect
+    );
     assert_eq!(
         std::fs::read_to_string(dir.join(outdir::FILES)).unwrap(),
         "planted.csv\nreport.json"
@@ -1191,6 +1203,9 @@ fn a_run_too_big_for_the_disk_is_refused_before_the_hierarchy_is_built() {
     let (code, _, err) = tuccompi_env(&["run", "-q", cfg.to_str().unwrap(), "--set", &set], &env);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("the outputs need"), "{err}");
-    assert!(snapshot(&cache).is_empty(), "no hierarchy was built or cached");
+    assert!(
+        snapshot(&cache).is_empty(),
+        "no hierarchy was built or cached"
+    );
     assert!(!dir.join("out").exists());
 }

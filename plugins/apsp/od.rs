@@ -66,11 +66,21 @@ pub fn rows(
 /// Bytes `od.npz` (and `od.csv`) add to the output: a copy of the rows, the labels, and at most
 /// 32 bytes a pair of text.
 pub fn finish_bytes(job: &ApspJob, csv: bool) -> u64 {
-    finish_bytes_of(job.sources.len(), job.targets.as_deref(), job.rows.as_ref(), csv)
+    finish_bytes_of(
+        job.sources.len(),
+        job.targets.as_deref(),
+        job.rows.as_ref(),
+        csv,
+    )
 }
 
 /// [`finish_bytes`] of a run of `sources` sources to `targets` with rows file `rows`.
-pub fn finish_bytes_of(sources: usize, targets: Option<&[u32]>, rows: Option<&NpyRows>, csv: bool) -> u64 {
+pub fn finish_bytes_of(
+    sources: usize,
+    targets: Option<&[u32]>,
+    rows: Option<&NpyRows>,
+    csv: bool,
+) -> u64 {
     match (targets, rows) {
         (Some(ts), Some(rows)) => {
             let labels = 8 * (sources + ts.len()) as u64 + 4096;

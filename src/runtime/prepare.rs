@@ -130,7 +130,8 @@ pub(super) fn prepare_with<'a>(
         dry_run,
         done_tasks,
         devices,
-        space: (check_space && !dry_run).then_some(&space as &(dyn Fn(OutputSize) -> Result<()> + Sync)),
+        space: (check_space && !dry_run)
+            .then_some(&space as &(dyn Fn(OutputSize) -> Result<()> + Sync)),
     })?;
     if nodes > 1 && !job.multi_node() {
         return Err(Error::Config(format!(

@@ -77,7 +77,10 @@ impl Stage {
         let bulk = bulk_files(job, &partial)?;
         let sync = Duration::from_secs_f64(plan.output.sync_seconds);
         let path = partial.join(outdir::JOURNAL);
-        let missing = bulk.iter().find(|b| !b.path.exists()).map(|b| b.path.clone());
+        let missing = bulk
+            .iter()
+            .find(|b| !b.path.exists())
+            .map(|b| b.path.clone());
         // A job that keeps its result in memory (one task over the whole matrix) cannot skip
         // done tasks: it redoes everything.
         let resume_at = if resume && path.exists() && job.multi_node() {
@@ -352,7 +355,11 @@ fn short(v: Option<&serde_json::Value>) -> String {
 /// What differs in `key` between the unfinished run (`old`) and this one, in one line however
 /// long the values: for two lists (`run.sources`), their lengths and the first positions
 /// where they differ, never both whole lists.
-fn difference(key: &str, old: Option<&serde_json::Value>, new: Option<&serde_json::Value>) -> String {
+fn difference(
+    key: &str,
+    old: Option<&serde_json::Value>,
+    new: Option<&serde_json::Value>,
+) -> String {
     let (Some(serde_json::Value::Array(x)), Some(serde_json::Value::Array(y))) = (old, new) else {
         return format!("{key} was {}, is {}", short(old), short(new));
     };
@@ -398,11 +405,14 @@ fn bulk_files(job: &dyn Job, partial: &Path) -> Result<Vec<journal::BulkFile>> {
 
 /// (tasks journaled, tasks) of the unfinished run in `partial`; (0, 0) when unreadable.
 pub(super) fn journaled(partial: &Path) -> (usize, usize) {
-    let id: Option<serde_json::Value> =
-        crate::owned::read(&partial.join(outdir::IDENTITY), "ignored", outdir::SMALL_FILE_CAP)
-            .ok()
-            .flatten()
-            .and_then(|t| serde_json::from_slice(&t).ok());
+    let id: Option<serde_json::Value> = crate::owned::read(
+        &partial.join(outdir::IDENTITY),
+        "ignored",
+        outdir::SMALL_FILE_CAP,
+    )
+    .ok()
+    .flatten()
+    .and_then(|t| serde_json::from_slice(&t).ok());
     let Some(id) = id else { return (0, 0) };
     let tasks = id["tasks"].as_u64().unwrap_or(0) as usize;
     let words = id["record_words"].as_u64().unwrap_or(0) as usize;
@@ -430,7 +440,9 @@ mod test {
         let mut new = old.clone();
         new[17] = 99_999;
         new.push(4000);
-        let e = same_run(&config(old.clone()), &config(new)).unwrap_err().to_string();
+        let e = same_run(&config(old.clone()), &config(new))
+            .unwrap_err()
+            .to_string();
         assert!(e.len() < 600, "{} bytes: {e}", e.len());
         assert!(
             e.contains("run.sources had 3000 entries, has 3001")
@@ -440,8 +452,13 @@ mod test {
         );
         let mut many = old.clone();
         many.iter_mut().for_each(|v| *v += 1);
-        let e = same_run(&config(old.clone()), &config(many)).unwrap_err().to_string();
-        assert!(e.len() < 600 && e.contains("2997 more positions differ"), "{e}");
+        let e = same_run(&config(old.clone()), &config(many))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.len() < 600 && e.contains("2997 more positions differ"),
+            "{e}"
+        );
         same_run(&config(old.clone()), &config(old)).unwrap();
     }
 }

@@ -356,7 +356,8 @@ fn read_entries(
     let mut head = [0u8; 24];
     let mut body = Vec::new();
     let mut records = Vec::new();
-    let word = |b: &[u8], i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+    let word =
+        |b: &[u8], i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
     loop {
         if read_full(&mut r, &mut head).map_err(|e| Error::io(path, e))? < head.len() {
             break;
@@ -544,7 +545,10 @@ mod test {
         old.extend_from_slice(&sum.to_le_bytes());
         std::fs::write(&p, &old).unwrap();
         let e = replay(&p, 4, 1, |_, _| {}).unwrap_err().to_string();
-        assert!(e.contains("earlier tuccompi") && e.contains("--restart"), "{e}");
+        assert!(
+            e.contains("earlier tuccompi") && e.contains("--restart"),
+            "{e}"
+        );
     }
 
     /// Peak resident memory of this process, in KiB (`VmHWM`).
@@ -581,7 +585,10 @@ mod test {
         assert_eq!(got, vec![(0..2, vec![5, 6])]);
         assert!(r.torn && r.valid_len == valid);
         let grew = peak_kib().saturating_sub(before);
-        assert!(grew < 100 << 10, "replaying grew the peak memory by {grew} KiB");
+        assert!(
+            grew < 100 << 10,
+            "replaying grew the peak memory by {grew} KiB"
+        );
         std::fs::remove_file(&p).unwrap();
     }
 }

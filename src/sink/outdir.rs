@@ -208,7 +208,11 @@ pub fn validate(dir: &Path) -> Result<()> {
         let foreign = foreign_entries(&r)?;
         if !foreign.is_empty() {
             const SHOWN: usize = 5;
-            let mut named: Vec<String> = foreign.iter().take(SHOWN).map(|n| format!("{n:?}")).collect();
+            let mut named: Vec<String> = foreign
+                .iter()
+                .take(SHOWN)
+                .map(|n| format!("{n:?}"))
+                .collect();
             if foreign.len() > SHOWN {
                 named.push(format!("and {} more", foreign.len() - SHOWN));
             }
@@ -218,7 +222,11 @@ pub fn validate(dir: &Path) -> Result<()> {
                     "holds {} that no tuccompi run made here ({}): tuccompi writes only into a \
                      new, empty or earlier tuccompi output directory, whose files its list \
                      {FILES} names; choose another output.dir, or move those away",
-                    if foreign.len() == 1 { "an entry".to_string() } else { format!("{} entries", foreign.len()) },
+                    if foreign.len() == 1 {
+                        "an entry".to_string()
+                    } else {
+                        format!("{} entries", foreign.len())
+                    },
                     named.join(", ")
                 ),
             ));
@@ -270,9 +278,10 @@ fn foreign_entries(dir: &Path) -> Result<Vec<String>> {
     Ok(names
         .into_iter()
         .filter(|n| {
-            ![LOCK, FILES, PARTIAL].contains(&n.as_str())
-                && !our_temporary(n)
-                && !(plain_name(n) && listed.contains(n))
+            let ours = [LOCK, FILES, PARTIAL].contains(&n.as_str())
+                || our_temporary(n)
+                || (plain_name(n) && listed.contains(n));
+            !ours
         })
         .collect())
 }
@@ -725,7 +734,10 @@ mod test {
         let d2 = tmp("validate-foreign");
         std::fs::write(d2.join("notes.txt"), "x").unwrap();
         let e = msg(&d2.display().to_string());
-        assert!(e.contains("no tuccompi run made") && e.contains("\"notes.txt\""), "{e}");
+        assert!(
+            e.contains("no tuccompi run made") && e.contains("\"notes.txt\""),
+            "{e}"
+        );
         std::fs::remove_file(d2.join("notes.txt")).unwrap();
         validate(&d2).unwrap();
         validate(&d2.join("new/deeper")).unwrap();
@@ -736,18 +748,34 @@ mod test {
     #[test]
     fn only_the_runs_own_list_or_report_makes_a_directory_ours() {
         let d = tmp("validate-lookalike");
-        for f in ["report.json", "summary.csv", "distances.npy", "INCOMPLETE", "notes.txt"] {
+        for f in [
+            "report.json",
+            "summary.csv",
+            "distances.npy",
+            "INCOMPLETE",
+            "notes.txt",
+        ] {
             std::fs::write(d.join(f), "foreign").unwrap();
         }
         let e = validate(&d).unwrap_err().to_string();
         for f in ["report.json", "summary.csv", "INCOMPLETE", "notes.txt"] {
             assert!(e.contains(&format!("{f:?}")), "{f}: {e}");
         }
-        assert!(e.contains("5 entries") && e.contains("another output.dir"), "{e}");
+        assert!(
+            e.contains("5 entries") && e.contains("another output.dir"),
+            "{e}"
+        );
         // Listed by the run: ours, except what the list does not name.
-        std::fs::write(d.join(FILES), "report.json\nsummary.csv\ndistances.npy\nINCOMPLETE").unwrap();
+        std::fs::write(
+            d.join(FILES),
+            "report.json\nsummary.csv\ndistances.npy\nINCOMPLETE",
+        )
+        .unwrap();
         let e = validate(&d).unwrap_err().to_string();
-        assert!(e.contains("an entry") && e.contains("\"notes.txt\"") && !e.contains("summary"), "{e}");
+        assert!(
+            e.contains("an entry") && e.contains("\"notes.txt\"") && !e.contains("summary"),
+            "{e}"
+        );
         std::fs::remove_file(d.join("notes.txt")).unwrap();
         validate(&d).unwrap();
         // No list: a tuccompi report of an earlier version proves the directory its own.
@@ -765,7 +793,10 @@ mod test {
         std::fs::write(o.partial().join("summary.csv"), "new").unwrap();
         o.commit().unwrap();
         assert!(!d.join("distances.npy").exists() && !d.join("INCOMPLETE").exists());
-        assert_eq!(std::fs::read_to_string(d.join("summary.csv")).unwrap(), "new");
+        assert_eq!(
+            std::fs::read_to_string(d.join("summary.csv")).unwrap(),
+            "new"
+        );
     }
 
     #[test]
@@ -833,14 +864,21 @@ mod test {
     fn a_lock_released_for_exit_is_not_taken_for_a_dead_holders() {
         let d = tmp("exit");
         let a = OutputDir::lock(&d, "pid 7 on here").unwrap();
-        assert_eq!(std::fs::read_to_string(d.join(LOCK)).unwrap(), "pid 7 on here\n");
+        assert_eq!(
+            std::fs::read_to_string(d.join(LOCK)).unwrap(),
+            "pid 7 on here\n"
+        );
         release_for_exit();
         // What the next run reads once `exit` has closed the descriptors (and so the lock).
         assert_eq!(std::fs::read_to_string(d.join(LOCK)).unwrap(), "");
         assert!(HELD.lock().iter().any(|(id, _)| *id == a.id));
         drop(a);
         let b = OutputDir::lock(&d, "pid 8 on here").unwrap();
-        assert_eq!(b.stale_holder(), None, "a run that ended on purpose is not stale");
+        assert_eq!(
+            b.stale_holder(),
+            None,
+            "a run that ended on purpose is not stale"
+        );
     }
 
     #[test]
