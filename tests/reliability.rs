@@ -341,7 +341,7 @@ fn unsafe_output_directories_are_refused_and_nothing_is_deleted() {
     let set = format!("output.dir={:?}", foreign.display().to_string());
     let (code, _, err) = tuccompi(&["run", &cfg, "--set", &set], None);
     assert_eq!(code, 2);
-    assert!(err.contains("no tuccompi results in it"), "{err}");
+    assert!(err.contains("no tuccompi run made here"), "{err}");
 }
 
 #[test]
@@ -445,6 +445,20 @@ fn interrupt_then_resume(
     sets: &[&str],
     kill: &dyn Fn(&mut Child, &Path),
 ) -> (String, String) {
+    interrupt_tamper_resume(tag, cfg, tasks, sets, kill, &|_| 0)
+}
+
+/// [`interrupt_then_resume`], with `tamper` changing the unfinished run in the output
+/// directory between the interruption and the resume; it returns how many journaled tasks
+/// it spoiled (the resume must run them again).
+fn interrupt_tamper_resume(
+    tag: &str,
+    cfg: &str,
+    tasks: usize,
+    sets: &[&str],
+    kill: &dyn Fn(&mut Child, &Path),
+    tamper: &dyn Fn(&Path) -> usize,
+) -> (String, String) {
     let reference = run(cfg, sets);
     let dir = tmpdir(tag);
     let path = dir.join("c.toml");
@@ -477,6 +491,7 @@ fn interrupt_then_resume(
         !out.join("summary.csv").exists(),
         "an unfinished run's files stay staged"
     );
+    let spoiled = tamper(&out);
     args.push("--resume".into());
     let resumed = Command::new(BIN).args(&args).output().unwrap();
     let resumed_err = String::from_utf8_lossy(&resumed.stderr).into_owned();
@@ -501,7 +516,10 @@ fn interrupt_then_resume(
         .iter()
         .map(|u| u["tasks"].as_u64().unwrap())
         .sum();
-    assert_eq!(report["resumed_tasks"].as_u64().unwrap(), done as u64);
+    assert_eq!(
+        report["resumed_tasks"].as_u64().unwrap(),
+        (done - spoiled) as u64
+    );
     assert_eq!(
         ran + report["resumed_tasks"].as_u64().unwrap(),
         tasks as u64
@@ -1003,4 +1021,191 @@ fn links_planted_in_the_partial_folder_are_not_followed_on_resume() {
         std::fs::read_to_string(dir.join("planted.csv")).unwrap(),
         expect
     );
+}
+
+/// Another program's files, with a `report.json` and an `INCOMPLETE` among them, are not an
+/// earlier tuccompi output: the run is refused, naming them, and changes nothing.
+#[test]
+fn a_directory_of_lookalike_files_is_refused_and_left_untouched() {
+    let dir = tmpdir("rel-lookalike");
+    let x = dir.join("x");
+    std::fs::create_dir(&x).unwrap();
+    for f in [
+        "report.json",
+        "summary.csv",
+        "distances.npy",
+        "trace.json",
+        "INCOMPLETE",
+        "notes.txt",
+    ] {
+        std::fs::write(x.join(f), "foreign\n").unwrap();
+    }
+    let cfg = dir.join("c.toml");
+    std::fs::write(&cfg, apsp_gen("road", 100, "", "3")).unwrap();
+    let before = snapshot(&x);
+    let set = format!("output.dir={:?}", x.display().to_string());
+    for extra in [&[][..], &["--resume"][..], &["--restart"][..]] {
+        let args = [&["run", cfg.to_str().unwrap(), "--set", &set][..], extra].concat();
+        let (code, _, err) = tuccompi(&args, None);
+        assert_eq!(code, 2, "{extra:?}: {err}");
+        assert!(
+            err.contains("no tuccompi run made here")
+                && err.contains("\"report.json\"")
+                && err.contains("\"INCOMPLETE\"")
+                && err.contains("another output.dir"),
+            "{extra:?}: {err}"
+        );
+        assert_eq!(snapshot(&x), before, "{extra:?} changed the directory");
+    }
+    // An earlier tuccompi output with a file of the user's added: refused, naming it.
+    let out = dir.join("out");
+    let set = format!("output.dir={:?}", out.display().to_string());
+    let args = ["run", cfg.to_str().unwrap(), "-q", "--set", &set];
+    assert_eq!(tuccompi(&args, None).0, 0);
+    std::fs::write(out.join("mine.txt"), "x").unwrap();
+    let (code, _, err) = tuccompi(&args, None);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("\"mine.txt\"") && !err.contains("summary.csv"),
+        "{err}"
+    );
+    std::fs::remove_file(out.join("mine.txt")).unwrap();
+    assert_eq!(tuccompi(&args, None).0, 0);
+}
+
+/// A byte flipped in a journaled row of the staged `distances.npy` between a kill and the
+/// resume: that chunk's rows no longer match the journal's checksum, so it runs again and the
+/// result equals an uninterrupted run's.
+#[test]
+fn a_flipped_byte_in_a_journaled_row_is_recomputed_on_resume() {
+    let Some(g) = data("rome99.gr.gz") else {
+        return;
+    };
+    let cfg = apsp_file(&g, "\"all\"");
+    let sets = [
+        "units.opencl=none",
+        "units.cpu_workers=2",
+        "scheduler.chunk=16",
+        "output.distances=true",
+        "output.sync_seconds=0.05",
+    ];
+    let tasks = 3353;
+    let (_, resumed) = interrupt_tamper_resume(
+        "rel-flip",
+        &cfg,
+        tasks,
+        &sets,
+        &|child, _| child.kill().unwrap(),
+        &|out| {
+            let partial = out.join(outdir::PARTIAL);
+            let mut first = None;
+            tuccompi::sink::journal::replay(&partial.join(outdir::JOURNAL), tasks, 4, |r, _| {
+                first.get_or_insert(r);
+            })
+            .unwrap();
+            let first = first.unwrap();
+            let path = partial.join("distances.npy");
+            let mut bytes = std::fs::read(&path).unwrap();
+            let header = 10 + u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+            let row = (bytes.len() - header) / tasks;
+            bytes[header + first.start * row + row / 2] ^= 0x40;
+            std::fs::write(&path, &bytes).unwrap();
+            first.len()
+        },
+    );
+    assert!(resumed.contains("no longer match"), "{resumed}");
+}
+
+/// A run stopped while its finished files moved into place: a plain run finishes that commit
+/// and runs; `--resume` finishes it and ends there, exit 0.
+#[test]
+fn a_commit_stopped_midway_is_finished_by_run_and_by_resume() {
+    static GOOD: Planted = Planted {
+        tasks: 20,
+        fail_at: None,
+        wrong_at: None,
+    };
+    let opts = |unfinished| RunOptions {
+        quiet: true,
+        extra_plugins: vec![&GOOD],
+        unfinished,
+        interrupt: None,
+        discover_early: false,
+        ..Default::default()
+    };
+    let cpu = ["units.opencl=none", "units.cpu_workers=1"];
+    let expect: String = (0..20).map(|t| format!("{}\n", t * t + 1)).collect();
+    // The state a kill leaves after the first rename of a commit.
+    let stopped = |dir: &Path| {
+        run_in(dir, PLANTED, &cpu, &opts(Unfinished::Refuse)).unwrap();
+        let report = std::fs::read(dir.join("report.json")).unwrap();
+        let o = outdir::OutputDir::lock(dir, "me").unwrap();
+        o.begin(&serde_json::json!({})).unwrap();
+        std::fs::write(o.partial().join("planted.csv"), &expect).unwrap();
+        std::fs::write(o.partial().join("report.json"), &report).unwrap();
+        std::fs::write(o.partial().join("COMMIT"), "planted.csv\nreport.json").unwrap();
+        std::fs::write(dir.join("planted.csv"), "old\n").unwrap();
+        std::fs::rename(o.partial().join("planted.csv"), dir.join("planted.csv")).unwrap();
+        drop(o);
+        report
+    };
+    let dir = tmpdir("rel-commit-run");
+    stopped(&dir);
+    run_in(&dir, PLANTED, &cpu, &opts(Unfinished::Refuse)).unwrap();
+    assert!(!dir.join(outdir::PARTIAL).exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("planted.csv")).unwrap(),
+        expect
+    );
+    let dir = tmpdir("rel-commit-resume");
+    let report = stopped(&dir);
+    let got = run_in(&dir, PLANTED, &cpu, &opts(Unfinished::Resume)).unwrap();
+    assert_eq!(
+        got,
+        serde_json::from_slice::<serde_json::Value>(&report).unwrap()
+    );
+    assert!(!dir.join(outdir::PARTIAL).exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("planted.csv")).unwrap(),
+        expect
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join(outdir::FILES)).unwrap(),
+        "planted.csv\nreport.json"
+    );
+    // Then there is nothing left to resume.
+    let e = run_in(&dir, PLANTED, &cpu, &opts(Unfinished::Resume)).unwrap_err();
+    assert!(e.to_string().contains("nothing to resume"), "{e}");
+}
+
+/// A run whose outputs cannot fit on the disk is refused before the plugin's expensive
+/// preprocessing: no hierarchy is built or cached.
+#[test]
+fn a_run_too_big_for_the_disk_is_refused_before_the_hierarchy_is_built() {
+    let dir = tmpdir("rel-space-early");
+    let free = outdir::available_space(&dir).unwrap();
+    // Every source of an n-vertex graph with u32 distances writes 4 n^2 bytes: twice the free
+    // space.
+    let n = ((free as f64 / 2.0).sqrt().ceil() as u64).max(1000);
+    let cfg = dir.join("c.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[run]\nplugin = \"apsp\"\nsources = \"all\"\n[input.generate]\nmodel = \"road\"\n\
+             vertices = {n}\n[units]\nopencl = \"none\"\ncpu_workers = 1\n[apsp]\n\
+             cpu_algorithm = \"phast\"\n[output]\ndistances = true\n"
+        ),
+    )
+    .unwrap();
+    let cache = dir.join("xdg");
+    let set = format!("output.dir={:?}", dir.join("out").display().to_string());
+    let env = [("XDG_CACHE_HOME", cache.as_path()), ("HOME", dir.as_path())];
+    let (code, _, err) = tuccompi_env(&["run", "-q", cfg.to_str().unwrap(), "--set", &set], &env);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("the outputs need"), "{err}");
+    assert!(
+        snapshot(&cache).is_empty(),
+        "no hierarchy was built or cached"
+    );
+    assert!(!dir.join("out").exists());
 }

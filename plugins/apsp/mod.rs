@@ -219,6 +219,14 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         cols,
         width.rows,
     )?;
+    // The outputs' size is known now: a run that cannot fit is refused before the hierarchy.
+    let csv = ctx.plan.output.format == crate::config::OutputFormat::Csv;
+    ctx.check_space(crate::plugin::OutputSize {
+        tasks: sources.len(),
+        record_words: PathSummary::WORDS,
+        bulk_bytes: rows.as_ref().map_or(0, |r| r.bytes())
+            + od::finish_bytes_of(sources.len(), targets.as_deref(), rows.as_ref(), csv),
+    })?;
     let units = &ctx.plan.units;
     let request = phast::auto::Request {
         cpu: (units.cpu_workers > 0).then_some(options.cpu_algorithm),

@@ -66,11 +66,26 @@ pub fn rows(
 /// Bytes `od.npz` (and `od.csv`) add to the output: a copy of the rows, the labels, and at most
 /// 32 bytes a pair of text.
 pub fn finish_bytes(job: &ApspJob, csv: bool) -> u64 {
-    match (&job.targets, &job.rows) {
+    finish_bytes_of(
+        job.sources.len(),
+        job.targets.as_deref(),
+        job.rows.as_ref(),
+        csv,
+    )
+}
+
+/// [`finish_bytes`] of a run of `sources` sources to `targets` with rows file `rows`.
+pub fn finish_bytes_of(
+    sources: usize,
+    targets: Option<&[u32]>,
+    rows: Option<&NpyRows>,
+    csv: bool,
+) -> u64 {
+    match (targets, rows) {
         (Some(ts), Some(rows)) => {
-            let labels = 8 * (job.sources.len() + ts.len()) as u64 + 4096;
+            let labels = 8 * (sources + ts.len()) as u64 + 4096;
             let text = if csv {
-                32 * job.sources.len() as u64 * ts.len() as u64
+                32 * sources as u64 * ts.len() as u64
             } else {
                 0
             };

@@ -112,6 +112,9 @@ pub(super) fn install() -> Result<&'static AtomicBool, std::io::Error> {
 /// output is flushed (standard error is unbuffered), then `_exit`, which runs no exit handler
 /// or destructor (module doc).
 fn end_now() -> ! {
+    // The lock files this process holds are emptied first: `_exit` runs no destructor, and a
+    // lock left with its holder's name reads as a run that died without releasing it.
+    crate::sink::outdir::release_for_exit();
     let _ = std::io::Write::flush(&mut std::io::stdout());
     signal_hook::low_level::exit(exit_code().into())
 }

@@ -48,6 +48,22 @@ pub struct PrepareCtx<'a> {
     /// The OpenCL devices the plan selects, counted (the runtime discovers them in a thread
     /// meanwhile: this waits for it). Ask only when the answer matters.
     pub devices: &'a (dyn Fn() -> DeviceCount + Sync),
+    /// The runtime's early free-space check ([`PrepareCtx::check_space`]); `None` where no
+    /// check is due (`tuccompi check`, ranks other than 0).
+    pub space: Option<&'a (dyn Fn(OutputSize) -> Result<()> + Sync)>,
+}
+
+/// What a job will write, known once its input is read and before its expensive
+/// preprocessing: for [`PrepareCtx::check_space`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputSize {
+    /// Tasks of the run.
+    pub tasks: usize,
+    /// `u64` words of each task's record.
+    pub record_words: usize,
+    /// Bytes of the bulk outputs ([`Job::bulk_outputs`]) and of what [`Job::finish`] writes
+    /// beyond the records ([`Job::finish_bytes`]).
+    pub bulk_bytes: u64,
 }
 
 /// The OpenCL devices a plan selects, as preprocessing weighs them.
@@ -91,6 +107,17 @@ impl PrepareCtx<'_> {
     /// A bad value is an error naming `table.key` and where it was set ([`Plan::options`]).
     pub fn options<T: serde::de::DeserializeOwned>(&self, table: &str) -> Result<T> {
         self.plan.options(table)
+    }
+
+    /// Refuse now, before expensive preprocessing (a hierarchy build), a run whose outputs
+    /// cannot fit on the output directory's disk: call it as soon as the input tells the
+    /// outputs' size. The same error the runtime gives before it writes (where it checks
+    /// again, with every byte the job declares); nothing is checked in `tuccompi check`.
+    pub fn check_space(&self, size: OutputSize) -> Result<()> {
+        match self.space {
+            Some(check) => check(size),
+            None => Ok(()),
+        }
     }
 }
 

@@ -33,6 +33,11 @@ pub fn output_status(plan: &Plan, job: &dyn Job) -> Result<OutputStatus> {
 /// (per task), and 1 MiB for the report and the rest.
 pub fn output_bytes(plan: &Plan, job: &dyn Job) -> u64 {
     let bulk: u64 = job.bulk_outputs().iter().map(|r| r.bytes()).sum::<u64>() + job.finish_bytes();
-    let per_task = 8 * job.record_words() as u64 + 64 + if plan.output.trace { 160 } else { 0 };
-    bulk + job.tasks() as u64 * per_task + (1 << 20)
+    output_bytes_of(plan, job.tasks(), job.record_words(), bulk)
+}
+
+/// [`output_bytes`] of `tasks` tasks of `words`-word records and `bulk` bytes of bulk files.
+pub fn output_bytes_of(plan: &Plan, tasks: usize, words: usize, bulk: u64) -> u64 {
+    let per_task = 8 * words as u64 + 64 + if plan.output.trace { 160 } else { 0 };
+    bulk + tasks as u64 * per_task + (1 << 20)
 }

@@ -31,6 +31,29 @@ pub fn run_with_cache(
     } else {
         0
     };
+    // A `--resume` of a run stopped while its finished files moved into place: the commit is
+    // finished (under the lock) and that is the whole run. Every rank hears it (under MPI,
+    // every rank runs with the same `--resume`).
+    if opts.unfinished == Unfinished::Resume {
+        let committed = if node.rank() == 0 && outdir::commit_pending(&plan.output.dir) {
+            if !opts.before_writing.is_none_or(|f| f()) {
+                return Err(node.fail(Error::Output(
+                    "stopped by a signal before the run started; nothing was written".into(),
+                )));
+            }
+            Some(finish_commit(plan).map_err(|e| node.fail(e))?)
+        } else {
+            None
+        };
+        let flag = node.broadcast(vec![u8::from(committed.is_some())])?;
+        if flag == [1] {
+            return Ok(Outcome {
+                report: committed.unwrap_or_default(),
+                devices: Vec::new(),
+                run_seconds: 0.0,
+            });
+        }
+    }
     // 1-2: prepare and select units. Nothing is written. The devices are discovered in a
     // thread meanwhile (when asked to), or when the preparation asks for them first.
     let early = opts.discover_early && plan.units.opencl != DeviceSel::None;
@@ -49,7 +72,13 @@ pub fn run_with_cache(
             Ok((d, _)) if plan.units.opencl != DeviceSel::None => DeviceCount::of(d),
             _ => DeviceCount::default(),
         };
-        let prepared = prepare_sharing(
+        // Rank 0's plugin may check the free space before its expensive preprocessing.
+        let prepare = if node.rank() == 0 {
+            prepare_root
+        } else {
+            prepare_sharing
+        };
+        let prepared = prepare(
             plan,
             plugins,
             &opts.extra_plugins,
@@ -89,8 +118,13 @@ pub fn run_with_cache(
         .map(|()| stage.done.count() + stage.journal.tasks())
         .map_err(|e| node.fail(e))?;
     if done < tasks {
-        node.barrier()?;
         let journal = stage.journal.path().to_path_buf();
+        // The journal is written out: release the directory now (its lock file emptied, then
+        // unlocked), before waiting for the other ranks, so that nothing after this point
+        // (the barrier, freeing the units, a signal's grace period running out) can leave
+        // it looking like a killed run's.
+        drop(stage);
+        node.barrier()?;
         return Err(if ex.interrupted {
             Error::Interrupted {
                 done,

@@ -42,13 +42,13 @@ use report::*;
 pub use select::*;
 use units::*;
 
-use stage::{journaled, precheck, Stage};
+use stage::{finish_commit, journaled, precheck, Stage};
 use verify::Verified;
 
 use crate::config::{DeviceSel, OnFailure, Plan, Policy};
 use crate::device::{self, Device, Filter};
 use crate::node::Node;
-use crate::plugin::{DeviceCount, Job, Plugin, PrepareCtx, Records};
+use crate::plugin::{DeviceCount, Job, OutputSize, Plugin, PrepareCtx, Records};
 use crate::scheduler::TaskSource;
 use crate::scheduler::{Estimate, UnitInfo};
 use crate::sink::journal::Journal;

@@ -66,7 +66,7 @@ pub fn prepare<'a>(
             .map(|(d, _)| DeviceCount::of(&d))
             .unwrap_or_default()
     };
-    prepare_with(plan, plugins, extra, nodes, None, true, 0, &devices)
+    prepare_with(plan, plugins, extra, nodes, None, true, 0, &devices, false)
 }
 
 /// [`prepare`], the ranks of one machine sharing one copy of the input graph through `graphs`.
@@ -83,7 +83,23 @@ pub fn prepare_sharing<'a>(
     devices: &(dyn Fn() -> DeviceCount + Sync),
 ) -> Result<Prepared<'a>> {
     prepare_with(
-        plan, plugins, extra, nodes, graphs, false, done_tasks, devices,
+        plan, plugins, extra, nodes, graphs, false, done_tasks, devices, false,
+    )
+}
+
+/// [`prepare_sharing`] on rank 0 of a run, whose plugin may check the free space early
+/// ([`PrepareCtx::check_space`]).
+pub(super) fn prepare_root<'a>(
+    plan: &Plan,
+    plugins: &[&'a dyn Plugin],
+    extra: &[&'a dyn Plugin],
+    nodes: usize,
+    graphs: Option<&dyn crate::graph::GraphShare>,
+    done_tasks: usize,
+    devices: &(dyn Fn() -> DeviceCount + Sync),
+) -> Result<Prepared<'a>> {
+    prepare_with(
+        plan, plugins, extra, nodes, graphs, false, done_tasks, devices, true,
     )
 }
 
@@ -97,14 +113,25 @@ pub(super) fn prepare_with<'a>(
     dry_run: bool,
     done_tasks: usize,
     devices: &(dyn Fn() -> DeviceCount + Sync),
+    check_space: bool,
 ) -> Result<Prepared<'a>> {
     let plugin = resolve_plugin(plan, plugins, extra)?;
+    // The free-space check a plugin asks for before its expensive preprocessing: the bytes
+    // an unfinished run already wrote in the partial folder count as written.
+    let space = |size: OutputSize| -> Result<()> {
+        let dir = &plan.output.dir;
+        let need = output_bytes_of(plan, size.tasks, size.record_words, size.bulk_bytes)
+            .saturating_sub(outdir::allocated_bytes(&dir.join(outdir::PARTIAL)));
+        outdir::check_space(dir, need, outdir::available_space(dir)?)
+    };
     let job = plugin.prepare(&PrepareCtx {
         plan,
         graphs,
         dry_run,
         done_tasks,
         devices,
+        space: (check_space && !dry_run)
+            .then_some(&space as &(dyn Fn(OutputSize) -> Result<()> + Sync)),
     })?;
     if nodes > 1 && !job.multi_node() {
         return Err(Error::Config(format!(

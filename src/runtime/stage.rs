@@ -10,7 +10,7 @@ use crate::sink::journal::{self, Journal};
 use crate::sink::outdir::{self, OutputDir};
 use crate::thread::DoneSet;
 use crate::{Error, Result};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -74,24 +74,38 @@ impl Stage {
             data: crate::filled(tasks * words, 0, "the per-task records")?,
         };
         let mut done = DoneSet::new(tasks);
-        let bulk: Vec<PathBuf> = job
-            .bulk_outputs()
-            .iter()
-            .map(|r| partial.join(r.name()))
-            .collect();
+        let bulk = bulk_files(job, &partial)?;
         let sync = Duration::from_secs_f64(plan.output.sync_seconds);
         let path = partial.join(outdir::JOURNAL);
+        let missing = bulk
+            .iter()
+            .find(|b| !b.path.exists())
+            .map(|b| b.path.clone());
         // A job that keeps its result in memory (one task over the whole matrix) cannot skip
         // done tasks: it redoes everything.
         let resume_at = if resume && path.exists() && job.multi_node() {
-            let r = journal::replay(&path, tasks, words, |t, rec| {
+            let mut keep = |t: std::ops::Range<usize>, rec: &[u64]| {
                 records.data[t.start * words..t.end * words].copy_from_slice(rec);
                 done.insert(t);
-            })?;
+            };
+            // Every journaled chunk's rows are read back and checked against the journal: one
+            // read of the rows written so far.
+            let r = match &missing {
+                None => journal::replay_checked(&path, tasks, words, &bulk, &mut keep)?,
+                Some(_) => journal::replay(&path, tasks, words, &mut keep)?,
+            };
             if r.torn {
                 tracing::info!(
                     "{}: dropped a torn last entry (a write cut short); its tasks run again",
                     path.display()
+                );
+            }
+            if r.changed > 0 {
+                tracing::warn!(
+                    "{}: the rows of {} journaled tasks no longer match their checksum (changed \
+                     on disk since they were written); those tasks run again",
+                    partial.display(),
+                    r.changed
                 );
             }
             Some(r.valid_len)
@@ -103,8 +117,7 @@ impl Stage {
             }
             None
         };
-        let missing = bulk.iter().find(|p| !p.exists());
-        if let (Some(m), true) = (missing, done.count() > 0) {
+        if let (Some(m), true) = (&missing, done.count() > 0) {
             return Err(Error::Output(format!(
                 "{}: the journal lists {} done tasks but {} is missing; start over with --restart",
                 path.display(),
@@ -163,6 +176,9 @@ pub(super) fn precheck(plan: &Plan, mode: Unfinished) -> Result<usize> {
         _ if held => return Ok(0),
         // A file or a link there: `Stage::open` names it (or `--restart` removes it).
         Ok(m) if !m.is_dir() => return Ok(0),
+        // A finished run stopped during its commit: not unfinished; the lock finishes it
+        // (and a `--resume` ends there: [`finish_commit`]).
+        Ok(_) if outdir::commit_pending(dir) => return Ok(0),
         Ok(_) => true,
         Err(_) => false,
     };
@@ -186,6 +202,32 @@ pub(super) fn precheck(plan: &Plan, mode: Unfinished) -> Result<usize> {
         }
         _ => Ok(0),
     }
+}
+
+/// `--resume` of a run that had finished and was stopped while moving its files into place
+/// (rank 0): take the lock, which finishes that commit, and return the finished run's report
+/// (`report.json`; null when it wrote none). Nothing is left to resume.
+pub(super) fn finish_commit(plan: &Plan) -> Result<serde_json::Value> {
+    let dir = &plan.output.dir;
+    let out = OutputDir::lock(
+        dir,
+        &format!("pid {} on {}", std::process::id(), host_name()),
+    )?;
+    if out.has_unfinished() {
+        // A run came between the check and the lock: it is not the stopped commit.
+        return Err(refuse_unfinished(dir, &out.partial()));
+    }
+    tracing::info!(
+        "{}: the interrupted run had finished; its files are now in place, nothing is left to resume",
+        dir.display()
+    );
+    Ok(
+        crate::owned::read(&dir.join("report.json"), "", outdir::SMALL_FILE_CAP)
+            .ok()
+            .flatten()
+            .and_then(|t| serde_json::from_slice(&t).ok())
+            .unwrap_or_default(),
+    )
 }
 
 /// What a run computes: the result-defining config, the input's content hash, the task
@@ -252,15 +294,13 @@ fn same_run(old: &serde_json::Value, new: &serde_json::Value) -> Result<()> {
     flatten("", &old["config"], &mut a);
     flatten("", &new["config"], &mut b);
     let keys: std::collections::BTreeSet<&String> = a.iter().chain(&b).map(|(k, _)| k).collect();
-    let get = |v: &[(String, String)], k: &str| {
-        v.iter()
-            .find(|(x, _)| x == k)
-            .map_or("(not set)".to_string(), |(_, v)| v.clone())
+    let get = |v: &[(String, serde_json::Value)], k: &str| {
+        v.iter().find(|(x, _)| x == k).map(|(_, v)| v.clone())
     };
     let diffs: Vec<String> = keys
         .into_iter()
         .filter(|k| get(&a, k) != get(&b, k))
-        .map(|k| format!("{k} was {}, is {}", get(&a, k), get(&b, k)))
+        .map(|k| difference(k, get(&a, k).as_ref(), get(&b, k).as_ref()))
         .collect();
     if !diffs.is_empty() || old["plugin"] != new["plugin"] {
         return refuse(format!(
@@ -284,7 +324,7 @@ fn same_run(old: &serde_json::Value, new: &serde_json::Value) -> Result<()> {
     Ok(())
 }
 
-fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
+fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, serde_json::Value)>) {
     match v {
         serde_json::Value::Object(m) => {
             for (k, x) in m {
@@ -296,17 +336,83 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>)
                 flatten(&key, x, out);
             }
         }
-        other => out.push((prefix.to_string(), other.to_string())),
+        other => out.push((prefix.to_string(), other.clone())),
     }
+}
+
+/// A value for a message: JSON, cut to about 60 characters.
+fn short(v: Option<&serde_json::Value>) -> String {
+    let Some(v) = v else {
+        return "(not set)".into();
+    };
+    let t = v.to_string();
+    match t.char_indices().nth(60) {
+        Some((at, _)) => format!("{}...", &t[..at]),
+        None => t,
+    }
+}
+
+/// What differs in `key` between the unfinished run (`old`) and this one, in one line however
+/// long the values: for two lists (`run.sources`), their lengths and the first positions
+/// where they differ, never both whole lists.
+fn difference(
+    key: &str,
+    old: Option<&serde_json::Value>,
+    new: Option<&serde_json::Value>,
+) -> String {
+    let (Some(serde_json::Value::Array(x)), Some(serde_json::Value::Array(y))) = (old, new) else {
+        return format!("{key} was {}, is {}", short(old), short(new));
+    };
+    const SHOWN: usize = 3;
+    let at: Vec<usize> = (0..x.len().max(y.len()))
+        .filter(|&i| x.get(i) != y.get(i))
+        .collect();
+    let mut parts: Vec<String> = at
+        .iter()
+        .take(SHOWN)
+        .map(|&i| format!("[{i}] was {}, is {}", short(x.get(i)), short(y.get(i))))
+        .collect();
+    if at.len() > SHOWN {
+        parts.push(format!("{} more positions differ", at.len() - SHOWN));
+    }
+    format!(
+        "{key} had {} entries, has {}; {}",
+        x.len(),
+        y.len(),
+        parts.join(", ")
+    )
+}
+
+/// The job's bulk outputs in the staging folder `partial`, each with one row per task (what
+/// the journal checksums per chunk).
+fn bulk_files(job: &dyn Job, partial: &Path) -> Result<Vec<journal::BulkFile>> {
+    job.bulk_outputs()
+        .into_iter()
+        .map(|r| {
+            if r.rows() != job.tasks() {
+                return Err(Error::Output(format!(
+                    "{}: {} rows for {} tasks; a bulk output holds one row per task (a bug in \
+                     the plugin)",
+                    r.name(),
+                    r.rows(),
+                    job.tasks()
+                )));
+            }
+            Ok(journal::BulkFile::of(r, partial))
+        })
+        .collect()
 }
 
 /// (tasks journaled, tasks) of the unfinished run in `partial`; (0, 0) when unreadable.
 pub(super) fn journaled(partial: &Path) -> (usize, usize) {
-    let id: Option<serde_json::Value> =
-        crate::owned::read(&partial.join(outdir::IDENTITY), "ignored", outdir::SMALL_FILE_CAP)
-            .ok()
-            .flatten()
-            .and_then(|t| serde_json::from_slice(&t).ok());
+    let id: Option<serde_json::Value> = crate::owned::read(
+        &partial.join(outdir::IDENTITY),
+        "ignored",
+        outdir::SMALL_FILE_CAP,
+    )
+    .ok()
+    .flatten()
+    .and_then(|t| serde_json::from_slice(&t).ok());
     let Some(id) = id else { return (0, 0) };
     let tasks = id["tasks"].as_u64().unwrap_or(0) as usize;
     let words = id["record_words"].as_u64().unwrap_or(0) as usize;
@@ -315,4 +421,44 @@ pub(super) fn journaled(partial: &Path) -> (usize, usize) {
         done.insert(r)
     });
     (done.count(), tasks)
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn config(sources: Vec<u64>) -> serde_json::Value {
+        serde_json::json!({
+            "tuccompi": "1", "plugin": "apsp", "input_hash": null, "tasks": sources.len(),
+            "record_words": 4, "config": {"run": {"sources": sources}, "output": {"distances": false}},
+        })
+    }
+
+    #[test]
+    fn a_changed_list_is_summed_up_in_one_screen() {
+        let old: Vec<u64> = (1..=3000).collect();
+        let mut new = old.clone();
+        new[17] = 99_999;
+        new.push(4000);
+        let e = same_run(&config(old.clone()), &config(new))
+            .unwrap_err()
+            .to_string();
+        assert!(e.len() < 600, "{} bytes: {e}", e.len());
+        assert!(
+            e.contains("run.sources had 3000 entries, has 3001")
+                && e.contains("[17] was 18, is 99999")
+                && e.contains("[3000] was (not set), is 4000"),
+            "{e}"
+        );
+        let mut many = old.clone();
+        many.iter_mut().for_each(|v| *v += 1);
+        let e = same_run(&config(old.clone()), &config(many))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.len() < 600 && e.contains("2997 more positions differ"),
+            "{e}"
+        );
+        same_run(&config(old.clone()), &config(old)).unwrap();
+    }
 }

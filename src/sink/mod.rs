@@ -110,6 +110,20 @@ impl NpyRows {
         self.file.get().map(|(_, p)| p.as_path())
     }
 
+    /// Rows of the matrix (one per task: the journal checksums a chunk's rows).
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Byte offset of row 0 and the bytes of one row (the journal reads a chunk's rows back
+    /// to checksum them).
+    pub fn row_span(&self) -> (u64, u64) {
+        (
+            self.header.len() as u64,
+            (self.cols as u64) * self.ty.size() as u64,
+        )
+    }
+
     /// The file's size in bytes.
     pub fn bytes(&self) -> u64 {
         self.header.len() as u64 + (self.rows as u64) * (self.cols as u64) * self.ty.size() as u64

@@ -205,27 +205,94 @@ pub fn validate(dir: &Path) -> Result<()> {
         });
     }
     if up == r {
-        let names: Vec<String> = std::fs::read_dir(&r)
-            .map_err(|e| Error::io(&r, e))?
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        let ours = names
-            .iter()
-            .any(|n| [LOCK, FILES, PARTIAL, "report.json", "INCOMPLETE"].contains(&n.as_str()));
-        if !names.is_empty() && !ours {
+        let foreign = foreign_entries(&r)?;
+        if !foreign.is_empty() {
+            const SHOWN: usize = 5;
+            let mut named: Vec<String> = foreign
+                .iter()
+                .take(SHOWN)
+                .map(|n| format!("{n:?}"))
+                .collect();
+            if foreign.len() > SHOWN {
+                named.push(format!("and {} more", foreign.len() - SHOWN));
+            }
             return Err(refuse(
                 dir,
                 &format!(
-                    "is a directory with {} entries and no tuccompi results in it; tuccompi \
-                     writes only into a new, empty or earlier tuccompi output directory: \
-                     choose another output.dir",
-                    names.len()
+                    "holds {} that no tuccompi run made here ({}): tuccompi writes only into a \
+                     new, empty or earlier tuccompi output directory, whose files its list \
+                     {FILES} names; choose another output.dir, or move those away",
+                    if foreign.len() == 1 {
+                        "an entry".to_string()
+                    } else {
+                        format!("{} entries", foreign.len())
+                    },
+                    named.join(", ")
                 ),
             ));
         }
     }
     Ok(())
+}
+
+/// Whether `name` is the temporary file of a tuccompi writer (`.NAME.tuccompi-HOST-PID.X.tmp`,
+/// [`owned::temp_beside`]; a killed writer's is swept by the next lock).
+fn our_temporary(name: &str) -> bool {
+    name.starts_with('.') && name.contains(".tuccompi-") && name.ends_with(".tmp")
+}
+
+/// Whether the `report.json` in `dir` is a plain file holding a tuccompi report: how the
+/// output of a version that kept no file list is recognized.
+fn legacy_report(dir: &Path) -> bool {
+    let Ok(Some(bytes)) = owned::read(&dir.join("report.json"), "", SMALL_FILE_CAP) else {
+        return false;
+    };
+    serde_json::from_slice::<serde_json::Value>(&bytes).is_ok_and(|v| {
+        ["plugin", "tasks", "units"]
+            .iter()
+            .all(|k| v.get(k).is_some())
+            && (v.get("tuccompi").is_some() || v.get("checksum").is_some())
+    })
+}
+
+/// The names in the existing directory `dir` that the run cannot prove its own, sorted: all
+/// but its bookkeeping (lock, list, partial folder, writers' temporary files) and the files
+/// its list names. A directory with no list is an earlier tuccompi output only when its
+/// `report.json` is a tuccompi report (then the files that version wrote are its own);
+/// a `report.json` or `INCOMPLETE` by another program proves nothing.
+fn foreign_entries(dir: &Path) -> Result<Vec<String>> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    if names.is_empty() {
+        return Ok(names);
+    }
+    let listed: Vec<String> = match read_list(&dir.join(FILES)) {
+        Some(list) => list,
+        None if legacy_report(dir) => LEGACY.iter().map(|s| s.to_string()).collect(),
+        None => Vec::new(),
+    };
+    Ok(names
+        .into_iter()
+        .filter(|n| {
+            let ours = [LOCK, FILES, PARTIAL].contains(&n.as_str())
+                || our_temporary(n)
+                || (plain_name(n) && listed.contains(n));
+            !ours
+        })
+        .collect())
+}
+
+/// Whether `dir` holds a finished run stopped while its files moved into place: a partial
+/// folder (a directory, not a link) with its `COMMIT` list (a plain file). The next lock
+/// finishes that commit.
+pub fn commit_pending(dir: &Path) -> bool {
+    let p = dir.join(PARTIAL);
+    std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir())
+        && std::fs::symlink_metadata(p.join(COMMIT)).is_ok_and(|m| m.file_type().is_file())
 }
 
 /// `$HOME`, when set and absolute.
@@ -306,6 +373,23 @@ pub struct OutputDir {
     dir: PathBuf,
     lock: File,
     stale: Option<String>,
+    /// This lock's place in [`HELD`].
+    id: u64,
+}
+
+/// The lock files this process holds, each as a second descriptor (same open file, same
+/// lock), so that a process ending on purpose without unwinding (a second signal, the end of
+/// the grace period: `std::process::exit` runs no destructor) can still empty them through
+/// [`release_for_exit`] and the next run does not take it for a killed one.
+static HELD: parking_lot::Mutex<Vec<(u64, File)>> = parking_lot::Mutex::new(Vec::new());
+
+/// Empty the lock file of every output directory this process holds: for a process about to
+/// end with `std::process::exit` (the kernel releases the locks themselves at exit). What the
+/// run leaves is valid as it stands (a journal of whole, checksummed entries).
+pub fn release_for_exit() {
+    for (_, f) in HELD.lock().iter() {
+        let _ = f.set_len(0);
+    }
 }
 
 /// Sync a directory (its entries: renames, new files).
@@ -345,6 +429,7 @@ fn read_list(p: &Path) -> Option<Vec<String>> {
 /// line: "pid P on HOST"), for messages.
 fn holder_line(lock: &mut File) -> String {
     let mut head = Vec::new();
+    let _ = lock.rewind();
     let _ = Read::by_ref(lock).take(200).read_to_end(&mut head);
     String::from_utf8_lossy(&head)
         .lines()
@@ -367,10 +452,13 @@ impl OutputDir {
             &path,
             "remove it (the name is tuccompi's lock file) or choose another output.dir",
         )?;
-        let previous = holder_line(&mut lock);
         let mut tries = 0;
-        let taken = loop {
+        // The content is read only after `try_lock` answered: read before it, the content of a
+        // run ending at that moment (its name, then emptied as it releases the lock) would be
+        // taken for a dead holder's once the lock is free.
+        let (taken, previous) = loop {
             let r = lock.try_lock();
+            let previous = holder_line(&mut lock);
             // An empty lock file held by someone: a run that is starting, or one that ended
             // cleanly while a process forked at that moment (by any thread of the process)
             // still shares its descriptor until it execs. Both pass within moments: look
@@ -380,7 +468,7 @@ impl OutputDir {
                 std::thread::sleep(std::time::Duration::from_millis(20));
                 continue;
             }
-            break r;
+            break (r, previous);
         };
         match taken {
             Ok(()) => {}
@@ -407,10 +495,16 @@ impl OutputDir {
             .and_then(|()| lock.rewind())
             .and_then(|()| writeln!(lock, "{holder}"))
             .map_err(|e| Error::io(&path, e))?;
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Ok(second) = lock.try_clone() {
+            HELD.lock().push((id, second));
+        }
         let out = OutputDir {
             dir: dir.into(),
             lock,
             stale,
+            id,
         };
         let commit = out.partial().join(COMMIT);
         if let Some(names) = out.has_unfinished().then(|| read_list(&commit)).flatten() {
@@ -546,8 +640,14 @@ impl OutputDir {
             .iter()
             .filter(|n| plain_name(n) && ![JOURNAL, IDENTITY].contains(&n.as_str()))
             .collect();
-        let old: Vec<String> =
-            read_list(&list).unwrap_or_else(|| LEGACY.iter().map(|s| s.to_string()).collect());
+        // No list: the files of a version that kept none, when its report proves it ours.
+        let old: Vec<String> = read_list(&list).unwrap_or_else(|| {
+            if legacy_report(&self.dir) {
+                LEGACY.iter().map(|s| s.to_string()).collect()
+            } else {
+                Vec::new()
+            }
+        });
         for o in old.iter().filter(|o| !names.contains(o)) {
             if !plain_name(o) {
                 continue;
@@ -593,8 +693,10 @@ impl OutputDir {
 
 impl Drop for OutputDir {
     fn drop(&mut self) {
-        // Empty the lock file so that the next run knows this one ended cleanly.
+        // Empty the lock file so that the next run knows this one ended cleanly, then close
+        // the second descriptor (the lock is released when the last one closes).
         let _ = self.lock.set_len(0);
+        HELD.lock().retain(|(id, _)| *id != self.id);
     }
 }
 
@@ -631,12 +733,70 @@ mod test {
         // A directory of someone's files is not ours to write into; an empty one is.
         let d2 = tmp("validate-foreign");
         std::fs::write(d2.join("notes.txt"), "x").unwrap();
-        assert!(msg(&d2.display().to_string()).contains("no tuccompi results"));
+        let e = msg(&d2.display().to_string());
+        assert!(
+            e.contains("no tuccompi run made") && e.contains("\"notes.txt\""),
+            "{e}"
+        );
         std::fs::remove_file(d2.join("notes.txt")).unwrap();
         validate(&d2).unwrap();
         validate(&d2.join("new/deeper")).unwrap();
-        std::fs::write(d2.join("report.json"), "{}").unwrap();
-        validate(&d2).unwrap();
+    }
+
+    /// Another program's `report.json`, `INCOMPLETE` and the like do not make a directory
+    /// tuccompi's; its own list does, and so does a tuccompi report of a version with no list.
+    #[test]
+    fn only_the_runs_own_list_or_report_makes_a_directory_ours() {
+        let d = tmp("validate-lookalike");
+        for f in [
+            "report.json",
+            "summary.csv",
+            "distances.npy",
+            "INCOMPLETE",
+            "notes.txt",
+        ] {
+            std::fs::write(d.join(f), "foreign").unwrap();
+        }
+        let e = validate(&d).unwrap_err().to_string();
+        for f in ["report.json", "summary.csv", "INCOMPLETE", "notes.txt"] {
+            assert!(e.contains(&format!("{f:?}")), "{f}: {e}");
+        }
+        assert!(
+            e.contains("5 entries") && e.contains("another output.dir"),
+            "{e}"
+        );
+        // Listed by the run: ours, except what the list does not name.
+        std::fs::write(
+            d.join(FILES),
+            "report.json\nsummary.csv\ndistances.npy\nINCOMPLETE",
+        )
+        .unwrap();
+        let e = validate(&d).unwrap_err().to_string();
+        assert!(
+            e.contains("an entry") && e.contains("\"notes.txt\"") && !e.contains("summary"),
+            "{e}"
+        );
+        std::fs::remove_file(d.join("notes.txt")).unwrap();
+        validate(&d).unwrap();
+        // No list: a tuccompi report of an earlier version proves the directory its own.
+        std::fs::remove_file(d.join(FILES)).unwrap();
+        assert!(validate(&d).is_err());
+        std::fs::write(
+            d.join("report.json"),
+            r#"{"tuccompi": "0.1.0", "plugin": "apsp", "tasks": 3, "units": []}"#,
+        )
+        .unwrap();
+        validate(&d).unwrap();
+        // ... and its files are replaced at commit; a lookalike's are not touched.
+        let o = OutputDir::lock(&d, "me").unwrap();
+        o.begin(&serde_json::json!({})).unwrap();
+        std::fs::write(o.partial().join("summary.csv"), "new").unwrap();
+        o.commit().unwrap();
+        assert!(!d.join("distances.npy").exists() && !d.join("INCOMPLETE").exists());
+        assert_eq!(
+            std::fs::read_to_string(d.join("summary.csv")).unwrap(),
+            "new"
+        );
     }
 
     #[test]
@@ -696,6 +856,29 @@ mod test {
             .unwrap_err()
             .to_string();
         assert!(e.contains("pid 5 on there"), "{e}");
+    }
+
+    /// A process that ends with `std::process::exit` (no destructor runs) after
+    /// [`release_for_exit`] leaves an empty lock file: the next run sees a clean end.
+    #[test]
+    fn a_lock_released_for_exit_is_not_taken_for_a_dead_holders() {
+        let d = tmp("exit");
+        let a = OutputDir::lock(&d, "pid 7 on here").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(d.join(LOCK)).unwrap(),
+            "pid 7 on here\n"
+        );
+        release_for_exit();
+        // What the next run reads once `exit` has closed the descriptors (and so the lock).
+        assert_eq!(std::fs::read_to_string(d.join(LOCK)).unwrap(), "");
+        assert!(HELD.lock().iter().any(|(id, _)| *id == a.id));
+        drop(a);
+        let b = OutputDir::lock(&d, "pid 8 on here").unwrap();
+        assert_eq!(
+            b.stale_holder(),
+            None,
+            "a run that ended on purpose is not stale"
+        );
     }
 
     #[test]
