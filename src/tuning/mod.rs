@@ -482,7 +482,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("local size, GPU, coalesced and low load", "256: wide groups stream memory; 256 is a multiple of every vendor's SIMD width (32/64)"),
     ("local size, CPU device (PoCL)", "the device's preferred 64 (capped by max work-group): PoCL vectorizes across a group's items"),
     ("local size, reduction kernels", "rounded down to a power of two, as the tree needs"),
-    ("batch (tasks per launch)", "enough items to fill the device: compute units x max work-group x 16 items (GPU; x 1 for CPU devices) / n, between 1 and 256, and at most 40% of device memory over all queues (H100: twice the old x 8 batch ran 1-22% faster for crauser and two-phase)"),
+    ("batch (tasks per launch)", "enough items to fill the device: compute units x max work-group x 16 items (GPU; x 1 for CPU devices) / n, between 1 and 256 but never fewer than the device's resident items (compute units x 2048 on a GPU, x max work-group on a CPU device) / n over the queues, so that a kernel of one work-item per task fills it; at most 40% of device memory over all queues (H100: twice the old x 8 batch ran 1-22% faster for crauser and two-phase)"),
     ("groups per task (reductions)", "4 groups per compute unit spread over the batch, at least 1 and no more than n / local"),
     ("batch, work-list kernels (a persistent grid)", "GPU: 2^28 / n rounded down to a power of two, within 256..1024 (frontiers are sparse, so only many sources fill the device; on an H100 osm-bremen-dist ran best at 1024, osm-moscow at 512); CPU devices: 16; capped by 40% of device memory over all queues"),
     ("persistent grid", "GPU: compute units x 2048 items (every resident thread of an NVIDIA SM / AMD CU); CPU devices: compute units x local size"),
@@ -536,6 +536,34 @@ pub fn choose(
         }
     }
     p
+}
+
+/// Work-items a device keeps resident at once: compute units x 2048 on a GPU (every thread an
+/// NVIDIA SM or AMD CU holds), compute units x max work-group on a CPU device.
+pub fn resident_items(dev: &DeviceInfo) -> usize {
+    let per_unit = if dev.kind == "gpu" {
+        2048
+    } else {
+        dev.max_work_group.max(1)
+    };
+    (dev.compute_units as usize).max(1) * per_unit
+}
+
+/// Tasks per launch that fill `dev` when each task launches `n` work-items (before the memory
+/// cap): compute units x max work-group x 16 items on a GPU (x 1 on a CPU device) over `n`,
+/// between 1 and 256 tasks, but never fewer than the tasks whose items keep every resident
+/// work-item busy ([`resident_items`] / `n`, shared by the 4 queues such small tasks get on a
+/// GPU): a kernel with one work-item per task gets a batch the size of the device, not 256.
+pub fn fill_batch(dev: &DeviceInfo, n: usize) -> usize {
+    let gpu = dev.kind == "gpu";
+    let n = n.max(1);
+    let fill = (dev.compute_units as usize).max(1)
+        * dev.max_work_group.max(1)
+        * if gpu { 16 } else { 1 };
+    let queues = if gpu { 4 } else { 1 };
+    fill.div_ceil(n)
+        .clamp(1, 256)
+        .max(resident_items(dev).div_ceil(n * queues))
 }
 
 /// Predict launch parameters for kernels `chars` on `dev` for `shape`; `batch` and `queues`
@@ -611,13 +639,11 @@ pub fn predict(
         );
     }
     let fill = dev.compute_units as usize * maxwg * if gpu { 16 } else { 1 };
+    let fill_batch = fill_batch(dev, shape.n);
     let queues_pred = if !gpu {
         1
     } else if !chars.values().any(|c| c.grid == Grid::Persistent)
-        && shape
-            .n
-            .saturating_mul(fill.div_ceil(shape.n.max(1)).min(256))
-            < fill / 4
+        && shape.n.saturating_mul(fill_batch) < fill / 4
     {
         4
     } else {
@@ -657,10 +683,7 @@ pub fn predict(
             }
         }
         None => {
-            let b = fill
-                .div_ceil(shape.n.max(1))
-                .clamp(1, 256)
-                .min(mem_cap.max(1));
+            let b = fill_batch.min(mem_cap.max(1));
             Choice {
                 value: b,
                 source: Source::Predicted,

@@ -492,3 +492,37 @@ fn top_levels_follow_the_groups_the_one_launch_has() {
     // k = 1024: 256 quads < 264: 256 groups x 256 = 65,536 items, under 256 vertices.
     assert_eq!(top(1024), 8);
 }
+
+#[test]
+fn one_item_per_task_gets_a_batch_that_fills_the_device() {
+    let c = subset(&characterizations(&COLLATZ).unwrap(), &["collatz_steps"]);
+    let one = Shape {
+        n: 1,
+        mean_degree: 1.0,
+        bytes_per_task: 64,
+        shared_bytes: 0,
+    };
+    // An H100-like description: 132 compute units, 2048 resident items each.
+    let gpu = dev("gpu", 132, 1024);
+    let p = predict(&c, &gpu, one, None, None, None);
+    assert!(
+        p.batch.value * p.queues.value >= 132 * 2048,
+        "batch {} x {} queues leaves most of 132 x 2048 resident items idle",
+        p.batch.value,
+        p.queues.value
+    );
+    assert_eq!(p.batch.value, resident_items(&gpu) / 4);
+    // A CPU device of 2 cores whose work-groups hold 4096 items: 8192 tasks a launch.
+    let p = predict(&c, &dev("cpu", 2, 4096), one, None, None, None);
+    assert_eq!(p.batch.value, 2 * 4096);
+    // Large tasks keep the batch the 16x fill rule gives (unchanged by the floor).
+    assert_eq!(fill_batch(&gpu, 400_000), 6);
+    assert_eq!(fill_batch(&gpu, 300), 256);
+    // Memory still caps it: 1 MiB per task on an 8 GiB device, 40% over 4 queues.
+    let big = Shape {
+        bytes_per_task: 1 << 20,
+        ..one
+    };
+    let p = predict(&c, &gpu, big, None, None, None);
+    assert!(p.batch.value <= (8 << 30) * 4 / 10 / (1 << 20));
+}
