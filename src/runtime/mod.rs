@@ -30,6 +30,7 @@ mod progress;
 mod report;
 mod select;
 mod stage;
+mod tune;
 mod units;
 mod verify;
 
@@ -40,7 +41,9 @@ pub use prepare::*;
 use progress::*;
 use report::*;
 pub use select::*;
+pub use tune::{tune, TuneOptions, TuneRow, Tuned};
 use units::*;
+pub use units::unit_names;
 
 use stage::{journaled, precheck, Stage};
 use verify::Verified;

@@ -8,11 +8,13 @@
 //! cache (`tuccompi tune`'s measurements), which wins over the prediction ([`predict`]).
 
 mod cache;
+mod candidates;
 mod cpu;
 mod sweep;
 mod tile;
 
 pub use cache::{key as cache_key, path as cache_path, Cache, Entry as CacheEntry};
+pub use candidates::{default_candidates, free_local, Knob, BATCH, LOCAL_SIZE};
 pub use cpu::{phast_trees, CpuCache};
 
 pub use sweep::{
@@ -276,9 +278,20 @@ pub struct LaunchParams {
     /// The level-sweep parameters ([`sweep_plan`]), for halves that sweep a hierarchy.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sweep: Option<SweepPlan>,
+    /// The plugin's own knobs that `tune` measured ([`Knob::own`]), by name: read them with
+    /// [`LaunchParams::knob`]. Empty unless the tuning cache (or a candidate being timed)
+    /// holds some.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub knobs: BTreeMap<String, Choice>,
 }
 
 impl LaunchParams {
+    /// The value `tune` stored for the plugin's own knob `name` (or the candidate being timed),
+    /// `None` when there is none: the plugin then takes its own default.
+    pub fn knob(&self, name: &str) -> Option<usize> {
+        self.knobs.get(name).map(|c| c.value)
+    }
+
     /// The local size chosen for kernel `name` (0 = the driver's choice). A name the
     /// parameters were not chosen for (a typo, or a kernel missing from the half's
     /// [`Request::launched`]) is an error naming it and the kernels that have parameters.
@@ -369,13 +382,29 @@ pub enum CacheUse {
 pub struct Tuner {
     queues: Option<usize>,
     cache: CacheUse,
+    /// A candidate `tune` is timing: it wins over the config, the cache and the prediction
+    /// (only the kernels' fixed values and the plugin's own code win over it).
+    trial: Option<CacheEntry>,
 }
 
 impl Tuner {
     /// A tuner for a run whose config sets `units.concurrent_kernels` to `queues` (`None`:
     /// "auto"), reading the tuning cache or not.
     pub fn new(queues: Option<usize>, cache: CacheUse) -> Self {
-        Tuner { queues, cache }
+        Tuner {
+            queues,
+            cache,
+            trial: None,
+        }
+    }
+
+    /// This tuner with candidate `trial` in place of the tuning cache and of the config's
+    /// `batch` and `local_size` (for the values it holds): what `tune` times.
+    pub fn trying(&self, trial: CacheEntry) -> Self {
+        Tuner {
+            trial: Some(trial),
+            ..self.clone()
+        }
     }
 
     /// Launch parameters for `req` on `dev`: config > tuning cache > prediction, each with its
@@ -407,28 +436,55 @@ impl Tuner {
             .cache_name
             .as_ref()
             .map(|name| cache_key(dev, name, req.shape.n));
-        let cached = match (&key, self.cache) {
-            (Some(k), CacheUse::Read) => Cache::load()?.entries.get(k).copied(),
+        let cached = match (&key, self.cache, &self.trial) {
+            (_, _, Some(t)) => Some(t.clone()),
+            (Some(k), CacheUse::Read, None) => Cache::load()?.entries.get(k).cloned(),
             _ => None,
         };
+        // A candidate being timed replaces the config's values it holds.
+        let trial = self.trial.as_ref();
+        let batch = req.batch.as_ref().filter(|_| trial.is_none_or(|t| t.batch.is_none()));
+        let local_size = req
+            .local_size
+            .as_ref()
+            .filter(|_| trial.is_none_or(|t| t.local_size.is_none()));
+        let knobs = cached.as_ref().map(|c| c.knobs.clone()).unwrap_or_default();
         let mut p = choose(
             &chars,
             dev,
             req.shape,
-            req.batch.as_ref().map(|s| s.value),
+            batch.map(|s| s.value),
             self.queues,
-            req.local_size.as_ref().map(|s| s.value),
+            local_size.map(|s| s.value),
             cached,
         );
         // The config's own key names the reason.
-        if let Some(s) = &req.batch {
+        if let Some(s) = batch {
             p.batch.reason = p.batch.reason.replacen(CONFIG, &s.key, 1);
         }
-        if let Some(s) = &req.local_size {
+        if let Some(s) = local_size {
             for c in p.local.values_mut() {
                 c.reason = c.reason.replacen(CONFIG, &s.key, 1);
             }
         }
+        let why = if self.trial.is_some() {
+            "a candidate tune is timing"
+        } else {
+            "measured by tune"
+        };
+        p.knobs = knobs
+            .into_iter()
+            .map(|(k, v)| {
+                (
+                    k,
+                    Choice {
+                        value: v,
+                        source: Source::Cache,
+                        reason: why.into(),
+                    },
+                )
+            })
+            .collect();
         p.cache_key = key;
         Ok(p)
     }
@@ -510,7 +566,7 @@ pub fn choose(
             p.batch = Choice {
                 value: b,
                 source: Source::Cache,
-                reason: "measured by tuccompi tune".into(),
+                reason: "measured by tune".into(),
             };
         }
     }
@@ -528,7 +584,7 @@ pub fn choose(
                         Choice {
                             value: l,
                             source: Source::Cache,
-                            reason: "measured by tuccompi tune (0 = the driver's choice)".into(),
+                            reason: "measured by tune (0 = the driver's choice)".into(),
                         },
                     );
                 }
@@ -724,6 +780,7 @@ pub fn predict(
         cache_key: None,
         tile: None,
         sweep: None,
+        knobs: BTreeMap::new(),
     }
 }
 
