@@ -557,17 +557,21 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
     let plugin = runtime::resolve_plugin(&plan, &registry, extra)?;
     println!("config     {}", plan.config_path.display());
     println!("plugin     {} — {}", plugin.name(), plugin.description());
+    // A plugin without an [input] table (one that reads its own files or none) gets no
+    // input or sources lines.
     match &plan.input {
         Some(crate::config::InputSpec::Path(p)) => println!("input      {}", p.display()),
         Some(crate::config::InputSpec::Generate(g)) => println!("input      generated {g}"),
-        None => println!("input      none"),
+        None => {}
     }
     // Before any preprocessing: a bad output.dir is refused at once.
     crate::sink::outdir::validate(&plan.output.dir)?;
     let prepared = runtime::prepare(&plan, &registry, extra, 1)?;
     let job = prepared.job.as_ref();
     println!("           {}  ({} tasks)", job.describe(), job.tasks());
-    println!("sources    {}", plan.sources);
+    if plan.input.is_some() {
+        println!("sources    {}", plan.sources);
+    }
     let selection = runtime::select_units(&plan, &prepared, 1)?;
     // The launch parameters `run` would choose on each device (the same tuner, cache
     // included), and from their queues the units `run` would start.
@@ -637,13 +641,19 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
             "           holds an unfinished run ({done} of {total} tasks done): `run --resume` continues it, `run --restart` discards it"
         );
     }
-    println!("tuning rules:");
-    for (when, what) in crate::tuning::RULES
-        .iter()
-        .chain(crate::tuning::TILE_RULES)
-        .chain(crate::tuning::SWEEP_RULES)
-    {
-        println!("  - {when}: {what}");
+    // The rules that chose the parameters shown: none without a device; the tile and sweep
+    // rules only for halves whose parameters have a tile or a sweep.
+    if !params.is_empty() {
+        println!("tuning rules:");
+        let tile = params.iter().any(|p| p.tile.is_some());
+        let sweep = params.iter().any(|p| p.sweep.is_some());
+        let rules = crate::tuning::RULES
+            .iter()
+            .chain(if tile { crate::tuning::TILE_RULES } else { &[] })
+            .chain(if sweep { crate::tuning::SWEEP_RULES } else { &[] });
+        for (when, what) in rules {
+            println!("  - {when}: {what}");
+        }
     }
     Ok(())
 }
