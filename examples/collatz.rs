@@ -146,7 +146,9 @@ impl Job for CollatzJob {
         _predicted: &LaunchParams,
     ) -> Vec<Knob> {
         let sizes = [32, 64, 128, 256].into_iter();
-        vec![Knob::local_size(sizes.filter(|&l| l <= device.max_work_group))]
+        vec![Knob::local_size(
+            sizes.filter(|&l| l <= device.max_work_group),
+        )]
     }
     fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
         let mut csv = String::from("block,first,sum,max,argmax\n");

@@ -90,7 +90,7 @@ fn tune_times_a_plugins_candidates_and_run_uses_the_winner() {
     let text = "[run]\nplugin = \"collatz\"\n[collatz]\nfirst = 1\ncount = 200000\nblock = 5000\n\
                 [units]\nopencl = \"all\"\ndevice_type = \"all\"\ncpu_workers = 1\n";
     let out = format!("output.dir={:?}", dir.join("out").display().to_string());
-    let plan = Plan::from_toml(text, Path::new("collatz.toml"), &[out.clone()]).unwrap();
+    let plan = Plan::from_toml(text, Path::new("collatz.toml"), &[out]).unwrap();
     let mut rows = Vec::new();
     let options = tuccompi::runtime::TuneOptions {
         sample: Some(8),
@@ -108,7 +108,9 @@ fn tune_times_a_plugins_candidates_and_run_uses_the_winner() {
     sizes.sort_unstable();
     sizes.dedup();
     assert_eq!(sizes, [32, 64, 128, 256], "{mine:?}");
-    assert!(mine.iter().all(|r| r.seconds.is_finite() && r.seconds > 0.0 && r.tasks == 8));
+    assert!(mine
+        .iter()
+        .all(|r| r.seconds.is_finite() && r.seconds > 0.0 && r.tasks == 8));
     let fastest = mine
         .iter()
         .min_by(|a, b| a.seconds.total_cmp(&b.seconds))

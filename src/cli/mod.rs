@@ -415,7 +415,12 @@ fn real_main(cli: Cli, extra: &[&dyn Plugin], name: &str) -> Result<(), Error> {
         Command::Plugins => {
             let all = registry(extra);
             // Names padded to the longest, so that every description starts in one column.
-            let width = all.iter().map(|p| p.name().len()).max().unwrap_or(0).max(12);
+            let width = all
+                .iter()
+                .map(|p| p.name().len())
+                .max()
+                .unwrap_or(0)
+                .max(12);
             for p in all {
                 println!("{:<width$} {}", p.name(), p.description());
             }
@@ -584,7 +589,11 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
     }
     let queues: Vec<usize> = params.iter().map(|p| p.queues.value).collect();
     let units = runtime::unit_names(&plan, job, &selection, &queues);
-    println!("units      {}  ({})", units.join(", "), count(units.len(), "unit"));
+    println!(
+        "units      {}  ({})",
+        units.join(", "),
+        count(units.len(), "unit")
+    );
     if selection.devices.is_empty() {
         println!(
             "           no OpenCL device (units.opencl = {})",
@@ -650,7 +659,11 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
         let rules = crate::tuning::RULES
             .iter()
             .chain(if tile { crate::tuning::TILE_RULES } else { &[] })
-            .chain(if sweep { crate::tuning::SWEEP_RULES } else { &[] });
+            .chain(if sweep {
+                crate::tuning::SWEEP_RULES
+            } else {
+                &[]
+            });
         for (when, what) in rules {
             println!("  - {when}: {what}");
         }

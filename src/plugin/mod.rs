@@ -15,9 +15,9 @@
 //! run starts, after every check passed.
 
 use crate::config::Plan;
+use crate::device::DeviceInfo;
 use crate::device::{Device, KernelSource, Queue};
 use crate::sink::NpyRows;
-use crate::device::DeviceInfo;
 use crate::tuning::{characterizations, default_candidates, Knob, LaunchParams, Tuner};
 use crate::Result;
 use std::ops::Range;

@@ -42,8 +42,8 @@ use progress::*;
 use report::*;
 pub use select::*;
 pub use tune::{tune, TuneOptions, TuneRow, Tuned};
-use units::*;
 pub use units::unit_names;
+use units::*;
 
 use stage::{journaled, precheck, Stage};
 use verify::Verified;

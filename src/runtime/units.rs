@@ -48,7 +48,9 @@ pub fn unit_names(
         names.extend((0..q).map(|q| format!("gpu{}.q{q}", dev.index)));
     }
     let gpu_queues = names.len();
-    names.extend((0..cpu_workers_beside(plan, job, selection, gpu_queues)).map(|i| format!("cpu{i}")));
+    names.extend(
+        (0..cpu_workers_beside(plan, job, selection, gpu_queues)).map(|i| format!("cpu{i}")),
+    );
     names
 }
 

@@ -443,7 +443,10 @@ impl Tuner {
         };
         // A candidate being timed replaces the config's values it holds.
         let trial = self.trial.as_ref();
-        let batch = req.batch.as_ref().filter(|_| trial.is_none_or(|t| t.batch.is_none()));
+        let batch = req
+            .batch
+            .as_ref()
+            .filter(|_| trial.is_none_or(|t| t.batch.is_none()));
         let local_size = req
             .local_size
             .as_ref()
@@ -613,9 +616,8 @@ pub fn resident_items(dev: &DeviceInfo) -> usize {
 pub fn fill_batch(dev: &DeviceInfo, n: usize) -> usize {
     let gpu = dev.kind == "gpu";
     let n = n.max(1);
-    let fill = (dev.compute_units as usize).max(1)
-        * dev.max_work_group.max(1)
-        * if gpu { 16 } else { 1 };
+    let fill =
+        (dev.compute_units as usize).max(1) * dev.max_work_group.max(1) * if gpu { 16 } else { 1 };
     let queues = if gpu { 4 } else { 1 };
     fill.div_ceil(n)
         .clamp(1, 256)

@@ -179,7 +179,15 @@ fn precedence_config_then_cache_then_prediction() {
         (64, Source::Cache)
     );
     assert_eq!(p.local["sssp_summary"].source, Source::Predicted);
-    let p = choose(&c, &d, shape(400_000), Some(7), None, Some(32), cached.clone());
+    let p = choose(
+        &c,
+        &d,
+        shape(400_000),
+        Some(7),
+        None,
+        Some(32),
+        cached.clone(),
+    );
     assert_eq!((p.batch.value, p.batch.source), (7, Source::Config));
     assert_eq!(
         (p.local["wl_round"].value, p.local["wl_round"].source),
@@ -571,5 +579,7 @@ fn default_candidates_time_the_batch_around_the_prediction_then_local_sizes() {
     // A batch the plugin fixes is not a candidate.
     let mut fixed = p.clone();
     fixed.batch = Choice::fixed(7, "the plugin's");
-    assert!(default_candidates(&d, &fixed).iter().all(|k| k.name != BATCH));
+    assert!(default_candidates(&d, &fixed)
+        .iter()
+        .all(|k| k.name != BATCH));
 }
