@@ -7,8 +7,8 @@
 //!     cargo run --release --example collatz -- run configs/collatz.toml
 //!
 //! Its `main` is one line, `tuccompi::cli::main(&[&Collatz])`: the binary is the whole
-//! `tuccompi` tool (`run`, `check`, `plugins`, `devices`, `--set`, `--resume`, signals,
-//! progress) with this plugin beside the built-in ones.
+//! `tuccompi` tool (`run`, `check`, `tune`, `plugins`, `devices`, `--set`, `--resume`,
+//! signals, progress) with this plugin beside the built-in ones.
 //!
 //! The steps to write a plugin, as here:
 //! 1. Options: a serde struct for the plugin's own config table (`[collatz]`).
@@ -16,7 +16,8 @@
 //! 3. `CpuHalf::worker` and/or `GpuHalf`: per-unit state, then `Worker::run` on a chunk.
 //! 4. `Job::finish`: turn the records into files and a checksum.
 //! 5. Kernels: `collatz.cl` with its characterization `collatz.toml` beside this file, declared
-//!    as a `KernelSource`; the tuner picks the local size from the characterization.
+//!    as a `KernelSource`; the tuner picks the local size from the characterization, and
+//!    `tune` times the candidates `Job::tune_candidates` declares and stores the winners.
 //! 6. Register it: in `plugins/mod.rs` for a built-in plugin, or pass it in
 //!    `tuccompi::cli::main(&[&YourPlugin])` from your own binary, as `main` does below.
 
@@ -25,7 +26,7 @@ use std::path::Path;
 use tuccompi::device::{Arg, DBuf, Device, KernelSource, Queue};
 use tuccompi::plugin::Worker;
 use tuccompi::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Records, RecordsOut, SimpleGpuHalf};
-use tuccompi::tuning::{Choice, LaunchParams, Request, Shape, Tuner};
+use tuccompi::tuning::{Choice, Knob, LaunchParams, Request, Shape, Tuner};
 use tuccompi::Result;
 
 /// The kernel, shipped with the example.
@@ -136,6 +137,19 @@ impl Job for CollatzJob {
     fn gpu(&self) -> Option<Gpu<'_>> {
         Some(Gpu::new(self))
     }
+    /// What `tune` times: the steps kernel's local size (the batch is the example's own
+    /// choice, below). The winner is stored under the key `collatz.steps` per device and
+    /// size class, and `run` uses it.
+    fn tune_candidates(
+        &self,
+        device: &tuccompi::device::DeviceInfo,
+        _predicted: &LaunchParams,
+    ) -> Vec<Knob> {
+        let sizes = [32, 64, 128, 256].into_iter();
+        vec![Knob::local_size(
+            sizes.filter(|&l| l <= device.max_work_group),
+        )]
+    }
     fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
         let mut csv = String::from("block,first,sum,max,argmax\n");
         let (mut total, mut best, mut arg) = (0u64, 0u64, 0u64);
@@ -184,7 +198,9 @@ impl SimpleGpuHalf for CollatzJob {
             bytes_per_task: self.block * 4,
             shared_bytes: 0,
         };
-        let request = Request::new(&KERNELS, &["collatz_steps", "collatz_reduce"], shape);
+        let mut request = Request::new(&KERNELS, &["collatz_steps", "collatz_reduce"], shape);
+        // Where `tune`'s winners are kept (beside the device and the size class of `n`).
+        request.cache_name = Some("collatz.steps".into());
         let mut params = tuner.params(&device.info, request)?;
         let batch = ((1 << 24) / self.block).max(1) as usize;
         params.batch = Choice::fixed(

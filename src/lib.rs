@@ -44,3 +44,17 @@ pub use runtime::RunOptions;
 pub fn run(plan: &Plan, opts: &RunOptions<'_>, node: &dyn node::Node) -> Result<runtime::Outcome> {
     runtime::run(plan, &plugins::registry(), opts, node)
 }
+
+/// The name the running program's messages start with (`knn: warning: ...`): the binary's own,
+/// as [`cli::main`] was started, else `tuccompi`.
+pub fn program_name() -> &'static str {
+    PROGRAM.get().map_or("tuccompi", String::as_str)
+}
+
+/// Set once by [`cli::main`] (the first call wins).
+static PROGRAM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Name the program for [`program_name`] (the first call wins).
+pub(crate) fn set_program_name(name: &str) {
+    let _ = PROGRAM.set(name.to_string());
+}

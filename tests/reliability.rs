@@ -157,6 +157,7 @@ impl GpuHalf for Planted {
             cache_key: None,
             tile: None,
             sweep: None,
+            knobs: Default::default(),
         })
     }
     fn setup(&self, _device: &Device, _params: &LaunchParams) -> Result<()> {

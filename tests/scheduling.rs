@@ -150,6 +150,7 @@ impl GpuHalf for PacedJob {
             cache_key: None,
             tile: None,
             sweep: None,
+            knobs: Default::default(),
         })
     }
     fn setup(&self, _device: &Device, _params: &LaunchParams) -> Result<()> {

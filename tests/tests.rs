@@ -19,4 +19,5 @@ mod phast_cpu;
 mod phast_gpu;
 mod reliability;
 mod scheduling;
+mod tune;
 mod width;

@@ -16,7 +16,6 @@ pub mod gpu;
 pub mod od;
 pub mod phast;
 pub mod targets;
-pub mod tune;
 pub mod width;
 
 use crate::config::{AutoOr, Sources};

@@ -76,8 +76,9 @@ enum Command {
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<String>,
     },
-    /// Time candidate launch parameters of APSP's GPU half ([apsp] batch and local_size) on the
-    /// real devices and problem, print the table, and store the winners in the tuning cache.
+    /// Time the candidates the plugin declares for its GPU half (batch, local size, its own
+    /// knobs) on the real devices and problem, print the table, and store the winners in the
+    /// tuning cache, which later runs use.
     Tune {
         /// The config file (TOML).
         config: PathBuf,
@@ -135,7 +136,7 @@ fn history(clear: bool) -> crate::Result<()> {
     }
     let (store, note) = crate::scheduler::history::History::load(&path);
     if let Some(n) = note {
-        eprintln!("warning: {n}");
+        eprintln!("{}: warning: {n}", crate::program_name());
     }
     let now = crate::scheduler::history::now_secs();
     let mut n = 0;
@@ -243,6 +244,7 @@ where
     let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
     let _ = ARGS.set(args.clone());
     let name = bin_name();
+    crate::set_program_name(&name);
     let command = Cli::command().name(name.clone()).bin_name(name.clone());
     let cli = match command
         .try_get_matches_from(args)
@@ -290,7 +292,7 @@ where
     }
 }
 
-/// Log lines as a command-line tool writes them: `tuccompi: warning: ...`, `tuccompi: ...`
+/// Log lines as a command-line tool writes them: `NAME: warning: ...`, `NAME: ...`
 /// (info), `tuccompi: debug: ...`, the event's fields after its message; no timestamps or
 /// module paths (`RUST_LOG=debug` users get the target in debug lines).
 struct Lines(String);
@@ -373,41 +375,54 @@ fn real_main(cli: Cli, extra: &[&dyn Plugin], name: &str) -> Result<(), Error> {
             repeat,
         } => {
             let plan = Plan::load(&config, &set)?.with_node_units()?;
-            println!(
-                "{:<40} {:>10} {:>7} {:>12} {:>10}  predicted",
-                "device", "local_size", "batch", "seconds", "tasks/s"
-            );
-            let options = plugins::apsp::tune::TuneOptions { sample, repeat };
-            let rows = plugins::apsp::tune::tune(&plan, options, |r| {
-                println!(
-                    "{:<40} {:>10} {:>7} {:>12.4} {:>10.1}  {}",
-                    r.device,
-                    if r.local_size == 0 {
-                        "driver".to_string()
-                    } else {
-                        r.local_size.to_string()
-                    },
-                    r.batch,
-                    r.seconds,
-                    r.tasks as f64 / r.seconds.max(1e-12),
-                    if r.predicted { "yes" } else { "" }
-                );
+            let options = runtime::TuneOptions { sample, repeat };
+            let mut header = false;
+            let (_, tuned) = runtime::tune(&plan, &plugins::registry(), extra, options, |r| {
+                if !header {
+                    header = true;
+                    println!(
+                        "{:<32} {:<36} {:>10} {:>12}  predicted",
+                        "device", "candidate", "seconds", "tasks/s"
+                    );
+                }
+                match &r.failed {
+                    Some(why) => println!(
+                        "{:<32} {:<36} {:>10} {:>12}  {}",
+                        r.device,
+                        r.setting_text(),
+                        "failed",
+                        "",
+                        crate::thread::one_line(why)
+                    ),
+                    None => println!(
+                        "{:<32} {:<36} {:>10.4} {:>12.1}  {}",
+                        r.device,
+                        r.setting_text(),
+                        r.seconds,
+                        r.tasks as f64 / r.seconds.max(1e-12),
+                        if r.predicted { "yes" } else { "" }
+                    ),
+                }
             })?;
-            let best = rows.iter().min_by(|a, b| a.seconds.total_cmp(&b.seconds));
-            if let Some(b) = best {
-                println!(
-                    "best: local_size {} batch {}; stored in {}",
-                    b.local_size,
-                    b.batch,
-                    crate::tuning::cache_path().display()
-                );
+            for t in &tuned {
+                let best: Vec<String> = t.best.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                println!("best on {}: {}", t.device, best.join(" "));
             }
+            println!("stored in {}", crate::tuning::cache_path().display());
             Ok(())
         }
         Command::History { clear } => history(clear),
         Command::Plugins => {
-            for p in registry(extra) {
-                println!("{:<12} {}", p.name(), p.description());
+            let all = registry(extra);
+            // Names padded to the longest, so that every description starts in one column.
+            let width = all
+                .iter()
+                .map(|p| p.name().len())
+                .max()
+                .unwrap_or(0)
+                .max(12);
+            for p in all {
+                println!("{:<width$} {}", p.name(), p.description());
             }
             Ok(())
         }
@@ -515,9 +530,10 @@ fn print_outcome(plan: &Plan, report: &serde_json::Value) {
     let ranks = nodes.map_or(1, |n| n.len());
     let failed = report["failures"].as_array().map_or(0, |f| f.len());
     println!(
-        "{}: {} tasks on {units} units{} in {:.3} s; checksum {}; results in {}{}",
+        "{}: {} tasks on {}{} in {:.3} s; checksum {}; results in {}{}",
         report["plugin"].as_str().unwrap_or(""),
         report["tasks"],
+        count(units as usize, "unit"),
         if ranks > 1 {
             format!(" of {ranks} ranks")
         } else {
@@ -546,33 +562,51 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
     let plugin = runtime::resolve_plugin(&plan, &registry, extra)?;
     println!("config     {}", plan.config_path.display());
     println!("plugin     {} — {}", plugin.name(), plugin.description());
+    // A plugin without an [input] table (one that reads its own files or none) gets no
+    // input or sources lines.
     match &plan.input {
         Some(crate::config::InputSpec::Path(p)) => println!("input      {}", p.display()),
         Some(crate::config::InputSpec::Generate(g)) => println!("input      generated {g}"),
-        None => println!("input      none"),
+        None => {}
     }
     // Before any preprocessing: a bad output.dir is refused at once.
     crate::sink::outdir::validate(&plan.output.dir)?;
     let prepared = runtime::prepare(&plan, &registry, extra, 1)?;
     let job = prepared.job.as_ref();
     println!("           {}  ({} tasks)", job.describe(), job.tasks());
-    println!("sources    {}", plan.sources);
+    if plan.input.is_some() {
+        println!("sources    {}", plan.sources);
+    }
     let selection = runtime::select_units(&plan, &prepared, 1)?;
-    println!("units      cpu_workers = {}", selection.cpu_workers);
+    // The launch parameters `run` would choose on each device (the same tuner, cache
+    // included), and from their queues the units `run` would start.
+    let tuner = Tuner::new(plan.units.concurrent_kernels, Default::default());
+    let mut params = Vec::new();
+    if let Some(g) = job.gpu() {
+        for d in &selection.devices {
+            params.push(g.params(d, &tuner)?);
+        }
+    }
+    let queues: Vec<usize> = params.iter().map(|p| p.queues.value).collect();
+    let units = runtime::unit_names(&plan, job, &selection, &queues);
+    println!(
+        "units      {}  ({})",
+        units.join(", "),
+        count(units.len(), "unit")
+    );
     if selection.devices.is_empty() {
         println!(
             "           no OpenCL device (units.opencl = {})",
             plan.units.opencl
         )
     }
-    let tuner = Tuner::new(plan.units.concurrent_kernels, Default::default());
-    for d in &selection.devices {
+    for (i, d) in selection.devices.iter().enumerate() {
         println!(
             "           gpu{}: {} [{}] ({} compute units)",
             d.index, d.info.name, d.info.platform, d.info.compute_units
         );
-        if let Some(g) = job.gpu() {
-            print_launch_plan(&g.params(d, &tuner)?);
+        if let Some(p) = params.get(i) {
+            print_launch_plan(p);
         }
     }
     println!(
@@ -616,15 +650,30 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
             "           holds an unfinished run ({done} of {total} tasks done): `run --resume` continues it, `run --restart` discards it"
         );
     }
-    println!("tuning rules:");
-    for (when, what) in crate::tuning::RULES
-        .iter()
-        .chain(crate::tuning::TILE_RULES)
-        .chain(crate::tuning::SWEEP_RULES)
-    {
-        println!("  - {when}: {what}");
+    // The rules that chose the parameters shown: none without a device; the tile and sweep
+    // rules only for halves whose parameters have a tile or a sweep.
+    if !params.is_empty() {
+        println!("tuning rules:");
+        let tile = params.iter().any(|p| p.tile.is_some());
+        let sweep = params.iter().any(|p| p.sweep.is_some());
+        let rules = crate::tuning::RULES
+            .iter()
+            .chain(if tile { crate::tuning::TILE_RULES } else { &[] })
+            .chain(if sweep {
+                crate::tuning::SWEEP_RULES
+            } else {
+                &[]
+            });
+        for (when, what) in rules {
+            println!("  - {when}: {what}");
+        }
     }
     Ok(())
+}
+
+/// `1 unit`, `3 units`.
+fn count(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
 fn devices() {

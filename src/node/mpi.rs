@@ -98,7 +98,8 @@ fn remove_input_copy() {
 /// call regardless, so this takes the world communicator without waiting.
 fn abort_job(rank: usize, host: &str, msg: &str) -> ! {
     say(&format!(
-        "tuccompi: error: rank {rank} on {host} failed: {msg}"
+        "{}: error: rank {rank} on {host} failed: {msg}",
+        crate::program_name()
     ));
     remove_input_copy();
     SimpleCommunicator::world().abort(3)
@@ -433,8 +434,10 @@ impl Drop for MpiNode {
             // without it (the universe is not dropped). mpirun and srun end a job one of whose
             // processes exits without finalizing; this rank's error is printed as it returns.
             say(&format!(
-                "tuccompi: rank {} on {} stopped before the other ranks: the launcher ends the job",
-                self.rank, self.host
+                "{}: rank {} on {} stopped before the other ranks: the launcher ends the job",
+                crate::program_name(),
+                self.rank,
+                self.host
             ));
             return;
         }

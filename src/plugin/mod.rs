@@ -15,9 +15,10 @@
 //! run starts, after every check passed.
 
 use crate::config::Plan;
+use crate::device::DeviceInfo;
 use crate::device::{Device, KernelSource, Queue};
 use crate::sink::NpyRows;
-use crate::tuning::{characterizations, LaunchParams, Tuner};
+use crate::tuning::{characterizations, default_candidates, Knob, LaunchParams, Tuner};
 use crate::Result;
 use std::ops::Range;
 use std::path::Path;
@@ -186,6 +187,18 @@ pub trait Job: Sync {
     /// checksum object for `report.json`. Called once, on the root node, after every task
     /// finished.
     fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value>;
+
+    // Tuning: what `tune` times on each device.
+
+    /// The knobs `tune` times on `device`, given the launch parameters the rules predict there
+    /// (`predicted`), in the order it sweeps them: [`Knob::batch`], [`Knob::local_size`] and
+    /// knobs of the plugin's own ([`Knob::own`], read back in the GPU half with
+    /// [`LaunchParams::knob`]). Default: [`default_candidates`] (the batch around the
+    /// prediction, then the usual local sizes). The winners are stored under the key the GPU
+    /// half's [`Request::cache_name`](crate::tuning::Request::cache_name) names.
+    fn tune_candidates(&self, device: &DeviceInfo, predicted: &LaunchParams) -> Vec<Knob> {
+        default_candidates(device, predicted)
+    }
 }
 
 /// The CPU half of a plugin: makes one worker per CPU unit.

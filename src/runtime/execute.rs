@@ -14,7 +14,7 @@ pub fn run(
     run_with_cache(plan, plugins, opts, CacheUse::Read, node)
 }
 
-/// [`run`], with the tuners reading the tuning cache or not (`tuccompi tune` ignores it, so the
+/// [`run`], with the tuners reading the tuning cache or not (`tune` ignores it, so the
 /// prediction it compares against is the rules' own).
 pub fn run_with_cache(
     plan: &Plan,
@@ -252,7 +252,8 @@ pub(super) fn execute<'p>(
             .map(|d| format!("{} {} ({} queues)", d.id, d.name, d.queues))
             .collect();
         let line = format!(
-            "tuccompi: rank {} on {}: {cpus} CPU workers; OpenCL devices: {}\n",
+            "{}: rank {} on {}: {cpus} CPU workers; OpenCL devices: {}\n",
+            crate::program_name(),
             node.rank(),
             crate::node::host_name(),
             if found.is_empty() {
@@ -274,7 +275,7 @@ pub(super) fn execute<'p>(
             .and_then(|t| t.get("units")?.get("opencl").cloned())
             .is_some();
         if asked && !opts.quiet {
-            say(&format!("tuccompi: warning: {note}\n"));
+            say(&format!("{}: warning: {note}\n", crate::program_name()));
         } else {
             tracing::info!("{note}");
         }

@@ -30,6 +30,7 @@ mod progress;
 mod report;
 mod select;
 mod stage;
+mod tune;
 mod units;
 mod verify;
 
@@ -40,6 +41,8 @@ pub use prepare::*;
 use progress::*;
 use report::*;
 pub use select::*;
+pub use tune::{tune, TuneOptions, TuneRow, Tuned};
+pub use units::unit_names;
 use units::*;
 
 use stage::{finish_commit, journaled, precheck, Stage};

@@ -23,7 +23,7 @@ pub(super) fn log_progress(
     }
 }
 
-/// `tuccompi: progress: 1200/5000 tasks (24.0%), 812.3 tasks/s, about 4.7 s left` (the rate
+/// `NAME: progress: 1200/5000 tasks (24.0%), 812.3 tasks/s, about 4.7 s left` (the rate
 /// counts the tasks done since this run began, `done0` having been done before it).
 pub(super) fn progress_line(done: u64, done0: u64, tasks: u64, seconds: f64) -> String {
     let rate = done.saturating_sub(done0) as f64 / seconds.max(1e-9);
@@ -41,7 +41,8 @@ pub(super) fn progress_line(done: u64, done0: u64, tasks: u64, seconds: f64) -> 
         "no estimate yet".into()
     };
     format!(
-        "tuccompi: progress: {done}/{tasks} tasks ({:.1}%), {rate:.1} tasks/s, {eta}\n",
+        "{}: progress: {done}/{tasks} tasks ({:.1}%), {rate:.1} tasks/s, {eta}\n",
+        crate::program_name(),
         100.0 * done as f64 / (tasks.max(1)) as f64
     )
 }

@@ -83,11 +83,12 @@ pub(super) fn warn_narrow_affinity(node: &dyn Node) {
     if let Some((allowed, online)) = cpu_affinity().filter(|(a, o)| a < o) {
         ONCE.call_once(|| {
             let line = format!(
-                "tuccompi: warning: rank {} on {}: this process may run on {allowed} of the \
+                "{}: warning: rank {} on {}: this process may run on {allowed} of the \
                  machine's {online} CPUs (its CPU affinity mask), so its CPU workers share \
                  {allowed}. Under mpirun, which binds each rank to one core by default, start \
                  with `mpirun --bind-to none ...` (or give each rank its cores, e.g. `--map-by \
                  ppr:1:node:PE={online} --bind-to core`).\n",
+                crate::program_name(),
                 node.rank(),
                 crate::node::host_name()
             );

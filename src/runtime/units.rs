@@ -11,6 +11,49 @@ pub(super) fn cpu_chunk(plan: &Plan, tasks: usize, units: usize) -> usize {
     })
 }
 
+/// The CPU workers a run starts beside `gpu_queues` GPU queues: none without a CPU half or when
+/// the job prefers the GPU and has queues; under `cpu_workers = "auto"`, one core is left to
+/// the host thread of each GPU queue (it launches kernels and waits on the device; starved,
+/// it slows the whole device down), at least one worker when there is no queue.
+pub(super) fn cpu_workers_beside(
+    plan: &Plan,
+    job: &dyn Job,
+    selection: &Selection,
+    gpu_queues: usize,
+) -> usize {
+    if job.cpu().is_none() || (job.prefers_gpu() && gpu_queues > 0) {
+        0
+    } else if plan.units.cpu_workers_auto {
+        selection
+            .cpu_workers
+            .saturating_sub(gpu_queues)
+            .max(if gpu_queues == 0 { 1 } else { 0 })
+    } else {
+        selection.cpu_workers
+    }
+}
+
+/// The names of the units a run starts (`gpu0.q0`, ..., then `cpu0`, ...), given the queues
+/// each selected device gets (`queues[i]` for `selection.devices[i]`, from its launch
+/// parameters). `run` names its units this way, and `check` prints this list, so the two
+/// agree.
+pub fn unit_names(
+    plan: &Plan,
+    job: &dyn Job,
+    selection: &Selection,
+    queues: &[usize],
+) -> Vec<String> {
+    let mut names = Vec::new();
+    for (dev, &q) in selection.devices.iter().zip(queues) {
+        names.extend((0..q).map(|q| format!("gpu{}.q{q}", dev.index)));
+    }
+    let gpu_queues = names.len();
+    names.extend(
+        (0..cpu_workers_beside(plan, job, selection, gpu_queues)).map(|i| format!("cpu{i}")),
+    );
+    names
+}
+
 /// Failure injection for the node layer's tests: this rank fails as a plugin would.
 pub(super) fn injected_rank_failure(node: &dyn Node) -> Result<()> {
     if crate::node::injected_failure(node.rank(), "prepare") {
@@ -127,31 +170,19 @@ pub(super) fn build_units<'j>(
             });
         }
     }
-    // CPU workers: "auto" leaves one core to the host thread of each GPU queue (it launches
-    // kernels and waits on the device; starved, it slows the whole device down).
     let gpu_queues = units.len();
-    let cpu_workers = if job.prefers_gpu() && gpu_queues > 0 {
+    if job.prefers_gpu() && gpu_queues > 0 {
         tracing::info!(
             "plugin {} runs on the GPU; CPU workers stay idle",
             prepared.plugin.name()
         );
-        0
-    } else if plan.units.cpu_workers_auto {
-        selection
-            .cpu_workers
-            .saturating_sub(gpu_queues)
-            .max(if gpu_queues == 0 { 1 } else { 0 })
-    } else {
-        selection.cpu_workers
-    };
-    if job.cpu().is_some() {
-        for i in 0..cpu_workers {
-            units.push(Unit {
-                name: format!("cpu{i}"),
-                spec: UnitSpec::Cpu,
-                chunk: 0,
-            });
-        }
+    }
+    for i in 0..cpu_workers_beside(plan, job, selection, gpu_queues) {
+        units.push(Unit {
+            name: format!("cpu{i}"),
+            spec: UnitSpec::Cpu,
+            chunk: 0,
+        });
     }
     let chunk = cpu_chunk(plan, job.tasks(), units.len());
     for u in units.iter_mut().filter(|u| matches!(u.spec, UnitSpec::Cpu)) {

@@ -15,13 +15,16 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Tuned values for one key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Entry {
     /// Work-group size of the kernels without local-memory constraints (0 = the driver's).
     pub local_size: Option<usize>,
     /// Tasks per batch.
     pub batch: Option<usize>,
+    /// The plugin's own knobs (its [`Knob::own`](super::Knob::own) candidates), by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub knobs: BTreeMap<String, usize>,
 }
 
 /// The cache file's content.

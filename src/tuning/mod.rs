@@ -8,11 +8,13 @@
 //! cache (`tuccompi tune`'s measurements), which wins over the prediction ([`predict`]).
 
 mod cache;
+mod candidates;
 mod cpu;
 mod sweep;
 mod tile;
 
 pub use cache::{key as cache_key, path as cache_path, Cache, Entry as CacheEntry};
+pub use candidates::{default_candidates, free_local, Knob, BATCH, LOCAL_SIZE};
 pub use cpu::{phast_trees, CpuCache};
 
 pub use sweep::{
@@ -276,9 +278,20 @@ pub struct LaunchParams {
     /// The level-sweep parameters ([`sweep_plan`]), for halves that sweep a hierarchy.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sweep: Option<SweepPlan>,
+    /// The plugin's own knobs that `tune` measured ([`Knob::own`]), by name: read them with
+    /// [`LaunchParams::knob`]. Empty unless the tuning cache (or a candidate being timed)
+    /// holds some.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub knobs: BTreeMap<String, Choice>,
 }
 
 impl LaunchParams {
+    /// The value `tune` stored for the plugin's own knob `name` (or the candidate being timed),
+    /// `None` when there is none: the plugin then takes its own default.
+    pub fn knob(&self, name: &str) -> Option<usize> {
+        self.knobs.get(name).map(|c| c.value)
+    }
+
     /// The local size chosen for kernel `name` (0 = the driver's choice). A name the
     /// parameters were not chosen for (a typo, or a kernel missing from the half's
     /// [`Request::launched`]) is an error naming it and the kernels that have parameters.
@@ -369,13 +382,29 @@ pub enum CacheUse {
 pub struct Tuner {
     queues: Option<usize>,
     cache: CacheUse,
+    /// A candidate `tune` is timing: it wins over the config, the cache and the prediction
+    /// (only the kernels' fixed values and the plugin's own code win over it).
+    trial: Option<CacheEntry>,
 }
 
 impl Tuner {
     /// A tuner for a run whose config sets `units.concurrent_kernels` to `queues` (`None`:
     /// "auto"), reading the tuning cache or not.
     pub fn new(queues: Option<usize>, cache: CacheUse) -> Self {
-        Tuner { queues, cache }
+        Tuner {
+            queues,
+            cache,
+            trial: None,
+        }
+    }
+
+    /// This tuner with candidate `trial` in place of the tuning cache and of the config's
+    /// `batch` and `local_size` (for the values it holds): what `tune` times.
+    pub fn trying(&self, trial: CacheEntry) -> Self {
+        Tuner {
+            trial: Some(trial),
+            ..self.clone()
+        }
     }
 
     /// Launch parameters for `req` on `dev`: config > tuning cache > prediction, each with its
@@ -407,28 +436,58 @@ impl Tuner {
             .cache_name
             .as_ref()
             .map(|name| cache_key(dev, name, req.shape.n));
-        let cached = match (&key, self.cache) {
-            (Some(k), CacheUse::Read) => Cache::read().entries.get(k).copied(),
+        let cached = match (&key, self.cache, &self.trial) {
+            (_, _, Some(t)) => Some(t.clone()),
+            (Some(k), CacheUse::Read, None) => Cache::read().entries.get(k).cloned(),
             _ => None,
         };
+        // A candidate being timed replaces the config's values it holds.
+        let trial = self.trial.as_ref();
+        let batch = req
+            .batch
+            .as_ref()
+            .filter(|_| trial.is_none_or(|t| t.batch.is_none()));
+        let local_size = req
+            .local_size
+            .as_ref()
+            .filter(|_| trial.is_none_or(|t| t.local_size.is_none()));
+        let knobs = cached.as_ref().map(|c| c.knobs.clone()).unwrap_or_default();
         let mut p = choose(
             &chars,
             dev,
             req.shape,
-            req.batch.as_ref().map(|s| s.value),
+            batch.map(|s| s.value),
             self.queues,
-            req.local_size.as_ref().map(|s| s.value),
+            local_size.map(|s| s.value),
             cached,
         );
         // The config's own key names the reason.
-        if let Some(s) = &req.batch {
+        if let Some(s) = batch {
             p.batch.reason = p.batch.reason.replacen(CONFIG, &s.key, 1);
         }
-        if let Some(s) = &req.local_size {
+        if let Some(s) = local_size {
             for c in p.local.values_mut() {
                 c.reason = c.reason.replacen(CONFIG, &s.key, 1);
             }
         }
+        let why = if self.trial.is_some() {
+            "a candidate tune is timing"
+        } else {
+            "measured by tune"
+        };
+        p.knobs = knobs
+            .into_iter()
+            .map(|(k, v)| {
+                (
+                    k,
+                    Choice {
+                        value: v,
+                        source: Source::Cache,
+                        reason: why.into(),
+                    },
+                )
+            })
+            .collect();
         p.cache_key = key;
         Ok(p)
     }
@@ -482,7 +541,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("local size, GPU, coalesced and low load", "256: wide groups stream memory; 256 is a multiple of every vendor's SIMD width (32/64)"),
     ("local size, CPU device (PoCL)", "the device's preferred 64 (capped by max work-group): PoCL vectorizes across a group's items"),
     ("local size, reduction kernels", "rounded down to a power of two, as the tree needs"),
-    ("batch (tasks per launch)", "enough items to fill the device: compute units x max work-group x 16 items (GPU; x 1 for CPU devices) / n, between 1 and 256, and at most 40% of device memory over all queues (H100: twice the old x 8 batch ran 1-22% faster for crauser and two-phase)"),
+    ("batch (tasks per launch)", "enough items to fill the device: compute units x max work-group x 16 items (GPU; x 1 for CPU devices) / n, between 1 and 256 but never fewer than the device's resident items (compute units x 2048 on a GPU, x max work-group on a CPU device) / n over the queues, so that a kernel of one work-item per task fills it; at most 40% of device memory over all queues (H100: twice the old x 8 batch ran 1-22% faster for crauser and two-phase)"),
     ("groups per task (reductions)", "4 groups per compute unit spread over the batch, at least 1 and no more than n / local"),
     ("batch, work-list kernels (a persistent grid)", "GPU: 2^28 / n rounded down to a power of two, within 256..1024 (frontiers are sparse, so only many sources fill the device; on an H100 osm-bremen-dist ran best at 1024, osm-moscow at 512); CPU devices: 16; capped by 40% of device memory over all queues"),
     ("persistent grid", "GPU: compute units x 2048 items (every resident thread of an NVIDIA SM / AMD CU); CPU devices: compute units x local size"),
@@ -510,7 +569,7 @@ pub fn choose(
             p.batch = Choice {
                 value: b,
                 source: Source::Cache,
-                reason: "measured by tuccompi tune".into(),
+                reason: "measured by tune".into(),
             };
         }
     }
@@ -528,7 +587,7 @@ pub fn choose(
                         Choice {
                             value: l,
                             source: Source::Cache,
-                            reason: "measured by tuccompi tune (0 = the driver's choice)".into(),
+                            reason: "measured by tune (0 = the driver's choice)".into(),
                         },
                     );
                 }
@@ -536,6 +595,33 @@ pub fn choose(
         }
     }
     p
+}
+
+/// Work-items a device keeps resident at once: compute units x 2048 on a GPU (every thread an
+/// NVIDIA SM or AMD CU holds), compute units x max work-group on a CPU device.
+pub fn resident_items(dev: &DeviceInfo) -> usize {
+    let per_unit = if dev.kind == "gpu" {
+        2048
+    } else {
+        dev.max_work_group.max(1)
+    };
+    (dev.compute_units as usize).max(1) * per_unit
+}
+
+/// Tasks per launch that fill `dev` when each task launches `n` work-items (before the memory
+/// cap): compute units x max work-group x 16 items on a GPU (x 1 on a CPU device) over `n`,
+/// between 1 and 256 tasks, but never fewer than the tasks whose items keep every resident
+/// work-item busy ([`resident_items`] / `n`, shared by the 4 queues such small tasks get on a
+/// GPU): a kernel with one work-item per task gets a batch the size of the device, not 256.
+pub fn fill_batch(dev: &DeviceInfo, n: usize) -> usize {
+    let gpu = dev.kind == "gpu";
+    let n = n.max(1);
+    let fill =
+        (dev.compute_units as usize).max(1) * dev.max_work_group.max(1) * if gpu { 16 } else { 1 };
+    let queues = if gpu { 4 } else { 1 };
+    fill.div_ceil(n)
+        .clamp(1, 256)
+        .max(resident_items(dev).div_ceil(n * queues))
 }
 
 /// Predict launch parameters for kernels `chars` on `dev` for `shape`; `batch` and `queues`
@@ -611,13 +697,11 @@ pub fn predict(
         );
     }
     let fill = dev.compute_units as usize * maxwg * if gpu { 16 } else { 1 };
+    let fill_batch = fill_batch(dev, shape.n);
     let queues_pred = if !gpu {
         1
     } else if !chars.values().any(|c| c.grid == Grid::Persistent)
-        && shape
-            .n
-            .saturating_mul(fill.div_ceil(shape.n.max(1)).min(256))
-            < fill / 4
+        && shape.n.saturating_mul(fill_batch) < fill / 4
     {
         4
     } else {
@@ -657,10 +741,7 @@ pub fn predict(
             }
         }
         None => {
-            let b = fill
-                .div_ceil(shape.n.max(1))
-                .clamp(1, 256)
-                .min(mem_cap.max(1));
+            let b = fill_batch.min(mem_cap.max(1));
             Choice {
                 value: b,
                 source: Source::Predicted,
@@ -701,6 +782,7 @@ pub fn predict(
         cache_key: None,
         tile: None,
         sweep: None,
+        knobs: BTreeMap::new(),
     }
 }
 

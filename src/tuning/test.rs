@@ -170,15 +170,24 @@ fn precedence_config_then_cache_then_prediction() {
     let cached = Some(CacheEntry {
         local_size: Some(64),
         batch: Some(300),
+        knobs: Default::default(),
     });
-    let p = choose(&c, &d, shape(400_000), None, None, None, cached);
+    let p = choose(&c, &d, shape(400_000), None, None, None, cached.clone());
     assert_eq!((p.batch.value, p.batch.source), (300, Source::Cache));
     assert_eq!(
         (p.local["wl_round"].value, p.local["wl_round"].source),
         (64, Source::Cache)
     );
     assert_eq!(p.local["sssp_summary"].source, Source::Predicted);
-    let p = choose(&c, &d, shape(400_000), Some(7), None, Some(32), cached);
+    let p = choose(
+        &c,
+        &d,
+        shape(400_000),
+        Some(7),
+        None,
+        Some(32),
+        cached.clone(),
+    );
     assert_eq!((p.batch.value, p.batch.source), (7, Source::Config));
     assert_eq!(
         (p.local["wl_round"].value, p.local["wl_round"].source),
@@ -200,6 +209,7 @@ fn cache_round_trip() {
         CacheEntry {
             local_size: Some(256),
             batch: Some(512),
+            knobs: Default::default(),
         },
     );
     std::fs::create_dir_all(&dir).unwrap();
@@ -209,7 +219,8 @@ fn cache_round_trip() {
         back.entries[&k],
         CacheEntry {
             local_size: Some(256),
-            batch: Some(512)
+            batch: Some(512),
+            knobs: Default::default(),
         }
     );
     std::fs::write(&file, "[entries.x]\nlocal_sise = 3\n").unwrap();
@@ -471,6 +482,7 @@ fn top_levels_follow_the_groups_the_one_launch_has() {
             cache_key: None,
             tile: None,
             sweep: None,
+            knobs: Default::default(),
         };
         let req = SweepRequest {
             level_sizes: &sizes,
@@ -491,4 +503,83 @@ fn top_levels_follow_the_groups_the_one_launch_has() {
     assert_eq!(top(64), 8);
     // k = 1024: 256 quads < 264: 256 groups x 256 = 65,536 items, under 256 vertices.
     assert_eq!(top(1024), 8);
+}
+
+#[test]
+fn one_item_per_task_gets_a_batch_that_fills_the_device() {
+    let c = subset(&characterizations(&COLLATZ).unwrap(), &["collatz_steps"]);
+    let one = Shape {
+        n: 1,
+        mean_degree: 1.0,
+        bytes_per_task: 64,
+        shared_bytes: 0,
+    };
+    // An H100-like description: 132 compute units, 2048 resident items each.
+    let gpu = dev("gpu", 132, 1024);
+    let p = predict(&c, &gpu, one, None, None, None);
+    assert!(
+        p.batch.value * p.queues.value >= 132 * 2048,
+        "batch {} x {} queues leaves most of 132 x 2048 resident items idle",
+        p.batch.value,
+        p.queues.value
+    );
+    assert_eq!(p.batch.value, resident_items(&gpu) / 4);
+    // A CPU device of 2 cores whose work-groups hold 4096 items: 8192 tasks a launch.
+    let p = predict(&c, &dev("cpu", 2, 4096), one, None, None, None);
+    assert_eq!(p.batch.value, 2 * 4096);
+    // Large tasks keep the batch the 16x fill rule gives (unchanged by the floor).
+    assert_eq!(fill_batch(&gpu, 400_000), 6);
+    assert_eq!(fill_batch(&gpu, 300), 256);
+    // Memory still caps it: 1 MiB per task on an 8 GiB device, 40% over 4 queues.
+    let big = Shape {
+        bytes_per_task: 1 << 20,
+        ..one
+    };
+    let p = predict(&c, &gpu, big, None, None, None);
+    assert!(p.batch.value <= (8 << 30) * 4 / 10 / (1 << 20));
+}
+
+#[test]
+fn a_candidate_being_timed_wins_over_the_config_and_carries_own_knobs() {
+    let d = dev("gpu", 8, 1024);
+    let mut req = Request::new(&COLLATZ, &["collatz_steps", "collatz_reduce"], shape(5000));
+    req.cache_name = Some("collatz.steps".into());
+    req.batch = Setting::from_config(Some(3), "[collatz] batch");
+    let trial = CacheEntry {
+        local_size: Some(32),
+        batch: Some(9),
+        knobs: [("unroll".to_string(), 4)].into(),
+    };
+    let tuner = Tuner::new(None, CacheUse::Ignore);
+    let p = tuner.trying(trial).params(&d, req.clone()).unwrap();
+    assert_eq!(p.batch.value, 9);
+    assert_eq!(p.local["collatz_steps"].value, 32);
+    // The reduction's tree keeps the rules' power of two.
+    assert_ne!(p.local["collatz_reduce"].source, Source::Cache);
+    assert_eq!(p.knob("unroll"), Some(4));
+    assert_eq!(p.knob("other"), None);
+    // Without the candidate: the config's batch, no knob.
+    let p = tuner.params(&d, req).unwrap();
+    assert_eq!((p.batch.value, p.batch.source), (3, Source::Config));
+    assert!(p.knobs.is_empty());
+}
+
+#[test]
+fn default_candidates_time_the_batch_around_the_prediction_then_local_sizes() {
+    let c = subset(&characterizations(&SSSP).unwrap(), &CRAUSER);
+    let d = dev("gpu", 132, 256);
+    let p = predict(&c, &d, shape(400_000), None, None, None);
+    let k = default_candidates(&d, &p);
+    let b = p.batch.value;
+    assert!(b >= 2, "{b}");
+    assert_eq!(k[0], Knob::batch([b / 2, b, 2 * b]));
+    assert_eq!(k[1].name, LOCAL_SIZE);
+    // The device allows 256 items a group: 512 is left out; 0 (the driver's) is tried.
+    assert_eq!(k[1].values, [256, 64, 128, 0]);
+    // A batch the plugin fixes is not a candidate.
+    let mut fixed = p.clone();
+    fixed.batch = Choice::fixed(7, "the plugin's");
+    assert!(default_candidates(&d, &fixed)
+        .iter()
+        .all(|k| k.name != BATCH));
 }

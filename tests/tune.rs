@@ -1,0 +1,151 @@
+//! Tuning and checks for any plugin: `check` lists exactly the units `run` starts; `tune`
+//! times the candidates a plugin declares and the next run uses the stored winners.
+
+use crate::util::*;
+use std::path::Path;
+use std::process::Command;
+
+/// `tuccompi ARGS` in `cwd`, with the caches in `cwd/cache`: (exit code, stdout, stderr).
+fn tuccompi_in(cwd: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tuccompi"))
+        .current_dir(cwd)
+        .env("XDG_CACHE_HOME", cwd.join("cache"))
+        .args(args)
+        .output()
+        .unwrap();
+    let (o, e) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(!e.contains("panicked"), "panic: {e}");
+    (out.status.code().unwrap_or(-1), o, e)
+}
+
+/// The unit names of `check`'s `units` line (`units      gpu0.q0, cpu0  (2 units)`).
+fn check_units(out: &str) -> Vec<String> {
+    let line = out
+        .lines()
+        .find_map(|l| l.strip_prefix("units      "))
+        .unwrap_or_else(|| panic!("no units line in:\n{out}"));
+    let names = line.split("  (").next().unwrap();
+    names.split(", ").map(str::to_string).collect()
+}
+
+/// `check` prints exactly the units `run` starts (names and number), with PoCL's device and
+/// without, with "auto" CPU workers (one core left to each GPU queue) and a fixed count.
+#[test]
+fn check_lists_the_units_run_starts() {
+    let with_gpu = opencl();
+    let cwd = tmpdir("tune-units");
+    let cfg = cwd.join("dense.toml");
+    std::fs::write(
+        &cfg,
+        "[run]\nplugin = \"dense-dijkstra\"\nsources = 16\n[input.generate]\n\
+         model = \"complete\"\nvertices = 64\nseed = 1\n[units]\ncpu_workers = \"auto\"\n\
+         opencl = \"all\"\ndevice_type = \"all\"\n[output]\ndir = \"out\"\n",
+    )
+    .unwrap();
+    let cfg = cfg.to_str().unwrap();
+    let mut cases = vec![vec!["units.opencl=\"none\""], vec!["units.cpu_workers=3"]];
+    cases.push(vec![]);
+    for sets in cases {
+        let mut args = vec![];
+        for s in &sets {
+            args.extend(["--set", s]);
+        }
+        let (code, out, err) = tuccompi_in(&cwd, &[&["check", cfg], &args[..]].concat());
+        assert_eq!(code, 0, "{err}");
+        let checked = check_units(&out);
+        let _ = std::fs::remove_dir_all(cwd.join("out"));
+        let (code, _, err) = tuccompi_in(&cwd, &[&["run", cfg, "-q"], &args[..]].concat());
+        assert_eq!(code, 0, "{err}");
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(cwd.join("out/report.json")).unwrap())
+                .unwrap();
+        let ran: Vec<String> = report["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| u["name"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(checked, ran, "check and run disagree with --set {sets:?}");
+        if with_gpu && sets.is_empty() {
+            assert!(ran.iter().any(|u| u.starts_with("gpu")), "{ran:?}");
+        }
+    }
+}
+
+/// `tune` on a user's plugin (examples/collatz.rs, which declares its steps kernel's local
+/// sizes as candidates): every candidate is timed and listed with its time, the fastest is
+/// stored in the tuning cache, and the next `run` launches with it (origin "cache"), with the
+/// same results as a CPU-only run.
+#[test]
+fn tune_times_a_plugins_candidates_and_run_uses_the_winner() {
+    use crate::example::collatz;
+    use tuccompi::{node::Single, Plan, RunOptions};
+    if !opencl() {
+        return;
+    }
+    let dir = tmpdir("tune-collatz");
+    let text = "[run]\nplugin = \"collatz\"\n[collatz]\nfirst = 1\ncount = 200000\nblock = 5000\n\
+                [units]\nopencl = \"all\"\ndevice_type = \"all\"\ncpu_workers = 1\n";
+    let out = format!("output.dir={:?}", dir.join("out").display().to_string());
+    let plan = Plan::from_toml(text, Path::new("collatz.toml"), &[out]).unwrap();
+    let mut rows = Vec::new();
+    let options = tuccompi::runtime::TuneOptions {
+        sample: Some(8),
+        repeat: 1,
+    };
+    let (_, tuned) = tuccompi::runtime::tune(&plan, &[], &[&collatz::Collatz], options, |r| {
+        rows.push(r.clone())
+    })
+    .unwrap();
+    assert!(!dir.join("out").exists(), "tune wrote into output.dir");
+    // The declared candidates, each timed once (the device allows all four on PoCL).
+    let dev = &tuned[0];
+    let mine: Vec<_> = rows.iter().filter(|r| r.device == dev.device).collect();
+    let mut sizes: Vec<usize> = mine.iter().map(|r| r.setting["local_size"]).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    assert_eq!(sizes, [32, 64, 128, 256], "{mine:?}");
+    assert!(mine
+        .iter()
+        .all(|r| r.seconds.is_finite() && r.seconds > 0.0 && r.tasks == 8));
+    let fastest = mine
+        .iter()
+        .min_by(|a, b| a.seconds.total_cmp(&b.seconds))
+        .unwrap();
+    assert_eq!(dev.best["local_size"], fastest.setting["local_size"]);
+    assert!(dev.key.contains("collatz.steps"), "{}", dev.key);
+    // The next run reads the winner from the cache.
+    let opts = RunOptions {
+        quiet: true,
+        extra_plugins: vec![&collatz::Collatz],
+        ..Default::default()
+    };
+    let outcome = tuccompi::run(&plan, &opts, &Single).unwrap();
+    let d = outcome
+        .devices
+        .iter()
+        .find(|d| d.name == dev.device)
+        .expect("the tuned device ran");
+    let steps = &d.tuning.local["collatz_steps"];
+    assert_eq!(
+        (steps.value, steps.source.as_str()),
+        (dev.best["local_size"], "cache"),
+        "{:?}",
+        d.tuning
+    );
+    let dev_json = &outcome.report["devices"][0]["tuning"]["local"]["collatz_steps"];
+    assert_eq!(dev_json["source"], "cache", "{dev_json}");
+    // Same results as the CPU half alone.
+    let cpu_dir = format!("output.dir={:?}", dir.join("cpu").display().to_string());
+    let cpu_plan = Plan::from_toml(
+        text,
+        Path::new("collatz.toml"),
+        &[cpu_dir, "units.opencl=\"none\"".into()],
+    )
+    .unwrap();
+    let cpu = tuccompi::run(&cpu_plan, &opts, &Single).unwrap();
+    assert_eq!(outcome.report["checksum"], cpu.report["checksum"]);
+}
