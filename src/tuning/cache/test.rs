@@ -11,6 +11,7 @@ fn one() -> Cache {
         Entry {
             local_size: Some(64),
             batch: Some(16),
+            knobs: Default::default(),
         },
     );
     c
