@@ -35,7 +35,7 @@ fn run_collatz(sets: &[&str]) -> (serde_json::Value, Vec<[u64; 3]>) {
         extra_plugins: vec![&collatz::Collatz],
         ..Default::default()
     };
-    let checksum = tuccompi::run(&plan, &opts, &Single).unwrap().report["checksum"].clone();
+    let checksum = tuccompi_plugins::run(&plan, &opts, &Single).unwrap().report["checksum"].clone();
     let csv = std::fs::read_to_string(dir.join("collatz.csv")).unwrap();
     let mut lines = csv.lines();
     assert_eq!(lines.next(), Some("block,first,sum,max,argmax"));
@@ -408,7 +408,7 @@ fn run_options(sets: &[&str]) -> (f64, f64, String, serde_json::Value) {
         extra_plugins: vec![&options::Options],
         ..Default::default()
     };
-    let report = tuccompi::run(&plan, &opts, &Single).unwrap().report;
+    let report = tuccompi_plugins::run(&plan, &opts, &Single).unwrap().report;
     let c = &report["checksum"];
     let csv = std::fs::read_to_string(dir.join("options.csv")).unwrap();
     (

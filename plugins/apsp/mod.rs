@@ -19,11 +19,11 @@ pub mod targets;
 pub mod tune;
 pub mod width;
 
+use crate::common::geo::{self, Geo};
+use crate::common::{resolve_sources, write_summary_records, Dist, PathSummary, RowWrite};
 use crate::config::{AutoOr, Sources};
 use crate::graph::Csr;
 use crate::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker};
-use crate::plugins::common::geo::{self, Geo};
-use crate::plugins::common::{resolve_sources, write_summary_records, Dist, PathSummary, RowWrite};
 use crate::sink::NpyRows;
 use crate::Result;
 use dijkstra::Dijkstra;
@@ -167,6 +167,9 @@ impl Plugin for Apsp {
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         // Checks below name their key; this adds where it was set.
         prepare(ctx).map_err(|e| ctx.plan.origins.locate(e))
+    }
+    fn tune(&self, plan: &crate::Plan, sample: Option<usize>, repeat: usize) -> Result<()> {
+        tune::command(plan, sample, repeat)
     }
 }
 

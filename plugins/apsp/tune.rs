@@ -41,6 +41,40 @@ pub struct TuneOptions {
     pub repeat: usize,
 }
 
+/// `tuccompi tune` for apsp: print each candidate's timing as it comes, then the winner and
+/// where it is stored.
+pub fn command(plan: &Plan, sample: Option<usize>, repeat: usize) -> Result<()> {
+    println!(
+        "{:<40} {:>10} {:>7} {:>12} {:>10}  predicted",
+        "device", "local_size", "batch", "seconds", "tasks/s"
+    );
+    let rows = tune(plan, TuneOptions { sample, repeat }, |r| {
+        println!(
+            "{:<40} {:>10} {:>7} {:>12.4} {:>10.1}  {}",
+            r.device,
+            if r.local_size == 0 {
+                "driver".to_string()
+            } else {
+                r.local_size.to_string()
+            },
+            r.batch,
+            r.seconds,
+            r.tasks as f64 / r.seconds.max(1e-12),
+            if r.predicted { "yes" } else { "" }
+        );
+    })?;
+    let best = rows.iter().min_by(|a, b| a.seconds.total_cmp(&b.seconds));
+    if let Some(b) = best {
+        println!(
+            "best: local_size {} batch {}; stored in {}",
+            b.local_size,
+            b.batch,
+            crate::tuning::cache_path().display()
+        );
+    }
+    Ok(())
+}
+
 fn pick_local(tuning: &LaunchParams) -> usize {
     // The predicted local size of the kernels the cache's local size applies to.
     ["wl_round", "sssp_relax", "tp_relax"]

@@ -11,7 +11,7 @@ mod signals;
 
 use crate::plugin::Plugin;
 use crate::tuning::{Choice, LaunchParams, Tuner};
-use crate::{config::Plan, node, plugins, runtime, Error, RunOptions};
+use crate::{config::Plan, node, runtime, Error, RunOptions};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -219,7 +219,8 @@ fn bin_name() -> String {
         .unwrap_or_else(|| "tuccompi".into())
 }
 
-/// The whole command line over the built-in plugins and `extra` (a user's own): parse the
+/// The whole command line over the plugins `extra` (a binary's registry: `tuccompi`'s is its
+/// built-in plugins, a user's binary names its own): parse the
 /// arguments, run the command, print one message per error, and return the exit code.
 ///
 /// ```no_run
@@ -373,36 +374,7 @@ fn real_main(cli: Cli, extra: &[&dyn Plugin], name: &str) -> Result<(), Error> {
             repeat,
         } => {
             let plan = Plan::load(&config, &set)?.with_node_units()?;
-            println!(
-                "{:<40} {:>10} {:>7} {:>12} {:>10}  predicted",
-                "device", "local_size", "batch", "seconds", "tasks/s"
-            );
-            let options = plugins::apsp::tune::TuneOptions { sample, repeat };
-            let rows = plugins::apsp::tune::tune(&plan, options, |r| {
-                println!(
-                    "{:<40} {:>10} {:>7} {:>12.4} {:>10.1}  {}",
-                    r.device,
-                    if r.local_size == 0 {
-                        "driver".to_string()
-                    } else {
-                        r.local_size.to_string()
-                    },
-                    r.batch,
-                    r.seconds,
-                    r.tasks as f64 / r.seconds.max(1e-12),
-                    if r.predicted { "yes" } else { "" }
-                );
-            })?;
-            let best = rows.iter().min_by(|a, b| a.seconds.total_cmp(&b.seconds));
-            if let Some(b) = best {
-                println!(
-                    "best: local_size {} batch {}; stored in {}",
-                    b.local_size,
-                    b.batch,
-                    crate::tuning::cache_path().display()
-                );
-            }
-            Ok(())
+            runtime::resolve_plugin(&plan, &[], extra)?.tune(&plan, sample, repeat)
         }
         Command::History { clear } => history(clear),
         Command::Plugins => {
@@ -433,11 +405,9 @@ fn real_main(cli: Cli, extra: &[&dyn Plugin], name: &str) -> Result<(), Error> {
     }
 }
 
-/// The built-in plugins and a binary's own, its own first (so that they are found first).
+/// The binary's plugins, in the order it lists them.
 fn registry<'a>(extra: &[&'a dyn Plugin]) -> Vec<&'a dyn Plugin> {
-    let mut all: Vec<&'a dyn Plugin> = extra.to_vec();
-    all.extend(plugins::registry());
-    all
+    extra.to_vec()
 }
 
 /// The options of a run from the command line. Signals are watched from the start: a stop
@@ -471,7 +441,7 @@ fn run(
     node::refuse_launcher_without_mpi()?;
     let opts = run_options(quiet, unfinished, extra)?;
     let plan = Plan::load(config, set)?.with_node_units()?;
-    let outcome = runtime::run(&plan, &plugins::registry(), &opts, &node::Single)?;
+    let outcome = runtime::run(&plan, &[], &opts, &node::Single)?;
     if !quiet {
         print_outcome(&plan, &outcome.report);
     }
@@ -490,13 +460,12 @@ fn run(
     let world = node::mpi::MpiNode::init()?;
     let opts = run_options(quiet, unfinished, extra)?;
     let plan = world.load_plan(config, set)?.with_node_units()?;
-    let outcome =
-        runtime::run(&plan, &plugins::registry(), &opts, &world).map_err(|e| match e {
-            // Every rank has finished its part; rank 0 says how to resume.
-            Error::Interrupted { .. } => e,
-            e if world.size() > 1 => world.fail(e),
-            e => e,
-        })?;
+    let outcome = runtime::run(&plan, &[], &opts, &world).map_err(|e| match e {
+        // Every rank has finished its part; rank 0 says how to resume.
+        Error::Interrupted { .. } => e,
+        e if world.size() > 1 => world.fail(e),
+        e => e,
+    })?;
     if !quiet && world.is_root() {
         print_outcome(&plan, &outcome.report);
     }
@@ -542,13 +511,15 @@ fn print_outcome(plan: &Plan, report: &serde_json::Value) {
 fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Error> {
     node::refuse_launcher_without_mpi()?;
     let plan = Plan::load(config, set)?.with_node_units()?;
-    let registry: Vec<&dyn Plugin> = plugins::registry();
+    let registry: Vec<&dyn Plugin> = Vec::new();
     let plugin = runtime::resolve_plugin(&plan, &registry, extra)?;
     println!("config     {}", plan.config_path.display());
     println!("plugin     {} — {}", plugin.name(), plugin.description());
     match &plan.input {
         Some(crate::config::InputSpec::Path(p)) => println!("input      {}", p.display()),
-        Some(crate::config::InputSpec::Generate(g)) => println!("input      generated {g}"),
+        Some(crate::config::InputSpec::Generate(g)) => {
+            println!("input      generated {}", toml::Value::Table(g.clone()))
+        }
         None => println!("input      none"),
     }
     // Before any preprocessing: a bad output.dir is refused at once.

@@ -12,17 +12,17 @@ pub use geo::{is_osm, GeoPlan};
 pub use origin::Origins;
 pub use raw::{AutoOr, DeviceSel, NoArc, NodePolicy, OnFailure, OutputFormat, Policy, Sources};
 
-use crate::graph::GenSpec;
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 
-/// Where the graph comes from.
+/// Where the input comes from.
 #[derive(Debug, Clone)]
 pub enum InputSpec {
     /// A file; format from its extension.
     Path(PathBuf),
-    /// A generated graph.
-    Generate(GenSpec),
+    /// A generated input: the `[input.generate]` table, which the plugin that generates it
+    /// reads ([`Plan::table`]).
+    Generate(toml::Table),
 }
 
 /// How an input file is read, beyond its extension.
@@ -229,8 +229,6 @@ impl Plan {
     /// `#[serde(deny_unknown_fields)]`: a bad value is an error naming `table.key` and where it
     /// was set.
     pub fn options<T: serde::de::DeserializeOwned>(&self, table: &str) -> Result<T> {
-        // Through TOML text rather than the value tree: the error then has a span, and the
-        // span gives the key.
         // The table asked for (the run's plugin's own is `plugin_options`; any other, such as a
         // table a plugin shares with another, comes from the file's tables), empty if absent.
         let empty = toml::Table::new();
@@ -239,6 +237,15 @@ impl Plan {
         } else {
             self.other_tables.get(table).unwrap_or(&empty)
         };
+        self.table(table, t)
+    }
+
+    /// The table `t`, found at the dotted key `table` (`input.generate`), as `T`, a serde
+    /// struct with `#[serde(deny_unknown_fields)]`: a bad value is an error naming `table.key`
+    /// and where it was set.
+    pub fn table<T: serde::de::DeserializeOwned>(&self, table: &str, t: &toml::Table) -> Result<T> {
+        // Through TOML text rather than the value tree: the error then has a span, and the
+        // span gives the key.
         let text = toml::to_string(t).map_err(|e| Error::Config(e.to_string()))?;
         toml::from_str(&text).map_err(|e: toml::de::Error| {
             let key = match e.span() {

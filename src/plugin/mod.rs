@@ -31,15 +31,27 @@ pub trait Plugin: Sync {
     fn description(&self) -> &'static str;
     /// Read the input and options and set up a job. Runs on every node.
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>>;
+    /// `tune`: time the plugin's launch candidates (`sample` tasks per timed run, the median of
+    /// `repeat` runs) on the devices `plan` selects, print them and store the winners. The
+    /// default: the plugin declares nothing to tune.
+    fn tune(&self, plan: &Plan, sample: Option<usize>, repeat: usize) -> Result<()> {
+        let _ = (sample, repeat);
+        Err(crate::Error::Config(format!(
+            "tune: the {} plugin declares nothing to tune (run.plugin = {:?} in {})",
+            self.name(),
+            plan.plugin,
+            plan.config_path.display()
+        )))
+    }
 }
 
 /// What a plugin gets to prepare a job.
 pub struct PrepareCtx<'a> {
     /// The validated plan.
     pub plan: &'a Plan,
-    /// Under MPI, the ranks of this machine sharing one copy of the input graph
-    /// (`plugins::common::load_csr` uses it).
-    pub graphs: Option<&'a dyn crate::graph::GraphShare>,
+    /// Under MPI, the ranks of this job making bytes together: once per machine, mapped by its
+    /// ranks (the built-in graph plugins share their input graph so), or once per job.
+    pub graphs: Option<&'a dyn crate::node::share::Share>,
     /// `tuccompi check`: prepare writes nothing anywhere (no cache file; caches are only read).
     pub dry_run: bool,
     /// Tasks an unfinished run that this one resumes has already done (0 for a fresh run):
