@@ -3,7 +3,6 @@
 //! where it was set. Through `Plan::from_toml` for the plan's tables, through `tuccompi check`
 //! and `tuccompi run` on a tiny graph (CPU workers, and PoCL where present) for the plugins'.
 
-use crate::example::collatz;
 use crate::util::*;
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -248,9 +248,12 @@ impl Plan {
         // span gives the key.
         let text = toml::to_string(t).map_err(|e| Error::Config(e.to_string()))?;
         toml::from_str(&text).map_err(|e: toml::de::Error| {
+            // A missing field is the table's: its span is only where the table starts.
             let key = match e.span() {
-                Some(s) => origin::key_at(&text, s.start).1,
-                None => String::new(),
+                Some(s) if !e.message().starts_with("missing field") => {
+                    origin::key_at(&text, s.start).1
+                }
+                _ => String::new(),
             };
             let key = if key.is_empty() {
                 table.to_string()
