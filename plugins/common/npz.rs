@@ -62,7 +62,7 @@ fn npy_err(e: std::io::Error) -> Error {
 }
 
 /// Write `dir/name` as an `.npz` archive of `entries` (stored; zip64 where an entry needs it),
-/// through a temporary file renamed into place ([`super::write_stream`]).
+/// through a temporary file renamed into place ([`crate::sink::write_stream`]).
 pub fn write_npz(dir: &Path, name: &str, entries: &[NpzEntry<'_>]) -> Result<()> {
     let target = dir.join(name);
     let zip_err = |e: zip::result::ZipError| Error::Output(format!("{}: {e}", target.display()));
