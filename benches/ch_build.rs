@@ -8,10 +8,10 @@
 //! road model. Threads: rayon's default (`RAYON_NUM_THREADS`).
 
 use std::time::Instant;
-use tuccompi::graph::{generate, read_graph, Csr, GenModel, GenSpec};
-use tuccompi::plugins::apsp::dijkstra::Dijkstra;
-use tuccompi::plugins::apsp::phast::auto::upward_space;
-use tuccompi::plugins::apsp::phast::ch::{ChParams, Hierarchy};
+use tuccompi_plugins::apsp::dijkstra::Dijkstra;
+use tuccompi_plugins::apsp::phast::auto::upward_space;
+use tuccompi_plugins::apsp::phast::ch::{ChParams, Hierarchy};
+use tuccompi_plugins::graph::{generate, read_graph, Csr, GenModel, GenSpec};
 
 fn cpu_seconds() -> f64 {
     // SAFETY: getrusage writes the struct it is given.
@@ -37,7 +37,7 @@ fn main() {
     let path = args.first().cloned().unwrap_or_else(|| {
         concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../shared/data/osm-moscow.gr.gz"
+            "/../../shared/data/osm-moscow.gr.gz"
         )
         .into()
     });

@@ -17,8 +17,8 @@
 use std::time::Instant;
 mod common;
 
-use tuccompi::graph::Csr;
-use tuccompi::plugins::apsp::dijkstra::Dijkstra;
+use tuccompi_plugins::apsp::dijkstra::Dijkstra;
+use tuccompi_plugins::graph::Csr;
 
 /// SSSP/s of `threads` threads pulling `sources` from one counter, thread t on `copies[t %
 /// copies.len()]`; and the checksum.
@@ -94,13 +94,13 @@ fn main() {
                 if !path.exists() && g.write_shared(&tmp).is_ok() {
                     let _ = std::fs::rename(&tmp, path);
                 }
-                return Csr::map_shared(path, &g.name).expect("mapping the shared graph");
+                return Csr::map_shared(path).expect("mapping the shared graph");
             }
-            let path = tuccompi::graph::shared_dir()
+            let path = tuccompi::node::share::shared_dir()
                 .join(format!("tuccompi-bench-{}-{i}", std::process::id()));
             g.write_shared(&path)
                 .expect("writing the graph for mapping");
-            let m = Csr::map_shared(&path, &g.name).expect("mapping the graph");
+            let m = Csr::map_shared(&path).expect("mapping the graph");
             let _ = std::fs::remove_file(&path);
             m
         })

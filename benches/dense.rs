@@ -10,9 +10,9 @@
 //! command and prints the ratio.
 
 use std::time::Instant;
-use tuccompi::graph::{generate, GenModel, GenSpec};
-use tuccompi::plugins::fw::cpu::solve;
-use tuccompi::plugins::fw::{Val, Variant};
+use tuccompi_plugins::fw::cpu::solve;
+use tuccompi_plugins::fw::{Val, Variant};
+use tuccompi_plugins::graph::{generate, GenModel, GenSpec};
 
 fn matrix(n: usize) -> Vec<i32> {
     let list = generate(&GenSpec {

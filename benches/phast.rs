@@ -10,12 +10,12 @@
 //! Prints the build's time and shape, ms per tree and the speed-up over Dijkstra.
 
 use std::time::Instant;
-use tuccompi::graph::{generate, read_graph, Csr, GenModel, GenSpec};
 use tuccompi::plugin::Record;
-use tuccompi::plugins::apsp::dijkstra::Dijkstra;
-use tuccompi::plugins::apsp::phast::ch::{ChParams, Hierarchy};
-use tuccompi::plugins::apsp::phast::cpu::{Sweeper, SUPPORTED_K};
-use tuccompi::plugins::common::PathSummary;
+use tuccompi_plugins::apsp::dijkstra::Dijkstra;
+use tuccompi_plugins::apsp::phast::ch::{ChParams, Hierarchy};
+use tuccompi_plugins::apsp::phast::cpu::{Sweeper, SUPPORTED_K};
+use tuccompi_plugins::common::PathSummary;
+use tuccompi_plugins::graph::{generate, read_graph, Csr, GenModel, GenSpec};
 
 /// Run `f(state, part)` over `parts` split across `threads` scoped threads; seconds and the
 /// concatenated records.
@@ -56,7 +56,7 @@ fn main() {
     let path = args.first().cloned().unwrap_or_else(|| {
         concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../shared/data/osm-moscow.gr.gz"
+            "/../../shared/data/osm-moscow.gr.gz"
         )
         .into()
     });

@@ -11,11 +11,11 @@
 use std::time::Instant;
 use tuccompi::config::AutoOr;
 use tuccompi::device::{discover, DBuf, Filter};
-use tuccompi::graph::{read_graph, Csr};
-use tuccompi::plugins::apsp::gpu::phast::profile;
-use tuccompi::plugins::apsp::phast::auto::CpuAlgorithm;
-use tuccompi::plugins::apsp::phast::AnyHierarchy;
-use tuccompi::plugins::apsp::{ApspJob, ApspOptions, GpuAlgorithm};
+use tuccompi_plugins::apsp::gpu::phast::profile;
+use tuccompi_plugins::apsp::phast::auto::CpuAlgorithm;
+use tuccompi_plugins::apsp::phast::AnyHierarchy;
+use tuccompi_plugins::apsp::{ApspJob, ApspOptions, GpuAlgorithm};
+use tuccompi_plugins::graph::{read_graph, Csr};
 
 fn main() -> tuccompi::Result<()> {
     let args: Vec<String> = std::env::args()
@@ -25,7 +25,7 @@ fn main() -> tuccompi::Result<()> {
     let path = args.first().cloned().unwrap_or_else(|| {
         concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../shared/data/osm-moscow.gr.gz"
+            "/../../shared/data/osm-moscow.gr.gz"
         )
         .into()
     });
@@ -37,7 +37,7 @@ fn main() -> tuccompi::Result<()> {
     let graph = Csr::from_edges(&read_graph(std::path::Path::new(&path))?)?;
     // The plugin's rule: u32 unless most trees provably overflow.
     let all: Vec<u32> = (0..graph.n as u32).collect();
-    let width = tuccompi::plugins::apsp::width::choose(&graph, &all, None);
+    let width = tuccompi_plugins::apsp::width::choose(&graph, &all, None);
     let wide = width.wide;
     let t = Instant::now();
     let hierarchy = AnyHierarchy::build(&graph, wide)?;

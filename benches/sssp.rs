@@ -12,8 +12,8 @@ use std::collections::BinaryHeap;
 use std::time::Instant;
 mod common;
 
-use tuccompi::graph::Csr;
-use tuccompi::plugins::apsp::dijkstra::Dijkstra;
+use tuccompi_plugins::apsp::dijkstra::Dijkstra;
+use tuccompi_plugins::graph::Csr;
 
 fn binary_heap_dijkstra(
     g: &Csr,

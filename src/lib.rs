@@ -9,8 +9,9 @@
 //! [`device`] layer, one unit thread each) → [`device`].
 //! A [`plugin::Plugin`] provides a CPU half and a GPU half of one task; see `examples/collatz.rs`
 //! and, with floating point, `examples/options.rs`.
-//! The built-in plugins ([`plugins`]) sit on top of all of this: they use the layers, and no
-//! layer names them. [`run`] is the runtime with the built-in registry handed to it.
+//! The built-in plugins (the `tuccompi-plugins` package under `plugins/`) sit on top of all of
+//! this: they use the layers, and no layer names them; the `tuccompi` binary is
+//! [`cli::main`] with their registry.
 
 #![warn(
     missing_docs,
@@ -23,12 +24,9 @@ pub mod cli;
 pub mod config;
 pub mod device;
 mod error;
-pub mod graph;
 pub mod node;
 pub mod owned;
 pub mod plugin;
-#[path = "../plugins/mod.rs"]
-pub mod plugins;
 pub mod runtime;
 pub mod scheduler;
 pub mod sink;
@@ -38,12 +36,6 @@ pub mod tuning;
 pub use config::Plan;
 pub use error::{filled, reserved, words_le, zeros, Error, Result, ZeroBits};
 pub use runtime::RunOptions;
-
-/// Run `plan` with the built-in plugins ([`plugins::registry`]) and `opts.extra_plugins`:
-/// [`runtime::run`] with the registry handed to it.
-pub fn run(plan: &Plan, opts: &RunOptions<'_>, node: &dyn node::Node) -> Result<runtime::Outcome> {
-    runtime::run(plan, &plugins::registry(), opts, node)
-}
 
 /// The name the running program's messages start with (`knn: warning: ...`): the binary's own,
 /// as [`cli::main`] was started, else `tuccompi`.

@@ -305,7 +305,7 @@ fn device_errors_are_clear() {
     let kdir = dir.join("kernels");
     std::fs::create_dir_all(&kdir).unwrap();
     write_broken_sssp_kernels(&kdir);
-    let src = tuccompi::plugins::apsp::gpu::KERNELS;
+    let src = tuccompi_plugins::apsp::gpu::KERNELS;
     let (code, err) = tuccompi(
         &[&["run", cfg][..], &gpu_only].concat(),
         &[("TUCCOMPI_KERNELS", kdir.to_str().unwrap())],

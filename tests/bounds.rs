@@ -3,7 +3,6 @@
 //! where it was set. Through `Plan::from_toml` for the plan's tables, through `tuccompi check`
 //! and `tuccompi run` on a tiny graph (CPU workers, and PoCL where present) for the plugins'.
 
-use crate::example::collatz;
 use crate::util::*;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -211,7 +210,7 @@ fn collatz_keys_load_or_are_refused_by_name() {
                 extra_plugins: vec![&collatz::Collatz],
                 ..Default::default()
             };
-            if let Err(e) = tuccompi::run(&plan, &opts, &Single) {
+            if let Err(e) = tuccompi_plugins::run(&plan, &opts, &Single) {
                 let e = e.to_string();
                 assert!(names(&e, key), "{key}={v}: {e}");
             }
@@ -288,7 +287,7 @@ fn gpu_phast_frontier_beyond_local_memory_is_refused() {
 fn header_declaring_more_than_the_memory_is_refused_before_allocating() {
     // 4e9 vertices: about 75 GiB to read, more than a test machine has available.
     let (_dir, c) = setup("apsp", "p sp 4000000000 1\na 1 2 5\n");
-    if tuccompi::graph::memory::available().is_none_or(|a| a > 70 << 30) {
+    if tuccompi_plugins::graph::memory::available().is_none_or(|a| a > 70 << 30) {
         eprintln!("NOT RUN: this machine has 70 GiB or more available");
         return;
     }
@@ -306,7 +305,7 @@ fn header_declaring_more_than_the_memory_is_refused_before_allocating() {
 fn run_sources_beyond_the_memory_is_refused_naming_the_input() {
     // Enough vertices that every source's record and the hierarchy cannot fit, few enough to
     // read (a header of 2^k vertices and one arc).
-    let avail = match tuccompi::graph::memory::available() {
+    let avail = match tuccompi_plugins::graph::memory::available() {
         Some(a) if a < 40 << 30 => a,
         _ => {
             eprintln!("NOT RUN: 40 GiB or more available, or unknown");
@@ -315,7 +314,7 @@ fn run_sources_beyond_the_memory_is_refused_naming_the_input() {
     };
     // 84 bytes a task + 24 a vertex for the worker + 96 for a hierarchy: 204 bytes a vertex.
     let n = (avail / 204 + 1_000_000).min(u32::MAX as u64 - 1);
-    if tuccompi::graph::memory::input_bytes(n, 1) > avail / 2 {
+    if tuccompi_plugins::graph::memory::input_bytes(n, 1) > avail / 2 {
         eprintln!("NOT RUN: reading the header's graph alone would take half the memory");
         return;
     }

@@ -238,7 +238,7 @@ fn more_hostile_files() {
 
 #[test]
 fn node_local_units_apply_without_mpi() {
-    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/apsp.toml");
+    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/apsp.toml");
     let (code, out, err) = tuccompi_env(
         &["check", cfg, "--set", "units.cpu_workers=1"],
         &[("TUCCOMPI_UNITS", "cpu_workers=3,opencl=none")],
@@ -259,11 +259,11 @@ fn node_local_units_apply_without_mpi() {
 
 #[test]
 fn check_and_devices_print_words_not_debug_text() {
-    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/apsp.toml");
+    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/apsp.toml");
     let (code, out, err) = tuccompi(&["check", cfg, "--set", "units.opencl=none"]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.contains("input      generated road graph, 100000 vertices, seed 1, weights 1..=1000")
+        out.contains("input      generated { max_weight = 1000, model = \"road\", seed = 1, vertices = 100000 }")
             && out.contains("sources    the first 256 ids"),
         "{out}"
     );
@@ -280,7 +280,7 @@ fn check_and_devices_print_words_not_debug_text() {
 
 #[test]
 fn too_many_cpu_workers_and_duplicate_sources() {
-    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/apsp.toml");
+    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/apsp.toml");
     let (code, _, err) = tuccompi(&["check", cfg, "--set", "units.cpu_workers=100000"]);
     assert_ne!(code, 0);
     assert!(
@@ -317,7 +317,7 @@ fn subcommands() {
     let (code, out, _) = tuccompi(&["devices"]);
     assert_eq!(code, 0);
     assert!(out.contains("CPU:") && out.contains("OpenCL"), "{out}");
-    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/apsp.toml");
+    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/apsp.toml");
     let (code, out, err) = tuccompi(&["check", cfg, "--set", "units.cpu_workers=3"]);
     assert_eq!(code, 0, "{err}");
     assert!(
@@ -335,7 +335,7 @@ fn devices_found_while_the_input_loads() {
     if !opencl() {
         return;
     }
-    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/apsp.toml");
+    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/apsp.toml");
     let mut sums = Vec::new();
     for units in ["units.device_type=\"all\"", "units.opencl=\"none\""] {
         let dir = tmpdir("cli-early");
@@ -377,7 +377,7 @@ fn devices_found_while_the_input_loads() {
 #[test]
 fn default_config_runs_and_writes_its_files() {
     let dir = tmpdir("cli");
-    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/apsp.toml");
+    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/apsp.toml");
     let od = format!("output.dir={:?}", dir.display().to_string());
     let (code, out, err) = tuccompi(&[
         "run",
@@ -538,7 +538,7 @@ fn gpus_asked_for_and_not_found_give_one_warning_naming_the_filter() {
 #[cfg(not(feature = "mpi"))]
 #[test]
 fn a_launcher_of_several_processes_stops_a_binary_built_without_mpi() {
-    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/apsp.toml");
+    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/apsp.toml");
     for var in ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"] {
         let (code, _, err) = tuccompi_env(&["run", cfg], &[(var, "2")]);
         assert_eq!(code, 2, "{var}: {err}");
@@ -749,7 +749,7 @@ fn a_large_input_is_read_once_then_from_the_graph_cache() {
     for (i, (u, v)) in arcs.iter().enumerate() {
         text.push_str(&format!("a {u} {v} {}\n", 10 + (i * 7919) % 90));
     }
-    assert!(text.len() as u64 >= tuccompi::graph::cache::MIN_BYTES);
+    assert!(text.len() as u64 >= tuccompi_plugins::graph::cache::MIN_BYTES);
     std::fs::write(&input, &text).unwrap();
     let cfg = cwd.join("g.toml");
     std::fs::write(

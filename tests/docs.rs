@@ -8,14 +8,14 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use tuccompi::plugins::{apsp::ApspOptions, fw::FwOptions};
+use tuccompi_plugins::{apsp::ApspOptions, fw::FwOptions};
 use tuccompi::Plan;
 
 /// A key no table has: serde's message for it lists the table's fields.
 const PROBE: &str = "zz_docs_probe";
 
 fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
 
 fn read(rel: &str) -> String {
@@ -70,7 +70,7 @@ fn plan(plugin: &str, table: &str, body: &str) -> tuccompi::Result<Plan> {
 /// The runtime's tables, as the runtime names them when it refuses a table it does not know.
 fn core_tables() -> Vec<String> {
     let p = plan("apsp", PROBE, "x = 1").expect("a plugin table parses");
-    let registry = tuccompi::plugins::registry();
+    let registry = tuccompi_plugins::registry();
     let message = error_text(tuccompi::runtime::resolve_plugin(&p, &registry, &[]));
     let list = message
         .split_once("known tables are ")
@@ -93,7 +93,7 @@ fn accepted_keys() -> BTreeSet<String> {
     for t in core_tables() {
         walk(&t, &core, &mut keys);
     }
-    for p in tuccompi::plugins::registry() {
+    for p in tuccompi_plugins::registry() {
         let name = p.name();
         // The plugin's options type, as its `prepare` reads it (`ctx.options::<T>(name)`).
         let options = |table: &str, body: &str| -> String {

@@ -1,17 +1,9 @@
-//! The example plugins: collatz (examples/collatz.rs): CPU and GPU halves through the runtime,
+//! The example plugins (packages the tests depend on): collatz (examples/collatz/): CPU and GPU halves through the runtime,
 //! and the GPU worker alone on chunks and launch sizes the runtime seldom makes, against a plain
-//! loop; options (examples/options.rs): the price against Black-Scholes, the halves bit for bit
+//! loop; options (examples/options/): the price against Black-Scholes, the halves bit for bit
 //! equal. Through each example's whole command line (this test binary re-run as the example,
 //! [`example_cli`]): a kernel that does not build, or whose parameters do not match what the
 //! GPU half passes, takes the device out, loudly, and the CPU workers finish the run.
-
-#[allow(dead_code)]
-#[path = "../examples/collatz.rs"]
-pub(crate) mod collatz;
-
-#[allow(dead_code)]
-#[path = "../examples/options.rs"]
-pub(crate) mod options;
 
 use crate::util::*;
 use std::path::Path;
@@ -35,7 +27,7 @@ fn run_collatz(sets: &[&str]) -> (serde_json::Value, Vec<[u64; 3]>) {
         extra_plugins: vec![&collatz::Collatz],
         ..Default::default()
     };
-    let checksum = tuccompi::run(&plan, &opts, &Single).unwrap().report["checksum"].clone();
+    let checksum = tuccompi_plugins::run(&plan, &opts, &Single).unwrap().report["checksum"].clone();
     let csv = std::fs::read_to_string(dir.join("collatz.csv")).unwrap();
     let mut lines = csv.lines();
     assert_eq!(lines.next(), Some("block,first,sum,max,argmax"));
@@ -241,13 +233,13 @@ fn example(name: &str, cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32,
 fn collatz_kernels(dir: &Path, edit: impl Fn(&str) -> String) -> String {
     let k = dir.join("kernels");
     std::fs::create_dir_all(&k).unwrap();
-    let cl = include_str!("../examples/collatz.cl");
+    let cl = include_str!("../examples/collatz/collatz.cl");
     let edited = edit(cl);
     assert_ne!(edited, cl, "the edit changed nothing");
     std::fs::write(k.join("collatz.cl"), edited).unwrap();
     std::fs::write(
         k.join("collatz.toml"),
-        include_str!("../examples/collatz.toml"),
+        include_str!("../examples/collatz/collatz.toml"),
     )
     .unwrap();
     k.display().to_string()
@@ -288,7 +280,7 @@ fn a_kernel_that_does_not_build_takes_its_device_out() {
     }
     let dir = tmpdir("collatz-broken");
     let kdir = collatz_kernels(&dir, |cl| cl.replace("uint s = 0;", "uint s = 0 +;"));
-    let line = include_str!("../examples/collatz.cl")
+    let line = include_str!("../examples/collatz/collatz.cl")
         .lines()
         .position(|l| l.contains("uint s = 0;"))
         .unwrap()
@@ -408,7 +400,7 @@ fn run_options(sets: &[&str]) -> (f64, f64, String, serde_json::Value) {
         extra_plugins: vec![&options::Options],
         ..Default::default()
     };
-    let report = tuccompi::run(&plan, &opts, &Single).unwrap().report;
+    let report = tuccompi_plugins::run(&plan, &opts, &Single).unwrap().report;
     let c = &report["checksum"];
     let csv = std::fs::read_to_string(dir.join("options.csv")).unwrap();
     (

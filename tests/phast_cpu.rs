@@ -305,8 +305,8 @@ fn gpu_algorithms_honour_targets() {
 /// hierarchy builder itself reports them.
 #[test]
 fn generated_road_graph_has_a_road_hierarchy() {
-    use tuccompi::graph::{generate, GenModel, GenSpec};
-    use tuccompi::plugins::apsp::phast::{auto, ch, Hierarchy};
+    use tuccompi_plugins::apsp::phast::{auto, ch, Hierarchy};
+    use tuccompi_plugins::graph::{generate, GenModel, GenSpec};
     {
         let n = 200_000;
         let spec = GenSpec {
@@ -317,7 +317,7 @@ fn generated_road_graph_has_a_road_hierarchy() {
             min_weight: None,
             max_weight: Some(1000),
         };
-        let g = tuccompi::graph::Csr::from_edges(&generate(&spec).unwrap()).unwrap();
+        let g = tuccompi_plugins::graph::Csr::from_edges(&generate(&spec).unwrap()).unwrap();
         let t = std::time::Instant::now();
         let h = Hierarchy::<u32>::build(&g, &ch::ChParams::default(), None).unwrap();
         let per_arc = h.info.shortcuts as f64 / h.info.arcs as f64;

@@ -48,7 +48,7 @@ fn run_in(
     let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     all.push(format!("output.dir={:?}", dir.display().to_string()));
     let plan = Plan::from_toml(toml, Path::new("test.toml"), &all)?;
-    Ok(tuccompi::run(&plan, opts, &Single)?.report)
+    Ok(tuccompi_plugins::run(&plan, opts, &Single)?.report)
 }
 
 fn quiet() -> RunOptions<'static> {

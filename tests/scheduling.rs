@@ -235,7 +235,7 @@ fn paced(options: &str, sets: &[&str]) -> Result<serde_json::Value> {
         extra_plugins: vec![&Paced],
         ..Default::default()
     };
-    Ok(tuccompi::run(&plan, &opts, &Single)?.report)
+    Ok(tuccompi_plugins::run(&plan, &opts, &Single)?.report)
 }
 
 fn expected_sum(tasks: usize) -> u64 {

@@ -75,13 +75,13 @@ fn check_lists_the_units_run_starts() {
     }
 }
 
-/// `tune` on a user's plugin (examples/collatz.rs, which declares its steps kernel's local
+/// `tune` on a user's plugin (examples/collatz/, which declares its steps kernel's local
 /// sizes as candidates): every candidate is timed and listed with its time, the fastest is
 /// stored in the tuning cache, and the next `run` launches with it (origin "cache"), with the
 /// same results as a CPU-only run.
 #[test]
 fn tune_times_a_plugins_candidates_and_run_uses_the_winner() {
-    use crate::example::collatz;
+
     use tuccompi::{node::Single, Plan, RunOptions};
     if !opencl() {
         return;
@@ -123,7 +123,7 @@ fn tune_times_a_plugins_candidates_and_run_uses_the_winner() {
         extra_plugins: vec![&collatz::Collatz],
         ..Default::default()
     };
-    let outcome = tuccompi::run(&plan, &opts, &Single).unwrap();
+    let outcome = tuccompi_plugins::run(&plan, &opts, &Single).unwrap();
     let d = outcome
         .devices
         .iter()
@@ -146,6 +146,6 @@ fn tune_times_a_plugins_candidates_and_run_uses_the_winner() {
         &[cpu_dir, "units.opencl=\"none\"".into()],
     )
     .unwrap();
-    let cpu = tuccompi::run(&cpu_plan, &opts, &Single).unwrap();
+    let cpu = tuccompi_plugins::run(&cpu_plan, &opts, &Single).unwrap();
     assert_eq!(outcome.report["checksum"], cpu.report["checksum"]);
 }

@@ -38,7 +38,7 @@ pub fn tmpdir(tag: &str) -> PathBuf {
 /// user's clone. With `TUCCOMPI_REQUIRE_DATA=1` (set by `.ci/run`) absence is a failure.
 pub fn data(name: &str) -> Option<PathBuf> {
     private_cache();
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+    let p = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
         .join("../shared/data")
         .join(name);
     if p.exists() {
@@ -149,7 +149,7 @@ pub fn dijkstra(cfg: &str, sets: &[&str]) -> Out {
 /// Write into `kdir` (for `TUCCOMPI_KERNELS`) the SSSP kernels with a syntax error
 /// (`undeclared_name`) and their characterization: a program that fails to build.
 pub fn write_broken_sssp_kernels(kdir: &Path) {
-    let src = tuccompi::plugins::apsp::gpu::KERNELS;
+    let src = tuccompi_plugins::apsp::gpu::KERNELS;
     std::fs::write(
         kdir.join("sssp.cl"),
         src.source.replace(
@@ -168,7 +168,7 @@ pub fn try_run(toml: &str, sets: &[&str]) -> tuccompi::Result<Out> {
     let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     all.push(format!("output.dir={:?}", dir.display().to_string()));
     let plan = Plan::from_toml(toml, Path::new("test.toml"), &all)?;
-    let out = tuccompi::run(
+    let out = tuccompi_plugins::run(
         &plan,
         &RunOptions {
             quiet: true,

@@ -1,7 +1,7 @@
 //! What the SSSP benches share: `[SOURCES] [THREADS] [GRAPH] [REST...]` from the command line
 //! (cargo's `--bench` flags skipped), the graph, and sources spread over it.
 
-use tuccompi::graph::{read_graph, Csr};
+use tuccompi_plugins::graph::{read_graph, Csr};
 
 /// A bench's graph, sources and threads, and the arguments after the graph.
 pub struct Setup {
@@ -31,7 +31,7 @@ pub fn setup(default_sources: usize) -> Setup {
     let path = args.get(2).cloned().unwrap_or_else(|| {
         concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../shared/data/osm-moscow.gr.gz"
+            "/../../shared/data/osm-moscow.gr.gz"
         )
         .into()
     });

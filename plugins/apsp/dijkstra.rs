@@ -7,8 +7,8 @@
 //!
 //! Complexity: O(m + n log C) per source, C the largest distance.
 
+pub use crate::common::Dist;
 use crate::graph::Csr;
-pub use crate::plugins::common::Dist;
 
 /// A monotone priority queue of `(key, vertex)` for integer keys.
 #[derive(Debug)]

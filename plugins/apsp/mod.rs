@@ -18,11 +18,11 @@ pub mod phast;
 pub mod targets;
 pub mod width;
 
+use crate::common::geo::{self, Geo};
+use crate::common::{resolve_sources, write_summary_records, Dist, PathSummary, RowWrite};
 use crate::config::{AutoOr, Sources};
 use crate::graph::Csr;
 use crate::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker};
-use crate::plugins::common::geo::{self, Geo};
-use crate::plugins::common::{resolve_sources, write_summary_records, Dist, PathSummary, RowWrite};
 use crate::sink::NpyRows;
 use crate::Result;
 use dijkstra::Dijkstra;

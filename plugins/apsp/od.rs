@@ -9,8 +9,8 @@
 //! the same files as an uninterrupted one.
 
 use super::ApspJob;
+use crate::common::npz::{npy_scalar_max, npy_u64, write_npz, NpzEntry};
 use crate::config::OutputFormat;
-use crate::sink::npz::{npy_scalar_max, npy_u64, write_npz, NpzEntry};
 use crate::sink::{write_stream, NpyRows, NpyType};
 use crate::{Error, Result};
 use std::io::Write;

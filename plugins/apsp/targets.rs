@@ -7,8 +7,8 @@
 //! algorithms from a full distance row).
 
 use super::ApspJob;
+use crate::common::{Dist, PathSummary, RowWrite};
 use crate::config::{ids::IdOrigins, Sources};
-use crate::plugins::common::{Dist, PathSummary, RowWrite};
 use crate::{Error, Result};
 
 /// Resolve `[apsp] targets` (not "all") against a graph of `n` vertices numbered from `base`:

@@ -15,9 +15,9 @@
 
 use super::targets::finish_row;
 use super::ApspJob;
+use crate::apsp::dijkstra::Dijkstra;
+use crate::common::{needs_wide, Dist, PathSummary, NARROW_CEIL};
 use crate::graph::Csr;
-use crate::plugins::apsp::dijkstra::Dijkstra;
-use crate::plugins::common::{needs_wide, Dist, PathSummary, NARROW_CEIL};
 use crate::sink::NpyType;
 use crate::Result;
 

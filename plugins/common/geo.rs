@@ -29,20 +29,21 @@ pub fn load_input(ctx: &PrepareCtx<'_>) -> Result<(Csr, Option<Geo>)> {
     let plan = ctx.plan;
     if let Some(InputSpec::Path(p)) = &plan.input {
         if is_osm(p) {
-            let (list, coords, stats) = read_osm(p, plan.geo.osm).map_err(|e| match e {
-                Error::Io { path, source } if path == *p => plan.origins.error(
-                    "input.path",
-                    format!(
-                        "input.path = \"{}\": {source}; check the path (relative paths start \
+            let (list, coords, stats) =
+                read_osm(p, super::osm_options(plan)?).map_err(|e| match e {
+                    Error::Io { path, source } if path == *p => plan.origins.error(
+                        "input.path",
+                        format!(
+                            "input.path = \"{}\": {source}; check the path (relative paths start \
                          at the directory tuccompi runs in)",
-                        p.display()
+                            p.display()
+                        ),
                     ),
-                ),
-                e => e,
-            })?;
+                    e => e,
+                })?;
             let mut build = || Csr::from_edges(&list);
             let csr = match ctx.graphs {
-                Some(s) => s.share(&mut build)?,
+                Some(s) => crate::graph::share_csr(s, &mut build)?,
                 None => build()?,
             };
             let geo = Geo {

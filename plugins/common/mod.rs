@@ -3,15 +3,30 @@
 //! distance widths, the per-source summary record and `summary.csv`, and distance rows.
 
 pub mod geo;
+pub mod npz;
 
 use crate::config::{ids::IdOrigins, is_osm, InputSpec, Plan, Sources};
-use crate::graph::{generate, read_graph_with, Csr, EdgeList, MatrixStats, NpyMatrix};
+use crate::graph::{generate, read_graph_with, Csr, EdgeList, GenSpec, MatrixStats, NpyMatrix};
 use crate::plugin::{PrepareCtx, Record, Records};
 use crate::sink::{write_file, NpyRows, NpyType};
 use crate::{Error, Result};
 use rayon::prelude::*;
 use std::fmt::Write as _;
 use std::path::Path;
+
+/// `[input.generate]` (the table `t` of the plan's input) as the generator's spec: an unknown
+/// key or a bad value is an error naming `input.generate.KEY` and where it was set.
+pub fn generate_spec(plan: &Plan, t: &toml::Table) -> Result<GenSpec> {
+    plan.table("input.generate", t)
+}
+
+/// `[input.osm]` as the OpenStreetMap reader's options (its defaults when absent).
+pub fn osm_options(plan: &Plan) -> Result<crate::graph::osm::OsmOptions> {
+    match &plan.geo.osm {
+        Some(t) => plan.table("input.osm", t),
+        None => Ok(Default::default()),
+    }
+}
 
 /// The format of an input file: its extension, lower case, without a trailing `.gz`.
 pub fn input_format(path: &Path) -> String {
@@ -77,7 +92,7 @@ pub fn load_graph(plan: &Plan) -> Result<EdgeList> {
     match &plan.input {
         // A file that cannot be opened is named by the key that names it.
         Some(InputSpec::Path(p)) => if is_osm(p) {
-            crate::graph::osm::read_osm(p, plan.geo.osm).map(|(list, _, _)| list)
+            crate::graph::osm::read_osm(p, osm_options(plan)?).map(|(list, _, _)| list)
         } else {
             read_graph_with(p, &plan.input_options)
         }
@@ -92,7 +107,9 @@ pub fn load_graph(plan: &Plan) -> Result<EdgeList> {
             ),
             e => e,
         }),
-        Some(InputSpec::Generate(g)) => generate(g).map_err(|e| plan.origins.locate(e)),
+        Some(InputSpec::Generate(g)) => {
+            generate(&generate_spec(plan, g)?).map_err(|e| plan.origins.locate(e))
+        }
         None => Err(Error::Config(format!(
             "{}: this plugin reads a graph: add [input] with 'path = \"FILE\"' or an [input.generate] table",
             plan.config_path.display()
@@ -182,7 +199,7 @@ pub fn load_dense(plan: &Plan) -> Result<DenseInput> {
 pub fn load_csr(ctx: &PrepareCtx<'_>) -> Result<Csr> {
     let mut build = || read_csr(ctx.plan, !ctx.dry_run);
     match ctx.graphs {
-        Some(s) => s.share(&mut build),
+        Some(s) => crate::graph::share_csr(s, &mut build),
         None => build(),
     }
 }
@@ -570,6 +587,43 @@ impl RowWrite for i64 {
 #[cfg(test)]
 mod test {
     use super::*;
+
+    #[test]
+    fn a_bad_generator_table_names_the_table_and_where_it_was_set() {
+        let spec = |text: &str, sets: &[&str]| -> String {
+            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            let plan = Plan::from_toml(text, Path::new("c.toml"), &sets).unwrap();
+            let Some(InputSpec::Generate(g)) = &plan.input else {
+                panic!("a generated input");
+            };
+            generate_spec(&plan, g).unwrap_err().to_string()
+        };
+        // A generator set over a path config names the table that lacks a field.
+        let path = "[run]\nplugin = \"apsp\"\n[input]\npath = \"g.gr\"\n";
+        let e = spec(path, &["input.generate.model=\"road\""]);
+        assert!(
+            e.starts_with(
+                "--set input.generate.model=\"road\": input.generate: missing field `vertices`"
+            ),
+            "{e}"
+        );
+        let e = spec(
+            "[run]\nplugin = \"apsp\"\n[input]\ngenerate = { vertices = 5 }\n",
+            &[],
+        );
+        assert!(
+            e.starts_with("c.toml:4: input.generate: missing field `model`"),
+            "{e}"
+        );
+        let e = spec(
+            "[run]\nplugin = \"apsp\"\n[input.generate]\nmodel = \"road\"\nvertices = 5\nseeds = 2\n",
+            &[],
+        );
+        assert!(
+            e.starts_with("c.toml:6: input.generate.seeds: unknown field `seeds`"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn summary_record_round_trips_a_128_bit_sum() {

@@ -4,13 +4,13 @@
 //! the sparse `apsp`. O(n²) per source, O(n²) memory. Non-negative weights; u32 distances when
 //! n · max weight < 2^32 - 1 (always, on devices), else u64 on the CPU.
 
+use crate::common::{
+    distance_rows, load_dense, needs_wide, resolve_sources, write_summary_records, DenseInput,
+    Dist, PathSummary, RowWrite,
+};
 use crate::device::{Arg, DBuf, Device, KernelSource, Queue};
 use crate::plugin::{
     CpuHalf, Gpu, GpuHalf, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker,
-};
-use crate::plugins::common::{
-    distance_rows, load_dense, needs_wide, resolve_sources, write_summary_records, DenseInput,
-    Dist, PathSummary, RowWrite,
 };
 use crate::sink::{NpyRows, NpyType};
 use crate::tuning::{Choice, LaunchParams, Request, Shape, Tuner};

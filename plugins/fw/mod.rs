@@ -13,11 +13,11 @@ mod blocked_gpu;
 pub mod cpu;
 mod gpu;
 
-use crate::config::AutoOr;
-use crate::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Records, RecordsOut, Worker};
-use crate::plugins::common::{
+use crate::common::{
     distance_rows, load_dense, resolve_sources, write_summary, DenseInput, PathSummary, RowWrite,
 };
+use crate::config::AutoOr;
+use crate::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Records, RecordsOut, Worker};
 use crate::sink::{NpyRows, NpyType};
 use crate::{Error, Result};
 use parking_lot::Mutex;

@@ -11,7 +11,7 @@ mod signals;
 
 use crate::plugin::Plugin;
 use crate::tuning::{Choice, LaunchParams, Tuner};
-use crate::{config::Plan, node, plugins, runtime, Error, RunOptions};
+use crate::{config::Plan, node, runtime, Error, RunOptions};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -220,7 +220,8 @@ fn bin_name() -> String {
         .unwrap_or_else(|| "tuccompi".into())
 }
 
-/// The whole command line over the built-in plugins and `extra` (a user's own): parse the
+/// The whole command line over the plugins `extra` (a binary's registry: `tuccompi`'s is its
+/// built-in plugins, a user's binary names its own): parse the
 /// arguments, run the command, print one message per error, and return the exit code.
 ///
 /// ```no_run
@@ -377,7 +378,7 @@ fn real_main(cli: Cli, extra: &[&dyn Plugin], name: &str) -> Result<(), Error> {
             let plan = Plan::load(&config, &set)?.with_node_units()?;
             let options = runtime::TuneOptions { sample, repeat };
             let mut header = false;
-            let (_, tuned) = runtime::tune(&plan, &plugins::registry(), extra, options, |r| {
+            let (_, tuned) = runtime::tune(&plan, &[], extra, options, |r| {
                 if !header {
                     header = true;
                     println!(
@@ -448,11 +449,9 @@ fn real_main(cli: Cli, extra: &[&dyn Plugin], name: &str) -> Result<(), Error> {
     }
 }
 
-/// The built-in plugins and a binary's own, its own first (so that they are found first).
+/// The binary's plugins, in the order it lists them.
 fn registry<'a>(extra: &[&'a dyn Plugin]) -> Vec<&'a dyn Plugin> {
-    let mut all: Vec<&'a dyn Plugin> = extra.to_vec();
-    all.extend(plugins::registry());
-    all
+    extra.to_vec()
 }
 
 /// The options of a run from the command line. Signals are watched from the start: a stop
@@ -486,7 +485,7 @@ fn run(
     node::refuse_launcher_without_mpi()?;
     let opts = run_options(quiet, unfinished, extra)?;
     let plan = Plan::load(config, set)?.with_node_units()?;
-    let outcome = runtime::run(&plan, &plugins::registry(), &opts, &node::Single)?;
+    let outcome = runtime::run(&plan, &[], &opts, &node::Single)?;
     if !quiet {
         print_outcome(&plan, &outcome.report);
     }
@@ -505,13 +504,12 @@ fn run(
     let world = node::mpi::MpiNode::init()?;
     let opts = run_options(quiet, unfinished, extra)?;
     let plan = world.load_plan(config, set)?.with_node_units()?;
-    let outcome =
-        runtime::run(&plan, &plugins::registry(), &opts, &world).map_err(|e| match e {
-            // Every rank has finished its part; rank 0 says how to resume.
-            Error::Interrupted { .. } => e,
-            e if world.size() > 1 => world.fail(e),
-            e => e,
-        })?;
+    let outcome = runtime::run(&plan, &[], &opts, &world).map_err(|e| match e {
+        // Every rank has finished its part; rank 0 says how to resume.
+        Error::Interrupted { .. } => e,
+        e if world.size() > 1 => world.fail(e),
+        e => e,
+    })?;
     if !quiet && world.is_root() {
         print_outcome(&plan, &outcome.report);
     }
@@ -558,7 +556,7 @@ fn print_outcome(plan: &Plan, report: &serde_json::Value) {
 fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Error> {
     node::refuse_launcher_without_mpi()?;
     let plan = Plan::load(config, set)?.with_node_units()?;
-    let registry: Vec<&dyn Plugin> = plugins::registry();
+    let registry: Vec<&dyn Plugin> = Vec::new();
     let plugin = runtime::resolve_plugin(&plan, &registry, extra)?;
     println!("config     {}", plan.config_path.display());
     println!("plugin     {} — {}", plugin.name(), plugin.description());
@@ -566,7 +564,9 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
     // input or sources lines.
     match &plan.input {
         Some(crate::config::InputSpec::Path(p)) => println!("input      {}", p.display()),
-        Some(crate::config::InputSpec::Generate(g)) => println!("input      generated {g}"),
+        Some(crate::config::InputSpec::Generate(g)) => {
+            println!("input      generated {}", toml::Value::Table(g.clone()))
+        }
         None => {}
     }
     // Before any preprocessing: a bad output.dir is refused at once.

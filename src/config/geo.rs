@@ -3,15 +3,15 @@
 //! `apsp.targets`).
 
 use super::Origins;
-use crate::graph::osm::OsmOptions;
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 
 /// The geographic part of `[input]`, after defaults.
 #[derive(Debug, Clone, Default)]
 pub struct GeoPlan {
-    /// `[input.osm]` (defaults when absent): used when `input.path` is an `.osm.pbf`.
-    pub osm: OsmOptions,
+    /// `[input.osm]`, when given (only with an `.osm.pbf` `input.path`), for the plugin that
+    /// reads the file ([`super::Plan::table`]).
+    pub osm: Option<toml::Table>,
     /// `input.coordinates`: a DIMACS `.co` file for `input.path`'s graph.
     pub coordinates: Option<PathBuf>,
 }
@@ -26,7 +26,7 @@ pub fn is_osm(path: &Path) -> bool {
 /// only with a graph file that is not one (OpenStreetMap has its own).
 pub(super) fn validate(
     path: &Option<PathBuf>,
-    osm: Option<OsmOptions>,
+    osm: Option<toml::Table>,
     coordinates: Option<PathBuf>,
     origins: &Origins,
 ) -> Result<GeoPlan> {
@@ -56,8 +56,5 @@ pub(super) fn validate(
             )));
         }
     }
-    Ok(GeoPlan {
-        osm: osm.unwrap_or_default(),
-        coordinates,
-    })
+    Ok(GeoPlan { osm, coordinates })
 }

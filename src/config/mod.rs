@@ -12,17 +12,17 @@ pub use geo::{is_osm, GeoPlan};
 pub use origin::Origins;
 pub use raw::{AutoOr, DeviceSel, NoArc, NodePolicy, OnFailure, OutputFormat, Policy, Sources};
 
-use crate::graph::GenSpec;
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 
-/// Where the graph comes from.
+/// Where the input comes from.
 #[derive(Debug, Clone)]
 pub enum InputSpec {
     /// A file; format from its extension.
     Path(PathBuf),
-    /// A generated graph.
-    Generate(GenSpec),
+    /// A generated input: the `[input.generate]` table, which the plugin that generates it
+    /// reads ([`Plan::table`]).
+    Generate(toml::Table),
 }
 
 /// How an input file is read, beyond its extension.
@@ -233,8 +233,6 @@ impl Plan {
     /// `#[serde(deny_unknown_fields)]`: a bad value is an error naming `table.key` and where it
     /// was set.
     pub fn options<T: serde::de::DeserializeOwned>(&self, table: &str) -> Result<T> {
-        // Through TOML text rather than the value tree: the error then has a span, and the
-        // span gives the key.
         // The table asked for (the run's plugin's own is `plugin_options`; any other, such as a
         // table a plugin shares with another, comes from the file's tables), empty if absent.
         let empty = toml::Table::new();
@@ -243,11 +241,23 @@ impl Plan {
         } else {
             self.other_tables.get(table).unwrap_or(&empty)
         };
+        self.table(table, t)
+    }
+
+    /// The table `t`, found at the dotted key `table` (`input.generate`), as `T`, a serde
+    /// struct with `#[serde(deny_unknown_fields)]`: a bad value is an error naming `table.key`
+    /// and where it was set.
+    pub fn table<T: serde::de::DeserializeOwned>(&self, table: &str, t: &toml::Table) -> Result<T> {
+        // Through TOML text rather than the value tree: the error then has a span, and the
+        // span gives the key.
         let text = toml::to_string(t).map_err(|e| Error::Config(e.to_string()))?;
         toml::from_str(&text).map_err(|e: toml::de::Error| {
+            // A missing field is the table's: its span is only where the table starts.
             let key = match e.span() {
-                Some(s) => origin::key_at(&text, s.start).1,
-                None => String::new(),
+                Some(s) if !e.message().starts_with("missing field") => {
+                    origin::key_at(&text, s.start).1
+                }
+                _ => String::new(),
             };
             let key = if key.is_empty() {
                 table.to_string()

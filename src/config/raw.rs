@@ -272,8 +272,8 @@ pub(super) struct RawRun {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawInput {
     path: Option<PathBuf>,
-    generate: Option<GenSpec>,
-    osm: Option<crate::graph::osm::OsmOptions>,
+    generate: Option<toml::Table>,
+    osm: Option<toml::Table>,
     coordinates: Option<PathBuf>,
     columns: Option<Vec<String>>,
     weight_scale: Option<f64>,

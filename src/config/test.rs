@@ -210,22 +210,6 @@ fn messages_name_the_key_and_where_it_was_set() {
         e.starts_with("--set units.cpu_workers=-1: units.cpu_workers: expected"),
         "{e}"
     );
-    // A generator set over a path config names the table that lacks a field.
-    let e = plan(MIN, &["input.generate.model=\"road\""])
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.starts_with(
-            "--set input.generate.model=\"road\": [input.generate]: missing field `vertices`"
-        ),
-        "{e}"
-    );
-    let text = "[run]\nplugin = \"apsp\"\n[input]\ngenerate = { vertices = 5 }\n";
-    let e = plan(text, &[]).unwrap_err().to_string();
-    assert!(
-        e.starts_with("c.toml:4: input.generate: missing field `model`"),
-        "{e}"
-    );
     // Validation after parsing: the key's own line, or the --set.
     let text = format!("{MIN}[scheduler]\n\nchunk = 0\n");
     let e = plan(&text, &[]).unwrap_err().to_string();

@@ -7,6 +7,7 @@
 
 #[cfg(feature = "mpi")]
 pub mod mpi;
+pub mod share;
 
 use crate::config::Plan;
 use crate::plugin::Records;
@@ -50,8 +51,9 @@ pub trait Node: Sync {
         devices: &[serde_json::Value],
         extra: serde_json::Value,
     ) -> Result<serde_json::Value>;
-    /// The ranks of this machine sharing one copy of the input graph (under MPI).
-    fn graph_share(&self) -> Option<&dyn crate::graph::GraphShare> {
+    /// The ranks of this job making bytes together: once per machine, mapped by its ranks,
+    /// or once per job on rank 0 (under MPI).
+    fn share(&self) -> Option<&dyn share::Share> {
         None
     }
     /// Whether this process runs under mpirun (each rank then reports its units).

@@ -37,16 +37,16 @@
 //!   leaves without `MPI_Finalize`, which would wait for ranks that wait for it: the launcher
 //!   then ends the job. The complete result in the output directory is untouched, and the
 //!   journal keeps the chunks rank 0 had synced.
-//! - Temporary input copies (`$TMPDIR/tuccompi-rankR-PID/`) are removed once the graph is
+//! - Temporary input copies (`$TMPDIR/tuccompi-rankR-PID/`) are removed once the input is
 //!   loaded, on failure before the abort, and, for processes killed before either, swept by the
 //!   next run on the machine once their process is gone.
 //!
 //! MPI calls are serialized: one mutex guards the communicator on each rank, and the library
 //! is initialized with at least `MPI_THREAD_SERIALIZED`.
 
+use super::share::{self, shared_dir, Mapped, Share};
 use super::{host_name, injected_failure, merge, Node, Pace};
 use crate::config::{InputSpec, NodePolicy, Plan};
-use crate::graph::Csr;
 use crate::plugin::Records;
 use crate::scheduler::{self, Chunk, TaskSource, UnitInfo, WorkQueue};
 use crate::sink::journal::Journal;
@@ -71,7 +71,7 @@ const TAG_GO: i32 = 15;
 /// The name of rank 0's server thread (a panic there ends the job: other ranks wait for it).
 const SERVER_THREAD: &str = "mpi-master";
 
-/// This process's private copy of the input (other ranks than 0), removed once the graph is
+/// This process's private copy of the input (other ranks than 0), removed once the input is
 /// loaded or when the process fails. Process-wide: the panic hook removes it too.
 static INPUT_COPY: Mutex<Option<PathBuf>> = Mutex::new(None);
 
@@ -201,9 +201,9 @@ pub struct MpiNode {
     together: AtomicBool,
     /// Rank 0's server thread, counted for the report.
     served: Arc<Served>,
-    /// How this rank got its graph (for the report): shared with the machine's ranks, or why
-    /// it holds its own.
-    graph_note: Mutex<Option<String>>,
+    /// How this rank got its machine's shared bytes (for the report, under the key the plugin
+    /// named them by): shared with the machine's ranks, or why it holds its own.
+    machine_note: Mutex<Option<(String, String)>>,
     /// What this rank made for the others or received from rank 0 (`made_on_rank_0`), by name,
     /// for the report.
     rank_0_notes: Mutex<serde_json::Map<String, serde_json::Value>>,
@@ -263,7 +263,7 @@ impl MpiNode {
             host,
             together: AtomicBool::new(false),
             served: Arc::default(),
-            graph_note: Mutex::new(None),
+            machine_note: Mutex::new(None),
             rank_0_notes: Mutex::default(),
         })
     }
@@ -743,14 +743,15 @@ impl Drop for Remote<'_> {
     }
 }
 
-/// What the first rank of a machine tells the others about the graph (`GraphShare`).
+/// What the first rank of a machine tells the others about the machine's bytes
+/// ([`Share::machine_bytes`]).
 #[derive(serde::Serialize, serde::Deserialize)]
-enum HostGraph {
-    /// Map the file at `path`; the graph is named `name`.
-    At { path: PathBuf, name: String },
-    /// Build your own: the graph could not be written for sharing (why).
+enum HostBytes {
+    /// Map the file at `path`.
+    At { path: PathBuf },
+    /// Make your own: the bytes could not be written for sharing (why).
     Own(String),
-    /// Loading the graph failed (the error).
+    /// Making the bytes failed (the error).
     Failed(String),
 }
 
@@ -764,15 +765,15 @@ fn bcast_from(root: &mpi::topology::Process<'_>, bytes: Option<Vec<u8>>) -> Vec<
     buf
 }
 
-/// A new file for a machine's shared graph: in `/dev/shm` (memory) where there is one. Files
+/// A new file for a machine's shared bytes: in `/dev/shm` (memory) where there is one. Files
 /// that earlier runs left there (killed between writing and removing theirs) go first, if
 /// their writer's process is gone.
-fn shared_graph_path() -> PathBuf {
-    let dir = crate::graph::shared_dir();
+fn shared_bytes_path() -> PathBuf {
+    let dir = shared_dir();
     for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().to_string();
         let pid = name
-            .strip_prefix("tuccompi-graph-")
+            .strip_prefix("tuccompi-shared-")
             .and_then(|r| r.split('-').next())
             .and_then(|p| p.parse::<u32>().ok());
         if pid.is_some_and(|p| !process_alive(p)) {
@@ -782,11 +783,15 @@ fn shared_graph_path() -> PathBuf {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
-    dir.join(format!("tuccompi-graph-{}-{nanos}", std::process::id()))
+    dir.join(format!("tuccompi-shared-{}-{nanos}", std::process::id()))
 }
 
-impl crate::graph::GraphShare for MpiNode {
-    fn share(&self, build: &mut dyn FnMut() -> Result<Csr>) -> Result<Csr> {
+impl Share for MpiNode {
+    fn machine_bytes(
+        &self,
+        what: &str,
+        make: &mut dyn FnMut(&mut dyn std::io::Write) -> Result<()>,
+    ) -> Result<Option<Mapped>> {
         if injected_failure(self.rank, "input") {
             // Before the machine's collective below, which the other ranks are in.
             return Err(Error::Input(
@@ -796,10 +801,11 @@ impl crate::graph::GraphShare for MpiNode {
         if injected_failure(self.rank, "panic") {
             panic!("injected panic (TUCCOMPI_TEST_FAIL_PHASE=panic)");
         }
-        let g = self.share_among_host(build);
-        // Loaded: nothing reads the input copy again (the journal's input hash is rank 0's).
+        let m = self.share_among_host(what, make);
+        // Made from the input: nothing reads the input copy again (the journal's input hash
+        // is rank 0's).
         remove_input_copy();
-        g
+        m
     }
 
     fn ranks(&self) -> usize {
@@ -863,59 +869,51 @@ impl crate::graph::GraphShare for MpiNode {
 }
 
 impl MpiNode {
-    /// [`GraphShare::share`](crate::graph::GraphShare::share) without the test hooks.
-    fn share_among_host(&self, build: &mut dyn FnMut() -> Result<Csr>) -> Result<Csr> {
+    /// [`Share::machine_bytes`] without the test hooks.
+    fn share_among_host(
+        &self,
+        what: &str,
+        make: &mut dyn FnMut(&mut dyn std::io::Write) -> Result<()>,
+    ) -> Result<Option<Mapped>> {
         // Prepare runs on the main thread before any unit: nothing else calls MPI meanwhile.
         let w = self.world.lock();
         let host = w.split_shared(self.rank as i32);
         let ranks = host.size() as usize;
         if ranks == 1 {
-            drop(w);
-            return build();
+            return Ok(None);
         }
         let leader = host.rank() == 0;
-        let mut own = None;
+        let mut own_error = None;
         let said = leader.then(|| {
-            let g = build();
-            let said = match &g {
-                Err(e) => HostGraph::Failed(e.to_string()),
-                Ok(g) => {
-                    let path = shared_graph_path();
-                    match g.write_shared(&path) {
-                        Ok(()) => HostGraph::At {
-                            path,
-                            name: g.name.clone(),
-                        },
-                        Err(e) => HostGraph::Own(e.to_string()),
-                    }
+            let path = shared_bytes_path();
+            let said = match share::write_new(&path, make) {
+                Ok(()) => HostBytes::At { path },
+                Err(Ok(e)) => HostBytes::Own(e.to_string()),
+                Err(Err(e)) => {
+                    let said = HostBytes::Failed(e.to_string());
+                    own_error = Some(e);
+                    said
                 }
             };
-            own = Some(g);
             serde_json::to_vec(&said).expect("serializes")
         });
         let bytes = bcast_from(&host.process_at_rank(0), said);
-        let said: HostGraph = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::Node(format!("the machine's shared graph note: {e}")))?;
-        // This rank's own graph: the one it built (the leader), or one it builds now.
-        let mut own_copy = |own: Option<Result<Csr>>| own.unwrap_or_else(&mut *build);
-        let (g, note) = match said {
-            HostGraph::Failed(e) => {
+        let said: HostBytes = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::Node(format!("the machine's shared {what} note: {e}")))?;
+        let (mapped, note) = match said {
+            HostBytes::Failed(e) => {
                 drop(w);
-                return match own {
-                    Some(g) => g,
-                    None => Err(Error::Input(format!(
-                        "{e} (loaded by another rank of this machine)"
-                    ))),
-                };
+                return Err(own_error.unwrap_or_else(|| {
+                    Error::Input(format!("{e} (loaded by another rank of this machine)"))
+                }));
             }
-            HostGraph::Own(why) => {
+            HostBytes::Own(why) => {
                 drop(w);
-                let g = own_copy(own)?;
-                let note = format!("own copy: the graph could not be shared ({why})");
-                (g, note)
+                let note = format!("own copy: the {what} could not be shared ({why})");
+                (None, note)
             }
-            HostGraph::At { path, name } => {
-                let mapped = Csr::map_shared(&path, &name);
+            HostBytes::At { path } => {
+                let mapped = Mapped::open(&path);
                 // Every rank has mapped it (or failed to): the file can go, its memory stays
                 // while mapped.
                 host.barrier();
@@ -924,27 +922,24 @@ impl MpiNode {
                 }
                 drop(w);
                 match mapped {
-                    Ok(g) => (
-                        g,
+                    Ok(m) => (
+                        Some(m),
                         format!("shared: one copy for the {ranks} ranks of this machine"),
                     ),
-                    Err(e) => {
-                        let g = own_copy(own)?;
-                        (
-                            g,
-                            format!("own copy: mapping the shared graph failed ({e})"),
-                        )
-                    }
+                    Err(e) => (
+                        None,
+                        format!("own copy: mapping the shared {what} failed ({e})"),
+                    ),
                 }
             }
         };
-        *self.graph_note.lock() = Some(note);
-        Ok(g)
+        *self.machine_note.lock() = Some((what.to_string(), note));
+        Ok(mapped)
     }
 }
 
 impl Node for MpiNode {
-    fn graph_share(&self) -> Option<&dyn crate::graph::GraphShare> {
+    fn share(&self) -> Option<&dyn Share> {
         Some(self)
     }
     fn rank(&self) -> usize {
@@ -1105,8 +1100,8 @@ impl Node for MpiNode {
             "tasks": stats.iter().map(|s| s.tasks).sum::<usize>(),
         });
         merge(&mut mine, extra);
-        if let Some(note) = self.graph_note.lock().clone() {
-            mine["graph"] = serde_json::json!(note);
+        if let Some((what, note)) = self.machine_note.lock().clone() {
+            mine[what.as_str()] = serde_json::json!(note);
         }
         let notes = self.rank_0_notes.lock().clone();
         if !notes.is_empty() {
@@ -1184,15 +1179,15 @@ mod test {
     }
 
     #[test]
-    fn shared_graph_files_of_dead_writers_are_swept() {
-        let fresh = super::shared_graph_path();
+    fn shared_files_of_dead_writers_are_swept() {
+        let fresh = super::shared_bytes_path();
         let dir = fresh.parent().unwrap();
         // No process has this id (above Linux's largest pid_max); this process is alive.
-        let dead = dir.join("tuccompi-graph-4294967-1");
-        let live = dir.join(format!("tuccompi-graph-{}-test", std::process::id()));
+        let dead = dir.join("tuccompi-shared-4294967-1");
+        let live = dir.join(format!("tuccompi-shared-{}-test", std::process::id()));
         std::fs::write(&dead, b"x").unwrap();
         std::fs::write(&live, b"x").unwrap();
-        let next = super::shared_graph_path();
+        let next = super::shared_bytes_path();
         assert!(!dead.exists() && live.exists());
         assert!(!next.exists() && next.parent() == Some(dir));
         std::fs::remove_file(&live).unwrap();

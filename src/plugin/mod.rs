@@ -38,9 +38,9 @@ pub trait Plugin: Sync {
 pub struct PrepareCtx<'a> {
     /// The validated plan.
     pub plan: &'a Plan,
-    /// Under MPI, the ranks of this machine sharing one copy of the input graph
-    /// (`plugins::common::load_csr` uses it).
-    pub graphs: Option<&'a dyn crate::graph::GraphShare>,
+    /// Under MPI, the ranks of this job making bytes together: once per machine, mapped by its
+    /// ranks (the built-in graph plugins share their input graph so), or once per job.
+    pub graphs: Option<&'a dyn crate::node::share::Share>,
     /// `tuccompi check`: prepare writes nothing anywhere (no cache file; caches are only read).
     pub dry_run: bool,
     /// Tasks an unfinished run that this one resumes has already done (0 for a fresh run):

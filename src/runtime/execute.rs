@@ -83,7 +83,7 @@ pub fn run_with_cache(
             plugins,
             &opts.extra_plugins,
             node.size(),
-            node.graph_share(),
+            node.share(),
             done_tasks,
             &devices,
         );

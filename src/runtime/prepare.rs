@@ -78,7 +78,7 @@ pub fn prepare_sharing<'a>(
     plugins: &[&'a dyn Plugin],
     extra: &[&'a dyn Plugin],
     nodes: usize,
-    graphs: Option<&dyn crate::graph::GraphShare>,
+    graphs: Option<&dyn crate::node::share::Share>,
     done_tasks: usize,
     devices: &(dyn Fn() -> DeviceCount + Sync),
 ) -> Result<Prepared<'a>> {
@@ -94,7 +94,7 @@ pub(super) fn prepare_root<'a>(
     plugins: &[&'a dyn Plugin],
     extra: &[&'a dyn Plugin],
     nodes: usize,
-    graphs: Option<&dyn crate::graph::GraphShare>,
+    graphs: Option<&dyn crate::node::share::Share>,
     done_tasks: usize,
     devices: &(dyn Fn() -> DeviceCount + Sync),
 ) -> Result<Prepared<'a>> {
@@ -109,7 +109,7 @@ pub(super) fn prepare_with<'a>(
     plugins: &[&'a dyn Plugin],
     extra: &[&'a dyn Plugin],
     nodes: usize,
-    graphs: Option<&dyn crate::graph::GraphShare>,
+    graphs: Option<&dyn crate::node::share::Share>,
     dry_run: bool,
     done_tasks: usize,
     devices: &(dyn Fn() -> DeviceCount + Sync),

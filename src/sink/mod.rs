@@ -4,12 +4,10 @@
 //! unit (or MPI rank) computed them, in any order: the header comes from `npyz`, the file is
 //! pre-sized, and rows go in with positional writes, so no process ever holds the matrix.
 //! [`outdir`] keeps the output directory safe (validation, lock, staging, commit) and
-//! [`journal`] records finished chunks so that an interrupted run can be resumed; [`npz`]
-//! writes numpy's `.npz` archives (a finished matrix and its labels).
+//! [`journal`] records finished chunks so that an interrupted run can be resumed.
 //! Sinks take nothing from the layers above; the runtime and the plugins use them.
 
 pub mod journal;
-pub mod npz;
 pub mod outdir;
 
 use crate::{owned, Error, Result};

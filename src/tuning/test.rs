@@ -12,8 +12,8 @@ const FW: KernelSource = KernelSource {
 };
 const COLLATZ: KernelSource = KernelSource {
     stem: "collatz",
-    source: include_str!("../../examples/collatz.cl"),
-    characterization: include_str!("../../examples/collatz.toml"),
+    source: include_str!("../../examples/collatz/collatz.cl"),
+    characterization: include_str!("../../examples/collatz/collatz.toml"),
 };
 
 fn dev(kind: &str, cus: u32, maxwg: usize) -> DeviceInfo {

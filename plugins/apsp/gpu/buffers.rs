@@ -2,10 +2,10 @@
 //! and the device reduction of each distance row into a [`PathSummary`].
 
 use super::{Ctx, Setup};
+use crate::common::{Dist, PathSummary, RowWrite};
 use crate::device::Kernel;
 use crate::device::{Arg, DBuf, Device, Queue, Scalar};
 use crate::plugin::Record;
-use crate::plugins::common::{Dist, PathSummary, RowWrite};
 use crate::sink::NpyRows;
 use crate::Result;
 use std::ops::Range;
@@ -145,7 +145,7 @@ fn target_summaries<D: Scalar + Dist + RowWrite>(
         .enumerate()
         .map(|(i, t)| {
             cx.q.read(d, i * cx.n, &mut row)?;
-            crate::plugins::apsp::targets::finish_row(cx.job, t, &row, &mut buf)
+            crate::apsp::targets::finish_row(cx.job, t, &row, &mut buf)
         })
         .collect()
 }

@@ -12,7 +12,7 @@ use crate::device::Kernel;
 use crate::device::{Arg, DBuf};
 use crate::Result;
 
-/// The algorithm as [`GpuAlgorithm::Crauser`](crate::plugins::apsp::GpuAlgorithm::Crauser).
+/// The algorithm as [`GpuAlgorithm::Crauser`](crate::apsp::GpuAlgorithm::Crauser).
 pub(super) const SPEC: Spec = Spec {
     launched: LAUNCHED,
     bytes_per_vertex: |dist| dist + 2,

@@ -5,7 +5,7 @@
 use super::crauser::{Settle, Threshold, LAUNCHED};
 use super::Spec;
 
-/// The algorithm as [`GpuAlgorithm::Martin`](crate::plugins::apsp::GpuAlgorithm::Martin).
+/// The algorithm as [`GpuAlgorithm::Martin`](crate::apsp::GpuAlgorithm::Martin).
 pub(super) const SPEC: Spec = Spec {
     launched: LAUNCHED,
     bytes_per_vertex: |dist| dist + 2,

@@ -33,9 +33,9 @@ mod two_phase;
 mod worklist;
 
 use super::{width, ApspJob, GpuAlgorithm};
+use crate::common::PathSummary;
 use crate::device::{DBuf, Device, KernelSource, Queue};
 use crate::plugin::{GpuHalf, RecordsOut, Worker};
-use crate::plugins::common::PathSummary;
 use crate::sink::NpyRows;
 use crate::tuning::{LaunchParams, Request, Setting, Shape, Tuner};
 use crate::{Error, Result};

@@ -33,12 +33,12 @@
 //! partial words, `b × 4` sums, `b` overflow flags, rows `chunk × targets`.
 
 use super::{Algorithm, Batch, Ctx, DistBuf, Setup, Spec};
+use crate::apsp::phast::{AnyHierarchy, ChWeight, Hierarchy};
+use crate::apsp::ApspJob;
+use crate::common::{PathSummary, RowWrite};
 use crate::device::Kernel;
 use crate::device::{Arg, DBuf, Device, KernelSource, Queue, Scalar};
 use crate::plugin::{GpuHalf, Record};
-use crate::plugins::apsp::phast::{AnyHierarchy, ChWeight, Hierarchy};
-use crate::plugins::apsp::ApspJob;
-use crate::plugins::common::{PathSummary, RowWrite};
 use crate::sink::NpyRows;
 use crate::tuning::{
     sweep_plan, Choice, LaunchParams, Request, Setting, Shape, Source, SweepRequest, Tuner,
@@ -65,7 +65,7 @@ const LAUNCHED: &[&str] = &[
     "phast_rows",
 ];
 
-/// The algorithm as [`GpuAlgorithm::Phast`](crate::plugins::apsp::GpuAlgorithm::Phast).
+/// The algorithm as [`GpuAlgorithm::Phast`](crate::apsp::GpuAlgorithm::Phast).
 pub(super) const SPEC: Spec = Spec {
     launched: LAUNCHED,
     // init and dist, and a mask bit (rounded up to a byte).

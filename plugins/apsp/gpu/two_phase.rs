@@ -11,7 +11,7 @@ use crate::device::Kernel;
 use crate::device::{Arg, DBuf};
 use crate::Result;
 
-/// The algorithm as [`GpuAlgorithm::TwoPhase`](crate::plugins::apsp::GpuAlgorithm::TwoPhase).
+/// The algorithm as [`GpuAlgorithm::TwoPhase`](crate::apsp::GpuAlgorithm::TwoPhase).
 pub(super) const SPEC: Spec = Spec {
     launched: &["sssp_init", "tp_relax", "tp_update", "sssp_summary"],
     bytes_per_vertex: |dist| 2 * dist + 2,

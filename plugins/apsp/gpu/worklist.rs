@@ -9,12 +9,12 @@
 
 use super::buffers::{Batch, DistBuf};
 use super::{iteration_limit, Algorithm, Ctx, Setup, Spec};
+use crate::apsp::ApspJob;
 use crate::device::Kernel;
 use crate::device::{Arg, DBuf};
-use crate::plugins::apsp::ApspJob;
 use crate::{Error, Result};
 
-/// The algorithm as [`GpuAlgorithm::Worklist`](crate::plugins::apsp::GpuAlgorithm::Worklist).
+/// The algorithm as [`GpuAlgorithm::Worklist`](crate::apsp::GpuAlgorithm::Worklist).
 pub(super) const SPEC: Spec = Spec {
     launched: &["wl_init", "wl_round", "sssp_summary"],
     bytes_per_vertex: |dist| dist + 4 + 3 * 4,

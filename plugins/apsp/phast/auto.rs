@@ -26,8 +26,8 @@
 use super::cache::{self, Key, Miss};
 use super::ch::{Budget, ChError, ChParams, ChWeight, Hierarchy};
 use super::AnyHierarchy;
+use crate::apsp::GpuAlgorithm;
 use crate::graph::Csr;
-use crate::plugins::apsp::GpuAlgorithm;
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -270,7 +270,7 @@ fn sample_trees(g: &Csr, sources: &[u32]) -> (f64, f64) {
     let mut got: Vec<(f64, f64)> = picks
         .par_iter()
         .map(|&s| {
-            let mut dj = crate::plugins::apsp::dijkstra::Dijkstra::<u64>::new(g.n);
+            let mut dj = crate::apsp::dijkstra::Dijkstra::<u64>::new(g.n);
             let t = Instant::now();
             let dist = dj.run(g, s);
             let seconds = t.elapsed().as_secs_f64();
@@ -385,7 +385,7 @@ pub fn choose_for_job(
     g: &Csr,
     wide: bool,
     req: &Request<'_>,
-    share: Option<&dyn crate::graph::GraphShare>,
+    share: Option<&dyn crate::node::share::Share>,
 ) -> Result<Choice> {
     let Some(share) = share.filter(|s| s.ranks() > 1) else {
         return choose(g, wide, req);

@@ -29,8 +29,8 @@
 //! each simulation runs in-degree witness searches of at most `settle_limit` vertices); on
 //! skewed graphs the core densifies, which [`Hierarchy::build`]'s [`Budget`] detects.
 
+use crate::common::Dist;
 use crate::graph::Csr;
-use crate::plugins::common::Dist;
 use parking_lot::Mutex;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};

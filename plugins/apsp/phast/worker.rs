@@ -3,9 +3,9 @@
 
 use super::cpu::{Sweeper, SUPPORTED_K};
 use super::{AnyHierarchy, ChWeight, Hierarchy};
+use crate::apsp::width::Redo;
+use crate::apsp::{ApspJob, RowWrite};
 use crate::plugin::{RecordsOut, Worker};
-use crate::plugins::apsp::width::Redo;
-use crate::plugins::apsp::{ApspJob, RowWrite};
 use crate::tuning::{phast_trees, Choice, CpuCache, Source};
 use crate::{Error, Result};
 use std::ops::Range;

@@ -115,7 +115,7 @@ fn verdicts_round_trip_and_never_replace_a_foreign_file() {
 
 #[test]
 fn a_choice_crosses_to_another_rank_whole_and_only_for_its_graph() {
-    let g = |seed| crate::plugins::apsp::phast::cache::test::graph(seed, 1000);
+    let g = |seed| crate::apsp::phast::cache::test::graph(seed, 1000);
     let (a, b) = (g(1), g(2));
     for wide in [false, true] {
         let c = Choice {

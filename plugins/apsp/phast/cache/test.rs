@@ -5,7 +5,7 @@ use super::*;
 use crate::graph::{generate, GenModel, GenSpec};
 
 /// A generated 400-vertex road graph with weights 0..=hi (also the auto tests' graph).
-pub(in crate::plugins::apsp::phast) fn graph(seed: u64, hi: u32) -> Csr {
+pub(in crate::apsp::phast) fn graph(seed: u64, hi: u32) -> Csr {
     let spec = GenSpec {
         model: GenModel::Road,
         vertices: 400,
@@ -148,7 +148,7 @@ fn a_payload_of_the_wrong_shape_is_refused_even_with_a_valid_checksum() {
 
 #[test]
 fn a_hierarchy_path_holding_another_file_or_a_link_is_refused_never_replaced() {
-    use crate::plugins::apsp::phast::auto::{choose, CpuAlgorithm, Request};
+    use crate::apsp::phast::auto::{choose, CpuAlgorithm, Request};
     let g = graph(5, 50);
     let path = tmp("foreign");
     let dir = path.parent().unwrap().to_path_buf();

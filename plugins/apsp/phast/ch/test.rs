@@ -3,8 +3,8 @@
 //! real road graphs.
 
 use super::*;
+use crate::apsp::dijkstra::Dijkstra;
 use crate::graph::{generate, read_graph, EdgeList, GenModel, GenSpec, Origin};
-use crate::plugins::apsp::dijkstra::Dijkstra;
 
 /// Sweep order, levels and arc directions as the interface promises.
 pub(crate) fn check_structure<W: ChWeight>(h: &Hierarchy<W>) {
@@ -267,7 +267,7 @@ fn quality_on_bremen_is_bounded() {
     };
     let h = Hierarchy::<u32>::build(&g, &ChParams::default(), None).unwrap();
     let per_arc = h.info.shortcuts as f64 / g.m() as f64;
-    let up = crate::plugins::apsp::phast::auto::upward_space(&h, 1000);
+    let up = crate::apsp::phast::auto::upward_space(&h, 1000);
     eprintln!(
         "osm-bremen-dist: {per_arc:.3} shortcuts per arc, upward search {up:.1}, {} levels",
         h.num_levels()

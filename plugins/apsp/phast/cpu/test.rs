@@ -2,11 +2,11 @@
 //! partial batches, u32 and u64 distances, summaries and rows with and without targets.
 
 use super::*;
+use crate::apsp::dijkstra::Dijkstra;
+use crate::apsp::phast::ch::ChParams;
+use crate::common::PathSummary;
 use crate::graph::{generate, Csr, GenModel, GenSpec};
 use crate::plugin::Record;
-use crate::plugins::apsp::dijkstra::Dijkstra;
-use crate::plugins::apsp::phast::ch::ChParams;
-use crate::plugins::common::PathSummary;
 
 fn summarize<W: ChWeight>(row: &[W], rec: &mut [u64; 4]) {
     PathSummary::of(row).to_words(rec);

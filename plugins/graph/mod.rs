@@ -18,7 +18,7 @@ pub use coords::{read_co, Coords, Snap, SnapIndex};
 pub use generate::{generate, GenModel, GenSpec};
 pub use npy::{MatrixStats, NpyMatrix};
 pub use read::{read_graph, read_graph_with};
-pub use shared::{shared_dir, GraphShare, Words};
+pub use shared::{share_csr, Words};
 
 /// Where an edge came from, so later checks can still name the file and line.
 #[derive(Debug, Clone, Default)]

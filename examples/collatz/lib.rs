@@ -4,11 +4,13 @@
 //!
 //! Run it (every core, plus OpenCL devices when there are any):
 //!
-//!     cargo run --release --example collatz -- run configs/collatz.toml
+//!     cargo run --release -p collatz -- run configs/collatz.toml
 //!
-//! Its `main` is one line, `tuccompi::cli::main(&[&Collatz])`: the binary is the whole
-//! `tuccompi` tool (`run`, `check`, `tune`, `plugins`, `devices`, `--set`, `--resume`,
-//! signals, progress) with this plugin beside the built-in ones.
+//! It is a package of its own (`examples/collatz/`: `Cargo.toml`, this `lib.rs`, the kernel
+//! and its characterization, a `main.rs`) that depends on the framework alone. Its `main` is one
+//! line, `tuccompi::cli::main(&[&collatz::Collatz])`: the binary is the whole `tuccompi` tool
+//! (`run`, `check`, `tune`, `plugins`, `devices`, `--set`, `--resume`, signals, progress) with
+//! this plugin as its registry.
 //!
 //! The steps to write a plugin, as here:
 //! 1. Options: a serde struct for the plugin's own config table (`[collatz]`).
@@ -18,8 +20,8 @@
 //! 5. Kernels: `collatz.cl` with its characterization `collatz.toml` beside this file, declared
 //!    as a `KernelSource`; the tuner picks the local size from the characterization, and
 //!    `tune` times the candidates `Job::tune_candidates` declares and stores the winners.
-//! 6. Register it: in `plugins/mod.rs` for a built-in plugin, or pass it in
-//!    `tuccompi::cli::main(&[&YourPlugin])` from your own binary, as `main` does below.
+//! 6. Register it: in `plugins/lib.rs` for a built-in plugin, or pass it in
+//!    `tuccompi::cli::main(&[&YourPlugin])` from your own binary, as `main.rs` does.
 
 use std::ops::Range;
 use std::path::Path;
@@ -289,11 +291,4 @@ impl Worker for GpuWorker<'_> {
         }
         Ok(())
     }
-}
-
-#[allow(dead_code)] // the integration tests include this file as a module and run the plugin directly
-/// The whole `tuccompi` command line (`run`, `check`, `plugins`, `devices`, `--set`,
-/// `--resume`...) with this plugin beside the built-in ones.
-fn main() -> std::process::ExitCode {
-    tuccompi::cli::main(&[&Collatz])
 }

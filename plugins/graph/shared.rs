@@ -4,43 +4,36 @@
 //! 4-11% slower than one process; BENCHMARKS.md, "A minute of work").
 
 use super::Csr;
+use crate::node::share::{write_new, Mapped, Share};
 use crate::{Error, Result};
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::Arc;
 
-/// The ranks of a job loading what they need together (the node layer under MPI): the graph
-/// once per machine (one rank builds it and writes it where the others map it), and a
-/// plugin's preprocessing once per job (rank 0 makes it and sends it to every rank).
-pub trait GraphShare: Sync + std::fmt::Debug {
-    /// The graph `build` makes: this process's own, or mapped from the one a rank of this
-    /// machine built. Every rank calls it once, in the same place of its run.
-    fn share(&self, build: &mut dyn FnMut() -> Result<Csr>) -> Result<Csr>;
-
-    /// Processes in the job (1 without MPI).
-    fn ranks(&self) -> usize;
-
-    /// The bytes `make` returns on rank 0, on every rank: `make` runs on rank 0 only, and
-    /// its error is every rank's error (the others' message says it came from rank 0). Every
-    /// rank calls it in the same place of its run; `what` names the bytes in each rank's
-    /// report entry (`nodes[].from_rank_0`). For preprocessing that is deterministic but
-    /// costly (apsp's contraction hierarchy): made once per job instead of once per rank.
-    fn made_on_rank_0(
-        &self,
-        what: &str,
-        make: &mut dyn FnMut() -> Result<Vec<u8>>,
-    ) -> Result<Vec<u8>>;
-}
-
-/// Where a machine's shared graph files go: `/dev/shm` (memory) where there is one, else the
-/// temporary directory.
-pub fn shared_dir() -> std::path::PathBuf {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        shm.to_path_buf()
-    } else {
-        std::env::temp_dir()
+/// The graph `build` makes, shared by the ranks of this machine through the node layer's
+/// machine-local bytes: one rank builds it and writes its arrays, every rank maps them
+/// (`nodes[].graph` in the report says which). Where the bytes could not be shared, a rank
+/// uses the graph it built or builds its own. Every rank calls it once, in the same place of
+/// its run.
+pub fn share_csr(share: &dyn Share, build: &mut dyn FnMut() -> Result<Csr>) -> Result<Csr> {
+    let mut built = None;
+    let mapped = share.machine_bytes("graph", &mut |w| {
+        let g = build()?;
+        let written = g.write_words(w);
+        built = Some(g);
+        written.map_err(|e| Error::Output(format!("the shared graph: {e}")))
+    })?;
+    let own = |built: Option<Csr>, build: &mut dyn FnMut() -> Result<Csr>| match built {
+        Some(g) => Ok(g),
+        None => build(),
+    };
+    match mapped {
+        None => own(built, build),
+        // A mapping that does not hold a graph: this rank's own, as when mapping fails.
+        Some(m) => match Csr::from_mapped(m, "the machine's shared graph") {
+            Ok(g) => Ok(g),
+            Err(_) => own(built, build),
+        },
     }
 }
 
@@ -114,35 +107,23 @@ impl Words {
     }
 }
 
-/// A file mapped read-only (`memmap2`), unmapped when the last window on it is dropped.
-struct Mapping(memmap2::Mmap);
+/// A mapping of the node layer's viewed as `u32` words, unmapped when the last window on it
+/// is dropped.
+struct Mapping(Mapped);
 
 impl Mapping {
-    fn open(path: &Path) -> Result<Mapping> {
-        let f = std::fs::File::open(path)
-            .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
-        let bytes = f
-            .metadata()
-            .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?
-            .len();
+    fn new(m: Mapped, what: &str) -> Result<Mapping> {
+        let bytes = m.bytes().len();
         if bytes == 0 || !bytes.is_multiple_of(4) {
             return Err(Error::Input(format!(
-                "{}: {bytes} bytes is not a shared graph",
-                path.display()
+                "{what}: {bytes} bytes is not a shared graph"
             )));
         }
-        // SAFETY: memmap2's condition is that nobody changes the file while it is mapped. The
-        // file is created new (0600) by a rank of this job, written completely before any rank
-        // maps it, and never written again; the mapping is read-only and outlives the
-        // descriptor.
-        let map = unsafe { memmap2::Mmap::map(&f) }
-            .map_err(|e| Error::Input(format!("{}: mapping it failed: {e}", path.display())))?;
-        let m = Mapping(map);
-        if m.words().len() * 4 != m.0.len() {
+        let m = Mapping(m);
+        if m.words().len() * 4 != bytes {
             // A mapping starts on a page: never seen, but a misaligned view must not be read.
             return Err(Error::Input(format!(
-                "{}: the mapping is not aligned to 4 bytes",
-                path.display()
+                "{what}: the mapping is not aligned to 4 bytes"
             )));
         }
         Ok(m)
@@ -150,68 +131,71 @@ impl Mapping {
 
     fn words(&self) -> &[u32] {
         // SAFETY: every bit pattern is a valid u32; `align_to` gives the aligned middle (the
-        // whole mapping, page-aligned, which `open` checks).
-        let (_, words, _) = unsafe { self.0.align_to::<u32>() };
+        // whole mapping, page-aligned, which `new` checks).
+        let (_, words, _) = unsafe { self.0.bytes().align_to::<u32>() };
         words
     }
 }
 
 /// First words of a shared graph file: magic, version, then n, m and id_base as two words
-/// each (low, high).
+/// each (low, high), then the name's length in bytes; the name follows the arrays, padded to
+/// a whole word.
 const MAGIC: u32 = 0x5443_4752; // "TCGR"
-const VERSION: u32 = 1;
-const HEADER: usize = 8;
+const VERSION: u32 = 2;
+const HEADER: usize = 9;
 
 impl Csr {
     /// Write this graph into a new file at `path` for [`Csr::map_shared`] (native byte order:
     /// the file is for processes of this machine). An existing file is left alone (an error);
     /// a file this call created and could not finish is removed.
     pub fn write_shared(&self, path: &Path) -> Result<()> {
-        let err = |e: std::io::Error| Error::Output(format!("{}: {e}", path.display()));
-        // Readable by this user only (the ranks of a job run as one user).
-        let f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(err)?;
-        self.write_words(f).map_err(|e| {
-            let _ = std::fs::remove_file(path);
-            err(e)
+        write_new(path, &mut |w| {
+            self.write_words(w)
+                .map_err(|e| Error::Output(format!("{}: {e}", path.display())))
         })
+        .map_err(|e| e.unwrap_or_else(|e| e))
     }
 
-    fn write_words(&self, f: std::fs::File) -> std::io::Result<()> {
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+    fn write_words(&self, w: &mut dyn Write) -> std::io::Result<()> {
         let split = |x: u64| [x as u32, (x >> 32) as u32];
         let mut head = vec![MAGIC, VERSION];
         for x in [self.n as u64, self.m() as u64, self.id_base] {
             head.extend(split(x));
         }
+        head.push(self.name.len() as u32);
+        let mut name = self.name.as_bytes().to_vec();
+        name.resize(self.name.len().next_multiple_of(4), 0);
         for part in [&head[..], &self.offsets, &self.targets, &self.weights] {
             for chunk in part.chunks(1 << 16) {
                 let bytes: Vec<u8> = chunk.iter().flat_map(|x| x.to_ne_bytes()).collect();
                 w.write_all(&bytes)?;
             }
         }
-        w.into_inner().map_err(|e| e.into_error())?.sync_data()
+        w.write_all(&name)?;
+        w.flush()
     }
 
-    /// The graph that [`Csr::write_shared`] wrote at `path`, mapped read-only, named `name`.
-    pub fn map_shared(path: &Path, name: &str) -> Result<Csr> {
-        let map = Arc::new(Mapping::open(path)?);
+    /// The graph that [`Csr::write_shared`] wrote at `path`, mapped read-only.
+    pub fn map_shared(path: &Path) -> Result<Csr> {
+        let shown = path.display().to_string();
+        Csr::from_mapped(Mapped::open(path)?, &shown)
+    }
+
+    /// The graph in the mapped bytes `m`; `what` names them in errors.
+    fn from_mapped(m: Mapped, what: &str) -> Result<Csr> {
+        let map = Arc::new(Mapping::new(m, what)?);
         let w = map.words();
-        let bad =
-            |what: &str| Error::Input(format!("{}: not a shared graph ({what})", path.display()));
+        let bad = |why: &str| Error::Input(format!("{what}: not a shared graph ({why})"));
         if w.len() < HEADER || w[0] != MAGIC || w[1] != VERSION {
             return Err(bad("header"));
         }
         let join = |i: usize| w[i] as u64 | (w[i + 1] as u64) << 32;
         let (n, m, id_base) = (join(2) as usize, join(4) as usize, join(6));
-        if n.checked_add(1 + HEADER)
-            .and_then(|x| m.checked_mul(2)?.checked_add(x))
-            != Some(w.len())
-        {
+        let name_len = w[8] as usize;
+        let arrays = n
+            .checked_add(1 + HEADER)
+            .and_then(|x| m.checked_mul(2)?.checked_add(x));
+        if arrays.and_then(|a| a.checked_add(name_len.div_ceil(4))) != Some(w.len()) {
             return Err(bad("its length does not match its header"));
         }
         let window = |start: usize, len: usize| {
@@ -229,13 +213,17 @@ impl Csr {
         {
             return Err(bad("offsets"));
         }
+        let name_at = (HEADER + n + 1 + 2 * m) * 4;
+        let name = std::str::from_utf8(&map.0.bytes()[name_at..name_at + name_len])
+            .map_err(|_| bad("name"))?
+            .to_string();
         Ok(Csr {
             n,
             offsets,
             targets,
             weights: window(HEADER + n + 1 + m, m),
             id_base,
-            name: name.to_string(),
+            name,
         })
     }
 
@@ -261,12 +249,15 @@ mod test {
         g.write_shared(&path).unwrap();
         // Never over an existing file, which stays as it was.
         assert!(g.write_shared(&path).is_err());
-        assert!(Csr::map_shared(&path, "kept").is_ok());
-        let s = Csr::map_shared(&path, "mapped").unwrap();
+        assert!(Csr::map_shared(&path).is_ok());
+        let s = Csr::map_shared(&path).unwrap();
         // The file may go once mapped.
         std::fs::remove_file(&path).unwrap();
         assert!(s.is_shared() && !g.is_shared());
-        assert_eq!((s.n, s.m(), s.id_base), (g.n, g.m(), g.id_base));
+        assert_eq!(
+            (s.n, s.m(), s.id_base, &s.name),
+            (g.n, g.m(), g.id_base, &g.name)
+        );
         assert_eq!(
             (&s.offsets[..], &s.targets[..], &s.weights[..]),
             (&g.offsets[..], &g.targets[..], &g.weights[..])
@@ -294,7 +285,7 @@ mod test {
         {
             let p = dir.join(format!("bad{i}"));
             std::fs::write(&p, bad).unwrap();
-            let e = Csr::map_shared(&p, "x").unwrap_err().to_string();
+            let e = Csr::map_shared(&p).unwrap_err().to_string();
             assert!(e.contains(&p.display().to_string()), "{e}");
         }
         let _ = std::fs::remove_dir_all(&dir);

@@ -3,7 +3,7 @@
 //! its record is (sum of the payoffs, sum of their squares, paths), and `finish` turns the
 //! records into the price and its standard error.
 //!
-//!     cargo run --release --example options -- run configs/options.toml
+//!     cargo run --release -p options -- run configs/options.toml
 //!
 //! Both halves draw path `p`'s numbers from a counter-based generator (a SplitMix64 hash of the
 //! seed and `p`), turn them into a normal number by the polar Box-Muller method and sum the
@@ -335,10 +335,4 @@ impl Worker for GpuWorker<'_> {
         }
         Ok(())
     }
-}
-
-#[allow(dead_code)] // the integration tests include this file as a module
-/// The whole `tuccompi` command line with this plugin beside the built-in ones.
-fn main() -> std::process::ExitCode {
-    tuccompi::cli::main(&[&Options])
 }
