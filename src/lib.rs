@@ -24,7 +24,9 @@ pub mod config;
 pub mod device;
 mod error;
 pub mod graph;
+pub mod input;
 pub mod node;
+pub mod npy;
 pub mod owned;
 pub mod plugin;
 #[path = "../plugins/mod.rs"]

@@ -195,6 +195,7 @@ pub enum Matrix {
 
 /// A prepared dense job.
 pub struct FwJob {
+    inputs: Vec<std::path::PathBuf>,
     variant: Variant,
     /// Vertices.
     pub n: usize,
@@ -372,6 +373,7 @@ impl Fw {
             strips: options.strips.and_then(|t| t.value()),
         };
         Ok(Box::new(FwJob {
+            inputs: crate::plugins::common::input_files(ctx.plan),
             variant: self.0,
             n,
             input: matrix,
@@ -491,6 +493,9 @@ impl FwJob {
 impl Job for FwJob {
     fn tasks(&self) -> usize {
         1
+    }
+    fn inputs(&self) -> Vec<std::path::PathBuf> {
+        self.inputs.clone()
     }
     fn record_words(&self) -> usize {
         0

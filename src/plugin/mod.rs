@@ -20,7 +20,7 @@ use crate::sink::NpyRows;
 use crate::tuning::{characterizations, LaunchParams, Tuner};
 use crate::Result;
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// A registered workload.
@@ -122,6 +122,13 @@ pub trait Job: Sync {
     /// multiply-adds).
     fn tolerance(&self) -> Tolerance {
         Tolerance::exact()
+    }
+    /// The files the job reads (its input graph, a points file, a queries file), declared in
+    /// `prepare`. The run's identity holds a fingerprint of each ([`crate::input`]: path,
+    /// size, modification time, inode and sampled blocks, never the whole file), so `--resume`
+    /// refuses, naming the file, when one changed since the unfinished run. Default none.
+    fn inputs(&self) -> Vec<PathBuf> {
+        Vec::new()
     }
     /// The CPU half, if the plugin has one.
     fn cpu(&self) -> Option<&dyn CpuHalf> {
