@@ -6,8 +6,9 @@
 //! resume, so a fingerprint trusts the file system, as `make`, rsync's quick check and the
 //! graph cache do: the file's canonical path, size, modification time (ns), device and inode,
 //! and an XXH3-128 of [`SAMPLES`] blocks of [`BLOCK`] bytes spread evenly over the file, the
-//! first and the last included (4 MiB read at most, whatever the size; a file of up to
-//! 4 MiB is hashed whole). Any write through the ordinary interfaces changes the modification
+//! first and the last included (4 MiB read at most, whatever the size). A file of up to
+//! 4 MiB is hashed whole, so its content alone decides: written again with the same bytes, it
+//! is the same input. For larger files, any write through the ordinary interfaces changes the modification
 //! time, a file replaced under its name (an editor's save, `cp` over a link target,
 //! `numpy.save` to a new file renamed into place) changes its inode, and the sampled blocks
 //! catch a file restored with an old time stamp whose content differs where sampled. What a
@@ -87,7 +88,10 @@ impl Fingerprint {
                 self.bytes, now.bytes
             ))
         } else if self.sampled_xxh3 != now.sampled_xxh3 {
-            Some("its content changed (a sampled block differs)".into())
+            Some("a sampled block differs".into())
+        } else if self.bytes <= SAMPLES * BLOCK {
+            // Hashed whole: the same bytes are the same input, whatever their time stamp.
+            None
         } else if self.file != now.file {
             Some("it was replaced by another file of that name (another inode)".into())
         } else if self.modified_ns != now.modified_ns {
@@ -150,7 +154,7 @@ pub fn differences(old: &serde_json::Value, new: &serde_json::Value) -> Option<S
             Some(n) => {
                 if let Some(c) = o.change(n) {
                     why.push(format!(
-                        "the input file {} changed since the unfinished run: {c}",
+                        "the input file's content changed since the unfinished run: {}: {c}",
                         o.path.display()
                     ));
                 }
@@ -191,7 +195,7 @@ mod test {
         std::fs::write(&p, &edited).unwrap();
         let b = Fingerprint::of(&p).unwrap();
         let why = a.change(&b).unwrap();
-        assert!(why.contains("content changed"), "{why}");
+        assert!(why.contains("sampled block differs"), "{why}");
         let d = differences(&same, &fingerprints(&[p.clone()]).unwrap()).unwrap();
         assert!(d.contains("q.bin") && d.contains("content changed"), "{d}");
         // Another size.
@@ -217,6 +221,15 @@ mod test {
         std::fs::rename(&q, &p).unwrap();
         let r = Fingerprint::of(&p).unwrap();
         assert!(c.change(&r).is_some_and(|w| w.contains("replaced")));
+        // A small file is hashed whole: written again with the same bytes, it is the same.
+        let s = dir.path().join("small.bin");
+        std::fs::write(&s, b"0123").unwrap();
+        let before = Fingerprint::of(&s).unwrap();
+        std::fs::remove_file(&s).unwrap();
+        std::fs::write(&s, b"0123").unwrap();
+        assert_eq!(before.change(&Fingerprint::of(&s).unwrap()), None);
+        std::fs::write(&s, b"0124").unwrap();
+        assert!(before.change(&Fingerprint::of(&s).unwrap()).is_some());
         // A file read by one run and not the other.
         let d = differences(&same, &serde_json::json!([])).unwrap();
         assert!(d.contains("q.bin") && d.contains("does not"), "{d}");

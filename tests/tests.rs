@@ -9,6 +9,7 @@ mod cli;
 mod dense;
 mod example;
 mod inputs;
+mod knn;
 mod many_gpu;
 mod mpi;
 mod od;
