@@ -145,7 +145,7 @@ pub fn read(path: &Path, hint: &str, cap: u64) -> Result<Option<Vec<u8>>> {
                 return Err(too_big());
             }
             let mut bytes = Vec::with_capacity(len as usize);
-            f.take(cap + 1)
+            f.take(cap.saturating_add(1))
                 .read_to_end(&mut bytes)
                 .map_err(|e| Error::io(path, e))?;
             if bytes.len() as u64 > cap {
