@@ -86,6 +86,15 @@ fn bad_inputs_are_named_with_what_to_change() {
     assert_eq!(read::<f32>(&ok, Some(2)).unwrap().data, [1.0, 2.0, 3.0, 4.0]);
     let e = err::<f64>(&ok);
     assert!(e.contains("ok.npy") && e.contains("<f4") && e.contains("float64"), "{e}");
+    // Same size, another kind: int32 is not float32.
+    let ints = npy_file(
+        d,
+        "ints.npy",
+        "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 2), }",
+        &f4(&[1.0, 2.0, 3.0, 4.0]),
+    );
+    let e = err::<f32>(&ints);
+    assert!(e.contains("ints.npy") && e.contains("<i4") && e.contains("float32"), "{e}");
     let e = read::<f32>(&ok, Some(1)).unwrap_err().to_string();
     assert!(e.contains("ok.npy") && e.contains("reads 1"), "{e}");
     let short = npy_file(
