@@ -196,7 +196,7 @@ mod test {
         let b = Fingerprint::of(&p).unwrap();
         let why = a.change(&b).unwrap();
         assert!(why.contains("sampled block differs"), "{why}");
-        let d = differences(&same, &fingerprints(&[p.clone()]).unwrap()).unwrap();
+        let d = differences(&same, &fingerprints(std::slice::from_ref(&p)).unwrap()).unwrap();
         assert!(d.contains("q.bin") && d.contains("content changed"), "{d}");
         // Another size.
         std::fs::write(&p, &big[..100]).unwrap();

@@ -5,7 +5,7 @@
 
 #[allow(dead_code)]
 #[path = "../examples/knn.rs"]
-pub(crate) mod knn;
+pub(crate) mod example;
 
 use crate::util::*;
 use std::path::{Path, PathBuf};
@@ -95,7 +95,7 @@ fn run(s: &Setup, sets: &[&str], opts: &RunOptions<'_>) -> tuccompi::Result<serd
     let plan = Plan::from_toml(&s.config, &s.dir.join("knn.toml"), &sets)?;
     let mut o = RunOptions {
         quiet: true,
-        extra_plugins: vec![&knn::Knn],
+        extra_plugins: vec![&example::Knn],
         unfinished: opts.unfinished,
         interrupt: opts.interrupt,
         ..Default::default()

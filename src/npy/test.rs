@@ -4,7 +4,7 @@ use crate::sink::NpyRows;
 /// A `.npy` file with the header dictionary `dict` and `payload` after it.
 fn npy_file(dir: &Path, name: &str, dict: &str, payload: &[u8]) -> PathBuf {
     let mut header = dict.to_string();
-    while (10 + header.len() + 1) % 64 != 0 {
+    while !(10 + header.len() + 1).is_multiple_of(64) {
         header.push(' ');
     }
     header.push('\n');
