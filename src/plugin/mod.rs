@@ -408,7 +408,7 @@ impl<const N: usize> Record for [u64; N] {
 }
 
 /// What one word of a record holds. Each field takes one `u64` word; a 32-bit value sits in
-/// its low half ([`FieldType::word`], [`FieldType::f32`]).
+/// its low half ([`FieldType::f32_word`], [`FieldType::f32`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FieldType {
     /// An unsigned integer (compared exactly).
