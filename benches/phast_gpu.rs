@@ -94,6 +94,7 @@ fn main() -> tuccompi::Result<()> {
 
     let n = graph.n;
     let mut job = ApspJob {
+        inputs: Vec::new(),
         sources: Vec::new(),
         wide,
         width,

@@ -11,6 +11,7 @@ mod dense;
 mod docs;
 mod example;
 mod inputs;
+mod knn;
 mod many_gpu;
 mod mpi;
 mod od;

@@ -105,6 +105,8 @@ pub struct ApspOptions {
 pub struct ApspJob {
     /// The graph.
     pub graph: Csr,
+    /// The files read: `[input]`'s and `apsp.targets = { file = ... }`.
+    pub inputs: Vec<std::path::PathBuf>,
     /// Source vertex (internal id) of each task.
     pub sources: Vec<u32>,
     /// Whether the trees are computed in 64 bits from the start (else in 32, a tree that
@@ -251,8 +253,16 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
     report["cpu_algorithm"] = serde_json::json!(choice.cpu);
     report["gpu_algorithm"] = serde_json::json!(choice.gpu);
     report["reason"] = serde_json::json!(choice.reason);
+    let target_file = match &options.targets {
+        Some(Sources::File(f)) => Some(f.clone()),
+        _ => None,
+    };
     Ok(Box::new(ApspJob {
         graph,
+        inputs: crate::common::input_files(ctx.plan)
+            .into_iter()
+            .chain(target_file)
+            .collect(),
         sources,
         wide,
         width,
@@ -325,6 +335,9 @@ fn check_run_memory(ctx: &PrepareCtx<'_>, graph: &Csr, options: &ApspOptions) ->
 impl Job for ApspJob {
     fn tasks(&self) -> usize {
         self.sources.len()
+    }
+    fn inputs(&self) -> Vec<std::path::PathBuf> {
+        self.inputs.clone()
     }
     fn record_words(&self) -> usize {
         PathSummary::WORDS

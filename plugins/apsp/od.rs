@@ -163,5 +163,9 @@ fn write_csv(dir: &Path, rows: &Path, ty: NpyType, sources: &[u64], targets: &[u
         NpyType::U32 => lines(npy, rows, u32::MAX, sources, targets, w),
         NpyType::U64 => lines(npy, rows, u64::MAX, sources, targets, w),
         NpyType::I64 => lines(npy, rows, i64::MAX, sources, targets, w),
+        other => Err(crate::Error::Output(format!(
+            "od.csv: distances of type {} are not written as text",
+            other.name()
+        ))),
     })
 }

@@ -71,6 +71,16 @@ pub fn check_input_options(plan: &Plan, format: &str) -> Result<()> {
     Ok(())
 }
 
+/// The files a plan's `[input]` names (`input.path`, `input.coordinates`): what a built-in
+/// job declares it reads ([`crate::plugin::Job::inputs`]).
+pub fn input_files(plan: &Plan) -> Vec<std::path::PathBuf> {
+    let path = match &plan.input {
+        Some(InputSpec::Path(p)) => Some(p.clone()),
+        _ => None,
+    };
+    path.into_iter().chain(plan.geo.coordinates.clone()).collect()
+}
+
 /// Load the input graph a plan names (file or generator).
 pub fn load_graph(plan: &Plan) -> Result<EdgeList> {
     if let Some(InputSpec::Path(p)) = &plan.input {

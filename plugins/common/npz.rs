@@ -51,9 +51,16 @@ pub fn npy_scalar_max(ty: NpyType) -> Result<Vec<u8>> {
         Ok(bytes)
     }
     match ty {
+        NpyType::I8 => scalar(i8::MAX),
+        NpyType::U8 => scalar(u8::MAX),
+        NpyType::I16 => scalar(i16::MAX),
+        NpyType::U16 => scalar(u16::MAX),
+        NpyType::I32 => scalar(i32::MAX),
         NpyType::U32 => scalar(u32::MAX),
-        NpyType::U64 => scalar(u64::MAX),
         NpyType::I64 => scalar(i64::MAX),
+        NpyType::U64 => scalar(u64::MAX),
+        NpyType::F32 => scalar(f32::INFINITY),
+        NpyType::F64 => scalar(f64::INFINITY),
     }
 }
 

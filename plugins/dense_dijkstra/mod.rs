@@ -31,6 +31,7 @@ pub struct DenseDijkstra;
 
 /// A prepared run.
 pub struct DdJob {
+    inputs: Vec<std::path::PathBuf>,
     n: usize,
     w: Vec<u32>,
     sources: Vec<u32>,
@@ -116,6 +117,7 @@ impl Plugin for DenseDijkstra {
         let ty = if wide { NpyType::U64 } else { NpyType::U32 };
         let rows = distance_rows(ctx, sources.len(), n, ty)?;
         Ok(Box::new(DdJob {
+            inputs: crate::common::input_files(ctx.plan),
             n,
             w,
             sources,
@@ -130,6 +132,9 @@ impl Plugin for DenseDijkstra {
 impl Job for DdJob {
     fn tasks(&self) -> usize {
         self.sources.len()
+    }
+    fn inputs(&self) -> Vec<std::path::PathBuf> {
+        self.inputs.clone()
     }
     fn record_words(&self) -> usize {
         PathSummary::WORDS

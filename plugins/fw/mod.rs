@@ -195,6 +195,7 @@ pub enum Matrix {
 
 /// A prepared dense job.
 pub struct FwJob {
+    inputs: Vec<std::path::PathBuf>,
     variant: Variant,
     /// Vertices.
     pub n: usize,
@@ -377,6 +378,7 @@ impl Fw {
             strips: options.strips.and_then(|t| t.value()),
         };
         Ok(Box::new(FwJob {
+            inputs: crate::common::input_files(ctx.plan),
             variant: self.0,
             n,
             input: matrix,
@@ -496,6 +498,9 @@ impl FwJob {
 impl Job for FwJob {
     fn tasks(&self) -> usize {
         1
+    }
+    fn inputs(&self) -> Vec<std::path::PathBuf> {
+        self.inputs.clone()
     }
     fn record_words(&self) -> usize {
         0

@@ -95,6 +95,24 @@ pub struct VerifyPlan {
     /// (`"auto"`, the default): a few, as long as they cost about 1% of the run (see
     /// `runtime::verify`).
     pub sample: Option<usize>,
+    /// `verify.f32_absolute`, `f32_relative`, `f64_absolute`, `f64_relative`: the tolerances
+    /// of the records' float fields, replacing the plugin's own where set.
+    pub tolerances: FloatTolerances,
+}
+
+/// `[verify]`'s float tolerances as the config sets them (`None`: the plugin's own). Two
+/// values agree when they differ by at most the absolute tolerance, or by at most the relative
+/// one times the larger magnitude.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FloatTolerances {
+    /// `verify.f32_absolute`
+    pub f32_absolute: Option<f64>,
+    /// `verify.f32_relative`
+    pub f32_relative: Option<f64>,
+    /// `verify.f64_absolute`
+    pub f64_absolute: Option<f64>,
+    /// `verify.f64_relative`
+    pub f64_relative: Option<f64>,
 }
 
 /// How tasks are shared out among nodes (MPI ranks).

@@ -316,6 +316,10 @@ pub(super) struct RawOutput {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawVerify {
     sample: Option<AutoOr>,
+    f32_absolute: Option<f64>,
+    f32_relative: Option<f64>,
+    f64_absolute: Option<f64>,
+    f64_relative: Option<f64>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -580,6 +584,22 @@ impl RawConfig {
             },
             verify: VerifyPlan {
                 sample: self.verify.sample.unwrap_or(AutoOr::Auto).value(),
+                tolerances: {
+                    let v = &self.verify;
+                    let bound = |key: &str, x: Option<f64>| match x {
+                        Some(t) if !(t.is_finite() && t >= 0.0) => Err(Error::Config(format!(
+                            "{}: {key} = {t}: a tolerance is a finite number >= 0 (0: exact)",
+                            at(key)
+                        ))),
+                        _ => Ok(x),
+                    };
+                    FloatTolerances {
+                        f32_absolute: bound("verify.f32_absolute", v.f32_absolute)?,
+                        f32_relative: bound("verify.f32_relative", v.f32_relative)?,
+                        f64_absolute: bound("verify.f64_absolute", v.f64_absolute)?,
+                        f64_relative: bound("verify.f64_relative", v.f64_relative)?,
+                    }
+                },
             },
             plugin_options,
             other_tables: extra,

@@ -21,7 +21,7 @@ use crate::sink::NpyRows;
 use crate::tuning::{characterizations, default_candidates, Knob, LaunchParams, Tuner};
 use crate::Result;
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// A registered workload.
@@ -150,6 +150,13 @@ pub trait Job: Sync {
     /// multiply-adds).
     fn tolerance(&self) -> Tolerance {
         Tolerance::exact()
+    }
+    /// The files the job reads (its input graph, a points file, a queries file), declared in
+    /// `prepare`. The run's identity holds a fingerprint of each ([`crate::input`]: path,
+    /// size, modification time, inode and sampled blocks, never the whole file), so `--resume`
+    /// refuses, naming the file, when one changed since the unfinished run. Default none.
+    fn inputs(&self) -> Vec<PathBuf> {
+        Vec::new()
     }
     /// The CPU half, if the plugin has one.
     fn cpu(&self) -> Option<&dyn CpuHalf> {
@@ -407,7 +414,9 @@ impl<W: Worker + ?Sized> Worker for Box<W> {
 }
 
 /// A typed view of a task's record: how a value is laid out in `u64` words (a 128-bit sum
-/// takes two). Write with [`RecordsOut::put`], read with [`Records::read`].
+/// takes two), and what each word holds ([`fields`](Record::fields): names and types, so that
+/// `[verify]` compares floats within a tolerance and prints a mismatch decoded). Write with
+/// [`RecordsOut::put`], read with [`Records::read`].
 pub trait Record: Sized {
     /// Words per record ([`Job::record_words`]).
     const WORDS: usize;
@@ -415,6 +424,14 @@ pub trait Record: Sized {
     fn to_words(&self, words: &mut [u64]);
     /// Read a record back from `words` (`WORDS` long).
     fn from_words(words: &[u64]) -> Self;
+    /// The record's fields, one per word, in order (default: `WORDS` `u64` words named
+    /// `word0`, `word1`, ...). A job hands them to `[verify]` through [`Job::tolerance`]
+    /// ([`Tolerance::of`]).
+    fn fields() -> Vec<Field> {
+        (0..Self::WORDS)
+            .map(|i| Field::new(format!("word{i}"), FieldType::U64))
+            .collect()
+    }
 }
 
 /// `N` plain words.
@@ -430,15 +447,104 @@ impl<const N: usize> Record for [u64; N] {
     }
 }
 
-/// How `[verify]` compares two records of one task ([`Job::tolerance`]): every word exactly,
-/// except `f64_words`, which hold `f64` bit patterns (`f64::to_bits`) and agree when
-/// `|a - b| <= relative * max(|a|, |b|)` (or both are NaN).
+/// What one word of a record holds. Each field takes one `u64` word; a 32-bit value sits in
+/// its low half ([`FieldType::f32_word`], [`FieldType::f32`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldType {
+    /// An unsigned integer (compared exactly).
+    U64,
+    /// A signed integer, two's complement (compared exactly).
+    I64,
+    /// A `u32` in the low half (compared exactly).
+    U32,
+    /// An `i32` in the low half, two's complement (compared exactly).
+    I32,
+    /// An `f32`'s bits (`f32::to_bits`) in the low half, compared within the `f32` tolerance.
+    F32,
+    /// An `f64`'s bits (`f64::to_bits`), compared within the `f64` tolerance.
+    F64,
+}
+
+impl FieldType {
+    /// The word that holds an `f32`.
+    pub fn f32_word(x: f32) -> u64 {
+        x.to_bits() as u64
+    }
+    /// The `f32` a word holds.
+    pub fn f32(word: u64) -> f32 {
+        f32::from_bits(word as u32)
+    }
+    /// The word that holds an `i32`.
+    pub fn i32_word(x: i32) -> u64 {
+        x as u32 as u64
+    }
+    /// A word decoded as this type, as messages show it (`1.5`, `-3`).
+    pub fn show(self, w: u64) -> String {
+        match self {
+            FieldType::U64 => w.to_string(),
+            FieldType::I64 => (w as i64).to_string(),
+            FieldType::U32 => (w as u32).to_string(),
+            FieldType::I32 => (w as u32 as i32).to_string(),
+            FieldType::F32 => format!("{:?}", FieldType::f32(w)),
+            FieldType::F64 => format!("{:?}", f64::from_bits(w)),
+        }
+    }
+}
+
+/// One named field of a record ([`Record::fields`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field {
+    /// Its name, as messages show it.
+    pub name: String,
+    /// What its word holds.
+    pub ty: FieldType,
+}
+
+impl Field {
+    /// The field `name` of type `ty`.
+    pub fn new(name: impl Into<String>, ty: FieldType) -> Field {
+        Field {
+            name: name.into(),
+            ty,
+        }
+    }
+}
+
+/// How far two floats may differ and still agree: by at most `absolute`, or by at most
+/// `relative` times the larger magnitude. Both 0 (the default): equal values only. Two NaNs
+/// agree.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Within {
+    /// The largest difference accepted.
+    pub absolute: f64,
+    /// The largest difference accepted, relative to the larger magnitude.
+    pub relative: f64,
+}
+
+impl Within {
+    /// Whether `a` and `b` agree.
+    pub fn agree(&self, a: f64, b: f64) -> bool {
+        let d = (a - b).abs();
+        a == b
+            || (a.is_nan() && b.is_nan())
+            || d <= self.absolute
+            || d <= self.relative * a.abs().max(b.abs())
+    }
+}
+
+/// How `[verify]` compares two records of one task ([`Job::tolerance`]): integer fields
+/// exactly, `f32` and `f64` fields within their [`Within`] (absolute or relative; the config's
+/// `verify.f32_absolute`, `f32_relative`, `f64_absolute`, `f64_relative` replace the plugin's
+/// values). Words beyond the declared fields are compared exactly. A mismatch is shown
+/// decoded as the fields.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Tolerance {
-    /// Indices of the record's words that hold `f64`s.
-    pub f64_words: Vec<usize>,
-    /// The largest relative difference accepted in those words.
-    pub relative: f64,
+    /// The record's fields (empty: every word an unnamed `u64`).
+    pub fields: Vec<Field>,
+    /// Tolerance of the `f32` fields.
+    pub f32: Within,
+    /// Tolerance of the `f64` fields.
+    pub f64: Within,
 }
 
 impl Tolerance {
@@ -447,54 +553,140 @@ impl Tolerance {
         Tolerance::default()
     }
 
-    /// Words `f64_words` as `f64` within `relative`; the others exactly.
-    pub fn f64_words(f64_words: impl IntoIterator<Item = usize>, relative: f64) -> Self {
+    /// The fields of `R` ([`Record::fields`]), floats compared exactly until
+    /// [`f32`](Tolerance::f32) or [`f64`](Tolerance::f64) widens them.
+    pub fn of<R: Record>() -> Self {
         Tolerance {
-            f64_words: f64_words.into_iter().collect(),
-            relative,
+            fields: R::fields(),
+            ..Tolerance::default()
         }
+    }
+
+    /// Accept `f32` fields that differ by at most `absolute`, or `relative` times the larger.
+    pub fn f32(mut self, absolute: f64, relative: f64) -> Self {
+        self.f32 = Within { absolute, relative };
+        self
+    }
+
+    /// Accept `f64` fields that differ by at most `absolute`, or `relative` times the larger.
+    pub fn f64(mut self, absolute: f64, relative: f64) -> Self {
+        self.f64 = Within { absolute, relative };
+        self
+    }
+
+    /// Words `f64_words` as `f64` within `relative`; the others exactly `u64`s.
+    pub fn f64_words(f64_words: impl IntoIterator<Item = usize>, relative: f64) -> Self {
+        let f: Vec<usize> = f64_words.into_iter().collect();
+        let len = f.iter().max().map_or(0, |&m| m + 1);
+        Tolerance {
+            fields: (0..len)
+                .map(|i| {
+                    let ty = if f.contains(&i) {
+                        FieldType::F64
+                    } else {
+                        FieldType::U64
+                    };
+                    Field::new(format!("word{i}"), ty)
+                })
+                .collect(),
+            f64: Within {
+                absolute: 0.0,
+                relative,
+            },
+            ..Tolerance::default()
+        }
+    }
+
+    /// This tolerance with the values `[verify]` sets replacing the plugin's.
+    pub fn with_config(mut self, c: &crate::config::FloatTolerances) -> Self {
+        let set = |w: &mut Within, a: Option<f64>, r: Option<f64>| {
+            w.absolute = a.unwrap_or(w.absolute);
+            w.relative = r.unwrap_or(w.relative);
+        };
+        set(&mut self.f32, c.f32_absolute, c.f32_relative);
+        set(&mut self.f64, c.f64_absolute, c.f64_relative);
+        self
+    }
+
+    fn ty(&self, i: usize) -> FieldType {
+        self.fields.get(i).map_or(FieldType::U64, |f| f.ty)
     }
 
     /// Whether records `a` and `b` agree.
     pub fn same(&self, a: &[u64], b: &[u64]) -> bool {
         a.len() == b.len()
             && a.iter().zip(b).enumerate().all(|(i, (&x, &y))| {
-                if x == y {
-                    return true;
-                }
-                if !self.f64_words.contains(&i) {
-                    return false;
-                }
-                let (x, y) = (f64::from_bits(x), f64::from_bits(y));
-                (x.is_nan() && y.is_nan()) || (x - y).abs() <= self.relative * x.abs().max(y.abs())
+                x == y
+                    || match self.ty(i) {
+                        FieldType::F32 => self
+                            .f32
+                            .agree(FieldType::f32(x) as f64, FieldType::f32(y) as f64),
+                        FieldType::F64 => self.f64.agree(f64::from_bits(x), f64::from_bits(y)),
+                        _ => false,
+                    }
             })
     }
 
-    /// A record as messages show it: integers, and the `f64` words as numbers.
+    /// A record as messages show it: `[1, 2]` for plain words, else decoded as its fields
+    /// (`{nearest = 3, distance = 0.5}`).
     pub fn show(&self, r: &[u64]) -> String {
-        let words: Vec<String> = r
+        if self.fields.is_empty() {
+            let words: Vec<String> = r.iter().map(u64::to_string).collect();
+            return format!("[{}]", words.join(", "));
+        }
+        let fields: Vec<String> = r
             .iter()
             .enumerate()
-            .map(|(i, &w)| {
-                if self.f64_words.contains(&i) {
-                    format!("{:e}", f64::from_bits(w))
-                } else {
-                    w.to_string()
-                }
+            .map(|(i, &w)| match self.fields.get(i) {
+                Some(f) => format!("{} = {}", f.name, f.ty.show(w)),
+                None => format!("word{i} = {w}"),
             })
             .collect();
-        format!("[{}]", words.join(", "))
+        format!("{{{}}}", fields.join(", "))
     }
 
-    /// The tolerance in words, for messages (empty when exact).
+    /// The fields of `a` that differ from `b`'s beyond the tolerance, as
+    /// `name: a against b`.
+    pub fn differing(&self, a: &[u64], b: &[u64]) -> Vec<String> {
+        (0..a.len().min(b.len()))
+            .filter(|&i| self.word_differs(i, a[i], b[i]))
+            .map(|i| {
+                let (name, ty) = match self.fields.get(i) {
+                    Some(f) => (f.name.clone(), f.ty),
+                    None => (format!("word{i}"), FieldType::U64),
+                };
+                format!("{name}: {} against {}", ty.show(a[i]), ty.show(b[i]))
+            })
+            .collect()
+    }
+
+    /// Whether word `i` of two records differs beyond the tolerance of its type.
+    fn word_differs(&self, i: usize, x: u64, y: u64) -> bool {
+        let one = Tolerance {
+            fields: vec![Field::new("", self.ty(i))],
+            ..self.clone()
+        };
+        !one.same(&[x], &[y])
+    }
+
+    /// The tolerance in words, for messages (empty when every field is compared exactly).
     pub fn describe(&self) -> String {
-        if self.f64_words.is_empty() {
+        let mut parts = Vec::new();
+        for (ty, w, name) in [
+            (FieldType::F32, self.f32, "f32"),
+            (FieldType::F64, self.f64, "f64"),
+        ] {
+            if self.fields.iter().any(|f| f.ty == ty) && w != Within::default() {
+                parts.push(format!(
+                    "{name} fields within {:e} absolute or {:e} relative",
+                    w.absolute, w.relative
+                ));
+            }
+        }
+        if parts.is_empty() {
             String::new()
         } else {
-            format!(
-                " beyond the plugin's relative tolerance {:e} on words {:?}",
-                self.relative, self.f64_words
-            )
+            format!(" beyond the tolerance ({})", parts.join("; "))
         }
     }
 }

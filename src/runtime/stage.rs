@@ -3,7 +3,7 @@
 //! thing (its identity: the result-defining config, the input's content hash, the task space).
 
 use super::Unfinished;
-use crate::config::{InputSpec, Plan};
+use crate::config::Plan;
 use crate::node::host_name;
 use crate::plugin::{Job, Records};
 use crate::sink::journal::{self, Journal};
@@ -191,11 +191,16 @@ pub(super) fn precheck(plan: &Plan, mode: Unfinished) -> Result<usize> {
                     .ok()
                     .flatten()
                     .and_then(|t| serde_json::from_slice(&t).ok());
-            // The task space is known only after the input: `Stage::open` compares it.
+            // The task space and the job's declared inputs are known only after `prepare`:
+            // `Stage::open` compares them. The unfinished run's input files are looked at now,
+            // before any preprocessing.
             if let Some(old) = old {
+                let inputs = crate::input::paths(&old["inputs"]);
+                let now = crate::input::fingerprints(&inputs)
+                    .map_err(|e| Error::Output(format!("cannot resume: {e}; an input file of the unfinished run cannot be read now: restore it, or start over with --restart")))?;
                 same_run(
                     &old,
-                    &identity_of(plan, &old["tasks"], &old["record_words"])?,
+                    &identity_of(plan, &old["tasks"], &old["record_words"], now)?,
                 )?;
             }
             Ok(journaled(&partial).0)
@@ -230,13 +235,15 @@ pub(super) fn finish_commit(plan: &Plan) -> Result<serde_json::Value> {
     )
 }
 
-/// What a run computes: the result-defining config, the input's content hash, the task
-/// space. A journal is only resumed by a run with the same identity.
+/// What a run computes: the result-defining config, a fingerprint of each file the job
+/// declares it reads ([`Job::inputs`], [`crate::input`]), the task space. A journal is only
+/// resumed by a run with the same identity.
 fn identity(plan: &Plan, job: &dyn Job) -> Result<serde_json::Value> {
     identity_of(
         plan,
         &serde_json::json!(job.tasks()),
         &serde_json::json!(job.record_words()),
+        crate::input::fingerprints(&job.inputs())?,
     )
 }
 
@@ -244,35 +251,16 @@ fn identity_of(
     plan: &Plan,
     tasks: &serde_json::Value,
     record_words: &serde_json::Value,
+    inputs: serde_json::Value,
 ) -> Result<serde_json::Value> {
-    let input_hash = match &plan.input {
-        Some(InputSpec::Path(p)) => Some(content_hash(p)?),
-        _ => None,
-    };
     Ok(serde_json::json!({
         "tuccompi": env!("CARGO_PKG_VERSION"),
         "plugin": plan.plugin,
         "config": serde_json::to_value(plan.result_config()).unwrap_or_default(),
-        "input_hash": input_hash,
+        "inputs": inputs,
         "tasks": tasks,
         "record_words": record_words,
     }))
-}
-
-/// xxh3-128 of a file's bytes, in hex.
-fn content_hash(path: &Path) -> Result<String> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf).map_err(|e| Error::io(path, e))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(format!("{:032x}", h.digest128()))
 }
 
 /// Refuse to resume a journal written for another run, naming what differs.
@@ -312,8 +300,8 @@ fn same_run(old: &serde_json::Value, new: &serde_json::Value) -> Result<()> {
             }
         ));
     }
-    if old["input_hash"] != new["input_hash"] {
-        return refuse("the input file's content changed since the unfinished run".into());
+    if let Some(why) = crate::input::differences(&old["inputs"], &new["inputs"]) {
+        return refuse(why);
     }
     if old["tasks"] != new["tasks"] || old["record_words"] != new["record_words"] {
         return refuse(format!(

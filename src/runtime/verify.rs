@@ -8,7 +8,8 @@
 //! ran fewer than [`AUTO_MIN_TASKS`] tasks (a job of one big task, such as Floyd-Warshall on
 //! the whole matrix, would pay the whole run again on one thread).
 
-use crate::plugin::{Job, Records, RecordsOut};
+use crate::config::FloatTolerances;
+use crate::plugin::{Job, Records, RecordsOut, Tolerance};
 use crate::thread::{Slice, Unit, UnitSpec};
 use crate::{Error, Result};
 use std::collections::BTreeSet;
@@ -63,11 +64,26 @@ pub(super) fn verify(
     slices: &[Slice],
     records: &Records,
     want: Want,
+    tolerances: &FloatTolerances,
 ) -> Result<Verified> {
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(1, |d| d.as_nanos() as u64);
-    verify_seeded(job, units, slices, records, want, seed)
+    let tolerance = job.tolerance().with_config(tolerances);
+    verify_seeded(job, units, slices, records, want, &tolerance, seed)
+}
+
+/// The message of a task whose accelerator record `got` differs from the CPU half's `cpu`:
+/// both records decoded as the job's fields, then the fields that differ.
+fn mismatch(tolerance: &Tolerance, task: usize, got: &[u64], cpu: &[u64]) -> String {
+    format!(
+        "task {task}: its record {} differs from the CPU half's {} ({}){} ([verify] re-ran it \
+         on the CPU); the unfinished run was discarded",
+        tolerance.show(got),
+        tolerance.show(cpu),
+        tolerance.differing(got, cpu).join("; "),
+        tolerance.describe()
+    )
 }
 
 fn verify_seeded(
@@ -76,6 +92,7 @@ fn verify_seeded(
     slices: &[Slice],
     records: &Records,
     want: Want,
+    tolerance: &Tolerance,
     seed: u64,
 ) -> Result<Verified> {
     let ran: Vec<&Slice> = slices
@@ -102,7 +119,6 @@ fn verify_seeded(
         .ok_or_else(|| Error::Config("[verify] needs a CPU half".into()))?;
     let mut worker = cpu.worker()?;
     let words = job.record_words();
-    let tolerance = job.tolerance();
     let mut checked = 0;
     let mut buf = vec![0u64; words];
     // Walk the accelerator's slices in order, mapping the chosen indices to tasks.
@@ -123,13 +139,7 @@ fn verify_seeded(
             if !tolerance.same(&buf, records.get(t)) {
                 return Err(Error::Unit {
                     unit: units[s.unit].name.clone(),
-                    msg: format!(
-                        "task {t}: its record {} differs from the CPU half's {}{} ([verify] \
-                         re-ran it on the CPU); the unfinished run was discarded",
-                        tolerance.show(records.get(t)),
-                        tolerance.show(&buf),
-                        tolerance.describe()
-                    ),
+                    msg: mismatch(tolerance, t, records.get(t), &buf),
                 });
             }
         }
@@ -145,7 +155,7 @@ fn verify_seeded(
 #[cfg(test)]
 mod test {
     use super::*;
-    use crate::plugin::Tolerance;
+    use crate::plugin::{Field, FieldType};
 
     #[test]
     fn tolerance_compares_float_words_relatively_and_the_rest_exactly() {
@@ -158,7 +168,73 @@ mod test {
         assert!(!t.same(&[7, f(0.0)], &[7, f(1e-300)]));
         let exact = Tolerance::exact();
         assert!(!exact.same(&[f(1.0)], &[f(1.0 + 1e-15)]));
-        assert_eq!(t.show(&[7, f(0.5)]), "[7, 5e-1]");
+        assert_eq!(t.show(&[7, f(0.5)]), "{word0 = 7, word1 = 0.5}");
+        assert_eq!(exact.show(&[7, 8]), "[7, 8]");
+    }
+
+    /// A record of an index and two f32 distances, as a float plugin declares it.
+    fn knn_like() -> Tolerance {
+        Tolerance {
+            fields: vec![
+                Field::new("nearest", FieldType::U32),
+                Field::new("distance", FieldType::F32),
+                Field::new("sum", FieldType::F64),
+            ],
+            ..Tolerance::default()
+        }
+    }
+
+    #[test]
+    fn f32_and_f64_fields_have_absolute_and_relative_tolerances() {
+        let w = FieldType::f32_word;
+        let d = f64::to_bits;
+        let exact = knn_like();
+        let a = [3, w(1.0), d(2.0)];
+        assert!(exact.same(&a, &a));
+        assert!(!exact.same(&a, &[3, w(1.0 + 1e-6), d(2.0)]));
+        // f32 relative: 1e-6 apart passes at 1e-5, not at 1e-7; the f64 field stays exact.
+        let rel = knn_like().f32(0.0, 1e-5);
+        assert!(rel.same(&a, &[3, w(1.0 + 1e-6), d(2.0)]));
+        assert!(!knn_like().f32(0.0, 1e-7).same(&a, &[3, w(1.0 + 1e-6), d(2.0)]));
+        assert!(!rel.same(&a, &[3, w(1.0), d(2.0 + 1e-12)]));
+        // f32 absolute: near zero a relative tolerance accepts nothing, an absolute one does.
+        let z = [3, w(0.0), d(0.0)];
+        assert!(!rel.same(&z, &[3, w(1e-9), d(0.0)]));
+        assert!(knn_like().f32(1e-8, 0.0).same(&z, &[3, w(1e-9), d(0.0)]));
+        // f64 both ways; the integer field is exact whatever the tolerances.
+        let f64s = knn_like().f64(1e-3, 0.0);
+        assert!(f64s.same(&a, &[3, w(1.0), d(2.0005)]));
+        assert!(!f64s.same(&a, &[4, w(1.0), d(2.0)]));
+        assert!(knn_like().f64(0.0, 1e-3).same(&a, &[3, w(1.0), d(2.001)]));
+        // The config's keys replace the plugin's values, the unset ones keep them.
+        let c = FloatTolerances {
+            f32_relative: Some(0.0),
+            f64_absolute: Some(1.0),
+            ..FloatTolerances::default()
+        };
+        let t = knn_like().f32(1e-8, 1e-5).f64(0.0, 0.5).with_config(&c);
+        assert_eq!((t.f32.absolute, t.f32.relative), (1e-8, 0.0));
+        assert_eq!((t.f64.absolute, t.f64.relative), (1.0, 0.5));
+    }
+
+    #[test]
+    fn a_mismatch_is_shown_as_the_records_fields() {
+        let w = FieldType::f32_word;
+        let t = knn_like().f32(0.0, 1e-6);
+        let msg = mismatch(&t, 5, &[3, w(1.5), 0.25f64.to_bits()], &[3, w(2.5), 0.25f64.to_bits()]);
+        assert!(
+            msg.contains("{nearest = 3, distance = 1.5, sum = 0.25}")
+                && msg.contains("{nearest = 3, distance = 2.5, sum = 0.25}"),
+            "{msg}"
+        );
+        assert!(msg.contains("(distance: 1.5 against 2.5)"), "{msg}");
+        assert!(msg.contains("task 5") && msg.contains("f32 fields within"), "{msg}");
+        let neg = Tolerance {
+            fields: vec![Field::new("offset", FieldType::I32), Field::new("total", FieldType::I64)],
+            ..Tolerance::default()
+        };
+        let msg = mismatch(&neg, 0, &[FieldType::i32_word(-2), (-7i64) as u64], &[0, 0]);
+        assert!(msg.contains("{offset = -2, total = -7}"), "{msg}");
     }
 
     #[test]

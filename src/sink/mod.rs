@@ -16,25 +16,8 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-/// Element type of an [`NpyRows`] matrix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NpyType {
-    /// `<u4`
-    U32,
-    /// `<u8`
-    U64,
-    /// `<i8`
-    I64,
-}
-
-impl NpyType {
-    fn size(self) -> usize {
-        match self {
-            NpyType::U32 => 4,
-            NpyType::U64 | NpyType::I64 => 8,
-        }
-    }
-}
+/// Element type of an [`NpyRows`] matrix (every scalar type a `.npy` file holds).
+pub use crate::npy::{Element, NpyType};
 
 /// A `rows × cols` `.npy` matrix written row by row at fixed offsets.
 ///
@@ -53,9 +36,16 @@ pub struct NpyRows {
 
 fn header_bytes(rows: usize, cols: usize, ty: NpyType) -> Result<Vec<u8>> {
     match ty {
+        NpyType::I8 => header_of::<i8>(rows, cols),
+        NpyType::U8 => header_of::<u8>(rows, cols),
+        NpyType::I16 => header_of::<i16>(rows, cols),
+        NpyType::U16 => header_of::<u16>(rows, cols),
+        NpyType::I32 => header_of::<i32>(rows, cols),
         NpyType::U32 => header_of::<u32>(rows, cols),
-        NpyType::U64 => header_of::<u64>(rows, cols),
         NpyType::I64 => header_of::<i64>(rows, cols),
+        NpyType::U64 => header_of::<u64>(rows, cols),
+        NpyType::F32 => header_of::<f32>(rows, cols),
+        NpyType::F64 => header_of::<f64>(rows, cols),
     }
 }
 
@@ -87,6 +77,22 @@ impl NpyRows {
         })
     }
 
+    /// Declare the file `name` for a `rows × cols` matrix of `T` (`f32`, `u32`, ...); write
+    /// its rows with [`write`](NpyRows::write). Nothing is written yet.
+    pub fn of<T: Element>(name: &str, rows: usize, cols: usize) -> Result<Self> {
+        Self::new(name, rows, cols, T::TYPE)
+    }
+
+    /// The number of rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// The number of columns (values per row).
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
     /// The element type.
     pub fn dtype(&self) -> NpyType {
         self.ty
@@ -106,11 +112,6 @@ impl NpyRows {
     /// opened it.
     pub fn path(&self) -> Option<&Path> {
         self.file.get().map(|(_, p)| p.as_path())
-    }
-
-    /// Rows of the matrix (one per task: the journal checksums a chunk's rows).
-    pub fn rows(&self) -> usize {
-        self.rows
     }
 
     /// Byte offset of row 0 and the bytes of one row (the journal reads a chunk's rows back
@@ -195,31 +196,40 @@ impl NpyRows {
             .map_err(|e| Error::io(path, e))
     }
 
-    fn write_le<T: Copy, const N: usize>(
-        &self,
-        row: usize,
-        values: &[T],
-        ty: NpyType,
-        le: fn(T) -> [u8; N],
-    ) -> Result<()> {
-        debug_assert!(self.ty == ty && values.len() == self.cols);
-        let bytes: Vec<u8> = values.iter().flat_map(|&v| le(v)).collect();
+    /// Write row `row` (`cols` values of the matrix's element type) at its offset. Safe to
+    /// call from any unit for distinct rows at once; a row is journaled as done only after the
+    /// runtime synced the file, so a resumed run never trusts a row that was not written.
+    pub fn write<T: Element>(&self, row: usize, values: &[T]) -> Result<()> {
+        if T::TYPE != self.ty || values.len() != self.cols || row >= self.rows {
+            return Err(Error::Output(format!(
+                "{}: row {row} of {} {} values written into a {} x {} matrix of {} (a bug in \
+                 the plugin)",
+                self.name,
+                values.len(),
+                T::TYPE.name(),
+                self.rows,
+                self.cols,
+                self.ty.name()
+            )));
+        }
+        let mut bytes = Vec::with_capacity(values.len() * self.ty.size());
+        values.iter().for_each(|&v| v.put_le(&mut bytes));
         self.at(row, &bytes)
     }
 
     /// Write row `row` (length `cols`) of a u32 matrix.
     pub fn write_u32(&self, row: usize, values: &[u32]) -> Result<()> {
-        self.write_le(row, values, NpyType::U32, u32::to_le_bytes)
+        self.write(row, values)
     }
 
     /// Write row `row` of a u64 matrix.
     pub fn write_u64(&self, row: usize, values: &[u64]) -> Result<()> {
-        self.write_le(row, values, NpyType::U64, u64::to_le_bytes)
+        self.write(row, values)
     }
 
     /// Write row `row` of an i64 matrix.
     pub fn write_i64(&self, row: usize, values: &[i64]) -> Result<()> {
-        self.write_le(row, values, NpyType::I64, i64::to_le_bytes)
+        self.write(row, values)
     }
 
     /// Flush to disk.
