@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 21 cached starts + issue 22 short mixed runs, H200 machine. OLD = .dev-k8/tuccompi
+# Cached starts and short mixed runs, H200 machine. OLD = .dev-k8/tuccompi
 # (main at c05799f: before the cache reader change and the ready merge), NEW = main at the merge.
 set -u
 mkdir -p /tmp/icd && echo libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd && export OCL_ICD_VENDORS=/tmp/icd
@@ -7,10 +7,10 @@ mkdir -p /tmp/icd && echo libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd && export 
 # tuccompi); .dev-ready/ with device.sh, configs/apsp.toml and data/osm-bremen-dist.gr.gz.
 K=.dev-k8; D=$K/data
 nvidia-smi -L; nproc
-# 1. Issue 22: bremen full APSP (GPU PHAST), GPU alone vs GPU + CPU workers, the rule build
+# 1. bremen full APSP (GPU PHAST), GPU alone vs GPU + CPU workers, the rule build
 #    (= NEW), speed history carried over.
 ( cd .dev-ready && OUT=/tmp XDG_CACHE_HOME=/tmp/c-rule REPS=5 bash device.sh ../$K/tuccompi-new data short )
-# 2. Issue 21: K = 8, cold build by NEW, then cached prepare OLD/NEW alternated.
+# 2. K = 8, cold build by NEW, then cached prepare OLD/NEW alternated.
 t0=$(date +%s.%N); mkdir -p /tmp/scale
 python3 $K/tile_roads.py $D/osm-moscow.gr.gz $D/osm-moscow.co.gz 8 /tmp/scale/tiles8.gr >/dev/null
 echo "K=8 generated in $(python3 -c "print(round($(date +%s.%N)-$t0,1))") s"

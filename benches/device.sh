@@ -173,7 +173,7 @@ dense)
   done
   for n in 1024 4096; do dn "cpu fw-blocked, 16 threads" 200 --set input.generate.vertices=$n --set units.opencl=none; done ;;
 sched)
-  # Issue 12's acceptance on osm-moscow: GPU alone, the same CPU workers alone, both.
+  # On osm-moscow: GPU alone, the same CPU workers alone, both.
   # SCHED_CPUS: the CPU workers of the mixed run ("auto" leaves one core per GPU queue).
   # SCHED_ALGOS="dijkstra worklist": the CPU and GPU algorithms (default: the config's auto,
   # PHAST on road graphs).
@@ -252,7 +252,7 @@ diag)
   echo "== mpirun -np 1 env -u OCL_ICD_FILENAMES clinfo -l:"; mpirun -np 1 env -u OCL_ICD_FILENAMES clinfo -l 2>&1 | head -6
   echo "== mpirun -np 1 -x OCL_ICD_FILENAMES=libnvidia-opencl.so.1 clinfo -l:"; mpirun -np 1 -x OCL_ICD_FILENAMES=libnvidia-opencl.so.1 clinfo -l 2>&1 | head -6 ;;
 mpienv)
-  # Why mpirun's processes did not see the NVIDIA platform (issue 12, item 7).
+  # Why mpirun's processes did not see the NVIDIA platform.
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
   mpirun --version | head -1
   echo "== here: OCL_ICD_VENDORS=${OCL_ICD_VENDORS:-unset}"; clinfo -l 2>&1 | head
@@ -280,7 +280,7 @@ mpigpu)
     python3 -c "import json;r=json.load(open('$OUT/report.json'));print(f'moscow 8192 $label: run {r[\"run_seconds\"]:.3f} s, {r[\"tasks\"]/r[\"run_seconds\"]:.1f}/s, wall {r[\"wall_seconds\"]:.3f} s (mpirun {$T1-$T0:.1f} s) tasks per rank {[n[\"tasks\"] for n in r[\"nodes\"]]} per unit kind {[{k: sum(u[\"tasks\"] for u in n[\"units\"] if u[\"kind\"]==k) for k in (\"gpu\",\"cpu\")} for n in r[\"nodes\"]]} sum={r[\"checksum\"][\"sum\"]}')" || echo "$label failed"
   done ;;
 phast)
-  # Issue 11, end to end: a fresh hierarchy cache, so the first run of each graph builds its
+  # End to end: a fresh hierarchy cache, so the first run of each graph builds its
   # hierarchy in the run (preprocess_seconds) and the second reads it. Then the CPU half alone
   # on every core, through the runtime and through the bench (per thread and in all).
   export XDG_CACHE_HOME=${OUT}-xdg; rm -rf "$XDG_CACHE_HOME"
@@ -343,7 +343,7 @@ phastcpu)
   export XDG_CACHE_HOME=${OUT}-xdg
   one "moscow full APSP phast cpu16" 300 --set "$MO" --set run.sources=\"all\" --set units.opencl=none --set apsp.cpu_algorithm=\"phast\" ;;
 mpioverhead)
-  # Issue 12, item 8: CPU-only ranks on one machine, 1 x 16 workers against 2 x 8 and 4 x 4,
+  # CPU-only ranks on one machine, 1 x 16 workers against 2 x 8 and 4 x 4,
   # both node policies, about a minute of work per run (MO_SOURCES Dijkstra trees of
   # osm-moscow); REPS repetitions, the configurations interleaved. Each line also shows every
   # rank's CPU time and involuntary context switches, and rank 0's server (idle probes).
@@ -434,7 +434,7 @@ procs)
     python3 -c "import json;rs=[json.load(open(f'$OUT-p{i}/report.json'))['run_seconds'] for i in (1,2,3,4)];print(f'moscow $S cpu 4 processes x 4 (independent): run {max(rs):.3f} s (each {[round(x,2) for x in rs]}), {$S/max(rs):.1f}/s')"
   done ;;
 idle)
-  # Issue 22: CPU PHAST on 16 workers, 100,000 osm-moscow sources, the default chunk against
+  # CPU PHAST on 16 workers, 100,000 osm-moscow sources, the default chunk against
   # fixed ones (REPS rounds, interleaved); busy = each unit's busy_seconds over the run. Then
   # the GPU alone and GPU + 15 workers.
   idle() { # label, sets...
@@ -458,7 +458,7 @@ PY
   idle "gpu+cpu15 default"
   idle "gpu+cpu15 chunk=4096" --set scheduler.chunk=4096 ;;
 defaults)
-  # Issue 22: the default chunk against fixed ones for CPU only, GPU only and both, with PHAST,
+  # The default chunk against fixed ones for CPU only, GPU only and both, with PHAST,
   # Dijkstra / the work list and the collatz example; REPS rounds, the settings of each
   # combination in a new shuffled order every round (the machine drifts within a command).
   # Prints one line per run, then per combination the mean rate of each setting and the
@@ -530,7 +530,7 @@ for c in combos:
 PY
   ;;
 short)
-  # Issue 22: a 20 ms run (osm-bremen-dist's full APSP, PHAST on the GPU) with and without the
+  # A 20 ms run (osm-bremen-dist's full APSP, PHAST on the GPU) with and without the
   # CPU workers, alternated REPS times; the speed history in $XDG_CACHE_HOME carries over from
   # run to run (the first run of each probes).
   for rep in $(seq ${REPS:-5}); do
@@ -547,7 +547,7 @@ PY
     done
   done ;;
 scale)
-  # Country-scale road graphs (issue 21): K x K tiles of osm-moscow (../shared/tools/tile_roads.py,
+  # Country-scale road graphs: K x K tiles of osm-moscow (../shared/tools/tile_roads.py,
   # TILER= its path, default beside BIN; needs DATA/osm-moscow.co.gz), K in KS (default 1 2 4 8).
   # For each binary in BINS (default BIN; BASE=another binary adds a baseline first): the
   # hierarchy build (apsp.cpu_algorithm = "phast", 16 sources, CPU workers only) cold (empty
@@ -580,7 +580,7 @@ PY
 moscowfull)
   one "moscow full APSP gpu+cpu" 560 --set "$MO" --set run.sources=\"all\" ;;
 width)
-  # Issue 21, "u32 unless a distance really overflows": trees/s of the default config (GPU +
+  # "u32 unless a distance really overflows": trees/s of the default config (GPU +
   # CPU workers, PHAST) on osm-moscow (WSRC sources, default 65536) and on K x K tilings of it
   # (WSRC / K^2 sources; TILES, default "2 4", made
   # with TILE=tile_roads.py into DATA_DIR, which needs osm-moscow.co.gz there), for BASE (the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 26: GPU PHAST on 1, 2, 4 and 8 GPUs of one machine (as many as it has), run phase only.
+# GPU PHAST on 1, 2, 4 and 8 GPUs of one machine (as many as it has), run phase only.
 #
 #   bash benches/many_gpu.sh DIR
 #

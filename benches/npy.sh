@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Dense input from numpy (issue 25): fw-blocked on an N x N float64 .npy matrix (inf = no arc)
+# Dense input from numpy: fw-blocked on an N x N float64 .npy matrix (inf = no arc)
 # against the same matrix as DIMACS text, in one command. Checks that both runs write the
 # same distances.npy and prints each run's phases (prepare = reading the input and building
 # the matrix; run = the sweep) from report.json:

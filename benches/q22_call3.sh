@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 22, call 3: (a) short bremen runs, head (d901263) vs new (item 7), history per build,
+# Call 3 of the work-queue measurements: (a) short bremen runs, head (d901263) vs new (item 7), history per build,
 # CPU worker counts changing; (b) 2,048-source mixed runs against the ideal end; (c) CPU-only
 # PHAST at 100,000 sources, defaults vs fixed chunks; (d) the nine-way table (paired).
 set -u

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 22, call 4: traced short runs (GPU from history, new CPU worker counts), head vs new
+# Call 4 of the work-queue measurements: traced short runs (GPU from history, new CPU worker counts), head vs new
 # short runs, and the two CPU-only combinations with 4 rounds.
 set -u
 REPO=$(cd "$(dirname "$0")/.." && pwd)

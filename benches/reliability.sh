@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reliability measurements for BENCHMARKS.md (issue 13).
+# Reliability measurements for BENCHMARKS.md.
 #
 #   benches/reliability.sh BIN DATA resume     # runs killed at many points, resumed, compared
 #   benches/reliability.sh BIN DATA overhead   # journal cost on long runs (default sync vs none)

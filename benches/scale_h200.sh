@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 21 on the H200 machine: K = 8 tiles of osm-moscow (cold build, cached prepare, 1% of the
+# On the H200 machine: K = 8 tiles of osm-moscow (cold build, cached prepare, 1% of the
 # sources on the default config), then osm-moscow's full APSP cached.
 set -u
 mkdir -p /tmp/icd && echo libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd && export OCL_ICD_VENDORS=/tmp/icd

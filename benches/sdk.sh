@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 20 on a GPU machine: the plugin SDK's checks on the vendor's OpenCL, and what the
+# On a GPU machine: the plugin SDK's checks on the vendor's OpenCL, and what the
 # default [verify] costs. Usage, from a checkout's root:
 #   bash benches/sdk.sh DIR
 # DIR holds the stripped binaries `options` and `collatz` (cargo build --release --examples) and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One traced short mixed run (issue 22): osm-bremen-dist full APSP, GPU PHAST, ARG2 CPU
+# One traced short mixed run: osm-bremen-dist full APSP, GPU PHAST, ARG2 CPU
 # workers, labelled ARG1; B= the binary. Used by short_trace.sh and short_fix.sh.
 set -u; mkdir -p /tmp/icd && echo libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd && export OCL_ICD_VENDORS=/tmp/icd
 one() { # label, cpu workers

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 22: where the idle CPU workers' time goes in a short mixed run (history warm). Traced
+# Where the idle CPU workers' time goes in a short mixed run (history warm). Traced
 # runs of `short_one.sh` (one run each: the GPU's chunks, first chunk times, gaps).
 # Usage: from a folder holding short_one.sh, configs/apsp.toml and
 # data/osm-bremen-dist.gr.gz, with B= the binary.

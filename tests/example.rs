@@ -269,7 +269,7 @@ fn collatz_cli(
     (code, o, e, checksum)
 }
 
-/// Issue 20: a copy of collatz.cl with a syntax error, under TUCCOMPI_KERNELS. On PoCL + CPU
+/// A copy of collatz.cl with a syntax error, under TUCCOMPI_KERNELS. On PoCL + CPU
 /// workers under the default "retry": exit 0, the CPU-only checksum, one warning line naming the
 /// device unit and the copy's path and line, the closing line counting the failed unit. Under
 /// "abort", and with no CPU worker, the run fails with that message and writes no result.
@@ -324,7 +324,7 @@ fn a_kernel_that_does_not_build_takes_its_device_out() {
     }
 }
 
-/// Issue 20: a copy whose collatz_steps declares `__global ulong* steps` while the GPU half
+/// A copy whose collatz_steps declares `__global ulong* steps` while the GPU half
 /// passes a u32 buffer. The launch is refused before it runs, naming the kernel, the argument
 /// and both types; with CPU workers the run ends with the CPU-only checksum, on the device alone
 /// it fails: never a different result.

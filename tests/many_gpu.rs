@@ -1,4 +1,4 @@
-//! Several OpenCL devices in one process (issue 26), for real on PoCL: `POCL_DEVICES="pthread
+//! Several OpenCL devices in one process, for real on PoCL: `POCL_DEVICES="pthread
 //! pthread"` makes PoCL list two CPU devices, each set up on its own thread (the GPU PHAST
 //! hierarchy uploaded to each), each fed by the work queue or an equitable share. Summaries and
 //! distance rows equal CPU Dijkstra's byte for byte. The binary runs in a child process: PoCL

@@ -393,7 +393,7 @@ fn ranks_report_their_devices_and_a_narrow_affinity_mask() {
         let report: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap())
                 .unwrap();
-        // The note names the filter as the config has it (issue 23, D26: it said `[]`).
+        // The note names the filter as the config has it (it once said `[]`).
         assert!(!text.contains("units.opencl = []"), "{text}");
         if text.contains("no OpenCL device matches") {
             assert!(text.contains("units.opencl = \"all\";"), "{text}");
@@ -630,7 +630,7 @@ fn a_failure_on_any_rank_at_any_phase_ends_the_job_within_10_s() {
 #[cfg(feature = "mpi")]
 #[test]
 fn a_bad_node_override_on_one_rank_fails_every_rank() {
-    // Issue 23, D6: this hung, rank 0 spinning.
+    // This once hung, rank 0 spinning.
     let dir = tmpdir("mpiunits");
     let path = dir.join("c.toml");
     std::fs::write(&path, apsp_gen("road", 500, "", "8")).unwrap();
@@ -754,7 +754,7 @@ fn rank_0s_failure_to_make_the_hierarchy_fails_every_rank_with_its_message() {
     assert!(!out.join("summary.csv").exists());
 }
 
-/// Issue 26: `units.opencl = "local_rank"` divides a machine's devices among its ranks: with
+/// `units.opencl = "local_rank"` divides a machine's devices among its ranks: with
 /// PoCL listing two devices, rank 0 takes gpu0 and rank 1 gpu1 (one rank per GPU); with three
 /// ranks, the third shares gpu0 and says so. The results equal CPU Dijkstra's.
 #[cfg(feature = "mpi")]

@@ -253,7 +253,7 @@ pub fn discover(filter: &Filter) -> Result<Vec<Arc<Device>>> {
              machine has {}. Change the filter (units.device_type = \"all\" includes CPU devices \
              such as PoCL) or set units.opencl = \"none\"",
             filter.device_type,
-            // As the config says it: an empty name list is "all" (issue 23, D26).
+            // As the config says it: an empty name list is "all".
             if filter.names.is_empty() {
                 "\"all\"".to_string()
             } else {

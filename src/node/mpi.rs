@@ -370,7 +370,7 @@ impl MpiNode {
                 ));
             }
             // The node-local override is applied again by the caller; checked here, where
-            // every rank can still learn of a bad one (issue 23, D6: a job hung on it). The
+            // every rank can still learn of a bad one (a job once hung on it). The
             // test phase `late` leaves it to the caller, to fail past every agreement.
             if !injected_failure(self.rank, "late") {
                 plan.clone().with_node_units()?;

@@ -35,7 +35,7 @@
 //!    5% of osm-bremen-dist's trees, the GPU ran 10% slower and the workers' last chunks of
 //!    64 trees (5 ms) ended up to 2.2 ms after it (15.1-16.3 ms against 13.7-14.1 ms on the
 //!    GPU alone); PHAST on osm-moscow (CPUs 2%) and collatz (CPUs 1%) on GPU + CPUs were 1%
-//!    and 11% under the GPU alone (BENCHMARKS.md, issue 22). The 10% is a judgement between
+//!    and 11% under the GPU alone (BENCHMARKS.md, scheduling). The 10% is a judgement between
 //!    those (5-6% and less) and mixed runs that gain (CPUs 16% and more). The devices then
 //!    plan without those CPU workers: planning on them, a device left them a share and waited
 //!    for work they never took (the simulator: 16.76 against 16.16 ms in bremen's shape with 2
@@ -140,7 +140,7 @@ pub(crate) struct Rules {
     pub split: f64,
     /// Probe and size a grouped unit's chunks in whole groups, and cap a CPU worker at an even
     /// split of what is left among its class (item 5 of the module text). Off only in the
-    /// simulator's test of the policy before issue 22.
+    /// simulator's test of the earlier policy.
     pub groups: bool,
     /// CPU workers that together have less than this part of the units' speed take nothing
     /// while another unit runs (item 6 of the module text).

@@ -101,7 +101,7 @@ fn stop_ends_the_queue() {
 
 // ---- The simulator: makespan against the ideal -------------------------------------------
 
-/// osm-moscow on the H200 machine (issue 12): a CPU worker does 36 SSSP/s; the GPU 2,730/s in
+/// osm-moscow on the H200 machine: a CPU worker does 36 SSSP/s; the GPU 2,730/s in
 /// batches of 512 (0.1875 s a batch), of which `latency` is per batch.
 const CPU: f64 = 1.0 / 36.0;
 fn gpu(class: &str, latency: f64) -> SimUnit {
@@ -146,7 +146,7 @@ fn run_under(units: &[SimUnit], tasks: usize, rules: Rules) -> sim::Outcome {
     sim::run(&q, &clock, units, 0..tasks)
 }
 
-/// The scenarios of issue 12, each with its task count.
+/// The mixed CPU + GPU scenarios, each with its task count.
 fn scenarios() -> Vec<(&'static str, Vec<SimUnit>, usize)> {
     let mut stall_cpu = mixed(1, 15, 0.06);
     stall_cpu[5] = SimUnit::cpu(CPU).stalls(2.5, 1.5);
@@ -444,10 +444,10 @@ fn a_waiting_unit_does_not_take_the_rest_from_a_unit_between_chunks() {
     assert_eq!(c.tasks().len(), 4);
 }
 
-/// Issue 22: 16 CPU workers of CPU PHAST's cost shape (8 trees per sweep, so a chunk of 1 task
+/// 16 CPU workers of CPU PHAST's cost shape (8 trees per sweep, so a chunk of 1 task
 /// costs as much as one of 8; the first chunk slower while the worker's state warms up), with
 /// and without noise, and beside a GPU. Measured on a 16-core machine, the policy before
-/// issue 22 kept the workers busy half the run: it probed with 1 task (read as 8 times too
+/// the probe-first policy kept the workers busy half the run: it probed with 1 task (read as 8 times too
 /// slow), so the first workers to ask again took most of the rest at once. The current policy
 /// must end each within 3% of the ideal; the old one (`groups: false`) must not.
 #[test]
@@ -479,7 +479,7 @@ fn grouped_cpu_workers_are_kept_busy() {
         let (now, _, out) = score(work_queue, &units, tasks);
         let (before, _, _) = score(old, &units, tasks);
         eprintln!(
-            "{name:<32} {:7.3} s: {now:6.3} of ideal (policy before issue 22: {before:6.3}); chunks {:?}",
+            "{name:<32} {:7.3} s: {now:6.3} of ideal (the earlier policy: {before:6.3}); chunks {:?}",
             out.makespan,
             &out.chunks[..4]
         );
@@ -500,7 +500,7 @@ fn grouped_cpu_workers_are_kept_busy() {
     );
 }
 
-/// osm-bremen-dist's full APSP on an H200 (BENCHMARKS.md, issue 22): two queues of GPU PHAST
+/// osm-bremen-dist's full APSP on an H200 (BENCHMARKS.md, scheduling): two queues of GPU PHAST
 /// finish its 40,461 trees in about 14 ms; 14 CPU PHAST workers (64 trees in 5 ms) could run
 /// about 6% of them. Measured, they cost more than that: with speeds known, such CPU workers
 /// take nothing while the GPU runs (item 6 of the queue's module text); with the rule off it
@@ -587,7 +587,7 @@ fn devices_do_not_leave_work_to_cpu_workers_that_stay_out() {
     );
 }
 
-/// Bremen's shape (issue 22) with an earlier run's model for the GPU's two queues (`gpu`:
+/// Bremen's shape with an earlier run's model for the GPU's two queues (`gpu`:
 /// latency, per-task time) and `cpus` CPU workers without one (a new worker count: they
 /// probe). Returns the makespan under `rules` and the GPU alone's ideal.
 fn gpu_history_new_cpus(gpu: (f64, f64), cpus: usize, rules: Rules) -> (f64, f64) {

@@ -399,7 +399,7 @@ pub fn run_units<'a>(
 /// lot's) wakes one waiter and hands the rest over to its mutex, so the units left the gate one
 /// after another, each woken by the one before: on the H200 machine's virtual CPUs that chain
 /// of 16 wake-ups started the device queues, which arrive last (their set-up is the longest),
-/// up to 0.6 ms after the run's clock (BENCHMARKS.md, issue 22).
+/// up to 0.6 ms after the run's clock (BENCHMARKS.md, scheduling).
 #[derive(Default)]
 struct Start {
     /// Units arrived, and the waiting threads (devices' marked).

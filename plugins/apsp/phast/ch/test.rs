@@ -255,7 +255,7 @@ fn exact_on_bremen_some_sources() {
 }
 
 /// The builder's quality on real roads, bounded: shortcuts per arc and the mean upward search
-/// space (the per-tree cost of PHAST) and the levels (GPU launches). Before issue 21's builder
+/// space (the per-tree cost of PHAST) and the levels (GPU launches). Before the parallel builder
 /// changes osm-bremen-dist had 0.763 shortcuts per arc, 40 levels and an upward search of 69
 /// (64 samples); now 0.769, 45 and 73.2 (1,000 samples). The bounds leave about 5% over
 /// that, so a change that makes the hierarchy worse (a looser witness search, a poorer
