@@ -421,8 +421,8 @@ fn tune_stores_winners_that_runs_then_use() {
     assert!(
         text.contains("predicted")
             && text.contains("yes")
-            && text.contains("driver")
-            && text.contains("best:"),
+            && text.contains("local_size=0")
+            && text.contains("best on "),
         "{text}"
     );
     let stored = std::fs::read_to_string(&cache).unwrap();

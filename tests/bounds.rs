@@ -271,13 +271,14 @@ fn gpu_phast_frontier_beyond_local_memory_is_refused() {
             "--set",
             "apsp.gpu_algorithm=\"phast\"",
             "--set",
-            "apsp.gpu_frontier=200000",
+            // Beyond any device's local memory (PoCL gives a CPU its L2 size: 2 MiB on some).
+            "apsp.gpu_frontier=50000000",
         ],
-        "gpu_frontier = 200000",
+        "gpu_frontier = 50000000",
     );
     assert!(
         code == 2
-            && e.contains("[apsp] gpu_frontier = 200000: phast_up keeps two frontier lists")
+            && e.contains("[apsp] gpu_frontier = 50000000: phast_up keeps two frontier lists")
             && e.contains("bytes of local memory; use 1..="),
         "{e}"
     );

@@ -54,7 +54,7 @@ pub struct BulkFile {
     pub path: PathBuf,
     /// Byte offset of row 0 (the header's length).
     pub offset: u64,
-    /// Bytes of one row.
+    /// Bytes of one task's rows (one row, or several when each task writes several).
     pub row_bytes: u64,
 }
 

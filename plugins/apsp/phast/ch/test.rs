@@ -218,7 +218,7 @@ fn deterministic_across_thread_counts() {
 
 fn real(name: &str) -> Option<Csr> {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/data")
+        .join("../../shared/data")
         .join(name);
     if !p.exists() {
         if std::env::var_os("TUCCOMPI_REQUIRE_DATA").is_some() {
