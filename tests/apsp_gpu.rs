@@ -481,7 +481,8 @@ fn tune_stores_winners_that_runs_then_use() {
         text.contains("(cache: measured by tuccompi tune)") && text.contains("(predicted:"),
         "{text}"
     );
-    // A corrupt cache is a clear error naming the file.
+    // A file that is not a tuning cache is left alone with a warning naming it; the run's
+    // parameters are predicted.
     std::fs::write(&cache, "entries = 3\n").unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_tuccompi"))
         .args(["check", cfg, "--set", "units.device_type=all"])
@@ -490,7 +491,10 @@ fn tune_stores_winners_that_runs_then_use() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        !out.status.success() && err.contains("tuning.toml") && err.contains("delete the file"),
+        out.status.success()
+            && err.contains("tuning.toml")
+            && err.contains("not a tuccompi tuning cache"),
         "{err}"
     );
+    assert_eq!(std::fs::read_to_string(&cache).unwrap(), "entries = 3\n");
 }

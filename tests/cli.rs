@@ -679,7 +679,8 @@ fn a_repeated_run_starts_from_the_speed_history() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(starts(&report_in(&out)), ["none", "none"]);
     assert_eq!(std::fs::read(&speeds).unwrap(), before);
-    // Corrupt: a warning, a probe, and a good file again afterwards.
+    // Not a speed history: a warning, a probe, and the file left alone; once it is removed,
+    // a good file again afterwards.
     std::fs::write(&speeds, "{ not json").unwrap();
     let (code, _, err) = tuccompi_in(&cwd, &["run", "h.toml"], &[]);
     assert_eq!(code, 0, "{err}");
