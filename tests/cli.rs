@@ -245,7 +245,7 @@ fn node_local_units_apply_without_mpi() {
     );
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.contains("cpu_workers = 3") && out.contains("units.opencl = none"),
+        out.contains("cpu0, cpu1, cpu2  (3 units)") && out.contains("units.opencl = none"),
         "{out}"
     );
     let (code, _, err) = tuccompi_env(&["check", cfg], &[("TUCCOMPI_UNITS", "policy=equitable")]);
@@ -322,7 +322,7 @@ fn subcommands() {
     assert_eq!(code, 0, "{err}");
     assert!(
         out.contains("plugin     apsp")
-            && out.contains("cpu_workers = 3")
+            && out.contains("cpu0, cpu1, cpu2  (3 units)")
             && out.contains("\"n\":100000"),
         "{out}"
     );

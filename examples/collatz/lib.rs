@@ -4,7 +4,9 @@
 //!
 //! Run it (every core, plus OpenCL devices when there are any):
 //!
-//!     cargo run --release -p collatz -- run configs/collatz.toml
+//! ```sh
+//! cargo run --release -p collatz -- run configs/collatz.toml
+//! ```
 //!
 //! It is a package of its own (`examples/collatz/`: `Cargo.toml`, this `lib.rs`, the kernel
 //! and its characterization, a `main.rs`) that depends on the framework alone. Its `main` is one

@@ -5,7 +5,9 @@
 //! written by the framework's rows sink, `distances.npy` (m x k float32) and `indices.npy`
 //! (m x k uint32), and its record holds (nearest index, nearest distance, k-th distance).
 //!
-//!     cargo run --release -p knn -- run configs/knn.toml
+//! ```sh
+//! cargo run --release -p knn -- run configs/knn.toml
+//! ```
 //!
 //! What the framework does for it:
 //! - `tuccompi::npy::read` maps each input and checks its dtype, order and shape, naming the

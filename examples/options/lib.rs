@@ -3,7 +3,9 @@
 //! its record is (sum of the payoffs, sum of their squares, paths), and `finish` turns the
 //! records into the price and its standard error.
 //!
-//!     cargo run --release -p options -- run configs/options.toml
+//! ```sh
+//! cargo run --release -p options -- run configs/options.toml
+//! ```
 //!
 //! Both halves draw path `p`'s numbers from a counter-based generator (a SplitMix64 hash of the
 //! seed and `p`), turn them into a normal number by the polar Box-Muller method and sum the
