@@ -478,7 +478,7 @@ fn tune_stores_winners_that_runs_then_use() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("(cache: measured by tuccompi tune)") && text.contains("(predicted:"),
+        text.contains("(cache: measured by tune)") && text.contains("(predicted:"),
         "{text}"
     );
     // A file that is not a tuning cache is left alone with a warning naming it; the run's
