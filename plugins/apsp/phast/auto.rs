@@ -5,15 +5,44 @@
 //! list on GPUs:
 //!
 //! 1. the hierarchy pays back ([`Forecast`]): a cached hierarchy of this graph exists, or the
-//!    cost model, from a few sampled Dijkstra trees timed on this machine, the graph's size,
-//!    the build's threads, the CPU workers, the GPUs present and the tasks still to run,
-//!    predicts the build plus the PHAST run to be cheaper than the run without it; and no
-//!    cached verdict says the build would stop again ([`Verdict`]);
+//!    cost model, from a few sampled Dijkstra trees timed on this machine ([`Sample`]), the
+//!    graph's size, the build's threads, the CPU workers, the GPUs present and the tasks
+//!    still to run, predicts the build plus the PHAST run to be cheaper than the run without
+//!    it; and no cached verdict says the build would stop again ([`Verdict`]);
 //! 2. the build stays within its budget: the witness-search work a road graph needs, scaled
 //!    by how much slack the forecast leaves, and at most [`Budget::for_graph`] (skewed graphs
 //!    such as R-MAT stop early). A build that passes it stops, and the verdict is cached;
 //! 3. the upward search space, sampled from [`SAMPLES`] sources, stays under n/8 vertices
 //!    (otherwise the per-tree upward Dijkstra is no longer small; also cached as a verdict).
+//!
+//! **A busy machine.** The build and the CPU cores' trees are both CPU work, so the forecast
+//! puts them in the same terms: a sampled tree is timed in thread CPU seconds (what it costs
+//! a core, however busy the machine; wall-clock samples of a few tens of milliseconds mostly
+//! measure time slices), and the share of a core each of the run's threads gets is measured
+//! apart, as the CPU seconds the sampling threads obtained over their wall seconds. The share
+//! slows the build and the CPU workers' trees alike, and not the GPUs' trees (a load takes
+//! cores, not the GPU): where only CPU cores run, the decision does not depend on the load
+//! at all, and beside a GPU a loaded machine makes the CPU-bound build dearer against the
+//! GPU's trees, as it is.
+//!
+//! **Deciding again while building.** What decides whether a build pays is the work it
+//! really needs, which the forecast can only bound (road graphs scan 430 to 1,534 arcs per
+//! arc): the build therefore runs under a witness-search work budget at the break-even
+//! ([`Forecast::work`]: the time the PHAST run saves, in the build's own cost per arc
+//! scanned). A build that needs less finishes, however long it takes in wall time; one that
+//! needs more than it can win back stops there and the run goes on without it. The budget
+//! counts arcs scanned, not seconds, so a build that is merely slower because other
+//! processes take the cores is never stopped by it, and since the build and the runs'
+//! CPU parts are forecast at the same share, the budget is the same loaded and idle. A
+//! build the forecast rejects is not started on a hunch: on the quick start's 256 sources
+//! such a build, stopped at the break-even, would double the run. The forecast's build cost
+//! ([`SCAN_COST`]) is set above what the current build measures (osm-moscow: 132 trees of
+//! CPU time, forecast 400), so the forecast errs towards Dijkstra by at most that factor.
+//! `report.json` keeps the forecast beside what happened: `input.algorithm.forecast` holds
+//! the forecast build and run seconds (`build_seconds`, `run_seconds` of the algorithms
+//! chosen, `chosen`), the tree's CPU and wall seconds and the core share it was made from,
+//! and, when a build ran, `measured_build_seconds` and `build_finished`; the measured run is
+//! `phase_seconds.run`.
 //!
 //! `tuccompi check` (a dry run) reads the caches but never builds under `"auto"`: it prints
 //! the forecast. An explicit `"phast"` builds without the budget and skips the checks. The
@@ -149,9 +178,11 @@ impl std::fmt::Debug for Request<'_> {
 pub const ROAD_WORK_PER_ARC: f64 = 1000.0;
 /// CPU seconds of a build per witness-search arc scanned, in Dijkstra arc scans (a Dijkstra
 /// tree's CPU seconds over the arcs it scanned, sampled). With [`ROAD_WORK_PER_ARC`] a build
-/// is forecast at 400 Dijkstra trees of CPU time; the build measured 210 on osm-moscow on the
-/// 2-core machine (3.6 s on 2 threads against 29 ms trees) after its parallel rounds and
-/// pair-once witness searches (it was 410 to 1,430 before them, when this was 0.9).
+/// is forecast at 400 Dijkstra trees of CPU time; on the 2-core machine the build of
+/// osm-moscow measured 132 (4.70 CPU seconds against 35.5 ms trees, both beside other
+/// builds) since its parallel rounds and pair-once witness searches; the generated road
+/// graph scans twice the arcs per arc. Before those the builds measured 410 to 1,430 trees
+/// and this was 0.9, which chose Dijkstra for 1,000 osm-moscow sources on 2 cores.
 pub const SCAN_COST: f64 = 0.4;
 /// The build's threads count as `threads^BUILD_SCALING` (the generated 100k road graph: 8.2 s
 /// on 2 loaded cores, 1.7 s on 16, about 675 and 141 sampled trees; 16^0.65 = 6.1).
