@@ -235,7 +235,8 @@ impl Sample {
     /// The sample that the trees' CPU and wall seconds and the sampling's wall seconds give:
     /// `trees` holds each tree's (CPU seconds, wall seconds, arcs scanned), `obtained` the
     /// CPU seconds the sampling threads obtained in all (the trees and their set-up),
-    /// `threads` how many ran at once and `wall` the sampling's wall seconds.
+    /// `threads` how many ran at once over `wall` seconds (or 1, with `wall` the seconds each
+    /// thread spent, summed).
     ///
     /// O(trees log trees).
     pub fn of(trees: &[(f64, f64, f64)], obtained: f64, threads: usize, wall: f64) -> Sample {
@@ -327,7 +328,8 @@ impl Forecast {
             }
         };
         let road_work = ROAD_WORK_PER_ARC * m as f64;
-        let per_scan = SCAN_COST * sample.tree_cpu / sample.scanned.max(1.0)
+        let per_scan = SCAN_COST * sample.tree_cpu
+            / sample.scanned.max(1.0)
             / ((threads.max(1) as f64).powf(BUILD_SCALING) * share);
         let build = road_work * per_scan;
         let (without, phast) = (time(without), time(with));
@@ -370,11 +372,14 @@ fn sample_trees(g: &Csr, sources: &[u32]) -> Sample {
     let picks: Vec<u32> = (0..count)
         .map(|i| sources.get(i * sources.len() / count).copied().unwrap_or(0))
         .collect();
-    let t0 = Instant::now();
-    let got: Vec<((f64, f64, f64), f64)> = picks
+    // Each tree with its set-up: (CPU, wall, arcs) of the tree, (CPU, wall) of the whole.
+    // The share is the CPU seconds obtained over the wall seconds each thread spent on its
+    // trees, summed: how rayon spread the trees over its threads does not change it.
+    type Timed = ((f64, f64, f64), (f64, f64));
+    let got: Vec<Timed> = picks
         .par_iter()
         .map(|&s| {
-            let c0 = thread_cpu();
+            let (t0, c0) = (Instant::now(), thread_cpu());
             let mut dj = crate::plugins::apsp::dijkstra::Dijkstra::<u64>::new(g.n);
             let (t, c) = (Instant::now(), thread_cpu());
             let dist = dj.run(g, s);
@@ -385,18 +390,16 @@ fn sample_trees(g: &Csr, sources: &[u32]) -> Sample {
                 .filter(|(_, &d)| d != u64::MAX)
                 .map(|(v, _)| (g.offsets[v + 1] - g.offsets[v]) as u64)
                 .sum();
-            ((cpu, wall, scanned as f64), thread_cpu() - c0)
+            (
+                (cpu, wall, scanned as f64),
+                (thread_cpu() - c0, t0.elapsed().as_secs_f64()),
+            )
         })
         .collect();
-    let wall = t0.elapsed().as_secs_f64();
-    let obtained = got.iter().map(|x| x.1).sum();
+    let obtained = got.iter().map(|x| x.1 .0).sum();
+    let wall = got.iter().map(|x| x.1 .1).sum();
     let trees: Vec<_> = got.into_iter().map(|x| x.0).collect();
-    Sample::of(
-        &trees,
-        obtained,
-        count.min(rayon::current_num_threads()),
-        wall,
-    )
+    Sample::of(&trees, obtained, 1, wall)
 }
 
 /// The decision, with what it is based on.
@@ -719,7 +722,10 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
     };
     let seconds = t.elapsed().as_secs_f64();
     // What happened beside what was forecast: the build's wall seconds, whether it finished.
-    if let Some(f) = forecast_report.get_mut("forecast").and_then(|f| f.as_object_mut()) {
+    if let Some(f) = forecast_report
+        .get_mut("forecast")
+        .and_then(|f| f.as_object_mut())
+    {
         f.insert("measured_build_seconds".into(), serde_json::json!(seconds));
         f.insert(
             "build_finished".into(),

@@ -4,7 +4,13 @@ use super::*;
 /// scanning every arc), 2 build threads.
 fn quick(pending: usize, cores: [(usize, bool); 2], gpus: usize, gpu_phast: bool) -> Forecast {
     Forecast::of(
-        Sample::idle(0.012, 347_000.0), 347_000, 2, pending, cores, gpus, gpu_phast,
+        Sample::idle(0.012, 347_000.0),
+        347_000,
+        2,
+        pending,
+        cores,
+        gpus,
+        gpu_phast,
     )
 }
 
@@ -196,7 +202,15 @@ const IDLE: Sample = Sample {
 
 /// The 1,000 x 1,000 OD on osm-moscow on the 2-core machine: 2 CPU workers, 2 build threads.
 fn moscow_od(sample: Sample, gpus: usize, gpu_phast: bool, pending: usize) -> Forecast {
-    Forecast::of(sample, MOSCOW.0, 2, pending, [(2, true), (0, false)], gpus, gpu_phast)
+    Forecast::of(
+        sample,
+        MOSCOW.0,
+        2,
+        pending,
+        [(2, true), (0, false)],
+        gpus,
+        gpu_phast,
+    )
 }
 
 #[test]
@@ -208,12 +222,18 @@ fn a_busy_machine_still_builds_for_the_moscow_od() {
         let build = 1000.0 * MOSCOW.0 as f64 * 0.9 * s.tree_wall / s.scanned / 2f64.powf(0.65);
         build + without / CPU_PHAST_SPEEDUP < without
     };
-    assert!(!old(LOADED), "the recorded case no longer shows the old choice");
+    assert!(
+        !old(LOADED),
+        "the recorded case no longer shows the old choice"
+    );
     for (what, s) in [("loaded", LOADED), ("idle", IDLE)] {
         let f = moscow_od(s, 0, false, 1000);
         assert!(f.pays(), "{what}: {f:?}");
         // The build's work budget covers the work a road graph's build needs.
-        assert!(f.work as f64 >= ROAD_WORK_PER_ARC * MOSCOW.0 as f64, "{what}: {f:?}");
+        assert!(
+            f.work as f64 >= ROAD_WORK_PER_ARC * MOSCOW.0 as f64,
+            "{what}: {f:?}"
+        );
         // The forecast build is within a few times of the measured one (4.70 CPU seconds:
         // 9.27 s at the loaded share), never below it.
         let measured = 4.70 / (2.0 * s.share);
@@ -226,7 +246,15 @@ fn a_busy_machine_still_builds_for_the_moscow_od() {
     // the decision and the build's work budget are the same under load and idle.
     let (busy, calm) = (
         moscow_od(LOADED, 0, false, 1000),
-        moscow_od(Sample { share: 1.0, ..LOADED }, 0, false, 1000),
+        moscow_od(
+            Sample {
+                share: 1.0,
+                ..LOADED
+            },
+            0,
+            false,
+            1000,
+        ),
     );
     assert!((busy.build / calm.build - 1.0 / LOADED.share).abs() < 1e-9);
     assert!((busy.without / calm.without - 1.0 / LOADED.share).abs() < 1e-9);
@@ -253,7 +281,11 @@ fn a_busy_machine_slows_the_cores_not_the_gpus() {
     };
     assert!(moscow_od(wall, 1, false, all).pays());
     // Idle, the CPU half's PHAST is worth its build.
-    assert!(moscow_od(IDLE, 1, false, all).pays(), "{:?}", moscow_od(IDLE, 1, false, all));
+    assert!(
+        moscow_od(IDLE, 1, false, all).pays(),
+        "{:?}",
+        moscow_od(IDLE, 1, false, all)
+    );
     // The GPU's trees take as long loaded as idle.
     let gpu_only = |s: Sample| {
         Forecast::of(s, MOSCOW.0, 2, all, [(0, false), (0, false)], 1, true).phast / s.tree_cpu
@@ -318,7 +350,8 @@ fn the_report_sets_the_forecast_beside_what_happened() {
 #[test]
 #[ignore]
 fn record_osm_moscow() {
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/osm-moscow.gr.gz");
+    let p =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/osm-moscow.gr.gz");
     let g = Csr::from_edges(&crate::graph::read_graph(&p).unwrap()).unwrap();
     let sources: Vec<u32> = (0..1000).collect();
     let proc_cpu = || {
