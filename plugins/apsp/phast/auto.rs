@@ -5,15 +5,44 @@
 //! list on GPUs:
 //!
 //! 1. the hierarchy pays back ([`Forecast`]): a cached hierarchy of this graph exists, or the
-//!    cost model, from a few sampled Dijkstra trees timed on this machine, the graph's size,
-//!    the build's threads, the CPU workers, the GPUs present and the tasks still to run,
-//!    predicts the build plus the PHAST run to be cheaper than the run without it; and no
-//!    cached verdict says the build would stop again ([`Verdict`]);
+//!    cost model, from a few sampled Dijkstra trees timed on this machine ([`Sample`]), the
+//!    graph's size, the build's threads, the CPU workers, the GPUs present and the tasks
+//!    still to run, predicts the build plus the PHAST run to be cheaper than the run without
+//!    it; and no cached verdict says the build would stop again ([`Verdict`]);
 //! 2. the build stays within its budget: the witness-search work a road graph needs, scaled
 //!    by how much slack the forecast leaves, and at most [`Budget::for_graph`] (skewed graphs
 //!    such as R-MAT stop early). A build that passes it stops, and the verdict is cached;
 //! 3. the upward search space, sampled from [`SAMPLES`] sources, stays under n/8 vertices
 //!    (otherwise the per-tree upward Dijkstra is no longer small; also cached as a verdict).
+//!
+//! **A busy machine.** The build and the CPU cores' trees are both CPU work, so the forecast
+//! puts them in the same terms: a sampled tree is timed in thread CPU seconds (what it costs
+//! a core, however busy the machine; wall-clock samples of a few tens of milliseconds mostly
+//! measure time slices), and the share of a core each of the run's threads gets is measured
+//! apart, as the CPU seconds the sampling threads obtained over their wall seconds. The share
+//! slows the build and the CPU workers' trees alike, and not the GPUs' trees (a load takes
+//! cores, not the GPU): where only CPU cores run, the decision does not depend on the load
+//! at all, and beside a GPU a loaded machine makes the CPU-bound build dearer against the
+//! GPU's trees, as it is.
+//!
+//! **Deciding again while building.** What decides whether a build pays is the work it
+//! really needs, which the forecast can only bound (road graphs scan 430 to 1,534 arcs per
+//! arc): the build therefore runs under a witness-search work budget at the break-even
+//! ([`Forecast::work`]: the time the PHAST run saves, in the build's own cost per arc
+//! scanned). A build that needs less finishes, however long it takes in wall time; one that
+//! needs more than it can win back stops there and the run goes on without it. The budget
+//! counts arcs scanned, not seconds, so a build that is merely slower because other
+//! processes take the cores is never stopped by it, and since the build and the runs'
+//! CPU parts are forecast at the same share, the budget is the same loaded and idle. A
+//! build the forecast rejects is not started on a hunch: on the quick start's 256 sources
+//! such a build, stopped at the break-even, would double the run. The forecast's build cost
+//! ([`SCAN_COST`]) is set above what the current build measures (osm-moscow: 132 trees of
+//! CPU time, forecast 400), so the forecast errs towards Dijkstra by at most that factor.
+//! `report.json` keeps the forecast beside what happened: `input.algorithm.forecast` holds
+//! the forecast build and run seconds (`build_seconds`, `run_seconds` of the algorithms
+//! chosen, `chosen`), the tree's CPU and wall seconds and the core share it was made from,
+//! and, when a build ran, `measured_build_seconds` and `build_finished`; the measured run is
+//! `phase_seconds.run`.
 //!
 //! `tuccompi check` (a dry run) reads the caches but never builds under `"auto"`: it prints
 //! the forecast. An explicit `"phast"` builds without the budget and skips the checks. The
@@ -147,12 +176,14 @@ impl std::fmt::Debug for Request<'_> {
 /// Witness-search arcs scanned per input arc by a build on a road graph, which the forecast
 /// assumes (measured: osm-moscow 430, the generated road graph 849, rome99 1,534).
 pub const ROAD_WORK_PER_ARC: f64 = 1000.0;
-/// Core-seconds of a build per witness-search arc scanned, in Dijkstra arc scans (a Dijkstra
-/// tree's seconds over the arcs it scanned, sampled): measured 0.96 (osm-moscow), 1.58 (the
-/// generated road graph), 0.93 (rome99) on the 2-core machine (BENCHMARKS.md, "auto"). With
-/// [`ROAD_WORK_PER_ARC`] a build is forecast at 900 Dijkstra trees of core time (measured
-/// 410 to 1,430).
-pub const SCAN_COST: f64 = 0.9;
+/// CPU seconds of a build per witness-search arc scanned, in Dijkstra arc scans (a Dijkstra
+/// tree's CPU seconds over the arcs it scanned, sampled). With [`ROAD_WORK_PER_ARC`] a build
+/// is forecast at 400 Dijkstra trees of CPU time; on the 2-core machine the build of
+/// osm-moscow measured 132 (4.70 CPU seconds against 35.5 ms trees, both beside other
+/// builds) since its parallel rounds and pair-once witness searches; the generated road
+/// graph scans twice the arcs per arc. Before those the builds measured 410 to 1,430 trees
+/// and this was 0.9, which chose Dijkstra for 1,000 osm-moscow sources on 2 cores.
+pub const SCAN_COST: f64 = 0.4;
 /// The build's threads count as `threads^BUILD_SCALING` (the generated 100k road graph: 8.2 s
 /// on 2 loaded cores, 1.7 s on 16, about 675 and 141 sampled trees; 16^0.65 = 6.1).
 pub const BUILD_SCALING: f64 = 0.65;
@@ -167,6 +198,66 @@ pub const GPU_WORKLIST_CORES: f64 = 120.0;
 pub const GPU_PHAST_CORES: f64 = 4000.0;
 /// Dijkstra trees the forecast times.
 pub const SAMPLE_TREES: usize = 4;
+/// The least share of a core the forecast assumes a thread gets (a sampling that obtained
+/// less was most likely descheduled as a whole, not a measure of the run to come).
+pub const MIN_SHARE: f64 = 0.05;
+/// Below this many CPU seconds in all, the sampled trees are too short to measure the share
+/// of the cores the run gets (thread wake-ups weigh more than the trees): it is taken as 1.
+pub const MIN_SHARE_SAMPLE: f64 = 0.02;
+
+/// What the sampled Dijkstra trees measured, in terms the load does not change: a tree's
+/// CPU time, and apart from it the share of a core each of the run's threads obtained.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sample {
+    /// Thread CPU seconds of one tree (median): what it costs a core, however busy the machine.
+    pub tree_cpu: f64,
+    /// Wall seconds of one tree (median), for the report only.
+    pub tree_wall: f64,
+    /// Arcs one tree scanned (median).
+    pub scanned: f64,
+    /// The share of a core each thread of the run gets, in (0, 1]: the CPU seconds the
+    /// sampling threads obtained over their wall seconds, per thread (1 on an idle machine,
+    /// about 1/2 with as many busy processes as cores).
+    pub share: f64,
+}
+
+impl Sample {
+    /// A sample measured on an idle machine: `tree` seconds of CPU and wall per tree.
+    pub fn idle(tree: f64, scanned: f64) -> Sample {
+        Sample {
+            tree_cpu: tree,
+            tree_wall: tree,
+            scanned,
+            share: 1.0,
+        }
+    }
+
+    /// The sample that the trees' CPU and wall seconds and the sampling's wall seconds give:
+    /// `trees` holds each tree's (CPU seconds, wall seconds, arcs scanned), `obtained` the
+    /// CPU seconds the sampling threads obtained in all (the trees and their set-up),
+    /// `threads` how many ran at once over `wall` seconds (or 1, with `wall` the seconds each
+    /// thread spent, summed).
+    ///
+    /// O(trees log trees).
+    pub fn of(trees: &[(f64, f64, f64)], obtained: f64, threads: usize, wall: f64) -> Sample {
+        let median = |i: fn(&(f64, f64, f64)) -> f64| {
+            let mut v: Vec<f64> = trees.iter().map(i).collect();
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied().unwrap_or(0.0)
+        };
+        let share = if obtained < MIN_SHARE_SAMPLE || wall <= 0.0 {
+            1.0
+        } else {
+            (obtained / wall / threads.max(1) as f64).clamp(MIN_SHARE, 1.0)
+        };
+        Sample {
+            tree_cpu: median(|t| t.0),
+            tree_wall: median(|t| t.1),
+            scanned: median(|t| t.2),
+            share,
+        }
+    }
+}
 
 /// The forecast of a run with and without a hierarchy, in seconds of wall time.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -178,7 +269,10 @@ pub struct Forecast {
     /// The run with PHAST where `"auto"` may take it.
     pub phast: f64,
     /// The witness-search work the build may spend: the work a road graph's build needs,
-    /// scaled by the time the forecast leaves it (`without - phast`) over its forecast.
+    /// scaled by the time the forecast leaves it (`without - phast`) over its forecast. It
+    /// counts arcs scanned, so a build that is only slower in wall time (a busy machine) is
+    /// not stopped by it; and since the build and the runs are forecast from the same CPU
+    /// seconds and core share, its size does not depend on the load where only CPU cores run.
     pub work: u64,
 }
 
@@ -189,17 +283,20 @@ impl Forecast {
     }
 
     /// The forecast from measured and known quantities:
-    /// - `tree`: seconds of one Dijkstra tree on one core, `scanned`: the arcs it scanned;
+    /// - `sample`: one Dijkstra tree's CPU seconds and the arcs it scanned, and the share of
+    ///   a core each of the run's threads gets ([`Sample`]);
     /// - `m`: the graph's arcs; `threads`: the build's threads;
     /// - `pending`: tasks to run; `cores`: groups of cores running Dijkstra (CPU workers,
     ///   CPU-type OpenCL devices' compute units), each with whether it may take PHAST;
     ///   `gpus`: GPUs (`gpu_phast`: whether they may take PHAST).
     ///
+    /// The build and the CPU cores' trees are both CPU work slowed alike by the share; the
+    /// GPUs' trees are not (the load takes cores, not the GPU).
+    ///
     /// O(1).
     #[allow(clippy::too_many_arguments)]
     pub fn of(
-        tree: f64,
-        scanned: f64,
+        sample: Sample,
         m: usize,
         threads: usize,
         pending: usize,
@@ -208,12 +305,13 @@ impl Forecast {
         gpu_phast: bool,
     ) -> Forecast {
         let gpus = gpus as f64;
-        // Trees per second of a Dijkstra core, and of the units without and with PHAST.
-        let rate = 1.0 / tree.max(1e-9);
-        let cpus: f64 = cores.iter().map(|&(c, _)| c as f64).sum();
+        let share = sample.share.clamp(MIN_SHARE, 1.0);
+        // Trees per second of an idle Dijkstra core, and of the units without and with PHAST.
+        let rate = 1.0 / sample.tree_cpu.max(1e-9);
+        let cpus: f64 = cores.iter().map(|&(c, _)| c as f64 * share).sum();
         let cpus_with: f64 = cores
             .iter()
-            .map(|&(c, phast)| c as f64 * if phast { CPU_PHAST_SPEEDUP } else { 1.0 })
+            .map(|&(c, phast)| c as f64 * share * if phast { CPU_PHAST_SPEEDUP } else { 1.0 })
             .sum();
         let without = (cpus + gpus * GPU_WORKLIST_CORES) * rate;
         let gpu_with = if gpu_phast {
@@ -230,8 +328,9 @@ impl Forecast {
             }
         };
         let road_work = ROAD_WORK_PER_ARC * m as f64;
-        let per_scan =
-            SCAN_COST * tree / scanned.max(1.0) / (threads.max(1) as f64).powf(BUILD_SCALING);
+        let per_scan = SCAN_COST * sample.tree_cpu
+            / sample.scanned.max(1.0)
+            / ((threads.max(1) as f64).powf(BUILD_SCALING) * share);
         let build = road_work * per_scan;
         let (without, phast) = (time(without), time(with));
         let slack = (without - phast).max(0.0);
@@ -257,37 +356,50 @@ impl Forecast {
     }
 }
 
+/// CPU seconds this thread has run.
+fn thread_cpu() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
 /// Time `SAMPLE_TREES` Dijkstra trees from sources spread over `sources` (in parallel, one per
-/// rayon thread): the median seconds of a tree and the median arcs scanned.
+/// rayon thread), in CPU and wall seconds: their [`Sample`].
 ///
 /// O(SAMPLE_TREES · (n + m log n)).
-fn sample_trees(g: &Csr, sources: &[u32]) -> (f64, f64) {
+fn sample_trees(g: &Csr, sources: &[u32]) -> Sample {
     use rayon::prelude::*;
     let count = SAMPLE_TREES.min(sources.len()).max(1);
     let picks: Vec<u32> = (0..count)
         .map(|i| sources.get(i * sources.len() / count).copied().unwrap_or(0))
         .collect();
-    let mut got: Vec<(f64, f64)> = picks
+    // Each tree with its set-up: (CPU, wall, arcs) of the tree, (CPU, wall) of the whole.
+    // The share is the CPU seconds obtained over the wall seconds each thread spent on its
+    // trees, summed: how rayon spread the trees over its threads does not change it.
+    type Timed = ((f64, f64, f64), (f64, f64));
+    let got: Vec<Timed> = picks
         .par_iter()
         .map(|&s| {
+            let (t0, c0) = (Instant::now(), thread_cpu());
             let mut dj = crate::apsp::dijkstra::Dijkstra::<u64>::new(g.n);
-            let t = Instant::now();
+            let (t, c) = (Instant::now(), thread_cpu());
             let dist = dj.run(g, s);
-            let seconds = t.elapsed().as_secs_f64();
+            let (wall, cpu) = (t.elapsed().as_secs_f64(), thread_cpu() - c);
             let scanned: u64 = dist
                 .iter()
                 .enumerate()
                 .filter(|(_, &d)| d != u64::MAX)
                 .map(|(v, _)| (g.offsets[v + 1] - g.offsets[v]) as u64)
                 .sum();
-            (seconds, scanned as f64)
+            (
+                (cpu, wall, scanned as f64),
+                (thread_cpu() - c0, t0.elapsed().as_secs_f64()),
+            )
         })
         .collect();
-    let median = |got: &mut Vec<(f64, f64)>, i: fn(&(f64, f64)) -> f64| {
-        got.sort_by(|a, b| i(a).total_cmp(&i(b)));
-        i(&got[got.len() / 2])
-    };
-    (median(&mut got, |x| x.0), median(&mut got, |x| x.1))
+    let obtained = got.iter().map(|x| x.1 .0).sum();
+    let wall = got.iter().map(|x| x.1 .1).sum();
+    let trees: Vec<_> = got.into_iter().map(|x| x.0).collect();
+    Sample::of(&trees, obtained, 1, wall)
 }
 
 /// The decision, with what it is based on.
@@ -514,7 +626,7 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
                 .is_some_and(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0));
         if !cached {
             let t = Instant::now();
-            let (tree, scanned) = sample_trees(g, req.sources);
+            let sample = sample_trees(g, req.sources);
             let cpu_phast = cpu_req == CpuAlgorithm::Auto;
             let gpu_phast = gpu_req == GpuRequest::Auto && gpu_phast.is_some();
             let devices = match req.gpu {
@@ -524,11 +636,11 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
             let gpus = devices.gpus;
             // CPU-type OpenCL devices (PoCL) count as cores, taking PHAST as the GPUs do.
             let cpus = req.cpu.map_or(0, |_| req.cpu_workers);
+            let threads = rayon::current_num_threads();
             let f = Forecast::of(
-                tree,
-                scanned,
+                sample,
                 g.m(),
-                rayon::current_num_threads(),
+                threads,
                 req.pending,
                 [(cpus, cpu_phast), (devices.cpu_units, gpu_phast)],
                 gpus,
@@ -536,7 +648,10 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
             );
             forecast_report = serde_json::json!({
                 "forecast": {
-                    "dijkstra_tree_seconds": tree,
+                    "dijkstra_tree_cpu_seconds": sample.tree_cpu,
+                    "dijkstra_tree_wall_seconds": sample.tree_wall,
+                    "core_share": sample.share,
+                    "build_threads": threads,
                     "tasks": req.pending,
                     "cpu_workers": cpus,
                     "gpus": gpus,
@@ -546,6 +661,10 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
                     "phast_seconds": f.phast,
                     "work_budget": f.work,
                     "sample_seconds": t.elapsed().as_secs_f64(),
+                    // The run forecast for the algorithms chosen, beside the measured run
+                    // phase (`phase_seconds.run`) and, when built, the measured build.
+                    "chosen": if f.pays() { "phast" } else { "without" },
+                    "run_seconds": if f.pays() { f.phast } else { f.without },
                 }
             });
             if !f.pays() {
@@ -602,6 +721,17 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
         obtain::<u32>(g, &key, &params, budget, &cache).map(|(h, r)| (AnyHierarchy::Narrow(h), r))
     };
     let seconds = t.elapsed().as_secs_f64();
+    // What happened beside what was forecast: the build's wall seconds, whether it finished.
+    if let Some(f) = forecast_report
+        .get_mut("forecast")
+        .and_then(|f| f.as_object_mut())
+    {
+        f.insert("measured_build_seconds".into(), serde_json::json!(seconds));
+        f.insert(
+            "build_finished".into(),
+            serde_json::json!(matches!(got, Ok((_, ref r)) if r["source"] == "built")),
+        );
+    }
     let merge = |mut r: serde_json::Value| {
         if let (Some(r), Some(f)) = (r.as_object_mut(), forecast_report.as_object()) {
             r.extend(f.clone());
