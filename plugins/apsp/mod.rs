@@ -242,7 +242,7 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         store: !ctx.dry_run,
         targets: targets.is_some(),
     };
-    let choice = phast::auto::choose_for_job(&graph, wide, &request, ctx.graphs)?;
+    let choice = phast::auto::choose_for_job(&graph, wide, &request, ctx.share)?;
     let mut options = options;
     options.gpu_algorithm = choice.gpu;
     options.od_csv = ctx.plan.output.format == crate::config::OutputFormat::Csv;

@@ -214,7 +214,7 @@ pub fn load_dense(plan: &Plan) -> Result<DenseInput> {
 /// by the others (one copy per machine, in memory and in the caches).
 pub fn load_csr(ctx: &PrepareCtx<'_>) -> Result<Csr> {
     let mut build = || read_csr(ctx.plan, !ctx.dry_run);
-    match ctx.graphs {
+    match ctx.share {
         Some(s) => crate::graph::share_csr(s, &mut build),
         None => build(),
     }
