@@ -751,6 +751,47 @@ fn resume_refuses_another_config_or_input() {
 }
 
 #[test]
+fn resume_refuses_a_changed_sources_file_naming_it() {
+    // run.sources names an id file: the plugins read it and declare it among the job's
+    // inputs. Rewritten with other ids of the same count (same task space, same config text),
+    // the unfinished run is not resumed.
+    let d = tmpdir("rel-resume-sources");
+    let g = d.join("g.gr");
+    std::fs::write(&g, "p sp 3 2\na 1 2 3\na 2 3 4\n").unwrap();
+    let ids = d.join("ids.txt");
+    std::fs::write(&ids, "1\n2\n").unwrap();
+    let cfg = apsp_file(
+        &g,
+        &format!("{{ file = {:?} }}", ids.display().to_string()),
+    );
+    let out = d.join("out");
+    let stop = std::sync::atomic::AtomicBool::new(true);
+    let cpu = ["units.opencl=none", "units.cpu_workers=1"];
+    let interrupted = RunOptions {
+        quiet: true,
+        interrupt: Some(&stop),
+        ..Default::default()
+    };
+    let e = run_in(&out, &cfg, &cpu, &interrupted).unwrap_err();
+    assert!(matches!(e, Error::Interrupted { total: 2, .. }), "{e}");
+    std::fs::write(&ids, "1\n3\n").unwrap();
+    let resume = RunOptions {
+        quiet: true,
+        unfinished: Unfinished::Resume,
+        ..Default::default()
+    };
+    let e = run_in(&out, &cfg, &cpu, &resume).unwrap_err().to_string();
+    assert!(
+        e.contains("cannot resume") && e.contains("content changed") && e.contains("ids.txt"),
+        "{e}"
+    );
+    std::fs::write(&ids, "1\n2\n").unwrap();
+    let report = run_in(&out, &cfg, &cpu, &resume).unwrap();
+    assert_eq!(report["tasks"], 2, "{report}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
 fn verify_detects_a_planted_wrong_record() {
     if !opencl() {
         return;

@@ -173,23 +173,25 @@ impl Plugin for Apsp {
 
 fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
     let options: ApspOptions = ctx.options("apsp")?;
+    // An id file's mistakes are found before the graph is read.
+    let (source_spec, source_origins) = crate::common::ids::run_sources(ctx.plan)?;
     let (graph, places) = geo::load_input(ctx)?;
-    check_run_memory(ctx, &graph, &options)?;
+    check_run_memory(ctx, &graph, &options, &source_spec)?;
     let (target_spec, target_origins) = match options.targets.clone() {
         Some(t) => {
-            let (t, origins) = crate::config::ids::load_with_origins(t, "apsp.targets")?;
+            let (t, origins) = crate::common::ids::load_with_origins(t, "apsp.targets")?;
             (Some(t), origins)
         }
         None => (None, None),
     };
     let points = |s: &Option<Sources>| matches!(s, Some(Sources::Points(_)));
-    let index = (points(&Some(ctx.plan.sources.clone())) || points(&target_spec))
+    let index = (matches!(source_spec, Sources::Points(_)) || points(&target_spec))
         .then(|| places.as_ref().map(|g| g.coords.index()))
         .flatten();
-    let (sources, source_snaps) = match &ctx.plan.sources {
+    let (sources, source_snaps) = match &source_spec {
         Sources::Points(p) => geo::resolve(p, index.as_ref(), "run.sources")?,
         s => (
-            resolve_sources(s, ctx.plan.source_origins.as_ref(), graph.n, graph.id_base)?,
+            resolve_sources(s, source_origins.as_ref(), graph.n, graph.id_base)?,
             Vec::new(),
         ),
     };
@@ -240,7 +242,7 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         store: !ctx.dry_run,
         targets: targets.is_some(),
     };
-    let choice = phast::auto::choose_for_job(&graph, wide, &request, ctx.graphs)?;
+    let choice = phast::auto::choose_for_job(&graph, wide, &request, ctx.share)?;
     let mut options = options;
     options.gpu_algorithm = choice.gpu;
     options.od_csv = ctx.plan.output.format == crate::config::OutputFormat::Csv;
@@ -292,9 +294,14 @@ const CH_BYTES: (u64, u64) = (96, 64);
 
 /// Refuse a run whose per-task and per-worker state cannot fit this machine's memory, before
 /// any of it is allocated (`run.sources = "all"` over a header's 200 million vertices).
-fn check_run_memory(ctx: &PrepareCtx<'_>, graph: &Csr, options: &ApspOptions) -> Result<()> {
+fn check_run_memory(
+    ctx: &PrepareCtx<'_>,
+    graph: &Csr,
+    options: &ApspOptions,
+    sources: &Sources,
+) -> Result<()> {
     let n = graph.n as u64;
-    let tasks = match &ctx.plan.sources {
+    let tasks = match sources {
         Sources::All => n,
         Sources::First(k) => (*k).min(n),
         Sources::List(ids) => ids.len() as u64,
@@ -326,7 +333,7 @@ fn check_run_memory(ctx: &PrepareCtx<'_>, graph: &Csr, options: &ApspOptions) ->
         &format!(
             "run.sources = {}: {tasks} tasks x {TASK_BYTES} bytes, {workers} CPU workers x \
              {n} vertices x {WORKER_BYTES_PER_VERTEX} bytes, and {} for a contraction hierarchy",
-            ctx.plan.sources,
+            sources,
             crate::graph::memory::gib(ch_bytes)
         ),
     )

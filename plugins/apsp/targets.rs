@@ -8,7 +8,8 @@
 
 use super::ApspJob;
 use crate::common::{Dist, PathSummary, RowWrite};
-use crate::config::{ids::IdOrigins, Sources};
+use crate::common::ids::IdOrigins;
+use crate::config::Sources;
 use crate::{Error, Result};
 
 /// Resolve `[apsp] targets` (not "all") against a graph of `n` vertices numbered from `base`:
@@ -37,7 +38,7 @@ pub fn resolve(
                     "[apsp] targets = []: list at least one vertex id, or say \"all\"".into(),
                 ));
             }
-            crate::config::ids::resolve(ids, origins, "[apsp] targets", n, base)
+            crate::common::ids::resolve(ids, origins, "[apsp] targets", n, base)
         }
         // Snapped in `prepare` (they need the input's places); read from their file there.
         Sources::Points(_) | Sources::File(_) => Err(Error::Config(

@@ -42,7 +42,7 @@ pub fn load_input(ctx: &PrepareCtx<'_>) -> Result<(Csr, Option<Geo>)> {
                     e => e,
                 })?;
             let mut build = || Csr::from_edges(&list);
-            let csr = match ctx.graphs {
+            let csr = match ctx.share {
                 Some(s) => crate::graph::share_csr(s, &mut build)?,
                 None => build()?,
             };

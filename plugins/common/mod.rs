@@ -3,9 +3,11 @@
 //! distance widths, the per-source summary record and `summary.csv`, and distance rows.
 
 pub mod geo;
+pub mod ids;
 pub mod npz;
 
-use crate::config::{ids::IdOrigins, is_osm, InputSpec, Plan, Sources};
+use crate::common::ids::IdOrigins;
+use crate::config::{is_osm, InputSpec, Plan, Sources};
 use crate::graph::{generate, read_graph_with, Csr, EdgeList, GenSpec, MatrixStats, NpyMatrix};
 use crate::plugin::{PrepareCtx, Record, Records};
 use crate::sink::{write_file, NpyRows, NpyType};
@@ -71,14 +73,18 @@ pub fn check_input_options(plan: &Plan, format: &str) -> Result<()> {
     Ok(())
 }
 
-/// The files a plan's `[input]` names (`input.path`, `input.coordinates`): what a built-in
-/// job declares it reads ([`crate::plugin::Job::inputs`]).
+/// The files a plan's `[input]` names (`input.path`, `input.coordinates`) and the id file of
+/// `run.sources = { file = ... }`: what a built-in job declares it reads
+/// ([`crate::plugin::Job::inputs`]), so that `--resume` refuses when one changed.
 pub fn input_files(plan: &Plan) -> Vec<std::path::PathBuf> {
     let path = match &plan.input {
         Some(InputSpec::Path(p)) => Some(p.clone()),
         _ => None,
     };
-    path.into_iter().chain(plan.geo.coordinates.clone()).collect()
+    path.into_iter()
+        .chain(plan.geo.coordinates.clone())
+        .chain(ids::sources_file(plan))
+        .collect()
 }
 
 /// Load the input graph a plan names (file or generator).
@@ -208,7 +214,7 @@ pub fn load_dense(plan: &Plan) -> Result<DenseInput> {
 /// by the others (one copy per machine, in memory and in the caches).
 pub fn load_csr(ctx: &PrepareCtx<'_>) -> Result<Csr> {
     let mut build = || read_csr(ctx.plan, !ctx.dry_run);
-    match ctx.graphs {
+    match ctx.share {
         Some(s) => crate::graph::share_csr(s, &mut build),
         None => build(),
     }
@@ -277,7 +283,7 @@ fn read_csr(plan: &Plan, store: bool) -> Result<Csr> {
 }
 
 /// Resolve `run.sources` against a graph of `n` vertices numbered from `base`: internal ids.
-/// `origins`: where the ids came from when read from a file (the plan's `source_origins`),
+/// `origins`: where the ids came from when read from a file ([`ids::run_sources`]),
 /// so that an id outside the graph is named with its file and line.
 pub fn resolve_sources(
     sources: &Sources,
@@ -301,7 +307,7 @@ pub fn resolve_sources(
                     "run.sources = []: list at least one vertex id".into(),
                 ));
             }
-            crate::config::ids::resolve(ids, origins, "run.sources", n, base)
+            ids::resolve(ids, origins, "run.sources", n, base)
         }
         Sources::Points(_) => Err(Error::Config(
             "run.sources: points ([lon, lat]) are snapped by the apsp plugin only; list vertex \
@@ -309,7 +315,7 @@ pub fn resolve_sources(
             .into(),
         )),
         Sources::File(p) => Err(Error::Config(format!(
-            "run.sources: {{ file = {:?} }} was not read (a plan reads it when validated)",
+            "run.sources: {{ file = {:?} }} was not read (ids::run_sources reads it)",
             p.display().to_string()
         ))),
     }

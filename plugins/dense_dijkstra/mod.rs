@@ -108,12 +108,8 @@ impl Plugin for DenseDijkstra {
         let wide = needs_wide(n, max_weight as u64);
         let (id_base, name) = (input.id_base(), input.name().to_string());
         drop(input);
-        let sources = resolve_sources(
-            &ctx.plan.sources,
-            ctx.plan.source_origins.as_ref(),
-            n,
-            id_base,
-        )?;
+        let (sources, origins) = crate::common::ids::run_sources(ctx.plan)?;
+        let sources = resolve_sources(&sources, origins.as_ref(), n, id_base)?;
         let ty = if wide { NpyType::U64 } else { NpyType::U32 };
         let rows = distance_rows(ctx, sources.len(), n, ty)?;
         Ok(Box::new(DdJob {

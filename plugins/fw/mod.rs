@@ -353,12 +353,8 @@ impl Fw {
         let list_name = input.name().to_string();
         let id_base = input.id_base();
         drop(input);
-        let sources = resolve_sources(
-            &ctx.plan.sources,
-            ctx.plan.source_origins.as_ref(),
-            n,
-            id_base,
-        )?;
+        let (sources, origins) = crate::common::ids::run_sources(ctx.plan)?;
+        let sources = resolve_sources(&sources, origins.as_ref(), n, id_base)?;
         let ty = if negative {
             NpyType::I64
         } else if bound < u32::MAX as u128 {

@@ -4,7 +4,6 @@
 //! with every default filled in and every value checked. Unknown keys are rejected by name.
 
 mod geo;
-pub mod ids;
 mod origin;
 mod raw;
 
@@ -137,10 +136,9 @@ pub struct Plan {
     pub overrides: Vec<String>,
     /// Plugin name.
     pub plugin: String,
-    /// Which tasks (sources) to run.
+    /// Which tasks (sources) to run. A `{ file = PATH }` stays unread here: the plugin reads
+    /// it, declares it among its job's inputs, and names its lines in messages.
     pub sources: Sources,
-    /// Where `sources`' ids came from when `run.sources` names a file (for messages).
-    pub source_origins: Option<ids::IdOrigins>,
     /// The input graph (`None` when the config has no \[input\]).
     pub input: Option<InputSpec>,
     /// `[input.osm]` and `input.coordinates`.

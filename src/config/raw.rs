@@ -52,8 +52,8 @@ pub enum Sources {
     /// These points (`[x, y]`: longitude and latitude for OpenStreetMap input, a `.co` file's
     /// units otherwise), each snapped to its nearest vertex.
     Points(Vec<[f64; 2]>),
-    /// `{ file = "PATH" }`: ids or points read from a file ([`super::ids::load`]); a validated
-    /// plan holds `List` or `Points` for `run.sources`.
+    /// `{ file = "PATH" }`: ids or points in a file, which the plugin reads (the framework
+    /// keeps the path; the built-ins read `.txt`, `.csv` and `.npy` id files).
     File(PathBuf),
 }
 
@@ -440,30 +440,13 @@ impl RawConfig {
             }
             AutoOr::N(n) => n,
         };
-        let (sources, source_origins) = match self.run.sources {
-            Some(s) => {
-                let (s, o) = super::ids::load_with_origins(s, "run.sources")
-                    .map_err(|e| origins.locate(e))?;
-                (Some(s), o)
-            }
-            None => (None, None),
-        };
+        let sources = self.run.sources;
         if let Some(Sources::List(ids)) = &sources {
             let mut first_at = std::collections::HashMap::with_capacity(ids.len());
             for (i, &id) in ids.iter().enumerate() {
                 if let Some(&j) = first_at.get(&id) {
                     // Duplicates would run the same task twice and write two summary rows
                     // (and two distance rows) for one source.
-                    if let Some(o) = &source_origins {
-                        return Err(o.error(
-                            i,
-                            format!(
-                                "vertex id {id} is listed a second time (first at {}); each id \
-                                 of run.sources is one task with one summary row, so list it once",
-                                o.place(j)
-                            ),
-                        ));
-                    }
                     return Err(Error::Config(format!(
                         "{}: run.sources lists vertex id {id} twice (entries {} and {}); \
                          each id is one task with one summary row, so list it once",
@@ -528,7 +511,6 @@ impl RawConfig {
             overrides: Vec::new(),
             plugin: self.run.plugin,
             sources: sources.unwrap_or(Sources::All),
-            source_origins,
             input,
             geo,
             input_options,

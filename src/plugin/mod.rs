@@ -40,7 +40,7 @@ pub struct PrepareCtx<'a> {
     pub plan: &'a Plan,
     /// Under MPI, the ranks of this job making bytes together: once per machine, mapped by its
     /// ranks (the built-in graph plugins share their input graph so), or once per job.
-    pub graphs: Option<&'a dyn crate::node::share::Share>,
+    pub share: Option<&'a dyn crate::node::share::Share>,
     /// `tuccompi check`: prepare writes nothing anywhere (no cache file; caches are only read).
     pub dry_run: bool,
     /// Tasks an unfinished run that this one resumes has already done (0 for a fresh run):
@@ -95,7 +95,7 @@ impl std::fmt::Debug for PrepareCtx<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PrepareCtx")
             .field("plan", &self.plan.config_path)
-            .field("graphs", &self.graphs.is_some())
+            .field("share", &self.share.is_some())
             .field("dry_run", &self.dry_run)
             .field("done_tasks", &self.done_tasks)
             .finish()

@@ -69,7 +69,8 @@ pub fn prepare<'a>(
     prepare_with(plan, plugins, extra, nodes, None, true, 0, &devices, false)
 }
 
-/// [`prepare`], the ranks of one machine sharing one copy of the input graph through `graphs`.
+/// [`prepare`], the ranks of one machine sharing bytes (the built-ins: one copy of the input
+/// graph) through `share`.
 ///
 /// `done_tasks`: the tasks an unfinished run that this one resumes has done; `devices`: the
 /// OpenCL devices the plan selects, counted (asked only by preprocessing that weighs them).
@@ -78,12 +79,12 @@ pub fn prepare_sharing<'a>(
     plugins: &[&'a dyn Plugin],
     extra: &[&'a dyn Plugin],
     nodes: usize,
-    graphs: Option<&dyn crate::node::share::Share>,
+    share: Option<&dyn crate::node::share::Share>,
     done_tasks: usize,
     devices: &(dyn Fn() -> DeviceCount + Sync),
 ) -> Result<Prepared<'a>> {
     prepare_with(
-        plan, plugins, extra, nodes, graphs, false, done_tasks, devices, false,
+        plan, plugins, extra, nodes, share, false, done_tasks, devices, false,
     )
 }
 
@@ -94,12 +95,12 @@ pub(super) fn prepare_root<'a>(
     plugins: &[&'a dyn Plugin],
     extra: &[&'a dyn Plugin],
     nodes: usize,
-    graphs: Option<&dyn crate::node::share::Share>,
+    share: Option<&dyn crate::node::share::Share>,
     done_tasks: usize,
     devices: &(dyn Fn() -> DeviceCount + Sync),
 ) -> Result<Prepared<'a>> {
     prepare_with(
-        plan, plugins, extra, nodes, graphs, false, done_tasks, devices, true,
+        plan, plugins, extra, nodes, share, false, done_tasks, devices, true,
     )
 }
 
@@ -109,7 +110,7 @@ pub(super) fn prepare_with<'a>(
     plugins: &[&'a dyn Plugin],
     extra: &[&'a dyn Plugin],
     nodes: usize,
-    graphs: Option<&dyn crate::node::share::Share>,
+    share: Option<&dyn crate::node::share::Share>,
     dry_run: bool,
     done_tasks: usize,
     devices: &(dyn Fn() -> DeviceCount + Sync),
@@ -126,7 +127,7 @@ pub(super) fn prepare_with<'a>(
     };
     let job = plugin.prepare(&PrepareCtx {
         plan,
-        graphs,
+        share,
         dry_run,
         done_tasks,
         devices,

@@ -5,8 +5,12 @@
 //! Every complaint names the file and, for text, the line; for `.npy`, the element. Ids are
 //! checked against the graph only once it is read, long after the file: [`IdOrigins`] keeps
 //! where each id came from so that [`resolve`] can still name its line.
+//!
+//! The framework keeps `run.sources = { file = ... }` as a path ([`Sources::File`]); the
+//! plugins read it here ([`run_sources`]) and declare the file among their job's inputs, so
+//! that `--resume` refuses a changed id file.
 
-use super::Sources;
+use crate::config::{Plan, Sources};
 use crate::{Error, Result};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -48,6 +52,42 @@ impl IdOrigins {
             Some(line) => format!("line {line}"),
             None => format!("element {entry}"),
         }
+    }
+}
+
+/// `run.sources` of `plan`, a file read into `List` or `Points`, with where each id came from
+/// (`None` for the inline forms and points). A file's errors name the key and where it was
+/// set; an id listed twice in a file is refused naming its two lines (inline lists are checked
+/// when the plan is made).
+pub fn run_sources(plan: &Plan) -> Result<(Sources, Option<IdOrigins>)> {
+    let (sources, origins) = load_with_origins(plan.sources.clone(), "run.sources")
+        .map_err(|e| plan.origins.locate(e))?;
+    if let (Sources::List(ids), Some(o)) = (&sources, &origins) {
+        let mut first_at = std::collections::HashMap::with_capacity(ids.len());
+        for (i, &id) in ids.iter().enumerate() {
+            if let Some(&j) = first_at.get(&id) {
+                // Duplicates would run the same task twice and write two summary rows (and
+                // two distance rows) for one source.
+                return Err(o.error(
+                    i,
+                    format!(
+                        "vertex id {id} is listed a second time (first at {}); each id of \
+                         run.sources is one task with one summary row, so list it once",
+                        o.place(j)
+                    ),
+                ));
+            }
+            first_at.insert(id, i);
+        }
+    }
+    Ok((sources, origins))
+}
+
+/// The file `run.sources` names, if it names one (for the job's declared inputs).
+pub fn sources_file(plan: &Plan) -> Option<PathBuf> {
+    match &plan.sources {
+        Sources::File(p) => Some(p.clone()),
+        _ => None,
     }
 }
 
