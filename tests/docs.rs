@@ -8,6 +8,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use tuccompi::config::InputSpec;
 use tuccompi_plugins::{apsp::ApspOptions, fw::FwOptions};
 use tuccompi::Plan;
 
@@ -92,6 +93,35 @@ fn accepted_keys() -> BTreeSet<String> {
     let core = |table: &str, body: &str| error_text(plan("apsp", table, body));
     for t in core_tables() {
         walk(&t, &core, &mut keys);
+    }
+    // `[input.generate]` and `[input.osm]` pass the core as tables; the graph plugins parse
+    // them (`common::generate_spec`, `common::osm_options`).
+    let input = |table: &str, body: &str| -> String {
+        // `[input.osm]` goes with an OpenStreetMap input (the file need not exist to parse).
+        let parsed = match table {
+            "input.osm" => Plan::from_toml(
+                &format!(
+                    "[run]\nplugin = \"apsp\"\n[input]\npath = \"x.osm.pbf\"\n[input.osm]\n{body}\n"
+                ),
+                Path::new("probe.toml"),
+                &[],
+            ),
+            _ => plan("apsp", table, body),
+        };
+        match parsed {
+            Err(e) => e.to_string(),
+            Ok(plan) => match (table, &plan.input) {
+                ("input.generate", Some(InputSpec::Generate(t))) => {
+                    error_text(tuccompi_plugins::common::generate_spec(&plan, t))
+                }
+                ("input.osm", _) => error_text(tuccompi_plugins::common::osm_options(&plan)),
+                _ => format!("[{table}] is not read by the graph plugins"),
+            },
+        }
+    };
+    for t in ["input.generate", "input.osm"] {
+        keys.remove(t);
+        walk(t, &input, &mut keys);
     }
     for p in tuccompi_plugins::registry() {
         let name = p.name();
