@@ -114,7 +114,8 @@ enum Command {
 }
 
 /// `history`: print the speed history's models, one line each (or say there are none), or
-/// delete its file with `clear` (a link is removed, not what it points to).
+/// delete its file with `clear` (only a file recognized as a speed history; anything else there
+/// is refused and left alone).
 fn history(clear: bool) -> crate::Result<()> {
     let Some(path) = crate::scheduler::history::path() else {
         return Err(Error::Config(
@@ -122,17 +123,12 @@ fn history(clear: bool) -> crate::Result<()> {
         ));
     };
     if clear {
-        return match std::fs::remove_file(&path) {
-            Ok(()) => {
-                println!("{}: removed", path.display());
-                Ok(())
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                println!("{}: no speed history", path.display());
-                Ok(())
-            }
-            Err(e) => Err(Error::io(&path, e)),
-        };
+        use crate::scheduler::history::Cleared;
+        match crate::scheduler::history::clear(&path)? {
+            Cleared::Removed => println!("{}: removed", path.display()),
+            Cleared::Absent => println!("{}: no speed history", path.display()),
+        }
+        return Ok(());
     }
     let (store, note) = crate::scheduler::history::History::load(&path);
     if let Some(n) = note {
