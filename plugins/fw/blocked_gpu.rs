@@ -26,7 +26,8 @@
 use super::{FwJob, Val, KERNELS};
 use crate::device::Kernel;
 use crate::device::{Arg, DBuf, Device, Marker, Pinned, Queue};
-use crate::tuning::{characterizations, subset, tile_shape, TileShape};
+use super::tile::{tile_shape, TileShape};
+use crate::tuning::{characterizations, subset};
 use crate::{Error, Result};
 use std::ops::Range;
 use std::time::Instant;

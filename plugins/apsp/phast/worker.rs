@@ -6,7 +6,8 @@ use super::{AnyHierarchy, ChWeight, Hierarchy};
 use crate::apsp::width::Redo;
 use crate::apsp::{ApspJob, RowWrite};
 use crate::plugin::{RecordsOut, Worker};
-use crate::tuning::{phast_trees, Choice, CpuCache, Source};
+use super::host_cache::{phast_trees, CpuCache};
+use crate::tuning::{Choice, Source};
 use crate::{Error, Result};
 use std::ops::Range;
 
