@@ -465,10 +465,11 @@ fn options_gpu_half_equals_the_cpu_half() {
     assert_eq!(mixed.2, cpu.2);
 }
 
-/// `check` and `report.json` speak the plugin's terms: for collatz (one kernel of `grid =
-/// "items"`, no input table, no distance matrix) no graph, APSP or Floyd-Warshall field or
-/// rule, no groups or persistent grid; its kernel's local size with origin and reason, and
-/// only the generic rules behind the values shown. The built-ins keep their own: apsp's GPU
+/// `check` and `report.json` speak the plugin's terms: for collatz (a kernel of `grid =
+/// "items"` and a reduction of `grid = "groups"`, no input table, no distance matrix) no
+/// graph, APSP or Floyd-Warshall field or rule, no persistent grid; its kernels' local sizes
+/// and its groups per task with origin and reason, and only the generic rules behind the
+/// values shown. options (two `grid = "items"` kernels) shows no groups per task either. The built-ins keep their own: apsp's GPU
 /// PHAST shows its sweep parameters and rules, fw-blocked its tile shape and rules.
 #[test]
 fn check_and_report_speak_the_plugins_terms() {
@@ -484,8 +485,8 @@ fn check_and_report_speak_the_plugins_terms() {
     assert!(out.contains("local collatz_steps"), "{out}");
     assert!(out.contains("tuning rules:\n"), "{out}");
     let lower = out.to_lowercase();
+    assert!(out.contains("groups_per_task"), "{out}");
     for word in [
-        "groups_per_task",
         "persistent",
         "distances",
         "sources",
@@ -496,7 +497,6 @@ fn check_and_report_speak_the_plugins_terms() {
         "floyd",
         "apsp",
         "graph",
-        "reduction",
     ] {
         assert!(!lower.contains(word), "check of collatz says {word:?}:\n{out}");
     }
@@ -509,8 +509,22 @@ fn check_and_report_speak_the_plugins_terms() {
     let steps = &t["local"]["collatz_steps"];
     assert!(steps["value"].as_u64().unwrap() >= 1, "{t}");
     assert!(!steps["reason"].as_str().unwrap().is_empty(), "{t}");
-    for key in ["groups_per_task", "persistent_items", "tile", "sweep"] {
+    assert!(t["groups_per_task"]["value"].as_u64().unwrap() >= 1, "{t}");
+    for key in ["persistent_items", "tile", "sweep"] {
         assert!(t.get(key).is_none(), "report.json's tuning has {key}: {t}");
+    }
+
+    std::fs::write(
+        dir.join("o.toml"),
+        "[run]\nplugin = \"options\"\n[options]\nspot = 100.0\nstrike = 105.0\nrate = 0.03\n\
+         volatility = 0.25\nmaturity = 0.75\npaths = 300000\npaths_per_task = 10000\nseed = 7\n",
+    )
+    .unwrap();
+    let (code, out, err) = example("options", &dir, &[&["check", "o.toml"][..], &sets].concat(), &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("local option_payoffs"), "{out}");
+    for word in ["groups", "persistent", "distances", "phast", "tile", "graph"] {
+        assert!(!out.to_lowercase().contains(word), "check of options says {word:?}:\n{out}");
     }
 
     // apsp's GPU PHAST and fw-blocked keep their own parameters and rules.
