@@ -716,7 +716,10 @@ fn a_repeated_run_starts_from_the_speed_history() {
         std::os::unix::fs::symlink(&target, &speeds).unwrap();
         let (code, _, err) = tuccompi_in(&cwd, &["history", "--clear"], &[]);
         assert_eq!(code, 2, "{err}");
-        assert!(err.contains("speeds.json") && err.contains("symbolic link"), "{err}");
+        assert!(
+            err.contains("speeds.json") && err.contains("symbolic link"),
+            "{err}"
+        );
         assert!(std::fs::symlink_metadata(&speeds).unwrap().is_symlink());
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
         std::fs::remove_file(&speeds).unwrap();

@@ -480,7 +480,12 @@ fn check_and_report_speak_the_plugins_terms() {
     std::fs::write(dir.join("c.toml"), COLLATZ).unwrap();
     let od = format!("output.dir={:?}", dir.join("out").display().to_string());
     let sets = ["--set", &od, "--set", "units.device_type=all"];
-    let (code, out, err) = example("collatz", &dir, &[&["check", "c.toml"][..], &sets].concat(), &[]);
+    let (code, out, err) = example(
+        "collatz",
+        &dir,
+        &[&["check", "c.toml"][..], &sets].concat(),
+        &[],
+    );
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("local collatz_steps"), "{out}");
     assert!(out.contains("tuning rules:\n"), "{out}");
@@ -498,9 +503,17 @@ fn check_and_report_speak_the_plugins_terms() {
         "apsp",
         "graph",
     ] {
-        assert!(!lower.contains(word), "check of collatz says {word:?}:\n{out}");
+        assert!(
+            !lower.contains(word),
+            "check of collatz says {word:?}:\n{out}"
+        );
     }
-    let (code, _, err) = example("collatz", &dir, &[&["run", "c.toml", "-q"][..], &sets].concat(), &[]);
+    let (code, _, err) = example(
+        "collatz",
+        &dir,
+        &[&["run", "c.toml", "-q"][..], &sets].concat(),
+        &[],
+    );
     assert_eq!(code, 0, "{err}");
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("out/report.json")).unwrap())
@@ -520,11 +533,26 @@ fn check_and_report_speak_the_plugins_terms() {
          volatility = 0.25\nmaturity = 0.75\npaths = 300000\npaths_per_task = 10000\nseed = 7\n",
     )
     .unwrap();
-    let (code, out, err) = example("options", &dir, &[&["check", "o.toml"][..], &sets].concat(), &[]);
+    let (code, out, err) = example(
+        "options",
+        &dir,
+        &[&["check", "o.toml"][..], &sets].concat(),
+        &[],
+    );
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("local option_payoffs"), "{out}");
-    for word in ["groups", "persistent", "distances", "phast", "tile", "graph"] {
-        assert!(!out.to_lowercase().contains(word), "check of options says {word:?}:\n{out}");
+    for word in [
+        "groups",
+        "persistent",
+        "distances",
+        "phast",
+        "tile",
+        "graph",
+    ] {
+        assert!(
+            !out.to_lowercase().contains(word),
+            "check of options says {word:?}:\n{out}"
+        );
     }
 
     // apsp's GPU PHAST and fw-blocked keep their own parameters and rules.
@@ -535,7 +563,11 @@ fn check_and_report_speak_the_plugins_terms() {
             .args(args)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     std::fs::write(
@@ -546,7 +578,12 @@ fn check_and_report_speak_the_plugins_terms() {
     )
     .unwrap();
     let out = tuccompi(&["check", "apsp.toml", "--set", &od]);
-    for want in ["top_levels", "frontier", "upward_on_device", "level sweeps (PHAST)"] {
+    for want in [
+        "top_levels",
+        "frontier",
+        "upward_on_device",
+        "level sweeps (PHAST)",
+    ] {
         assert!(out.contains(want), "apsp's check lacks {want:?}:\n{out}");
     }
     std::fs::write(
@@ -556,7 +593,15 @@ fn check_and_report_speak_the_plugins_terms() {
     )
     .unwrap();
     let out = tuccompi(&["check", "fw.toml", "--set", &od]);
-    for want in ["block", "register_rows", "slab", "register tile, CPU device (PoCL)"] {
-        assert!(out.contains(want), "fw-blocked's check lacks {want:?}:\n{out}");
+    for want in [
+        "block",
+        "register_rows",
+        "slab",
+        "register tile, CPU device (PoCL)",
+    ] {
+        assert!(
+            out.contains(want),
+            "fw-blocked's check lacks {want:?}:\n{out}"
+        );
     }
 }

@@ -81,7 +81,6 @@ fn check_lists_the_units_run_starts() {
 /// same results as a CPU-only run.
 #[test]
 fn tune_times_a_plugins_candidates_and_run_uses_the_winner() {
-
     use tuccompi::{node::Single, Plan, RunOptions};
     if !opencl() {
         return;

@@ -406,7 +406,10 @@ mod test {
         let other = p.with_file_name("notes.txt");
         std::fs::write(&other, "keep me").unwrap();
         for (content, says) in [
-            (r#"{"name": "someone else's"}"#, "not a tuccompi speed history"),
+            (
+                r#"{"name": "someone else's"}"#,
+                "not a tuccompi speed history",
+            ),
             ("keep me", "not a tuccompi speed history"),
         ] {
             std::fs::write(&p, content).unwrap();

@@ -255,7 +255,9 @@ fn settings_the_device_cannot_take_are_refused_by_key() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.starts_with("[myplugin] local_size = 2048: 'test' runs work-groups of at most 1024 items"),
+        e.starts_with(
+            "[myplugin] local_size = 2048: 'test' runs work-groups of at most 1024 items"
+        ),
         "{e}"
     );
     assert!(tuner.params(&d, req(Some(1), Some(1024))).is_ok());

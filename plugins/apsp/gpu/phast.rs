@@ -32,6 +32,7 @@
 //! `n × ⌈stride(b)/32⌉` mask words for a batch of `b <= k` trees, `b` sources, `slices × b × 4`
 //! partial words, `b × 4` sums, `b` overflow flags, rows `chunk × targets`.
 
+use super::sweep::{sweep_plan, SweepPlan, SweepRequest};
 use super::{Algorithm, Batch, Ctx, DistBuf, Setup, Spec};
 use crate::apsp::phast::{AnyHierarchy, ChWeight, Hierarchy};
 use crate::apsp::ApspJob;
@@ -40,10 +41,7 @@ use crate::device::Kernel;
 use crate::device::{Arg, DBuf, Device, KernelSource, Queue, Scalar};
 use crate::plugin::{GpuHalf, Record};
 use crate::sink::NpyRows;
-use crate::tuning::{
-    Choice, LaunchParams, Request, Setting, Shape, Source, Tuner,
-};
-use super::sweep::{sweep_plan, SweepPlan, SweepRequest};
+use crate::tuning::{Choice, LaunchParams, Request, Setting, Shape, Source, Tuner};
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
