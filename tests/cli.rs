@@ -679,11 +679,20 @@ fn a_repeated_run_starts_from_the_speed_history() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(starts(&report_in(&out)), ["none", "none"]);
     assert_eq!(std::fs::read(&speeds).unwrap(), before);
-    // Corrupt: a warning, a probe, and a good file again afterwards.
+    // Not JSON: a warning, a probe, the file left alone (it may be someone's); once it is
+    // removed, a good file again afterwards.
     std::fs::write(&speeds, "{ not json").unwrap();
     let (code, _, err) = tuccompi_in(&cwd, &["run", "h.toml"], &[]);
     assert_eq!(code, 0, "{err}");
-    assert!(err.contains("speeds.json: unreadable"), "{err}");
+    assert!(
+        err.contains("speeds.json: it is a file that is not a tuccompi speed history"),
+        "{err}"
+    );
+    assert_eq!(starts(&report_in(&out)), ["probe", "probe"]);
+    assert_eq!(std::fs::read_to_string(&speeds).unwrap(), "{ not json");
+    std::fs::remove_file(&speeds).unwrap();
+    let (code, _, err) = tuccompi_in(&cwd, &["run", "h.toml", "-q"], &[]);
+    assert_eq!(code, 0, "{err}");
     assert_eq!(starts(&report_in(&out)), ["probe", "probe"]);
     let (code, _, err) = tuccompi_in(&cwd, &["run", "h.toml", "-q"], &[]);
     assert_eq!(code, 0, "{err}");
