@@ -715,7 +715,8 @@ fn a_repeated_run_starts_from_the_speed_history() {
     let (code, _, err) = tuccompi_in(&cwd, &["run", "h.toml", "-q"], &[]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(starts(&report_in(&out)), ["probe", "probe"]);
-    // A history file that is a link: `--clear` removes the link, never what it points to.
+    // A history file that is a link, or a file that is not a speed history: `--clear`
+    // refuses, naming it, and leaves it (and what a link points to) alone.
     #[cfg(unix)]
     {
         let target = cwd.join("not-ours.txt");
@@ -723,10 +724,20 @@ fn a_repeated_run_starts_from_the_speed_history() {
         std::fs::remove_file(&speeds).unwrap();
         std::os::unix::fs::symlink(&target, &speeds).unwrap();
         let (code, _, err) = tuccompi_in(&cwd, &["history", "--clear"], &[]);
-        assert_eq!(code, 0, "{err}");
-        assert!(std::fs::symlink_metadata(&speeds).is_err());
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains("speeds.json") && err.contains("symbolic link"),
+            "{err}"
+        );
+        assert!(std::fs::symlink_metadata(&speeds).unwrap().is_symlink());
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+        std::fs::remove_file(&speeds).unwrap();
     }
+    std::fs::write(&speeds, "my notes").unwrap();
+    let (code, _, err) = tuccompi_in(&cwd, &["history", "--clear"], &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a tuccompi speed history"), "{err}");
+    assert_eq!(std::fs::read_to_string(&speeds).unwrap(), "my notes");
 }
 
 /// A large input (16 MiB and more) is read once: its CSR goes to the graph cache, the next run

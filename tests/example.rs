@@ -300,6 +300,11 @@ fn a_kernel_that_does_not_build_takes_its_device_out() {
         warnings[0].contains("unit gpu0") && warnings[0].contains(&path),
         "{err}"
     );
+    // The failure reaches stderr once, as the binary's own message: no raw line of the
+    // driver's compiler (clang's "1 error generated.").
+    assert!(warnings[0].starts_with("collatz: warning:"), "{err}");
+    assert_eq!(err.matches("failed to build on '").count(), 1, "{err}");
+    assert!(!err.contains(" generated."), "{err}");
     assert!(
         out.contains("1 unit failed and was taken out of the run"),
         "{out}"
@@ -458,4 +463,145 @@ fn options_gpu_half_equals_the_cpu_half() {
         "scheduler.gpu_chunk=3",
     ]);
     assert_eq!(mixed.2, cpu.2);
+}
+
+/// `check` and `report.json` speak the plugin's terms: for collatz (a kernel of `grid =
+/// "items"` and a reduction of `grid = "groups"`, no input table, no distance matrix) no
+/// graph, APSP or Floyd-Warshall field or rule, no persistent grid; its kernels' local sizes
+/// and its groups per task with origin and reason, and only the generic rules behind the
+/// values shown. options (two `grid = "items"` kernels) shows no groups per task either. The built-ins keep their own: apsp's GPU
+/// PHAST shows its sweep parameters and rules, fw-blocked its tile shape and rules.
+#[test]
+fn check_and_report_speak_the_plugins_terms() {
+    if !opencl() {
+        return;
+    }
+    let dir = tmpdir("collatz-terms");
+    std::fs::write(dir.join("c.toml"), COLLATZ).unwrap();
+    let od = format!("output.dir={:?}", dir.join("out").display().to_string());
+    let sets = ["--set", &od, "--set", "units.device_type=all"];
+    let (code, out, err) = example(
+        "collatz",
+        &dir,
+        &[&["check", "c.toml"][..], &sets].concat(),
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("local collatz_steps"), "{out}");
+    assert!(out.contains("tuning rules:\n"), "{out}");
+    let lower = out.to_lowercase();
+    assert!(out.contains("groups_per_task"), "{out}");
+    for word in [
+        "persistent",
+        "distances",
+        "sources",
+        "input ",
+        "phast",
+        "sweep",
+        "tile",
+        "floyd",
+        "apsp",
+        "graph",
+    ] {
+        assert!(
+            !lower.contains(word),
+            "check of collatz says {word:?}:\n{out}"
+        );
+    }
+    let (code, _, err) = example(
+        "collatz",
+        &dir,
+        &[&["run", "c.toml", "-q"][..], &sets].concat(),
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("out/report.json")).unwrap())
+            .unwrap();
+    let t = &report["devices"][0]["tuning"];
+    let steps = &t["local"]["collatz_steps"];
+    assert!(steps["value"].as_u64().unwrap() >= 1, "{t}");
+    assert!(!steps["reason"].as_str().unwrap().is_empty(), "{t}");
+    assert!(t["groups_per_task"]["value"].as_u64().unwrap() >= 1, "{t}");
+    for key in ["persistent_items", "tile", "sweep"] {
+        assert!(t.get(key).is_none(), "report.json's tuning has {key}: {t}");
+    }
+
+    std::fs::write(
+        dir.join("o.toml"),
+        "[run]\nplugin = \"options\"\n[options]\nspot = 100.0\nstrike = 105.0\nrate = 0.03\n\
+         volatility = 0.25\nmaturity = 0.75\npaths = 300000\npaths_per_task = 10000\nseed = 7\n",
+    )
+    .unwrap();
+    let (code, out, err) = example(
+        "options",
+        &dir,
+        &[&["check", "o.toml"][..], &sets].concat(),
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("local option_payoffs"), "{out}");
+    for word in [
+        "groups",
+        "persistent",
+        "distances",
+        "phast",
+        "tile",
+        "graph",
+    ] {
+        assert!(
+            !out.to_lowercase().contains(word),
+            "check of options says {word:?}:\n{out}"
+        );
+    }
+
+    // apsp's GPU PHAST and fw-blocked keep their own parameters and rules.
+    let tuccompi = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_tuccompi"))
+            .current_dir(&dir)
+            .env("XDG_CACHE_HOME", dir.join("cache"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    std::fs::write(
+        dir.join("apsp.toml"),
+        "[run]\nplugin = \"apsp\"\nsources = 64\n[input.generate]\nmodel = \"road\"\n\
+         vertices = 2000\nseed = 1\n[apsp]\ngpu_algorithm = \"phast\"\n[units]\n\
+         device_type = \"all\"\n",
+    )
+    .unwrap();
+    let out = tuccompi(&["check", "apsp.toml", "--set", &od]);
+    for want in [
+        "top_levels",
+        "frontier",
+        "upward_on_device",
+        "level sweeps (PHAST)",
+    ] {
+        assert!(out.contains(want), "apsp's check lacks {want:?}:\n{out}");
+    }
+    std::fs::write(
+        dir.join("fw.toml"),
+        "[run]\nplugin = \"fw-blocked\"\n[input.generate]\nmodel = \"complete\"\n\
+         vertices = 64\nseed = 1\n[units]\ndevice_type = \"all\"\n",
+    )
+    .unwrap();
+    let out = tuccompi(&["check", "fw.toml", "--set", &od]);
+    for want in [
+        "block",
+        "register_rows",
+        "slab",
+        "register tile, CPU device (PoCL)",
+    ] {
+        assert!(
+            out.contains(want),
+            "fw-blocked's check lacks {want:?}:\n{out}"
+        );
+    }
 }

@@ -93,14 +93,14 @@ fn rome99_every_source() {
         );
         let t = &r["devices"][0]["tuning"];
         assert_eq!(
-            t["sweep"]["upward_on_device"]["value"],
+            t["knobs"]["upward_on_device"]["value"],
             (up == "device") as u64,
             "{t}"
         );
         assert_eq!(t["batch"]["value"], 64);
         if top == "1000" {
             assert!(
-                t["sweep"]["top_levels"]["value"].as_u64().unwrap() > 5,
+                t["knobs"]["top_levels"]["value"].as_u64().unwrap() > 5,
                 "{t}"
             );
         }

@@ -151,13 +151,12 @@ impl GpuHalf for Planted {
         Ok(LaunchParams {
             local: Default::default(),
             batch: fixed(10),
-            groups_per_task: fixed(1),
+            groups_per_task: None,
             queues: fixed(1),
-            persistent_items: fixed(0),
+            persistent_items: None,
             cache_key: None,
-            tile: None,
-            sweep: None,
             knobs: Default::default(),
+            rules: Vec::new(),
         })
     }
     fn setup(&self, _device: &Device, _params: &LaunchParams) -> Result<()> {

@@ -144,13 +144,12 @@ impl GpuHalf for PacedJob {
         Ok(LaunchParams {
             local: Default::default(),
             batch: fixed(self.o.gpu_batch),
-            groups_per_task: fixed(1),
+            groups_per_task: None,
             queues: fixed(1),
-            persistent_items: fixed(1),
+            persistent_items: None,
             cache_key: None,
-            tile: None,
-            sweep: None,
             knobs: Default::default(),
+            rules: Vec::new(),
         })
     }
     fn setup(&self, _device: &Device, _params: &LaunchParams) -> Result<()> {

@@ -81,7 +81,6 @@ fn check_lists_the_units_run_starts() {
 /// same results as a CPU-only run.
 #[test]
 fn tune_times_a_plugins_candidates_and_run_uses_the_winner() {
-
     use tuccompi::{node::Single, Plan, RunOptions};
     if !opencl() {
         return;
@@ -148,4 +147,53 @@ fn tune_times_a_plugins_candidates_and_run_uses_the_winner() {
     .unwrap();
     let cpu = tuccompi_plugins::run(&cpu_plan, &opts, &Single).unwrap();
     assert_eq!(outcome.report["checksum"], cpu.report["checksum"]);
+}
+
+/// `tune` on a plugin whose GPU half names no tuning cache key (examples/options/ builds its
+/// request with `Request::new`): the winners are stored under the default key, the plugin's
+/// name and its launched kernels, and the next run launches with them (origin "cache").
+#[test]
+fn tune_stores_a_half_without_a_cache_name_under_the_default_key() {
+    use tuccompi::{node::Single, Plan, RunOptions};
+    if !opencl() {
+        return;
+    }
+    let dir = tmpdir("tune-options");
+    let text = "[run]\nplugin = \"options\"\n[options]\nspot = 100.0\nstrike = 105.0\n\
+                rate = 0.03\nvolatility = 0.25\nmaturity = 0.75\npaths = 40000\n\
+                paths_per_task = 1000\nseed = 7\n[units]\nopencl = \"all\"\n\
+                device_type = \"all\"\ncpu_workers = 0\n";
+    let out = format!("output.dir={:?}", dir.join("out").display().to_string());
+    let plan = Plan::from_toml(text, Path::new("options.toml"), &[out]).unwrap();
+    let options = tuccompi::runtime::TuneOptions {
+        sample: Some(4),
+        repeat: 1,
+    };
+    let (rows, tuned) =
+        tuccompi::runtime::tune(&plan, &[], &[&options::Options], options, |_| {}).unwrap();
+    assert!(!rows.is_empty());
+    let dev = &tuned[0];
+    assert!(
+        dev.key.contains("| options.option_payoffs+option_sums |"),
+        "{}",
+        dev.key
+    );
+    let opts = RunOptions {
+        quiet: true,
+        extra_plugins: vec![&options::Options],
+        ..Default::default()
+    };
+    let outcome = tuccompi_plugins::run(&plan, &opts, &Single).unwrap();
+    let d = outcome
+        .devices
+        .iter()
+        .find(|d| d.name == dev.device)
+        .expect("the tuned device ran");
+    assert_eq!(d.tuning.cache_key.as_deref(), Some(dev.key.as_str()));
+    assert_eq!(
+        (d.tuning.batch.value, d.tuning.batch.source.as_str()),
+        (dev.best["batch"], "cache"),
+        "{:?}",
+        d.tuning
+    );
 }

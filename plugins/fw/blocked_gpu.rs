@@ -23,10 +23,11 @@
 //!
 //! Work: n³ updates (ld³ with padding); phase 1 does 1/nb² of it, phase 2 1/nb.
 
+use super::tile::{tile_shape, TileShape};
 use super::{FwJob, Val, KERNELS};
 use crate::device::Kernel;
 use crate::device::{Arg, DBuf, Device, Marker, Pinned, Queue};
-use crate::tuning::{characterizations, subset, tile_shape, TileShape};
+use crate::tuning::{characterizations, subset};
 use crate::{Error, Result};
 use std::ops::Range;
 use std::time::Instant;

@@ -54,10 +54,7 @@ impl GpuHalf for FwJob {
             let shape = self
                 .tile_shape(device)
                 .map_err(|e| self.origins.locate(e))?;
-            for (name, c) in &shape.local {
-                p.local.insert(name.clone(), c.clone());
-            }
-            p.tile = Some(shape);
+            shape.publish(&mut p);
         }
         Ok(p)
     }
@@ -69,7 +66,12 @@ impl GpuHalf for FwJob {
                 self.name
             )));
         }
-        if let (Variant::Blocked, Some(shape)) = (self.variant, &params.tile) {
+        if self.variant == Variant::Blocked {
+            // The shape params published, chosen again by the same rules (they depend only on
+            // the device, n and the config).
+            let shape = &self
+                .tile_shape(device)
+                .map_err(|e| self.origins.locate(e))?;
             let ld = blocked_gpu::padded(self.n, shape.block.value) as u64;
             device.check_fits(
                 ld * ld * 4,
@@ -243,11 +245,10 @@ impl Worker for GpuFw<'_> {
         };
         let n = self.job.n;
         if self.job.variant == Variant::Blocked {
-            let Some(shape) = &self.params.tile else {
-                return Err(Error::Device(
-                    "fw-blocked without a tile shape (params sets it; a bug)".into(),
-                ));
-            };
+            let shape = &self
+                .job
+                .tile_shape(self.device)
+                .map_err(|e| self.job.origins.locate(e))?;
             let (out, timing) = blocked_gpu::run(self.job, self.device, shape, input)?;
             tracing::info!("fw-blocked on '{}': {timing}", self.device.info.name);
             *self.job.timing.lock() = Some(timing);

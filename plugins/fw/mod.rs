@@ -12,6 +12,7 @@
 mod blocked_gpu;
 pub mod cpu;
 mod gpu;
+pub mod tile;
 
 use crate::common::{
     distance_rows, load_dense, resolve_sources, write_summary, DenseInput, PathSummary, RowWrite,
@@ -204,7 +205,7 @@ pub struct FwJob {
     id_base: u64,
     negative: bool,
     tile: Option<usize>,
-    gpu_tile: crate::tuning::TileRequest,
+    gpu_tile: tile::TileRequest,
     profile: bool,
     rows: Option<NpyRows>,
     result: Mutex<Option<(Matrix, String)>>,
@@ -363,7 +364,7 @@ impl Fw {
             NpyType::U64
         };
         let rows = distance_rows(ctx, sources.len(), n, ty)?;
-        let gpu_tile = crate::tuning::TileRequest {
+        let gpu_tile = tile::TileRequest {
             block: options.tile.and_then(|t| t.value()),
             group: options.group.and_then(|t| t.value()),
             register: match &options.register_tile {

@@ -114,7 +114,8 @@ enum Command {
 }
 
 /// `history`: print the speed history's models, one line each (or say there are none), or
-/// delete its file with `clear` (a link is removed, not what it points to).
+/// delete its file with `clear` (only a file recognized as a speed history; anything else there
+/// is refused and left alone).
 fn history(clear: bool) -> crate::Result<()> {
     let Some(path) = crate::scheduler::history::path() else {
         return Err(Error::Config(
@@ -122,17 +123,12 @@ fn history(clear: bool) -> crate::Result<()> {
         ));
     };
     if clear {
-        return match std::fs::remove_file(&path) {
-            Ok(()) => {
-                println!("{}: removed", path.display());
-                Ok(())
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                println!("{}: no speed history", path.display());
-                Ok(())
-            }
-            Err(e) => Err(Error::io(&path, e)),
-        };
+        use crate::scheduler::history::Cleared;
+        match crate::scheduler::history::clear(&path)? {
+            Cleared::Removed => println!("{}: removed", path.display()),
+            Cleared::Absent => println!("{}: no speed history", path.display()),
+        }
+        return Ok(());
     }
     let (store, note) = crate::scheduler::history::History::load(&path);
     if let Some(n) = note {
@@ -580,7 +576,7 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
     let selection = runtime::select_units(&plan, &prepared, 1)?;
     // The launch parameters `run` would choose on each device (the same tuner, cache
     // included), and from their queues the units `run` would start.
-    let tuner = Tuner::new(plan.units.concurrent_kernels, Default::default());
+    let tuner = Tuner::new(plan.units.concurrent_kernels, Default::default()).plugin(&plan.plugin);
     let mut params = Vec::new();
     if let Some(g) = job.gpu() {
         for d in &selection.devices {
@@ -625,10 +621,16 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
             .gpu_chunk
             .map_or("auto (batch)".into(), |c| c.to_string())
     );
+    // output.distances only where it is on: a plugin without a distance matrix has no use
+    // for the key.
     println!(
-        "output     {} (distances = {}, trace = {})",
+        "output     {} ({}trace = {})",
         plan.output.dir.display(),
-        plan.output.distances,
+        if plan.output.distances {
+            "distances = true, "
+        } else {
+            ""
+        },
         plan.output.trace
     );
     let out = runtime::output_status(&plan, job)?;
@@ -650,22 +652,18 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
             "           holds an unfinished run ({done} of {total} tasks done): `run --resume` continues it, `run --restart` discards it"
         );
     }
-    // The rules that chose the parameters shown: none without a device; the tile and sweep
-    // rules only for halves whose parameters have a tile or a sweep.
-    if !params.is_empty() {
+    // The rules that chose the parameters shown (the generic ones behind a value shown, then
+    // the plugin's own), each once: none without a device.
+    let mut rules: Vec<crate::tuning::Rule> = Vec::new();
+    for r in params.iter().flat_map(|p| p.applied_rules()) {
+        if !rules.iter().any(|x| x.when == r.when) {
+            rules.push(r);
+        }
+    }
+    if !rules.is_empty() {
         println!("tuning rules:");
-        let tile = params.iter().any(|p| p.tile.is_some());
-        let sweep = params.iter().any(|p| p.sweep.is_some());
-        let rules = crate::tuning::RULES
-            .iter()
-            .chain(if tile { crate::tuning::TILE_RULES } else { &[] })
-            .chain(if sweep {
-                crate::tuning::SWEEP_RULES
-            } else {
-                &[]
-            });
-        for (when, what) in rules {
-            println!("  - {when}: {what}");
+        for r in &rules {
+            println!("  - {}: {}", r.when, r.what);
         }
     }
     Ok(())
@@ -710,24 +708,15 @@ fn print_launch_plan(p: &LaunchParams) {
     };
     show("batch", &p.batch);
     show("queues", &p.queues);
-    show("groups_per_task", &p.groups_per_task);
-    show("persistent_items", &p.persistent_items);
-    if let Some(t) = &p.tile {
-        // Register-tiled kernels' shape (tuning::TileShape).
-        show("tile (block)", &t.block);
-        show("group tile", &t.group);
-        show("register rows", &t.register_rows);
-        show("register cols", &t.register_cols);
-        show("slab", &t.slab);
-        show("closure register", &t.closure_register);
-        show("strips", &t.strips);
+    // Only the grid kinds the launched kernels have, then the plugin's own parameters.
+    if let Some(c) = &p.groups_per_task {
+        show("groups_per_task", c);
     }
-    if let Some(s) = &p.sweep {
-        // Level sweeps (tuning::SweepPlan).
-        show("top levels", &s.top_levels);
-        show("summary slices", &s.summary_slices);
-        show("frontier", &s.frontier);
-        show("upward on device", &s.upward_on_device);
+    if let Some(c) = &p.persistent_items {
+        show("persistent_items", c);
+    }
+    for (k, c) in &p.knobs {
+        show(k, c);
     }
     for (k, c) in &p.local {
         show(&format!("local {k}"), c);

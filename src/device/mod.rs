@@ -20,6 +20,7 @@
 mod kernels;
 mod queue;
 mod signature;
+mod stderr;
 
 pub use kernels::{KernelFile, KernelSource};
 pub use queue::{Arg, DBuf, Marker, Pinned, Queue, Scalar};
@@ -306,7 +307,17 @@ impl Device {
         }
         let mut program = ClProgram::create_from_source(&self.context, &file.source)
             .map_err(|e| cl_err(&format!("creating program {}", file.origin), e))?;
-        if let Err(e) = program.build(&[self.cl.id()], &opts) {
+        // PoCL's clang writes its diagnostic count on the process's stderr (module stderr):
+        // captured there, so that the failure reaches the user once, as this error.
+        let pocl = self.info.platform.contains("Portable Computing Language");
+        let built = if pocl {
+            let (built, captured) = stderr::capture(|| program.build(&[self.cl.id()], &opts));
+            stderr::release(&captured);
+            built
+        } else {
+            program.build(&[self.cl.id()], &opts)
+        };
+        if let Err(e) = built {
             let log = program.get_build_log(self.cl.id()).unwrap_or_default();
             return Err(Error::Device(format!(
                 "{} failed to build on '{}' ({e}) with options '{}'. Build log:\n{}",

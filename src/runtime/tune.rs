@@ -106,7 +106,7 @@ pub fn tune(
     let mut rows = Vec::new();
     let mut tuned = Vec::new();
     for dev in &selection.devices {
-        let (mine, t) = tune_device(job, gpu, dev, opts, &mut print)?;
+        let (mine, t) = tune_device(job, gpu, dev, &plan.plugin, opts, &mut print)?;
         rows.extend(mine);
         cache.entries.insert(
             t.key.clone(),
@@ -144,18 +144,20 @@ fn tune_device(
     job: &dyn Job,
     gpu: crate::plugin::Gpu<'_>,
     dev: &Arc<Device>,
+    plugin: &str,
     opts: TuneOptions,
     print: &mut impl FnMut(&TuneRow),
 ) -> Result<(Vec<TuneRow>, Tuned)> {
     let device = dev.info.name.clone();
     // One queue, the rules' own prediction (no cache): what the candidates are measured
     // against.
-    let base = Tuner::new(Some(1), CacheUse::Ignore);
+    let base = Tuner::new(Some(1), CacheUse::Ignore).plugin(plugin);
     let predicted = gpu.params(dev, &base)?;
     let Some(key) = predicted.cache_key.clone() else {
         return Err(Error::Config(
-            "the GPU half names no tuning cache key, so tune has nowhere to store its \
-             winners: set Request::cache_name in its params (e.g. \"myplugin.kernels\")"
+            "the GPU half's launch parameters carry no tuning cache key (they were not made \
+             by Tuner::params), so tune has nowhere to store its winners: build them with \
+             Tuner::params"
                 .into(),
         ));
     };

@@ -86,7 +86,7 @@ pub(super) fn build_units<'j>(
     let mut failed = Vec::new();
     let mut first_error = None;
     if let Some(gpu) = job.gpu() {
-        let tuner = Tuner::new(plan.units.concurrent_kernels, cache);
+        let tuner = Tuner::new(plan.units.concurrent_kernels, cache).plugin(&plan.plugin);
         // Each device set up on its own thread: a plugin's setup uploads what the device's
         // queues share (GPU PHAST: the hierarchy, 1-3 GB for a country), and devices take it
         // in parallel.

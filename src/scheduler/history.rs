@@ -91,6 +91,35 @@ fn file(path: &Path) -> crate::owned::CacheFile {
         .cap(CAP)
 }
 
+/// What [`clear`] found at the history's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cleared {
+    /// A speed history (or an empty file) was there and is removed.
+    Removed,
+    /// Nothing was there.
+    Absent,
+}
+
+/// Remove the speed history at `path`: only a file that [`crate::owned::CacheFile`]
+/// recognizes as one (a plain file with the history's JSON shape, or empty). Anything else
+/// there (another file, a link, a pipe, a directory) is left alone and refused with an
+/// [`Error::Config`] naming the path and what is there.
+pub fn clear(path: &Path) -> Result<Cleared> {
+    match file(path).open() {
+        Ok(None) => Ok(Cleared::Absent),
+        Ok(Some(_)) => match std::fs::remove_file(path) {
+            Ok(()) => Ok(Cleared::Removed),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Cleared::Absent),
+            Err(e) => Err(Error::io(path, e)),
+        },
+        Err(what) => Err(Error::Config(format!(
+            "{}: it is {what}; `history --clear` removes only a tuccompi speed history there: \
+             move or remove it yourself if it is not needed",
+            path.display()
+        ))),
+    }
+}
+
 /// The history file's path: under the user's cache directory ([`crate::owned::cache_home`]).
 pub fn path() -> Option<PathBuf> {
     Some(
@@ -351,5 +380,55 @@ mod test {
         assert_eq!(std::fs::read_to_string(&garbage).unwrap(), "{not json");
         assert!(std::fs::symlink_metadata(&zero).unwrap().is_symlink());
         assert_eq!(std::fs::metadata(&sparse).unwrap().len(), 2 << 30);
+    }
+
+    /// `clear` removes a speed history (and an empty file), says when nothing is there, and
+    /// refuses anything else at the name, leaving it and what a link points to untouched.
+    #[test]
+    fn clear_removes_only_a_speed_history() {
+        let p = tmp("clear");
+        assert_eq!(clear(&p).unwrap(), Cleared::Absent);
+        let (mut h, _) = History::load(&p);
+        h.put(
+            "k".into(),
+            Estimate {
+                latency: 0.001,
+                per_task: 1e-4,
+            },
+            10,
+        );
+        h.save().unwrap();
+        assert_eq!(clear(&p).unwrap(), Cleared::Removed);
+        assert!(std::fs::symlink_metadata(&p).is_err());
+        std::fs::write(&p, "").unwrap();
+        assert_eq!(clear(&p).unwrap(), Cleared::Removed);
+        // Someone else's JSON, plain text, a link to a file, a directory: all left alone.
+        let other = p.with_file_name("notes.txt");
+        std::fs::write(&other, "keep me").unwrap();
+        for (content, says) in [
+            (
+                r#"{"name": "someone else's"}"#,
+                "not a tuccompi speed history",
+            ),
+            ("keep me", "not a tuccompi speed history"),
+        ] {
+            std::fs::write(&p, content).unwrap();
+            let e = clear(&p).unwrap_err().to_string();
+            assert!(e.contains(says) && e.contains("speeds.json"), "{e}");
+            assert_eq!(std::fs::read_to_string(&p).unwrap(), content);
+        }
+        std::fs::remove_file(&p).unwrap();
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(&other, &p).unwrap();
+            let e = clear(&p).unwrap_err().to_string();
+            assert!(e.contains("symbolic link"), "{e}");
+            assert!(std::fs::symlink_metadata(&p).unwrap().is_symlink());
+            assert_eq!(std::fs::read_to_string(&other).unwrap(), "keep me");
+            std::fs::remove_file(&p).unwrap();
+        }
+        std::fs::create_dir(&p).unwrap();
+        assert!(clear(&p).is_err());
+        assert!(p.is_dir());
     }
 }

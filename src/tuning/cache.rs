@@ -35,7 +35,7 @@ pub struct Cache {
     pub entries: BTreeMap<String, Entry>,
 }
 
-/// The key: device, driver, kernel set (e.g. `apsp.worklist.u32`), size class (⌊log2 n⌋).
+/// The key: device, driver, kernel set (e.g. `myplugin.variant.u32`), size class (⌊log2 n⌋).
 pub fn key(dev: &DeviceInfo, kernels: &str, n: usize) -> String {
     let class = usize::BITS - n.max(1).leading_zeros() - 1;
     format!(

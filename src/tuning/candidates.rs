@@ -1,7 +1,7 @@
 //! What `tune` may time: a plugin's knobs, each with the values to try ([`Knob`]), and the
 //! default candidates every GPU half gets ([`default_candidates`]).
 //!
-//! `tune` sweeps the knobs one after another in the order given (each at the best values of
+//! `tune` tries the knobs one after another in the order given (each at the best values of
 //! the knobs before it), times each candidate on the real device, and stores the winners in
 //! the tuning cache under the half's cache key; `run` reads them back through the [`Tuner`]
 //! (`batch` and `local_size` into [`LaunchParams`]' own fields, the plugin's own knobs into

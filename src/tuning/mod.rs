@@ -6,21 +6,18 @@
 //! [`LaunchParams`]: every value with its origin ([`Source`]) and the reason for it. The rules
 //! are the table in [`RULES`] and the README. Values set in the config win over the tuning
 //! cache (`tuccompi tune`'s measurements), which wins over the prediction ([`predict`]).
+//!
+//! The rules here are generic: they read only the characterization, the device and the
+//! [`Shape`]. A plugin's own parameters and rules (a blocking factor, the launches one pass takes) are its
+//! own: its GPU half adds them to the [`LaunchParams`] it returns, each a named [`Choice`]
+//! with its reason ([`LaunchParams::set_knob`]) and the rules that chose them
+//! ([`LaunchParams::add_rule`]); `check` and `report.json` show them beside the generic ones.
 
 mod cache;
 mod candidates;
-mod cpu;
-mod sweep;
-mod tile;
 
 pub use cache::{key as cache_key, path as cache_path, Cache, Entry as CacheEntry};
 pub use candidates::{default_candidates, free_local, Knob, BATCH, LOCAL_SIZE};
-pub use cpu::{phast_trees, CpuCache};
-
-pub use sweep::{
-    max_trees, predict_trees, sweep_plan, SweepPlan, SweepRequest, MAX_BATCH_ELEMENTS, SWEEP_RULES,
-};
-pub use tile::{tile_shape, TileKind, TileRequest, TileShape, TILE_RULES};
 
 use crate::device::{DeviceInfo, KernelSource};
 use crate::{Error, Result};
@@ -33,7 +30,7 @@ use std::collections::BTreeMap;
 pub enum Access {
     /// Neighbouring items touch neighbouring words.
     Coalesced,
-    /// Items touch arbitrary words (graph neighbours).
+    /// Items touch arbitrary words (indirect indexing).
     Scatter,
 }
 
@@ -82,14 +79,15 @@ pub struct KernelChar {
     pub reduction: bool,
     /// How the global size is formed.
     pub grid: Grid,
-    /// The work-group size the kernel's code is written for, exactly (tiles in local memory
+    /// The work-group size the kernel's code is written for, exactly (arrays in local memory
     /// indexed by the local id). The tuner takes it instead of its rules ([`Source::Fixed`]), and
     /// refuses a device whose work-groups cannot be that large.
     #[serde(default)]
     pub local: Option<usize>,
-    /// Register-tiled: the tile shape, and with it the local size, comes from [`tile_shape`].
+    /// A class of the plugin's own (e.g. `"product"`), read by the plugin's own rules, which
+    /// may fix the kernel's local size; the generic rules ignore it.
     #[serde(default)]
-    pub tile: Option<TileKind>,
+    pub class: Option<String>,
 }
 
 /// Kernel names declared in OpenCL C source (`__kernel void NAME(`, with any
@@ -221,25 +219,24 @@ pub struct Choice {
     pub reason: String,
 }
 
-/// The problem's shape, as the tuner sees it, in a plugin's terms (for the APSP plugin in
-/// brackets). How [`predict`] uses each field is in README.md ("Kernel characterizations and
-/// tuning", with a worked example for a plugin that is not a graph problem).
+/// The problem's shape, as the tuner sees it, in a plugin's terms. How [`predict`] uses each
+/// field is in README.md ("Kernel characterizations and tuning", with a worked example).
 #[derive(Debug, Clone, Copy)]
 pub struct Shape {
-    /// Work-items one task launches: the data items of a task (vertices; the paths of a Monte
-    /// Carlo task; the numbers of a Collatz block). Tasks per launch (`batch`) fill the device
+    /// Work-items one task launches: the data items of a task (the elements of a row; the paths of a
+    /// Monte Carlo task; the numbers of a Collatz block). Tasks per launch (`batch`) fill the device
     /// with `batch × n` items (compute units × max work-group × 16 on a GPU, × 1 on a CPU
     /// device, 1..256 tasks); groups per task for `grid = "groups"` kernels are at most
     /// `n / local`.
     pub n: usize,
-    /// Mean work per item (mean out-degree). Recorded for rules to come; no rule reads it yet.
+    /// Mean work per item (the neighbours an item visits, say). Recorded for rules to come; no rule reads it yet.
     pub mean_degree: f64,
-    /// Device bytes one task holds while in flight (per-source state; a task's output buffer):
+    /// Device bytes one task holds while in flight (per-task state; a task's output buffer):
     /// the batch is capped so that `queues × batch × bytes_per_task + shared_bytes` stays
     /// within 40% of device memory.
     pub bytes_per_task: u64,
-    /// Device bytes uploaded once per device and read by every task (the graph; 0 when the
-    /// tasks share nothing).
+    /// Device bytes uploaded once per device and read by every task (an input matrix or index;
+    /// 0 when the tasks share nothing).
     pub shared_bytes: u64,
 }
 
@@ -263,33 +260,101 @@ pub struct LaunchParams {
     pub local: BTreeMap<String, Choice>,
     /// Tasks per batch.
     pub batch: Choice,
-    /// Work-groups per task for `grid = "groups"` kernels.
-    pub groups_per_task: Choice,
+    /// Work-groups per task, only where a launched kernel has `grid = "groups"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups_per_task: Option<Choice>,
     /// In-order queues on the device.
     pub queues: Choice,
-    /// Work-items of `grid = "persistent"` kernels.
-    pub persistent_items: Choice,
+    /// Work-items of the persistent grid, only where a launched kernel has `grid =
+    /// "persistent"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub persistent_items: Option<Choice>,
     /// The tuning cache's key these parameters were looked up under (`None`: no lookup).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_key: Option<String>,
-    /// The tile shape of register-tiled kernels ([`tile_shape`]), for halves that launch them.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tile: Option<TileShape>,
-    /// The level-sweep parameters ([`sweep_plan`]), for halves that sweep a hierarchy.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sweep: Option<SweepPlan>,
-    /// The plugin's own knobs that `tune` measured ([`Knob::own`]), by name: read them with
-    /// [`LaunchParams::knob`]. Empty unless the tuning cache (or a candidate being timed)
-    /// holds some.
+    /// The plugin's own parameters by name: those `tune` measured ([`Knob::own`]; from the
+    /// tuning cache or a candidate being timed) and those the GPU half chose by its own rules
+    /// ([`LaunchParams::set_knob`]). Read them with [`LaunchParams::knob`].
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub knobs: BTreeMap<String, Choice>,
+    /// The plugin's own rules, one line each ([`LaunchParams::add_rule`]); `check` prints them
+    /// after the generic rules that chose the other values ([`LaunchParams::applied_rules`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<Rule>,
+}
+
+/// A tuning rule as `check` prints it: when it applies, and what it chooses and why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Rule {
+    /// The parameter and the case (`batch (tasks per launch)`).
+    pub when: String,
+    /// The value it gives and the measurement behind it.
+    pub what: String,
 }
 
 impl LaunchParams {
-    /// The value `tune` stored for the plugin's own knob `name` (or the candidate being timed),
-    /// `None` when there is none: the plugin then takes its own default.
+    /// The value of the plugin's own parameter `name`: what `tune` stored (or the candidate
+    /// being timed), or what the GPU half set with [`set_knob`](Self::set_knob); `None` when
+    /// there is none: the plugin then takes its own default.
     pub fn knob(&self, name: &str) -> Option<usize> {
         self.knobs.get(name).map(|c| c.value)
+    }
+
+    /// The plugin's own parameter `name` with its origin and reason, as `check` and
+    /// `report.json` show it (`None`: not set).
+    pub fn knob_choice(&self, name: &str) -> Option<&Choice> {
+        self.knobs.get(name)
+    }
+
+    /// Set the plugin's own parameter `name` (a word: `check` and `report.json` name it so),
+    /// replacing what was there.
+    pub fn set_knob(&mut self, name: &str, choice: Choice) {
+        self.knobs.insert(name.to_string(), choice);
+    }
+
+    /// Add the rule `when: what` to those `check` prints, unless one of that `when` is there.
+    pub fn add_rule(&mut self, when: &str, what: &str) {
+        if !self.rules.iter().any(|r| r.when == when) {
+            self.rules.push(Rule {
+                when: when.to_string(),
+                what: what.to_string(),
+            });
+        }
+    }
+
+    /// The rules that chose these parameters: the generic rules ([`RULES`]) whose text is
+    /// the reason (or part of it) of a value shown, in the table's order, then the plugin's
+    /// own. A value the plugin's code fixed afterwards brings no generic rule.
+    pub fn applied_rules(&self) -> Vec<Rule> {
+        let reasons: Vec<&str> = self
+            .local
+            .values()
+            .chain([&self.batch, &self.queues])
+            .chain(self.groups_per_task.iter())
+            .chain(self.persistent_items.iter())
+            .chain(self.knobs.values())
+            .map(|c| c.reason.as_str())
+            .collect();
+        let mut out: Vec<Rule> = RULES
+            .iter()
+            .filter(|(_, what)| reasons.iter().any(|r| r.contains(what)))
+            .map(|(when, what)| Rule {
+                when: when.to_string(),
+                what: what.to_string(),
+            })
+            .collect();
+        out.extend(self.rules.iter().cloned());
+        out
+    }
+
+    /// Work-groups per task of `grid = "groups"` kernels (1 when none is launched).
+    pub fn groups_per_task(&self) -> usize {
+        self.groups_per_task.as_ref().map_or(1, |c| c.value)
+    }
+
+    /// Work-items of the persistent grid (0 when no `grid = "persistent"` kernel is launched).
+    pub fn persistent_items(&self) -> usize {
+        self.persistent_items.as_ref().map_or(0, |c| c.value)
     }
 
     /// The local size chosen for kernel `name` (0 = the driver's choice). A name the
@@ -342,7 +407,9 @@ pub struct Request<'a> {
     pub kernels: &'a KernelSource,
     /// The kernels of that file this half launches (their characterizations drive the rules).
     pub launched: &'a [&'a str],
-    /// The kernel set's name in the tuning cache (`myplugin.variant.u32`); `None`: no lookup.
+    /// The kernel set's name in the tuning cache (`myplugin.variant.u32`); `None`: the
+    /// default, the plugin's name and the launched kernels (`myplugin.k1+k2`, see
+    /// [`Tuner::plugin`]), so that every GPU half can be tuned with no change.
     pub cache_name: Option<String>,
     /// The problem's shape.
     pub shape: Shape,
@@ -354,7 +421,7 @@ pub struct Request<'a> {
 
 impl<'a> Request<'a> {
     /// A request for kernels `launched` of `kernels` on a problem of `shape`, with nothing set in
-    /// the config and no cache lookup (set the other fields to change that).
+    /// the config and the default cache name (set the other fields to change that).
     pub fn new(kernels: &'a KernelSource, launched: &'a [&'a str], shape: Shape) -> Self {
         Request {
             kernels,
@@ -381,6 +448,8 @@ pub enum CacheUse {
 #[derive(Debug, Clone, Default)]
 pub struct Tuner {
     queues: Option<usize>,
+    /// The plugin's name: the first part of a default cache name.
+    plugin: Option<String>,
     cache: CacheUse,
     /// A candidate `tune` is timing: it wins over the config, the cache and the prediction
     /// (only the kernels' fixed values and the plugin's own code win over it).
@@ -393,9 +462,28 @@ impl Tuner {
     pub fn new(queues: Option<usize>, cache: CacheUse) -> Self {
         Tuner {
             queues,
+            plugin: None,
             cache,
             trial: None,
         }
+    }
+
+    /// This tuner for plugin `name`: a [`Request`] without a cache name is looked up (and
+    /// stored by `tune`) under `name.kernel+kernel` (its launched kernels). Without it, the
+    /// kernel file's stem takes the plugin name's place.
+    pub fn plugin(mut self, name: &str) -> Self {
+        self.plugin = Some(name.to_string());
+        self
+    }
+
+    /// The cache name of `req`: its own, else the plugin's name (or the kernel file's stem)
+    /// and the kernels it launches.
+    fn cache_name(&self, req: &Request<'_>) -> String {
+        if let Some(n) = &req.cache_name {
+            return n.clone();
+        }
+        let owner = self.plugin.as_deref().unwrap_or(req.kernels.stem);
+        format!("{owner}.{}", req.launched.join("+"))
     }
 
     /// This tuner with candidate `trial` in place of the tuning cache and of the config's
@@ -432,10 +520,7 @@ impl Tuner {
             }
         }
         check_settings(dev, &req)?;
-        let key = req
-            .cache_name
-            .as_ref()
-            .map(|name| cache_key(dev, name, req.shape.n));
+        let key = Some(cache_key(dev, &self.cache_name(&req), req.shape.n));
         let cached = match (&key, self.cache, &self.trial) {
             (_, _, Some(t)) => Some(t.clone()),
             (Some(k), CacheUse::Read, None) => Cache::read().entries.get(k).cloned(),
@@ -546,7 +631,6 @@ pub const RULES: &[(&str, &str)] = &[
     ("batch, work-list kernels (a persistent grid)", "GPU: 2^28 / n rounded down to a power of two, within 256..1024 (frontiers are sparse, so only many sources fill the device; on an H100 osm-bremen-dist ran best at 1024, osm-moscow at 512); CPU devices: 16; capped by 40% of device memory over all queues"),
     ("persistent grid", "GPU: compute units x 2048 items (every resident thread of an NVIDIA SM / AMD CU); CPU devices: compute units x local size"),
     ("queues", "GPU: 4 when one batch fills under a quarter of the device (small kernels overlap), else 1: on an H100 through NVIDIA OpenCL, kernels that fill the device ran slower from 2, 4 and 8 queues than from one (BENCHMARKS.md); CPU devices: 1 (one queue already uses every core)"),
-    ("PHAST trees at once (CPU)", "the largest of 8, 16, 32 whose n x k distances fit one core's cache share (L2 + L3 / cores sharing it), else 8: on the 2-core development machine (16.5 MiB per core) osm-bremen-dist (5 MB at k = 32) ran fastest at 32; on osm-moscow 8 and 16 (13 and 26 MB) were within 20% of each other from run to run and 32 (52 MB) slower (BENCHMARKS.md)"),
 ];
 
 /// Launch parameters with the run-time precedence: a value set in the config, else the tuning
@@ -760,11 +844,12 @@ pub fn predict(
     };
     let plocal = max_local(Grid::Persistent);
     let pitems = dev.compute_units as usize * if gpu { 2048 } else { plocal };
-    let persistent_items = Choice {
+    let has = |grid: Grid| chars.values().any(|c| c.grid == grid);
+    let persistent_items = has(Grid::Persistent).then(|| Choice {
         value: pitems.div_ceil(plocal) * plocal,
         source: Source::Predicted,
         reason: RULES[7].1.into(),
-    };
+    });
     let red_local = max_local(Grid::Groups);
     let gpt = (dev.compute_units as usize * 4)
         .div_ceil(batch.value)
@@ -772,17 +857,16 @@ pub fn predict(
     LaunchParams {
         local,
         batch,
-        groups_per_task: Choice {
+        groups_per_task: has(Grid::Groups).then(|| Choice {
             value: gpt,
             source: Source::Predicted,
             reason: RULES[5].1.into(),
-        },
+        }),
         queues,
         persistent_items,
         cache_key: None,
-        tile: None,
-        sweep: None,
         knobs: BTreeMap::new(),
+        rules: Vec::new(),
     }
 }
 

@@ -5,11 +5,6 @@ const SSSP: KernelSource = KernelSource {
     source: include_str!("../../kernels/sssp.cl"),
     characterization: include_str!("../../kernels/sssp.toml"),
 };
-const FW: KernelSource = KernelSource {
-    stem: "fw",
-    source: include_str!("../../kernels/fw.cl"),
-    characterization: include_str!("../../kernels/fw.toml"),
-};
 const COLLATZ: KernelSource = KernelSource {
     stem: "collatz",
     source: include_str!("../../examples/collatz/collatz.cl"),
@@ -77,11 +72,11 @@ fn gpu_rules() {
     // 132 CUs x 1024 x 16 = 2,162,688 items: 6 sources of 400k vertices.
     assert_eq!(p.batch.value, 6);
     assert_eq!(p.queues.value, 1);
-    // A small graph: the batch caps at 256 and the device is still not full, so 4 queues.
+    // A small problem: the batch caps at 256 and the device is still not full, so 4 queues.
     let p = predict(&c, &dev("gpu", 132, 1024), shape(300), None, None, None);
     assert_eq!(p.batch.value, 256);
     assert_eq!(p.queues.value, 4);
-    assert!(p.groups_per_task.value >= 1);
+    assert!(p.groups_per_task() >= 1);
 }
 
 #[test]
@@ -116,7 +111,7 @@ fn memory_caps_the_batch() {
     let mut d = dev("gpu", 132, 1024);
     d.global_mem = 64 << 20; // 64 MiB
     let p = predict(&c, &d, shape(1_000_000), None, Some(1), None);
-    // 40% of 64 MiB = 25.6 MiB, minus 16 MB of graph, over 6 MB per source: 1.
+    // 40% of 64 MiB = 25.6 MiB, minus 16 MB of shared data, over 6 MB per source: 1.
     assert_eq!(p.batch.value, 1);
 }
 
@@ -137,7 +132,7 @@ fn work_list_rules() {
     );
     assert_eq!(p.batch.value, 512);
     assert_eq!(p.local["wl_round"].value, 256);
-    assert_eq!(p.persistent_items.value, 132 * 2048);
+    assert_eq!(p.persistent_items(), 132 * 2048);
     let b = |n| {
         predict(&c, &dev("gpu", 132, 1024), shape(n), None, Some(1), None)
             .batch
@@ -145,7 +140,7 @@ fn work_list_rules() {
     };
     assert_eq!((b(40_000), b(600_000)), (1024, 256));
     let p = predict(&c, &dev("cpu", 2, 4096), shape(3000), None, None, None);
-    assert_eq!((p.batch.value, p.persistent_items.value), (16, 128));
+    assert_eq!((p.batch.value, p.persistent_items()), (16, 128));
 }
 
 #[test]
@@ -202,8 +197,8 @@ fn cache_round_trip() {
     let dir = std::env::temp_dir().join(format!("tuccompi-cache-{}", std::process::id()));
     let file = dir.join("t.toml");
     let mut c = Cache::default();
-    let k = cache_key(&dev("gpu", 132, 1024), "apsp.worklist.u32", 411_992);
-    assert!(k.ends_with("apsp.worklist.u32 | n~2^18"), "{k}");
+    let k = cache_key(&dev("gpu", 132, 1024), "myplugin.kernels.u32", 411_992);
+    assert!(k.ends_with("myplugin.kernels.u32 | n~2^18"), "{k}");
     c.entries.insert(
         k.clone(),
         CacheEntry {
@@ -227,115 +222,13 @@ fn cache_round_trip() {
     assert!(toml::from_str::<Cache>(&std::fs::read_to_string(&file).unwrap()).is_err());
 }
 
-fn fw_blocked() -> BTreeMap<String, KernelChar> {
-    subset(
-        &characterizations(&FW).unwrap(),
-        &["fwb_phase1", "fwb_phase2", "fwb_phase3"],
-    )
-}
-
-#[test]
-fn tile_shape_rules() {
-    let c = fw_blocked();
-    assert_eq!(c["fwb_phase3"].tile, Some(TileKind::Product));
-    assert_eq!(c["fwb_phase1"].tile, Some(TileKind::Closure));
-    // H200: 132 CUs, 48 KiB local memory, 1024 items per group.
-    let t = tile_shape(&c, &dev("gpu", 132, 1024), 16384, TileRequest::default()).unwrap();
-    assert_eq!(
-        (
-            t.block.value,
-            t.group.value,
-            t.register_rows.value,
-            t.register_cols.value
-        ),
-        (128, 64, 8, 8)
-    );
-    assert_eq!((t.slab.value, t.closure_register.value), (32, 8));
-    assert_eq!(t.local["fwb_phase3"].value, 64);
-    assert_eq!(t.local["fwb_phase2"].value, 64);
-    assert_eq!(t.local["fwb_phase1"].value, 256);
-    assert_eq!(t.block.source, Source::Predicted);
-    // Too few 128-blocks to fill 132 CUs twice: 64.
-    let t = tile_shape(&c, &dev("gpu", 132, 1024), 2048, TileRequest::default()).unwrap();
-    assert_eq!((t.block.value, t.local["fwb_phase3"].value), (64, 64));
-    // CPU devices: 4 x 4 over the whole block, no overlap.
-    let t = tile_shape(&c, &dev("cpu", 2, 4096), 16384, TileRequest::default()).unwrap();
-    assert_eq!(
-        (
-            t.block.value,
-            t.group.value,
-            t.register_rows.value,
-            t.strips.value
-        ),
-        (64, 64, 4, 1)
-    );
-    // The config wins, and the local size follows it.
-    let req = TileRequest {
-        block: Some(128),
-        group: Some(128),
-        register: Some((8, 4)),
-        slab: Some(16),
-        strips: Some(2),
-    };
-    let t = tile_shape(&c, &dev("gpu", 132, 1024), 16384, req).unwrap();
-    assert_eq!(t.local["fwb_phase3"].value, 512);
-    assert_eq!(t.slab.value, 16);
-    assert_eq!(t.block.source, Source::Config);
-}
-
-#[test]
-fn tile_shapes_that_cannot_run_are_refused_by_key() {
-    let c = fw_blocked();
-    let d = dev("gpu", 132, 1024);
-    let req = |block, register, slab| TileRequest {
-        block,
-        group: block,
-        register,
-        slab,
-        strips: None,
-    };
-    let e = tile_shape(&c, &d, 4096, req(Some(128), Some((8, 6)), None)).unwrap_err();
-    assert!(e.contains("register_tile columns = 6"), "{e}");
-    let e = tile_shape(&c, &d, 4096, req(Some(40), Some((4, 4)), None)).unwrap_err();
-    assert!(e.contains("tile = 40"), "{e}");
-    let e = tile_shape(
-        &c,
-        &d,
-        4096,
-        TileRequest {
-            block: Some(128),
-            group: Some(48),
-            ..Default::default()
-        },
-    )
-    .unwrap_err();
-    assert!(e.contains("group = 48"), "{e}");
-    // 128 / 4 squared = 1024 items for the product is allowed; 64 x 64 = 4096 is not.
-    let e = tile_shape(&c, &d, 4096, req(Some(256), Some((4, 4)), None)).unwrap_err();
-    assert!(e.contains("4096 work-items"), "{e}");
-    // A slab of 64 for a 128 block: 70 KiB of local memory.
-    let e = tile_shape(&c, &d, 4096, req(Some(128), None, Some(64))).unwrap_err();
-    assert!(e.contains("slab = 64"), "{e}");
-    let e = tile_shape(
-        &c,
-        &d,
-        4096,
-        TileRequest {
-            strips: Some(0),
-            ..Default::default()
-        },
-    )
-    .unwrap_err();
-    assert!(e.contains("strips = 0"), "{e}");
-}
-
 #[test]
 fn settings_the_device_cannot_take_are_refused_by_key() {
     let chars = ["sssp_relax"];
     let req = |batch: Option<usize>, local: Option<usize>| {
         let mut r = Request::new(&SSSP, &chars, shape(1000));
-        r.batch = Setting::from_config(batch, "[apsp] batch");
-        r.local_size = Setting::from_config(local, "[apsp] local_size");
+        r.batch = Setting::from_config(batch, "[myplugin] batch");
+        r.local_size = Setting::from_config(local, "[myplugin] local_size");
         r
     };
     let tuner = Tuner::new(None, CacheUse::Ignore);
@@ -346,7 +239,7 @@ fn settings_the_device_cannot_take_are_refused_by_key() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.starts_with("[apsp] batch = 0: a batch runs at least one task"),
+        e.starts_with("[myplugin] batch = 0: a batch runs at least one task"),
         "{e}"
     );
     let e = tuner
@@ -354,7 +247,7 @@ fn settings_the_device_cannot_take_are_refused_by_key() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("[apsp] batch = 4611686018427387904: the batch's state"),
+        e.contains("[myplugin] batch = 4611686018427387904: the batch's state"),
         "{e}"
     );
     let e = tuner
@@ -362,7 +255,9 @@ fn settings_the_device_cannot_take_are_refused_by_key() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.starts_with("[apsp] local_size = 2048: 'test' runs work-groups of at most 1024 items"),
+        e.starts_with(
+            "[myplugin] local_size = 2048: 'test' runs work-groups of at most 1024 items"
+        ),
         "{e}"
     );
     assert!(tuner.params(&d, req(Some(1), Some(1024))).is_ok());
@@ -393,116 +288,6 @@ fn unknown_kernel_names_are_errors_listing_the_known_ones() {
             && err.contains("chosen for collatz_steps"),
         "{err}"
     );
-}
-
-/// GPU PHAST's trees per batch (`predict_trees`): 16 GiB per sweep, within 32..8192, at most
-/// the largest power of two with k x n below 2^31, then device memory.
-#[test]
-fn sweep_batches_grow_to_the_index_bound_then_memory() {
-    use crate::tuning::{max_trees, predict_trees, SweepRequest};
-    let mut h200 = dev("gpu", 132, 1024);
-    h200.global_mem = 139 << 30;
-    let req = |n: usize, down: usize| SweepRequest {
-        level_sizes: &[],
-        n,
-        sweep_bytes: 4 * (n + down) as u64,
-        bytes_per_tree: n as u64 * 8 + 64,
-        shared_bytes: 0,
-        top_levels: None,
-        frontier: None,
-    };
-    // osm-moscow (0.41M vertices, 0.88M downward arcs): 2^34 / 5.2 MB = 3,328 -> 4,096.
-    assert_eq!(predict_trees(&h200, &req(411_992, 878_229), 2).value, 4096);
-    // A 6.6M-vertex tiling: 2^34 / (4 x 16.8M) = 255 -> 256, under the index bound (325).
-    assert_eq!(
-        predict_trees(&h200, &req(6_591_872, 10_200_000), 2).value,
-        256
-    );
-    // 26.4M vertices with few downward arcs: 128 by bytes (2^34 / (4 x 46.4M) = 92), 64 by the
-    // index bound (2^31 / n = 81).
-    let k8 = predict_trees(&h200, &req(26_367_488, 20_000_000), 2);
-    assert_eq!(k8.value, 64, "{}", k8.reason);
-    assert!(k8.reason.contains("below 2^31 allows 64"), "{}", k8.reason);
-    // A small graph: the cap of 8,192.
-    assert_eq!(predict_trees(&h200, &req(40_000, 75_000), 2).value, 8192);
-    // Device memory: 8 GiB x 0.4 over 2 queues of 3.3 MB per tree.
-    let small = dev("gpu", 132, 1024);
-    let m = predict_trees(&small, &req(411_992, 878_229), 2);
-    assert!(
-        m.value < 4096 && m.reason.contains("device memory allows"),
-        "{m:?}"
-    );
-    // CPU devices: 16.
-    assert_eq!(
-        predict_trees(&dev("cpu", 2, 4096), &req(411_992, 878_229), 1).value,
-        16
-    );
-    // The bound itself: k x n < 2^31, a power of two, at least 1.
-    for n in [
-        1usize,
-        3,
-        1000,
-        411_992,
-        26_367_488,
-        1 << 31,
-        usize::MAX / 2,
-    ] {
-        let k = max_trees(n);
-        assert!(k.is_power_of_two());
-        assert!(
-            k == 1 || (k as u128) * (n as u128) < 1u128 << 31,
-            "n {n} k {k}"
-        );
-        assert!(
-            (2 * k as u128) * (n as u128) >= 1u128 << 31,
-            "n {n}: {k} is not the largest"
-        );
-    }
-}
-
-/// The leading levels in one launch: against every resident thread while the batch has at least
-/// 2 tree quads per compute unit; against the one launch's own groups (a group per quad) below.
-#[test]
-fn top_levels_follow_the_groups_the_one_launch_has() {
-    use crate::tuning::{sweep_plan, Choice, Source, SweepRequest};
-    let gpu = dev("gpu", 132, 1024);
-    // Level sizes from the top: 1, 2, 4, ..., 2^20.
-    let sizes: Vec<u32> = (0..21).map(|i| 1u32 << i).collect();
-    let top = |k: usize| {
-        let mut p = LaunchParams {
-            local: [("phast_top".to_string(), Choice::fixed(256, "test"))].into(),
-            batch: Choice {
-                value: k,
-                source: Source::Config,
-                reason: "test".into(),
-            },
-            groups_per_task: Choice::fixed(1, "test"),
-            queues: Choice::fixed(2, "test"),
-            persistent_items: Choice::fixed(1, "test"),
-            cache_key: None,
-            tile: None,
-            sweep: None,
-            knobs: Default::default(),
-        };
-        let req = SweepRequest {
-            level_sizes: &sizes,
-            n: 1 << 21,
-            sweep_bytes: 8 << 21,
-            bytes_per_tree: 8 << 21,
-            shared_bytes: 0,
-            top_levels: None,
-            frontier: None,
-        };
-        sweep_plan(&gpu, &mut p, &req);
-        p.sweep.unwrap().top_levels.value
-    };
-    // k = 4096: 1024 quads >= 264: levels under 132 x 2048 / 1024 = 264 vertices (1..128).
-    assert_eq!(top(4096), 9);
-    // k = 64: 16 quads, 16 groups of 256 items: levels under 4096 / 16 = 256 vertices (1..128),
-    // not the 16,896 that every resident thread would take (1..16384: 15 levels).
-    assert_eq!(top(64), 8);
-    // k = 1024: 256 quads < 264: 256 groups x 256 = 65,536 items, under 256 vertices.
-    assert_eq!(top(1024), 8);
 }
 
 #[test]

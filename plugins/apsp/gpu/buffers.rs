@@ -60,7 +60,7 @@ impl Batch {
             partial: DBuf::new(
                 setup.device,
                 if batch_major {
-                    batch * setup.params.groups_per_task.value * PathSummary::WORDS
+                    batch * setup.params.groups_per_task() * PathSummary::WORDS
                 } else {
                     1
                 },
@@ -83,7 +83,7 @@ impl Batch {
                     .into(),
             ));
         };
-        let gpt = cx.sh.params.groups_per_task.value;
+        let gpt = cx.sh.params.groups_per_task();
         let lsum = cx.local("sssp_summary")?;
         let words = PathSummary::WORDS;
         // SAFETY: sssp_summary's order and types; partial holds b x groups x 4 words.

@@ -72,7 +72,7 @@ impl Settle {
         let g = &cx.sh.graph;
         let items = cx.n * cx.b;
         let (nn, bb) = (Arg::U32(cx.n as u32), Arg::U32(cx.b as u32));
-        let gpt = cx.sh.params.groups_per_task.value;
+        let gpt = cx.sh.params.groups_per_task();
         let dsize = if cx.job.wide { 8 } else { 4 };
         let lmin = cx.local("sssp_minimum")?;
         let use_omega = Arg::U32((self.threshold == Threshold::Crauser) as u32);

@@ -29,6 +29,7 @@ mod buffers;
 mod crauser;
 mod martin;
 pub mod phast;
+pub mod sweep;
 mod two_phase;
 mod worklist;
 

@@ -32,6 +32,7 @@
 //! `n × ⌈stride(b)/32⌉` mask words for a batch of `b <= k` trees, `b` sources, `slices × b × 4`
 //! partial words, `b × 4` sums, `b` overflow flags, rows `chunk × targets`.
 
+use super::sweep::{sweep_plan, SweepPlan, SweepRequest};
 use super::{Algorithm, Batch, Ctx, DistBuf, Setup, Spec};
 use crate::apsp::phast::{AnyHierarchy, ChWeight, Hierarchy};
 use crate::apsp::ApspJob;
@@ -40,9 +41,7 @@ use crate::device::Kernel;
 use crate::device::{Arg, DBuf, Device, KernelSource, Queue, Scalar};
 use crate::plugin::{GpuHalf, Record};
 use crate::sink::NpyRows;
-use crate::tuning::{
-    sweep_plan, Choice, LaunchParams, Request, Setting, Shape, Source, SweepRequest, Tuner,
-};
+use crate::tuning::{Choice, LaunchParams, Request, Setting, Shape, Source, Tuner};
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
@@ -176,7 +175,7 @@ fn shared_bytes(s: &Sizes, wide: bool) -> u64 {
 
 /// Launch parameters: the tuner's local sizes over the PHAST kernels, then the sweep rules for
 /// the trees per batch, the queues and the sweep's own parameters
-/// ([`sweep_plan`](crate::tuning::sweep_plan)); where the upward searches run.
+/// ([`sweep_plan`]); where the upward searches run.
 pub(super) fn params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
     let s = sizes(job)?;
     let w = if job.wide { 8u64 } else { 4 };
@@ -242,9 +241,7 @@ pub(super) fn params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<La
             reason: "[apsp] gpu_upward (1 = device, 0 = host)".into(),
         },
     };
-    if let Some(sw) = p.sweep.as_mut() {
-        sw.upward_on_device = upward;
-    }
+    p.set_knob("upward_on_device", upward);
     Ok(p)
 }
 
@@ -271,11 +268,8 @@ fn check_frontier(dev: &crate::device::DeviceInfo, entries: usize) -> Result<()>
     Ok(())
 }
 
-fn plan(params: &LaunchParams) -> &crate::tuning::SweepPlan {
-    params
-        .sweep
-        .as_ref()
-        .expect("PHAST launch parameters come from sweep_plan")
+fn plan(params: &LaunchParams) -> SweepPlan {
+    SweepPlan::of(params).expect("PHAST launch parameters come from sweep_plan")
 }
 
 fn build_options(wide: bool, device_up: bool) -> &'static str {
@@ -329,12 +323,12 @@ fn setup_typed<W: DevWeight>(
         return Err(Error::Config("[apsp] batch = 0: use at least 1".into()));
     }
     let k4 = stride(k as usize) as u64;
-    if n * k4 >= crate::tuning::MAX_BATCH_ELEMENTS {
+    if n * k4 >= super::sweep::MAX_BATCH_ELEMENTS {
         return Err(Error::Config(format!(
             "[apsp] batch = {k}: batch x n = {} must stay below 2^31 (one distance buffer); \
              use batch <= {} or \"auto\"",
             n * k4,
-            crate::tuning::max_trees(h.n)
+            super::sweep::max_trees(h.n)
         )));
     }
     let w = std::mem::size_of::<W>() as u64;

@@ -95,7 +95,7 @@ impl Worklist {
         unsafe {
             cx.q.launch(
                 &self.round,
-                cx.sh.params.persistent_items.value,
+                cx.sh.params.persistent_items(),
                 Some(lr),
                 &[
                     Arg::U32s(&g.off),

@@ -9,6 +9,7 @@ pub mod auto;
 pub mod cache;
 pub mod ch;
 pub mod cpu;
+pub mod host_cache;
 pub mod worker;
 
 pub use ch::{ChWeight, Hierarchy};

@@ -2,11 +2,12 @@
 //! [`Sweeper`], records and rows over the job's targets.
 
 use super::cpu::{Sweeper, SUPPORTED_K};
+use super::host_cache::{phast_trees, CpuCache};
 use super::{AnyHierarchy, ChWeight, Hierarchy};
 use crate::apsp::width::Redo;
 use crate::apsp::{ApspJob, RowWrite};
 use crate::plugin::{RecordsOut, Worker};
-use crate::tuning::{phast_trees, Choice, CpuCache, Source};
+use crate::tuning::{Choice, Source};
 use crate::{Error, Result};
 use std::ops::Range;
 

@@ -7,7 +7,7 @@ use std::process::Command;
 fn one() -> Cache {
     let mut c = Cache::default();
     c.entries.insert(
-        "dev | 1.0 | apsp.worklist.u32 | n~2^12".into(),
+        "dev | 1.0 | myplugin.kernels.u32 | n~2^12".into(),
         Entry {
             local_size: Some(64),
             batch: Some(16),
@@ -22,12 +22,12 @@ fn one() -> Cache {
 #[test]
 fn a_toml_file_that_is_not_a_tuning_cache_is_never_replaced() {
     let d = tempfile::tempdir().unwrap();
-    let p = d.path().join("apsp.toml");
-    let config = "[run]\nplugin = \"apsp\"\nsources = 8\n";
+    let p = d.path().join("myplugin.toml");
+    let config = "[run]\nplugin = \"myplugin\"\nsources = 8\n";
     std::fs::write(&p, config).unwrap();
     let e = Cache::load_at(&p).unwrap_err().to_string();
     assert!(
-        e.contains("apsp.toml")
+        e.contains("myplugin.toml")
             && e.contains("not a tuccompi tuning cache")
             && e.contains("TUCCOMPI_CACHE"),
         "{e}"

@@ -3,11 +3,13 @@
 //! generic batch and queue predictions with the sweep's own (trees per batch from the bytes a
 //! tree's sweep moves, queues by measurement) and picks the sweep's own parameters (how many
 //! small leading levels share one launch, the summary's slices, the upward searches' frontier
-//! lists), each with its reason; a value set in the config wins. [`SWEEP_RULES`] lists the
-//! rules (printed by `tuccompi check`).
+//! lists), each with its reason; a value set in the config wins. The sweep's parameters go into
+//! the [`LaunchParams`] as the plugin's own (`top_levels`, `summary_slices`, `frontier`,
+//! `upward_on_device`), with [`SWEEP_RULES`], so that `tuccompi check` and `report.json`
+//! show them; [`SweepPlan::of`] reads them back.
 
-use super::{Choice, LaunchParams, Setting, Source};
 use crate::device::DeviceInfo;
+use crate::tuning::{Choice, LaunchParams, Setting, Source};
 
 /// The rules, one line each.
 pub const SWEEP_RULES: &[(&str, &str)] = &[
@@ -49,6 +51,42 @@ pub struct SweepPlan {
     pub frontier: Choice,
     /// Where the upward searches run: 1 on the device, 0 on the host (set by the half).
     pub upward_on_device: Choice,
+}
+
+/// The names of the sweep's parameters among the plugin's own in [`LaunchParams`].
+const NAMES: [&str; 4] = [
+    "top_levels",
+    "summary_slices",
+    "frontier",
+    "upward_on_device",
+];
+
+impl SweepPlan {
+    /// Store the plan in `p` as the plugin's own parameters, with the sweep's rules.
+    pub fn publish(&self, p: &mut LaunchParams) {
+        for (name, c) in NAMES.iter().zip([
+            &self.top_levels,
+            &self.summary_slices,
+            &self.frontier,
+            &self.upward_on_device,
+        ]) {
+            p.set_knob(name, c.clone());
+        }
+        for (when, what) in SWEEP_RULES {
+            p.add_rule(when, what);
+        }
+    }
+
+    /// The plan [`sweep_plan`] stored in `p` (`None`: the parameters were not made by it).
+    pub fn of(p: &LaunchParams) -> Option<SweepPlan> {
+        let get = |i: usize| p.knob_choice(NAMES[i]).cloned();
+        Some(SweepPlan {
+            top_levels: get(0)?,
+            summary_slices: get(1)?,
+            frontier: get(2)?,
+            upward_on_device: get(3)?,
+        })
+    }
 }
 
 fn rule(i: usize) -> String {
@@ -115,9 +153,10 @@ pub fn max_trees(n: usize) -> usize {
     1usize << (63 - most.leading_zeros())
 }
 
-/// Apply the sweep rules to `p` (from [`Tuner::params`](super::Tuner::params) over the sweep's
-/// kernels): the queues and the trees per batch unless the config or the cache set them, and
-/// `p.sweep`. The half sets `upward_on_device` afterwards.
+/// Apply the sweep rules to `p` (from [`Tuner::params`](crate::tuning::Tuner::params) over the
+/// sweep's kernels): the queues and the trees per batch unless the config or the cache set
+/// them, and the sweep's own parameters ([`SweepPlan::publish`]). The half sets
+/// `upward_on_device` afterwards.
 pub fn sweep_plan(dev: &DeviceInfo, p: &mut LaunchParams, req: &SweepRequest<'_>) {
     let gpu = dev.kind == "gpu";
     if p.queues.source == Source::Predicted {
@@ -174,10 +213,14 @@ pub fn sweep_plan(dev: &DeviceInfo, p: &mut LaunchParams, req: &SweepRequest<'_>
             reason: rule(5),
         },
     );
-    p.sweep = Some(SweepPlan {
+    SweepPlan {
         top_levels,
         summary_slices,
         frontier,
         upward_on_device: Choice::fixed(1, "set by the GPU half"),
-    });
+    }
+    .publish(p);
 }
+
+#[cfg(test)]
+mod test;

@@ -4,21 +4,33 @@
 //! pivot in registers). The shape (block side, register tile, slab depth, closure register
 //! tile) fixes the local size of those kernels; [`tile_shape`] picks it from the device and the
 //! problem size, with the reason for each value, or takes the config's. [`TILE_RULES`] lists
-//! the rules (printed by `tuccompi check`).
+//! the rules, which [`TileShape::publish`] hands to `tuccompi check` and `report.json` with
+//! the shape, as the plugin's own parameters. The kernel's class comes from its
+//! characterization (`class = "product"` or `"closure"` in kernels/fw.toml).
 
-use super::{Choice, KernelChar, Source};
 use crate::device::DeviceInfo;
-use serde::Deserialize;
+use crate::tuning::{Choice, KernelChar, LaunchParams, Source};
 use std::collections::BTreeMap;
 
 /// What a register-tiled kernel does with its tile.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TileKind {
     /// C = min(C, A ⊗ B) on group × group tiles of C; local size (group / rm) · (group / rn).
     Product,
     /// Floyd-Warshall closure of one block × block tile; local size (block / r1)².
     Closure,
+}
+
+impl TileKind {
+    /// The tile kind a characterization's `class` names (`None`: not register-tiled).
+    pub fn of(c: &KernelChar) -> Option<TileKind> {
+        match c.class.as_deref() {
+            Some("product") => Some(TileKind::Product),
+            Some("closure") => Some(TileKind::Closure),
+            _ => None,
+        }
+    }
 }
 
 /// Values set in the config (None: predict).
@@ -58,6 +70,29 @@ pub struct TileShape {
 }
 
 impl TileShape {
+    /// Hand the shape to `p` as the plugin's own parameters (`block`, `group_tile`,
+    /// `register_rows`, `register_cols`, `slab`, `closure_register`, `strips`), the
+    /// register-tiled kernels' local sizes, and the rules that chose them.
+    pub fn publish(&self, p: &mut LaunchParams) {
+        for (name, c) in [
+            ("block", &self.block),
+            ("group_tile", &self.group),
+            ("register_rows", &self.register_rows),
+            ("register_cols", &self.register_cols),
+            ("slab", &self.slab),
+            ("closure_register", &self.closure_register),
+            ("strips", &self.strips),
+        ] {
+            p.set_knob(name, c.clone());
+        }
+        for (name, c) in &self.local {
+            p.local.insert(name.clone(), c.clone());
+        }
+        for (when, what) in TILE_RULES {
+            p.add_rule(when, what);
+        }
+    }
+
     /// Bytes of local memory one work-group of a product kernel uses (group tile, slab).
     pub fn product_local_bytes(group: usize, slab: usize) -> usize {
         // Saturating: a slab or group set in the config to 2^62 is refused with this figure.
@@ -199,7 +234,7 @@ pub fn tile_shape(
     let set = req.block.is_some() || req.group.is_some() || req.register.is_some();
     let mut locals = BTreeMap::new();
     for (name, c) in chars {
-        let (v, why) = match c.tile {
+        let (v, why) = match TileKind::of(c) {
             Some(TileKind::Product) => (
                 local,
                 format!("(group {group} / {rm}) x (group {group} / {rn})"),
@@ -231,3 +266,6 @@ pub fn tile_shape(
         local: locals,
     })
 }
+
+#[cfg(test)]
+mod test;

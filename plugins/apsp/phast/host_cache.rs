@@ -1,9 +1,10 @@
-//! Tuning rules for CPU halves: what the host's caches say about how much work to batch.
+//! The CPU PHAST worker's tuning rule: what the host's caches say about how many trees to sweep
+//! at once.
 //!
 //! The cache sizes come from Linux's sysfs (`/sys/devices/system/cpu/cpu0/cache`); elsewhere, or
 //! when unreadable, a conservative 512 KiB L2 and 2 MiB of L3 per core are assumed.
 
-use super::{Choice, Source, RULES};
+use crate::tuning::{Choice, Source};
 
 /// Data caches one core can count on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,12 +104,12 @@ pub fn phast_trees(n: usize, value_bytes: usize, cache: &CpuCache) -> Choice {
     }
 }
 
-/// Name of the PHAST rule in [`RULES`].
-const PHAST_RULE: &str = "PHAST trees at once (CPU)";
+/// The PHAST rule: when it applies, and what it chooses and why.
+pub const PHAST_RULE: (&str, &str) = ("PHAST trees at once (CPU)", "the largest of 8, 16, 32 whose n x k distances fit one core's cache share (L2 + L3 / cores sharing it), else 8: on the 2-core development machine (16.5 MiB per core) osm-bremen-dist (5 MB at k = 32) ran fastest at 32; on osm-moscow 8 and 16 (13 and 26 MB) were within 20% of each other from run to run and 32 (52 MB) slower (BENCHMARKS.md)");
 
-/// The PHAST rule's text (found by name, so rules may be added anywhere in the table).
+/// The PHAST rule's text.
 fn phast_rule() -> &'static str {
-    RULES.iter().find(|r| r.0 == PHAST_RULE).map_or("", |r| r.1)
+    PHAST_RULE.1
 }
 
 #[cfg(test)]

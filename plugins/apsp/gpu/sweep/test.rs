@@ -1,0 +1,128 @@
+//! The level-sweep rules against the devices and graphs they were measured on.
+
+use super::*;
+
+fn dev(kind: &str, cus: u32, maxwg: usize) -> DeviceInfo {
+    DeviceInfo {
+        name: "test".into(),
+        platform: "p".into(),
+        vendor: "v".into(),
+        kind: kind.into(),
+        compute_units: cus,
+        clock_mhz: 1000,
+        global_mem: 8 << 30,
+        max_alloc: 2 << 30,
+        local_mem: 48 << 10,
+        max_work_group: maxwg,
+        int64_atomics: true,
+        fp64: true,
+        driver: "1".into(),
+    }
+}
+
+/// GPU PHAST's trees per batch (`predict_trees`): 16 GiB per sweep, within 32..8192, at most
+/// the largest power of two with k x n below 2^31, then device memory.
+#[test]
+fn sweep_batches_grow_to_the_index_bound_then_memory() {
+    let mut h200 = dev("gpu", 132, 1024);
+    h200.global_mem = 139 << 30;
+    let req = |n: usize, down: usize| SweepRequest {
+        level_sizes: &[],
+        n,
+        sweep_bytes: 4 * (n + down) as u64,
+        bytes_per_tree: n as u64 * 8 + 64,
+        shared_bytes: 0,
+        top_levels: None,
+        frontier: None,
+    };
+    // osm-moscow (0.41M vertices, 0.88M downward arcs): 2^34 / 5.2 MB = 3,328 -> 4,096.
+    assert_eq!(predict_trees(&h200, &req(411_992, 878_229), 2).value, 4096);
+    // A 6.6M-vertex tiling: 2^34 / (4 x 16.8M) = 255 -> 256, under the index bound (325).
+    assert_eq!(
+        predict_trees(&h200, &req(6_591_872, 10_200_000), 2).value,
+        256
+    );
+    // 26.4M vertices with few downward arcs: 128 by bytes (2^34 / (4 x 46.4M) = 92), 64 by the
+    // index bound (2^31 / n = 81).
+    let k8 = predict_trees(&h200, &req(26_367_488, 20_000_000), 2);
+    assert_eq!(k8.value, 64, "{}", k8.reason);
+    assert!(k8.reason.contains("below 2^31 allows 64"), "{}", k8.reason);
+    // A small graph: the cap of 8,192.
+    assert_eq!(predict_trees(&h200, &req(40_000, 75_000), 2).value, 8192);
+    // Device memory: 8 GiB x 0.4 over 2 queues of 3.3 MB per tree.
+    let small = dev("gpu", 132, 1024);
+    let m = predict_trees(&small, &req(411_992, 878_229), 2);
+    assert!(
+        m.value < 4096 && m.reason.contains("device memory allows"),
+        "{m:?}"
+    );
+    // CPU devices: 16.
+    assert_eq!(
+        predict_trees(&dev("cpu", 2, 4096), &req(411_992, 878_229), 1).value,
+        16
+    );
+    // The bound itself: k x n < 2^31, a power of two, at least 1.
+    for n in [
+        1usize,
+        3,
+        1000,
+        411_992,
+        26_367_488,
+        1 << 31,
+        usize::MAX / 2,
+    ] {
+        let k = max_trees(n);
+        assert!(k.is_power_of_two());
+        assert!(
+            k == 1 || (k as u128) * (n as u128) < 1u128 << 31,
+            "n {n} k {k}"
+        );
+        assert!(
+            (2 * k as u128) * (n as u128) >= 1u128 << 31,
+            "n {n}: {k} is not the largest"
+        );
+    }
+}
+
+/// The leading levels in one launch: against every resident thread while the batch has at least
+/// 2 tree quads per compute unit; against the one launch's own groups (a group per quad) below.
+#[test]
+fn top_levels_follow_the_groups_the_one_launch_has() {
+    let gpu = dev("gpu", 132, 1024);
+    // Level sizes from the top: 1, 2, 4, ..., 2^20.
+    let sizes: Vec<u32> = (0..21).map(|i| 1u32 << i).collect();
+    let top = |k: usize| {
+        let mut p = LaunchParams {
+            local: [("phast_top".to_string(), Choice::fixed(256, "test"))].into(),
+            batch: Choice {
+                value: k,
+                source: Source::Config,
+                reason: "test".into(),
+            },
+            groups_per_task: None,
+            queues: Choice::fixed(2, "test"),
+            persistent_items: None,
+            cache_key: None,
+            knobs: Default::default(),
+            rules: Vec::new(),
+        };
+        let req = SweepRequest {
+            level_sizes: &sizes,
+            n: 1 << 21,
+            sweep_bytes: 8 << 21,
+            bytes_per_tree: 8 << 21,
+            shared_bytes: 0,
+            top_levels: None,
+            frontier: None,
+        };
+        sweep_plan(&gpu, &mut p, &req);
+        SweepPlan::of(&p).unwrap().top_levels.value
+    };
+    // k = 4096: 1024 quads >= 264: levels under 132 x 2048 / 1024 = 264 vertices (1..128).
+    assert_eq!(top(4096), 9);
+    // k = 64: 16 quads, 16 groups of 256 items: levels under 4096 / 16 = 256 vertices (1..128),
+    // not the 16,896 that every resident thread would take (1..16384: 15 levels).
+    assert_eq!(top(64), 8);
+    // k = 1024: 256 quads < 264: 256 groups x 256 = 65,536 items, under 256 vertices.
+    assert_eq!(top(1024), 8);
+}
