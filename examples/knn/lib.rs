@@ -272,8 +272,10 @@ impl GpuHalf for KnnJob {
         &[KERNELS]
     }
     fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
+        // One work-item per query: a task launches n = 1 item (it loops over the points), so
+        // the tuner's batch is the device's resident work-items, not a sliver of them.
         let shape = Shape {
-            n: self.points.rows(),
+            n: 1,
             mean_degree: 1.0,
             bytes_per_task: (self.options.k * 8) as u64,
             shared_bytes: ((self.points.data.len() + self.queries.data.len()) * 4) as u64,
