@@ -73,12 +73,7 @@ pub fn run_with_cache(
             _ => DeviceCount::default(),
         };
         // Rank 0's plugin may check the free space before its expensive preprocessing.
-        let prepare = if node.rank() == 0 {
-            prepare_root
-        } else {
-            prepare_sharing
-        };
-        let prepared = prepare(
+        let prepared = prepare_sharing(
             plan,
             plugins,
             &opts.extra_plugins,
@@ -86,6 +81,7 @@ pub fn run_with_cache(
             node.share(),
             done_tasks,
             &devices,
+            node.rank() == 0,
         );
         // Discovered here or by the preparation: hand it on (else select_units discovers).
         if early {

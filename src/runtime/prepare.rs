@@ -73,7 +73,10 @@ pub fn prepare<'a>(
 /// graph) through `share`.
 ///
 /// `done_tasks`: the tasks an unfinished run that this one resumes has done; `devices`: the
-/// OpenCL devices the plan selects, counted (asked only by preprocessing that weighs them).
+/// OpenCL devices the plan selects, counted (asked only by preprocessing that weighs them);
+/// `check_space`: whether the plugin may check the free space before its expensive
+/// preprocessing ([`PrepareCtx::check_space`]; rank 0 of a run).
+#[allow(clippy::too_many_arguments)]
 pub fn prepare_sharing<'a>(
     plan: &Plan,
     plugins: &[&'a dyn Plugin],
@@ -82,25 +85,10 @@ pub fn prepare_sharing<'a>(
     share: Option<&dyn crate::node::share::Share>,
     done_tasks: usize,
     devices: &(dyn Fn() -> DeviceCount + Sync),
+    check_space: bool,
 ) -> Result<Prepared<'a>> {
     prepare_with(
-        plan, plugins, extra, nodes, share, false, done_tasks, devices, false,
-    )
-}
-
-/// [`prepare_sharing`] on rank 0 of a run, whose plugin may check the free space early
-/// ([`PrepareCtx::check_space`]).
-pub(super) fn prepare_root<'a>(
-    plan: &Plan,
-    plugins: &[&'a dyn Plugin],
-    extra: &[&'a dyn Plugin],
-    nodes: usize,
-    share: Option<&dyn crate::node::share::Share>,
-    done_tasks: usize,
-    devices: &(dyn Fn() -> DeviceCount + Sync),
-) -> Result<Prepared<'a>> {
-    prepare_with(
-        plan, plugins, extra, nodes, share, false, done_tasks, devices, true,
+        plan, plugins, extra, nodes, share, false, done_tasks, devices, check_space,
     )
 }
 
