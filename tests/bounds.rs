@@ -101,17 +101,9 @@ fn tuccompi_bounded(args: &[&str], what: &str) -> (i32, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if start.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            panic!("{what}: still running after 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_within(&mut child, Duration::from_secs(120), || {
+        format!("{what}: still running after 120 s")
+    });
     let mut e = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut e).unwrap();
     assert!(

@@ -11,7 +11,7 @@ use crate::util::*;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The binary under test.
 fn bin() -> PathBuf {
@@ -38,21 +38,12 @@ fn within(mut cmd: Command, dir: &Path, limit: Duration, what: &str) -> Done {
         .stderr(std::fs::File::create(&e).unwrap())
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "{what}: still running after {limit:?} (hung); stderr: {}",
-                std::fs::read_to_string(&e).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_within(&mut child, limit, || {
+        format!(
+            "{what}: still running after {limit:?} (hung); stderr: {}",
+            std::fs::read_to_string(&e).unwrap_or_default()
+        )
+    });
     let done = Done {
         status,
         out: std::fs::read_to_string(&o).unwrap_or_default(),
@@ -373,17 +364,9 @@ fn a_signal_during_device_discovery_ends_with_the_signals_status() {
             .status()
             .unwrap();
         assert!(ok.success());
-        let start = Instant::now();
-        let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break s;
-            }
-            if start.elapsed() > Duration::from_secs(30) {
-                let _ = child.kill();
-                panic!("try {i}: still running 30 s after SIGTERM");
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        };
+        let status = wait_within(&mut child, Duration::from_secs(30), || {
+            format!("try {i}: still running 30 s after SIGTERM")
+        });
         if !(status.code() == Some(143) || status.signal() == Some(SIGTERM)) {
             bad.push(format!("try {i} (signal after {delay:?}): {status:?}"));
         }

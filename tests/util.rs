@@ -222,3 +222,24 @@ pub fn bellman_ford(n: usize, arcs: &[(u32, u32, i64)], s: usize) -> Vec<Option<
     }
     d
 }
+
+/// Wait for `child` at most `limit`: past it the child is killed and the test fails with
+/// `hung()` (what hung, and what it had said).
+pub fn wait_within(
+    child: &mut std::process::Child,
+    limit: std::time::Duration,
+    hung: impl FnOnce() -> String,
+) -> std::process::ExitStatus {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{}", hung());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
