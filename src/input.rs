@@ -182,7 +182,9 @@ mod test {
     fn a_change_of_size_content_file_or_time_is_named() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("q.bin");
-        let big: Vec<u8> = (0..(3 * SAMPLES * BLOCK)).map(|i| (i % 251) as u8).collect();
+        let big: Vec<u8> = (0..(3 * SAMPLES * BLOCK))
+            .map(|i| (i % 251) as u8)
+            .collect();
         std::fs::write(&p, &big).unwrap();
         let a = Fingerprint::of(&p).unwrap();
         let same = fingerprints(&[p.clone(), dir.path().join(".").join("q.bin")]).unwrap();
@@ -233,7 +235,9 @@ mod test {
         // A file read by one run and not the other.
         let d = differences(&same, &serde_json::json!([])).unwrap();
         assert!(d.contains("q.bin") && d.contains("does not"), "{d}");
-        let e = Fingerprint::of(&dir.path().join("gone")).unwrap_err().to_string();
+        let e = Fingerprint::of(&dir.path().join("gone"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("gone"), "{e}");
     }
 }

@@ -156,8 +156,8 @@ pub fn read<T: Element>(path: &Path, dims: Option<usize>) -> Result<Array<T>> {
     // mapping lives only inside this function, while the values are copied out; a file cut
     // short by another process meanwhile would end the process with SIGBUS, as it would any
     // program that maps its input (numpy's mmap_mode too).
-    let map = unsafe { memmap2::Mmap::map(&file) }
-        .map_err(|e| bad(format!("mapping it failed: {e}")))?;
+    let map =
+        unsafe { memmap2::Mmap::map(&file) }.map_err(|e| bad(format!("mapping it failed: {e}")))?;
     let mut rest: &[u8] = &map[..];
     let npy = npyz::NpyFile::new(&mut rest).map_err(|e| {
         bad(format!(
@@ -221,7 +221,10 @@ pub fn read<T: Element>(path: &Path, dims: Option<usize>) -> Result<Array<T>> {
     }
     let big = ty.endianness() == npyz::Endianness::Big && want.size() > 1;
     let mut data = crate::reserved::<T>(count, &format!("{}", path.display()))?;
-    data.extend(rest.chunks_exact(want.size()).map(|b| T::from_bytes(b, big)));
+    data.extend(
+        rest.chunks_exact(want.size())
+            .map(|b| T::from_bytes(b, big)),
+    );
     Ok(Array {
         path: path.to_path_buf(),
         shape,

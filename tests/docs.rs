@@ -9,8 +9,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use tuccompi::config::InputSpec;
-use tuccompi_plugins::{apsp::ApspOptions, fw::FwOptions};
 use tuccompi::Plan;
+use tuccompi_plugins::{apsp::ApspOptions, fw::FwOptions};
 
 /// A key no table has: serde's message for it lists the table's fields.
 const PROBE: &str = "zz_docs_probe";
@@ -31,7 +31,13 @@ fn fields_in(message: &str) -> Option<Vec<String>> {
     let line = message[at + head.len()..].lines().next().unwrap_or("");
     // ", expected `a`", ", expected `a` or `b`", ", expected one of `a`, `b`, ...", or
     // ", there are no fields": the names are the backquoted words.
-    Some(line.split('`').skip(1).step_by(2).map(String::from).collect())
+    Some(
+        line.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(String::from)
+            .collect(),
+    )
 }
 
 /// A probe: the error text (empty when none) of a config whose table `table` holds `body`.
@@ -171,7 +177,12 @@ fn missing<'a>(reference: &str, keys: &'a BTreeSet<String>) -> Vec<&'a str> {
 fn every_config_key_is_in_the_reference() {
     let keys = accepted_keys();
     // The walk reached nested tables and the plugins' tables, not only the top.
-    for sample in ["units.cpu_workers", "input.generate.seed", "apsp.batch", "fw-blocked.tile"] {
+    for sample in [
+        "units.cpu_workers",
+        "input.generate.seed",
+        "apsp.batch",
+        "fw-blocked.tile",
+    ] {
         assert!(keys.contains(sample), "{sample} not derived: {keys:?}");
     }
     let reference = reference();
@@ -226,12 +237,24 @@ fn holds(text: &str, figure: &str) -> bool {
 fn each_headline_figure_is_stated_once() {
     let bench = read("BENCHMARKS.md");
     let heads = headlines(&bench);
-    assert!(heads.len() >= 10, "BENCHMARKS.md has {} bold figures", heads.len());
+    assert!(
+        heads.len() >= 10,
+        "BENCHMARKS.md has {} bold figures",
+        heads.len()
+    );
     let mut seen = BTreeSet::new();
     for h in &heads {
-        assert!(seen.insert(h.as_str()), "BENCHMARKS.md states **{h}** twice");
+        assert!(
+            seen.insert(h.as_str()),
+            "BENCHMARKS.md states **{h}** twice"
+        );
     }
-    for doc in ["README.md", "docs/guide.md", "docs/plugins.md", "docs/roads.md"] {
+    for doc in [
+        "README.md",
+        "docs/guide.md",
+        "docs/plugins.md",
+        "docs/roads.md",
+    ] {
         let text = read(doc);
         for h in &heads {
             for f in figures(h) {
@@ -244,7 +267,11 @@ fn each_headline_figure_is_stated_once() {
         }
     }
     // The check itself can fail: a README that quotes a headline is refused.
-    let f = heads.iter().flat_map(|h| figures(h)).next().expect("a figure");
+    let f = heads
+        .iter()
+        .flat_map(|h| figures(h))
+        .next()
+        .expect("a figure");
     assert!(holds(&format!("took {f} s"), &f));
     assert!(!holds(&format!("took 9{f} s"), &f));
 }

@@ -59,7 +59,10 @@ fn reference(points: &[f32], queries: &[f32]) -> Vec<Vec<(u32, f32)>> {
                 .chunks(DIMS)
                 .enumerate()
                 .map(|(i, p)| {
-                    let s = q.iter().zip(p).fold(0.0f32, |s, (a, b)| s + (a - b) * (a - b));
+                    let s = q
+                        .iter()
+                        .zip(p)
+                        .fold(0.0f32, |s, (a, b)| s + (a - b) * (a - b));
                     (s, i as u32)
                 })
                 .collect();
@@ -115,7 +118,10 @@ fn check_rows(s: &Setup) {
         for (j, &(wi, wd)) in w.iter().enumerate() {
             assert_eq!(i[q * K + j], wi, "query {q}, neighbour {j}");
             let got = d[q * K + j];
-            assert!((got - wd).abs() <= 1e-6 * wd.abs(), "query {q}: {got} against {wd}");
+            assert!(
+                (got - wd).abs() <= 1e-6 * wd.abs(),
+                "query {q}: {got} against {wd}"
+            );
         }
     }
 }
@@ -123,8 +129,12 @@ fn check_rows(s: &Setup) {
 #[test]
 fn knn_rows_equal_a_plain_brute_force_on_cpu_and_pocl() {
     let s = setup("knn-cpu");
-    let cpu = run(&s, &["units.opencl=none", "units.cpu_workers=2"], &RunOptions::default())
-        .unwrap();
+    let cpu = run(
+        &s,
+        &["units.opencl=none", "units.cpu_workers=2"],
+        &RunOptions::default(),
+    )
+    .unwrap();
     check_rows(&s);
     assert!(cpu["checksum"]["nearest_hash"].as_u64().is_some());
     if !opencl() {
@@ -133,13 +143,25 @@ fn knn_rows_equal_a_plain_brute_force_on_cpu_and_pocl() {
     let g = setup("knn-gpu");
     let gpu = run(
         &g,
-        &["units.cpu_workers=0", "units.device_type=all", "verify.sample=4"],
+        &[
+            "units.cpu_workers=0",
+            "units.device_type=all",
+            "verify.sample=4",
+        ],
         &RunOptions::default(),
     )
     .unwrap();
     check_rows(&g);
-    assert_eq!(gpu["checksum"]["nearest_hash"], cpu["checksum"]["nearest_hash"]);
-    assert_eq!(gpu["verify"]["verified"].as_u64(), Some(4), "{}", gpu["verify"]);
+    assert_eq!(
+        gpu["checksum"]["nearest_hash"],
+        cpu["checksum"]["nearest_hash"]
+    );
+    assert_eq!(
+        gpu["verify"]["verified"].as_u64(),
+        Some(4),
+        "{}",
+        gpu["verify"]
+    );
 }
 
 #[test]
@@ -165,7 +187,10 @@ fn a_changed_queries_file_is_refused_on_resume_naming_it() {
     save_points(&s.dir.join("queries.npy"), 90, 3);
     let e = run(&s, &cpu, &resume).unwrap_err().to_string();
     assert!(e.contains("queries.npy") && e.contains("--restart"), "{e}");
-    assert!(!e.contains("points.npy"), "only the changed file is named: {e}");
+    assert!(
+        !e.contains("points.npy"),
+        "only the changed file is named: {e}"
+    );
     // The original queries back: the same input, resumed to the reference's rows.
     save_points(&s.dir.join("queries.npy"), 90, 2);
     run(&s, &cpu, &resume).unwrap();
@@ -179,8 +204,15 @@ fn a_bad_input_file_is_named_by_its_key() {
     let e = run(&s, &["units.opencl=none"], &RunOptions::default())
         .unwrap_err()
         .to_string();
-    assert!(e.contains("knn.queries") && e.contains("queries.npy"), "{e}");
-    save(&s.dir.join("queries.npy"), &[2, DIMS as u64], &[0.0f64; 2 * DIMS]);
+    assert!(
+        e.contains("knn.queries") && e.contains("queries.npy"),
+        "{e}"
+    );
+    save(
+        &s.dir.join("queries.npy"),
+        &[2, DIMS as u64],
+        &[0.0f64; 2 * DIMS],
+    );
     let e = run(&s, &["units.opencl=none"], &RunOptions::default())
         .unwrap_err()
         .to_string();

@@ -759,10 +759,7 @@ fn resume_refuses_a_changed_sources_file_naming_it() {
     std::fs::write(&g, "p sp 3 2\na 1 2 3\na 2 3 4\n").unwrap();
     let ids = d.join("ids.txt");
     std::fs::write(&ids, "1\n2\n").unwrap();
-    let cfg = apsp_file(
-        &g,
-        &format!("{{ file = {:?} }}", ids.display().to_string()),
-    );
+    let cfg = apsp_file(&g, &format!("{{ file = {:?} }}", ids.display().to_string()));
     let out = d.join("out");
     let stop = std::sync::atomic::AtomicBool::new(true);
     let cpu = ["units.opencl=none", "units.cpu_workers=1"];

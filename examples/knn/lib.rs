@@ -160,7 +160,10 @@ impl Plugin for Knn {
         if !(1..=KMAX.min(n)).contains(&options.k) {
             return refuse(
                 "knn.k",
-                format!("knn.k = {}: use 1 to {} (and at most the {n} points)", options.k, KMAX),
+                format!(
+                    "knn.k = {}: use 1 to {} (and at most the {n} points)",
+                    options.k, KMAX
+                ),
             );
         }
         let m = queries.rows();
@@ -250,7 +253,12 @@ impl Worker for CpuWorker<'_> {
     fn run(&mut self, tasks: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
         let j = self.0;
         for t in tasks {
-            let best = nearest(&j.points.data, j.points.cols(), j.queries.row(t), j.options.k);
+            let best = nearest(
+                &j.points.data,
+                j.points.cols(),
+                j.queries.row(t),
+                j.options.k,
+            );
             j.put(t, &best, out)?;
         }
         Ok(())
@@ -348,10 +356,7 @@ impl Worker for GpuWorker<'_> {
             // SAFETY: knn_brute item q < count reads points[..n * dims] and queries[(first +
             // q) * dims..][..dims] (first + count <= the queries uploaded) and writes
             // dist/idx[q * k..][..k]; both hold batch * k >= count * k.
-            unsafe {
-                self.q
-                    .launch(&self.kernel, sub.len(), Some(s.local), &args)
-            }?;
+            unsafe { self.q.launch(&self.kernel, sub.len(), Some(s.local), &args) }?;
             let n = sub.len() * k;
             self.q.read(&self.dist, 0, &mut self.host_dist[..n])?;
             self.q.read(&self.idx, 0, &mut self.host_idx[..n])?;

@@ -7,8 +7,8 @@
 //! algorithms from a full distance row).
 
 use super::ApspJob;
-use crate::common::{Dist, PathSummary, RowWrite};
 use crate::common::ids::IdOrigins;
+use crate::common::{Dist, PathSummary, RowWrite};
 use crate::config::Sources;
 use crate::{Error, Result};
 

@@ -58,7 +58,11 @@ fn float_rows_have_numpys_header() {
     let head = String::from_utf8_lossy(&bytes[10..bytes.len() - 24]);
     assert!(head.contains("'descr': '<f4'"), "{head}");
     assert!(head.contains("'shape': (3, 2"), "{head}");
-    assert_eq!(bytes.len() % 64, 24, "a 64-byte aligned header and 3 x 2 x 4 bytes");
+    assert_eq!(
+        bytes.len() % 64,
+        24,
+        "a 64-byte aligned header and 3 x 2 x 4 bytes"
+    );
 }
 
 #[test]
@@ -83,9 +87,15 @@ fn bad_inputs_are_named_with_what_to_change() {
         "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }",
         &f4(&[1.0, 2.0, 3.0, 4.0]),
     );
-    assert_eq!(read::<f32>(&ok, Some(2)).unwrap().data, [1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(
+        read::<f32>(&ok, Some(2)).unwrap().data,
+        [1.0, 2.0, 3.0, 4.0]
+    );
     let e = err::<f64>(&ok);
-    assert!(e.contains("ok.npy") && e.contains("<f4") && e.contains("float64"), "{e}");
+    assert!(
+        e.contains("ok.npy") && e.contains("<f4") && e.contains("float64"),
+        "{e}"
+    );
     // Same size, another kind: int32 is not float32.
     let ints = npy_file(
         d,
@@ -94,7 +104,10 @@ fn bad_inputs_are_named_with_what_to_change() {
         &f4(&[1.0, 2.0, 3.0, 4.0]),
     );
     let e = err::<f32>(&ints);
-    assert!(e.contains("ints.npy") && e.contains("<i4") && e.contains("float32"), "{e}");
+    assert!(
+        e.contains("ints.npy") && e.contains("<i4") && e.contains("float32"),
+        "{e}"
+    );
     let e = read::<f32>(&ok, Some(1)).unwrap_err().to_string();
     assert!(e.contains("ok.npy") && e.contains("reads 1"), "{e}");
     let short = npy_file(
@@ -123,7 +136,10 @@ fn bad_inputs_are_named_with_what_to_change() {
         "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 2), }",
         &big,
     );
-    assert_eq!(read::<f32>(&be, Some(2)).unwrap().data, [1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(
+        read::<f32>(&be, Some(2)).unwrap().data,
+        [1.0, 2.0, 3.0, 4.0]
+    );
     std::fs::write(d.join("text.npy"), "1 2 3\n").unwrap();
     let e = err::<f32>(&d.join("text.npy"));
     assert!(e.contains("text.npy") && e.contains("numpy.save"), "{e}");

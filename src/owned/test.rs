@@ -74,7 +74,10 @@ fn a_read_refuses_a_file_over_its_cap_before_reading_it() {
     let f = std::fs::File::create(&p).unwrap();
     f.set_len(1 << 30).unwrap();
     let e = read(&p, "delete it", 1 << 20).unwrap_err().to_string();
-    assert!(e.contains("more than 1048576 bytes") && e.contains("delete it"), "{e}");
+    assert!(
+        e.contains("more than 1048576 bytes") && e.contains("delete it"),
+        "{e}"
+    );
     std::fs::write(&p, "12345").unwrap();
     assert!(read(&p, "", 4).is_err());
     assert_eq!(read(&p, "", 5).unwrap().unwrap(), b"12345");
@@ -205,13 +208,20 @@ fn a_cache_file_refuses_links_pipes_devices_and_oversized_files_unread() {
         .unwrap()
         .set_len(2 << 30)
         .unwrap();
-    let cache = |name: &str| CacheFile::new(d.join(name), "a test cache").magic(b"MAGIC").cap(1 << 20);
+    let cache = |name: &str| {
+        CacheFile::new(d.join(name), "a test cache")
+            .magic(b"MAGIC")
+            .cap(1 << 20)
+    };
     for (name, what) in [
         ("link", "a symbolic link to"),
         ("zero", "a symbolic link to /dev/zero"),
         ("dir", "a directory"),
         ("fifo", "a named pipe"),
-        ("big", "a file of 2147483648 bytes, more than a test cache ever holds"),
+        (
+            "big",
+            "a file of 2147483648 bytes, more than a test cache ever holds",
+        ),
     ] {
         let c = cache(name);
         let e = c.read().unwrap_err();
@@ -222,7 +232,9 @@ fn a_cache_file_refuses_links_pipes_devices_and_oversized_files_unread() {
         assert!(e.contains(what) && e.contains("do X"), "{name}: {e}");
     }
     // Through it all, the device is a device, the link a link, the file unchanged.
-    assert!(std::fs::symlink_metadata(d.join("zero")).unwrap().is_symlink());
+    assert!(std::fs::symlink_metadata(d.join("zero"))
+        .unwrap()
+        .is_symlink());
     assert_eq!(std::fs::read(&real).unwrap(), b"MAGIC and more");
     assert_eq!(cache("real").read().unwrap().unwrap(), b"MAGIC and more");
     assert!(cache("absent").read().unwrap().is_none());
@@ -237,9 +249,15 @@ fn a_cache_file_is_replaced_only_when_its_magic_or_format_says_it_is_ours() {
     std::fs::write(d.join("foreign"), "someone's notes").unwrap();
     let e = by_magic("foreign").read().unwrap_err();
     assert_eq!(e, "a file that is not a test cache");
-    let e = by_magic("foreign").replace(b"MAGIC x", "do X").unwrap_err().to_string();
+    let e = by_magic("foreign")
+        .replace(b"MAGIC x", "do X")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("replaces only a test cache there: do X"), "{e}");
-    assert_eq!(std::fs::read_to_string(d.join("foreign")).unwrap(), "someone's notes");
+    assert_eq!(
+        std::fs::read_to_string(d.join("foreign")).unwrap(),
+        "someone's notes"
+    );
     // Empty (made by `touch`), absent, ours: replaced.
     std::fs::write(d.join("empty"), "").unwrap();
     for name in ["empty", "absent", "empty"] {
@@ -248,7 +266,8 @@ fn a_cache_file_is_replaced_only_when_its_magic_or_format_says_it_is_ours() {
     }
     // A format with no magic: recognized by its check, else foreign.
     let json = |name: &str| {
-        CacheFile::new(d.join(name), "a test history").format(|b| b.starts_with(b"{") && b.ends_with(b"}"))
+        CacheFile::new(d.join(name), "a test history")
+            .format(|b| b.starts_with(b"{") && b.ends_with(b"}"))
     };
     std::fs::write(d.join("h"), "{1}").unwrap();
     json("h").replace(b"{2}", "").unwrap();

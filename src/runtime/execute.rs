@@ -342,7 +342,14 @@ pub(super) fn execute<'p>(
         None => verify::Want::Auto(Duration::from_secs_f64(run_seconds / 100.0)),
     };
     let verified = if want != verify::Want::Tasks(0) && job.cpu().is_some() {
-        match verify::verify(job, &units, &slices, &records, want, &plan.verify.tolerances) {
+        match verify::verify(
+            job,
+            &units,
+            &slices,
+            &records,
+            want,
+            &plan.verify.tolerances,
+        ) {
             Ok(v) => Some(v),
             Err(e) => {
                 // The journal holds the record that failed: it must not be resumed.

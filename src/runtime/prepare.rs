@@ -88,7 +88,15 @@ pub fn prepare_sharing<'a>(
     check_space: bool,
 ) -> Result<Prepared<'a>> {
     prepare_with(
-        plan, plugins, extra, nodes, share, false, done_tasks, devices, check_space,
+        plan,
+        plugins,
+        extra,
+        nodes,
+        share,
+        false,
+        done_tasks,
+        devices,
+        check_space,
     )
 }
 

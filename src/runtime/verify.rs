@@ -195,7 +195,9 @@ mod test {
         // f32 relative: 1e-6 apart passes at 1e-5, not at 1e-7; the f64 field stays exact.
         let rel = knn_like().f32(0.0, 1e-5);
         assert!(rel.same(&a, &[3, w(1.0 + 1e-6), d(2.0)]));
-        assert!(!knn_like().f32(0.0, 1e-7).same(&a, &[3, w(1.0 + 1e-6), d(2.0)]));
+        assert!(!knn_like()
+            .f32(0.0, 1e-7)
+            .same(&a, &[3, w(1.0 + 1e-6), d(2.0)]));
         assert!(!rel.same(&a, &[3, w(1.0), d(2.0 + 1e-12)]));
         // f32 absolute: near zero a relative tolerance accepts nothing, an absolute one does.
         let z = [3, w(0.0), d(0.0)];
@@ -221,16 +223,27 @@ mod test {
     fn a_mismatch_is_shown_as_the_records_fields() {
         let w = FieldType::f32_word;
         let t = knn_like().f32(0.0, 1e-6);
-        let msg = mismatch(&t, 5, &[3, w(1.5), 0.25f64.to_bits()], &[3, w(2.5), 0.25f64.to_bits()]);
+        let msg = mismatch(
+            &t,
+            5,
+            &[3, w(1.5), 0.25f64.to_bits()],
+            &[3, w(2.5), 0.25f64.to_bits()],
+        );
         assert!(
             msg.contains("{nearest = 3, distance = 1.5, sum = 0.25}")
                 && msg.contains("{nearest = 3, distance = 2.5, sum = 0.25}"),
             "{msg}"
         );
         assert!(msg.contains("(distance: 1.5 against 2.5)"), "{msg}");
-        assert!(msg.contains("task 5") && msg.contains("f32 fields within"), "{msg}");
+        assert!(
+            msg.contains("task 5") && msg.contains("f32 fields within"),
+            "{msg}"
+        );
         let neg = Tolerance {
-            fields: vec![Field::new("offset", FieldType::I32), Field::new("total", FieldType::I64)],
+            fields: vec![
+                Field::new("offset", FieldType::I32),
+                Field::new("total", FieldType::I64),
+            ],
             ..Tolerance::default()
         };
         let msg = mismatch(&neg, 0, &[FieldType::i32_word(-2), (-7i64) as u64], &[0, 0]);
