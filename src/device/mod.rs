@@ -70,6 +70,30 @@ pub struct DeviceInfo {
     pub driver: String,
 }
 
+impl DeviceInfo {
+    /// A device described, not discovered: `kind` ("gpu", "cpu"), its compute units and
+    /// largest work-group, with 8 GiB of memory (2 GiB per allocation), 48 KiB of local
+    /// memory, 64-bit atomics and `double`. For tests of tuning rules against the devices they
+    /// were measured on; change the fields that matter to a rule.
+    pub fn described(kind: &str, compute_units: u32, max_work_group: usize) -> DeviceInfo {
+        DeviceInfo {
+            name: "test".into(),
+            platform: "p".into(),
+            vendor: "v".into(),
+            kind: kind.into(),
+            compute_units,
+            clock_mhz: 1000,
+            global_mem: 8 << 30,
+            max_alloc: 2 << 30,
+            local_mem: 48 << 10,
+            max_work_group,
+            int64_atomics: true,
+            fp64: true,
+            driver: "1".into(),
+        }
+    }
+}
+
 /// One OpenCL device with its context and program cache. Shared (`Arc`) by its queues.
 pub struct Device {
     /// Position in the list of selected devices (`gpu0`, `gpu1`, ...).

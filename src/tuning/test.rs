@@ -12,21 +12,7 @@ const COLLATZ: KernelSource = KernelSource {
 };
 
 fn dev(kind: &str, cus: u32, maxwg: usize) -> DeviceInfo {
-    DeviceInfo {
-        name: "test".into(),
-        platform: "p".into(),
-        vendor: "v".into(),
-        kind: kind.into(),
-        compute_units: cus,
-        clock_mhz: 1000,
-        global_mem: 8 << 30,
-        max_alloc: 2 << 30,
-        local_mem: 48 << 10,
-        max_work_group: maxwg,
-        int64_atomics: true,
-        fp64: true,
-        driver: "1".into(),
-    }
+    DeviceInfo::described(kind, cus, maxwg)
 }
 
 fn shape(n: usize) -> Shape {
