@@ -107,6 +107,8 @@ pub struct ApspJob {
     pub graph: Csr,
     /// The files read: `[input]`'s and `apsp.targets = { file = ... }`.
     pub inputs: Vec<std::path::PathBuf>,
+    /// What `tuccompi check` prints of the plan: the input and the sources.
+    pub check: Vec<(String, String)>,
     /// Source vertex (internal id) of each task.
     pub sources: Vec<u32>,
     /// Whether the trees are computed in 64 bits from the start (else in 32, a tree that
@@ -169,13 +171,17 @@ impl Plugin for Apsp {
         // Checks below name their key; this adds where it was set.
         prepare(ctx).map_err(|e| ctx.plan.origins.locate(e))
     }
+    fn tables(&self) -> &'static [&'static str] {
+        &["input"]
+    }
 }
 
 fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
     let options: ApspOptions = ctx.options("apsp")?;
     // An id file's mistakes are found before the graph is read.
     let (source_spec, source_origins) = crate::common::ids::run_sources(ctx.plan)?;
-    let (graph, places) = geo::load_input(ctx)?;
+    let input = crate::common::input::Input::on_this_rank(ctx.plan, ctx.share)?;
+    let (graph, places) = geo::load_input(ctx, &input)?;
     check_run_memory(ctx, &graph, &options, &source_spec)?;
     let (target_spec, target_origins) = match options.targets.clone() {
         Some(t) => {
@@ -261,7 +267,8 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
     };
     Ok(Box::new(ApspJob {
         graph,
-        inputs: crate::common::input_files(ctx.plan)
+        check: crate::common::check_lines(ctx.plan, &input),
+        inputs: crate::common::input_files(ctx.plan, &input)
             .into_iter()
             .chain(target_file)
             .collect(),
@@ -345,6 +352,9 @@ impl Job for ApspJob {
     }
     fn inputs(&self) -> Vec<std::path::PathBuf> {
         self.inputs.clone()
+    }
+    fn check_lines(&self) -> Vec<(String, String)> {
+        self.check.clone()
     }
     fn record_words(&self) -> usize {
         PathSummary::WORDS

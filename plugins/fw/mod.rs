@@ -197,6 +197,7 @@ pub enum Matrix {
 /// A prepared dense job.
 pub struct FwJob {
     inputs: Vec<std::path::PathBuf>,
+    check: Vec<(String, String)>,
     variant: Variant,
     /// Vertices.
     pub n: usize,
@@ -285,6 +286,9 @@ impl Plugin for Fw {
         self.prepare_job(ctx)
             .map_err(|e| ctx.plan.origins.locate(e))
     }
+    fn tables(&self) -> &'static [&'static str] {
+        &["input"]
+    }
 }
 
 impl Fw {
@@ -302,7 +306,8 @@ impl Fw {
                 self.name()
             )));
         }
-        let input = load_dense(ctx.plan)?;
+        let given = crate::common::input::Input::of(ctx.plan)?;
+        let input = load_dense(ctx.plan, &given)?;
         let n = input.n();
         let bytes = (n as u128) * (n as u128) * 8;
         if bytes > 1 << 36 {
@@ -375,7 +380,8 @@ impl Fw {
             strips: options.strips.and_then(|t| t.value()),
         };
         Ok(Box::new(FwJob {
-            inputs: crate::common::input_files(ctx.plan),
+            check: crate::common::check_lines(ctx.plan, &given),
+            inputs: crate::common::input_files(ctx.plan, &given),
             variant: self.0,
             n,
             input: matrix,
@@ -498,6 +504,9 @@ impl Job for FwJob {
     }
     fn inputs(&self) -> Vec<std::path::PathBuf> {
         self.inputs.clone()
+    }
+    fn check_lines(&self) -> Vec<(String, String)> {
+        self.check.clone()
     }
     fn record_words(&self) -> usize {
         0

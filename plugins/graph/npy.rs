@@ -10,7 +10,7 @@
 //! and is dropped (counted in a log line), a negative one is a negative cycle (refused).
 //! Every complaint names the file, and the row and column of an entry.
 
-use crate::config::{InputOptions, NoArc};
+use crate::common::input::{InputOptions, NoArc};
 use crate::{Error, Result};
 use rayon::prelude::*;
 use std::path::Path;
