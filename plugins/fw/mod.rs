@@ -306,6 +306,14 @@ impl Fw {
                 self.name()
             )));
         }
+        if self.0 == Variant::Naive && options.tile.is_some() {
+            // One pass per k over the whole matrix: there is no tile to size.
+            return Err(Error::Config(
+                "[fw-naive] tile: fw-naive has no tiles (one pass over the matrix per k); \
+                 remove the key, or use fw-blocked or rkleene, whose tiles it sizes"
+                    .into(),
+            ));
+        }
         let given = crate::common::input::Input::of(ctx.plan)?;
         let input = load_dense(ctx.plan, &given)?;
         let n = input.n();
@@ -479,6 +487,51 @@ fn parent_cycle(parent: &[u32]) -> Option<u32> {
 }
 
 impl FwJob {
+    /// The summary of each source's row of the closed matrix `a`, and with
+    /// `output.distances` the row written to `distances.npy` (unreachable = the file's
+    /// dtype's marker): row by row in parallel, each read once.
+    fn rows_out<T: Val>(&self, a: &[T]) -> Result<Vec<PathSummary>> {
+        use rayon::prelude::*;
+        let n = self.n;
+        let narrow = std::mem::size_of::<T>() == 4;
+        self.sources
+            .par_iter()
+            .enumerate()
+            .map(|(t, &s)| {
+                let row = &a[s as usize * n..(s as usize + 1) * n];
+                let (mut reached, mut sum, mut max) = (0u64, 0i128, 0i64);
+                for d in row.iter().filter(|d| !d.unreachable()) {
+                    let d = d.to_i64();
+                    reached += 1;
+                    sum += d as i128;
+                    max = max.max(d);
+                }
+                if let Some(rows) = &self.rows {
+                    let get = |d: &T| (!d.unreachable()).then(|| d.to_i64());
+                    if self.negative {
+                        let r: Vec<i64> = row.iter().map(|d| get(d).unwrap_or(i64::MAX)).collect();
+                        i64::write_row(rows, t, &r)?;
+                    } else if narrow {
+                        let r: Vec<u32> =
+                            row.iter().map(|d| get(d).map_or(u32::MAX, |x| x as u32)).collect();
+                        u32::write_row(rows, t, &r)?;
+                    } else {
+                        let r: Vec<u64> =
+                            row.iter().map(|d| get(d).map_or(u64::MAX, |x| x as u64)).collect();
+                        u64::write_row(rows, t, &r)?;
+                    }
+                }
+                Ok(PathSummary {
+                    reached,
+                    sum,
+                    // The row holds d(s, s) = 0 (a negative cycle was refused), so max >= 0.
+                    max: max as u64,
+                    redone: false,
+                })
+            })
+            .collect()
+    }
+
     /// Store a finished matrix (after checking for negative cycles).
     fn store(&self, m: Matrix, unit: &str) -> Result<()> {
         let n = self.n;
@@ -541,44 +594,11 @@ impl Job for FwJob {
                 msg: "no unit computed the matrix".into(),
             });
         };
-        let n = self.n;
-        let row = |s: usize| -> Vec<Option<i64>> {
-            match m {
-                Matrix::Narrow(a) => a[s * n..(s + 1) * n]
-                    .iter()
-                    .map(|&d| (!d.unreachable()).then_some(d as i64))
-                    .collect(),
-                Matrix::Wide(a) => a[s * n..(s + 1) * n]
-                    .iter()
-                    .map(|&d| (!d.unreachable()).then_some(d))
-                    .collect(),
-            }
+        let summaries = match m {
+            Matrix::Narrow(a) => self.rows_out(a)?,
+            Matrix::Wide(a) => self.rows_out(a)?,
         };
-        let mut summaries = Vec::with_capacity(self.sources.len());
-        for (t, &s) in self.sources.iter().enumerate() {
-            let r = row(s as usize);
-            summaries.push(PathSummary {
-                reached: r.iter().flatten().count() as u64,
-                sum: r.iter().flatten().map(|&d| d as i128).sum(),
-                // The row holds d(s, s) = 0 (a negative cycle was refused), so max >= 0.
-                max: r.iter().flatten().copied().max().unwrap_or(0).max(0) as u64,
-                redone: false,
-            });
-            if let Some(rows) = &self.rows {
-                if self.negative {
-                    let row: Vec<i64> = r.iter().map(|d| d.unwrap_or(i64::MAX)).collect();
-                    i64::write_row(rows, t, &row)?;
-                } else if matches!(m, Matrix::Narrow(_)) {
-                    let row: Vec<u32> =
-                        r.iter().map(|d| d.map_or(u32::MAX, |x| x as u32)).collect();
-                    u32::write_row(rows, t, &row)?;
-                } else {
-                    let row: Vec<u64> =
-                        r.iter().map(|d| d.map_or(u64::MAX, |x| x as u64)).collect();
-                    u64::write_row(rows, t, &row)?;
-                }
-            }
-        }
+        let n = self.n;
         if let Some(rows) = &self.rows {
             rows.sync()?;
         }
