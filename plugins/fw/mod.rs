@@ -86,7 +86,9 @@ fn parse_register_tile(s: &str, plugin: &str) -> Result<Option<(usize, usize)>> 
 }
 
 /// Matrix element: i32 or i64.
-pub trait Val: Copy + Ord + Send + Sync + Default + std::fmt::Debug + 'static {
+pub trait Val:
+    Copy + Ord + Send + Sync + Default + std::fmt::Debug + crate::ZeroBits + 'static
+{
     /// Unreachable.
     const INF: Self;
     /// Zero.
@@ -230,7 +232,9 @@ fn dense<T: Val>(input: &DenseInput) -> Result<Vec<T>> {
         DenseInput::Edges(l) => dense_of_arcs(l.n, &l.arcs, l.id_base),
         DenseInput::Matrix(m, _) => {
             let n = m.n;
-            let mut out = crate::filled(n * n, T::INF, &format!("a dense {n} x {n} matrix"))?;
+            // `fill` writes every entry, rows in parallel: the zeroed pages are first touched
+            // there, by every core, not filled with INF on one core beforehand.
+            let mut out = crate::zeros::<T>(n * n, &format!("a dense {n} x {n} matrix"))?;
             m.fill(&mut out, T::ZERO, T::INF, T::from_i64);
             Ok(out)
         }
