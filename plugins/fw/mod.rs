@@ -15,7 +15,7 @@ mod gpu;
 pub mod tile;
 
 use crate::common::{
-    distance_rows, load_dense, resolve_sources, write_summary, DenseInput, PathSummary, RowWrite,
+    distance_rows, resolve_sources, write_summary, DenseInput, PathSummary, RowWrite,
 };
 use crate::config::AutoOr;
 use crate::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Records, RecordsOut, Worker};
@@ -319,7 +319,13 @@ impl Fw {
             ));
         }
         let given = crate::common::input::Input::of(ctx.plan)?;
-        let input = load_dense(ctx.plan, &given)?;
+        // A matrix of small elements is read once: scanned and filled as i32 together, kept
+        // when its weights fit the narrow type (below).
+        let (input, narrow) = crate::common::load_dense_filled::<i32>(
+            ctx.plan,
+            &given,
+            Some((i32::ZERO, i32::INF, &<i32 as Val>::from_i64)),
+        )?;
         let n = input.n();
         let bytes = (n as u128) * (n as u128) * 8;
         if bytes > 1 << 36 {
@@ -363,10 +369,13 @@ impl Fw {
                 v as u64 + input.id_base()
             )));
         }
-        let matrix = if bound < 1 << 28 {
-            Matrix::Narrow(dense(&input)?)
-        } else {
-            Matrix::Wide(dense(&input)?)
+        let matrix = match (bound < 1 << 28, narrow) {
+            (true, Some(m)) => Matrix::Narrow(m),
+            (true, None) => Matrix::Narrow(dense(&input)?),
+            (false, narrow) => {
+                drop(narrow);
+                Matrix::Wide(dense(&input)?)
+            }
         };
         let list_name = input.name().to_string();
         let id_base = input.id_base();
