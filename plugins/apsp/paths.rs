@@ -263,12 +263,7 @@ pub fn prepare(
     };
     let predecessors = if options.predecessors {
         let cols = targets.map_or(g.n, <[u32]>::len);
-        Some(NpyRows::new(
-            "predecessors.npy",
-            sources,
-            cols,
-            id_type(g),
-        )?)
+        Some(NpyRows::new("predecessors.npy", sources, cols, id_type(g))?)
     } else {
         None
     };
@@ -406,7 +401,10 @@ impl Tracer {
 
 /// The weight of arc `u -> v` of `g` (out-arcs are sorted by head).
 fn arc_weight(g: &Csr, u: u32, v: u32) -> Option<u32> {
-    let (a, b) = (g.offsets[u as usize] as usize, g.offsets[u as usize + 1] as usize);
+    let (a, b) = (
+        g.offsets[u as usize] as usize,
+        g.offsets[u as usize + 1] as usize,
+    );
     let heads = &g.targets[a..b];
     heads.binary_search(&v).ok().map(|i| g.weights[a + i])
 }
@@ -428,13 +426,7 @@ fn read_row(rows: &NpyRows, t: usize, buf: &mut Vec<u8>) -> Result<()> {
 
 /// One pair's walk: the path's vertices (internal ids, source first) into `path`, its length
 /// returned; `None` when the target is unreachable (`pred` has no entry for it).
-fn walk(
-    g: &Csr,
-    pred: &[u32],
-    s: u32,
-    target: u32,
-    path: &mut Vec<u32>,
-) -> Result<Option<u64>> {
+fn walk(g: &Csr, pred: &[u32], s: u32, target: u32, path: &mut Vec<u32>) -> Result<Option<u64>> {
     path.clear();
     if target != s && pred[target as usize] == NONE {
         return Ok(None);
@@ -518,8 +510,7 @@ pub fn write(job: &ApspJob, dir: &Path) -> Result<()> {
     if let Some(rows) = &p.predecessors {
         rows.sync()?;
     }
-    let (Some(trees), Some(targets), Some(dist_rows)) = (&p.trees, &job.targets, &job.rows)
-    else {
+    let (Some(trees), Some(targets), Some(dist_rows)) = (&p.trees, &job.targets, &job.rows) else {
         return Ok(());
     };
     trees.sync()?;

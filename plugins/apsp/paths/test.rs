@@ -98,7 +98,10 @@ fn zero_weight_cycles_give_trees_without_loops() {
     let (mut pred, mut queue) = (Vec::new(), Vec::new());
     predecessors(&g, &arcs, 1, &dist, &mut pred, &mut queue).unwrap();
     assert_eq!(pred[1], NONE);
-    assert!([1, 3].contains(&pred[2]) && [1, 2].contains(&pred[3]), "{pred:?}");
+    assert!(
+        [1, 3].contains(&pred[2]) && [1, 2].contains(&pred[3]),
+        "{pred:?}"
+    );
 }
 
 #[test]
@@ -137,5 +140,9 @@ fn distances_no_arc_explains_are_an_error_not_a_loop() {
     let arcs = InArcs::of(&g);
     let (mut pred, mut queue) = (Vec::new(), Vec::new());
     let e = predecessors(&g, &arcs, 0, &[0u64, 2, 5], &mut pred, &mut queue).unwrap_err();
-    assert!(e.to_string().contains("vertex 2 has a distance no in-arc explains"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("vertex 2 has a distance no in-arc explains"),
+        "{e}"
+    );
 }
