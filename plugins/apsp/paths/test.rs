@@ -117,7 +117,11 @@ fn random_graphs_with_many_zero_weights() {
         let n = 5 + (round % 20);
         let arcs: Vec<(u32, u32, i64)> = (0..3 * n)
             .map(|_| {
-                let w = if next() % 2 == 0 { 0 } else { 1 + next() % 4 };
+                let w = if next().is_multiple_of(2) {
+                    0
+                } else {
+                    1 + next() % 4
+                };
                 ((next() % n) as u32, (next() % n) as u32, w as i64)
             })
             .collect();
