@@ -454,51 +454,99 @@ fn walk(g: &Csr, pred: &[u32], s: u32, target: u32, path: &mut Vec<u32>) -> Resu
     Ok(Some(length))
 }
 
-/// Every pair of the run in row order, walked from the finished predecessor and distance
-/// rows: `f(source, target, distance, path)` with ids in the input's numbering for the
-/// first two, internal ids in `path` (source first; empty when unreachable). Every path's arc
-/// weights sum to its pair's distance, or this is an error.
-fn each_pair(
+/// One pair as the text writers see it: source and target in the input's numbering, the
+/// distance (`None` = unreachable) and the path (internal ids, source first; empty when
+/// unreachable), and whether it is the run's first pair.
+struct PairOf<'a> {
+    src: u64,
+    tgt: u64,
+    d: Option<u64>,
+    path: &'a [u32],
+    first: bool,
+}
+
+/// Task `t`'s pairs in target order, walked from its finished predecessor and distance rows,
+/// each appended to one text by `f`. Every path's arc weights sum to its pair's distance, or
+/// this is an error.
+fn source_text(
     job: &ApspJob,
     trees: &NpyRows,
     targets: &[u32],
     dist_rows: &NpyRows,
-    mut f: impl FnMut(u64, u64, Option<u64>, &[u32]) -> Result<()>,
-) -> Result<()> {
+    t: usize,
+    f: &(impl Fn(&mut String, PairOf<'_>) + Sync),
+) -> Result<String> {
     let g = &job.graph;
     let base = g.id_base;
-    let (mut pred_bytes, mut dist_bytes) = (Vec::new(), Vec::new());
-    let (mut pred, mut path) = (Vec::new(), Vec::new());
+    let (mut pred_bytes, mut dist_bytes, mut path) = (Vec::new(), Vec::new(), Vec::new());
+    read_row(trees, t, &mut pred_bytes)?;
+    let pred: Vec<u32> = pred_bytes
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+        .collect();
+    read_row(dist_rows, t, &mut dist_bytes)?;
     let wide = dist_rows.ty() != NpyType::U32;
-    for (t, &s) in job.sources.iter().enumerate() {
-        read_row(trees, t, &mut pred_bytes)?;
-        pred.clear();
-        pred.extend(
-            pred_bytes
-                .chunks_exact(4)
-                .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes"))),
-        );
-        read_row(dist_rows, t, &mut dist_bytes)?;
-        for (i, &target) in targets.iter().enumerate() {
-            let d = if wide {
-                let b = &dist_bytes[8 * i..8 * i + 8];
-                let d = u64::from_le_bytes(b.try_into().expect("8 bytes"));
-                (d != u64::MAX).then_some(d)
-            } else {
-                let b = &dist_bytes[4 * i..4 * i + 4];
-                let d = u32::from_le_bytes(b.try_into().expect("4 bytes"));
-                (d != u32::MAX).then_some(d as u64)
-            };
-            let length = walk(g, &pred, s, target, &mut path)?;
-            let (src, tgt) = (s as u64 + base, target as u64 + base);
-            if length != d {
-                return Err(Error::Output(format!(
-                    "paths.csv: the path from {src} to {tgt} has length {length:?}, its \
-                     distance is {d:?} (a bug in tuccompi; please report it)"
-                )));
-            }
-            f(src, tgt, d, &path)?;
+    let s = job.sources[t];
+    let mut text = String::new();
+    for (i, &target) in targets.iter().enumerate() {
+        let d = if wide {
+            let b = &dist_bytes[8 * i..8 * i + 8];
+            let d = u64::from_le_bytes(b.try_into().expect("8 bytes"));
+            (d != u64::MAX).then_some(d)
+        } else {
+            let b = &dist_bytes[4 * i..4 * i + 4];
+            let d = u32::from_le_bytes(b.try_into().expect("4 bytes"));
+            (d != u32::MAX).then_some(d as u64)
+        };
+        let length = walk(g, &pred, s, target, &mut path)?;
+        let (src, tgt) = (s as u64 + base, target as u64 + base);
+        if length != d {
+            return Err(Error::Output(format!(
+                "paths.csv: the path from {src} to {tgt} has length {length:?}, its distance \
+                 is {d:?} (a bug in tuccompi; please report it)"
+            )));
         }
+        let first = t == 0 && i == 0;
+        f(
+            &mut text,
+            PairOf {
+                src,
+                tgt,
+                d,
+                path: &path,
+                first,
+            },
+        );
+    }
+    Ok(text)
+}
+
+/// Every pair's text (`f`) into `w` in row order: sources walked in parallel, a few per
+/// thread at a time, their texts written in order (memory: one block of sources' text).
+fn write_pairs(
+    job: &ApspJob,
+    trees: &NpyRows,
+    targets: &[u32],
+    dist_rows: &NpyRows,
+    w: &mut dyn Write,
+    name: &str,
+    f: impl Fn(&mut String, PairOf<'_>) + Sync,
+) -> Result<()> {
+    use rayon::prelude::*;
+    let block = 4 * rayon::current_num_threads();
+    let tasks = job.sources.len();
+    let mut start = 0;
+    while start < tasks {
+        let end = (start + block).min(tasks);
+        let texts: Vec<String> = (start..end)
+            .into_par_iter()
+            .map(|t| source_text(job, trees, targets, dist_rows, t, &f))
+            .collect::<Result<_>>()?;
+        for text in texts {
+            w.write_all(text.as_bytes())
+                .map_err(|e| Error::Output(format!("{name}: {e}")))?;
+        }
+        start = end;
     }
     Ok(())
 }
@@ -516,18 +564,16 @@ pub fn write(job: &ApspJob, dir: &Path) -> Result<()> {
     trees.sync()?;
     let base = job.graph.id_base;
     write_stream(dir, "paths.csv", |w| {
-        let out = |e: std::io::Error| Error::Output(format!("paths.csv: {e}"));
-        writeln!(w, "source,target,distance,hops,path").map_err(out)?;
-        let mut line = String::new();
-        each_pair(job, trees, targets, dist_rows, |src, tgt, d, path| {
-            line.clear();
-            match d {
+        writeln!(w, "source,target,distance,hops,path")
+            .map_err(|e| Error::Output(format!("paths.csv: {e}")))?;
+        write_pairs(job, trees, targets, dist_rows, w, "paths.csv", |line, p| {
+            match p.d {
                 None => {
-                    let _ = write!(line, "{src},{tgt},,,");
+                    let _ = write!(line, "{},{},,,", p.src, p.tgt);
                 }
                 Some(d) => {
-                    let _ = write!(line, "{src},{tgt},{d},{},", path.len() - 1);
-                    for (k, &v) in path.iter().enumerate() {
+                    let _ = write!(line, "{},{},{d},{},", p.src, p.tgt, p.path.len() - 1);
+                    for (k, &v) in p.path.iter().enumerate() {
                         if k > 0 {
                             line.push(' ');
                         }
@@ -536,7 +582,6 @@ pub fn write(job: &ApspJob, dir: &Path) -> Result<()> {
                 }
             }
             line.push('\n');
-            w.write_all(line.as_bytes()).map_err(out)
         })
     })?;
     let places = job.geo.geo.as_ref().filter(|geo| geo.coords.spherical);
@@ -546,16 +591,20 @@ pub fn write(job: &ApspJob, dir: &Path) -> Result<()> {
             let out = |e: std::io::Error| Error::Output(format!("paths.geojson: {e}"));
             w.write_all(b"{\"type\":\"FeatureCollection\",\"features\":[\n")
                 .map_err(out)?;
-            let (mut text, mut first) = (String::new(), true);
-            each_pair(job, trees, targets, dist_rows, |src, tgt, d, path| {
-                text.clear();
-                if !first {
-                    text.push_str(",\n");
-                }
-                first = false;
-                feature(&mut text, points, src, tgt, d, path);
-                w.write_all(text.as_bytes()).map_err(out)
-            })?;
+            write_pairs(
+                job,
+                trees,
+                targets,
+                dist_rows,
+                w,
+                "paths.geojson",
+                |text, p| {
+                    if !p.first {
+                        text.push_str(",\n");
+                    }
+                    feature(text, points, p.src, p.tgt, p.d, p.path);
+                },
+            )?;
             w.write_all(b"\n]}\n").map_err(out)
         })?;
     }
