@@ -3,7 +3,7 @@
 //! vertex's predecessor over the original graph's in-arcs, the first pass of
 //! [`crate::apsp::paths::predecessors`]. The rows come back to the host, which settles the
 //! zero-weight components a tree may have (reading that batch's distances back only then) and
-//! writes them through the job's [`Tracer`](crate::apsp::paths::Tracer).
+//! writes them through the job's [`Tracer`].
 //!
 //! Device memory per queue: the in-arcs (`4·(n + 1 + 2m)` bytes), an identity index for the
 //! frontier algorithms (`4·n`), and predecessor rows for at most `2^24 / n` trees at once
