@@ -110,6 +110,7 @@ fn main() -> tuccompi::Result<()> {
         choice: serde_json::Value::Null,
         targets: None,
         geo: Default::default(),
+        paths: None,
         origins: Default::default(),
     };
     println!(

@@ -14,6 +14,7 @@
 pub mod dijkstra;
 pub mod gpu;
 pub mod od;
+pub mod paths;
 pub mod phast;
 pub mod targets;
 pub mod width;
@@ -99,6 +100,13 @@ pub struct ApspOptions {
     /// Leading (small) levels GPU PHAST sweeps in one launch ("auto" = those too small to fill
     /// the device; 0 = one launch per level).
     pub gpu_top_levels: Option<AutoOr>,
+    /// Write `predecessors.npy`: each tree's predecessors in the input's numbering ([`paths`]).
+    #[serde(default)]
+    pub predecessors: bool,
+    /// Write each (source, target) pair's path as `paths.csv` (and `paths.geojson` for
+    /// OpenStreetMap input); needs `targets` ([`paths`]).
+    #[serde(default)]
+    pub paths: bool,
 }
 
 /// The shared state of an APSP run.
@@ -132,6 +140,8 @@ pub struct ApspJob {
     pub origins: crate::config::Origins,
     /// The input's places and the points snapped to them (empty for inputs without places).
     pub geo: GeoJob,
+    /// Predecessors and paths, when asked for.
+    pub paths: Option<paths::PathsJob>,
 }
 
 /// An APSP job's places: the input's coordinates (OpenStreetMap or `.co`) and the sources' and
@@ -228,13 +238,22 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         cols,
         width.rows,
     )?;
+    let path_job = paths::prepare(&options, &graph, sources.len(), targets.as_deref())?;
     // The outputs' size is known now: a run that cannot fit is refused before the hierarchy.
     let csv = ctx.plan.output.format == crate::config::OutputFormat::Csv;
     ctx.check_space(crate::plugin::OutputSize {
         tasks: sources.len(),
         record_words: PathSummary::WORDS,
         bulk_bytes: rows.as_ref().map_or(0, |r| r.bytes())
-            + od::finish_bytes_of(sources.len(), targets.as_deref(), rows.as_ref(), csv),
+            + od::finish_bytes_of(sources.len(), targets.as_deref(), rows.as_ref(), csv)
+            + paths::rows_bytes(path_job.as_ref())
+            + paths::text_bytes(
+                path_job.as_ref(),
+                sources.len(),
+                targets.as_deref(),
+                graph.n,
+                places.is_some(),
+            ),
     })?;
     let units = &ctx.plan.units;
     let request = phast::auto::Request {
@@ -287,6 +306,7 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
             sources: source_snaps,
             targets: target_snaps,
         },
+        paths: path_job,
     }))
 }
 
@@ -400,10 +420,18 @@ impl Job for ApspJob {
         Some(Gpu::new(self))
     }
     fn bulk_outputs(&self) -> Vec<&NpyRows> {
-        self.rows.iter().collect()
+        let paths = self.paths.iter();
+        self.rows
+            .iter()
+            .chain(paths.clone().flat_map(|p| &p.predecessors))
+            .chain(paths.flat_map(|p| &p.trees))
+            .collect()
     }
     fn finish_bytes(&self) -> u64 {
+        let (targets, n) = (self.targets.as_deref(), self.graph.n);
+        let geo = self.geo.geo.is_some();
         od::finish_bytes(self, self.options.od_csv)
+            + paths::text_bytes(self.paths.as_ref(), self.sources.len(), targets, n, geo)
     }
     fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
         if let Some(rows) = &self.rows {
@@ -418,6 +446,7 @@ impl Job for ApspJob {
             )?;
         }
         od::write(self, dir, self.options.od_csv)?;
+        paths::write(self, dir)?;
         let mut checksum = write_summary_records(
             dir,
             &self.sources,
@@ -457,6 +486,7 @@ impl CpuHalf for ApspJob {
                 dj: Dijkstra::new(self.graph.n),
                 buf: Vec::new(),
                 redo: width::Redo::default(),
+                tracer: paths::Tracer::default(),
             })
         } else {
             Box::new(CpuWorker::<u32> {
@@ -464,6 +494,7 @@ impl CpuHalf for ApspJob {
                 dj: Dijkstra::new(self.graph.n),
                 buf: Vec::new(),
                 redo: width::Redo::default(),
+                tracer: paths::Tracer::default(),
             })
         })
     }
@@ -474,6 +505,7 @@ struct CpuWorker<'a, D: Dist> {
     dj: Dijkstra<D>,
     buf: Vec<D>,
     redo: width::Redo,
+    tracer: paths::Tracer,
 }
 
 impl<D: Dist + RowWrite> Worker for CpuWorker<'_, D> {
@@ -483,6 +515,8 @@ impl<D: Dist + RowWrite> Worker for CpuWorker<'_, D> {
             let mut s = targets::finish_row(self.job, t, dist, &mut self.buf)?;
             if width::overflowed(self.job, &s) {
                 s = self.redo.tree(self.job, t)?;
+            } else {
+                self.tracer.tree(self.job, t, &self.dj.dist)?;
             }
             out.put(t, &s);
         }

@@ -28,6 +28,7 @@
 mod buffers;
 mod crauser;
 mod martin;
+pub mod paths;
 pub mod phast;
 pub mod sweep;
 mod two_phase;
@@ -208,6 +209,19 @@ pub trait Algorithm: Send {
             batch.summaries(cx)
         }
     }
+    /// Where the batch's distances are, for the predecessor kernel (default: `batch.dist`,
+    /// `b·n + v`).
+    fn distances<'b>(&'b self, cx: &Ctx<'b>, batch: &'b Batch) -> paths::DistView<'b> {
+        paths::DistView {
+            dist: match &batch.dist {
+                DistBuf::Narrow(d) => paths::DistRef::Narrow(d),
+                DistBuf::Wide(d) => paths::DistRef::Wide(d),
+            },
+            index: None,
+            vstride: 1,
+            jstride: cx.n,
+        }
+    }
     /// Write the batch's distance rows (tasks `tasks`) into `rows` (default: read `batch.dist`
     /// row by row; with targets, [`summaries`](Algorithm::summaries) wrote them).
     fn write_rows(
@@ -310,10 +324,14 @@ impl GpuHalf for ApspJob {
 
     fn kernels(&self) -> &'static [KernelSource] {
         // The file of the algorithm that runs only (so `TUCCOMPI_KERNELS` needs only that one).
-        if self.options.gpu_algorithm == GpuAlgorithm::Phast {
-            &[phast::KERNELS]
-        } else {
-            &[KERNELS]
+        match (
+            self.options.gpu_algorithm == GpuAlgorithm::Phast,
+            self.paths.is_some(),
+        ) {
+            (true, false) => &[phast::KERNELS],
+            (true, true) => &[phast::KERNELS, paths::KERNELS],
+            (false, false) => &[KERNELS],
+            (false, true) => &[KERNELS, paths::KERNELS],
         }
     }
 
@@ -389,6 +407,18 @@ impl GpuHalf for ApspJob {
             device,
             batch: Batch::new(&setup)?,
             algo: (self.options.gpu_algorithm.spec().make)(&setup)?,
+            paths: match &self.paths {
+                Some(p) => Some(paths::DevicePaths::new(
+                    device,
+                    &queue,
+                    &p.arcs,
+                    self.graph.n,
+                    shared.params.batch.value,
+                    self.wide,
+                )?),
+                None => None,
+            },
+            tracer: Default::default(),
             q: queue,
             redo: width::Redo::default(),
         })
@@ -402,6 +432,8 @@ struct GpuWorker<'a> {
     q: Queue,
     batch: Batch,
     algo: Box<dyn Algorithm>,
+    paths: Option<paths::DevicePaths>,
+    tracer: crate::apsp::paths::Tracer,
     redo: width::Redo,
 }
 
@@ -430,7 +462,12 @@ impl GpuWorker<'_> {
             out.put(t, &s);
         }
         if let Some(rows) = &job.rows {
-            self.algo.write_rows(&cx, &self.batch, range, rows)?;
+            self.algo
+                .write_rows(&cx, &self.batch, range.clone(), rows)?;
+        }
+        if let Some(p) = &mut self.paths {
+            let view = self.algo.distances(&cx, &self.batch);
+            p.trees(&cx, view, &self.batch, range, &over, &mut self.tracer)?;
         }
         // u32 trees that overflowed: redone in u64 on the host (their rows overwritten).
         for t in over {
