@@ -175,8 +175,6 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
     let options: ApspOptions = ctx.options("apsp")?;
     // An id file's mistakes are found before the graph is read.
     let (source_spec, source_origins) = crate::common::ids::run_sources(ctx.plan)?;
-    let (graph, places) = geo::load_input(ctx)?;
-    check_run_memory(ctx, &graph, &options, &source_spec)?;
     let (target_spec, target_origins) = match options.targets.clone() {
         Some(t) => {
             let (t, origins) = crate::common::ids::load_with_origins(t, "apsp.targets")?;
@@ -184,12 +182,18 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         }
         None => (None, None),
     };
-    let points = |s: &Option<Sources>| matches!(s, Some(Sources::Points(_)));
-    let index = (matches!(source_spec, Sources::Points(_)) || points(&target_spec))
-        .then(|| places.as_ref().map(|g| g.coords.index()))
-        .flatten();
+    // Points snapped onto edges are part of the graph: known before it is built.
+    let mut points: Vec<(&str, &[[f64; 2]])> = Vec::new();
+    if let Sources::Points(p) = &source_spec {
+        points.push(("run.sources", p));
+    }
+    if let Some(Sources::Points(p)) = &target_spec {
+        points.push(("apsp.targets", p));
+    }
+    let (graph, places) = geo::load_input(ctx, &points)?;
+    check_run_memory(ctx, &graph, &options, &source_spec)?;
     let (sources, source_snaps) = match &source_spec {
-        Sources::Points(p) => geo::resolve(p, index.as_ref(), "run.sources")?,
+        Sources::Points(p) => geo::resolve(p, places.as_ref(), "run.sources")?,
         s => (
             resolve_sources(s, source_origins.as_ref(), graph.n, graph.id_base)?,
             Vec::new(),
@@ -198,7 +202,7 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
     let (targets, target_snaps) = match &target_spec {
         None | Some(Sources::All) => (None, Vec::new()),
         Some(Sources::Points(p)) => {
-            let (ids, snaps) = geo::resolve(p, index.as_ref(), "apsp.targets")?;
+            let (ids, snaps) = geo::resolve(p, places.as_ref(), "apsp.targets")?;
             (Some(ids), snaps)
         }
         Some(t) => (
@@ -211,7 +215,8 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
             Vec::new(),
         ),
     };
-    drop(index);
+    // Paths from a restricted via vertex start at its departure copy.
+    let sources = geo::departures(places.as_ref(), sources);
     let width = width::choose(&graph, &sources, targets.as_deref());
     let wide = width.wide;
     let cols = targets.as_ref().map_or(graph.n, Vec::len);
