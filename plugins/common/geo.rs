@@ -63,18 +63,21 @@ pub fn load_input(
         if is_osm(p) {
             let opts = super::osm_options(plan)?;
             let mut net = read_network(p, opts).map_err(|e| match e {
-                    Error::Io { path, source } if path == *p => plan.origins.error(
-                        "input.path",
-                        format!(
-                            "input.path = \"{}\": {source}; check the path (relative paths start \
+                Error::Io { path, source } if path == *p => plan.origins.error(
+                    "input.path",
+                    format!(
+                        "input.path = \"{}\": {source}; check the path (relative paths start \
                          at the directory tuccompi runs in)",
-                            p.display()
-                        ),
+                        p.display()
                     ),
+                ),
                 e => e,
             })?;
-            let lists: Vec<(&str, &[[f64; 2]])> =
-                points.iter().copied().filter(|(_, p)| !p.is_empty()).collect();
+            let lists: Vec<(&str, &[[f64; 2]])> = points
+                .iter()
+                .copied()
+                .filter(|(_, p)| !p.is_empty())
+                .collect();
             let snapped = if opts.snap == SnapTo::Edge && !lists.is_empty() {
                 let snaps = net.snap(&lists)?;
                 lists
@@ -137,11 +140,7 @@ pub fn load_input(
 /// column): the vertices (internal ids) and the snaps. The points [`load_input`] snapped onto
 /// edges for `key` are those snaps; others snap to their nearest road vertex. `key` names the
 /// list in messages.
-pub fn resolve(
-    points: &[[f64; 2]],
-    geo: Option<&Geo>,
-    key: &str,
-) -> Result<(Vec<u32>, Vec<Snap>)> {
+pub fn resolve(points: &[[f64; 2]], geo: Option<&Geo>, key: &str) -> Result<(Vec<u32>, Vec<Snap>)> {
     let Some(geo) = geo else {
         return Err(Error::Config(format!(
             "{key}: points need vertex coordinates: an OpenStreetMap input (input.path = \
@@ -253,9 +252,14 @@ pub fn write_outputs(
                     writeln!(csv, "{id},,{lon:.7},{lat:.7},phantom,")
                 }
                 Extra::Turn(b) => {
-                    let [lon, lat] = geo.coords.points[b as usize].expect("road vertices have places");
+                    let [lon, lat] =
+                        geo.coords.points[b as usize].expect("road vertices have places");
                     let osm = osm_ids[b as usize];
-                    writeln!(csv, "{id},{osm},{lon:.7},{lat:.7},turn,{}", b as u64 + id_base)
+                    writeln!(
+                        csv,
+                        "{id},{osm},{lon:.7},{lat:.7},turn,{}",
+                        b as u64 + id_base
+                    )
                 }
             };
         }

@@ -56,9 +56,7 @@ pub(crate) fn check_point(point: [f64; 2], key: &str, entry: usize, spherical: b
     if !point.iter().all(|c| c.is_finite()) {
         return bad("is not a finite coordinate pair");
     }
-    if spherical
-        && (!(-180.0..=180.0).contains(&point[0]) || !(-90.0..=90.0).contains(&point[1]))
-    {
+    if spherical && (!(-180.0..=180.0).contains(&point[0]) || !(-90.0..=90.0).contains(&point[1])) {
         return bad(
             "is not [longitude, latitude] in degrees (longitude -180..180, latitude -90..90); \
              write points as [lon, lat]",

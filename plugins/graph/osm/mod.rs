@@ -370,10 +370,10 @@ fn read_restriction(r: &osmpbf::Relation<'_>) -> RestrictionRead {
     if tags.get("type") != Some(&"restriction") {
         return RestrictionRead::NotForProfile;
     }
-    if tags
-        .get("except")
-        .is_some_and(|e| e.split(';').any(|x| matches!(x.trim(), "motorcar" | "motor_vehicle")))
-    {
+    if tags.get("except").is_some_and(|e| {
+        e.split(';')
+            .any(|x| matches!(x.trim(), "motorcar" | "motor_vehicle"))
+    }) {
         return RestrictionRead::NotForProfile;
     }
     let Some(value) = tags

@@ -189,8 +189,7 @@ impl Network {
                 let ab = [b[0] - a[0], b[1] - a[1], b[2] - a[2]];
                 let len2 = ab.iter().map(|x| x * x).sum::<f64>();
                 let t = if len2 > 0.0 {
-                    (((u[0] - a[0]) * ab[0] + (u[1] - a[1]) * ab[1] + (u[2] - a[2]) * ab[2])
-                        / len2)
+                    (((u[0] - a[0]) * ab[0] + (u[1] - a[1]) * ab[1] + (u[2] - a[2]) * ab[2]) / len2)
                         .clamp(0.0, 1.0)
                 } else {
                     0.0
@@ -482,7 +481,11 @@ impl Network {
             .enumerate()
             .map(|(i, &(u, _, w, way))| (new_tail.get(&i).copied().unwrap_or(u), head(i), w, way))
             .collect();
-        out.extend(copied.iter().map(|&(c, o)| (c, head(o), arcs[o].2, arcs[o].3)));
+        out.extend(
+            copied
+                .iter()
+                .map(|&(c, o)| (c, head(o), arcs[o].2, arcs[o].3)),
+        );
         out.extend(zero.iter().map(|&(c, b)| (c, b, 0, 0)));
         out
     }
@@ -499,7 +502,6 @@ impl Network {
             },
         }
     }
-
 }
 
 /// `edges.csv`: `tail,head,weight,metres,seconds,way_id,geometry`, one row per arc of the road
@@ -507,45 +509,45 @@ impl Network {
 /// included, turn copies not), the geometry as a WKT `LINESTRING` of lon/lat. Its weights sum
 /// to the road graph's arc weights.
 pub fn edges_csv(edges: &[Edge], id_base: u64) -> String {
-        let mut csv = String::with_capacity(edges.len() * 200 + 64);
-        csv.push_str("tail,head,weight,metres,seconds,way_id,geometry\n");
-        for e in edges {
-            let seconds = e.metres / (e.kmh / 3.6);
-            for (on, u, v, rev) in [
-                (e.forward, e.tail, e.head, false),
-                (e.backward, e.head, e.tail, true),
-            ] {
-                if !on {
-                    continue;
-                }
+    let mut csv = String::with_capacity(edges.len() * 200 + 64);
+    csv.push_str("tail,head,weight,metres,seconds,way_id,geometry\n");
+    for e in edges {
+        let seconds = e.metres / (e.kmh / 3.6);
+        for (on, u, v, rev) in [
+            (e.forward, e.tail, e.head, false),
+            (e.backward, e.head, e.tail, true),
+        ] {
+            if !on {
+                continue;
+            }
+            let _ = write!(
+                csv,
+                "{},{},{},{:.3},{:.3},{},\"LINESTRING (",
+                u as u64 + id_base,
+                v as u64 + id_base,
+                e.weight,
+                e.metres,
+                seconds,
+                e.way
+            );
+            let mut first = true;
+            let mut point = |p: &[f64; 2]| {
                 let _ = write!(
                     csv,
-                    "{},{},{},{:.3},{:.3},{},\"LINESTRING (",
-                    u as u64 + id_base,
-                    v as u64 + id_base,
-                    e.weight,
-                    e.metres,
-                    seconds,
-                    e.way
+                    "{}{:.7} {:.7}",
+                    if first { "" } else { ", " },
+                    p[0],
+                    p[1]
                 );
-                let mut first = true;
-                let mut point = |p: &[f64; 2]| {
-                    let _ = write!(
-                        csv,
-                        "{}{:.7} {:.7}",
-                        if first { "" } else { ", " },
-                        p[0],
-                        p[1]
-                    );
-                    first = false;
-                };
-                if rev {
-                    e.geometry.iter().rev().for_each(&mut point);
-                } else {
-                    e.geometry.iter().for_each(&mut point);
-                }
-                csv.push_str(")\"\n");
+                first = false;
+            };
+            if rev {
+                e.geometry.iter().rev().for_each(&mut point);
+            } else {
+                e.geometry.iter().for_each(&mut point);
             }
+            csv.push_str(")\"\n");
         }
-        csv
     }
+    csv
+}
