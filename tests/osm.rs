@@ -1417,6 +1417,15 @@ fn helsinki_export_edge_snapping_and_turn_restrictions() {
         }
     }
     assert!(longer > 0, "the restrictions change some distances");
+    // The expanded graph's road distances against an edge-based Dijkstra here (a state per
+    // arc, each turn checked against the restrictions read), from a sample of sources.
+    let net = tuccompi_plugins::graph::osm::read_network(&h, Default::default()).unwrap();
+    for s in (0..roads).step_by(37) {
+        let want = turn_dijkstra(&net, s);
+        for (t, &w) in want.iter().enumerate() {
+            assert_eq!(dt[s * n + t], w, "{s} -> {t} with turn restrictions");
+        }
+    }
     eprintln!(
         "helsinki: {longer} of {} road pairs longer with turn restrictions, {lost} cut",
         roads * roads
@@ -1476,4 +1485,77 @@ fn helsinki_export_edge_snapping_and_turn_restrictions() {
         }
     }
     assert!(finite >= 200, "only {finite} of 256 pairs connected");
+}
+
+/// Road distances from `s` by Dijkstra over arcs (a state is the arc last taken), a turn from
+/// arc `e` into arc `f` at vertex `b` allowed unless a restriction at `b` that binds (an arc of
+/// its from way into `b`, one of its to way out of `b`) forbids it: `only_*` from `e`'s way
+/// allows only its to ways, `no_*` forbids its to way (its U-turn alone when from = to).
+fn turn_dijkstra(net: &tuccompi_plugins::graph::osm::Network, s: usize) -> Vec<u64> {
+    use std::cmp::Reverse;
+    let mut arcs: Vec<(usize, usize, u64, i64)> = Vec::new();
+    for e in &net.edges {
+        if e.forward {
+            arcs.push((e.tail as usize, e.head as usize, e.weight as u64, e.way));
+        }
+        if e.backward {
+            arcs.push((e.head as usize, e.tail as usize, e.weight as u64, e.way));
+        }
+    }
+    let n = net.coords.points.len();
+    let osm = net.coords.osm_ids.as_ref().unwrap();
+    let mut out: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, a) in arcs.iter().enumerate() {
+        out[a.0].push(i);
+    }
+    let binds = |r: &tuccompi_plugins::graph::osm::Restriction, b: usize| {
+        arcs.iter().any(|a| a.1 == b && a.3 == r.from) && out[b].iter().any(|&f| arcs[f].3 == r.to)
+    };
+    let rules: Vec<Vec<_>> = (0..n)
+        .map(|b| {
+            net.restrictions
+                .iter()
+                .filter(|r| r.via == osm[b] && binds(r, b))
+                .copied()
+                .collect()
+        })
+        .collect();
+    let allowed = |e: usize, f: usize| {
+        let (tail, b, _, way) = arcs[e];
+        let (_, head, _, to) = arcs[f];
+        let rs = &rules[b];
+        let onlys: Vec<i64> = rs
+            .iter()
+            .filter(|r| r.only && r.from == way)
+            .map(|r| r.to)
+            .collect();
+        (onlys.is_empty() || onlys.contains(&to))
+            && !rs
+                .iter()
+                .any(|r| !r.only && r.from == way && r.to == to && (r.from != r.to || head == tail))
+    };
+    let mut best = vec![u64::MAX; arcs.len()];
+    let mut heap = std::collections::BinaryHeap::new();
+    for &f in &out[s] {
+        best[f] = arcs[f].2;
+        heap.push(Reverse((arcs[f].2, f)));
+    }
+    while let Some(Reverse((d, e))) = heap.pop() {
+        if d > best[e] {
+            continue;
+        }
+        for &f in &out[arcs[e].1] {
+            let nd = d + arcs[f].2;
+            if allowed(e, f) && nd < best[f] {
+                best[f] = nd;
+                heap.push(Reverse((nd, f)));
+            }
+        }
+    }
+    let mut dist = vec![u64::MAX; n];
+    dist[s] = 0;
+    for (i, a) in arcs.iter().enumerate() {
+        dist[a.1] = dist[a.1].min(best[i]);
+    }
+    dist
 }
