@@ -551,3 +551,101 @@ pub fn edges_csv(edges: &[Edge], id_base: u64) -> String {
     }
     csv
 }
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    /// One two-way edge 0 - 1 along a parallel, `w` decimetres, and one oneway edge 2 -> 3.
+    fn two_edges() -> Network {
+        let (a, b, c, d) = ([25.0, 60.0], [25.002, 60.0], [25.0, 60.01], [25.002, 60.01]);
+        let edge = |tail, head, p: [f64; 2], q: [f64; 2], backward| {
+            let metres = haversine_m(p, q);
+            Edge {
+                tail,
+                head,
+                forward: true,
+                backward,
+                weight: (metres * 10.0).round() as i64,
+                metres,
+                kmh: 30.0,
+                way: 7 + tail as i64,
+                geometry: vec![p, q],
+            }
+        };
+        Network::new(
+            "t".into(),
+            vec![edge(0, 1, a, b, true), edge(2, 3, c, d, false)],
+            Coords {
+                spherical: true,
+                points: vec![Some(a), Some(b), Some(c), Some(d)],
+                osm_ids: Some(vec![1, 2, 3, 4]),
+                source: "t".into(),
+            },
+            Vec::new(),
+            OsmStats::default(),
+        )
+    }
+
+    #[test]
+    fn points_on_one_edge_make_a_chain_of_phantoms_that_keeps_its_weight() {
+        let mut net = two_edges();
+        let w = net.edges[0].weight;
+        // Two points at one place share a phantom; one near an end is that end vertex.
+        let points = [
+            [25.0005, 60.0001],
+            [25.0015, 59.9999],
+            [25.0005, 60.0001],
+            [25.000_000_1, 60.00001],
+        ];
+        let snaps = net.snap(&[("run.sources", &points)]).unwrap();
+        let v: Vec<u32> = snaps[0].iter().map(|s| s.vertex).collect();
+        assert_eq!(v, vec![4, 5, 4, 0]);
+        assert_eq!(net.extra.len(), 2);
+        let list = net.graph(false);
+        assert_eq!(list.n, 6);
+        let mut pieces: Vec<(u32, u32, i64)> = list.arcs.clone();
+        pieces.sort_unstable();
+        let c1 = pieces.iter().find(|a| a.0 == 0 && a.1 == 4).unwrap().2;
+        let c12 = pieces.iter().find(|a| a.0 == 4 && a.1 == 5).unwrap().2;
+        let c2 = pieces.iter().find(|a| a.0 == 5 && a.1 == 1).unwrap().2;
+        assert_eq!(c1 + c12 + c2, w, "the pieces keep the edge's weight");
+        // Both ways on the two-way edge, with the same pieces; the oneway edge untouched.
+        for &(u, v, x) in &pieces {
+            assert!(
+                pieces.contains(&(v, u, x)) || (u, v) == (2, 3),
+                "{u} -> {v}"
+            );
+        }
+        assert_eq!(
+            pieces.iter().map(|a| a.2).sum::<i64>(),
+            2 * w + net.edges.iter().find(|e| e.tail == 2).unwrap().weight
+        );
+        // The geometry of the pieces runs through the projected points.
+        let at = |i: usize| match net.extra[i] {
+            Extra::Phantom(p) => p,
+            Extra::Turn(_) => unreachable!(),
+        };
+        // A centimetre: 1e-7 degrees.
+        assert!(
+            haversine_m(at(0), [25.0005, 60.0]) < 0.01,
+            "the foot of the first point: {:?}",
+            at(0)
+        );
+        assert!(net
+            .edges
+            .iter()
+            .any(|e| e.tail == 4 && e.head == 5 && e.geometry == vec![at(0), at(1)]));
+    }
+
+    #[test]
+    fn bad_points_are_named() {
+        let mut net = two_edges();
+        let e = net
+            .snap(&[("apsp.targets", &[[25.0, 60.0], [60.0, 124.0]])])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("apsp.targets: point 2 (60, 124)"), "{e}");
+        assert!(e.contains("[lon, lat]"), "{e}");
+    }
+}
