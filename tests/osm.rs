@@ -547,6 +547,14 @@ fn osm_keys_are_checked() {
             "unknown field `speed`",
         ),
         (
+            "[input]\npath = \"m.osm.pbf\"\n[input.osm]\nsnap = \"road\"\n",
+            "unknown variant `road`, expected `edge` or `vertex`",
+        ),
+        (
+            "[input]\npath = \"m.osm.pbf\"\n[input.osm]\nturn_restrictions = \"yes\"\n",
+            "input.osm.turn_restrictions",
+        ),
+        (
             "[input]\npath = \"m.osm.pbf\"\ncoordinates = \"m.co\"\n",
             "input.coordinates = \"m.co\": an OpenStreetMap input has its own",
         ),
