@@ -1055,6 +1055,20 @@ fn turn_restrictions_change_car_distances_as_computed_by_hand() {
     assert_eq!(osm["restrictions_unusable"], 2, "{osm}");
     assert_eq!(osm["relations_unused"], 3, "{osm}");
     assert_eq!(osm["turn_vertices"], (total - 5) as u64, "{osm}");
+    // The GPU half (PoCL in CI) runs the same expanded graph: PHAST and the work list.
+    if crate::util::opencl() {
+        for alg in ["phast", "worklist"] {
+            let gpu = run(
+                &osm_config(&file, ""),
+                &[
+                    "units.cpu_workers=0",
+                    "units.device_type=all",
+                    &format!("apsp.gpu_algorithm={alg}"),
+                ],
+            );
+            assert_eq!(distances(&gpu).0, d, "the GPU half's {alg}");
+        }
+    }
     // Each turn copy stands for C (vertices.csv's `of`).
     for v in &all_vertices(&out)[5..] {
         assert_eq!((v.0, v.3.as_str(), v.4), (1, "turn", 0), "{v:?}");
@@ -1227,6 +1241,10 @@ fn a_point_snaps_onto_the_nearest_edge_and_distances_start_there() {
         ],
         "from the projected points: both ways on way 50, forward only on the oneway 51"
     );
+    if crate::util::opencl() {
+        let gpu = run(&cfg, &["units.cpu_workers=0", "units.device_type=all"]);
+        assert_eq!(distances(&gpu).0, d, "the GPU half from phantom vertices");
+    }
     let snaps = snapped(&out);
     for (snap, (p, f, v)) in snaps.iter().zip([(p1, f1, 4), (p2, f2, 5)]) {
         assert_eq!(snap.3, v);
