@@ -740,10 +740,8 @@ fn helsinki_od_matrix_from_points_and_from_files() {
     );
     let summary = out.summary();
     for (i, row) in summary.iter().enumerate() {
-        // A source at a restricted via vertex starts at its departure copy, which
-        // vertices.csv maps back.
         assert_eq!(
-            all[row[0] as usize].4 as u64, sv[i],
+            row[0] as u64, sv[i],
             "summary rows name the snapped vertices"
         );
     }
@@ -755,8 +753,7 @@ fn helsinki_od_matrix_from_points_and_from_files() {
         b
     };
     let ids = |b: Vec<u8>| -> Vec<u64> { npyz::NpyFile::new(&b[..]).unwrap().into_vec().unwrap() };
-    let road = |v: Vec<u64>| -> Vec<u64> { v.iter().map(|&x| all[x as usize].4 as u64).collect() };
-    assert_eq!(road(ids(entry("sources.npy"))), sv, "od.npz sources");
+    assert_eq!(ids(entry("sources.npy")), sv, "od.npz sources");
     assert_eq!(ids(entry("targets.npy")), tv, "od.npz targets");
     let od = entry("distances.npy");
     let f = npyz::NpyFile::new(&od[..]).unwrap();
@@ -1069,6 +1066,9 @@ fn turn_restrictions_change_car_distances_as_computed_by_hand() {
             assert_eq!(distances(&gpu).0, d, "the GPU half's {alg}");
         }
     }
+    // A source at C runs from its departure copy and is named C; the copies run their own.
+    let labels: Vec<u64> = out.summary().iter().map(|r| r[0] as u64).collect();
+    assert_eq!(&labels[..5], &[0, 1, 2, 3, 4]);
     // Each turn copy stands for C (vertices.csv's `of`).
     for v in &all_vertices(&out)[5..] {
         assert_eq!((v.0, v.3.as_str(), v.4), (1, "turn", 0), "{v:?}");

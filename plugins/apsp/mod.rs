@@ -415,7 +415,7 @@ impl Job for ApspJob {
         od::write(self, dir, self.options.od_csv)?;
         let mut checksum = write_summary_records(
             dir,
-            &self.sources,
+            &geo::source_labels(self.geo.geo.as_ref(), &self.sources),
             self.graph.id_base,
             self.targets.as_ref().map_or(self.graph.n, Vec::len),
             self.targets.as_deref(),

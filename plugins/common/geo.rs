@@ -175,6 +175,24 @@ pub fn departures(geo: Option<&Geo>, mut sources: Vec<u32>) -> Vec<u32> {
     sources
 }
 
+/// The ids outputs name `sources` by (`summary.csv`, `od.npz`): the road vertex of a departure
+/// copy (turn restrictions), else the source itself.
+pub fn source_labels(geo: Option<&Geo>, sources: &[u32]) -> Vec<u32> {
+    let Some(g) = geo.filter(|g| !g.departure.is_empty()) else {
+        return sources.to_vec();
+    };
+    let roads = g.coords.points.len() as u32;
+    sources
+        .iter()
+        .map(
+            |&s| match s.checked_sub(roads).and_then(|i| g.extra.get(i as usize)) {
+                Some(Extra::Turn(b)) => *b,
+                _ => s,
+            },
+        )
+        .collect()
+}
+
 /// The places' facts for report.json: the OSM reader's counts, where vertices.csv is, and each
 /// snapped list's count, largest and mean snapping distance.
 pub fn report(geo: &Geo, snapped: &[(&str, &[Snap])]) -> serde_json::Value {
