@@ -95,6 +95,7 @@ fn main() -> tuccompi::Result<()> {
     let n = graph.n;
     let mut job = ApspJob {
         inputs: Vec::new(),
+        check: Vec::new(),
         sources: Vec::new(),
         wide,
         width,

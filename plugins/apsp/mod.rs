@@ -107,6 +107,8 @@ pub struct ApspJob {
     pub graph: Csr,
     /// The files read: `[input]`'s and `apsp.targets = { file = ... }`.
     pub inputs: Vec<std::path::PathBuf>,
+    /// What `tuccompi check` prints of the plan: the input and the sources.
+    pub check: Vec<(String, String)>,
     /// Source vertex (internal id) of each task.
     pub sources: Vec<u32>,
     /// Whether the trees are computed in 64 bits from the start (else in 32, a tree that
@@ -169,12 +171,16 @@ impl Plugin for Apsp {
         // Checks below name their key; this adds where it was set.
         prepare(ctx).map_err(|e| ctx.plan.origins.locate(e))
     }
+    fn tables(&self) -> &'static [&'static str] {
+        &["input"]
+    }
 }
 
 fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
     let options: ApspOptions = ctx.options("apsp")?;
     // An id file's mistakes are found before the graph is read.
     let (source_spec, source_origins) = crate::common::ids::run_sources(ctx.plan)?;
+    let input = crate::common::input::Input::on_this_rank(ctx.plan, ctx.share)?;
     let (target_spec, target_origins) = match options.targets.clone() {
         Some(t) => {
             let (t, origins) = crate::common::ids::load_with_origins(t, "apsp.targets")?;
@@ -190,7 +196,7 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
     if let Some(Sources::Points(p)) = &target_spec {
         points.push(("apsp.targets", p));
     }
-    let (graph, places) = geo::load_input(ctx, &points)?;
+    let (graph, places) = geo::load_input(ctx, &input, &points)?;
     check_run_memory(ctx, &graph, &options, &source_spec)?;
     let (sources, source_snaps) = match &source_spec {
         Sources::Points(p) => geo::resolve(p, places.as_ref(), "run.sources")?,
@@ -266,7 +272,8 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
     };
     Ok(Box::new(ApspJob {
         graph,
-        inputs: crate::common::input_files(ctx.plan)
+        check: crate::common::check_lines(ctx.plan, &input),
+        inputs: crate::common::input_files(ctx.plan, &input)
             .into_iter()
             .chain(target_file)
             .collect(),
@@ -350,6 +357,9 @@ impl Job for ApspJob {
     }
     fn inputs(&self) -> Vec<std::path::PathBuf> {
         self.inputs.clone()
+    }
+    fn check_lines(&self) -> Vec<(String, String)> {
+        self.check.clone()
     }
     fn record_words(&self) -> usize {
         PathSummary::WORDS

@@ -4,7 +4,7 @@
 //! default) or to the nearest vertex; `vertices.csv`, `snapped.csv` and `edges.csv` written
 //! with the run's outputs.
 
-use crate::config::{is_osm, InputSpec};
+use crate::common::input::{is_osm, name_path, Input};
 use crate::graph::osm::network::Extra;
 use crate::graph::osm::{read_network, Edge, OsmStats, SnapTo};
 use crate::graph::{read_co, Coords, Csr, Snap};
@@ -56,23 +56,14 @@ impl Geo {
 /// extract is parsed once per rank, and the CSR built from it is still shared per machine.
 pub fn load_input(
     ctx: &PrepareCtx<'_>,
+    input: &Input,
     points: &[(&str, &[[f64; 2]])],
 ) -> Result<(Csr, Option<Geo>)> {
     let plan = ctx.plan;
-    if let Some(InputSpec::Path(p)) = &plan.input {
+    if let Some(p) = input.path() {
         if is_osm(p) {
             let opts = super::osm_options(plan)?;
-            let mut net = read_network(p, opts).map_err(|e| match e {
-                Error::Io { path, source } if path == *p => plan.origins.error(
-                    "input.path",
-                    format!(
-                        "input.path = \"{}\": {source}; check the path (relative paths start \
-                         at the directory tuccompi runs in)",
-                        p.display()
-                    ),
-                ),
-                e => e,
-            })?;
+            let mut net = read_network(p, opts).map_err(|e| name_path(plan, p, e))?;
             let lists: Vec<(&str, &[[f64; 2]])> = points
                 .iter()
                 .copied()
@@ -105,8 +96,8 @@ pub fn load_input(
             return Ok((csr, Some(geo)));
         }
     }
-    let csr = super::load_csr(ctx)?;
-    let geo = match &plan.geo.coordinates {
+    let csr = super::load_csr(ctx, input)?;
+    let geo = match &input.coordinates {
         None => None,
         Some(co) => {
             if csr.id_base != 1 {
