@@ -119,9 +119,13 @@ fn accepted_keys() -> BTreeSet<String> {
         };
         match (table, Input::of(&plan)) {
             (_, Err(e)) => e.to_string(),
-            ("input.generate", Ok(Input { spec: Some(InputSpec::Generate(t)), .. })) => {
-                error_text(tuccompi_plugins::common::generate_spec(&plan, &t))
-            }
+            (
+                "input.generate",
+                Ok(Input {
+                    spec: Some(InputSpec::Generate(t)),
+                    ..
+                }),
+            ) => error_text(tuccompi_plugins::common::generate_spec(&plan, &t)),
             ("input.osm", _) => error_text(tuccompi_plugins::common::osm_options(&plan)),
             ("input", Ok(_)) => String::new(),
             _ => format!("[{table}] is not read by the graph plugins"),

@@ -191,8 +191,6 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
     // An id file's mistakes are found before the graph is read.
     let (source_spec, source_origins) = crate::common::ids::run_sources(ctx.plan)?;
     let input = crate::common::input::Input::on_this_rank(ctx.plan, ctx.share)?;
-    let (graph, places) = geo::load_input(ctx, &input)?;
-    check_run_memory(ctx, &graph, &options, &source_spec)?;
     let (target_spec, target_origins) = match options.targets.clone() {
         Some(t) => {
             let (t, origins) = crate::common::ids::load_with_origins(t, "apsp.targets")?;
@@ -200,12 +198,18 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         }
         None => (None, None),
     };
-    let points = |s: &Option<Sources>| matches!(s, Some(Sources::Points(_)));
-    let index = (matches!(source_spec, Sources::Points(_)) || points(&target_spec))
-        .then(|| places.as_ref().map(|g| g.coords.index()))
-        .flatten();
+    // Points snapped onto edges are part of the graph: known before it is built.
+    let mut points: Vec<(&str, &[[f64; 2]])> = Vec::new();
+    if let Sources::Points(p) = &source_spec {
+        points.push(("run.sources", p));
+    }
+    if let Some(Sources::Points(p)) = &target_spec {
+        points.push(("apsp.targets", p));
+    }
+    let (graph, places) = geo::load_input(ctx, &input, &points)?;
+    check_run_memory(ctx, &graph, &options, &source_spec)?;
     let (sources, source_snaps) = match &source_spec {
-        Sources::Points(p) => geo::resolve(p, index.as_ref(), "run.sources")?,
+        Sources::Points(p) => geo::resolve(p, places.as_ref(), "run.sources")?,
         s => (
             resolve_sources(s, source_origins.as_ref(), graph.n, graph.id_base)?,
             Vec::new(),
@@ -214,7 +218,7 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
     let (targets, target_snaps) = match &target_spec {
         None | Some(Sources::All) => (None, Vec::new()),
         Some(Sources::Points(p)) => {
-            let (ids, snaps) = geo::resolve(p, index.as_ref(), "apsp.targets")?;
+            let (ids, snaps) = geo::resolve(p, places.as_ref(), "apsp.targets")?;
             (Some(ids), snaps)
         }
         Some(t) => (
@@ -227,7 +231,8 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
             Vec::new(),
         ),
     };
-    drop(index);
+    // Paths from a restricted via vertex start at its departure copy.
+    let sources = geo::departures(places.as_ref(), sources);
     let width = width::choose(&graph, &sources, targets.as_deref());
     let wide = width.wide;
     let cols = targets.as_ref().map_or(graph.n, Vec::len);
@@ -449,7 +454,7 @@ impl Job for ApspJob {
         paths::write(self, dir)?;
         let mut checksum = write_summary_records(
             dir,
-            &self.sources,
+            &geo::source_labels(self.geo.geo.as_ref(), &self.sources),
             self.graph.id_base,
             self.targets.as_ref().map_or(self.graph.n, Vec::len),
             self.targets.as_deref(),

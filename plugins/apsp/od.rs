@@ -107,7 +107,8 @@ pub fn write(job: &ApspJob, dir: &Path, csv: bool) -> Result<()> {
         ))
     })?;
     let base = job.graph.id_base;
-    let source_ids: Vec<u64> = job.sources.iter().map(|&s| s as u64 + base).collect();
+    let labels = crate::common::geo::source_labels(job.geo.geo.as_ref(), &job.sources);
+    let source_ids: Vec<u64> = labels.iter().map(|&s| s as u64 + base).collect();
     let target_ids: Vec<u64> = targets.iter().map(|&t| t as u64 + base).collect();
     write_npz(
         dir,

@@ -1,44 +1,97 @@
 //! Inputs with places: an OpenStreetMap extract (its graph, coordinates and node ids) or a
-//! graph with a DIMACS `.co` file; points in `run.sources` / `apsp.targets` snapped to their
-//! nearest vertex; `vertices.csv` and `snapped.csv` written with the run's outputs.
+//! graph with a DIMACS `.co` file; points in `run.sources` / `apsp.targets` snapped onto the
+//! nearest edge of an OpenStreetMap network (phantom vertices, `[input.osm] snap = "edge"`, the
+//! default) or to the nearest vertex; `vertices.csv`, `snapped.csv` and `edges.csv` written
+//! with the run's outputs.
 
 use crate::common::input::{is_osm, name_path, Input};
-use crate::graph::osm::{read_osm, OsmStats};
-use crate::graph::{read_co, Coords, Csr, Snap, SnapIndex};
+use crate::graph::osm::network::Extra;
+use crate::graph::osm::{read_network, Edge, OsmStats, SnapTo};
+use crate::graph::{read_co, Coords, Csr, Snap};
 use crate::plugin::PrepareCtx;
 use crate::sink::write_file;
 use crate::{Error, Result};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
 /// The places of an input's vertices, when it has any.
 #[derive(Debug)]
 pub struct Geo {
-    /// Each vertex's coordinates (and OSM node id).
+    /// Each road vertex's coordinates (and OSM node id): the vertices points snap to with
+    /// `snap = "vertex"`, ids `0..coords.points.len()`.
     pub coords: Coords,
     /// What the OpenStreetMap reader kept and skipped (OSM input only).
     pub osm: Option<OsmStats>,
+    /// The graph's vertices after the road vertices (OSM input): phantom vertices of points
+    /// snapped onto edges, then turn-restriction copies.
+    pub extra: Vec<Extra>,
+    /// A restricted via vertex's departure copy: where a path from that vertex starts.
+    pub departure: HashMap<u32, u32>,
+    /// The lists of points already snapped onto edges, by key (`run.sources`, `apsp.targets`).
+    pub snapped: Vec<(String, Vec<Snap>)>,
+    /// The network's edges, when `[input.osm] export = true` asks for `edges.csv`.
+    pub edges: Option<Vec<Edge>>,
+}
+
+impl Geo {
+    fn of(coords: Coords) -> Self {
+        Geo {
+            coords,
+            osm: None,
+            extra: Vec::new(),
+            departure: HashMap::new(),
+            snapped: Vec::new(),
+            edges: None,
+        }
+    }
 }
 
 /// The input graph as a CSR, with its vertices' places when the input has them (an `.osm.pbf`,
-/// or `input.coordinates`).
+/// or `input.coordinates`). `points` are the lists of `[lon, lat]` points the job will snap
+/// (`(key, points)`): on an OpenStreetMap input with `snap = "edge"` they are snapped here, as
+/// the phantom vertices they make are part of the graph ([`resolve`] returns them).
 ///
 /// Under MPI every rank reads the places itself (each needs them to snap points): an OSM
 /// extract is parsed once per rank, and the CSR built from it is still shared per machine.
-pub fn load_input(ctx: &PrepareCtx<'_>, input: &Input) -> Result<(Csr, Option<Geo>)> {
+pub fn load_input(
+    ctx: &PrepareCtx<'_>,
+    input: &Input,
+    points: &[(&str, &[[f64; 2]])],
+) -> Result<(Csr, Option<Geo>)> {
     let plan = ctx.plan;
     if let Some(p) = input.path() {
         if is_osm(p) {
-            let (list, coords, stats) =
-                read_osm(p, super::osm_options(plan)?).map_err(|e| name_path(plan, p, e))?;
+            let opts = super::osm_options(plan)?;
+            let mut net = read_network(p, opts).map_err(|e| name_path(plan, p, e))?;
+            let lists: Vec<(&str, &[[f64; 2]])> = points
+                .iter()
+                .copied()
+                .filter(|(_, p)| !p.is_empty())
+                .collect();
+            let snapped = if opts.snap == SnapTo::Edge && !lists.is_empty() {
+                let snaps = net.snap(&lists)?;
+                lists
+                    .iter()
+                    .map(|(k, _)| k.to_string())
+                    .zip(snaps)
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let list = net.graph(opts.turns().map_err(|e| plan.origins.locate(e))?);
             let mut build = || Csr::from_edges(&list);
             let csr = match ctx.share {
                 Some(s) => crate::graph::share_csr(s, &mut build)?,
                 None => build()?,
             };
             let geo = Geo {
-                coords,
-                osm: Some(stats),
+                coords: net.coords,
+                osm: Some(net.stats),
+                extra: net.extra,
+                departure: net.departure,
+                snapped,
+                edges: opts.export.then_some(net.edges),
             };
             return Ok((csr, Some(geo)));
         }
@@ -68,21 +121,18 @@ pub fn load_input(ctx: &PrepareCtx<'_>, input: &Input) -> Result<(Csr, Option<Ge
                 ),
                 e => e,
             })?;
-            Some(Geo { coords, osm: None })
+            Some(Geo::of(coords))
         }
     };
     Ok((csr, geo))
 }
 
-/// Points snapped to their nearest vertex through `index`, in order (several points may snap
-/// to one vertex, each keeping its own task or column): the vertices (internal ids) and the
-/// snaps. `key` names the list in messages.
-pub fn resolve(
-    points: &[[f64; 2]],
-    index: Option<&SnapIndex<'_>>,
-    key: &str,
-) -> Result<(Vec<u32>, Vec<Snap>)> {
-    let Some(index) = index else {
+/// Points snapped in order (several points may snap to one vertex, each keeping its own task or
+/// column): the vertices (internal ids) and the snaps. The points [`load_input`] snapped onto
+/// edges for `key` are those snaps; others snap to their nearest road vertex. `key` names the
+/// list in messages.
+pub fn resolve(points: &[[f64; 2]], geo: Option<&Geo>, key: &str) -> Result<(Vec<u32>, Vec<Snap>)> {
+    let Some(geo) = geo else {
         return Err(Error::Config(format!(
             "{key}: points need vertex coordinates: an OpenStreetMap input (input.path = \
              \"x.osm.pbf\") or input.coordinates = \"x.co\" beside a .gr file; or list vertex ids"
@@ -93,12 +143,45 @@ pub fn resolve(
             "{key} = []: list at least one point"
         )));
     }
+    if let Some((_, snaps)) = geo.snapped.iter().find(|(k, _)| k == key) {
+        return Ok((snaps.iter().map(|s| s.vertex).collect(), snaps.clone()));
+    }
+    let index = geo.coords.index();
     let snaps = points
         .iter()
         .enumerate()
         .map(|(i, &p)| index.snap(p, key, i))
         .collect::<Result<Vec<_>>>()?;
     Ok((snaps.iter().map(|s| s.vertex).collect(), snaps))
+}
+
+/// The vertices paths from `sources` start at: a restricted via vertex's departure copy
+/// (turn restrictions), else the vertex itself.
+pub fn departures(geo: Option<&Geo>, mut sources: Vec<u32>) -> Vec<u32> {
+    if let Some(g) = geo.filter(|g| !g.departure.is_empty()) {
+        for s in &mut sources {
+            *s = g.departure.get(s).copied().unwrap_or(*s);
+        }
+    }
+    sources
+}
+
+/// The ids outputs name `sources` by (`summary.csv`, `od.npz`): the road vertex of a departure
+/// copy (turn restrictions), else the source itself.
+pub fn source_labels(geo: Option<&Geo>, sources: &[u32]) -> Vec<u32> {
+    let Some(g) = geo.filter(|g| !g.departure.is_empty()) else {
+        return sources.to_vec();
+    };
+    let roads = g.coords.points.len() as u32;
+    sources
+        .iter()
+        .map(
+            |&s| match s.checked_sub(roads).and_then(|i| g.extra.get(i as usize)) {
+                Some(Extra::Turn(b)) => *b,
+                _ => s,
+            },
+        )
+        .collect()
 }
 
 /// The places' facts for report.json: the OSM reader's counts, where vertices.csv is, and each
@@ -115,6 +198,9 @@ pub fn report(geo: &Geo, snapped: &[(&str, &[Snap])]) -> serde_json::Value {
     );
     if geo.coords.osm_ids.is_some() {
         report.insert("vertices_csv".into(), "vertices.csv".into());
+    }
+    if geo.edges.is_some() {
+        report.insert("edges_csv".into(), "edges.csv".into());
     }
     if let Some(stats) = &geo.osm {
         report.insert(
@@ -146,9 +232,12 @@ pub fn report(geo: &Geo, snapped: &[(&str, &[Snap])]) -> serde_json::Value {
     report.into()
 }
 
-/// Write `vertices.csv` (`id,osm_id,lon,lat`, OSM input) and, when points were snapped,
-/// `snapped.csv` (`kind,index,lon,lat,vertex,distance`; `x,y` for a `.co` file's planar
-/// coordinates), ids in the input's numbering.
+/// Write `vertices.csv` (`id,osm_id,lon,lat,kind,of`, OSM input: `kind` is `node` for a road
+/// vertex, `phantom` for a point snapped onto an edge (no `osm_id`, no `of`), `turn` for a
+/// turn-restriction copy of the road vertex `of`, with that vertex's OSM id and place), when
+/// asked `edges.csv` ([`edges_csv`](crate::graph::osm::network::edges_csv)) and, when
+/// points were snapped, `snapped.csv` (`kind,index,lon,lat,vertex,distance,on_lon,on_lat`;
+/// `x,y`/`on_x,on_y` for a `.co` file's planar coordinates), ids in the input's numbering.
 pub fn write_outputs(
     dir: &Path,
     geo: &Geo,
@@ -156,14 +245,41 @@ pub fn write_outputs(
     snapped: &[(&str, &[Snap])],
 ) -> Result<()> {
     if let Some(osm_ids) = &geo.coords.osm_ids {
-        let mut csv = String::with_capacity(osm_ids.len() * 40 + 32);
-        csv.push_str("id,osm_id,lon,lat\n");
+        let mut csv = String::with_capacity((osm_ids.len() + geo.extra.len()) * 48 + 32);
+        csv.push_str("id,osm_id,lon,lat,kind,of\n");
         for (i, (&osm, p)) in osm_ids.iter().zip(&geo.coords.points).enumerate() {
             let [lon, lat] = p.expect("every OSM vertex has a place");
+            let id = i as u64 + id_base;
             // 7 decimals: OSM's own precision (100 nanodegrees).
-            let _ = writeln!(csv, "{},{osm},{lon:.7},{lat:.7}", i as u64 + id_base);
+            let _ = writeln!(csv, "{id},{osm},{lon:.7},{lat:.7},node,{id}");
+        }
+        let n = osm_ids.len() as u64;
+        for (i, e) in geo.extra.iter().enumerate() {
+            let id = n + i as u64 + id_base;
+            let _ = match *e {
+                Extra::Phantom([lon, lat]) => {
+                    writeln!(csv, "{id},,{lon:.7},{lat:.7},phantom,")
+                }
+                Extra::Turn(b) => {
+                    let [lon, lat] =
+                        geo.coords.points[b as usize].expect("road vertices have places");
+                    let osm = osm_ids[b as usize];
+                    writeln!(
+                        csv,
+                        "{id},{osm},{lon:.7},{lat:.7},turn,{}",
+                        b as u64 + id_base
+                    )
+                }
+            };
         }
         write_file(dir, "vertices.csv", &csv)?;
+    }
+    if let Some(edges) = &geo.edges {
+        write_file(
+            dir,
+            "edges.csv",
+            &crate::graph::osm::network::edges_csv(edges, id_base),
+        )?;
     }
     if snapped.iter().any(|(_, s)| !s.is_empty()) {
         let (xn, yn) = if geo.coords.spherical {
@@ -171,16 +287,18 @@ pub fn write_outputs(
         } else {
             ("x", "y")
         };
-        let mut csv = format!("kind,index,{xn},{yn},vertex,distance\n");
+        let mut csv = format!("kind,index,{xn},{yn},vertex,distance,on_{xn},on_{yn}\n");
         for (kind, snaps) in snapped {
             for (i, s) in snaps.iter().enumerate() {
                 let _ = writeln!(
                     csv,
-                    "{kind},{i},{},{},{},{}",
+                    "{kind},{i},{},{},{},{},{},{}",
                     s.point[0],
                     s.point[1],
                     s.vertex as u64 + id_base,
-                    s.distance
+                    s.distance,
+                    s.on[0],
+                    s.on[1]
                 );
             }
         }

@@ -147,7 +147,9 @@ impl Input {
     pub fn on_this_rank(plan: &Plan, share: Option<&dyn Share>) -> Result<Input> {
         let mut input = Input::of(plan)?;
         if let (Some(share), Some(InputSpec::Path(p))) = (share, &input.spec) {
-            let local = share.rank_0_file("input", p).map_err(|e| name_path(plan, p, e))?;
+            let local = share
+                .rank_0_file("input", p)
+                .map_err(|e| name_path(plan, p, e))?;
             input.spec = Some(InputSpec::Path(local));
         }
         Ok(input)
@@ -217,10 +219,7 @@ fn check_places(
         if let Some(why) = why {
             return Err(plan.origins.error(
                 "input.coordinates",
-                format!(
-                    "input.coordinates = {:?}: {why}",
-                    c.display().to_string()
-                ),
+                format!("input.coordinates = {:?}: {why}", c.display().to_string()),
             ));
         }
     }
@@ -327,7 +326,9 @@ mod test {
         let i = input(gen, &["input.path=x.gr"]).unwrap();
         assert_eq!(i.path(), Some(Path::new("x.gr")));
         let i = input(MIN, &["input.generate.model=grid"]).unwrap();
-        assert!(matches!(i.spec, Some(InputSpec::Generate(ref g)) if g["model"].as_str() == Some("grid")));
+        assert!(
+            matches!(i.spec, Some(InputSpec::Generate(ref g)) if g["model"].as_str() == Some("grid"))
+        );
         // Both written in the file: refused with the table's line.
         let both = format!("{MIN}[input.generate]\nmodel = \"road\"\n");
         let e = input(&both, &[]).unwrap_err().to_string();
@@ -345,22 +346,33 @@ mod test {
 
     #[test]
     fn an_unknown_input_key_is_named_with_its_line() {
-        let e = input(&format!("{MIN}pth = 3\n"), &[]).unwrap_err().to_string();
+        let e = input(&format!("{MIN}pth = 3\n"), &[])
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("c.toml:5: input.pth: unknown field"), "{e}");
     }
 
     #[test]
     fn place_and_file_keys_must_fit_the_input() {
-        let e = input(MIN, &["input.osm.profile=car"]).unwrap_err().to_string();
-        assert!(e.contains("[input.osm] applies to OpenStreetMap input"), "{e}");
+        let e = input(MIN, &["input.osm.profile=car"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("[input.osm] applies to OpenStreetMap input"),
+            "{e}"
+        );
         let e = input(MIN, &["input.path=x.osm.pbf", "input.coordinates=x.co"])
             .unwrap_err()
             .to_string();
         assert!(e.contains("has its own coordinates"), "{e}");
         let gen = "[run]\nplugin = \"apsp\"\n[input.generate]\nmodel = \"road\"\n";
-        let e = input(gen, &["input.weight_scale=2"]).unwrap_err().to_string();
+        let e = input(gen, &["input.weight_scale=2"])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("there is no input.path"), "{e}");
-        let e = input(MIN, &["input.columns=[\"a\", \"a\"]"]).unwrap_err().to_string();
+        let e = input(MIN, &["input.columns=[\"a\", \"a\"]"])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("named twice"), "{e}");
         let e = input(MIN, &["input.no_arc=nan"]).unwrap_err().to_string();
         assert!(e.contains("NaN always means no arc"), "{e}");

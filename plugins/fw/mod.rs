@@ -525,12 +525,16 @@ impl FwJob {
                         let r: Vec<i64> = row.iter().map(|d| get(d).unwrap_or(i64::MAX)).collect();
                         i64::write_row(rows, t, &r)?;
                     } else if narrow {
-                        let r: Vec<u32> =
-                            row.iter().map(|d| get(d).map_or(u32::MAX, |x| x as u32)).collect();
+                        let r: Vec<u32> = row
+                            .iter()
+                            .map(|d| get(d).map_or(u32::MAX, |x| x as u32))
+                            .collect();
                         u32::write_row(rows, t, &r)?;
                     } else {
-                        let r: Vec<u64> =
-                            row.iter().map(|d| get(d).map_or(u64::MAX, |x| x as u64)).collect();
+                        let r: Vec<u64> = row
+                            .iter()
+                            .map(|d| get(d).map_or(u64::MAX, |x| x as u64))
+                            .collect();
                         u64::write_row(rows, t, &r)?;
                     }
                 }

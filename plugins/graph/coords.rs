@@ -1,6 +1,7 @@
 //! Vertex coordinates: an OpenStreetMap input's (longitude, latitude in degrees) or a DIMACS
 //! `.co` file's (planar, in the file's units), and snapping points to the nearest vertex
-//! through an R*-tree (`rstar`).
+//! through an R*-tree (`rstar`). Snapping onto the nearest edge of an OpenStreetMap network is
+//! `osm::network`'s.
 //!
 //! Geographic coordinates are indexed as 3-D unit vectors: the chord between two of them grows
 //! with the great-circle angle, so the nearest vector is the great-circle nearest vertex, with
@@ -31,14 +32,41 @@ pub struct Coords {
 pub struct Snap {
     /// The point as given.
     pub point: [f64; 2],
-    /// The nearest vertex (internal id).
+    /// The vertex it snapped to (internal id): the nearest vertex, or the phantom vertex (or
+    /// edge end) where it snapped onto an edge.
     pub vertex: u32,
-    /// Distance from the point to the vertex: metres (great-circle) for geographic
-    /// coordinates, the file's units for planar ones.
+    /// Distance from the point to where it landed (`on`): metres (great-circle) for
+    /// geographic coordinates, the file's units for planar ones.
     pub distance: f64,
+    /// Where it landed: the vertex's place, or its projection onto the edge.
+    pub on: [f64; 2],
 }
 
-fn unit_vector(p: [f64; 2]) -> [f64; 3] {
+/// Refuse a point that is not a finite pair, or (`spherical`) not `[lon, lat]` in degrees,
+/// naming `key` and its 1-based entry.
+pub(crate) fn check_point(point: [f64; 2], key: &str, entry: usize, spherical: bool) -> Result<()> {
+    let bad = |what: &str| {
+        Err(Error::Config(format!(
+            "{key}: point {} ({}, {}) {what}",
+            entry + 1,
+            point[0],
+            point[1]
+        )))
+    };
+    if !point.iter().all(|c| c.is_finite()) {
+        return bad("is not a finite coordinate pair");
+    }
+    if spherical && (!(-180.0..=180.0).contains(&point[0]) || !(-90.0..=90.0).contains(&point[1])) {
+        return bad(
+            "is not [longitude, latitude] in degrees (longitude -180..180, latitude -90..90); \
+             write points as [lon, lat]",
+        );
+    }
+    Ok(())
+}
+
+/// `(lon, lat)` in degrees as a 3-D unit vector.
+pub(crate) fn unit_vector(p: [f64; 2]) -> [f64; 3] {
     let (lon, lat) = (p[0].to_radians(), p[1].to_radians());
     [lat.cos() * lon.cos(), lat.cos() * lon.sin(), lat.sin()]
 }
@@ -95,27 +123,9 @@ impl Coords {
 impl SnapIndex<'_> {
     /// The vertex nearest to `point` (O(log n) expected). `key` names the list in messages.
     pub fn snap(&self, point: [f64; 2], key: &str, entry: usize) -> Result<Snap> {
-        let bad = |what: &str| {
-            Error::Config(format!(
-                "{key}: point {} ({}, {}) {what}",
-                entry + 1,
-                point[0],
-                point[1]
-            ))
-        };
-        if !point.iter().all(|c| c.is_finite()) {
-            return Err(bad("is not a finite coordinate pair"));
-        }
+        check_point(point, key, entry, self.coords.spherical)?;
         let vertex = match &self.tree {
-            Tree::Sphere(t) => {
-                if !(-180.0..=180.0).contains(&point[0]) || !(-90.0..=90.0).contains(&point[1]) {
-                    return Err(bad(
-                        "is not [longitude, latitude] in degrees (longitude -180..180, \
-                         latitude -90..90); write points as [lon, lat]",
-                    ));
-                }
-                t.nearest_neighbor(&unit_vector(point)).map(|g| g.data)
-            }
+            Tree::Sphere(t) => t.nearest_neighbor(&unit_vector(point)).map(|g| g.data),
             Tree::Plane(t) => t.nearest_neighbor(&point).map(|g| g.data),
         };
         let vertex = vertex.ok_or_else(|| {
@@ -129,6 +139,7 @@ impl SnapIndex<'_> {
             point,
             vertex,
             distance: self.coords.distance(point, at),
+            on: at,
         })
     }
 }

@@ -98,9 +98,8 @@ impl Origins {
     /// that exclude each other (a file or a generator): the later `--set` wins over the file.
     pub fn last_set(&self, keys: &[&str]) -> Option<usize> {
         self.overrides.iter().rev().find_map(|(k, _)| {
-            keys.iter().position(|key| {
-                k == key || k.strip_prefix(key).is_some_and(|r| r.starts_with('.'))
-            })
+            keys.iter()
+                .position(|key| k == key || k.strip_prefix(key).is_some_and(|r| r.starts_with('.')))
         })
     }
 }

@@ -397,7 +397,11 @@ impl MpiNode {
         // Several files keep apart: the n-th copy's name starts with n.
         let n = std::fs::read_dir(&dir).map_or(0, |d| d.count());
         let name = path.file_name().unwrap_or_default().to_string_lossy();
-        let copy = dir.join(if n == 0 { name.to_string() } else { format!("{n}-{name}") });
+        let copy = dir.join(if n == 0 {
+            name.to_string()
+        } else {
+            format!("{n}-{name}")
+        });
         std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)

@@ -2,21 +2,29 @@
 //! road graph for one travel mode (`[input.osm] profile`), weighted by great-circle length or by
 //! travel time (`[input.osm] weight`).
 //!
-//! Two passes over the file: the ways first (which are routable for the profile, in which
-//! directions, at what speed, and how often each node is used), then the nodes those ways name
-//! (their coordinates). A vertex is a node that ends a routable way or is shared by two of them
-//! (or twice by one): the nodes between are contracted into the arc's weight, which follows the
-//! way's whole geometry. Vertices are numbered from 0 in increasing OSM node id.
+//! Two passes over the file: the ways and relations first (which ways are routable for the
+//! profile, in which directions, at what speed; the car profile's turn restrictions), then the
+//! nodes those ways name (their coordinates). A way whose nodes the extract lacks in part (cut
+//! at its border) keeps each run of two or more consecutive nodes it holds, as pyrosm does. A
+//! vertex is a node that ends a routable way (or a kept part of one) or is shared by two of them
+//! (or twice by one): the nodes between are contracted into the edge's weight, which follows
+//! the way's whole geometry. Vertices are numbered from 0 in increasing OSM node id.
+//! [`network`] turns the edges into the graph: points snapped onto them as phantom vertices, turn
+//! restrictions expanded, the network exported as `edges.csv`.
 //!
-//! Nothing in the file is trusted: a way naming a node the file does not hold, or one placed off
-//! the globe, a tag that is not UTF-8 text or not in its block's string table, a `oneway` value
-//! that says neither direction is usable are skipped and counted, each in its own category
-//! ([`OsmStats`], in report.json; the corrupt ones also in a warning); relations are counted and
-//! not used (no turn restrictions). A file the crate cannot decode (truncated, not PBF), or
+//! Nothing in the file is trusted: a way with no two consecutive nodes the file holds, or one
+//! with a node placed off the globe, a tag that is not UTF-8 text or not in its block's string
+//! table, a `oneway` value that says neither direction is usable are skipped and counted, each in
+//! its own category ([`OsmStats`], in report.json; the corrupt ones also in a warning); a
+//! restriction relation that cannot be applied is counted by why. A file the crate cannot decode (truncated, not PBF), or
 //! whose header requires a feature this reader does not implement (a history file's
 //! `HistoricalInformation`), is one error naming the file.
 
-use super::{Coords, EdgeList, Origin};
+pub mod network;
+
+pub use network::{Edge, Network, Restriction};
+
+use super::{Coords, EdgeList};
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -46,6 +54,18 @@ pub enum Weight {
     Time,
 }
 
+/// Where a point (`run.sources`, `apsp.targets` as `[lon, lat]`) lands on the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum SnapTo {
+    /// The nearest point of the nearest road segment, made a phantom vertex that splits its
+    /// edge (OSRM's phantom nodes).
+    #[default]
+    Edge,
+    /// The nearest vertex of the graph.
+    Vertex,
+}
+
 /// `[input.osm]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -56,6 +76,31 @@ pub struct OsmOptions {
     /// Arc weights ("distance").
     #[serde(default)]
     pub weight: Weight,
+    /// Where points snap ("edge").
+    #[serde(default)]
+    pub snap: SnapTo,
+    /// Whether turn-restriction relations bind (car only; `None`: on for car).
+    #[serde(default)]
+    pub turn_restrictions: Option<bool>,
+    /// Write the network as `edges.csv` beside `vertices.csv`.
+    #[serde(default)]
+    pub export: bool,
+}
+
+impl OsmOptions {
+    /// Whether turn restrictions apply: the key's value, else on for the car profile. Asked
+    /// for another profile, an error naming the key.
+    pub fn turns(&self) -> Result<bool> {
+        match (self.turn_restrictions, self.profile) {
+            (Some(true), Profile::Bike | Profile::Foot) => Err(Error::Config(
+                "input.osm.turn_restrictions = true applies to profile = \"car\" (restriction \
+                 relations bind motor vehicles); remove it or set profile = \"car\""
+                    .into(),
+            )),
+            (Some(on), _) => Ok(on),
+            (None, p) => Ok(p == Profile::Car),
+        }
+    }
 }
 
 /// What the reader kept and what it skipped, for report.json.
@@ -71,9 +116,12 @@ pub struct OsmStats {
     pub ways: u64,
     /// Ways routable for the profile and kept.
     pub ways_used: u64,
-    /// Ways skipped because they name a node the file does not hold (usual at an extract's
-    /// border).
+    /// Ways skipped because no two consecutive nodes of theirs are in the file (usual at an
+    /// extract's border).
     pub ways_missing_node: u64,
+    /// Ways cut by the extract's border that keep their parts present (runs of two or more
+    /// consecutive nodes the file holds).
+    pub ways_clipped: u64,
     /// Ways skipped because a node they name has impossible coordinates (latitude beyond ±90,
     /// longitude beyond ±180, or not a finite number): corrupt data.
     pub ways_bad_coordinates: u64,
@@ -91,8 +139,22 @@ pub struct OsmStats {
     pub ways_degenerate: u64,
     /// Kept ways whose `maxspeed` could not be read (the class's default speed was used).
     pub maxspeed_unread: u64,
-    /// Relations in the file: not used (turn restrictions are not applied).
+    /// Relations in the file that are not turn restrictions the profile honours.
     pub relations_unused: u64,
+    /// Turn-restriction relations (`no_*`, `only_*`; from-way, via-node, to-way) applied.
+    pub restrictions_applied: u64,
+    /// Turn-restriction relations with a via way: not supported, skipped.
+    pub restrictions_via_way: u64,
+    /// Turn-restriction relations skipped because they lack a from, via or to member, have an
+    /// unknown value, or name ways and nodes the graph does not join (outside the extract, not
+    /// routable for the profile).
+    pub restrictions_unusable: u64,
+    /// Vertices added by the turn expansion (a departure copy and one copy per set of allowed
+    /// turns at each restricted via vertex; `vertices.csv`'s `turn` rows).
+    pub turn_vertices: u64,
+    /// Phantom vertices added where points snapped onto an edge (`vertices.csv`'s `phantom`
+    /// rows).
+    pub phantom_vertices: u64,
     /// Arcs whose rounded weight was below 1 and was raised to 1.
     pub arcs_raised_to_1: u64,
 }
@@ -277,9 +339,92 @@ fn judge(profile: Profile, tags: &HashMap<&str, &str>) -> Verdict {
 
 /// A routable way as pass 1 keeps it.
 struct KeptWay {
+    id: i64,
     refs: Vec<i64>,
     dir: Dir,
     kmh: f64,
+}
+
+/// A turn-restriction relation as pass 1 reads it, or why it cannot be used.
+enum RestrictionRead {
+    Use(Vec<Restriction>),
+    ViaWay,
+    Unusable,
+    NotForProfile,
+}
+
+/// A relation's tags and members as a car's turn restriction: `type=restriction`, the value of
+/// `restriction:motorcar` (else `restriction`), no `except` naming motor cars; each from-way and
+/// to-way member pair with the via node.
+fn read_restriction(r: &osmpbf::Relation<'_>) -> RestrictionRead {
+    let table = r.raw_stringtable();
+    let mut tags = HashMap::new();
+    for (k, v) in r.raw_tags() {
+        let (Some(k), Some(v)) = (table.get(k as usize), table.get(v as usize)) else {
+            return RestrictionRead::Unusable;
+        };
+        if let (Ok(k), Ok(v)) = (std::str::from_utf8(k), std::str::from_utf8(v)) {
+            tags.insert(k, v);
+        }
+    }
+    if tags.get("type") != Some(&"restriction") {
+        return RestrictionRead::NotForProfile;
+    }
+    if tags.get("except").is_some_and(|e| {
+        e.split(';')
+            .any(|x| matches!(x.trim(), "motorcar" | "motor_vehicle"))
+    }) {
+        return RestrictionRead::NotForProfile;
+    }
+    let Some(value) = tags
+        .get("restriction:motorcar")
+        .or_else(|| tags.get("restriction"))
+    else {
+        // `restriction:hgv` and other vehicles' restrictions alone.
+        return RestrictionRead::NotForProfile;
+    };
+    let only = if value.starts_with("only_") {
+        true
+    } else if value.starts_with("no_") {
+        false
+    } else {
+        return RestrictionRead::Unusable;
+    };
+    let (mut from, mut to, mut via_node, mut via_way) = (Vec::new(), Vec::new(), None, false);
+    for m in r.members() {
+        use osmpbf::RelMemberType::*;
+        match (m.role(), &m.member_type) {
+            (Ok("from"), Way) => from.push(m.member_id),
+            (Ok("to"), Way) => to.push(m.member_id),
+            (Ok("via"), Node) if via_node.is_none() => via_node = Some(m.member_id),
+            (Ok("via"), Way) => via_way = true,
+            (Ok("via"), _) => return RestrictionRead::Unusable,
+            _ => {}
+        }
+    }
+    if via_way {
+        return RestrictionRead::ViaWay;
+    }
+    let Some(via) = via_node else {
+        return RestrictionRead::Unusable;
+    };
+    if from.is_empty() || to.is_empty() {
+        return RestrictionRead::Unusable;
+    }
+    let relation = r.id();
+    RestrictionRead::Use(
+        from.iter()
+            .flat_map(|&f| {
+                to.iter().map(move |&t| Restriction {
+                    relation,
+                    from: f,
+                    via,
+                    to: t,
+                    only,
+                })
+            })
+            .collect(),
+    )
 }
 
 fn pbf_error(path: &Path, e: osmpbf::Error) -> Error {
@@ -358,11 +503,24 @@ fn guarded(path: &Path, pass: impl FnOnce() -> Result<()>) -> Result<()> {
     }
 }
 
-/// Read `path` as an OpenStreetMap PBF extract: the road graph for `opts`, each vertex's
-/// coordinates and OSM node id, and what was kept and skipped.
+/// Read `path` as an OpenStreetMap PBF extract: the road graph for `opts` (turn restrictions
+/// expanded when they apply, no points snapped), the road vertices' coordinates and OSM node
+/// ids, and what was kept and skipped.
 ///
 /// O(file size) time; memory O(nodes of routable ways).
 pub fn read_osm(path: &Path, opts: OsmOptions) -> Result<(EdgeList, Coords, OsmStats)> {
+    let mut net = read_network(path, opts)?;
+    let list = net.graph(opts.turns()?);
+    Ok((list, net.coords, net.stats))
+}
+
+/// Read `path` as an OpenStreetMap PBF extract: the road network for `opts` as edges with their
+/// geometry and way ids, the vertices' coordinates and OSM node ids, the turn restrictions read,
+/// and what was kept and skipped.
+///
+/// O(file size) time; memory O(nodes of routable ways).
+pub fn read_network(path: &Path, opts: OsmOptions) -> Result<Network> {
+    let turns = opts.turns()?;
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     if file.metadata().is_ok_and(|m| m.is_dir()) {
         return Err(Error::Input(format!(
@@ -376,9 +534,10 @@ pub fn read_osm(path: &Path, opts: OsmOptions) -> Result<(EdgeList, Coords, OsmS
         ..OsmStats::default()
     };
     drop(file);
-    // Pass 1: the ways.
+    // Pass 1: the ways and the restriction relations.
     let mut ways: Vec<KeptWay> = Vec::new();
-    let mut uses: HashMap<i64, u32> = HashMap::new();
+    let mut restrictions: Vec<Restriction> = Vec::new();
+    let mut used: std::collections::HashSet<i64> = std::collections::HashSet::new();
     each_element(path, |el| match el {
         osmpbf::Element::Way(w) => {
             stats.ways += 1;
@@ -431,20 +590,30 @@ pub fn read_osm(path: &Path, opts: OsmOptions) -> Result<(EdgeList, Coords, OsmS
                 stats.ways_degenerate += 1;
                 return;
             }
-            ways.push(KeptWay { refs, dir, kmh });
+            used.extend(&refs);
+            ways.push(KeptWay {
+                id: w.id(),
+                refs,
+                dir,
+                kmh,
+            });
         }
-        osmpbf::Element::Relation(_) => stats.relations_unused += 1,
+        osmpbf::Element::Relation(r) => {
+            if !turns {
+                stats.relations_unused += 1;
+                return;
+            }
+            match read_restriction(&r) {
+                RestrictionRead::Use(r) => restrictions.extend(r),
+                RestrictionRead::ViaWay => stats.restrictions_via_way += 1,
+                RestrictionRead::Unusable => stats.restrictions_unusable += 1,
+                RestrictionRead::NotForProfile => stats.relations_unused += 1,
+            }
+        }
         _ => {}
     })?;
-    for w in &ways {
-        let last = w.refs.len() - 1;
-        for (i, &r) in w.refs.iter().enumerate() {
-            // Ends count twice: they are vertices whatever else uses them.
-            *uses.entry(r).or_insert(0) += if i == 0 || i == last { 2 } else { 1 };
-        }
-    }
     // Pass 2: the coordinates of the nodes the kept ways use.
-    let mut at: HashMap<i64, [f64; 2]> = HashMap::with_capacity(uses.len());
+    let mut at: HashMap<i64, [f64; 2]> = HashMap::with_capacity(used.len());
     // Used nodes placed off the globe (corrupt data), kept apart from the missing ones.
     let mut off_globe: HashMap<i64, [f64; 2]> = HashMap::new();
     each_element(path, |el| {
@@ -454,7 +623,7 @@ pub fn read_osm(path: &Path, opts: OsmOptions) -> Result<(EdgeList, Coords, OsmS
             _ => return,
         };
         stats.nodes += 1;
-        if !uses.contains_key(&id) {
+        if !used.contains(&id) {
             return;
         }
         // The ranges are false for NaN too.
@@ -464,29 +633,44 @@ pub fn read_osm(path: &Path, opts: OsmOptions) -> Result<(EdgeList, Coords, OsmS
             off_globe.insert(id, [lon, lat]);
         }
     })?;
-    // A way with a node the file lacks or places off the globe is dropped whole, and its uses
-    // with it.
+    drop(used);
+    // A way with a node placed off the globe is dropped whole (corrupt data); one cut by the
+    // extract's border keeps each run of two or more consecutive nodes the file holds.
     let mut first_off_globe: Option<(i64, [f64; 2])> = None;
-    ways.retain(|w| {
-        let complete = w.refs.iter().all(|r| at.contains_key(r));
-        if !complete {
-            match w.refs.iter().find_map(|r| off_globe.get_key_value(r)) {
-                Some((&id, &p)) => {
-                    stats.ways_bad_coordinates += 1;
-                    first_off_globe = first_off_globe.or(Some((id, p)));
-                }
-                None => stats.ways_missing_node += 1,
-            }
-            let last = w.refs.len() - 1;
-            for (i, r) in w.refs.iter().enumerate() {
-                if let Some(u) = uses.get_mut(r) {
-                    *u -= if i == 0 || i == last { 2 } else { 1 };
-                }
+    let mut parts: Vec<KeptWay> = Vec::with_capacity(ways.len());
+    for w in ways {
+        if let Some((&id, &p)) = w.refs.iter().find_map(|r| off_globe.get_key_value(r)) {
+            stats.ways_bad_coordinates += 1;
+            first_off_globe = first_off_globe.or(Some((id, p)));
+            continue;
+        }
+        if w.refs.iter().all(|r| at.contains_key(r)) {
+            parts.push(w);
+            continue;
+        }
+        let before = parts.len();
+        for run in w.refs.split(|r| !at.contains_key(r)) {
+            if run.len() >= 2 {
+                parts.push(KeptWay {
+                    id: w.id,
+                    refs: run.to_vec(),
+                    dir: w.dir,
+                    kmh: w.kmh,
+                });
             }
         }
-        complete
-    });
-    stats.ways_used = ways.len() as u64;
+        if parts.len() > before {
+            stats.ways_clipped += 1;
+        } else {
+            stats.ways_missing_node += 1;
+        }
+    }
+    let ways = parts;
+    stats.ways_used = ways
+        .iter()
+        .enumerate()
+        .filter(|&(i, w)| i == 0 || ways[i - 1].id != w.id)
+        .count() as u64;
     let corrupt = skipped(&stats, true);
     if !corrupt.is_empty() {
         let example = first_off_globe.map_or(String::new(), |(id, [lon, lat])| {
@@ -498,45 +682,20 @@ pub fn read_osm(path: &Path, opts: OsmOptions) -> Result<(EdgeList, Coords, OsmS
             corrupt.join(", ")
         );
     }
+    let mut uses: HashMap<i64, u32> = HashMap::new();
+    for w in &ways {
+        let last = w.refs.len() - 1;
+        for (i, &r) in w.refs.iter().enumerate() {
+            // Ends count twice: they are vertices whatever else uses them.
+            *uses.entry(r).or_insert(0) += if i == 0 || i == last { 2 } else { 1 };
+        }
+    }
     let mut kept: Vec<i64> = uses
         .iter()
         .filter(|&(_, &u)| u >= 2)
         .map(|(&id, _)| id)
         .collect();
     kept.sort_unstable();
-    let index: HashMap<i64, u32> = kept
-        .iter()
-        .enumerate()
-        .map(|(i, &id)| (id, i as u32))
-        .collect();
-    let mut arcs = Vec::new();
-    for w in &ways {
-        let mut from = index[&w.refs[0]];
-        let mut metres = 0.0;
-        for pair in w.refs.windows(2) {
-            metres += haversine_m(at[&pair[0]], at[&pair[1]]);
-            if let Some(&to) = index.get(&pair[1]) {
-                let exact = match opts.weight {
-                    Weight::Distance => metres * 10.0,
-                    // km/h -> m/ds: kmh / 36.
-                    Weight::Time => metres / (w.kmh / 36.0),
-                };
-                let mut weight = exact.round() as i64;
-                if weight < 1 {
-                    weight = 1;
-                    stats.arcs_raised_to_1 += 1;
-                }
-                if w.dir != Dir::Backward {
-                    arcs.push((from, to, weight));
-                }
-                if w.dir != Dir::Forward {
-                    arcs.push((to, from, weight));
-                }
-                from = to;
-                metres = 0.0;
-            }
-        }
-    }
     if kept.is_empty() {
         let mut counts = vec![format!("{} ways", stats.ways)];
         counts.extend(skipped(&stats, false));
@@ -551,22 +710,59 @@ pub fn read_osm(path: &Path, opts: OsmOptions) -> Result<(EdgeList, Coords, OsmS
             counts.join(", ")
         )));
     }
+    let index: HashMap<i64, u32> = kept
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| (id, i as u32))
+        .collect();
+    let mut edges = Vec::new();
+    for w in &ways {
+        let mut from = index[&w.refs[0]];
+        let mut metres = 0.0;
+        let mut geometry = vec![at[&w.refs[0]]];
+        for pair in w.refs.windows(2) {
+            metres += haversine_m(at[&pair[0]], at[&pair[1]]);
+            geometry.push(at[&pair[1]]);
+            if let Some(&to) = index.get(&pair[1]) {
+                let exact = match opts.weight {
+                    Weight::Distance => metres * 10.0,
+                    // km/h -> m/ds: kmh / 36.
+                    Weight::Time => metres / (w.kmh / 36.0),
+                };
+                let mut weight = exact.round() as i64;
+                if weight < 1 {
+                    weight = 1;
+                    stats.arcs_raised_to_1 += 1;
+                }
+                edges.push(Edge {
+                    tail: from,
+                    head: to,
+                    forward: w.dir != Dir::Backward,
+                    backward: w.dir != Dir::Forward,
+                    weight,
+                    metres,
+                    kmh: w.kmh,
+                    way: w.id,
+                    geometry: std::mem::replace(&mut geometry, vec![at[&pair[1]]]),
+                });
+                from = to;
+                metres = 0.0;
+            }
+        }
+    }
     let coords = Coords {
         spherical: true,
         points: kept.iter().map(|id| Some(at[id])).collect(),
         osm_ids: Some(kept),
         source: path.display().to_string(),
     };
-    let list = EdgeList {
-        n: coords.points.len(),
-        arcs,
-        id_base: 0,
-        origin: Origin {
-            name: path.display().to_string(),
-            ..Origin::default()
-        },
-    };
-    Ok((list, coords, stats))
+    Ok(Network::new(
+        path.display().to_string(),
+        edges,
+        coords,
+        restrictions,
+        stats,
+    ))
 }
 
 /// The non-zero skip counts of `stats` in words (`2 skipped for a missing node`); with
