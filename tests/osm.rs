@@ -1073,6 +1073,29 @@ fn turn_restrictions_change_car_distances_as_computed_by_hand() {
     for v in &all_vertices(&out)[5..] {
         assert_eq!((v.0, v.3.as_str(), v.4), (1, "turn", 0), "{v:?}");
     }
+    // Paths through the junction name road vertices only: W -> N turns around at the end of
+    // E or S (the copies of C shown as C), and the GeoJSON places every vertex.
+    let routed = run(
+        &osm_config(&file, ""),
+        &[
+            "units.opencl=none",
+            "run.sources=[0, 1, 2, 3, 4]",
+            "apsp.targets=[0, 1, 2, 3, 4]",
+            "apsp.paths=true",
+        ],
+    );
+    let paths = std::fs::read_to_string(routed.dir.join("paths.csv")).unwrap();
+    let w_to_n = paths
+        .lines()
+        .find(|l| l.starts_with("1,3,"))
+        .unwrap_or_else(|| panic!("{paths}"));
+    assert!(
+        w_to_n.ends_with(",1 0 2 0 3") || w_to_n.ends_with(",1 0 4 0 3"),
+        "{w_to_n}"
+    );
+    assert!(w_to_n.starts_with(&format!("1,3,{},4,", turned[1][3])), "{w_to_n}");
+    let geojson = std::fs::read_to_string(routed.dir.join("paths.geojson")).unwrap();
+    assert_eq!(geojson.matches("\"LineString\"").count(), 25, "{geojson}");
     // Switched off (and for pedestrians), the junction is free.
     let out = run(
         &osm_config(&file, "[input.osm]\nturn_restrictions = false\n"),

@@ -499,7 +499,16 @@ fn source_text(
             (d != u32::MAX).then_some(d as u64)
         };
         let length = walk(g, &pred, s, target, &mut path)?;
-        let (src, tgt) = (s as u64 + base, target as u64 + base);
+        // Shown in road vertices: a turn-restriction copy as its via vertex, once.
+        let geo = job.geo.geo.as_ref().filter(|g| !g.departure.is_empty());
+        if let Some(geo) = geo {
+            for v in &mut path {
+                *v = geo.road_vertex(*v);
+            }
+            path.dedup();
+        }
+        let road = |v: u32| geo.map_or(v, |g| g.road_vertex(v));
+        let (src, tgt) = (road(s) as u64 + base, road(target) as u64 + base);
         if length != d {
             return Err(Error::Output(format!(
                 "paths.csv: the path from {src} to {tgt} has length {length:?}, its distance \
@@ -586,7 +595,6 @@ pub fn write(job: &ApspJob, dir: &Path) -> Result<()> {
     })?;
     let places = job.geo.geo.as_ref().filter(|geo| geo.coords.spherical);
     if let Some(geo) = places {
-        let points = &geo.coords.points;
         write_stream(dir, "paths.geojson", |w| {
             let out = |e: std::io::Error| Error::Output(format!("paths.geojson: {e}"));
             w.write_all(b"{\"type\":\"FeatureCollection\",\"features\":[\n")
@@ -602,7 +610,7 @@ pub fn write(job: &ApspJob, dir: &Path) -> Result<()> {
                     if !p.first {
                         text.push_str(",\n");
                     }
-                    feature(text, points, p.src, p.tgt, p.d, p.path);
+                    feature(text, geo, p.src, p.tgt, p.d, p.path);
                 },
             )?;
             w.write_all(b"\n]}\n").map_err(out)
@@ -616,7 +624,7 @@ pub fn write(job: &ApspJob, dir: &Path) -> Result<()> {
 /// vertex has no place.
 fn feature(
     text: &mut String,
-    points: &[Option<[f64; 2]>],
+    geo: &crate::common::geo::Geo,
     src: u64,
     tgt: u64,
     d: Option<u64>,
@@ -632,7 +640,7 @@ fn feature(
         }
         None => text.push_str("null,\"hops\":null},\"geometry\":"),
     }
-    let located: Option<Vec<[f64; 2]>> = path.iter().map(|&v| points[v as usize]).collect();
+    let located: Option<Vec<[f64; 2]>> = path.iter().map(|&v| geo.place(v)).collect();
     match located.filter(|l| d.is_some() && !l.is_empty()) {
         None => text.push_str("null}"),
         Some(mut l) => {

@@ -45,6 +45,29 @@ impl Geo {
             edges: None,
         }
     }
+
+    /// The road vertex graph vertex `v` stands for: a turn-restriction copy's via vertex,
+    /// else `v` (a road vertex or a phantom).
+    pub fn road_vertex(&self, v: u32) -> u32 {
+        let roads = self.coords.points.len() as u32;
+        match v.checked_sub(roads).and_then(|i| self.extra.get(i as usize)) {
+            Some(Extra::Turn(b)) => *b,
+            _ => v,
+        }
+    }
+
+    /// Graph vertex `v`'s place: a road vertex's, a phantom's point on its edge, a turn
+    /// copy's via vertex's.
+    pub fn place(&self, v: u32) -> Option<[f64; 2]> {
+        let roads = self.coords.points.len() as u32;
+        match v.checked_sub(roads) {
+            None => self.coords.points[v as usize],
+            Some(i) => match self.extra.get(i as usize)? {
+                Extra::Phantom(p) => Some(*p),
+                Extra::Turn(b) => self.coords.points.get(*b as usize).copied().flatten(),
+            },
+        }
+    }
 }
 
 /// The input graph as a CSR, with its vertices' places when the input has them (an `.osm.pbf`,
