@@ -166,16 +166,28 @@ impl Plugin for Apsp {
          work-list, Crauser, Martin or two-phase SSSP on OpenCL devices"
     }
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
-        // Checks below name their key; this adds where it was set.
-        prepare(ctx).map_err(|e| ctx.plan.origins.locate(e))
+        prepare_with(ctx, &mut || geo::load_input(ctx))
     }
 }
 
-fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
+/// The plugin's `prepare` on the graph (and its places) that `load` gives instead of the
+/// plan's `[input]`: how a caller holding a graph in memory runs `apsp` ([`crate::api`]).
+pub fn prepare_with(
+    ctx: &PrepareCtx<'_>,
+    load: &mut dyn FnMut() -> Result<(Csr, Option<Geo>)>,
+) -> Result<Box<dyn Job>> {
+    // Checks below name their key; this adds where it was set.
+    prepare(ctx, load).map_err(|e| ctx.plan.origins.locate(e))
+}
+
+fn prepare(
+    ctx: &PrepareCtx<'_>,
+    load: &mut dyn FnMut() -> Result<(Csr, Option<Geo>)>,
+) -> Result<Box<dyn Job>> {
     let options: ApspOptions = ctx.options("apsp")?;
     // An id file's mistakes are found before the graph is read.
     let (source_spec, source_origins) = crate::common::ids::run_sources(ctx.plan)?;
-    let (graph, places) = geo::load_input(ctx)?;
+    let (graph, places) = load()?;
     check_run_memory(ctx, &graph, &options, &source_spec)?;
     let (target_spec, target_origins) = match options.targets.clone() {
         Some(t) => {
