@@ -68,7 +68,7 @@ assert np.array_equal(mine, ref), "the OD differs from scipy's"
 
 med = lambda xs: float(np.median(xs))  # noqa: E731
 print(f"graph {os.path.basename(graph)}: {g.n} vertices, {k_s} x {k_t} OD, {reps} runs each; "
-      f"algorithm {report['job']['cpu_algorithm']}")
+      f"algorithm {report['input']['cpu_algorithm']}")
 print(f"cli     {med(times_cli):8.3f} s  (tuccompi run, median wall incl. process start and graph read)")
 print(f"python  {med(times_py):8.3f} s  (read_graph + od, median)")
 print(f"ratio   {med(times_py) / med(times_cli):8.3f}   python / cli (target <= 1.2)")

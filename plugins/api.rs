@@ -20,6 +20,9 @@ use crate::{Error, Plan, Result, RunOptions};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
+/// The temporary directory [`scratch_dir`] makes (removed when dropped).
+pub use tempfile::TempDir;
+
 /// The name a plan made here carries in messages (no config file stands behind it).
 const MEMORY_CONFIG: &str = "<arguments>";
 
@@ -237,12 +240,39 @@ impl Plugin for InMemory<'_> {
 /// Run `apsp` on `graph` with `config` (the tables `[run]`, `[units]`, `[scheduler]`,
 /// `[apsp]`, `[verify]` as in a config file; no `[input]`, no `[output]`), into memory:
 /// `rows` asks for the distance rows. `interrupt`, once set, stops the run after its running
-/// chunks and the call returns [`Error::Interrupted`].
+/// chunks and the call returns [`Error::Interrupted`]. The run's files go to `scratch`, an
+/// empty directory the caller owns and removes, or (`None`) to a private temporary directory
+/// removed before the call returns.
 pub fn run_apsp(
+    graph: &Graph,
+    config: toml::Table,
+    rows: bool,
+    interrupt: &AtomicBool,
+    scratch: Option<&Path>,
+) -> Result<Results> {
+    match scratch {
+        Some(dir) => run_apsp_in(graph, config, rows, interrupt, dir),
+        None => {
+            let tmp = scratch_dir()?;
+            run_apsp_in(graph, config, rows, interrupt, tmp.path())
+        }
+    }
+}
+
+/// A private temporary directory (mode 0700, created exclusive), removed when dropped.
+pub fn scratch_dir() -> Result<TempDir> {
+    tempfile::Builder::new()
+        .prefix("tuccompi-")
+        .tempdir()
+        .map_err(|e| Error::io(std::env::temp_dir(), e))
+}
+
+fn run_apsp_in(
     graph: &Graph,
     mut config: toml::Table,
     rows: bool,
     interrupt: &AtomicBool,
+    scratch: &Path,
 ) -> Result<Results> {
     for key in ["input", "output"] {
         if config.contains_key(key) {
@@ -252,11 +282,7 @@ pub fn run_apsp(
             )));
         }
     }
-    let tmp = tempfile::Builder::new()
-        .prefix("tuccompi-")
-        .tempdir()
-        .map_err(|e| Error::io(std::env::temp_dir(), e))?;
-    let dir = tmp.path().join("out");
+    let dir = scratch.join("out");
     let mut output = toml::Table::new();
     output.insert("dir".into(), dir.display().to_string().into());
     output.insert("distances".into(), rows.into());
@@ -338,4 +364,105 @@ pub fn run_config(
     };
     let outcome = crate::run(&plan, &opts, &tuccompi::node::Single)?;
     Ok(outcome.report)
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    /// Distances by Bellman-Ford rounds over the arcs: the reference (`u64::MAX` unreachable).
+    fn reference(n: usize, arcs: &[(i64, i64, i64)], s: usize) -> Vec<u64> {
+        let mut d = vec![u64::MAX; n];
+        d[s] = 0;
+        for _ in 0..n {
+            let mut changed = false;
+            for &(u, v, w) in arcs {
+                let (u, v) = (u as usize, v as usize);
+                if d[u] != u64::MAX && d[u] + (w as u64) < d[v] {
+                    d[v] = d[u] + w as u64;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        d
+    }
+
+    fn arcs(n: i64) -> Vec<(i64, i64, i64)> {
+        // A ring with chords, and vertex n-1 reached by nothing.
+        let mut a = Vec::new();
+        for u in 0..n - 1 {
+            a.push((u, (u + 1) % (n - 1), 1 + (u * 7919) % 13));
+            a.push((u, (u * 5 + 3) % (n - 1), 2 + (u * 104_729) % 31));
+        }
+        a.push((n - 1, 0, 1));
+        a
+    }
+
+    fn graph(n: i64, a: &[(i64, i64, i64)]) -> Graph {
+        let (t, h, w): (Vec<i64>, Vec<i64>, Vec<i64>) = (
+            a.iter().map(|x| x.0).collect(),
+            a.iter().map(|x| x.1).collect(),
+            a.iter().map(|x| x.2).collect(),
+        );
+        Graph::from_arcs(n as u64, &t, &h, &w, ["tails", "heads", "weights"], "ring").unwrap()
+    }
+
+    #[test]
+    fn a_graph_in_memory_runs_into_memory() {
+        let n = 300;
+        let a = arcs(n);
+        let g = graph(n, &a);
+        let (sources, targets) = ([0u64, 17, 299], [1u64, 150, 299, 0]);
+        let config: toml::Table = toml::from_str(&format!(
+            "[run]\nsources = {sources:?}\n[apsp]\ntargets = {targets:?}\n\
+             [units]\ncpu_workers = 2\nopencl = \"none\"\n"
+        ))
+        .unwrap();
+        let scratch = scratch_dir().unwrap();
+        let r = run_apsp(&g, config, true, &AtomicBool::new(false), Some(scratch.path())).unwrap();
+        assert_eq!(r.shape, [3, 4]);
+        let Some(Rows::U32(rows)) = r.rows else {
+            panic!("u32 rows expected: {:?}", r.rows)
+        };
+        for (i, &s) in sources.iter().enumerate() {
+            let want = reference(n as usize, &a, s as usize);
+            for (j, &t) in targets.iter().enumerate() {
+                let got = rows[i * 4 + j];
+                let want = want[t as usize];
+                let want = if want == u64::MAX { u32::MAX } else { want as u32 };
+                assert_eq!(got, want, "{s} -> {t}");
+            }
+        }
+        assert!(r.summary.starts_with("source,reached,"), "{}", r.summary);
+        assert_eq!(r.report["tasks"], 3);
+    }
+
+    #[test]
+    fn bad_arrays_are_named() {
+        let e = Graph::from_arcs(3, &[0, 1], &[1, 3], &[1, 1], ["s", "t", "w"], "x")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("t[1] = 3 is not a vertex of a graph of 3 vertices"), "{e}");
+        let e = Graph::from_arcs(3, &[0], &[1], &[-2], ["s", "t", "w"], "x")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("w[0] = -2: negative arc weight"), "{e}");
+        let e = Graph::from_csr(&[0, 2, 1], &[1, 0], &[1, 1], "x")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("indptr[2] = 1 < indptr[1] = 2"), "{e}");
+        let e = Graph::from_csr(&[0, 1], &[0, 0], &[1, 1], "x").unwrap_err().to_string();
+        assert!(e.contains("indices has 2 entries"), "{e}");
+    }
+
+    #[test]
+    fn a_config_with_input_or_output_is_refused() {
+        let g = graph(5, &arcs(5));
+        let config: toml::Table = toml::from_str("[output]\ndir = \"x\"\n").unwrap();
+        let e = run_apsp(&g, config, false, &AtomicBool::new(false), None).unwrap_err();
+        assert!(e.to_string().contains("[output]"), "{e}");
+    }
 }

@@ -28,7 +28,7 @@ mod log;
 /// How often the waiting thread forwards log records and checks for signals.
 const POLL: Duration = Duration::from_millis(100);
 /// How long a KeyboardInterrupt waits for the run to stop before it is raised anyway.
-const STOP_WAIT: Duration = Duration::from_millis(700);
+const STOP_WAIT: Duration = Duration::from_millis(400);
 
 /// A graph held in memory (`tuccompi.Graph` wraps it).
 #[pyclass(frozen, module = "tuccompi._native")]
@@ -176,7 +176,10 @@ fn run_apsp<'py>(
 )> {
     let config = table_of(config_json)?;
     let g = graph.0.clone();
-    let r = in_thread(py, move |stop| api::run_apsp(&g, config, rows, stop))?;
+    let scratch = Scratch::new().map_err(to_py)?;
+    let r = in_thread(py, move |stop| {
+        api::run_apsp(&g, config, rows, stop, Some(scratch.path()))
+    })?;
     let rows = r.rows.map(|rows| {
         let (bytes, dtype) = match rows {
             api::Rows::U32(v) => (v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>(), "<u4"),
@@ -343,6 +346,30 @@ fn to_py(e: Error) -> PyErr {
     }
 }
 
+/// The scratch directories of the runs still working: [`wait_runs`] removes those whose run
+/// outlasts its wait.
+static SCRATCH: parking_lot::Mutex<Vec<std::path::PathBuf>> = parking_lot::Mutex::new(Vec::new());
+
+/// A run's private temporary directory, listed in [`SCRATCH`] while it lives.
+struct Scratch(tuccompi_plugins::api::TempDir);
+
+impl Scratch {
+    fn new() -> tuccompi_plugins::Result<Scratch> {
+        let dir = api::scratch_dir()?;
+        SCRATCH.lock().push(dir.path().to_path_buf());
+        Ok(Scratch(dir))
+    }
+    fn path(&self) -> &std::path::Path {
+        self.0.path()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        SCRATCH.lock().retain(|p| p != self.0.path());
+    }
+}
+
 /// Runs whose thread is still working (one a KeyboardInterrupt left behind, say).
 static LIVE: parking_lot::Mutex<usize> = parking_lot::Mutex::new(0);
 /// Signalled each time a run's thread ends.
@@ -359,6 +386,13 @@ fn wait_runs(py: Python<'_>, timeout: f64) -> bool {
         while *live > 0 {
             if ENDED.wait_until(&mut live, deadline).timed_out() {
                 break;
+            }
+        }
+        if *live > 0 {
+            // The process is ending with runs still working (their running chunks outlast the
+            // wait): their scratch directories go now, as far as they can.
+            for dir in SCRATCH.lock().iter() {
+                let _ = std::fs::remove_dir_all(dir);
             }
         }
         *live == 0

@@ -43,7 +43,7 @@ def test_every_algorithm_equals_scipy(rome):
     for algorithm in ("dijkstra", "phast"):
         d = g.distances(sources, cpu_algorithm=algorithm, opencl="none", cpu_workers=2)
         np.testing.assert_array_equal(d, want, err_msg=algorithm)
-        assert g.last_report["job"]["cpu_algorithm"] == algorithm
+        assert g.last_report["input"]["cpu_algorithm"] == algorithm
 
 
 def test_graph_from_memory_equals_the_file(rome):

@@ -122,6 +122,7 @@ CHILD = """
 import os, sys, time
 import numpy as np
 import tuccompi
+tuccompi.EXIT_GRACE = 1.0   # the run's chunk may outlast it: its scratch directory goes anyway
 side = 400
 v = np.arange(side * side).reshape(side, side)
 t = np.concatenate([v[:, :-1].ravel(), v[:-1, :].ravel()])
@@ -148,15 +149,15 @@ def test_ctrl_c_raises_keyboard_interrupt_within_a_second(tmp_path):
         # Into the run phase: the graph is built and the trees are being computed.
         time.sleep(2.0)
         assert child.poll() is None, child.communicate()
-        sent = time.monotonic()
+        sent = time.monotonic()  # CLOCK_MONOTONIC: the child's clock too
         child.send_signal(signal.SIGINT)
-        line = child.stdout.readline()
-        raised = time.monotonic()
-        out, err = child.communicate(timeout=30)
+        out, err = child.communicate(timeout=60)
     finally:
         if child.poll() is None:
             child.kill()
-    assert line.startswith("KeyboardInterrupt at"), (line, out, err)
+    lines = [l for l in out.splitlines() if l.startswith("KeyboardInterrupt at")]
+    assert lines, (out, err)
+    raised = float(lines[0].split()[-1])
     assert raised - sent < 1.0, f"KeyboardInterrupt came {raised - sent:.2f} s after SIGINT"
     assert "KeyboardInterrupt" in err and child.returncode != 0
     # The run's private directory went with it.
