@@ -231,9 +231,7 @@ impl Plugin for InMemory<'_> {
         "apsp on a graph held in memory"
     }
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
-        apsp::prepare_with(ctx, &mut || {
-            Ok((self.0.csr.clone(), self.0.geo_copy()))
-        })
+        apsp::prepare_with(ctx, &mut || Ok((self.0.csr.clone(), self.0.geo_copy())))
     }
 }
 
@@ -299,12 +297,8 @@ fn run_apsp_in(
         interrupt: Some(interrupt),
         ..RunOptions::default()
     };
-    let outcome = tuccompi::runtime::run(
-        &plan,
-        &[&InMemory(graph)],
-        &opts,
-        &tuccompi::node::Single,
-    )?;
+    let outcome =
+        tuccompi::runtime::run(&plan, &[&InMemory(graph)], &opts, &tuccompi::node::Single)?;
     let summary = std::fs::read_to_string(dir.join("summary.csv"))
         .map_err(|e| Error::io(dir.join("summary.csv"), e))?;
     let (rows, shape) = if rows {
@@ -422,7 +416,14 @@ mod test {
         ))
         .unwrap();
         let scratch = scratch_dir().unwrap();
-        let r = run_apsp(&g, config, true, &AtomicBool::new(false), Some(scratch.path())).unwrap();
+        let r = run_apsp(
+            &g,
+            config,
+            true,
+            &AtomicBool::new(false),
+            Some(scratch.path()),
+        )
+        .unwrap();
         assert_eq!(r.shape, [3, 4]);
         let Some(Rows::U32(rows)) = r.rows else {
             panic!("u32 rows expected: {:?}", r.rows)
@@ -432,7 +433,11 @@ mod test {
             for (j, &t) in targets.iter().enumerate() {
                 let got = rows[i * 4 + j];
                 let want = want[t as usize];
-                let want = if want == u64::MAX { u32::MAX } else { want as u32 };
+                let want = if want == u64::MAX {
+                    u32::MAX
+                } else {
+                    want as u32
+                };
                 assert_eq!(got, want, "{s} -> {t}");
             }
         }
@@ -445,7 +450,10 @@ mod test {
         let e = Graph::from_arcs(3, &[0, 1], &[1, 3], &[1, 1], ["s", "t", "w"], "x")
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("t[1] = 3 is not a vertex of a graph of 3 vertices"), "{e}");
+        assert!(
+            e.starts_with("t[1] = 3 is not a vertex of a graph of 3 vertices"),
+            "{e}"
+        );
         let e = Graph::from_arcs(3, &[0], &[1], &[-2], ["s", "t", "w"], "x")
             .unwrap_err()
             .to_string();
@@ -454,7 +462,9 @@ mod test {
             .unwrap_err()
             .to_string();
         assert!(e.contains("indptr[2] = 1 < indptr[1] = 2"), "{e}");
-        let e = Graph::from_csr(&[0, 1], &[0, 0], &[1, 1], "x").unwrap_err().to_string();
+        let e = Graph::from_csr(&[0, 1], &[0, 0], &[1, 1], "x")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("indices has 2 entries"), "{e}");
     }
 

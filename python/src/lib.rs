@@ -60,7 +60,11 @@ impl Graph {
     fn csr_bytes<'py>(
         &self,
         py: Python<'py>,
-    ) -> (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>) {
+    ) -> (
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+    ) {
         let g = &self.0.csr;
         let bytes = |w: &[u32]| {
             let v: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
@@ -94,7 +98,7 @@ impl Graph {
 
 /// Little-endian i64 values from `bytes`, named `what` in the error.
 fn words(bytes: &[u8], what: &str) -> PyResult<Vec<i64>> {
-    if bytes.len() % 8 != 0 {
+    if !bytes.len().is_multiple_of(8) {
         return Err(PyValueError::new_err(format!(
             "{what}: {} bytes, not a whole number of int64 values",
             bytes.len()
@@ -124,9 +128,7 @@ fn graph_from_arcs(
         words(weights, &names.2)?,
     );
     let g = py
-        .detach(|| {
-            api::Graph::from_arcs(n, &t, &h, &w, [&names.0, &names.1, &names.2], name)
-        })
+        .detach(|| api::Graph::from_arcs(n, &t, &h, &w, [&names.0, &names.1, &names.2], name))
         .map_err(to_py)?;
     Ok(Graph(Arc::new(g)))
 }
@@ -182,10 +184,17 @@ fn run_apsp<'py>(
     })?;
     let rows = r.rows.map(|rows| {
         let (bytes, dtype) = match rows {
-            api::Rows::U32(v) => (v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>(), "<u4"),
+            api::Rows::U32(v) => (
+                v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>(),
+                "<u4",
+            ),
             api::Rows::U64(v) => (v.iter().flat_map(|x| x.to_le_bytes()).collect(), "<u8"),
         };
-        (PyByteArray::new(py, &bytes), dtype, (r.shape[0], r.shape[1]))
+        (
+            PyByteArray::new(py, &bytes),
+            dtype,
+            (r.shape[0], r.shape[1]),
+        )
     });
     Ok((r.report.to_string(), rows, r.summary))
 }

@@ -64,7 +64,11 @@ impl<S: tracing::Subscriber> Layer<S> for Queue {
         let target = meta.target().replace("::", ".");
         let logger = match target.as_str() {
             "tuccompi" => "tuccompi".to_string(),
-            t if t.starts_with("tuccompi") => format!("tuccompi.{}", t.trim_start_matches("tuccompi_").trim_start_matches("tuccompi.")),
+            t if t.starts_with("tuccompi") => format!(
+                "tuccompi.{}",
+                t.trim_start_matches("tuccompi_")
+                    .trim_start_matches("tuccompi.")
+            ),
             t => format!("tuccompi.{t}"),
         };
         let mut q = QUEUE.lock();
@@ -105,7 +109,9 @@ pub(crate) fn forward(py: Python<'_>) {
         if let Ok(l) = logging.call_method1("getLogger", ("tuccompi",)) {
             let _ = l.call_method1(
                 "warning",
-                (format!("{dropped} log records dropped (more than {MAX_QUEUED} between two reads)"),),
+                (format!(
+                    "{dropped} log records dropped (more than {MAX_QUEUED} between two reads)"
+                ),),
             );
         }
     }
