@@ -1,8 +1,10 @@
 """The Python OD against the command line's for the same job, and scipy's Dijkstra as the
 peer (see python_od.sh). Arguments: BIN DATA [GRAPH] [SOURCES] [TARGETS] [REPS]."""
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,6 +21,7 @@ k_t = int(sys.argv[5]) if len(sys.argv) > 5 else 1000
 reps = int(sys.argv[6]) if len(sys.argv) > 6 else 3
 
 work = tempfile.mkdtemp(prefix="python-od-")
+atexit.register(shutil.rmtree, work, True)
 # One hierarchy cache for the three: the first run builds it, the timed ones read it.
 os.environ["XDG_CACHE_HOME"] = os.path.join(work, "cache")
 

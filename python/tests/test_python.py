@@ -162,3 +162,30 @@ def test_ctrl_c_raises_keyboard_interrupt_within_a_second(tmp_path):
     assert "KeyboardInterrupt" in err and child.returncode != 0
     # The run's private directory went with it.
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("tuccompi-")], list(tmp_path.iterdir())
+
+
+def test_run_any_plugin_from_its_config(tmp_path):
+    """A dense plugin's config (Floyd-Warshall on a generated complete graph), with overrides:
+    its distance matrix equals scipy's."""
+    out = tmp_path / "fw"
+    report = tuccompi.run(os.path.join(os.path.dirname(__file__), "..", "..", "configs", "fw-naive.toml"),
+                          set=["input.generate.vertices=64", "output.distances=true",
+                               f'output.dir="{out}"', 'units.device_type="gpu"'])
+    assert report["plugin"] == "fw-naive"
+    d = np.load(out / "distances.npy")
+    assert d.shape == (64, 64)
+    # The same generated graph from apsp (a different plugin, a different algorithm).
+    (tmp_path / "apsp.toml").write_text(textwrap.dedent(f"""
+        [run]
+        plugin = "apsp"
+        sources = "all"
+        [input.generate]
+        model = "complete"
+        vertices = 64
+        seed = 1
+        [output]
+        dir = "{tmp_path / 'apsp'}"
+        distances = true
+    """))
+    tuccompi.run(tmp_path / "apsp.toml")
+    np.testing.assert_array_equal(d, np.load(tmp_path / "apsp" / "distances.npy"))
