@@ -10,6 +10,7 @@
     unsafe_op_in_unsafe_fn
 )]
 
+pub mod api;
 pub mod apsp;
 pub mod common;
 pub mod dense_dijkstra;

@@ -178,19 +178,33 @@ impl Plugin for Apsp {
          work-list, Crauser, Martin or two-phase SSSP on OpenCL devices"
     }
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
-        // Checks below name their key; this adds where it was set.
-        prepare(ctx).map_err(|e| ctx.plan.origins.locate(e))
+        prepare_with(ctx, &mut |points| {
+            let input = crate::common::input::Input::on_this_rank(ctx.plan, ctx.share)?;
+            geo::load_input(ctx, &input, points)
+        })
     }
     fn tables(&self) -> &'static [&'static str] {
         &["input"]
     }
 }
 
-fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
+/// What loads a job's graph (and its places), given the `[lon, lat]` points the job snaps
+/// (`(key, points)`: snapped onto edges where the input allows, as they become vertices).
+pub type Load<'a> = dyn FnMut(&[(&str, &[[f64; 2]])]) -> Result<(Csr, Option<Geo>)> + 'a;
+
+/// The plugin's `prepare` on the graph (and its places) that `load` gives instead of the
+/// plan's `[input]`: how a caller holding a graph in memory runs `apsp` ([`crate::api`]).
+pub fn prepare_with(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
+    // Checks below name their key; this adds where it was set.
+    prepare(ctx, load).map_err(|e| ctx.plan.origins.locate(e))
+}
+
+fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
     let options: ApspOptions = ctx.options("apsp")?;
     // An id file's mistakes are found before the graph is read.
     let (source_spec, source_origins) = crate::common::ids::run_sources(ctx.plan)?;
-    let input = crate::common::input::Input::on_this_rank(ctx.plan, ctx.share)?;
+    // The files named for `check` and the run's identity, as the config names them.
+    let input = crate::common::input::Input::of(ctx.plan)?;
     let (target_spec, target_origins) = match options.targets.clone() {
         Some(t) => {
             let (t, origins) = crate::common::ids::load_with_origins(t, "apsp.targets")?;
@@ -206,7 +220,7 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
     if let Some(Sources::Points(p)) = &target_spec {
         points.push(("apsp.targets", p));
     }
-    let (graph, places) = geo::load_input(ctx, &input, &points)?;
+    let (graph, places) = load(&points)?;
     check_run_memory(ctx, &graph, &options, &source_spec)?;
     let (sources, source_snaps) = match &source_spec {
         Sources::Points(p) => geo::resolve(p, places.as_ref(), "run.sources")?,

@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 /// The places of an input's vertices, when it has any.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Geo {
     /// Each road vertex's coordinates (and OSM node id): the vertices points snap to with
     /// `snap = "vertex"`, ids `0..coords.points.len()`.

@@ -1,0 +1,478 @@
+//! Entry points for callers that hold a graph in memory and want the results in memory: the
+//! Python package (`python/`) is built on these.
+//!
+//! A [`Graph`] is made from arrays ([`Graph::from_arcs`], [`Graph::from_csr`]) or read from a
+//! file by the same code the command line reads `[input]` with ([`Graph::read`]: the graph
+//! cache, the OpenStreetMap profiles, `.co` coordinates). [`run_apsp`] runs the `apsp` plugin
+//! on it through the whole runtime (units, scheduler, tuning, the hierarchy cache keyed by the
+//! graph's content, so a graph from memory and the same graph read by the CLI share one
+//! hierarchy) and hands back the distance rows, `summary.csv` and the report.
+//!
+//! The runtime writes its results into an output directory; here that is a private temporary
+//! directory (created exclusive, mode 0700) that is removed before the call returns, whatever
+//! the outcome. Nothing else is written but the caches the CLI also keeps.
+
+use crate::apsp;
+use crate::common::geo::{self, Geo};
+use crate::graph::{Csr, EdgeList, Origin};
+use crate::plugin::{DeviceCount, Job, Plugin, PrepareCtx};
+use crate::{Error, Plan, Result, RunOptions};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+/// The temporary directory [`scratch_dir`] makes (removed when dropped).
+pub use tempfile::TempDir;
+
+/// The name a plan made here carries in messages (no config file stands behind it).
+const MEMORY_CONFIG: &str = "<arguments>";
+
+/// A graph held in memory: its CSR (0-based inside, `csr.id_base` the input's numbering) and,
+/// when its input had them, its vertices' places (OpenStreetMap, `.co`).
+#[derive(Debug)]
+pub struct Graph {
+    /// The graph as every algorithm reads it.
+    pub csr: Csr,
+    /// The vertices' places, when the input has them.
+    pub geo: Option<Geo>,
+}
+
+impl Graph {
+    /// A graph of `n` vertices from its arcs `tails[i] -> heads[i]` of weight `weights[i]`,
+    /// ids 0-based. Parallel arcs collapse to their lightest, self-loops are dropped, as for
+    /// any input. `names` are the caller's names of the three arrays, for messages.
+    ///
+    /// O(n + m log d) for maximum out-degree d.
+    pub fn from_arcs(
+        n: u64,
+        tails: &[i64],
+        heads: &[i64],
+        weights: &[i64],
+        names: [&str; 3],
+        name: &str,
+    ) -> Result<Graph> {
+        let [tn, hn, wn] = names;
+        if n > u32::MAX as u64 {
+            return Err(Error::Input(format!(
+                "{n} vertices: more than the {} a graph may have",
+                u32::MAX
+            )));
+        }
+        for (a, an) in [(heads, hn), (weights, wn)] {
+            if a.len() != tails.len() {
+                return Err(Error::Input(format!(
+                    "{an} has {} entries and {tn} has {}: give one per arc",
+                    a.len(),
+                    tails.len()
+                )));
+            }
+        }
+        for (a, an) in [(tails, tn), (heads, hn)] {
+            if let Some((i, &v)) = a.iter().enumerate().find(|&(_, &v)| v < 0 || v as u64 >= n) {
+                return Err(Error::Input(format!(
+                    "{an}[{i}] = {v} is not a vertex of a graph of {n} vertices (ids 0..{})",
+                    n.saturating_sub(1)
+                )));
+            }
+        }
+        if let Some((i, &w)) = weights.iter().enumerate().find(|&(_, &w)| w < 0) {
+            return Err(Error::Input(format!(
+                "{wn}[{i}] = {w}: negative arc weight; shortest paths by Dijkstra and its GPU \
+                 variants need weights >= 0"
+            )));
+        }
+        let mut arcs = crate::reserved(tails.len(), &format!("the arcs of {name}"))?;
+        arcs.extend(
+            tails
+                .iter()
+                .zip(heads)
+                .zip(weights)
+                .map(|((&u, &v), &w)| (u as u32, v as u32, w)),
+        );
+        let list = EdgeList {
+            n: n as usize,
+            arcs,
+            id_base: 0,
+            origin: Origin {
+                name: name.to_string(),
+                ..Origin::default()
+            },
+        };
+        Ok(Graph {
+            csr: Csr::from_edges(&list)?,
+            geo: None,
+        })
+    }
+
+    /// A graph from compressed sparse rows, as scipy.sparse keeps them: the arcs out of `u`
+    /// are `indices[indptr[u]..indptr[u+1]]` with weights `data[...]`; `n = indptr.len() - 1`.
+    pub fn from_csr(indptr: &[i64], indices: &[i64], data: &[i64], name: &str) -> Result<Graph> {
+        let Some(n) = indptr.len().checked_sub(1) else {
+            return Err(Error::Input(
+                "indptr is empty: it has one entry per vertex and one more (scipy's \
+                 csr_matrix.indptr)"
+                    .into(),
+            ));
+        };
+        if indptr[0] != 0 {
+            return Err(Error::Input(format!(
+                "indptr[0] = {}: the rows start at 0",
+                indptr[0]
+            )));
+        }
+        if let Some(u) = (0..n).find(|&u| indptr[u + 1] < indptr[u]) {
+            return Err(Error::Input(format!(
+                "indptr[{}] = {} < indptr[{u}] = {}: row offsets never decrease",
+                u + 1,
+                indptr[u + 1],
+                indptr[u]
+            )));
+        }
+        let m = indptr[n] as u64;
+        if m != indices.len() as u64 {
+            return Err(Error::Input(format!(
+                "indptr[-1] = {m} but indices has {} entries: they must agree",
+                indices.len()
+            )));
+        }
+        let mut tails = crate::reserved(indices.len(), &format!("the arcs of {name}"))?;
+        for u in 0..n {
+            let len = (indptr[u + 1] - indptr[u]) as usize;
+            tails.extend(std::iter::repeat_n(u as i64, len));
+        }
+        Self::from_arcs(
+            n as u64,
+            &tails,
+            indices,
+            data,
+            ["indptr", "indices", "weights"],
+            name,
+        )
+    }
+
+    /// Read a graph file as the command line reads `[input]`: `input` holds the table's keys
+    /// (`path`, and as the file needs them `columns`, `weight_scale`, `coordinates`, `osm`).
+    /// Errors name those keys, as the CLI's do.
+    pub fn read(input: toml::Table) -> Result<Graph> {
+        let mut config = toml::Table::new();
+        config.insert("run".into(), run_table());
+        config.insert("input".into(), toml::Value::Table(input));
+        let plan = plan_of(config)?;
+        let devices = DeviceCount::default;
+        let ctx = PrepareCtx {
+            plan: &plan,
+            share: None,
+            dry_run: false,
+            done_tasks: 0,
+            devices: &devices,
+            space: None,
+        };
+        let input = crate::common::input::Input::of(&plan)?;
+        let (csr, geo) = geo::load_input(&ctx, &input, &[])?;
+        Ok(Graph { csr, geo })
+    }
+
+    /// A copy of the places (the runtime takes its job's by value).
+    fn geo_copy(&self) -> Option<Geo> {
+        self.geo.clone()
+    }
+}
+
+fn run_table() -> toml::Value {
+    let mut run = toml::Table::new();
+    run.insert("plugin".into(), "apsp".into());
+    toml::Value::Table(run)
+}
+
+fn plan_of(config: toml::Table) -> Result<Plan> {
+    let text = toml::to_string(&config).map_err(|e| Error::Config(e.to_string()))?;
+    Plan::from_toml(&text, Path::new(MEMORY_CONFIG), &[])
+}
+
+/// Distance rows in the width the run chose (u32 when every distance provably fits, else
+/// u64), row-major; unreachable is the type's maximum.
+#[derive(Debug)]
+pub enum Rows {
+    /// 32-bit distances.
+    U32(Vec<u32>),
+    /// 64-bit distances.
+    U64(Vec<u64>),
+}
+
+/// What [`run_apsp`] hands back.
+#[derive(Debug)]
+pub struct Results {
+    /// `report.json`'s content.
+    pub report: serde_json::Value,
+    /// The distance rows (sources x targets, or sources x n without targets), when asked for.
+    pub rows: Option<Rows>,
+    /// Rows and columns of `rows`.
+    pub shape: [usize; 2],
+    /// `summary.csv`'s text (`source,reached,unreachable,sum,max,mean`).
+    pub summary: String,
+}
+
+/// `apsp` on a graph from memory: [`Plugin`] whose `prepare` takes the graph it holds instead
+/// of the plan's `[input]`.
+struct InMemory<'g>(&'g Graph);
+
+impl std::fmt::Debug for InMemory<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "InMemory({})", self.0.csr.name)
+    }
+}
+
+impl Plugin for InMemory<'_> {
+    fn name(&self) -> &'static str {
+        "apsp"
+    }
+    fn description(&self) -> &'static str {
+        "apsp on a graph held in memory"
+    }
+    fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
+        // Points snap through the places read with the graph (to vertices: a graph already
+        // built has no room for phantom vertices).
+        apsp::prepare_with(ctx, &mut |_| Ok((self.0.csr.clone(), self.0.geo_copy())))
+    }
+}
+
+/// Run `apsp` on `graph` with `config` (the tables `[run]`, `[units]`, `[scheduler]`,
+/// `[apsp]`, `[verify]` as in a config file; no `[input]`, no `[output]`), into memory:
+/// `rows` asks for the distance rows. `interrupt`, once set, stops the run after its running
+/// chunks and the call returns [`Error::Interrupted`]. The run's files go to `scratch`, an
+/// empty directory the caller owns and removes, or (`None`) to a private temporary directory
+/// removed before the call returns.
+pub fn run_apsp(
+    graph: &Graph,
+    config: toml::Table,
+    rows: bool,
+    interrupt: &AtomicBool,
+    scratch: Option<&Path>,
+) -> Result<Results> {
+    match scratch {
+        Some(dir) => run_apsp_in(graph, config, rows, interrupt, dir),
+        None => {
+            let tmp = scratch_dir()?;
+            run_apsp_in(graph, config, rows, interrupt, tmp.path())
+        }
+    }
+}
+
+/// A private temporary directory (mode 0700, created exclusive), removed when dropped.
+pub fn scratch_dir() -> Result<TempDir> {
+    tempfile::Builder::new()
+        .prefix("tuccompi-")
+        .tempdir()
+        .map_err(|e| Error::io(std::env::temp_dir(), e))
+}
+
+fn run_apsp_in(
+    graph: &Graph,
+    mut config: toml::Table,
+    rows: bool,
+    interrupt: &AtomicBool,
+    scratch: &Path,
+) -> Result<Results> {
+    for key in ["input", "output"] {
+        if config.contains_key(key) {
+            return Err(Error::Config(format!(
+                "[{key}]: a run on a graph in memory takes no [{key}] table (the graph is \
+                 given, the results come back)"
+            )));
+        }
+    }
+    let dir = scratch.join("out");
+    let mut output = toml::Table::new();
+    output.insert("dir".into(), dir.display().to_string().into());
+    output.insert("distances".into(), rows.into());
+    config.insert("output".into(), toml::Value::Table(output));
+    let run = config
+        .entry("run")
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    if let toml::Value::Table(t) = run {
+        t.insert("plugin".into(), "apsp".into());
+    }
+    let plan = plan_of(config)?;
+    let opts = RunOptions {
+        quiet: true,
+        interrupt: Some(interrupt),
+        ..RunOptions::default()
+    };
+    let outcome =
+        tuccompi::runtime::run(&plan, &[&InMemory(graph)], &opts, &tuccompi::node::Single)?;
+    let summary = std::fs::read_to_string(dir.join("summary.csv"))
+        .map_err(|e| Error::io(dir.join("summary.csv"), e))?;
+    let (rows, shape) = if rows {
+        read_rows(&dir.join("distances.npy"))?
+    } else {
+        (None, [0, 0])
+    };
+    Ok(Results {
+        report: outcome.report,
+        rows,
+        shape,
+        summary,
+    })
+}
+
+/// A `distances.npy` the run wrote, whole.
+fn read_rows(path: &Path) -> Result<(Option<Rows>, [usize; 2])> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let npy = npyz::NpyFile::new(std::io::BufReader::with_capacity(1 << 20, file))
+        .map_err(|e| Error::io(path, e))?;
+    let shape = match npy.shape() {
+        [r, c] => [*r as usize, *c as usize],
+        s => {
+            return Err(Error::Output(format!(
+                "{}: shape {s:?}, not a matrix (a bug in tuccompi)",
+                path.display()
+            )))
+        }
+    };
+    let bad = |e: std::io::Error| Error::io(path, e);
+    let rows = match npy.dtype() {
+        npyz::DType::Plain(t) if t.size_field() == 4 => {
+            Rows::U32(npy.into_vec::<u32>().map_err(bad)?)
+        }
+        _ => Rows::U64(npy.into_vec::<u64>().map_err(bad)?),
+    };
+    Ok((Some(rows), shape))
+}
+
+/// Run the config at `path` (with `--set` style `overrides`), any plugin of the registry, as
+/// `tuccompi run` does, writing where the config says: the report. `interrupt` as in
+/// [`run_apsp`]; `unfinished` says what to do with an unfinished run in the output directory.
+pub fn run_config(
+    path: &Path,
+    overrides: &[String],
+    unfinished: tuccompi::runtime::Unfinished,
+    interrupt: &AtomicBool,
+) -> Result<serde_json::Value> {
+    let plan = Plan::load(path, overrides)?.with_node_units()?;
+    let opts = RunOptions {
+        quiet: true,
+        unfinished,
+        interrupt: Some(interrupt),
+        // As the command line keeps it: the run is the config's, with its caches.
+        speed_history: true,
+        ..RunOptions::default()
+    };
+    let outcome = crate::run(&plan, &opts, &tuccompi::node::Single)?;
+    Ok(outcome.report)
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    /// Distances by Bellman-Ford rounds over the arcs: the reference (`u64::MAX` unreachable).
+    fn reference(n: usize, arcs: &[(i64, i64, i64)], s: usize) -> Vec<u64> {
+        let mut d = vec![u64::MAX; n];
+        d[s] = 0;
+        for _ in 0..n {
+            let mut changed = false;
+            for &(u, v, w) in arcs {
+                let (u, v) = (u as usize, v as usize);
+                if d[u] != u64::MAX && d[u] + (w as u64) < d[v] {
+                    d[v] = d[u] + w as u64;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        d
+    }
+
+    fn arcs(n: i64) -> Vec<(i64, i64, i64)> {
+        // A ring with chords, and vertex n-1 reached by nothing.
+        let mut a = Vec::new();
+        for u in 0..n - 1 {
+            a.push((u, (u + 1) % (n - 1), 1 + (u * 7919) % 13));
+            a.push((u, (u * 5 + 3) % (n - 1), 2 + (u * 104_729) % 31));
+        }
+        a.push((n - 1, 0, 1));
+        a
+    }
+
+    fn graph(n: i64, a: &[(i64, i64, i64)]) -> Graph {
+        let (t, h, w): (Vec<i64>, Vec<i64>, Vec<i64>) = (
+            a.iter().map(|x| x.0).collect(),
+            a.iter().map(|x| x.1).collect(),
+            a.iter().map(|x| x.2).collect(),
+        );
+        Graph::from_arcs(n as u64, &t, &h, &w, ["tails", "heads", "weights"], "ring").unwrap()
+    }
+
+    #[test]
+    fn a_graph_in_memory_runs_into_memory() {
+        let n = 300;
+        let a = arcs(n);
+        let g = graph(n, &a);
+        let (sources, targets) = ([0u64, 17, 299], [1u64, 150, 299, 0]);
+        let config: toml::Table = toml::from_str(&format!(
+            "[run]\nsources = {sources:?}\n[apsp]\ntargets = {targets:?}\n\
+             [units]\ncpu_workers = 2\nopencl = \"none\"\n"
+        ))
+        .unwrap();
+        let scratch = scratch_dir().unwrap();
+        let r = run_apsp(
+            &g,
+            config,
+            true,
+            &AtomicBool::new(false),
+            Some(scratch.path()),
+        )
+        .unwrap();
+        assert_eq!(r.shape, [3, 4]);
+        let Some(Rows::U32(rows)) = r.rows else {
+            panic!("u32 rows expected: {:?}", r.rows)
+        };
+        for (i, &s) in sources.iter().enumerate() {
+            let want = reference(n as usize, &a, s as usize);
+            for (j, &t) in targets.iter().enumerate() {
+                let got = rows[i * 4 + j];
+                let want = want[t as usize];
+                let want = if want == u64::MAX {
+                    u32::MAX
+                } else {
+                    want as u32
+                };
+                assert_eq!(got, want, "{s} -> {t}");
+            }
+        }
+        assert!(r.summary.starts_with("source,reached,"), "{}", r.summary);
+        assert_eq!(r.report["tasks"], 3);
+    }
+
+    #[test]
+    fn bad_arrays_are_named() {
+        let e = Graph::from_arcs(3, &[0, 1], &[1, 3], &[1, 1], ["s", "t", "w"], "x")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("t[1] = 3 is not a vertex of a graph of 3 vertices"),
+            "{e}"
+        );
+        let e = Graph::from_arcs(3, &[0], &[1], &[-2], ["s", "t", "w"], "x")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("w[0] = -2: negative arc weight"), "{e}");
+        let e = Graph::from_csr(&[0, 2, 1], &[1, 0], &[1, 1], "x")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("indptr[2] = 1 < indptr[1] = 2"), "{e}");
+        let e = Graph::from_csr(&[0, 1], &[0, 0], &[1, 1], "x")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("indices has 2 entries"), "{e}");
+    }
+
+    #[test]
+    fn a_config_with_input_or_output_is_refused() {
+        let g = graph(5, &arcs(5));
+        let config: toml::Table = toml::from_str("[output]\ndir = \"x\"\n").unwrap();
+        let e = run_apsp(&g, config, false, &AtomicBool::new(false), None).unwrap_err();
+        assert!(e.to_string().contains("[output]"), "{e}");
+    }
+}

@@ -1,0 +1,424 @@
+//! `tuccompi._native`: the Python package's native module, a thin layer over
+//! `tuccompi_plugins::api`. The package's Python half (`python/tuccompi/__init__.py`) turns
+//! numpy arrays into the flat little-endian bytes taken here and the bytes handed back into
+//! arrays; this half runs the work.
+//!
+//! Every run happens on a thread of its own while the calling thread waits with the GIL
+//! released, waking every [`POLL`] to forward log records to Python's `logging` and to check
+//! for signals: on KeyboardInterrupt the run is told to stop (the runtime's interrupt flag: no
+//! more chunks are handed out), the call waits at most [`STOP_WAIT`] for it, and re-raises. A
+//! run that is still busy then (a contraction hierarchy being built cannot stop midway)
+//! finishes on its own thread and removes its temporary directory; caches it writes appear
+//! whole or not at all.
+
+use pyo3::exceptions::{
+    PyFileNotFoundError, PyKeyboardInterrupt, PyMemoryError, PyOSError, PyRuntimeError,
+    PyValueError,
+};
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tuccompi_plugins::api;
+use tuccompi_plugins::Error;
+
+mod log;
+
+/// How often the waiting thread forwards log records and checks for signals.
+const POLL: Duration = Duration::from_millis(100);
+/// How long a KeyboardInterrupt waits for the run to stop before it is raised anyway.
+const STOP_WAIT: Duration = Duration::from_millis(400);
+
+/// A graph held in memory (`tuccompi.Graph` wraps it).
+#[pyclass(frozen, module = "tuccompi._native")]
+struct Graph(Arc<api::Graph>);
+
+#[pymethods]
+impl Graph {
+    /// Vertices.
+    #[getter]
+    fn n(&self) -> usize {
+        self.0.csr.n
+    }
+    /// Arcs, after parallel arcs were collapsed and self-loops dropped.
+    #[getter]
+    fn m(&self) -> usize {
+        self.0.csr.m()
+    }
+    /// The first vertex id of the input's numbering (1 for `.gr`/`.mtx`, else 0).
+    #[getter]
+    fn id_base(&self) -> u64 {
+        self.0.csr.id_base
+    }
+    /// The input's name.
+    #[getter]
+    fn name(&self) -> String {
+        self.0.csr.name.clone()
+    }
+    /// The CSR as three arrays of little-endian u32 bytes: offsets, targets, weights.
+    fn csr_bytes<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> (
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+    ) {
+        let g = &self.0.csr;
+        let bytes = |w: &[u32]| {
+            let v: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
+            PyBytes::new(py, &v)
+        };
+        (bytes(&g.offsets), bytes(&g.targets), bytes(&g.weights))
+    }
+    /// The vertices' places as little-endian f64 bytes (x, y per vertex; NaN where a vertex
+    /// has none), whether they are longitude/latitude, and the OpenStreetMap node ids as i64
+    /// bytes (OSM input); `None` for a graph without places.
+    #[allow(clippy::type_complexity)]
+    fn places<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> Option<(Bound<'py, PyBytes>, bool, Option<Bound<'py, PyBytes>>)> {
+        let geo = self.0.geo.as_ref()?;
+        let c = &geo.coords;
+        let xy: Vec<u8> = c
+            .points
+            .iter()
+            .flat_map(|p| p.unwrap_or([f64::NAN; 2]))
+            .flat_map(f64::to_le_bytes)
+            .collect();
+        let ids = c.osm_ids.as_ref().map(|ids| {
+            let v: Vec<u8> = ids.iter().flat_map(|x| x.to_le_bytes()).collect();
+            PyBytes::new(py, &v)
+        });
+        Some((PyBytes::new(py, &xy), c.spherical, ids))
+    }
+}
+
+/// Little-endian i64 values from `bytes`, named `what` in the error.
+fn words(bytes: &[u8], what: &str) -> PyResult<Vec<i64>> {
+    if !bytes.len().is_multiple_of(8) {
+        return Err(PyValueError::new_err(format!(
+            "{what}: {} bytes, not a whole number of int64 values",
+            bytes.len()
+        )));
+    }
+    Ok(bytes
+        .chunks_exact(8)
+        .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .collect())
+}
+
+/// A graph from arcs (0-based int64 arrays as bytes); `names` are the caller's names of the
+/// three arrays.
+#[pyfunction]
+fn graph_from_arcs(
+    py: Python<'_>,
+    n: u64,
+    tails: &[u8],
+    heads: &[u8],
+    weights: &[u8],
+    names: (String, String, String),
+    name: &str,
+) -> PyResult<Graph> {
+    let (t, h, w) = (
+        words(tails, &names.0)?,
+        words(heads, &names.1)?,
+        words(weights, &names.2)?,
+    );
+    let g = py
+        .detach(|| api::Graph::from_arcs(n, &t, &h, &w, [&names.0, &names.1, &names.2], name))
+        .map_err(to_py)?;
+    Ok(Graph(Arc::new(g)))
+}
+
+/// A graph from CSR arrays (int64 as bytes).
+#[pyfunction]
+fn graph_from_csr(
+    py: Python<'_>,
+    indptr: &[u8],
+    indices: &[u8],
+    weights: &[u8],
+    name: &str,
+) -> PyResult<Graph> {
+    let (p, i, w) = (
+        words(indptr, "indptr")?,
+        words(indices, "indices")?,
+        words(weights, "weights")?,
+    );
+    let g = py
+        .detach(|| api::Graph::from_csr(&p, &i, &w, name))
+        .map_err(to_py)?;
+    Ok(Graph(Arc::new(g)))
+}
+
+/// Read a graph file as `[input]` (given as JSON) says.
+#[pyfunction]
+fn read_graph(py: Python<'_>, input_json: &str) -> PyResult<Graph> {
+    let input: toml::Table = table_of(input_json)?;
+    let g = in_thread(py, move |_| api::Graph::read(input))?;
+    Ok(Graph(Arc::new(g)))
+}
+
+/// Run `apsp` on `graph` with the config tables given as JSON; `rows` asks for the distance
+/// rows. Returns the report (JSON text), the rows (a bytearray of little-endian values, their
+/// numpy dtype string and shape, or `None`), and `summary.csv`'s text.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn run_apsp<'py>(
+    py: Python<'py>,
+    graph: &Graph,
+    config_json: &str,
+    rows: bool,
+) -> PyResult<(
+    String,
+    Option<(Bound<'py, PyByteArray>, &'static str, (usize, usize))>,
+    String,
+)> {
+    let config = table_of(config_json)?;
+    let g = graph.0.clone();
+    let scratch = Scratch::new().map_err(to_py)?;
+    let r = in_thread(py, move |stop| {
+        api::run_apsp(&g, config, rows, stop, Some(scratch.path()))
+    })?;
+    let rows = r.rows.map(|rows| {
+        let (bytes, dtype) = match rows {
+            api::Rows::U32(v) => (
+                v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>(),
+                "<u4",
+            ),
+            api::Rows::U64(v) => (v.iter().flat_map(|x| x.to_le_bytes()).collect(), "<u8"),
+        };
+        (
+            PyByteArray::new(py, &bytes),
+            dtype,
+            (r.shape[0], r.shape[1]),
+        )
+    });
+    Ok((r.report.to_string(), rows, r.summary))
+}
+
+/// Run a config file as `tuccompi run` does (any plugin of the registry); `unfinished` is
+/// "refuse", "resume" or "restart". Returns the report as JSON text.
+#[pyfunction]
+fn run_config(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    overrides: Vec<String>,
+    unfinished: &str,
+) -> PyResult<String> {
+    use tuccompi_plugins::runtime::Unfinished;
+    let unfinished = match unfinished {
+        "refuse" => Unfinished::Refuse,
+        "resume" => Unfinished::Resume,
+        "restart" => Unfinished::Discard,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unfinished = {other:?}: one of \"refuse\", \"resume\", \"restart\""
+            )))
+        }
+    };
+    let r = in_thread(py, move |stop| {
+        api::run_config(&path, &overrides, unfinished, stop)
+    })?;
+    Ok(r.to_string())
+}
+
+/// The registry's plugins: (name, description) each.
+#[pyfunction]
+fn plugins() -> Vec<(&'static str, &'static str)> {
+    tuccompi_plugins::registry()
+        .iter()
+        .map(|p| (p.name(), p.description()))
+        .collect()
+}
+
+/// A JSON object (from the Python half's `json.dumps`) as a TOML table.
+fn table_of(json: &str) -> PyResult<toml::Table> {
+    let v: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let toml::Value::Table(t) = json_to_toml(v)? else {
+        return Err(PyValueError::new_err("the config is not a table"));
+    };
+    Ok(t)
+}
+
+fn json_to_toml(v: serde_json::Value) -> PyResult<toml::Value> {
+    use serde_json::Value as J;
+    Ok(match v {
+        J::Bool(b) => toml::Value::Boolean(b),
+        J::Number(n) => match n.as_i64() {
+            Some(i) => toml::Value::Integer(i),
+            None => match n.as_f64() {
+                Some(f) if n.is_f64() => toml::Value::Float(f),
+                _ => {
+                    return Err(PyValueError::new_err(format!(
+                        "{n}: an integer beyond the 64-bit range the config takes"
+                    )))
+                }
+            },
+        },
+        J::String(s) => toml::Value::String(s),
+        J::Array(a) => toml::Value::Array(
+            a.into_iter()
+                .map(json_to_toml)
+                .collect::<PyResult<Vec<_>>>()?,
+        ),
+        J::Object(o) => {
+            let mut t = toml::Table::new();
+            for (k, v) in o {
+                if !v.is_null() {
+                    t.insert(k, json_to_toml(v)?);
+                }
+            }
+            toml::Value::Table(t)
+        }
+        J::Null => {
+            return Err(PyValueError::new_err(
+                "None is not a config value (leave the key out)",
+            ))
+        }
+    })
+}
+
+/// Run `work` on a thread of its own while this one waits with the GIL released (module doc):
+/// log records go to `logging` as they come, and KeyboardInterrupt stops the work.
+fn in_thread<T: Send + 'static>(
+    py: Python<'_>,
+    work: impl FnOnce(&AtomicBool) -> tuccompi_plugins::Result<T> + Send + 'static,
+) -> PyResult<T> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let flag = stop.clone();
+    *LIVE.lock() += 1;
+    let spawned = std::thread::Builder::new()
+        .name("tuccompi-run".into())
+        .spawn(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&flag)));
+            let _ = tx.send(r);
+            *LIVE.lock() -= 1;
+            ENDED.notify_all();
+        });
+    if let Err(e) = spawned {
+        *LIVE.lock() -= 1;
+        return Err(PyRuntimeError::new_err(format!(
+            "could not start the run's thread: {e}"
+        )));
+    }
+    loop {
+        let got = py.detach(|| rx.recv_timeout(POLL));
+        log::forward(py);
+        match got {
+            Ok(Ok(r)) => return r.map_err(to_py),
+            Ok(Err(panic)) => {
+                let what = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                return Err(PyRuntimeError::new_err(format!(
+                    "tuccompi panicked (a bug in tuccompi: please report it): {what}"
+                )));
+            }
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                if let Err(e) = py.check_signals() {
+                    stop.store(true, Ordering::Relaxed);
+                    // The run's running chunks finish; its temporary files go with it.
+                    let _ = py.detach(|| rx.recv_timeout(STOP_WAIT));
+                    log::forward(py);
+                    return Err(e);
+                }
+            }
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                return Err(PyRuntimeError::new_err(
+                    "the run's thread ended without a result (a bug in tuccompi)",
+                ))
+            }
+        }
+    }
+}
+
+/// The Python exception of an error, with the CLI's message.
+fn to_py(e: Error) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        Error::Io { source, .. } => match source.kind() {
+            std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
+            std::io::ErrorKind::OutOfMemory => PyMemoryError::new_err(msg),
+            _ => PyOSError::new_err(msg),
+        },
+        Error::Input(_) if msg.contains("not enough memory") => PyMemoryError::new_err(msg),
+        Error::Config(_) | Error::Input(_) | Error::Parse { .. } => PyValueError::new_err(msg),
+        Error::Interrupted { .. } => PyKeyboardInterrupt::new_err(msg),
+        _ => PyRuntimeError::new_err(msg),
+    }
+}
+
+/// The scratch directories of the runs still working: [`wait_runs`] removes those whose run
+/// outlasts its wait.
+static SCRATCH: parking_lot::Mutex<Vec<std::path::PathBuf>> = parking_lot::Mutex::new(Vec::new());
+
+/// A run's private temporary directory, listed in [`SCRATCH`] while it lives.
+struct Scratch(tuccompi_plugins::api::TempDir);
+
+impl Scratch {
+    fn new() -> tuccompi_plugins::Result<Scratch> {
+        let dir = api::scratch_dir()?;
+        SCRATCH.lock().push(dir.path().to_path_buf());
+        Ok(Scratch(dir))
+    }
+    fn path(&self) -> &std::path::Path {
+        self.0.path()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        SCRATCH.lock().retain(|p| p != self.0.path());
+    }
+}
+
+/// Runs whose thread is still working (one a KeyboardInterrupt left behind, say).
+static LIVE: parking_lot::Mutex<usize> = parking_lot::Mutex::new(0);
+/// Signalled each time a run's thread ends.
+static ENDED: parking_lot::Condvar = parking_lot::Condvar::new();
+
+/// Wait at most `timeout` seconds for every run's thread to end (the package calls it at
+/// interpreter exit, so that a run stopped by KeyboardInterrupt removes its temporary
+/// directory before the process goes). Whether all had ended.
+#[pyfunction]
+fn wait_runs(py: Python<'_>, timeout: f64) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs_f64(timeout.max(0.0));
+    py.detach(|| {
+        let mut live = LIVE.lock();
+        while *live > 0 {
+            if ENDED.wait_until(&mut live, deadline).timed_out() {
+                break;
+            }
+        }
+        if *live > 0 {
+            // The process is ending with runs still working (their running chunks outlast the
+            // wait): their scratch directories go now, as far as they can.
+            for dir in SCRATCH.lock().iter() {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+        *live == 0
+    })
+}
+
+/// The module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    log::install();
+    m.add_class::<Graph>()?;
+    m.add_function(wrap_pyfunction!(graph_from_arcs, m)?)?;
+    m.add_function(wrap_pyfunction!(graph_from_csr, m)?)?;
+    m.add_function(wrap_pyfunction!(read_graph, m)?)?;
+    m.add_function(wrap_pyfunction!(run_apsp, m)?)?;
+    m.add_function(wrap_pyfunction!(run_config, m)?)?;
+    m.add_function(wrap_pyfunction!(plugins, m)?)?;
+    m.add_function(wrap_pyfunction!(wait_runs, m)?)?;
+    Ok(())
+}

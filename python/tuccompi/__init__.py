@@ -1,0 +1,489 @@
+"""tuccompi: exact shortest-path distances on road graphs, over every CPU core and OpenCL GPU.
+
+    import tuccompi
+    g = tuccompi.read_graph("rome99.gr.gz")          # or Graph.from_csr / from_scipy / from_pandas
+    d = g.od(sources=[1, 2, 3], targets=[10, 20])     # numpy float64, inf where unreachable
+
+The work runs in the same runtime as the ``tuccompi`` command (PHAST over a contraction
+hierarchy or Dijkstra on CPU workers, OpenCL devices through the GPU halves), with the
+command line's defaults and its hierarchy cache, so a graph given from memory and the same
+graph read by the command line share one hierarchy.
+
+Vertex ids are numbered as the command line numbers them: from 1 for ``.gr``/``.mtx`` files,
+from 0 for graphs from memory, edge lists (``.csv``, ``.wel``...) and OpenStreetMap extracts
+(``Graph.id_base`` says which).
+
+Runs release the GIL; Ctrl-C raises KeyboardInterrupt within a second. Errors are Python
+exceptions (ValueError, FileNotFoundError, MemoryError, RuntimeError) carrying the command
+line's messages. Log records go to the ``tuccompi`` logger of :mod:`logging` (a NullHandler
+keeps it silent until the application configures logging). No file is written unless asked
+(:func:`run` writes where its config says), besides the caches the command line keeps too.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import math
+import os
+from typing import Any, Dict, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _native
+
+__all__ = ["Graph", "read_graph", "run", "plugins", "UNREACHABLE_U32", "UNREACHABLE_U64"]
+
+logging.getLogger("tuccompi").addHandler(logging.NullHandler())
+
+__version__ = "0.1.0"
+
+#: Seconds the interpreter waits at exit for runs a KeyboardInterrupt stopped to wind down
+#: (their running chunks finish and their temporary directories are removed), as the command
+#: line's grace period after a signal.
+EXIT_GRACE = 10.0
+atexit.register(lambda: _native.wait_runs(EXIT_GRACE))
+
+#: The marker of an unreachable target in a uint32 distance matrix (``integer=True``).
+UNREACHABLE_U32 = int(np.iinfo(np.uint32).max)
+#: The marker of an unreachable target in a uint64 distance matrix (``integer=True``).
+UNREACHABLE_U64 = int(np.iinfo(np.uint64).max)
+
+_CPU_ALGORITHMS = ("auto", "dijkstra", "phast")
+_GPU_ALGORITHMS = ("auto", "phast", "worklist", "crauser", "martin", "two-phase")
+_DEVICE_TYPES = ("gpu", "cpu", "accelerator", "all")
+_POLICIES = ("work-queue", "equitable")
+
+
+def _int64(values: Any, name: str) -> np.ndarray:
+    """``values`` as a 1-D int64 array; a ValueError naming ``name`` if that is not exact."""
+    a = np.asarray(values)
+    if a.ndim != 1:
+        raise ValueError(f"{name}: a 1-D array is expected, got shape {a.shape}")
+    if a.dtype.kind in "iu":
+        if a.dtype == np.uint64 and a.size and int(a.max()) > np.iinfo(np.int64).max:
+            raise ValueError(f"{name}: values beyond the int64 range")
+        return np.ascontiguousarray(a, dtype="<i8")
+    if a.dtype.kind == "b":
+        raise ValueError(f"{name}: booleans are not ids or weights")
+    if a.dtype.kind == "f":
+        if a.size and not np.all(np.isfinite(a)):
+            i = int(np.flatnonzero(~np.isfinite(a))[0])
+            raise ValueError(f"{name}[{i}] = {a[i]}: not a finite number")
+        r = np.rint(a)
+        if a.size and not np.array_equal(r, a):
+            i = int(np.flatnonzero(r != a)[0])
+            raise ValueError(
+                f"{name}[{i}] = {a[i]}: not an integer; give weight_scale= to scale and round "
+                f"the weights (as input.weight_scale does), e.g. weight_scale=1000"
+            )
+        return np.ascontiguousarray(r, dtype="<i8")
+    if a.size == 0:
+        return np.zeros(0, dtype="<i8")
+    raise ValueError(f"{name}: numbers are expected, got dtype {a.dtype}")
+
+
+def _weights(values: Any, name: str, weight_scale: Optional[float]) -> np.ndarray:
+    if weight_scale is None:
+        return _int64(values, name)
+    if not isinstance(weight_scale, (int, float)) or not (weight_scale > 0) or math.isinf(weight_scale):
+        raise ValueError(f"weight_scale = {weight_scale!r}: a positive finite number is expected")
+    a = np.asarray(values, dtype=np.float64)
+    return _int64(np.rint(a * weight_scale), name)
+
+
+def _check_n(n: Any, name: str = "n") -> int:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"{name} = {n!r}: a number of vertices (an integer >= 0) is expected")
+    return int(n)
+
+
+class Graph:
+    """A directed graph with non-negative integer arc weights, held in memory.
+
+    Make one with :meth:`from_csr`, :meth:`from_scipy`, :meth:`from_edges`,
+    :meth:`from_pandas` or :func:`read_graph`. Parallel arcs collapse to their lightest,
+    self-loops are dropped. Weights are integers (up to 2**32 - 1); float weights must be
+    integral, or be scaled and rounded with ``weight_scale=``.
+    """
+
+    __slots__ = ("_g", "last_report")
+
+    def __init__(self, native: Any) -> None:
+        if not isinstance(native, _native.Graph):
+            raise TypeError(
+                "Graph(...) is not made directly: use Graph.from_csr, Graph.from_scipy, "
+                "Graph.from_edges, Graph.from_pandas or tuccompi.read_graph"
+            )
+        self._g = native
+        #: The report of the last run on this graph (as ``report.json``), or None.
+        self.last_report: Optional[Dict[str, Any]] = None
+
+    # ---- construction -------------------------------------------------------------------
+
+    @classmethod
+    def from_csr(cls, indptr: Any, indices: Any, weights: Any, *,
+                 weight_scale: Optional[float] = None, name: str = "csr") -> "Graph":
+        """From compressed sparse rows: the arcs out of ``u`` go to ``indices[indptr[u]:indptr[u+1]]``
+        with weights ``weights[...]`` (scipy's ``csr_matrix.indptr``, ``.indices``, ``.data``).
+        Vertex ids are 0-based."""
+        p = _int64(indptr, "indptr")
+        i = _int64(indices, "indices")
+        w = _weights(weights, "weights", weight_scale)
+        return cls(_native.graph_from_csr(p.tobytes(), i.tobytes(), w.tobytes(), str(name)))
+
+    @classmethod
+    def from_scipy(cls, matrix: Any, *, weight_scale: Optional[float] = None,
+                   name: str = "scipy.sparse") -> "Graph":
+        """From a square scipy.sparse matrix (or array): entry ``(u, v)`` is the arc ``u -> v``.
+        Stored entries are arcs, explicit zeros included, as for scipy.sparse.csgraph."""
+        try:
+            import scipy.sparse as sp
+        except ImportError as e:  # pragma: no cover
+            raise ImportError("Graph.from_scipy needs scipy") from e
+        if not sp.issparse(matrix):
+            raise ValueError(f"matrix: a scipy.sparse matrix is expected, got {type(matrix).__name__}")
+        if matrix.shape[0] != matrix.shape[1]:
+            raise ValueError(f"matrix: a square matrix is expected, got shape {matrix.shape}")
+        m = sp.csr_matrix(matrix)
+        return cls.from_csr(m.indptr, m.indices, m.data, weight_scale=weight_scale, name=name)
+
+    @classmethod
+    def from_edges(cls, sources: Any, targets: Any, weights: Any, *, n: Optional[int] = None,
+                   directed: bool = True, weight_scale: Optional[float] = None,
+                   name: str = "edges") -> "Graph":
+        """From arc arrays: ``sources[i] -> targets[i]`` of weight ``weights[i]``, ids 0-based.
+        ``n``: the number of vertices (default: the largest id + 1). ``directed=False`` adds
+        each edge in both directions."""
+        t = _int64(sources, "sources")
+        h = _int64(targets, "targets")
+        w = _weights(weights, "weights", weight_scale)
+        return cls._of_arcs(t, h, w, n, directed, ("sources", "targets", "weights"), name)
+
+    @classmethod
+    def from_pandas(cls, frame: Any, source: str = "source", target: str = "target",
+                    weight: str = "weight", *, n: Optional[int] = None, directed: bool = True,
+                    weight_scale: Optional[float] = None, name: str = "DataFrame") -> "Graph":
+        """From a pandas DataFrame edge list: columns ``source``, ``target`` and ``weight``
+        (other names through the arguments), ids 0-based as in a ``.csv`` edge list."""
+        columns = list(getattr(frame, "columns", []))
+        for arg, col in (("source", source), ("target", target), ("weight", weight)):
+            if col not in columns:
+                raise ValueError(
+                    f"{arg} = {col!r}: no such column in the DataFrame (its columns: "
+                    f"{', '.join(map(str, columns)) or 'none'})"
+                )
+        names = (f"column {source!r}", f"column {target!r}", f"column {weight!r}")
+        t = _int64(frame[source].to_numpy(), names[0])
+        h = _int64(frame[target].to_numpy(), names[1])
+        w = _weights(frame[weight].to_numpy(), names[2], weight_scale)
+        return cls._of_arcs(t, h, w, n, directed, names, name)
+
+    @classmethod
+    def _of_arcs(cls, t: np.ndarray, h: np.ndarray, w: np.ndarray, n: Optional[int],
+                 directed: bool, names: Sequence[str], name: str) -> "Graph":
+        if n is None:
+            n = int(max(t.max(initial=-1), h.max(initial=-1))) + 1
+        n = _check_n(n)
+        if not directed and len(t) == len(h) == len(w):
+            t, h, w = np.concatenate([t, h]), np.concatenate([h, t]), np.concatenate([w, w])
+        return cls(_native.graph_from_arcs(n, t.tobytes(), h.tobytes(), w.tobytes(),
+                                           tuple(names), str(name)))
+
+    # ---- what it is ---------------------------------------------------------------------
+
+    @property
+    def n(self) -> int:
+        """Vertices."""
+        return self._g.n
+
+    @property
+    def m(self) -> int:
+        """Arcs (parallel arcs collapsed, self-loops dropped)."""
+        return self._g.m
+
+    @property
+    def id_base(self) -> int:
+        """The first vertex id: 1 for ``.gr``/``.mtx`` files, else 0."""
+        return self._g.id_base
+
+    @property
+    def name(self) -> str:
+        """The input's name."""
+        return self._g.name
+
+    def __repr__(self) -> str:
+        return f"tuccompi.Graph({self.name!r}, n={self.n}, m={self.m}, id_base={self.id_base})"
+
+    def __len__(self) -> int:
+        return self.n
+
+    def csr(self) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
+        """The graph as CSR arrays ``(indptr, indices, weights)``, uint32, internal 0-based ids
+        (the input's id = internal id + ``id_base``)."""
+        o, t, w = self._g.csr_bytes()
+        return (np.frombuffer(o, dtype="<u4"), np.frombuffer(t, dtype="<u4"),
+                np.frombuffer(w, dtype="<u4"))
+
+    def to_scipy(self) -> Any:
+        """The graph as a scipy.sparse.csr_matrix of shape (n, n), internal 0-based ids."""
+        import scipy.sparse as sp
+        o, t, w = self.csr()
+        return sp.csr_matrix((w.astype(np.float64), t.astype(np.int64), o.astype(np.int64)),
+                             shape=(self.n, self.n))
+
+    @property
+    def coordinates(self) -> Optional[np.ndarray]:
+        """The vertices' places, shape (n, 2): longitude and latitude for OpenStreetMap input,
+        a ``.co`` file's units otherwise (NaN for a vertex without one); None without places."""
+        p = self._g.places()
+        return None if p is None else np.frombuffer(p[0], dtype="<f8").reshape(-1, 2)
+
+    @property
+    def osm_ids(self) -> Optional[np.ndarray]:
+        """The OpenStreetMap node id of each vertex (OSM input), else None."""
+        p = self._g.places()
+        return None if p is None or p[2] is None else np.frombuffer(p[2], dtype="<i8")
+
+    # ---- runs ---------------------------------------------------------------------------
+
+    def _ids(self, ids: Any, name: str) -> Any:
+        """A source or target list as the config takes it: ids in the graph's numbering, or
+        points (an (k, 2) float array) to snap."""
+        a = np.asarray(ids)
+        if a.ndim == 2 and a.shape[1] == 2 and a.dtype.kind == "f":
+            if self._g.places() is None:
+                raise ValueError(
+                    f"{name}: points need vertex coordinates (an OpenStreetMap extract, or a .gr "
+                    f"file read with coordinates=\"x.co\"); give vertex ids instead"
+                )
+            return [[float(x), float(y)] for x, y in a]
+        if a.ndim == 0:
+            a = a.reshape(1)
+        if a.ndim != 1:
+            raise ValueError(f"{name}: a 1-D array of vertex ids (or an (k, 2) array of points) is "
+                             f"expected, got shape {a.shape}")
+        if a.size == 0:
+            raise ValueError(f"{name}: empty; give at least one vertex id")
+        if a.dtype.kind not in "iu":
+            if a.dtype.kind == "f" and np.array_equal(a, np.rint(a)):
+                a = a.astype(np.int64)
+            else:
+                raise ValueError(f"{name}: vertex ids are integers, got dtype {a.dtype}")
+        lo, hi = self.id_base, self.id_base + self.n - 1
+        bad = np.flatnonzero((a < lo) | (a > hi))
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(f"{name}[{i}] = {a[i]} is not a vertex of {self.name} (ids {lo}..{hi})")
+        return [int(x) for x in a]
+
+    def _run(self, sources: Any, targets: Any, rows: bool, options: Mapping[str, Any]) -> Any:
+        config = _config(options)
+        config.setdefault("run", {})["sources"] = (
+            "all" if sources is None else self._ids(sources, "sources"))
+        if targets is not None:
+            config.setdefault("apsp", {})["targets"] = self._ids(targets, "targets")
+        report, matrix, summary = _native.run_apsp(self._g, json.dumps(config), rows)
+        self.last_report = json.loads(report)
+        return matrix, summary
+
+    def od(self, sources: Any, targets: Any, *, integer: bool = False,
+           unreachable: float = math.inf, as_frame: bool = False, **options: Any) -> Any:
+        """The origin-destination matrix: ``d[i, j]`` is the shortest distance from
+        ``sources[i]`` to ``targets[j]`` (vertex ids in the graph's numbering; or (k, 2) float
+        arrays of points, snapped to their nearest vertex, for graphs with places).
+
+        Returns a float64 array with ``unreachable`` (default ``inf``, as scipy) where there is
+        no path; ``integer=True`` returns the exact unsigned integers the run computed (uint32
+        or uint64) with ``UNREACHABLE_U32``/``UNREACHABLE_U64`` there; ``as_frame=True``
+        returns a pandas DataFrame labelled by the ids, NaN where there is no path.
+        Run options: see :func:`run_options`."""
+        if targets is None:
+            raise ValueError("targets: None; give the target ids (distances() gives every vertex)")
+        m, _ = self._run(sources, targets, True, options)
+        return _matrix(m, integer, unreachable, as_frame, self, sources, targets)
+
+    def distances(self, sources: Any = None, *, integer: bool = False,
+                  unreachable: float = math.inf, **options: Any) -> np.ndarray:
+        """The distance rows from ``sources`` (default: every vertex) to every vertex, shape
+        (len(sources), n); column ``j`` is internal vertex ``j`` (id ``j + id_base``). As
+        :meth:`od` for ``integer`` and ``unreachable``."""
+        m, _ = self._run(sources, None, True, options)
+        return _matrix(m, integer, unreachable, False, self, sources, None)
+
+    def summary(self, sources: Any = None, targets: Any = None, *, as_frame: bool = False,
+                **options: Any) -> Any:
+        """Per source, over the targets (default: every vertex), what ``summary.csv`` holds:
+        ``source``, ``reached``, ``unreachable``, ``sum``, ``max`` (integers) and ``mean``
+        (float, NaN when nothing but the source is reached). A dict of numpy arrays, or a
+        pandas DataFrame with ``as_frame=True``. No matrix is kept: any number of sources."""
+        _, text = self._run(sources, targets, False, options)
+        cols = _summary(text)
+        if as_frame:
+            import pandas as pd
+            return pd.DataFrame(cols)
+        return cols
+
+
+def _matrix(m: Any, integer: bool, unreachable: float, as_frame: bool, g: Graph,
+            sources: Any, targets: Any) -> Any:
+    data, dtype, shape = m
+    raw = np.frombuffer(data, dtype=dtype).reshape(shape)
+    if integer:
+        return raw
+    marker = np.iinfo(raw.dtype).max
+    out = raw.astype(np.float64)
+    missing = raw == marker
+    out[missing] = np.nan if as_frame else unreachable
+    if as_frame:
+        import pandas as pd
+        index = pd.Index(np.asarray(sources), name="source")
+        columns = pd.Index(np.asarray(targets), name="target")
+        if index.nlevels != 1 or np.asarray(sources).ndim != 1:
+            index = pd.RangeIndex(shape[0], name="source")
+        if np.asarray(targets).ndim != 1:
+            columns = pd.RangeIndex(shape[1], name="target")
+        return pd.DataFrame(out, index=index, columns=columns)
+    return out
+
+
+def _summary(text: str) -> Dict[str, np.ndarray]:
+    lines = text.splitlines()
+    header = lines[0].split(",")
+    rows = [line.split(",") for line in lines[1:] if line]
+    out: Dict[str, np.ndarray] = {}
+    for k, name in enumerate(header):
+        col = [r[k] for r in rows]
+        if name == "mean":
+            out[name] = np.array([float(x) if x else math.nan for x in col], dtype=np.float64)
+        else:
+            ints = [int(x) for x in col]
+            fits = all(0 <= x <= UNREACHABLE_U64 for x in ints)
+            out[name] = np.array(ints, dtype=np.uint64 if fits else object)
+    return out
+
+
+def _config(options: Mapping[str, Any]) -> Dict[str, Any]:
+    """The run options (keyword arguments) as config tables, each checked by name."""
+    units: Dict[str, Any] = {}
+    sched: Dict[str, Any] = {}
+    apsp: Dict[str, Any] = {}
+    for key, value in options.items():
+        if value is None:
+            continue
+        if key == "cpu_workers":
+            if value != "auto" and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0):
+                raise ValueError(f"cpu_workers = {value!r}: \"auto\" (every core) or a count >= 0 (0 = none)")
+            units["cpu_workers"] = value if value == "auto" else int(value)
+        elif key == "opencl":
+            if isinstance(value, str):
+                if value not in ("all", "none"):
+                    raise ValueError(f"opencl = {value!r}: \"all\", \"none\" or a list of device-name substrings")
+                units["opencl"] = value
+            elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+                units["opencl"] = list(value)
+            else:
+                raise ValueError(f"opencl = {value!r}: \"all\", \"none\" or a list of device-name substrings")
+        elif key == "device_type":
+            if value not in _DEVICE_TYPES:
+                raise ValueError(f"device_type = {value!r}: one of {', '.join(map(repr, _DEVICE_TYPES))}")
+            units["device_type"] = value
+        elif key == "concurrent_kernels":
+            if value != "auto" and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+                raise ValueError(f"concurrent_kernels = {value!r}: \"auto\" or a count >= 1")
+            units["concurrent_kernels"] = value if value == "auto" else int(value)
+        elif key == "policy":
+            if value not in _POLICIES:
+                raise ValueError(f"policy = {value!r}: one of {', '.join(map(repr, _POLICIES))}")
+            sched["policy"] = value
+        elif key == "cpu_algorithm":
+            if value not in _CPU_ALGORITHMS:
+                raise ValueError(f"cpu_algorithm = {value!r}: one of {', '.join(map(repr, _CPU_ALGORITHMS))}")
+            apsp["cpu_algorithm"] = value
+        elif key == "gpu_algorithm":
+            if value not in _GPU_ALGORITHMS:
+                raise ValueError(f"gpu_algorithm = {value!r}: one of {', '.join(map(repr, _GPU_ALGORITHMS))}")
+            apsp["gpu_algorithm"] = value
+        elif key == "hierarchy":
+            if not isinstance(value, (str, os.PathLike)):
+                raise ValueError(f"hierarchy = {value!r}: the path of a hierarchy cache file")
+            apsp["hierarchy"] = os.fspath(value)
+        else:
+            raise TypeError(
+                f"unexpected keyword argument {key!r}; run options are: "
+                + ", ".join(RUN_OPTIONS)
+            )
+    config: Dict[str, Any] = {}
+    if units:
+        config["units"] = units
+    if sched:
+        config["scheduler"] = sched
+    if apsp:
+        config["apsp"] = apsp
+    return config
+
+
+#: The run options of :meth:`Graph.od`, :meth:`Graph.distances` and :meth:`Graph.summary`,
+#: with the config key each sets. Left out (or None), each takes the command line's default.
+RUN_OPTIONS = {
+    "cpu_workers": "units.cpu_workers: \"auto\" (every core, the default) or a count; 0 = none",
+    "opencl": "units.opencl: \"all\" (the default: every device found), \"none\", or name substrings",
+    "device_type": "units.device_type: \"gpu\" (the default), \"cpu\" (PoCL), \"accelerator\", \"all\"",
+    "concurrent_kernels": "units.concurrent_kernels: queues per device (\"auto\")",
+    "policy": "scheduler.policy: \"work-queue\" (the default) or \"equitable\"",
+    "cpu_algorithm": "apsp.cpu_algorithm: \"auto\" (the default), \"dijkstra\", \"phast\"",
+    "gpu_algorithm": "apsp.gpu_algorithm: \"auto\" (the default), \"phast\", \"worklist\", ...",
+    "hierarchy": "apsp.hierarchy: the hierarchy cache file (default: the command line's cache)",
+}
+
+
+def read_graph(path: Union[str, "os.PathLike[str]"], *, columns: Optional[Sequence[str]] = None,
+               weight_scale: Optional[float] = None,
+               coordinates: Union[str, "os.PathLike[str]", None] = None,
+               osm: Optional[Mapping[str, Any]] = None) -> Graph:
+    """Read a graph file as the command line's ``[input]`` does: ``.gr``, ``.mtx``, edge lists
+    (``.el``, ``.wel``, ``.txt``, ``.csv``, ``.tsv``), each optionally ``.gz``, and
+    OpenStreetMap ``.osm.pbf`` extracts. ``columns`` (input.columns): the tail, head and
+    weight column names of a ``.csv``/``.tsv``; ``weight_scale`` (input.weight_scale);
+    ``coordinates`` (input.coordinates): a DIMACS ``.co`` file beside a ``.gr``; ``osm``: the
+    ``[input.osm]`` table (e.g. ``{"profile": "car"}``). Large files go through the command
+    line's graph cache."""
+    p = os.fspath(path)
+    if not os.path.exists(p):
+        raise FileNotFoundError(2, "No such file or directory", p)
+    if coordinates is not None and not os.path.exists(os.fspath(coordinates)):
+        raise FileNotFoundError(2, "No such file or directory", os.fspath(coordinates))
+    table: Dict[str, Any] = {"path": os.path.abspath(p)}
+    if columns is not None:
+        table["columns"] = [str(c) for c in columns]
+    if weight_scale is not None:
+        table["weight_scale"] = float(weight_scale)
+    if coordinates is not None:
+        table["coordinates"] = os.path.abspath(os.fspath(coordinates))
+    if osm is not None:
+        table["osm"] = dict(osm)
+    return Graph(_native.read_graph(json.dumps(table)))
+
+
+def run(config: Union[str, "os.PathLike[str]"], *, set: Sequence[str] = (),
+        resume: bool = False, restart: bool = False) -> Dict[str, Any]:
+    """Run a config file as ``tuccompi run CONFIG`` does, with any built-in plugin, writing its
+    outputs where the config says; ``set``: ``KEY=VALUE`` overrides (``--set``); ``resume`` /
+    ``restart`` as ``--resume`` / ``--restart``. Returns the report (``report.json``) as a dict.
+    A KeyboardInterrupt stops the run cleanly: its finished chunks are journaled, and
+    ``resume=True`` continues it."""
+    if resume and restart:
+        raise ValueError("resume and restart: give at most one")
+    p = os.fspath(config)
+    if not os.path.exists(p):
+        raise FileNotFoundError(2, "No such file or directory", p)
+    if isinstance(set, str):
+        set = [set]
+    unfinished = "resume" if resume else "restart" if restart else "refuse"
+    return json.loads(_native.run_config(p, [str(s) for s in set], unfinished))
+
+
+def plugins() -> Dict[str, str]:
+    """The built-in plugins :func:`run` can run: name -> description."""
+    return dict(_native.plugins())
