@@ -110,6 +110,7 @@ fn main() -> tuccompi::Result<()> {
         targets: None,
         geo: Default::default(),
         origins: Default::default(),
+        reach: None,
     };
     println!(
         "{:>5} {:>4} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>7} {:>10} {:>8}",

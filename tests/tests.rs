@@ -18,6 +18,7 @@ mod od;
 mod osm;
 mod phast_cpu;
 mod phast_gpu;
+mod reach;
 mod reliability;
 mod scheduling;
 mod tune;

@@ -15,6 +15,7 @@ pub mod dijkstra;
 pub mod gpu;
 pub mod od;
 pub mod phast;
+pub mod reach;
 pub mod targets;
 pub mod width;
 
@@ -99,6 +100,8 @@ pub struct ApspOptions {
     /// Leading (small) levels GPU PHAST sweeps in one launch ("auto" = those too small to fill
     /// the device; 0 = one launch per level).
     pub gpu_top_levels: Option<AutoOr>,
+    /// `[apsp.reach]`: counts, sums, nearest targets and isochrones folded per source.
+    pub reach: Option<reach::ReachOptions>,
 }
 
 /// The shared state of an APSP run.
@@ -130,6 +133,8 @@ pub struct ApspJob {
     pub origins: crate::config::Origins,
     /// The input's places and the points snapped to them (empty for inputs without places).
     pub geo: GeoJob,
+    /// The reductions folded per source (`[apsp.reach]`), if any.
+    pub reach: Option<reach::Reach>,
 }
 
 /// An APSP job's places: the input's coordinates (OpenStreetMap or `.co`) and the sources' and
@@ -212,21 +217,33 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         ),
     };
     drop(index);
+    let reach = reach::Reach::prepare(
+        options.reach.clone(),
+        targets.as_ref().map_or(graph.n, Vec::len),
+    )?;
     let width = width::choose(&graph, &sources, targets.as_deref());
     let wide = width.wide;
     let cols = targets.as_ref().map_or(graph.n, Vec::len);
-    let rows = od::rows(
-        ctx.plan,
-        targets.as_deref(),
-        sources.len(),
-        cols,
-        width.rows,
-    )?;
+    // A run that folds its trees (`[apsp.reach]`) writes no matrix unless one is asked for.
+    let rows = if reach.is_some()
+        && !ctx.plan.output.distances
+        && ctx.plan.output.format != crate::config::OutputFormat::Csv
+    {
+        None
+    } else {
+        od::rows(
+            ctx.plan,
+            targets.as_deref(),
+            sources.len(),
+            cols,
+            width.rows,
+        )?
+    };
     // The outputs' size is known now: a run that cannot fit is refused before the hierarchy.
     let csv = ctx.plan.output.format == crate::config::OutputFormat::Csv;
     ctx.check_space(crate::plugin::OutputSize {
         tasks: sources.len(),
-        record_words: PathSummary::WORDS,
+        record_words: PathSummary::WORDS + reach.as_ref().map_or(0, reach::Reach::words),
         bulk_bytes: rows.as_ref().map_or(0, |r| r.bytes())
             + od::finish_bytes_of(sources.len(), targets.as_deref(), rows.as_ref(), csv),
     })?;
@@ -264,6 +281,7 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         inputs: crate::common::input_files(ctx.plan)
             .into_iter()
             .chain(target_file)
+            .chain(reach.as_ref().and_then(|r| r.file.clone()))
             .collect(),
         sources,
         wide,
@@ -280,6 +298,7 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
             sources: source_snaps,
             targets: target_snaps,
         },
+        reach,
     }))
 }
 
@@ -347,7 +366,10 @@ impl Job for ApspJob {
         self.inputs.clone()
     }
     fn record_words(&self) -> usize {
-        PathSummary::WORDS
+        reach::record_words(self)
+    }
+    fn tolerance(&self) -> crate::plugin::Tolerance {
+        reach::tolerance(self)
     }
     fn describe(&self) -> serde_json::Value {
         serde_json::json!({
@@ -393,7 +415,7 @@ impl Job for ApspJob {
         self.rows.iter().collect()
     }
     fn finish_bytes(&self) -> u64 {
-        od::finish_bytes(self, self.options.od_csv)
+        od::finish_bytes(self, self.options.od_csv) + reach::finish_bytes(self)
     }
     fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
         if let Some(rows) = &self.rows {
@@ -408,6 +430,8 @@ impl Job for ApspJob {
             )?;
         }
         od::write(self, dir, self.options.od_csv)?;
+        let reached = reach::write(self, records, dir)?;
+        let records = &reach::summaries(self, records);
         let mut checksum = write_summary_records(
             dir,
             &self.sources,
@@ -422,6 +446,9 @@ impl Job for ApspJob {
             .filter(|&t| records.read::<PathSummary>(t).redone)
             .count();
         checksum["redone_u64"] = serde_json::json!(redone);
+        if !reached.is_null() {
+            checksum["reach"] = reached;
+        }
         Ok(checksum)
     }
 }
@@ -470,11 +497,13 @@ impl<D: Dist + RowWrite> Worker for CpuWorker<'_, D> {
     fn run(&mut self, range: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
         for t in range {
             let dist = self.dj.run(&self.job.graph, self.job.sources[t]);
-            let mut s = targets::finish_row(self.job, t, dist, &mut self.buf)?;
+            let s = targets::finish_row(self.job, t, dist, &mut self.buf)?;
             if width::overflowed(self.job, &s) {
-                s = self.redo.tree(self.job, t)?;
+                let s = self.redo.tree(self.job, t)?;
+                reach::put_redone(self.job, out, t, &s);
+            } else {
+                reach::put(self.job, out, t, &s, |v| dist[v as usize]);
             }
-            out.put(t, &s);
         }
         Ok(())
     }

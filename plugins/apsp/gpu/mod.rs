@@ -29,6 +29,7 @@ mod buffers;
 mod crauser;
 mod martin;
 pub mod phast;
+pub mod reach;
 pub mod sweep;
 mod two_phase;
 mod worklist;
@@ -222,6 +223,15 @@ pub trait Algorithm: Send {
         }
         batch.write_rows(cx, tasks, rows)
     }
+    /// Where the batch's distances lie after [`solve`](Algorithm::solve), for the
+    /// `[apsp.reach]` folds (default: `batch.dist` at `b·n + v`).
+    fn layout<'b>(&'b self, cx: &Ctx<'_>, batch: &'b Batch) -> reach::Layout<'b> {
+        reach::Layout {
+            dist: batch.dist.arg(),
+            vstride: 1,
+            tstride: cx.n,
+        }
+    }
 }
 
 /// Run iterations of `step` (which enqueues one iteration) until `done` (which reads the "not
@@ -311,9 +321,9 @@ impl GpuHalf for ApspJob {
     fn kernels(&self) -> &'static [KernelSource] {
         // The file of the algorithm that runs only (so `TUCCOMPI_KERNELS` needs only that one).
         if self.options.gpu_algorithm == GpuAlgorithm::Phast {
-            &[phast::KERNELS]
+            &[phast::KERNELS, reach::KERNELS]
         } else {
-            &[KERNELS]
+            &[KERNELS, reach::KERNELS]
         }
     }
 
@@ -391,6 +401,7 @@ impl GpuHalf for ApspJob {
             algo: (self.options.gpu_algorithm.spec().make)(&setup)?,
             q: queue,
             redo: width::Redo::default(),
+            reach: reach::DeviceReach::new(self, device, shared.params.batch.value)?,
         })
     }
 }
@@ -403,6 +414,7 @@ struct GpuWorker<'a> {
     batch: Batch,
     algo: Box<dyn Algorithm>,
     redo: width::Redo,
+    reach: Option<reach::DeviceReach>,
 }
 
 impl GpuWorker<'_> {
@@ -422,19 +434,24 @@ impl GpuWorker<'_> {
         };
         let iterations = self.algo.solve(&cx, &self.batch, sources)?;
         let summaries = self.algo.summaries(&cx, &self.batch, range.clone())?;
+        let folded = match (&mut self.reach, &job.reach) {
+            (Some(dr), Some(r)) => dr.fold(r, &cx, self.algo.layout(&cx, &self.batch))?,
+            _ => vec![Vec::new(); cx.b],
+        };
         let mut over = Vec::new();
-        for (t, s) in range.clone().zip(summaries) {
+        for ((t, s), words) in range.clone().zip(summaries).zip(&folded) {
             if width::overflowed(job, &s) {
                 over.push(t);
             }
-            out.put(t, &s);
+            super::reach::put_words(out, t, &s, words);
         }
         if let Some(rows) = &job.rows {
             self.algo.write_rows(&cx, &self.batch, range, rows)?;
         }
         // u32 trees that overflowed: redone in u64 on the host (their rows overwritten).
         for t in over {
-            out.put(t, &self.redo.tree(job, t)?);
+            let s = self.redo.tree(job, t)?;
+            super::reach::put_redone(job, out, t, &s);
         }
         tracing::trace!(iterations, sources = cx.b, "batch done");
         Ok(())
