@@ -86,8 +86,9 @@ struct Ask {
 struct Row {
     counts: Vec<u64>,
     sums: Vec<f64>,
-    /// (target id, distance) in the input's numbering (1-based), closest first.
-    near: Vec<(u64, u64)>,
+    /// (target id in the input's numbering, distance, position in the listed targets),
+    /// closest first.
+    near: Vec<(u64, u64, Option<u64>)>,
     within: Vec<u64>,
 }
 
@@ -133,7 +134,7 @@ fn expected(g: &Graph, sources: &[u64], targets: Option<&[u64]>, ask: &Ask) -> V
             let near = all
                 .iter()
                 .take(ask.nearest)
-                .map(|&(dv, i)| (cols[i], dv))
+                .map(|&(dv, i)| (cols[i], dv, targets.map(|_| i as u64)))
                 .collect();
             let within = ask
                 .isochrones
@@ -192,7 +193,8 @@ fn read_rows(dir: &Path, sources: &[u64], ask: &Ask, listed: bool) -> Vec<Row> {
                 if e[0].is_empty() {
                     assert!(e.iter().all(String::is_empty), "unset entries are empty: {l:?}");
                 } else {
-                    row.near.push((e[0].parse().unwrap(), e[1].parse().unwrap()));
+                    let index = listed.then(|| e[2].parse().unwrap());
+                    row.near.push((e[0].parse().unwrap(), e[1].parse().unwrap(), index));
                 }
             }
         }
@@ -383,7 +385,21 @@ fn nearest_ties_go_to_the_lower_id_and_short_lists_are_marked_on_every_half() {
     };
     let want = expected(&graph, &sources, None, &ask);
     assert!(want.last().unwrap().near.len() < 8, "the last source reaches few vertices");
-    let cfg = config(&path, &sources, None, &ask, None);
+    // And a target list where one far vertex, listed 100 times, fills every device slice's
+    // list with ties before the sources themselves (distance 0) arrive at the end: a slice
+    // must then drop its tied entry listed last.
+    let d1 = dijkstra(&graph, 0, u64::MAX);
+    let far = (0..n as usize).filter(|&v| d1[v] != u64::MAX).max_by_key(|&v| d1[v]).unwrap();
+    let mut listed: Vec<u64> = vec![far as u64 + 1; 100];
+    listed.extend([1, 2, 50, 100]);
+    let want_listed = expected(&graph, &sources, Some(&listed), &ask);
+    let ties = &want_listed[0].near;
+    let tied = ties.iter().filter(|e| e.0 == far as u64 + 1).count();
+    assert!(ties[0].1 == 0 && tied >= 4, "{ties:?}");
+    let cases = [
+        (config(&path, &sources, None, &ask, None), false, &want),
+        (config(&path, &sources, Some(&listed), &ask, None), true, &want_listed),
+    ];
     let mut runs: Vec<(&str, Vec<&str>)> = vec![
         ("dijkstra", vec!["units.opencl=none", "apsp.cpu_algorithm=\"dijkstra\""]),
         ("phast", vec!["units.opencl=none", "apsp.cpu_algorithm=\"phast\""]),
@@ -396,12 +412,14 @@ fn nearest_ties_go_to_the_lower_id_and_short_lists_are_marked_on_every_half() {
             ));
         }
     }
-    for (what, sets) in runs {
-        let out = run(&cfg, &sets);
-        check(what, &read_rows(&out.dir, &sources, &ask, false), &want);
-        // Flat and unweighted: the sum is the count.
-        let got = read_rows(&out.dir, &sources, &ask, false);
-        assert!(got.iter().all(|r| r.sums.iter().zip(&r.counts).all(|(&s, &c)| s == c as f64)));
+    for (what, sets) in &runs {
+        for (cfg, listed, want) in &cases {
+            let out = run(cfg, sets);
+            let got = read_rows(&out.dir, &sources, &ask, *listed);
+            check(&format!("{what} (targets listed: {listed})"), &got, want);
+            // Flat and unweighted: the sum is the count.
+            assert!(got.iter().all(|r| r.sums.iter().zip(&r.counts).all(|(&s, &c)| s == c as f64)));
+        }
     }
 }
 
