@@ -27,7 +27,9 @@ fn read_gr(p: &Path) -> Graph {
             .read_to_string(&mut text)
             .unwrap();
     } else {
-        std::io::BufReader::new(f).read_to_string(&mut text).unwrap();
+        std::io::BufReader::new(f)
+            .read_to_string(&mut text)
+            .unwrap();
     }
     parse_gr(&text)
 }
@@ -39,8 +41,11 @@ fn parse_gr(text: &str) -> Graph {
         match w.first() {
             Some(&"p") => adj = vec![Vec::new(); w[2].parse().unwrap()],
             Some(&"a") => {
-                let (u, v, c): (usize, u32, u64) =
-                    (w[1].parse().unwrap(), w[2].parse().unwrap(), w[3].parse().unwrap());
+                let (u, v, c): (usize, u32, u64) = (
+                    w[1].parse().unwrap(),
+                    w[2].parse().unwrap(),
+                    w[3].parse().unwrap(),
+                );
                 adj[u - 1].push((v - 1, c));
             }
             _ => {}
@@ -103,7 +108,12 @@ fn expected(g: &Graph, sources: &[u64], targets: Option<&[u64]>, ask: &Ask) -> V
             let limit = if whole {
                 u64::MAX
             } else {
-                ask.radii.iter().chain(&ask.isochrones).copied().max().unwrap()
+                ask.radii
+                    .iter()
+                    .chain(&ask.isochrones)
+                    .copied()
+                    .max()
+                    .unwrap()
             };
             let d = dijkstra(g, s as u32 - 1, limit);
             let at = |v: u64| d[v as usize - 1];
@@ -191,10 +201,14 @@ fn read_rows(dir: &Path, sources: &[u64], ask: &Ask, listed: bool) -> Vec<Row> {
             assert_eq!(l.len(), 1 + per * ask.nearest);
             for e in l[1..].chunks(per) {
                 if e[0].is_empty() {
-                    assert!(e.iter().all(String::is_empty), "unset entries are empty: {l:?}");
+                    assert!(
+                        e.iter().all(String::is_empty),
+                        "unset entries are empty: {l:?}"
+                    );
                 } else {
                     let index = listed.then(|| e[2].parse().unwrap());
-                    row.near.push((e[0].parse().unwrap(), e[1].parse().unwrap(), index));
+                    row.near
+                        .push((e[0].parse().unwrap(), e[1].parse().unwrap(), index));
                 }
             }
         }
@@ -229,7 +243,13 @@ fn toml_list(v: &[u64]) -> String {
 }
 
 /// The config of a reach run on `input`.
-fn config(input: &Path, sources: &[u64], targets: Option<&[u64]>, ask: &Ask, wfile: Option<&Path>) -> String {
+fn config(
+    input: &Path,
+    sources: &[u64],
+    targets: Option<&[u64]>,
+    ask: &Ask,
+    wfile: Option<&Path>,
+) -> String {
     let mut cfg = format!("{}[apsp]\n", apsp_file(input, &toml_list(sources)));
     if let Some(t) = targets {
         cfg += &format!("targets = {}\n", toml_list(t));
@@ -275,11 +295,24 @@ fn rng(seed: u64) -> impl FnMut() -> u64 {
 
 /// Rome: 40 sources, 300 targets (one listed twice), radii 500/1,000/2,000 m with weights and
 /// a decay, the 5 nearest, isochrones of 1 and 3 km.
-fn rome_case(decay: &'static str) -> Option<(PathBuf, Vec<u64>, Vec<u64>, Ask, PathBuf, Vec<Row>)> {
+struct Case {
+    graph: PathBuf,
+    sources: Vec<u64>,
+    targets: Vec<u64>,
+    ask: Ask,
+    weights: PathBuf,
+    want: Vec<Row>,
+}
+
+fn rome_case(decay: &'static str) -> Option<Case> {
     let g = data("rome99.gr.gz")?;
     let graph = read_gr(&g);
     let mut r = rng(7);
-    let sources: Vec<u64> = (0..40).map(|_| 1 + r() % 3353).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+    let sources: Vec<u64> = (0..40)
+        .map(|_| 1 + r() % 3353)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let mut targets: Vec<u64> = (0..300).map(|_| 1 + r() % 3353).collect();
     targets[299] = targets[0];
     let weights: Vec<f64> = (0..300).map(|_| (r() % 1000) as f64 / 7.0).collect();
@@ -294,13 +327,28 @@ fn rome_case(decay: &'static str) -> Option<(PathBuf, Vec<u64>, Vec<u64>, Ask, P
         isochrones: vec![1000, 3000],
     };
     let want = expected(&graph, &sources, Some(&targets), &ask);
-    Some((g, sources, targets, ask, wfile, want))
+    Some(Case {
+        graph: g,
+        sources,
+        targets,
+        ask,
+        weights: wfile,
+        want,
+    })
 }
 
 #[test]
 fn rome_counts_sums_nearest_and_isochrones_equal_dijkstra_on_the_cpu_halves() {
     for decay in ["linear", "exp"] {
-        let Some((g, sources, targets, ask, wfile, want)) = rome_case(decay) else {
+        let Some(Case {
+            graph: g,
+            sources,
+            targets,
+            ask,
+            weights: wfile,
+            want,
+        }) = rome_case(decay)
+        else {
             return;
         };
         let cfg = config(&g, &sources, Some(&targets), &ask, Some(&wfile));
@@ -313,7 +361,11 @@ fn rome_counts_sums_nearest_and_isochrones_equal_dijkstra_on_the_cpu_halves() {
                     &format!("apsp.cpu_algorithm=\"{cpu}\""),
                 ],
             );
-            check(&format!("{cpu} {decay}"), &read_rows(&out.dir, &sources, &ask, true), &want);
+            check(
+                &format!("{cpu} {decay}"),
+                &read_rows(&out.dir, &sources, &ask, true),
+                &want,
+            );
             // No matrix: the summary and the per-source tables only.
             assert!(!out.dir.join("distances.npy").exists() && !out.dir.join("od.npz").exists());
             assert_eq!(out.summary().len(), sources.len());
@@ -326,7 +378,15 @@ fn rome_folds_on_the_gpu_half_equal_dijkstra() {
     if !opencl() {
         return;
     }
-    let Some((g, sources, targets, ask, wfile, want)) = rome_case("exp") else {
+    let Some(Case {
+        graph: g,
+        sources,
+        targets,
+        ask,
+        weights: wfile,
+        want,
+    }) = rome_case("exp")
+    else {
         return;
     };
     let cfg = config(&g, &sources, Some(&targets), &ask, Some(&wfile));
@@ -347,8 +407,16 @@ fn rome_folds_on_the_gpu_half_equal_dijkstra() {
             .filter(|u| u["kind"] == "gpu")
             .map(|u| u["tasks"].as_u64().unwrap())
             .sum();
-        assert_eq!(gpu_tasks as usize, sources.len(), "the GPU half ran every task");
-        check(&format!("gpu {algo}"), &read_rows(&out.dir, &sources, &ask, true), &want);
+        assert_eq!(
+            gpu_tasks as usize,
+            sources.len(),
+            "the GPU half ran every task"
+        );
+        check(
+            &format!("gpu {algo}"),
+            &read_rows(&out.dir, &sources, &ask, true),
+            &want,
+        );
     }
 }
 
@@ -384,12 +452,18 @@ fn nearest_ties_go_to_the_lower_id_and_short_lists_are_marked_on_every_half() {
         isochrones: vec![3],
     };
     let want = expected(&graph, &sources, None, &ask);
-    assert!(want.last().unwrap().near.len() < 8, "the last source reaches few vertices");
+    assert!(
+        want.last().unwrap().near.len() < 8,
+        "the last source reaches few vertices"
+    );
     // And a target list where one far vertex, listed 100 times, fills every device slice's
     // list with ties before the sources themselves (distance 0) arrive at the end: a slice
     // must then drop its tied entry listed last.
     let d1 = dijkstra(&graph, 0, u64::MAX);
-    let far = (0..n as usize).filter(|&v| d1[v] != u64::MAX).max_by_key(|&v| d1[v]).unwrap();
+    let far = (0..n as usize)
+        .filter(|&v| d1[v] != u64::MAX)
+        .max_by_key(|&v| d1[v])
+        .unwrap();
     let mut listed: Vec<u64> = vec![far as u64 + 1; 100];
     listed.extend([1, 2, 50, 100]);
     let want_listed = expected(&graph, &sources, Some(&listed), &ask);
@@ -398,17 +472,35 @@ fn nearest_ties_go_to_the_lower_id_and_short_lists_are_marked_on_every_half() {
     assert!(ties[0].1 == 0 && tied >= 4, "{ties:?}");
     let cases = [
         (config(&path, &sources, None, &ask, None), false, &want),
-        (config(&path, &sources, Some(&listed), &ask, None), true, &want_listed),
+        (
+            config(&path, &sources, Some(&listed), &ask, None),
+            true,
+            &want_listed,
+        ),
     ];
     let mut runs: Vec<(&str, Vec<&str>)> = vec![
-        ("dijkstra", vec!["units.opencl=none", "apsp.cpu_algorithm=\"dijkstra\""]),
-        ("phast", vec!["units.opencl=none", "apsp.cpu_algorithm=\"phast\""]),
+        (
+            "dijkstra",
+            vec!["units.opencl=none", "apsp.cpu_algorithm=\"dijkstra\""],
+        ),
+        (
+            "phast",
+            vec!["units.opencl=none", "apsp.cpu_algorithm=\"phast\""],
+        ),
     ];
     if opencl() {
-        for algo in ["apsp.gpu_algorithm=\"phast\"", "apsp.gpu_algorithm=\"worklist\""] {
+        for algo in [
+            "apsp.gpu_algorithm=\"phast\"",
+            "apsp.gpu_algorithm=\"worklist\"",
+        ] {
             runs.push((
                 algo,
-                vec!["units.device_type=all", "units.cpu_workers=0", "verify.sample=0", algo],
+                vec![
+                    "units.device_type=all",
+                    "units.cpu_workers=0",
+                    "verify.sample=0",
+                    algo,
+                ],
             ));
         }
     }
@@ -418,7 +510,9 @@ fn nearest_ties_go_to_the_lower_id_and_short_lists_are_marked_on_every_half() {
             let got = read_rows(&out.dir, &sources, &ask, *listed);
             check(&format!("{what} (targets listed: {listed})"), &got, want);
             // Flat and unweighted: the sum is the count.
-            assert!(got.iter().all(|r| r.sums.iter().zip(&r.counts).all(|(&s, &c)| s == c as f64)));
+            assert!(got
+                .iter()
+                .all(|r| r.sums.iter().zip(&r.counts).all(|(&s, &c)| s == c as f64)));
         }
     }
 }
@@ -433,12 +527,21 @@ fn bad_reach_options_are_refused_naming_the_key_or_file() {
     write_npy_f64(&w, &[1.0, 2.0]);
     let base = format!("{}[apsp]\ntargets = [1, 2, 3]\n", apsp_file(&g, "2"));
     let err = |extra: &str| {
-        try_run(&format!("{base}[apsp.reach]\n{extra}"), &["units.opencl=none"])
-            .unwrap_err()
-            .to_string()
+        try_run(
+            &format!("{base}[apsp.reach]\n{extra}"),
+            &["units.opencl=none"],
+        )
+        .unwrap_err()
+        .to_string()
     };
-    let e = err(&format!("radii = [500]\nweights = {{ file = {:?} }}\n", w.display().to_string()));
-    assert!(e.contains("w.npy") && e.contains("2 weights for 3 targets"), "{e}");
+    let e = err(&format!(
+        "radii = [500]\nweights = {{ file = {:?} }}\n",
+        w.display().to_string()
+    ));
+    assert!(
+        e.contains("w.npy") && e.contains("2 weights for 3 targets"),
+        "{e}"
+    );
     let e = err("radii = [0, 500]\n");
     assert!(e.contains("radii contains 0"), "{e}");
     let e = err("nearest = 65\n");
@@ -500,13 +603,22 @@ fn a_reach_run_killed_mid_way_resumes_byte_identical() {
         .join(tuccompi::sink::outdir::JOURNAL);
     let t = Instant::now();
     while !std::fs::metadata(&journal).is_ok_and(|m| m.len() >= 40) {
-        assert!(child.try_wait().unwrap().is_none(), "the run ended before it journaled");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before it journaled"
+        );
         assert!(t.elapsed() < Duration::from_secs(120), "no journal entry");
         std::thread::sleep(Duration::from_millis(2));
     }
     child.kill().unwrap(); // SIGKILL
-    assert!(!child.wait().unwrap().success(), "the run was not interrupted");
-    assert!(!out.join("reach.csv").exists(), "an unfinished run's tables stay staged");
+    assert!(
+        !child.wait().unwrap().success(),
+        "the run was not interrupted"
+    );
+    assert!(
+        !out.join("reach.csv").exists(),
+        "an unfinished run's tables stay staged"
+    );
     args.push("--resume".into());
     let resumed = Command::new(BIN).args(&args).output().unwrap();
     assert!(
@@ -517,7 +629,10 @@ fn a_reach_run_killed_mid_way_resumes_byte_identical() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     let resumed_tasks = report["resumed_tasks"].as_u64().unwrap();
-    assert!(resumed_tasks > 0 && resumed_tasks < 3353, "resumed {resumed_tasks}");
+    assert!(
+        resumed_tasks > 0 && resumed_tasks < 3353,
+        "resumed {resumed_tasks}"
+    );
     for f in ["summary.csv", "reach.csv", "nearest.csv", "isochrones.csv"] {
         assert!(
             std::fs::read(reference.dir.join(f)).unwrap() == std::fs::read(out.join(f)).unwrap(),
@@ -554,7 +669,10 @@ fn moscow_counts_within_500_1000_2000_equal_a_limited_dijkstra() {
         isochrones: vec![],
     };
     let want = expected(&graph, &sources, Some(&pois), &ask);
-    assert!(want.iter().any(|w| w.counts[2] > 0), "some POIs within 2 km");
+    assert!(
+        want.iter().any(|w| w.counts[2] > 0),
+        "some POIs within 2 km"
+    );
     let dir = tmpdir("reach-moscow");
     let cfg = format!(
         "{}[apsp]\ntargets = {{ file = {:?} }}\n[apsp.reach]\nradii = [500, 1000, 2000]\n",

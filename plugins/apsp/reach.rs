@@ -505,8 +505,8 @@ pub fn tolerance(job: &ApspJob) -> Tolerance {
 pub fn finish_bytes(job: &ApspJob) -> u64 {
     let Some(r) = &job.reach else { return 0 };
     // A u64 id or count is at most 20 digits, a sum at most 24 characters, plus a comma.
-    let per_source = 21 + 45 * r.radii.len() as u64 + 42 * r.nearest as u64
-        + 21 * r.isochrones.len() as u64;
+    let per_source =
+        21 + 45 * r.radii.len() as u64 + 42 * r.nearest as u64 + 21 * r.isochrones.len() as u64;
     job.sources.len() as u64 * per_source + 4096
 }
 
@@ -537,9 +537,9 @@ pub fn write(job: &ApspJob, records: &Records, dir: &Path) -> Result<serde_json:
         let mut total = vec![0u64; r.radii.len()];
         for (t, f) in folded.iter().enumerate() {
             let _ = write!(csv, "{}", source_id(t));
-            for j in 0..r.radii.len() {
-                let _ = write!(csv, ",{},{}", f.count[j], f.sum[j]);
-                total[j] += f.count[j];
+            for ((c, s), sum) in f.count.iter().zip(&f.sum).zip(&mut total) {
+                let _ = write!(csv, ",{c},{s}");
+                *sum += c;
             }
             csv.push('\n');
         }

@@ -333,6 +333,7 @@ impl GpuHalf for ApspJob {
     }
 
     fn setup(&self, device: &Device, params: &LaunchParams) -> Result<Shared> {
+        reach::check_device(self, device)?;
         let g = &self.graph;
         let phast = self.options.gpu_algorithm == GpuAlgorithm::Phast;
         if self.wide && !device.info.int64_atomics && !phast {

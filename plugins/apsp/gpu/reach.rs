@@ -163,6 +163,19 @@ impl Pass {
     }
 }
 
+/// Refuse a device without double precision when the job folds (its sums are `double`):
+/// called in the half's set-up, so the device is left out before any queue starts.
+pub fn check_device(job: &ApspJob, device: &Device) -> Result<()> {
+    if job.reach.is_some() && !device.info.fp64 {
+        return Err(Error::Device(format!(
+            "'{}' lacks double precision (cl_khr_fp64), which [apsp.reach] needs for its sums; \
+             run the job on CPU workers (units.opencl = \"none\") or another device",
+            device.info.name
+        )));
+    }
+    Ok(())
+}
+
 /// One queue's reductions: the kernel and the passes' buffers.
 #[derive(Debug)]
 pub struct DeviceReach {
@@ -178,13 +191,7 @@ impl DeviceReach {
         let Some(reach) = &job.reach else {
             return Ok(None);
         };
-        if !device.info.fp64 {
-            return Err(Error::Device(format!(
-                "'{}' lacks double precision (cl_khr_fp64), which [apsp.reach] needs for its \
-                 sums; run the job on CPU workers (units.opencl = \"none\") or another device",
-                device.info.name
-            )));
-        }
+        check_device(job, device)?;
         let options = if job.wide { "-DWIDE=1" } else { "" };
         let kernel = device.kernel(&KERNELS, options, "reach_fold")?;
         let q = device.queue()?;
