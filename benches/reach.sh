@@ -34,12 +34,16 @@ for pass in cold warm; do
   t0=$(date +%s.%N)
   "$BIN" -q run "$W/reach.toml" --set "output.dir=\"$W/out\""
   t1=$(date +%s.%N)
-  echo "tuccompi ($pass: hierarchy $( [ $pass = cold ] && echo built || echo cached )): $(echo "$t1 - $t0" | bc) s wall"
+  echo "tuccompi ($pass: hierarchy $( [ $pass = cold ] && echo built || echo cached )): $(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }") s wall"
 done
 python3 - "$W/out/report.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1])); p = r["phase_seconds"]
 print("tuccompi warm phases: " + ", ".join(f"{k} {v:.2f} s" for k, v in p.items()))
+units = {}
+for u in r["units"]:
+    units[u["kind"]] = units.get(u["kind"], 0) + u["tasks"]
+print("tasks per unit kind: " + ", ".join(f"{k} {v}" for k, v in units.items()))
 PY
 ls -l "$W/out" | awk 'NR > 1 {print "  " $5 " bytes  " $9}'
 python3 "$HERE/reach.py" scipy "$DATA/$GRAPH" "$W"

@@ -14,9 +14,9 @@
 //!   distance `<= limit`.
 //!
 //! [`Job::finish`](crate::plugin::Job::finish) writes them as `reach.csv`, `nearest.csv` and
-//! `isochrones.csv`, one row per source. The CPU halves fold their host rows here
-//! ([`fill`]); the GPU half folds on the device (`gpu/reach.rs`, `kernels/reach.cl`) and only
-//! the folded words come back.
+//! `isochrones.csv`, one row per source. The CPU halves fold their host rows here ([`put`],
+//! [`Reach::fold`]); the GPU half folds on the device (`gpu/reach.rs`, `kernels/reach.cl`) and
+//! only the folded words come back.
 //!
 //! Cost per tree: `O(T (R + log K) + n L)` for `T` targets, `R` radii, `K` nearest, `L`
 //! isochrone limits (`O(T K)` in the worst case of the nearest list's insertions).
@@ -501,7 +501,7 @@ pub fn tolerance(job: &ApspJob) -> Tolerance {
     .f64(1e-12, 1e-9)
 }
 
-/// Bytes of the files [`write`] adds, at most (for the free-space check).
+/// Bytes of the files [`write`](fn@write) adds, at most (for the free-space check).
 pub fn finish_bytes(job: &ApspJob) -> u64 {
     let Some(r) = &job.reach else { return 0 };
     // A u64 id or count is at most 20 digits, a sum at most 24 characters, plus a comma.
