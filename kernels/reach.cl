@@ -18,8 +18,14 @@ typedef uint dist_t;
 #define INF UINT_MAX
 #endif
 
+// The private arrays' sizes: the host builds with the run's own (-DMAX_RADII=3 ...), so an
+// item holds no more than it uses; these are the largest a run may ask.
+#ifndef MAX_RADII
 #define MAX_RADII 16
+#endif
+#ifndef MAX_NEAREST
 #define MAX_NEAREST 64
+#endif
 
 __kernel void reach_fold(__global const dist_t* dist, __global const uint* list, uint count,
                          uint vstride, uint tstride, uint trees, uint slices,

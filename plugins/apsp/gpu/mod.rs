@@ -320,10 +320,15 @@ impl GpuHalf for ApspJob {
 
     fn kernels(&self) -> &'static [KernelSource] {
         // The file of the algorithm that runs only (so `TUCCOMPI_KERNELS` needs only that one).
-        if self.options.gpu_algorithm == GpuAlgorithm::Phast {
-            &[phast::KERNELS, reach::KERNELS]
-        } else {
-            &[KERNELS, reach::KERNELS]
+        // `kernels/reach.cl` only when the job folds its trees (`[apsp.reach]`).
+        match (
+            self.options.gpu_algorithm == GpuAlgorithm::Phast,
+            self.reach.is_some(),
+        ) {
+            (true, false) => &[phast::KERNELS],
+            (true, true) => &[phast::KERNELS, reach::KERNELS],
+            (false, false) => &[KERNELS],
+            (false, true) => &[KERNELS, reach::KERNELS],
         }
     }
 

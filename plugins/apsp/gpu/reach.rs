@@ -192,8 +192,14 @@ impl DeviceReach {
             return Ok(None);
         };
         check_device(job, device)?;
-        let options = if job.wide { "-DWIDE=1" } else { "" };
-        let kernel = device.kernel(&KERNELS, options, "reach_fold")?;
+        // The private arrays sized for this run (at least 1: OpenCL has no empty arrays).
+        let options = format!(
+            "{} -DMAX_RADII={} -DMAX_NEAREST={}",
+            if job.wide { "-DWIDE=1" } else { "" },
+            reach.radii.len().max(reach.isochrones.len()).max(1),
+            reach.nearest.max(1)
+        );
+        let kernel = device.kernel(&KERNELS, &options, "reach_fold")?;
         let q = device.queue()?;
         // Indices into the algorithm's distances: PHAST's are sweep positions.
         let index: Box<dyn Fn(u32) -> u32> = match (job.options.gpu_algorithm, &job.hierarchy) {
