@@ -95,6 +95,7 @@ fn main() -> tuccompi::Result<()> {
     let n = graph.n;
     let mut job = ApspJob {
         inputs: Vec::new(),
+        check: Vec::new(),
         sources: Vec::new(),
         wide,
         width,
@@ -109,6 +110,7 @@ fn main() -> tuccompi::Result<()> {
         choice: serde_json::Value::Null,
         targets: None,
         geo: Default::default(),
+        paths: None,
         origins: Default::default(),
         reach: None,
     };

@@ -113,6 +113,10 @@ pub unsafe trait ZeroBits: Copy {}
 unsafe impl ZeroBits for u32 {}
 // SAFETY: plain integers.
 unsafe impl ZeroBits for u64 {}
+// SAFETY: plain integers.
+unsafe impl ZeroBits for i32 {}
+// SAFETY: plain integers.
+unsafe impl ZeroBits for i64 {}
 
 /// `len` zeros, or a clear error when the memory cannot be had. The allocator's zeroed memory
 /// (for large blocks, pages the OS maps on first touch): nothing is written here, so a buffer

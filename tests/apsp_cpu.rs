@@ -105,11 +105,14 @@ fn npy_against_bellman_ford(extra: &str, wide: bool) {
         ],
     );
     let plan = tuccompi::Plan::from_toml(&cfg, std::path::Path::new("x"), &[]).unwrap();
-    let list = match plan.input.clone().unwrap() {
-        tuccompi::config::InputSpec::Generate(g) => tuccompi_plugins::graph::generate(
-            &tuccompi_plugins::common::generate_spec(&plan, &g).unwrap(),
-        )
-        .unwrap(),
+    let input = tuccompi_plugins::common::input::Input::of(&plan).unwrap();
+    let list = match input.spec.unwrap() {
+        tuccompi_plugins::common::input::InputSpec::Generate(g) => {
+            tuccompi_plugins::graph::generate(
+                &tuccompi_plugins::common::generate_spec(&plan, &g).unwrap(),
+            )
+            .unwrap()
+        }
         _ => unreachable!(),
     };
     let file =

@@ -244,6 +244,11 @@ fn gpu_blocked_options_are_checked() {
         e.contains("[rkleene]") && e.contains("belong to [fw-blocked]"),
         "{e}"
     );
+    // fw-naive has no tiles: a tile it would ignore is refused.
+    let e = try_run(&cfg("fw-naive"), &["fw-naive.tile=32"])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("[fw-naive] tile: fw-naive has no tiles"), "{e}");
     if opencl() {
         let e = try_run(
             &cfg("fw-blocked"),

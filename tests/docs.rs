@@ -8,8 +8,8 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use tuccompi::config::InputSpec;
 use tuccompi::Plan;
+use tuccompi_plugins::common::input::{Input, InputSpec};
 use tuccompi_plugins::{apsp::ApspOptions, fw::FwOptions};
 
 /// A key no table has: serde's message for it lists the table's fields.
@@ -100,8 +100,8 @@ fn accepted_keys() -> BTreeSet<String> {
     for t in core_tables() {
         walk(&t, &core, &mut keys);
     }
-    // `[input.generate]` and `[input.osm]` pass the core as tables; the graph plugins parse
-    // them (`common::generate_spec`, `common::osm_options`).
+    // `[input]` is the graph plugins' (`common::input::Input::of`), and so are its tables
+    // `[input.generate]` and `[input.osm]` (`common::generate_spec`, `common::osm_options`).
     let input = |table: &str, body: &str| -> String {
         // `[input.osm]` goes with an OpenStreetMap input (the file need not exist to parse).
         let parsed = match table {
@@ -114,17 +114,24 @@ fn accepted_keys() -> BTreeSet<String> {
             ),
             _ => plan("apsp", table, body),
         };
-        match parsed {
-            Err(e) => e.to_string(),
-            Ok(plan) => match (table, &plan.input) {
-                ("input.generate", Some(InputSpec::Generate(t))) => {
-                    error_text(tuccompi_plugins::common::generate_spec(&plan, t))
-                }
-                ("input.osm", _) => error_text(tuccompi_plugins::common::osm_options(&plan)),
-                _ => format!("[{table}] is not read by the graph plugins"),
-            },
+        let Ok(plan) = parsed else {
+            return error_text(parsed);
+        };
+        match (table, Input::of(&plan)) {
+            (_, Err(e)) => e.to_string(),
+            (
+                "input.generate",
+                Ok(Input {
+                    spec: Some(InputSpec::Generate(t)),
+                    ..
+                }),
+            ) => error_text(tuccompi_plugins::common::generate_spec(&plan, &t)),
+            ("input.osm", _) => error_text(tuccompi_plugins::common::osm_options(&plan)),
+            ("input", Ok(_)) => String::new(),
+            _ => format!("[{table}] is not read by the graph plugins"),
         }
     };
+    walk("input", &input, &mut keys);
     for t in ["input.generate", "input.osm"] {
         keys.remove(t);
         walk(t, &input, &mut keys);
@@ -180,6 +187,7 @@ fn every_config_key_is_in_the_reference() {
     for sample in [
         "units.cpu_workers",
         "input.generate.seed",
+        "input.weight_scale",
         "apsp.batch",
         "fw-blocked.tile",
     ] {

@@ -438,7 +438,7 @@ fn journaled(out: &Path, tasks: usize) -> usize {
 
 /// Run `cfg` to completion in this process (the reference), interrupt the binary with `kill`
 /// once its journal has entries, resume it, and compare the outputs byte for byte.
-fn interrupt_then_resume(
+pub(crate) fn interrupt_then_resume(
     tag: &str,
     cfg: &str,
     tasks: usize,
@@ -496,7 +496,14 @@ fn interrupt_tamper_resume(
     let resumed = Command::new(BIN).args(&args).output().unwrap();
     let resumed_err = String::from_utf8_lossy(&resumed.stderr).into_owned();
     assert!(resumed.status.success(), "resume: {resumed_err}");
-    for f in ["summary.csv", "distances.npy", "od.npz", "od.csv"] {
+    for f in [
+        "summary.csv",
+        "distances.npy",
+        "od.npz",
+        "od.csv",
+        "predecessors.npy",
+        "paths.csv",
+    ] {
         let a = std::fs::read(reference.dir.join(f)).ok();
         if f.starts_with("od.") && cfg.contains("targets") {
             assert!(a.is_some(), "{f} written");

@@ -16,6 +16,7 @@ mod many_gpu;
 mod mpi;
 mod od;
 mod osm;
+mod paths;
 mod phast_cpu;
 mod phast_gpu;
 mod reach;

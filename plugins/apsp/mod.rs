@@ -14,6 +14,7 @@
 pub mod dijkstra;
 pub mod gpu;
 pub mod od;
+pub mod paths;
 pub mod phast;
 pub mod reach;
 pub mod targets;
@@ -102,6 +103,13 @@ pub struct ApspOptions {
     pub gpu_top_levels: Option<AutoOr>,
     /// `[apsp.reach]`: counts, sums, nearest targets and isochrones folded per source.
     pub reach: Option<reach::ReachOptions>,
+    /// Write `predecessors.npy`: each tree's predecessors in the input's numbering ([`paths`]).
+    #[serde(default)]
+    pub predecessors: bool,
+    /// Write each (source, target) pair's path as `paths.csv` (and `paths.geojson` for
+    /// OpenStreetMap input); needs `targets` ([`paths`]).
+    #[serde(default)]
+    pub paths: bool,
 }
 
 /// The shared state of an APSP run.
@@ -110,6 +118,8 @@ pub struct ApspJob {
     pub graph: Csr,
     /// The files read: `[input]`'s and `apsp.targets = { file = ... }`.
     pub inputs: Vec<std::path::PathBuf>,
+    /// What `tuccompi check` prints of the plan: the input and the sources.
+    pub check: Vec<(String, String)>,
     /// Source vertex (internal id) of each task.
     pub sources: Vec<u32>,
     /// Whether the trees are computed in 64 bits from the start (else in 32, a tree that
@@ -135,6 +145,8 @@ pub struct ApspJob {
     pub geo: GeoJob,
     /// The reductions folded per source (`[apsp.reach]`), if any.
     pub reach: Option<reach::Reach>,
+    /// Predecessors and paths, when asked for.
+    pub paths: Option<paths::PathsJob>,
 }
 
 /// An APSP job's places: the input's coordinates (OpenStreetMap or `.co`) and the sources' and
@@ -174,13 +186,17 @@ impl Plugin for Apsp {
         // Checks below name their key; this adds where it was set.
         prepare(ctx).map_err(|e| ctx.plan.origins.locate(e))
     }
+    fn tables(&self) -> &'static [&'static str] {
+        &["input"]
+    }
 }
 
 fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
     let options: ApspOptions = ctx.options("apsp")?;
     // An id file's mistakes are found before the graph is read.
     let (source_spec, source_origins) = crate::common::ids::run_sources(ctx.plan)?;
-    let (graph, places) = geo::load_input(ctx)?;
+    let input = crate::common::input::Input::on_this_rank(ctx.plan, ctx.share)?;
+    let (graph, places) = geo::load_input(ctx, &input)?;
     check_run_memory(ctx, &graph, &options, &source_spec)?;
     let (target_spec, target_origins) = match options.targets.clone() {
         Some(t) => {
@@ -239,13 +255,22 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
             width.rows,
         )?
     };
+    let path_job = paths::prepare(&options, &graph, sources.len(), targets.as_deref())?;
     // The outputs' size is known now: a run that cannot fit is refused before the hierarchy.
     let csv = ctx.plan.output.format == crate::config::OutputFormat::Csv;
     ctx.check_space(crate::plugin::OutputSize {
         tasks: sources.len(),
         record_words: PathSummary::WORDS + reach.as_ref().map_or(0, reach::Reach::words),
         bulk_bytes: rows.as_ref().map_or(0, |r| r.bytes())
-            + od::finish_bytes_of(sources.len(), targets.as_deref(), rows.as_ref(), csv),
+            + od::finish_bytes_of(sources.len(), targets.as_deref(), rows.as_ref(), csv)
+            + paths::rows_bytes(path_job.as_ref())
+            + paths::text_bytes(
+                path_job.as_ref(),
+                sources.len(),
+                targets.as_deref(),
+                graph.n,
+                places.is_some(),
+            ),
     })?;
     let units = &ctx.plan.units;
     let request = phast::auto::Request {
@@ -278,7 +303,8 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
     };
     Ok(Box::new(ApspJob {
         graph,
-        inputs: crate::common::input_files(ctx.plan)
+        check: crate::common::check_lines(ctx.plan, &input),
+        inputs: crate::common::input_files(ctx.plan, &input)
             .into_iter()
             .chain(target_file)
             .chain(reach.as_ref().and_then(|r| r.file.clone()))
@@ -299,6 +325,7 @@ fn prepare(ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
             targets: target_snaps,
         },
         reach,
+        paths: path_job,
     }))
 }
 
@@ -365,6 +392,9 @@ impl Job for ApspJob {
     fn inputs(&self) -> Vec<std::path::PathBuf> {
         self.inputs.clone()
     }
+    fn check_lines(&self) -> Vec<(String, String)> {
+        self.check.clone()
+    }
     fn record_words(&self) -> usize {
         reach::record_words(self)
     }
@@ -412,10 +442,19 @@ impl Job for ApspJob {
         Some(Gpu::new(self))
     }
     fn bulk_outputs(&self) -> Vec<&NpyRows> {
-        self.rows.iter().collect()
+        let paths = self.paths.iter();
+        self.rows
+            .iter()
+            .chain(paths.clone().flat_map(|p| &p.predecessors))
+            .chain(paths.flat_map(|p| &p.trees))
+            .collect()
     }
     fn finish_bytes(&self) -> u64 {
-        od::finish_bytes(self, self.options.od_csv) + reach::finish_bytes(self)
+        let (targets, n) = (self.targets.as_deref(), self.graph.n);
+        let geo = self.geo.geo.is_some();
+        od::finish_bytes(self, self.options.od_csv)
+            + paths::text_bytes(self.paths.as_ref(), self.sources.len(), targets, n, geo)
+            + reach::finish_bytes(self)
     }
     fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
         if let Some(rows) = &self.rows {
@@ -430,6 +469,7 @@ impl Job for ApspJob {
             )?;
         }
         od::write(self, dir, self.options.od_csv)?;
+        paths::write(self, dir)?;
         let reached = reach::write(self, records, dir)?;
         let records = &reach::summaries(self, records);
         let mut checksum = write_summary_records(
@@ -474,6 +514,7 @@ impl CpuHalf for ApspJob {
                 dj: Dijkstra::new(self.graph.n),
                 buf: Vec::new(),
                 redo: width::Redo::default(),
+                tracer: paths::Tracer::default(),
             })
         } else {
             Box::new(CpuWorker::<u32> {
@@ -481,6 +522,7 @@ impl CpuHalf for ApspJob {
                 dj: Dijkstra::new(self.graph.n),
                 buf: Vec::new(),
                 redo: width::Redo::default(),
+                tracer: paths::Tracer::default(),
             })
         })
     }
@@ -491,6 +533,7 @@ struct CpuWorker<'a, D: Dist> {
     dj: Dijkstra<D>,
     buf: Vec<D>,
     redo: width::Redo,
+    tracer: paths::Tracer,
 }
 
 impl<D: Dist + RowWrite> Worker for CpuWorker<'_, D> {
@@ -502,6 +545,8 @@ impl<D: Dist + RowWrite> Worker for CpuWorker<'_, D> {
                 let s = self.redo.tree(self.job, t)?;
                 reach::put_redone(self.job, out, t, &s);
             } else {
+                self.tracer.tree(self.job, t, &self.dj.dist)?;
+                let dist = &self.dj.dist;
                 reach::put(self.job, out, t, &s, |v| dist[v as usize]);
             }
         }

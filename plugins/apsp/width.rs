@@ -144,6 +144,7 @@ pub fn overflowed(job: &ApspJob, s: &PathSummary) -> bool {
 pub struct Redo {
     dj: Option<Dijkstra<u64>>,
     buf: Vec<u64>,
+    tracer: crate::apsp::paths::Tracer,
     /// Trees this unit redid.
     pub trees: usize,
 }
@@ -155,6 +156,7 @@ impl Redo {
         let dj = self.dj.get_or_insert_with(|| Dijkstra::new(g.n));
         let dist = dj.run(g, job.sources[t]);
         let mut s = finish_row(job, t, dist, &mut self.buf)?;
+        self.tracer.tree(job, t, dist)?;
         debug_assert!(s.max < u64::CEIL);
         s.redone = true;
         self.trees += 1;

@@ -2,7 +2,7 @@
 //! graph with a DIMACS `.co` file; points in `run.sources` / `apsp.targets` snapped to their
 //! nearest vertex; `vertices.csv` and `snapped.csv` written with the run's outputs.
 
-use crate::config::{is_osm, InputSpec};
+use crate::common::input::{is_osm, name_path, Input};
 use crate::graph::osm::{read_osm, OsmStats};
 use crate::graph::{read_co, Coords, Csr, Snap, SnapIndex};
 use crate::plugin::PrepareCtx;
@@ -25,22 +25,12 @@ pub struct Geo {
 ///
 /// Under MPI every rank reads the places itself (each needs them to snap points): an OSM
 /// extract is parsed once per rank, and the CSR built from it is still shared per machine.
-pub fn load_input(ctx: &PrepareCtx<'_>) -> Result<(Csr, Option<Geo>)> {
+pub fn load_input(ctx: &PrepareCtx<'_>, input: &Input) -> Result<(Csr, Option<Geo>)> {
     let plan = ctx.plan;
-    if let Some(InputSpec::Path(p)) = &plan.input {
+    if let Some(p) = input.path() {
         if is_osm(p) {
             let (list, coords, stats) =
-                read_osm(p, super::osm_options(plan)?).map_err(|e| match e {
-                    Error::Io { path, source } if path == *p => plan.origins.error(
-                        "input.path",
-                        format!(
-                            "input.path = \"{}\": {source}; check the path (relative paths start \
-                         at the directory tuccompi runs in)",
-                            p.display()
-                        ),
-                    ),
-                    e => e,
-                })?;
+                read_osm(p, super::osm_options(plan)?).map_err(|e| name_path(plan, p, e))?;
             let mut build = || Csr::from_edges(&list);
             let csr = match ctx.share {
                 Some(s) => crate::graph::share_csr(s, &mut build)?,
@@ -53,8 +43,8 @@ pub fn load_input(ctx: &PrepareCtx<'_>) -> Result<(Csr, Option<Geo>)> {
             return Ok((csr, Some(geo)));
         }
     }
-    let csr = super::load_csr(ctx)?;
-    let geo = match &plan.geo.coordinates {
+    let csr = super::load_csr(ctx, input)?;
+    let geo = match &input.coordinates {
         None => None,
         Some(co) => {
             if csr.id_base != 1 {

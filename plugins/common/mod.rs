@@ -4,10 +4,12 @@
 
 pub mod geo;
 pub mod ids;
+pub mod input;
 pub mod npz;
 
 use crate::common::ids::IdOrigins;
-use crate::config::{is_osm, InputSpec, Plan, Sources};
+use crate::common::input::{is_osm, name_path, Input, InputSpec};
+use crate::config::{Plan, Sources};
 use crate::graph::{generate, read_graph_with, Csr, EdgeList, GenSpec, MatrixStats, NpyMatrix};
 use crate::plugin::{PrepareCtx, Record, Records};
 use crate::sink::{write_file, NpyRows, NpyType};
@@ -24,7 +26,7 @@ pub fn generate_spec(plan: &Plan, t: &toml::Table) -> Result<GenSpec> {
 
 /// `[input.osm]` as the OpenStreetMap reader's options (its defaults when absent).
 pub fn osm_options(plan: &Plan) -> Result<crate::graph::osm::OsmOptions> {
-    match &plan.geo.osm {
+    match &Input::of(plan)?.osm {
         Some(t) => plan.table("input.osm", t),
         None => Ok(Default::default()),
     }
@@ -43,8 +45,8 @@ pub fn input_format(path: &Path) -> String {
 
 /// Refuse the `[input]` keys that do not apply to a file of `format`: `columns` belongs to
 /// `.csv`/`.tsv`, `no_arc` to `.npy`, `weight_scale` to both.
-pub fn check_input_options(plan: &Plan, format: &str) -> Result<()> {
-    let o = &plan.input_options;
+pub fn check_input_options(plan: &Plan, input: &Input, format: &str) -> Result<()> {
+    let o = &input.options;
     let table = matches!(format, "csv" | "tsv");
     let npy = format == "npy";
     let wrong = [
@@ -76,20 +78,34 @@ pub fn check_input_options(plan: &Plan, format: &str) -> Result<()> {
 /// The files a plan's `[input]` names (`input.path`, `input.coordinates`) and the id file of
 /// `run.sources = { file = ... }`: what a built-in job declares it reads
 /// ([`crate::plugin::Job::inputs`]), so that `--resume` refuses when one changed.
-pub fn input_files(plan: &Plan) -> Vec<std::path::PathBuf> {
-    let path = match &plan.input {
-        Some(InputSpec::Path(p)) => Some(p.clone()),
-        _ => None,
-    };
-    path.into_iter()
-        .chain(plan.geo.coordinates.clone())
+pub fn input_files(plan: &Plan, input: &Input) -> Vec<std::path::PathBuf> {
+    input
+        .path()
+        .map(Path::to_path_buf)
+        .into_iter()
+        .chain(input.coordinates.clone())
         .chain(ids::sources_file(plan))
+        .collect()
+}
+
+/// What `tuccompi check` prints of a built-in job's plan: its input and its sources.
+pub fn check_lines(plan: &Plan, input: &Input) -> Vec<(String, String)> {
+    input
+        .describe()
+        .map(|d| ("input".to_string(), d))
+        .into_iter()
+        .chain([("sources".to_string(), plan.sources.to_string())])
         .collect()
 }
 
 /// Load the input graph a plan names (file or generator).
 pub fn load_graph(plan: &Plan) -> Result<EdgeList> {
-    if let Some(InputSpec::Path(p)) = &plan.input {
+    load_graph_of(plan, &Input::of(plan)?)
+}
+
+/// Load the graph `input` names (file or generator); `plan` for the messages.
+pub fn load_graph_of(plan: &Plan, input: &Input) -> Result<EdgeList> {
+    if let Some(p) = input.path() {
         let format = input_format(p);
         if format == "npy" {
             return Err(plan.origins.error(
@@ -103,26 +119,16 @@ pub fn load_graph(plan: &Plan) -> Result<EdgeList> {
                 ),
             ));
         }
-        check_input_options(plan, &format)?;
+        check_input_options(plan, input, &format)?;
     }
-    match &plan.input {
+    match &input.spec {
         // A file that cannot be opened is named by the key that names it.
         Some(InputSpec::Path(p)) => if is_osm(p) {
             crate::graph::osm::read_osm(p, osm_options(plan)?).map(|(list, _, _)| list)
         } else {
-            read_graph_with(p, &plan.input_options)
+            read_graph_with(p, &input.options)
         }
-        .map_err(|e| match e {
-            Error::Io { path, source } if path == *p => plan.origins.error(
-                "input.path",
-                format!(
-                    "input.path = \"{}\": {source}; check the path (relative paths start at \
-                     the directory tuccompi runs in)",
-                    p.display()
-                ),
-            ),
-            e => e,
-        }),
+        .map_err(|e| name_path(plan, p, e)),
         Some(InputSpec::Generate(g)) => {
             generate(&generate_spec(plan, g)?).map_err(|e| plan.origins.locate(e))
         }
@@ -182,38 +188,51 @@ impl DenseInput {
 }
 
 /// Load a dense plugin's input: a `.npy` matrix mapped and scanned, else [`load_graph`].
-pub fn load_dense(plan: &Plan) -> Result<DenseInput> {
-    let Some(InputSpec::Path(p)) = &plan.input else {
-        return load_graph(plan).map(DenseInput::Edges);
+pub fn load_dense(plan: &Plan, input: &Input) -> Result<DenseInput> {
+    load_dense_filled::<u32>(plan, input, None).map(|(d, _)| d)
+}
+
+/// What a `.npy` matrix's entries become in [`load_dense_filled`]'s matrix: the diagonal, no
+/// arc, and an arc of weight `w`.
+pub type Fill<'a, T> = (T, T, &'a (dyn Fn(i64) -> T + Sync));
+
+/// [`load_dense`] that, for a `.npy` matrix of elements of at most 4 bytes, also returns the
+/// `n × n` matrix of `T` made by `fill` in the same pass over the file (each entry read once;
+/// exact when `fill`'s conversion is for the weights the stats show).
+pub fn load_dense_filled<T: crate::ZeroBits + Send + Sync>(
+    plan: &Plan,
+    input: &Input,
+    fill: Option<Fill<'_, T>>,
+) -> Result<(DenseInput, Option<Vec<T>>)> {
+    let Some(p) = input.path().filter(|p| input_format(p) == "npy") else {
+        return load_graph_of(plan, input).map(|l| (DenseInput::Edges(l), None));
     };
-    if input_format(p) != "npy" {
-        return load_graph(plan).map(DenseInput::Edges);
-    }
-    check_input_options(plan, "npy")?;
-    let m = NpyMatrix::open(p, &plan.input_options).map_err(|e| match e {
-        Error::Io { path, source } if path == *p => plan.origins.error(
-            "input.path",
-            format!(
-                "input.path = \"{}\": {source}; check the path (relative paths start at \
-                 the directory tuccompi runs in)",
-                p.display()
-            ),
-        ),
-        e => e,
-    })?;
+    check_input_options(plan, input, "npy")?;
+    let m = NpyMatrix::open(p, &input.options).map_err(|e| name_path(plan, p, e))?;
     crate::graph::memory::check(
         &m.name,
         (m.n as u64).saturating_mul(m.n as u64).saturating_mul(8),
         &format!("a dense {} x {} matrix", m.n, m.n),
     )?;
-    let stats = m.scan()?;
-    Ok(DenseInput::Matrix(m, stats))
+    match fill.filter(|_| m.element_bytes() <= 4) {
+        Some((zero, none, arc)) => {
+            let what = format!("a dense {} x {} matrix", m.n, m.n);
+            // Zeroed pages, first touched by the scan's threads.
+            let mut out = crate::zeros::<T>(m.n * m.n, &what)?;
+            let stats = m.scan_into(Some((&mut out[..], zero, none, arc)))?;
+            Ok((DenseInput::Matrix(m, stats), Some(out)))
+        }
+        None => {
+            let stats = m.scan()?;
+            Ok((DenseInput::Matrix(m, stats), None))
+        }
+    }
 }
 
 /// The input graph as a CSR: under MPI, built by one rank of each machine and mapped read-only
 /// by the others (one copy per machine, in memory and in the caches).
-pub fn load_csr(ctx: &PrepareCtx<'_>) -> Result<Csr> {
-    let mut build = || read_csr(ctx.plan, !ctx.dry_run);
+pub fn load_csr(ctx: &PrepareCtx<'_>, input: &Input) -> Result<Csr> {
+    let mut build = || read_csr(ctx.plan, input, !ctx.dry_run);
     match ctx.share {
         Some(s) => crate::graph::share_csr(s, &mut build),
         None => build(),
@@ -224,14 +243,14 @@ pub fn load_csr(ctx: &PrepareCtx<'_>) -> Result<Csr> {
 /// the graph cache when it holds this file's graph (`graph::cache`: keyed by the file's path,
 /// size, time, inode and sampled content), else parsed and then cached (`store`; not for
 /// `tuccompi check`). Reading a large file says so at the default verbosity, before and after.
-fn read_csr(plan: &Plan, store: bool) -> Result<Csr> {
+fn read_csr(plan: &Plan, input: &Input, store: bool) -> Result<Csr> {
     use crate::graph::cache::{self, Identity};
-    let Some(InputSpec::Path(p)) = &plan.input else {
-        return Csr::from_edges(&load_graph(plan)?);
+    let Some(p) = input.path() else {
+        return Csr::from_edges(&load_graph_of(plan, input)?);
     };
     let id = Identity::of(p).ok().filter(|id| id.len >= cache::MIN_BYTES);
     let Some(id) = id else {
-        return Csr::from_edges(&load_graph(plan)?);
+        return Csr::from_edges(&load_graph_of(plan, input)?);
     };
     let name = p.display().to_string();
     let t = std::time::Instant::now();
@@ -258,7 +277,7 @@ fn read_csr(plan: &Plan, store: bool) -> Result<Csr> {
         "{name}: reading {:.1} MB of input",
         id.len as f64 / 1e6
     );
-    let g = Csr::from_edges(&load_graph(plan)?)?;
+    let g = Csr::from_edges(&load_graph_of(plan, input)?)?;
     let kept = match (&file, store) {
         // Kept only when the file did not change while it was read.
         (Some(f), true) if Identity::of(p).is_ok_and(|now| now == id) => {
@@ -609,10 +628,10 @@ mod test {
         let spec = |text: &str, sets: &[&str]| -> String {
             let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
             let plan = Plan::from_toml(text, Path::new("c.toml"), &sets).unwrap();
-            let Some(InputSpec::Generate(g)) = &plan.input else {
+            let Some(InputSpec::Generate(g)) = Input::of(&plan).unwrap().spec else {
                 panic!("a generated input");
             };
-            generate_spec(&plan, g).unwrap_err().to_string()
+            generate_spec(&plan, &g).unwrap_err().to_string()
         };
         // A generator set over a path config names the table that lacks a field.
         let path = "[run]\nplugin = \"apsp\"\n[input]\npath = \"g.gr\"\n";

@@ -32,6 +32,7 @@ pub struct DenseDijkstra;
 /// A prepared run.
 pub struct DdJob {
     inputs: Vec<std::path::PathBuf>,
+    check: Vec<(String, String)>,
     n: usize,
     w: Vec<u32>,
     sources: Vec<u32>,
@@ -54,6 +55,9 @@ impl Plugin for DenseDijkstra {
     fn description(&self) -> &'static str {
         "dense APSP, one O(n^2) Dijkstra per source on the adjacency matrix (parallel find-min / update on GPUs)"
     }
+    fn tables(&self) -> &'static [&'static str] {
+        &["input"]
+    }
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         if !ctx.plan.plugin_options.is_empty() {
             return Err(Error::Config(format!(
@@ -61,7 +65,8 @@ impl Plugin for DenseDijkstra {
                 ctx.plan.plugin_options.keys().collect::<Vec<_>>()
             )));
         }
-        let input = load_dense(ctx.plan)?;
+        let given = crate::common::input::Input::of(ctx.plan)?;
+        let input = load_dense(ctx.plan, &given)?;
         let n = input.n();
         if (n as u128) * (n as u128) * 4 > 1 << 36 {
             return Err(Error::Input(format!(
@@ -113,7 +118,8 @@ impl Plugin for DenseDijkstra {
         let ty = if wide { NpyType::U64 } else { NpyType::U32 };
         let rows = distance_rows(ctx, sources.len(), n, ty)?;
         Ok(Box::new(DdJob {
-            inputs: crate::common::input_files(ctx.plan),
+            check: crate::common::check_lines(ctx.plan, &given),
+            inputs: crate::common::input_files(ctx.plan, &given),
             n,
             w,
             sources,
@@ -131,6 +137,9 @@ impl Job for DdJob {
     }
     fn inputs(&self) -> Vec<std::path::PathBuf> {
         self.inputs.clone()
+    }
+    fn check_lines(&self) -> Vec<(String, String)> {
+        self.check.clone()
     }
     fn record_words(&self) -> usize {
         PathSummary::WORDS

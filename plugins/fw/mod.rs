@@ -15,7 +15,7 @@ mod gpu;
 pub mod tile;
 
 use crate::common::{
-    distance_rows, load_dense, resolve_sources, write_summary, DenseInput, PathSummary, RowWrite,
+    distance_rows, resolve_sources, write_summary, DenseInput, PathSummary, RowWrite,
 };
 use crate::config::AutoOr;
 use crate::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Records, RecordsOut, Worker};
@@ -86,7 +86,9 @@ fn parse_register_tile(s: &str, plugin: &str) -> Result<Option<(usize, usize)>> 
 }
 
 /// Matrix element: i32 or i64.
-pub trait Val: Copy + Ord + Send + Sync + Default + std::fmt::Debug + 'static {
+pub trait Val:
+    Copy + Ord + Send + Sync + Default + std::fmt::Debug + crate::ZeroBits + 'static
+{
     /// Unreachable.
     const INF: Self;
     /// Zero.
@@ -197,6 +199,7 @@ pub enum Matrix {
 /// A prepared dense job.
 pub struct FwJob {
     inputs: Vec<std::path::PathBuf>,
+    check: Vec<(String, String)>,
     variant: Variant,
     /// Vertices.
     pub n: usize,
@@ -229,7 +232,9 @@ fn dense<T: Val>(input: &DenseInput) -> Result<Vec<T>> {
         DenseInput::Edges(l) => dense_of_arcs(l.n, &l.arcs, l.id_base),
         DenseInput::Matrix(m, _) => {
             let n = m.n;
-            let mut out = crate::filled(n * n, T::INF, &format!("a dense {n} x {n} matrix"))?;
+            // `fill` writes every entry, rows in parallel: the zeroed pages are first touched
+            // there, by every core, not filled with INF on one core beforehand.
+            let mut out = crate::zeros::<T>(n * n, &format!("a dense {n} x {n} matrix"))?;
             m.fill(&mut out, T::ZERO, T::INF, T::from_i64);
             Ok(out)
         }
@@ -285,6 +290,9 @@ impl Plugin for Fw {
         self.prepare_job(ctx)
             .map_err(|e| ctx.plan.origins.locate(e))
     }
+    fn tables(&self) -> &'static [&'static str] {
+        &["input"]
+    }
 }
 
 impl Fw {
@@ -302,7 +310,22 @@ impl Fw {
                 self.name()
             )));
         }
-        let input = load_dense(ctx.plan)?;
+        if self.0 == Variant::Naive && options.tile.is_some() {
+            // One pass per k over the whole matrix: there is no tile to size.
+            return Err(Error::Config(
+                "[fw-naive] tile: fw-naive has no tiles (one pass over the matrix per k); \
+                 remove the key, or use fw-blocked or rkleene, whose tiles it sizes"
+                    .into(),
+            ));
+        }
+        let given = crate::common::input::Input::of(ctx.plan)?;
+        // A matrix of small elements is read once: scanned and filled as i32 together, kept
+        // when its weights fit the narrow type (below).
+        let (input, narrow) = crate::common::load_dense_filled::<i32>(
+            ctx.plan,
+            &given,
+            Some((i32::ZERO, i32::INF, &<i32 as Val>::from_i64)),
+        )?;
         let n = input.n();
         let bytes = (n as u128) * (n as u128) * 8;
         if bytes > 1 << 36 {
@@ -346,10 +369,13 @@ impl Fw {
                 v as u64 + input.id_base()
             )));
         }
-        let matrix = if bound < 1 << 28 {
-            Matrix::Narrow(dense(&input)?)
-        } else {
-            Matrix::Wide(dense(&input)?)
+        let matrix = match (bound < 1 << 28, narrow) {
+            (true, Some(m)) => Matrix::Narrow(m),
+            (true, None) => Matrix::Narrow(dense(&input)?),
+            (false, narrow) => {
+                drop(narrow);
+                Matrix::Wide(dense(&input)?)
+            }
         };
         let list_name = input.name().to_string();
         let id_base = input.id_base();
@@ -375,7 +401,8 @@ impl Fw {
             strips: options.strips.and_then(|t| t.value()),
         };
         Ok(Box::new(FwJob {
-            inputs: crate::common::input_files(ctx.plan),
+            check: crate::common::check_lines(ctx.plan, &given),
+            inputs: crate::common::input_files(ctx.plan, &given),
             variant: self.0,
             n,
             input: matrix,
@@ -473,6 +500,55 @@ fn parent_cycle(parent: &[u32]) -> Option<u32> {
 }
 
 impl FwJob {
+    /// The summary of each source's row of the closed matrix `a`, and with
+    /// `output.distances` the row written to `distances.npy` (unreachable = the file's
+    /// dtype's marker): row by row in parallel, each read once.
+    fn rows_out<T: Val>(&self, a: &[T]) -> Result<Vec<PathSummary>> {
+        use rayon::prelude::*;
+        let n = self.n;
+        let narrow = std::mem::size_of::<T>() == 4;
+        self.sources
+            .par_iter()
+            .enumerate()
+            .map(|(t, &s)| {
+                let row = &a[s as usize * n..(s as usize + 1) * n];
+                let (mut reached, mut sum, mut max) = (0u64, 0i128, 0i64);
+                for d in row.iter().filter(|d| !d.unreachable()) {
+                    let d = d.to_i64();
+                    reached += 1;
+                    sum += d as i128;
+                    max = max.max(d);
+                }
+                if let Some(rows) = &self.rows {
+                    let get = |d: &T| (!d.unreachable()).then(|| d.to_i64());
+                    if self.negative {
+                        let r: Vec<i64> = row.iter().map(|d| get(d).unwrap_or(i64::MAX)).collect();
+                        i64::write_row(rows, t, &r)?;
+                    } else if narrow {
+                        let r: Vec<u32> = row
+                            .iter()
+                            .map(|d| get(d).map_or(u32::MAX, |x| x as u32))
+                            .collect();
+                        u32::write_row(rows, t, &r)?;
+                    } else {
+                        let r: Vec<u64> = row
+                            .iter()
+                            .map(|d| get(d).map_or(u64::MAX, |x| x as u64))
+                            .collect();
+                        u64::write_row(rows, t, &r)?;
+                    }
+                }
+                Ok(PathSummary {
+                    reached,
+                    sum,
+                    // The row holds d(s, s) = 0 (a negative cycle was refused), so max >= 0.
+                    max: max as u64,
+                    redone: false,
+                })
+            })
+            .collect()
+    }
+
     /// Store a finished matrix (after checking for negative cycles).
     fn store(&self, m: Matrix, unit: &str) -> Result<()> {
         let n = self.n;
@@ -498,6 +574,9 @@ impl Job for FwJob {
     }
     fn inputs(&self) -> Vec<std::path::PathBuf> {
         self.inputs.clone()
+    }
+    fn check_lines(&self) -> Vec<(String, String)> {
+        self.check.clone()
     }
     fn record_words(&self) -> usize {
         0
@@ -532,44 +611,11 @@ impl Job for FwJob {
                 msg: "no unit computed the matrix".into(),
             });
         };
-        let n = self.n;
-        let row = |s: usize| -> Vec<Option<i64>> {
-            match m {
-                Matrix::Narrow(a) => a[s * n..(s + 1) * n]
-                    .iter()
-                    .map(|&d| (!d.unreachable()).then_some(d as i64))
-                    .collect(),
-                Matrix::Wide(a) => a[s * n..(s + 1) * n]
-                    .iter()
-                    .map(|&d| (!d.unreachable()).then_some(d))
-                    .collect(),
-            }
+        let summaries = match m {
+            Matrix::Narrow(a) => self.rows_out(a)?,
+            Matrix::Wide(a) => self.rows_out(a)?,
         };
-        let mut summaries = Vec::with_capacity(self.sources.len());
-        for (t, &s) in self.sources.iter().enumerate() {
-            let r = row(s as usize);
-            summaries.push(PathSummary {
-                reached: r.iter().flatten().count() as u64,
-                sum: r.iter().flatten().map(|&d| d as i128).sum(),
-                // The row holds d(s, s) = 0 (a negative cycle was refused), so max >= 0.
-                max: r.iter().flatten().copied().max().unwrap_or(0).max(0) as u64,
-                redone: false,
-            });
-            if let Some(rows) = &self.rows {
-                if self.negative {
-                    let row: Vec<i64> = r.iter().map(|d| d.unwrap_or(i64::MAX)).collect();
-                    i64::write_row(rows, t, &row)?;
-                } else if matches!(m, Matrix::Narrow(_)) {
-                    let row: Vec<u32> =
-                        r.iter().map(|d| d.map_or(u32::MAX, |x| x as u32)).collect();
-                    u32::write_row(rows, t, &row)?;
-                } else {
-                    let row: Vec<u64> =
-                        r.iter().map(|d| d.map_or(u64::MAX, |x| x as u64)).collect();
-                    u64::write_row(rows, t, &row)?;
-                }
-            }
-        }
+        let n = self.n;
         if let Some(rows) = &self.rows {
             rows.sync()?;
         }

@@ -11,7 +11,7 @@
 
 use super::read::{shown, Parser};
 use super::EdgeList;
-use crate::config::InputOptions;
+use crate::common::input::InputOptions;
 use crate::{Error, Result};
 use std::io::Read;
 
@@ -204,7 +204,7 @@ fn csv_error(p: &mut Parser<'_>, e: ::csv::Error, line: usize) -> Error {
 
 #[cfg(test)]
 mod test {
-    use crate::config::InputOptions;
+    use crate::common::input::InputOptions;
     use crate::graph::read_graph_with;
     use std::path::PathBuf;
 

@@ -10,7 +10,7 @@
 //! and is dropped (counted in a log line), a negative one is a negative cycle (refused).
 //! Every complaint names the file, and the row and column of an entry.
 
-use crate::config::{InputOptions, NoArc};
+use crate::common::input::{InputOptions, NoArc};
 use crate::{Error, Result};
 use rayon::prelude::*;
 use std::path::Path;
@@ -294,51 +294,38 @@ impl NpyMatrix {
     ///
     /// O(n²).
     pub fn scan(&self) -> Result<MatrixStats> {
+        self.scan_into::<u8>(None)
+    }
+
+    /// [`scan`](NpyMatrix::scan) that fills `out` in the same pass, as
+    /// [`fill`](NpyMatrix::fill) would (`fill = (out, zero, none, arc)`): each entry is read
+    /// once. The values are meaningful only when the scan succeeds and `arc` converts every
+    /// weight exactly (check the stats' `max_abs`).
+    #[allow(clippy::type_complexity)]
+    pub fn scan_into<T: Copy + Send + Sync>(
+        &self,
+        fill: Option<(&mut [T], T, T, &(dyn Fn(i64) -> T + Sync))>,
+    ) -> Result<MatrixStats> {
         let n = self.n;
-        let rows: Vec<std::result::Result<MatrixStats, Error>> = (0..n)
-            .into_par_iter()
-            .map(|i| {
-                let mut s = MatrixStats::default();
-                let mut bad: Option<Error> = None;
-                self.for_row(i, |j, cell| {
-                    if bad.is_some() {
-                        return;
-                    }
-                    match cell {
-                        Cell::None => {}
-                        Cell::Bad(m) => bad = Some(self.entry_error(i, j, &m.to_string())),
-                        Cell::Arc(w, err) => {
-                            if self.scale.is_some() && s.rounding.is_none_or(|(e, _, _)| err > e) {
-                                s.rounding = Some((err, i, j));
-                            }
-                            if i != j {
-                                s.arcs += 1;
-                                s.max_abs = s.max_abs.max(w.unsigned_abs());
-                                s.negative |= w < 0;
-                            } else if w < 0 {
-                                bad = Some(self.entry_error(
-                                    i,
-                                    j,
-                                    &format!(
-                                        "a negative diagonal entry ({w}) is a negative cycle \
-                                         (a self-loop); shortest paths are undefined"
-                                    ),
-                                ));
-                            } else if w > 0 {
-                                if s.diagonal.0 == 0 {
-                                    s.diagonal.1 = i;
-                                }
-                                s.diagonal.0 += 1;
-                            }
+        let rows: Vec<std::result::Result<MatrixStats, Error>> = match fill {
+            Some((out, zero, none, arc)) => out
+                .par_chunks_mut(n)
+                .enumerate()
+                .map(|(i, row)| {
+                    self.scan_row(i, |j, cell| {
+                        row[j] = match cell {
+                            _ if i == j => zero,
+                            Cell::Arc(w, _) => arc(w),
+                            _ => none,
                         }
-                    }
-                });
-                match bad {
-                    Some(e) => Err(e),
-                    None => Ok(s),
-                }
-            })
-            .collect();
+                    })
+                })
+                .collect(),
+            None => (0..n)
+                .into_par_iter()
+                .map(|i| self.scan_row(i, |_, _| {}))
+                .collect(),
+        };
         let mut all = MatrixStats::default();
         for r in rows {
             let s = r?;
@@ -372,6 +359,56 @@ impl NpyMatrix {
             );
         }
         Ok(all)
+    }
+
+    /// Check row `i`'s entries, passing each to `each(j, cell)` too: the row's stats or its
+    /// first bad entry.
+    fn scan_row(&self, i: usize, mut each: impl FnMut(usize, Cell)) -> Result<MatrixStats> {
+        let mut s = MatrixStats::default();
+        let mut bad: Option<Error> = None;
+        self.for_row(i, |j, cell| {
+            each(j, cell);
+            if bad.is_some() {
+                return;
+            }
+            match cell {
+                Cell::None => {}
+                Cell::Bad(m) => bad = Some(self.entry_error(i, j, &m.to_string())),
+                Cell::Arc(w, err) => {
+                    if self.scale.is_some() && s.rounding.is_none_or(|(e, _, _)| err > e) {
+                        s.rounding = Some((err, i, j));
+                    }
+                    if i != j {
+                        s.arcs += 1;
+                        s.max_abs = s.max_abs.max(w.unsigned_abs());
+                        s.negative |= w < 0;
+                    } else if w < 0 {
+                        bad = Some(self.entry_error(
+                            i,
+                            j,
+                            &format!(
+                                "a negative diagonal entry ({w}) is a negative cycle \
+                                 (a self-loop); shortest paths are undefined"
+                            ),
+                        ));
+                    } else if w > 0 {
+                        if s.diagonal.0 == 0 {
+                            s.diagonal.1 = i;
+                        }
+                        s.diagonal.0 += 1;
+                    }
+                }
+            }
+        });
+        match bad {
+            Some(e) => Err(e),
+            None => Ok(s),
+        }
+    }
+
+    /// Bytes per element in the file.
+    pub fn element_bytes(&self) -> usize {
+        self.size
     }
 
     /// Fill `out` (`n × n`, row-major) with `arc(w)` for each arc off the diagonal, `none` where

@@ -7,7 +7,7 @@
 //! ends are accepted.
 
 use super::{EdgeList, Origin};
-use crate::config::InputOptions;
+use crate::common::input::InputOptions;
 use crate::{Error, Result};
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;

@@ -556,22 +556,14 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
     let plugin = runtime::resolve_plugin(&plan, &registry, extra)?;
     println!("config     {}", plan.config_path.display());
     println!("plugin     {} — {}", plugin.name(), plugin.description());
-    // A plugin without an [input] table (one that reads its own files or none) gets no
-    // input or sources lines.
-    match &plan.input {
-        Some(crate::config::InputSpec::Path(p)) => println!("input      {}", p.display()),
-        Some(crate::config::InputSpec::Generate(g)) => {
-            println!("input      generated {}", toml::Value::Table(g.clone()))
-        }
-        None => {}
-    }
     // Before any preprocessing: a bad output.dir is refused at once.
     crate::sink::outdir::validate(&plan.output.dir)?;
     let prepared = runtime::prepare(&plan, &registry, extra, 1)?;
     let job = prepared.job.as_ref();
     println!("           {}  ({} tasks)", job.describe(), job.tasks());
-    if plan.input.is_some() {
-        println!("sources    {}", plan.sources);
+    // What the plugin says of its plan (its input, the tasks it chose), aligned as ours.
+    for (label, text) in job.check_lines() {
+        println!("{label:<10} {text}");
     }
     let selection = runtime::select_units(&plan, &prepared, 1)?;
     // The launch parameters `run` would choose on each device (the same tuner, cache

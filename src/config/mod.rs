@@ -3,40 +3,14 @@
 //! Two stages, as in ripgrep: what the user typed, as close to the file as possible, then a plan
 //! with every default filled in and every value checked. Unknown keys are rejected by name.
 
-mod geo;
 mod origin;
 mod raw;
 
-pub use geo::{is_osm, GeoPlan};
 pub use origin::Origins;
-pub use raw::{AutoOr, DeviceSel, NoArc, NodePolicy, OnFailure, OutputFormat, Policy, Sources};
+pub use raw::{AutoOr, DeviceSel, NodePolicy, OnFailure, OutputFormat, Policy, Sources};
 
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
-
-/// Where the input comes from.
-#[derive(Debug, Clone)]
-pub enum InputSpec {
-    /// A file; format from its extension.
-    Path(PathBuf),
-    /// A generated input: the `[input.generate]` table, which the plugin that generates it
-    /// reads ([`Plan::table`]).
-    Generate(toml::Table),
-}
-
-/// How an input file is read, beyond its extension.
-#[derive(Debug, Clone, Default)]
-pub struct InputOptions {
-    /// `input.columns`: the header names of the tail, head and (optional) weight columns of a
-    /// `.csv`/`.tsv` edge list (`None`: `source,target,weight`).
-    pub columns: Option<Vec<String>>,
-    /// `input.weight_scale`: weights are multiplied by this and rounded to integers (`.csv`,
-    /// `.tsv` and `.npy` inputs).
-    pub weight_scale: Option<f64>,
-    /// `input.no_arc`: the value that marks a missing arc in a `.npy` matrix (besides inf and
-    /// NaN in float matrices).
-    pub no_arc: Option<NoArc>,
-}
 
 /// Which units run, after defaults.
 #[derive(Debug, Clone)]
@@ -139,12 +113,6 @@ pub struct Plan {
     /// Which tasks (sources) to run. A `{ file = PATH }` stays unread here: the plugin reads
     /// it, declares it among its job's inputs, and names its lines in messages.
     pub sources: Sources,
-    /// The input graph (`None` when the config has no \[input\]).
-    pub input: Option<InputSpec>,
-    /// `[input.osm]` and `input.coordinates`.
-    pub geo: GeoPlan,
-    /// How the input file is read (`input.columns`, `input.weight_scale`, `input.no_arc`).
-    pub input_options: InputOptions,
     /// Units.
     pub units: UnitsPlan,
     /// Scheduler.
@@ -191,8 +159,8 @@ fn read_config(path: &Path) -> Result<String> {
     }
     if bytes.len() as u64 > MAX_CONFIG_BYTES {
         return Err(Error::Config(format!(
-            "{}: more than {} MiB; a config is a short TOML file (the graph goes in input.path, \
-             long source lists in a count or a generator): check that this is the config file",
+            "{}: more than {} MiB; a config is a short TOML file (data files are named in it, \
+             long lists go in files of their own): check that this is the config file",
             path.display(),
             MAX_CONFIG_BYTES >> 20
         )));
@@ -440,14 +408,6 @@ pub fn apply_override(tree: &mut toml::Table, assignment: &str) -> Result<()> {
         Ok(mut t) => t.remove("v").expect("parsed table has the key"),
         Err(_) => toml::Value::String(value.to_string()),
     };
-    // The input is a file or a generator: setting one replaces the other.
-    if let Some(toml::Value::Table(input)) = tree.get_mut("input") {
-        if key == "input.path" {
-            input.remove("generate");
-        } else if key.starts_with("input.generate") {
-            input.remove("path");
-        }
-    }
     let mut table = tree;
     for p in &parts[..parts.len() - 1] {
         let entry = table

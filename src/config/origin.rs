@@ -87,6 +87,21 @@ impl Origins {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// The config file's text, as read (before any `--set`).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Which of `keys` (dotted) the last `--set` among those naming one of them (or a key
+    /// inside it) named, as its index in `keys`; `None` when no `--set` names any. For keys
+    /// that exclude each other (a file or a generator): the later `--set` wins over the file.
+    pub fn last_set(&self, keys: &[&str]) -> Option<usize> {
+        self.overrides.iter().rev().find_map(|(k, _)| {
+            keys.iter()
+                .position(|key| k == key || k.strip_prefix(key).is_some_and(|r| r.starts_with('.')))
+        })
+    }
 }
 
 /// The dotted key each line of `text` sets or opens, 1-based by line: a header line gives its

@@ -227,30 +227,6 @@ pub enum OutputFormat {
     Csv,
 }
 
-/// `input.no_arc`: the matrix value that means "no arc" in a dense `.npy` input, as written.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "toml::Value")]
-pub enum NoArc {
-    /// An integer.
-    Int(i64),
-    /// A float (compared after conversion of the element to f64).
-    Float(f64),
-}
-
-impl TryFrom<toml::Value> for NoArc {
-    type Error = String;
-    fn try_from(v: toml::Value) -> Result<Self, String> {
-        match v {
-            toml::Value::Integer(i) => Ok(NoArc::Int(i)),
-            toml::Value::Float(f) => Ok(NoArc::Float(f)),
-            other => Err(format!(
-                "expected the number that marks a missing arc in the matrix (such as 0 or \
-                 -1; inf and nan always do in float matrices), found {other}"
-            )),
-        }
-    }
-}
-
 /// Scheduling policy among nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -266,18 +242,6 @@ pub enum NodePolicy {
 pub(super) struct RawRun {
     plugin: String,
     sources: Option<Sources>,
-}
-
-#[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawInput {
-    path: Option<PathBuf>,
-    generate: Option<toml::Table>,
-    osm: Option<toml::Table>,
-    coordinates: Option<PathBuf>,
-    columns: Option<Vec<String>>,
-    weight_scale: Option<f64>,
-    no_arc: Option<NoArc>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -336,8 +300,6 @@ pub(super) struct RawNodes {
 pub(super) struct RawConfig {
     run: RawRun,
     #[serde(default)]
-    input: RawInput,
-    #[serde(default)]
     units: RawUnits,
     #[serde(default)]
     scheduler: RawScheduler,
@@ -386,38 +348,6 @@ pub(super) fn default_output_dir(config: &Path) -> PathBuf {
 impl RawConfig {
     pub(super) fn validate(self, origins: Origins, resolved_toml: String) -> Result<Plan> {
         let at = |key: &str| origins.of(key);
-        let geo = super::geo::validate(
-            &self.input.path,
-            self.input.osm,
-            self.input.coordinates,
-            &origins,
-        )?;
-        let input = match (self.input.path, self.input.generate) {
-            (Some(p), None) if p.as_os_str().is_empty() => {
-                return Err(Error::Config(format!(
-                    "{}: input.path = \"\": name the graph file (input.path = \"graph.gr\") or \
-                     generate one with an [input.generate] table",
-                    at("input.path")
-                )))
-            }
-            (Some(p), None) => Some(InputSpec::Path(p)),
-            (None, Some(g)) => Some(InputSpec::Generate(g)),
-            (Some(_), Some(_)) => {
-                return Err(Error::Config(format!(
-                    "{}: [input] has both 'path' and [input.generate]; keep one",
-                    at("input")
-                )))
-            }
-            // Plugins that read no graph (the collatz example) need no [input].
-            (None, None) => None,
-        };
-        let input_options = input_options(
-            &origins,
-            matches!(input, Some(InputSpec::Path(_))),
-            self.input.columns,
-            self.input.weight_scale,
-            self.input.no_arc,
-        )?;
         let cores = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1);
@@ -495,8 +425,8 @@ impl RawConfig {
         for (name, value) in self.plugin_tables {
             let toml::Value::Table(t) = value else {
                 return Err(Error::Config(format!(
-                    "{}: unknown top-level key '{name}'; known tables are [run] [input] [units] \
-                     [scheduler] [output] [nodes] [verify] and one table per plugin",
+                    "{}: unknown top-level key '{name}'; known tables are [run] [units] [scheduler] \
+                     [output] [nodes] [verify] and the plugins' tables",
                     at(&name)
                 )));
             };
@@ -511,9 +441,6 @@ impl RawConfig {
             overrides: Vec::new(),
             plugin: self.run.plugin,
             sources: sources.unwrap_or(Sources::All),
-            input,
-            geo,
-            input_options,
             units: UnitsPlan {
                 cpu_workers,
                 cpu_workers_auto: self.units.cpu_workers.unwrap_or(AutoOr::Auto) == AutoOr::Auto,
@@ -588,80 +515,4 @@ impl RawConfig {
             origins,
         })
     }
-}
-
-/// `input.columns`, `input.weight_scale` and `input.no_arc`, checked: they describe a file, so
-/// a generated input refuses them; which formats take which is checked by the reader.
-fn input_options(
-    origins: &Origins,
-    file: bool,
-    columns: Option<Vec<String>>,
-    weight_scale: Option<f64>,
-    no_arc: Option<NoArc>,
-) -> Result<InputOptions> {
-    let set: Vec<&str> = [
-        columns.is_some().then_some("input.columns"),
-        weight_scale.is_some().then_some("input.weight_scale"),
-        no_arc.is_some().then_some("input.no_arc"),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    if let (Some(key), false) = (set.first(), file) {
-        return Err(origins.error(
-            key,
-            format!("{key} describes an input file, but there is no input.path; remove it"),
-        ));
-    }
-    let columns = match columns {
-        None => None,
-        Some(c) => {
-            let key = "input.columns";
-            if !(2..=3).contains(&c.len()) {
-                return Err(origins.error(
-                    key,
-                    format!(
-                        "{key} = {c:?}: name 3 columns (tail, head, weight), or 2 for an \
-                         unweighted list (every weight 1), such as [\"from\", \"to\", \"length\"]"
-                    ),
-                ));
-            }
-            if let Some(e) = c.iter().find(|x| x.trim().is_empty()) {
-                return Err(origins.error(key, format!("{key}: column name {e:?} is empty")));
-            }
-            for (i, x) in c.iter().enumerate() {
-                if c[..i].contains(x) {
-                    return Err(origins.error(
-                        key,
-                        format!("{key}: column \"{x}\" is named twice; name 3 different columns"),
-                    ));
-                }
-            }
-            Some(c)
-        }
-    };
-    if let Some(s) = weight_scale {
-        if !(s.is_finite() && s > 0.0) {
-            return Err(origins.error(
-                "input.weight_scale",
-                format!(
-                    "input.weight_scale = {s}: use a positive number; weights are multiplied \
-                     by it and rounded to integers (1000 turns kilometres into metres)"
-                ),
-            ));
-        }
-    }
-    if let Some(NoArc::Float(f)) = no_arc {
-        if f.is_nan() {
-            return Err(origins.error(
-                "input.no_arc",
-                "input.no_arc = nan: NaN always means no arc in a float matrix; remove the key",
-            ));
-        }
-    }
-    Ok(InputOptions {
-        columns,
-        weight_scale,
-        no_arc,
-    })
 }

@@ -287,21 +287,45 @@ pub fn discover(filter: &Filter) -> Result<Vec<Arc<Device>>> {
             have.join(", ")
         )));
     }
-    chosen
-        .into_iter()
-        .enumerate()
-        .map(|(index, (info, id))| {
-            let context = Context::from_device(&ClDevice::new(id))
-                .map_err(|e| cl_err(&format!("creating a context on '{}'", info.name), e))?;
-            Ok(Arc::new(Device {
-                index,
-                info,
-                cl: ClDevice::new(id),
-                context: std::mem::ManuallyDrop::new(context),
-                programs: Mutex::new(HashMap::new()),
-            }))
-        })
-        .collect()
+    // One context per device, created in parallel: a driver may take a few hundred
+    // milliseconds per context (each device's initialization), which one after the other
+    // adds up with several GPUs.
+    struct Id(cl_device_id);
+    // SAFETY: an OpenCL device id is a handle that any thread may pass to the API.
+    unsafe impl Send for Id {}
+    let open = |index: usize, info: DeviceInfo, id: Id| -> Result<Arc<Device>> {
+        let id = id.0;
+        let context = Context::from_device(&ClDevice::new(id))
+            .map_err(|e| cl_err(&format!("creating a context on '{}'", info.name), e))?;
+        Ok(Arc::new(Device {
+            index,
+            info,
+            cl: ClDevice::new(id),
+            context: std::mem::ManuallyDrop::new(context),
+            programs: Mutex::new(HashMap::new()),
+        }))
+    };
+    std::thread::scope(|s| {
+        let opening: Vec<_> = chosen
+            .into_iter()
+            .enumerate()
+            .map(|(index, (info, id))| {
+                let name = info.name.clone();
+                let id = Id(id);
+                (name, s.spawn(move || open(index, info, id)))
+            })
+            .collect();
+        opening
+            .into_iter()
+            .map(|(name, h)| {
+                h.join().unwrap_or_else(|_| {
+                    Err(Error::Device(format!(
+                        "creating a context on '{name}' panicked in the OpenCL driver"
+                    )))
+                })
+            })
+            .collect()
+    })
 }
 
 impl Device {

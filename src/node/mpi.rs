@@ -46,7 +46,7 @@
 
 use super::share::{self, shared_dir, Mapped, Share};
 use super::{host_name, injected_failure, merge, Node, Pace};
-use crate::config::{InputSpec, NodePolicy, Plan};
+use crate::config::{NodePolicy, Plan};
 use crate::plugin::Records;
 use crate::scheduler::{self, Chunk, TaskSource, UnitInfo, WorkQueue};
 use crate::sink::journal::Journal;
@@ -278,13 +278,6 @@ impl MpiNode {
         bcast_from(&w.process_at_rank(0), bytes)
     }
 
-    fn bcast_status(&self, ok: bool) -> bool {
-        let w = self.world.lock();
-        let mut s = [ok as u8];
-        w.process_at_rank(0).broadcast_into(&mut s[..]);
-        s[0] == 1
-    }
-
     /// Every rank's outcome of one step, agreed: `Ok` where every rank succeeded; else, on
     /// every rank, the first failing rank's error with its rank and host (the failing rank's
     /// own line must say so too: the launcher may end the others before they print). Every
@@ -332,36 +325,28 @@ impl MpiNode {
         }
     }
 
-    /// Rank 0 loads and validates the config and reads the input file; every rank gets the
-    /// same resolved config (and its own copy of the input), and applies its `TUCCOMPI_UNITS`.
-    /// A failure at any rank fails every rank here (two agreements: rank 0's reading, then
-    /// each rank's own part).
+    /// Rank 0 loads and validates the config; every rank gets the same config text and
+    /// `--set` overrides (so that its messages name the same lines and settings), and applies
+    /// its `TUCCOMPI_UNITS`. A failure at any rank fails every rank here (two agreements: rank
+    /// 0's reading, then each rank's own part). The plugins' files are theirs: a plugin that
+    /// needs rank 0's bytes of one asks [`Share::rank_0_file`].
     pub fn load_plan(&self, config: &Path, overrides: &[String]) -> Result<Plan> {
         sweep_input_copies(&std::env::temp_dir());
         let root = self.is_root();
         let loaded = self.agree(if root {
-            Plan::load(config, overrides).and_then(|plan| {
-                let bytes = match &plan.input {
-                    Some(InputSpec::Path(p)) => {
-                        Some(std::fs::read(p).map_err(|e| Error::io(p, e))?)
-                    }
-                    _ => None,
-                };
-                Ok(Some((plan, bytes)))
-            })
+            Plan::load(config, overrides).map(Some)
         } else {
             Ok(None)
         })?;
-        let (plan, bytes) = match loaded {
-            Some((plan, bytes)) => (Some(plan), bytes),
-            None => (None, None),
-        };
-        let text = self.bcast_bytes(plan.as_ref().map(|p| p.resolved_toml.clone().into_bytes()));
-        let has_input = self.bcast_status(bytes.is_some());
-        let data = has_input.then(|| self.bcast_bytes(bytes));
-        let mine = match plan {
+        let said = loaded.as_ref().map(|plan| {
+            serde_json::to_vec(&(plan.origins.text(), &plan.overrides)).expect("serializes")
+        });
+        let said = self.bcast_bytes(said);
+        let mine = match loaded {
             Some(plan) => Ok(plan),
-            None => self.own_plan(&text, config, data),
+            None => serde_json::from_slice::<(String, Vec<String>)>(&said)
+                .map_err(|e| Error::Node(format!("rank 0's config did not arrive whole: {e}")))
+                .and_then(|(text, sets)| Plan::from_toml(&text, config, &sets)),
         }
         .and_then(|plan| {
             if injected_failure(self.rank, "config") {
@@ -377,48 +362,54 @@ impl MpiNode {
             }
             Ok(plan)
         });
-        let agreed = self.agree(mine);
-        if agreed.is_err() {
-            remove_input_copy();
-        }
-        agreed
+        self.agree(mine)
     }
 
-    /// Another rank's plan: rank 0's resolved config, with the input read from a private
-    /// copy of rank 0's bytes (`data`).
-    fn own_plan(&self, text: &[u8], config: &Path, data: Option<Vec<u8>>) -> Result<Plan> {
-        let mut plan = Plan::from_toml(&String::from_utf8_lossy(text), config, &[])?;
-        if let (Some(InputSpec::Path(path)), Some(data)) = (plan.input.clone(), data) {
-            let dir = std::env::temp_dir().join(format!(
-                "tuccompi-rank{}-{}",
-                self.rank,
-                std::process::id()
-            ));
-            // A directory of this name is a leftover of an earlier process with this pid (not
-            // swept: the pid is this live process's): replaced if it is a real directory of
-            // ours. The new one is made exclusive and private, never through a link.
-            if dir
-                .symlink_metadata()
-                .is_ok_and(|m| m.is_dir() && m.uid() == own_uid())
-            {
-                let _ = std::fs::remove_dir_all(&dir);
+    /// A private copy of `bytes` named like `path`, in this process's copy directory (made on
+    /// the first copy: exclusive and private, never through a link).
+    fn private_copy(&self, path: &Path, bytes: &[u8]) -> Result<PathBuf> {
+        let mut held = INPUT_COPY.lock();
+        let dir = match &*held {
+            Some(dir) => dir.clone(),
+            None => {
+                let dir = std::env::temp_dir().join(format!(
+                    "tuccompi-rank{}-{}",
+                    self.rank,
+                    std::process::id()
+                ));
+                // A directory of this name is a leftover of an earlier process with this pid
+                // (not swept: the pid is this live process's): replaced if it is a real
+                // directory of ours.
+                if dir
+                    .symlink_metadata()
+                    .is_ok_and(|m| m.is_dir() && m.uid() == own_uid())
+                {
+                    let _ = std::fs::remove_dir_all(&dir);
+                }
+                std::fs::DirBuilder::new()
+                    .mode(0o700)
+                    .create(&dir)
+                    .map_err(|e| Error::io(&dir, e))?;
+                *held = Some(dir.clone());
+                dir
             }
-            std::fs::DirBuilder::new()
-                .mode(0o700)
-                .create(&dir)
-                .map_err(|e| Error::io(&dir, e))?;
-            *INPUT_COPY.lock() = Some(dir.clone());
-            let copy = dir.join(path.file_name().unwrap_or_default());
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&copy)
-                .and_then(|mut f| std::io::Write::write_all(&mut f, &data))
-                .map_err(|e| Error::io(&copy, e))?;
-            plan.input = Some(InputSpec::Path(copy));
-        }
-        Ok(plan)
+        };
+        // Several files keep apart: the n-th copy's name starts with n.
+        let n = std::fs::read_dir(&dir).map_or(0, |d| d.count());
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let copy = dir.join(if n == 0 {
+            name.to_string()
+        } else {
+            format!("{n}-{name}")
+        });
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&copy)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, bytes))
+            .map_err(|e| Error::io(&copy, e))?;
+        Ok(copy)
     }
 }
 
@@ -865,6 +856,20 @@ impl Share for MpiNode {
             )));
         }
         Ok(bytes)
+    }
+
+    fn rank_0_file(&self, what: &str, path: &Path) -> Result<PathBuf> {
+        if self.size == 1 {
+            return Ok(path.to_path_buf());
+        }
+        let bytes = self.made_on_rank_0(what, &mut || {
+            std::fs::read(path).map_err(|e| Error::io(path, e))
+        });
+        match bytes {
+            _ if self.rank == 0 => bytes.map(|_| path.to_path_buf()),
+            Ok(bytes) => self.private_copy(path, &bytes),
+            Err(e) => Err(e),
+        }
     }
 }
 

@@ -40,6 +40,16 @@ pub trait Share: Sync + std::fmt::Debug {
         what: &str,
         make: &mut dyn FnMut() -> Result<Vec<u8>>,
     ) -> Result<Vec<u8>>;
+
+    /// Rank 0's file at `path`, as a path this rank reads: `path` itself on rank 0 (and in a
+    /// job of one rank); on the other ranks a private copy of rank 0's bytes (`0600`, in a
+    /// `0700` directory of the temporary directory), for machines that do not see rank 0's
+    /// file system. The copy lasts until the bytes shared from it are made
+    /// ([`machine_bytes`](Share::machine_bytes)) or the process ends; copies of processes
+    /// killed before that are swept by the next run on the machine. Rank 0's error reading the
+    /// file is every rank's. Every rank calls it in the same place of its run; `what` names the
+    /// file in the report (`nodes[].from_rank_0`).
+    fn rank_0_file(&self, what: &str, path: &std::path::Path) -> Result<std::path::PathBuf>;
 }
 
 /// Where a machine's shared files go: `/dev/shm` (memory) where there is one, else the

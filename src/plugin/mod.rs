@@ -32,6 +32,12 @@ pub trait Plugin: Sync {
     fn description(&self) -> &'static str;
     /// Read the input and options and set up a job. Runs on every node.
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>>;
+    /// Config tables this plugin reads besides its own `[NAME]` (the built-in graph plugins
+    /// read `[input]`), through [`PrepareCtx::options`]. A config's table that no plugin of the
+    /// binary names or reads is refused as unknown. Default none.
+    fn tables(&self) -> &'static [&'static str] {
+        &[]
+    }
 }
 
 /// What a plugin gets to prepare a job.
@@ -156,6 +162,11 @@ pub trait Job: Sync {
     /// size, modification time, inode and sampled blocks, never the whole file), so `--resume`
     /// refuses, naming the file, when one changed since the unfinished run. Default none.
     fn inputs(&self) -> Vec<PathBuf> {
+        Vec::new()
+    }
+    /// What `tuccompi check` prints about the job's plan besides [`describe`](Job::describe),
+    /// as (label, text) lines: its input, the tasks it chose. Default none.
+    fn check_lines(&self) -> Vec<(String, String)> {
         Vec::new()
     }
     /// The CPU half, if the plugin has one.

@@ -11,14 +11,22 @@ pub fn resolve_plugin<'a>(
 ) -> Result<&'a dyn Plugin> {
     let all: Vec<&'a dyn Plugin> = plugins.iter().chain(extra).copied().collect();
     let names: Vec<&str> = all.iter().map(|p| p.name()).collect();
+    let mut tables: Vec<&str> = names.clone();
+    for t in all.iter().flat_map(|p| p.tables()) {
+        if !tables.contains(t) {
+            tables.push(t);
+        }
+    }
     for t in plan.other_tables.keys() {
-        if !names.contains(&t.as_str()) {
-            return Err(Error::Config(format!(
-                "{}: unknown table [{t}]; known tables are [run] [input] [units] [scheduler] [output] [verify] \
-                 [nodes] and plugin tables ({})",
-                plan.config_path.display(),
-                names.join(", ")
-            )));
+        if !tables.contains(&t.as_str()) {
+            return Err(plan.origins.error(
+                t,
+                format!(
+                    "unknown table [{t}]; known tables are [run] [units] [scheduler] [output] \
+                     [verify] [nodes] and plugin tables ({})",
+                    tables.join(", ")
+                ),
+            ));
         }
     }
     all.into_iter()

@@ -28,6 +28,7 @@
 mod buffers;
 mod crauser;
 mod martin;
+pub mod paths;
 pub mod phast;
 pub mod reach;
 pub mod sweep;
@@ -209,6 +210,19 @@ pub trait Algorithm: Send {
             batch.summaries(cx)
         }
     }
+    /// Where the batch's distances are, for the predecessor kernel (default: `batch.dist`,
+    /// `b·n + v`).
+    fn distances<'b>(&'b self, cx: &Ctx<'b>, batch: &'b Batch) -> paths::DistView<'b> {
+        paths::DistView {
+            dist: match &batch.dist {
+                DistBuf::Narrow(d) => paths::DistRef::Narrow(d),
+                DistBuf::Wide(d) => paths::DistRef::Wide(d),
+            },
+            index: None,
+            vstride: 1,
+            jstride: cx.n,
+        }
+    }
     /// Write the batch's distance rows (tasks `tasks`) into `rows` (default: read `batch.dist`
     /// row by row; with targets, [`summaries`](Algorithm::summaries) wrote them).
     fn write_rows(
@@ -320,15 +334,21 @@ impl GpuHalf for ApspJob {
 
     fn kernels(&self) -> &'static [KernelSource] {
         // The file of the algorithm that runs only (so `TUCCOMPI_KERNELS` needs only that one).
-        // `kernels/reach.cl` only when the job folds its trees (`[apsp.reach]`).
+        // `kernels/paths.cl` when predecessors are asked, `kernels/reach.cl` when the job folds
+        // its trees (`[apsp.reach]`).
         match (
             self.options.gpu_algorithm == GpuAlgorithm::Phast,
+            self.paths.is_some(),
             self.reach.is_some(),
         ) {
-            (true, false) => &[phast::KERNELS],
-            (true, true) => &[phast::KERNELS, reach::KERNELS],
-            (false, false) => &[KERNELS],
-            (false, true) => &[KERNELS, reach::KERNELS],
+            (true, false, false) => &[phast::KERNELS],
+            (true, true, false) => &[phast::KERNELS, paths::KERNELS],
+            (true, false, true) => &[phast::KERNELS, reach::KERNELS],
+            (true, true, true) => &[phast::KERNELS, paths::KERNELS, reach::KERNELS],
+            (false, false, false) => &[KERNELS],
+            (false, true, false) => &[KERNELS, paths::KERNELS],
+            (false, false, true) => &[KERNELS, reach::KERNELS],
+            (false, true, true) => &[KERNELS, paths::KERNELS, reach::KERNELS],
         }
     }
 
@@ -405,6 +425,18 @@ impl GpuHalf for ApspJob {
             device,
             batch: Batch::new(&setup)?,
             algo: (self.options.gpu_algorithm.spec().make)(&setup)?,
+            paths: match &self.paths {
+                Some(p) => Some(paths::DevicePaths::new(
+                    device,
+                    &queue,
+                    &p.arcs,
+                    self.graph.n,
+                    shared.params.batch.value,
+                    self.wide,
+                )?),
+                None => None,
+            },
+            tracer: Default::default(),
             q: queue,
             redo: width::Redo::default(),
             reach: reach::DeviceReach::new(self, device, shared.params.batch.value)?,
@@ -419,6 +451,8 @@ struct GpuWorker<'a> {
     q: Queue,
     batch: Batch,
     algo: Box<dyn Algorithm>,
+    paths: Option<paths::DevicePaths>,
+    tracer: crate::apsp::paths::Tracer,
     redo: width::Redo,
     reach: Option<reach::DeviceReach>,
 }
@@ -452,7 +486,12 @@ impl GpuWorker<'_> {
             super::reach::put_words(out, t, &s, words);
         }
         if let Some(rows) = &job.rows {
-            self.algo.write_rows(&cx, &self.batch, range, rows)?;
+            self.algo
+                .write_rows(&cx, &self.batch, range.clone(), rows)?;
+        }
+        if let Some(p) = &mut self.paths {
+            let view = self.algo.distances(&cx, &self.batch);
+            p.trees(&cx, view, &self.batch, range, &over, &mut self.tracer)?;
         }
         // u32 trees that overflowed: redone in u64 on the host (their rows overwritten).
         for t in over {

@@ -95,6 +95,8 @@ pub const UPWARD_RULE: &str = "device when the distances' atomics exist, else ho
 pub trait DevWeight: ChWeight + Scalar + RowWrite {
     /// A buffer of this type as a kernel argument.
     fn buf(b: &DBuf<Self>) -> Arg<'_>;
+    /// A buffer of this type for the predecessor kernel.
+    fn dist_ref(b: &DBuf<Self>) -> super::paths::DistRef<'_>;
     /// The job's hierarchy at this width.
     fn of(h: &AnyHierarchy) -> Option<&Hierarchy<Self>>;
 }
@@ -102,6 +104,9 @@ pub trait DevWeight: ChWeight + Scalar + RowWrite {
 impl DevWeight for u32 {
     fn buf(b: &DBuf<u32>) -> Arg<'_> {
         Arg::U32s(b)
+    }
+    fn dist_ref(b: &DBuf<u32>) -> super::paths::DistRef<'_> {
+        super::paths::DistRef::Narrow(b)
     }
     fn of(h: &AnyHierarchy) -> Option<&Hierarchy<u32>> {
         match h {
@@ -114,6 +119,9 @@ impl DevWeight for u32 {
 impl DevWeight for u64 {
     fn buf(b: &DBuf<u64>) -> Arg<'_> {
         Arg::U64s(b)
+    }
+    fn dist_ref(b: &DBuf<u64>) -> super::paths::DistRef<'_> {
+        super::paths::DistRef::Wide(b)
     }
     fn of(h: &AnyHierarchy) -> Option<&Hierarchy<u64>> {
         match h {
@@ -769,6 +777,15 @@ impl<W: DevWeight> Algorithm for Phast<W> {
             .chunks_exact(4)
             .map(PathSummary::from_words)
             .collect())
+    }
+
+    fn distances<'b>(&'b self, cx: &Ctx<'b>, _batch: &'b Batch) -> super::paths::DistView<'b> {
+        super::paths::DistView {
+            dist: W::dist_ref(&self.dist),
+            index: Some(&Self::dh(cx).pos),
+            vstride: stride(cx.b),
+            jstride: 1,
+        }
     }
 
     fn layout<'b>(&'b self, cx: &Ctx<'_>, _batch: &'b Batch) -> super::reach::Layout<'b> {

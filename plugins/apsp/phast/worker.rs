@@ -41,7 +41,7 @@ pub fn cpu_worker<'a>(job: &'a ApspJob, h: &'a AnyHierarchy) -> Result<Box<dyn W
 /// Summaries over every vertex without distance rows: the sweep tallies them and skips the
 /// rows nobody reads.
 fn tally(job: &ApspJob) -> bool {
-    job.targets.is_none() && job.rows.is_none() && job.reach.is_none()
+    job.targets.is_none() && job.rows.is_none() && job.paths.is_none() && job.reach.is_none()
 }
 
 struct PhastWorker<'a, W: ChWeight> {
@@ -53,6 +53,7 @@ struct PhastWorker<'a, W: ChWeight> {
     row: Vec<W>,
     batch: Vec<u32>,
     redo: Redo,
+    tracer: crate::apsp::paths::Tracer,
 }
 
 /// A CPU PHAST worker's distances up to this size are mapped when it is made (above).
@@ -87,6 +88,7 @@ impl<'a, W: ChWeight> PhastWorker<'a, W> {
             row: Vec::new(),
             batch: Vec::with_capacity(k),
             redo: Redo::default(),
+            tracer: Default::default(),
         })
     }
 }
@@ -118,6 +120,10 @@ impl<W: ChWeight + RowWrite> Worker for PhastWorker<'_, W> {
                 if let Some(rows) = &self.job.rows {
                     self.sw.row(j, self.job.targets.as_deref(), &mut self.row);
                     W::write_row(rows, t, &self.row)?;
+                }
+                if self.job.paths.is_some() {
+                    self.sw.row(j, None, &mut self.row);
+                    self.tracer.tree(self.job, t, &self.row)?;
                 }
             }
             start = end;

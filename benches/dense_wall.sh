@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Wall time around a dense run: fw-blocked on an n x n int32 matrix from .npy (weights 1..100,
+# 10% no arc = 0 with input.no_arc = 0), one GPU, no outputs asked, the build before against
+# this one, alternated. Prints run and wall seconds and the phases of report.json, and the
+# checksum (equal across builds).
+# Usage: bash benches/dense_wall.sh BIN_DIR "16384 32768"   (BIN_DIR: tuccompi-before, tuccompi)
+set -u
+B=$1; SIZES=${2:-"16384 32768"}; W=$(mktemp -d)
+export XDG_CACHE_HOME=$W/cache
+for n in $SIZES; do
+  python3 -c "
+import numpy as np, sys
+n = int(sys.argv[1]); r = np.random.default_rng(3)
+m = np.lib.format.open_memmap(sys.argv[2], mode='w+', dtype=np.int32, shape=(n, n))
+for i in range(0, n, 1024):
+    b = r.integers(1, 101, size=(min(1024, n - i), n), dtype=np.int32)
+    b[r.random(b.shape) < 0.1] = 0
+    m[i:i + 1024] = b
+m.flush()" "$n" "$W/m$n.npy"
+  # Warm: the page cache holds the file, the tuning cache the launch shape.
+  $B/tuccompi run configs/fw-blocked.toml --set input.path=\"$W/m$n.npy\" --set input.no_arc=0 \
+      --set output.dir=\"$W/warm$n\" -q
+  for i in 1 2; do
+    for b in tuccompi-before tuccompi; do
+      $B/$b run configs/fw-blocked.toml --set input.path=\"$W/m$n.npy\" --set input.no_arc=0 \
+          --set output.dir=\"$W/$b-$n-$i\" -q
+      python3 -c "
+import json, sys; r = json.load(open(sys.argv[1])); c = r['checksum']
+print(sys.argv[2], 'run %.3f s wall %.3f s' % (r['run_seconds'], r['wall_seconds']),
+      'phases', {k: round(v, 3) for k, v in r.get('phase_seconds', {}).items()},
+      'sum', c.get('sum'), 'max', c.get('max'))" "$W/$b-$n-$i/report.json" "n=$n $b#$i"
+    done
+  done
+  rm -f "$W/m$n.npy"
+done

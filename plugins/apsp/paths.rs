@@ -1,0 +1,656 @@
+//! Shortest paths beyond distances: `[apsp] predecessors = true` writes `predecessors.npy`, and
+//! `[apsp] paths = true` (with `[apsp] targets`) writes each (source, target) pair's path as
+//! `paths.csv`, plus `paths.geojson` for inputs with longitude/latitude places.
+//!
+//! **Predecessors from distances.** No algorithm here keeps parents: PHAST's sweep pulls over
+//! the hierarchy's arcs, whose shortcuts store no middle vertex. Instead, after any tree
+//! (Dijkstra, PHAST on the CPU, any GPU algorithm), a vertex `v`'s predecessor is read off the
+//! distances and the **original** graph's in-arcs: an in-neighbour `u` with
+//! `d(u) + w(u, v) = d(v)` (a *tight* arc). Among tight arcs the first of positive weight (in
+//! the in-arcs' order, by tail id) is taken: it strictly lowers the distance, so these choices
+//! alone cannot close a cycle. A vertex whose only tight in-arcs weigh 0 (it sits in a
+//! zero-weight component at its own distance) gets its predecessor from a breadth-first search
+//! over tight zero-weight arcs that starts at the vertices already settled (the source, and
+//! every vertex with a positive tight in-arc): a vertex is given a predecessor only once that
+//! predecessor is itself in the tree, so the result is a tree rooted at the source, however
+//! many zero-weight cycles the graph has. The choice depends on the distances alone, so every
+//! algorithm and every unit gives the same predecessors, and a resumed run the same bytes.
+//! Cost: O(n + m) per tree, no change to the hierarchy; the GPU half runs the first pass as
+//! the `paths_pred` kernel (`gpu/paths.rs`) and the search, when a tree needs it, on the host.
+//!
+//! **Paths of an origin-destination run.** The union of one source's paths to its targets can
+//! hold every vertex, so no fixed width smaller than `n` bounds it: each task writes its whole
+//! predecessor row (u32, internal ids) into the hidden staging file `.paths-trees.npy`, a
+//! bulk output like any other (written at its offset, journaled, resumed), and `finish` walks
+//! every target back to its source from it. The file costs `4·n` bytes per source on disk
+//! while the run lasts (1.6 MB a source on osm-moscow) and is never committed. Each walk is
+//! checked: its arcs exist and their weights sum to the pair's distance exactly.
+
+use super::ApspJob;
+use crate::common::Dist;
+use crate::graph::Csr;
+use crate::sink::{write_stream, NpyRows, NpyType};
+use crate::{Error, Result};
+use std::fmt::Write as _;
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+/// The mark of "no predecessor" in `predecessors.npy` (the source itself, and vertices the
+/// source does not reach), as scipy's `shortest_path(..., return_predecessors=True)` marks it.
+pub const NO_PREDECESSOR: i64 = -9999;
+
+/// "No predecessor" in a predecessor row of internal ids (source, unreachable).
+pub const NONE: u32 = u32::MAX;
+
+/// A reached vertex whose tight in-arcs all weigh 0: its predecessor comes from the search over
+/// zero-weight arcs ([`settle_zero`]).
+pub const PENDING: u32 = u32::MAX - 1;
+
+/// The staging-folder name of the whole predecessor rows `paths.csv` is walked from: hidden,
+/// so the commit leaves it behind.
+pub const TREES: &str = ".paths-trees.npy";
+
+/// The original graph's arcs by head: `tails[offsets[v]..offsets[v+1]]` are the tails of the
+/// arcs into `v` (sorted by tail), `weights` theirs.
+#[derive(Debug, Clone)]
+pub struct InArcs {
+    /// Row offsets, length `n + 1`.
+    pub offsets: Vec<u32>,
+    /// Arc tails.
+    pub tails: Vec<u32>,
+    /// Arc weights.
+    pub weights: Vec<u32>,
+}
+
+impl InArcs {
+    /// The in-arcs of `g`. O(n + m).
+    pub fn of(g: &Csr) -> InArcs {
+        let n = g.n;
+        let mut offsets = vec![0u32; n + 1];
+        for &v in g.targets.iter() {
+            offsets[v as usize + 1] += 1;
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut next: Vec<u32> = offsets[..n].to_vec();
+        let mut tails = vec![0u32; g.m()];
+        let mut weights = vec![0u32; g.m()];
+        // Tails in increasing order: the out-arcs are visited by tail.
+        for u in 0..n {
+            for e in g.offsets[u] as usize..g.offsets[u + 1] as usize {
+                let v = g.targets[e] as usize;
+                let at = next[v] as usize;
+                tails[at] = u as u32;
+                weights[at] = g.weights[e];
+                next[v] += 1;
+            }
+        }
+        InArcs {
+            offsets,
+            tails,
+            weights,
+        }
+    }
+
+    /// Arcs into `v` as `(tails, weights)`.
+    #[inline]
+    pub fn of_head(&self, v: usize) -> (&[u32], &[u32]) {
+        let (a, b) = (self.offsets[v] as usize, self.offsets[v + 1] as usize);
+        (&self.tails[a..b], &self.weights[a..b])
+    }
+}
+
+/// The first pass of [`predecessors`] for one vertex `v` of distance `dv` (finite, not the
+/// source): the first positive tight in-arc's tail, else [`PENDING`] when a zero-weight tight
+/// arc exists, else [`NONE`] (no tight arc: the distances are not a shortest-path tree's).
+#[inline]
+fn tight<D: Dist>(arcs: &InArcs, dist: &[D], v: usize, dv: u64) -> u32 {
+    let (tails, weights) = arcs.of_head(v);
+    let mut zero = false;
+    for (&u, &w) in tails.iter().zip(weights) {
+        let du = dist[u as usize];
+        if du == D::INF || du.to_u64() + w as u64 != dv {
+            continue;
+        }
+        if w > 0 {
+            return u;
+        }
+        zero = true;
+    }
+    if zero {
+        PENDING
+    } else {
+        NONE
+    }
+}
+
+/// Each vertex's predecessor (internal id) on a shortest path from `s`, from the tree's
+/// distances `dist` (`D::INF` = unreachable), into `pred`: [`NONE`] for `s` and unreachable
+/// vertices. `queue` is scratch. See the module's documentation for the rule and why it is
+/// acyclic. O(n + m).
+pub fn predecessors<D: Dist>(
+    g: &Csr,
+    arcs: &InArcs,
+    s: u32,
+    dist: &[D],
+    pred: &mut Vec<u32>,
+    queue: &mut Vec<u32>,
+) -> Result<()> {
+    pred.clear();
+    pred.resize(g.n, NONE);
+    let mut pending = false;
+    for (v, &d) in dist.iter().enumerate() {
+        if d == D::INF || v == s as usize {
+            continue;
+        }
+        let p = tight(arcs, dist, v, d.to_u64());
+        if p == NONE {
+            return Err(not_a_tree(g, s, v));
+        }
+        pending |= p == PENDING;
+        pred[v] = p;
+    }
+    if pending {
+        settle_zero(g, arcs, s, dist, pred, queue)?;
+    }
+    Ok(())
+}
+
+/// Give every [`PENDING`] vertex of `pred` a predecessor by a breadth-first search over tight
+/// zero-weight arcs from the vertices already settled: a vertex is attached only to a vertex
+/// already in the tree, so no cycle can form.
+pub fn settle_zero<D: Dist>(
+    g: &Csr,
+    arcs: &InArcs,
+    s: u32,
+    dist: &[D],
+    pred: &mut [u32],
+    queue: &mut Vec<u32>,
+) -> Result<()> {
+    queue.clear();
+    // Entry points: pending vertices with a settled zero-weight tight in-neighbour (settled:
+    // reached and not pending; the source's entry NONE counts as settled).
+    for v in 0..g.n {
+        if pred[v] != PENDING {
+            continue;
+        }
+        let (tails, weights) = arcs.of_head(v);
+        let entry = tails.iter().zip(weights).find(|&(&u, &w)| {
+            w == 0
+                && dist[u as usize] == dist[v]
+                && (pred[u as usize] != PENDING)
+                && (pred[u as usize] != NONE || u == s)
+        });
+        if let Some((&u, _)) = entry {
+            pred[v] = u;
+            queue.push(v as u32);
+        }
+    }
+    let mut head = 0;
+    while head < queue.len() {
+        let u = queue[head] as usize;
+        head += 1;
+        for e in g.offsets[u] as usize..g.offsets[u + 1] as usize {
+            let v = g.targets[e] as usize;
+            if g.weights[e] == 0 && pred[v] == PENDING && dist[v] == dist[u] {
+                pred[v] = u as u32;
+                queue.push(v as u32);
+            }
+        }
+    }
+    match pred.iter().position(|&p| p == PENDING) {
+        Some(v) => Err(not_a_tree(g, s, v)),
+        None => Ok(()),
+    }
+}
+
+fn not_a_tree(g: &Csr, s: u32, v: usize) -> Error {
+    Error::Output(format!(
+        "predecessors of source {}: vertex {} has a distance no in-arc explains (a bug in \
+         tuccompi; please report it with the input)",
+        s as u64 + g.id_base,
+        v as u64 + g.id_base
+    ))
+}
+
+/// What a run writes about paths: `predecessors.npy`, the hidden rows `paths.csv` is walked
+/// from, and the graph's in-arcs both are computed over.
+#[derive(Debug)]
+pub struct PathsJob {
+    /// The original graph's in-arcs.
+    pub arcs: InArcs,
+    /// `predecessors.npy` (`[apsp] predecessors`): sources x targets (or n), input numbering.
+    pub predecessors: Option<NpyRows>,
+    /// [`TREES`] (`[apsp] paths`): sources x n predecessor rows, internal ids.
+    pub trees: Option<NpyRows>,
+}
+
+/// Which of `[apsp] predecessors` / `paths` a run asks for, checked: paths need targets and fit
+/// `paths.csv`'s limit. `None` when neither is asked for.
+pub fn prepare(
+    options: &super::ApspOptions,
+    g: &Csr,
+    sources: usize,
+    targets: Option<&[u32]>,
+) -> Result<Option<PathsJob>> {
+    if !options.predecessors && !options.paths {
+        return Ok(None);
+    }
+    let trees = if options.paths {
+        let Some(ts) = targets else {
+            return Err(Error::Config(
+                "[apsp] paths = true writes the path of each (source, target) pair: set [apsp] \
+                 targets (the vertices to route to), or ask for whole trees with [apsp] \
+                 predecessors = true"
+                    .into(),
+            ));
+        };
+        let pairs = sources as u64 * ts.len() as u64;
+        if pairs > super::od::MAX_CSV_PAIRS {
+            return Err(Error::Config(format!(
+                "[apsp] paths = true: {sources} sources x {} targets = {pairs} pairs, more than \
+                 paths.csv takes ({}); ask for fewer sources or targets, or for whole trees \
+                 with [apsp] predecessors = true",
+                ts.len(),
+                super::od::MAX_CSV_PAIRS
+            )));
+        }
+        Some(NpyRows::new(TREES, sources, g.n, NpyType::U32)?)
+    } else {
+        None
+    };
+    let predecessors = if options.predecessors {
+        let cols = targets.map_or(g.n, <[u32]>::len);
+        Some(NpyRows::new("predecessors.npy", sources, cols, id_type(g))?)
+    } else {
+        None
+    };
+    Ok(Some(PathsJob {
+        arcs: InArcs::of(g),
+        predecessors,
+        trees,
+    }))
+}
+
+/// `predecessors.npy`'s element type: int32 as scipy's, int64 when the ids do not fit.
+fn id_type(g: &Csr) -> NpyType {
+    if (g.n as u64 + g.id_base) <= i32::MAX as u64 {
+        NpyType::I32
+    } else {
+        NpyType::I64
+    }
+}
+
+/// Bytes of the bulk rows the paths write (`predecessors.npy` and the hidden trees).
+pub fn rows_bytes(job: Option<&PathsJob>) -> u64 {
+    job.map_or(0, |p| {
+        p.predecessors.as_ref().map_or(0, NpyRows::bytes)
+            + p.trees.as_ref().map_or(0, NpyRows::bytes)
+    })
+}
+
+/// An estimate of the bytes of `paths.csv` and `paths.geojson` (`geo`: an input with places),
+/// written by `finish`: a pair's path taken as `2·√n` vertices of 8 bytes (24 in GeoJSON).
+pub fn text_bytes(
+    job: Option<&PathsJob>,
+    sources: usize,
+    targets: Option<&[u32]>,
+    n: usize,
+    geo: bool,
+) -> u64 {
+    match (job.and_then(|p| p.trees.as_ref()), targets) {
+        (Some(_), Some(ts)) => {
+            let hops = 2 * (n as f64).sqrt() as u64 + 2;
+            let per = 48 + 8 * hops + if geo { 24 * hops + 80 } else { 0 };
+            sources as u64 * ts.len() as u64 * per
+        }
+        _ => 0,
+    }
+}
+
+/// A worker's path state: scratch rows, reused across trees.
+#[derive(Debug, Default)]
+pub struct Tracer {
+    pred: Vec<u32>,
+    queue: Vec<u32>,
+    i32s: Vec<i32>,
+    i64s: Vec<i64>,
+}
+
+impl Tracer {
+    /// Task `t`'s predecessors from its whole distance row `dist` (vertex ids), written into
+    /// the job's path outputs; nothing when it has none. `dist` must be exact (not an
+    /// overflowed u32 tree).
+    pub fn tree<D: Dist>(&mut self, job: &ApspJob, t: usize, dist: &[D]) -> Result<()> {
+        let Some(p) = &job.paths else { return Ok(()) };
+        predecessors(
+            &job.graph,
+            &p.arcs,
+            job.sources[t],
+            dist,
+            &mut self.pred,
+            &mut self.queue,
+        )?;
+        self.write(job, t)
+    }
+
+    /// The predecessor row being filled (for a GPU unit, whose first pass runs on the device).
+    pub fn row(&mut self) -> &mut Vec<u32> {
+        &mut self.pred
+    }
+
+    /// Finish a row the device's first pass filled ([`NONE`], [`PENDING`] or a tail): settle
+    /// its zero-weight components with the distances `dist` (read only when some are pending)
+    /// and write it as task `t`'s.
+    pub fn finish_device_row<D: Dist>(
+        &mut self,
+        job: &ApspJob,
+        t: usize,
+        dist: impl FnOnce() -> Result<Vec<D>>,
+    ) -> Result<()> {
+        let Some(p) = &job.paths else { return Ok(()) };
+        if self.pred.contains(&PENDING) {
+            let d = dist()?;
+            settle_zero(
+                &job.graph,
+                &p.arcs,
+                job.sources[t],
+                &d,
+                &mut self.pred,
+                &mut self.queue,
+            )?;
+        }
+        self.write(job, t)
+    }
+
+    /// Write the predecessor row in `self.pred` as task `t`'s rows.
+    fn write(&mut self, job: &ApspJob, t: usize) -> Result<()> {
+        let Some(p) = &job.paths else { return Ok(()) };
+        if let Some(rows) = &p.trees {
+            rows.write(t, &self.pred)?;
+        }
+        if let Some(rows) = &p.predecessors {
+            let base = job.graph.id_base as i64;
+            let id = |v: u32| {
+                if v == NONE {
+                    NO_PREDECESSOR
+                } else {
+                    v as i64 + base
+                }
+            };
+            let pred = &self.pred;
+            let cols = |f: &mut dyn FnMut(u32)| match &job.targets {
+                None => pred.iter().for_each(|&v| f(v)),
+                Some(ts) => ts.iter().for_each(|&v| f(pred[v as usize])),
+            };
+            if rows.ty() == NpyType::I32 {
+                self.i32s.clear();
+                cols(&mut |v| self.i32s.push(id(v) as i32));
+                rows.write(t, &self.i32s)?;
+            } else {
+                self.i64s.clear();
+                cols(&mut |v| self.i64s.push(id(v)));
+                rows.write(t, &self.i64s)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The weight of arc `u -> v` of `g` (out-arcs are sorted by head).
+fn arc_weight(g: &Csr, u: u32, v: u32) -> Option<u32> {
+    let (a, b) = (
+        g.offsets[u as usize] as usize,
+        g.offsets[u as usize + 1] as usize,
+    );
+    let heads = &g.targets[a..b];
+    heads.binary_search(&v).ok().map(|i| g.weights[a + i])
+}
+
+/// Read row `t` of a bulk file (its bytes, as written) into `buf`.
+fn read_row(rows: &NpyRows, t: usize, buf: &mut Vec<u8>) -> Result<()> {
+    let path = rows.path().ok_or_else(|| {
+        Error::Output(format!(
+            "{}: not opened before the outputs were written (a bug in tuccompi)",
+            rows.name()
+        ))
+    })?;
+    let (start, len) = rows.row_span();
+    buf.resize(len as usize, 0);
+    let file = crate::owned::reopen(path, false, "start over with --restart")?;
+    file.read_exact_at(buf, start + t as u64 * len)
+        .map_err(|e| Error::io(path, e))
+}
+
+/// One pair's walk: the path's vertices (internal ids, source first) into `path`, its length
+/// returned; `None` when the target is unreachable (`pred` has no entry for it).
+fn walk(g: &Csr, pred: &[u32], s: u32, target: u32, path: &mut Vec<u32>) -> Result<Option<u64>> {
+    path.clear();
+    if target != s && pred[target as usize] == NONE {
+        return Ok(None);
+    }
+    let mut v = target;
+    let mut length = 0u64;
+    path.push(v);
+    while v != s {
+        let u = pred[v as usize];
+        let w = (u != NONE).then(|| arc_weight(g, u, v)).flatten();
+        let Some(w) = w.filter(|_| path.len() <= g.n) else {
+            return Err(Error::Output(format!(
+                "{TREES}: the walk from vertex {} back to source {} breaks at vertex {} (a bug \
+                 in tuccompi, or a file changed by hand; start over with --restart)",
+                target as u64 + g.id_base,
+                s as u64 + g.id_base,
+                v as u64 + g.id_base
+            )));
+        };
+        length += w as u64;
+        v = u;
+        path.push(v);
+    }
+    path.reverse();
+    Ok(Some(length))
+}
+
+/// One pair as the text writers see it: source and target in the input's numbering, the
+/// distance (`None` = unreachable) and the path (internal ids, source first; empty when
+/// unreachable), and whether it is the run's first pair.
+struct PairOf<'a> {
+    src: u64,
+    tgt: u64,
+    d: Option<u64>,
+    path: &'a [u32],
+    first: bool,
+}
+
+/// Task `t`'s pairs in target order, walked from its finished predecessor and distance rows,
+/// each appended to one text by `f`. Every path's arc weights sum to its pair's distance, or
+/// this is an error.
+fn source_text(
+    job: &ApspJob,
+    trees: &NpyRows,
+    targets: &[u32],
+    dist_rows: &NpyRows,
+    t: usize,
+    f: &(impl Fn(&mut String, PairOf<'_>) + Sync),
+) -> Result<String> {
+    let g = &job.graph;
+    let base = g.id_base;
+    let (mut pred_bytes, mut dist_bytes, mut path) = (Vec::new(), Vec::new(), Vec::new());
+    read_row(trees, t, &mut pred_bytes)?;
+    let pred: Vec<u32> = pred_bytes
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+        .collect();
+    read_row(dist_rows, t, &mut dist_bytes)?;
+    let wide = dist_rows.ty() != NpyType::U32;
+    let s = job.sources[t];
+    let mut text = String::new();
+    for (i, &target) in targets.iter().enumerate() {
+        let d = if wide {
+            let b = &dist_bytes[8 * i..8 * i + 8];
+            let d = u64::from_le_bytes(b.try_into().expect("8 bytes"));
+            (d != u64::MAX).then_some(d)
+        } else {
+            let b = &dist_bytes[4 * i..4 * i + 4];
+            let d = u32::from_le_bytes(b.try_into().expect("4 bytes"));
+            (d != u32::MAX).then_some(d as u64)
+        };
+        let length = walk(g, &pred, s, target, &mut path)?;
+        let (src, tgt) = (s as u64 + base, target as u64 + base);
+        if length != d {
+            return Err(Error::Output(format!(
+                "paths.csv: the path from {src} to {tgt} has length {length:?}, its distance \
+                 is {d:?} (a bug in tuccompi; please report it)"
+            )));
+        }
+        let first = t == 0 && i == 0;
+        f(
+            &mut text,
+            PairOf {
+                src,
+                tgt,
+                d,
+                path: &path,
+                first,
+            },
+        );
+    }
+    Ok(text)
+}
+
+/// Every pair's text (`f`) into `w` in row order: sources walked in parallel, a few per
+/// thread at a time, their texts written in order (memory: one block of sources' text).
+fn write_pairs(
+    job: &ApspJob,
+    trees: &NpyRows,
+    targets: &[u32],
+    dist_rows: &NpyRows,
+    w: &mut dyn Write,
+    name: &str,
+    f: impl Fn(&mut String, PairOf<'_>) + Sync,
+) -> Result<()> {
+    use rayon::prelude::*;
+    let block = 4 * rayon::current_num_threads();
+    let tasks = job.sources.len();
+    let mut start = 0;
+    while start < tasks {
+        let end = (start + block).min(tasks);
+        let texts: Vec<String> = (start..end)
+            .into_par_iter()
+            .map(|t| source_text(job, trees, targets, dist_rows, t, &f))
+            .collect::<Result<_>>()?;
+        for text in texts {
+            w.write_all(text.as_bytes())
+                .map_err(|e| Error::Output(format!("{name}: {e}")))?;
+        }
+        start = end;
+    }
+    Ok(())
+}
+
+/// Write `paths.csv` (and `paths.geojson` for inputs with longitude/latitude places) from the
+/// finished predecessor rows and distance rows.
+pub fn write(job: &ApspJob, dir: &Path) -> Result<()> {
+    let Some(p) = &job.paths else { return Ok(()) };
+    if let Some(rows) = &p.predecessors {
+        rows.sync()?;
+    }
+    let (Some(trees), Some(targets), Some(dist_rows)) = (&p.trees, &job.targets, &job.rows) else {
+        return Ok(());
+    };
+    trees.sync()?;
+    let base = job.graph.id_base;
+    write_stream(dir, "paths.csv", |w| {
+        writeln!(w, "source,target,distance,hops,path")
+            .map_err(|e| Error::Output(format!("paths.csv: {e}")))?;
+        write_pairs(job, trees, targets, dist_rows, w, "paths.csv", |line, p| {
+            match p.d {
+                None => {
+                    let _ = write!(line, "{},{},,,", p.src, p.tgt);
+                }
+                Some(d) => {
+                    let _ = write!(line, "{},{},{d},{},", p.src, p.tgt, p.path.len() - 1);
+                    for (k, &v) in p.path.iter().enumerate() {
+                        if k > 0 {
+                            line.push(' ');
+                        }
+                        let _ = write!(line, "{}", v as u64 + base);
+                    }
+                }
+            }
+            line.push('\n');
+        })
+    })?;
+    let places = job.geo.geo.as_ref().filter(|geo| geo.coords.spherical);
+    if let Some(geo) = places {
+        let points = &geo.coords.points;
+        write_stream(dir, "paths.geojson", |w| {
+            let out = |e: std::io::Error| Error::Output(format!("paths.geojson: {e}"));
+            w.write_all(b"{\"type\":\"FeatureCollection\",\"features\":[\n")
+                .map_err(out)?;
+            write_pairs(
+                job,
+                trees,
+                targets,
+                dist_rows,
+                w,
+                "paths.geojson",
+                |text, p| {
+                    if !p.first {
+                        text.push_str(",\n");
+                    }
+                    feature(text, points, p.src, p.tgt, p.d, p.path);
+                },
+            )?;
+            w.write_all(b"\n]}\n").map_err(out)
+        })?;
+    }
+    Ok(())
+}
+
+/// Append one pair's GeoJSON feature: a LineString over its vertices' lon/lat (a single
+/// vertex repeated for a source equal to its target), null geometry when unreachable or a
+/// vertex has no place.
+fn feature(
+    text: &mut String,
+    points: &[Option<[f64; 2]>],
+    src: u64,
+    tgt: u64,
+    d: Option<u64>,
+    path: &[u32],
+) {
+    let _ = write!(
+        text,
+        "{{\"type\":\"Feature\",\"properties\":{{\"source\":{src},\"target\":{tgt},\"distance\":"
+    );
+    match d {
+        Some(d) => {
+            let _ = write!(text, "{d},\"hops\":{}}},\"geometry\":", path.len() - 1);
+        }
+        None => text.push_str("null,\"hops\":null},\"geometry\":"),
+    }
+    let located: Option<Vec<[f64; 2]>> = path.iter().map(|&v| points[v as usize]).collect();
+    match located.filter(|l| d.is_some() && !l.is_empty()) {
+        None => text.push_str("null}"),
+        Some(mut l) => {
+            if l.len() == 1 {
+                l.push(l[0]);
+            }
+            text.push_str("{\"type\":\"LineString\",\"coordinates\":[");
+            for (k, [x, y]) in l.iter().enumerate() {
+                if k > 0 {
+                    text.push(',');
+                }
+                // 7 decimals: OSM's own precision (100 nanodegrees), as vertices.csv.
+                let _ = write!(text, "[{x:.7},{y:.7}]");
+            }
+            text.push_str("]}}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod test;
