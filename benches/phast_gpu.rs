@@ -112,6 +112,7 @@ fn main() -> tuccompi::Result<()> {
         geo: Default::default(),
         paths: None,
         origins: Default::default(),
+        reach: None,
     };
     println!(
         "{:>5} {:>4} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>7} {:>10} {:>8}",

@@ -19,6 +19,7 @@ mod osm;
 mod paths;
 mod phast_cpu;
 mod phast_gpu;
+mod reach;
 mod reliability;
 mod scheduling;
 mod tune;

@@ -16,6 +16,7 @@ pub mod gpu;
 pub mod od;
 pub mod paths;
 pub mod phast;
+pub mod reach;
 pub mod targets;
 pub mod width;
 
@@ -100,6 +101,8 @@ pub struct ApspOptions {
     /// Leading (small) levels GPU PHAST sweeps in one launch ("auto" = those too small to fill
     /// the device; 0 = one launch per level).
     pub gpu_top_levels: Option<AutoOr>,
+    /// `[apsp.reach]`: counts, sums, nearest targets and isochrones folded per source.
+    pub reach: Option<reach::ReachOptions>,
     /// Write `predecessors.npy`: each tree's predecessors in the input's numbering ([`paths`]).
     #[serde(default)]
     pub predecessors: bool,
@@ -140,6 +143,8 @@ pub struct ApspJob {
     pub origins: crate::config::Origins,
     /// The input's places and the points snapped to them (empty for inputs without places).
     pub geo: GeoJob,
+    /// The reductions folded per source (`[apsp.reach]`), if any.
+    pub reach: Option<reach::Reach>,
     /// Predecessors and paths, when asked for.
     pub paths: Option<paths::PathsJob>,
 }
@@ -247,22 +252,34 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
     };
     // Paths from a restricted via vertex start at its departure copy.
     let sources = geo::departures(places.as_ref(), sources);
+    let reach = reach::Reach::prepare(
+        options.reach.clone(),
+        targets.as_ref().map_or(graph.n, Vec::len),
+    )?;
     let width = width::choose(&graph, &sources, targets.as_deref());
     let wide = width.wide;
     let cols = targets.as_ref().map_or(graph.n, Vec::len);
-    let rows = od::rows(
-        ctx.plan,
-        targets.as_deref(),
-        sources.len(),
-        cols,
-        width.rows,
-    )?;
+    // A run that folds its trees (`[apsp.reach]`) writes no matrix unless one is asked for.
+    let rows = if reach.is_some()
+        && !ctx.plan.output.distances
+        && ctx.plan.output.format != crate::config::OutputFormat::Csv
+    {
+        None
+    } else {
+        od::rows(
+            ctx.plan,
+            targets.as_deref(),
+            sources.len(),
+            cols,
+            width.rows,
+        )?
+    };
     let path_job = paths::prepare(&options, &graph, sources.len(), targets.as_deref())?;
     // The outputs' size is known now: a run that cannot fit is refused before the hierarchy.
     let csv = ctx.plan.output.format == crate::config::OutputFormat::Csv;
     ctx.check_space(crate::plugin::OutputSize {
         tasks: sources.len(),
-        record_words: PathSummary::WORDS,
+        record_words: PathSummary::WORDS + reach.as_ref().map_or(0, reach::Reach::words),
         bulk_bytes: rows.as_ref().map_or(0, |r| r.bytes())
             + od::finish_bytes_of(sources.len(), targets.as_deref(), rows.as_ref(), csv)
             + paths::rows_bytes(path_job.as_ref())
@@ -309,6 +326,7 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
         inputs: crate::common::input_files(ctx.plan, &input)
             .into_iter()
             .chain(target_file)
+            .chain(reach.as_ref().and_then(|r| r.file.clone()))
             .collect(),
         sources,
         wide,
@@ -325,6 +343,7 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
             sources: source_snaps,
             targets: target_snaps,
         },
+        reach,
         paths: path_job,
     }))
 }
@@ -396,7 +415,10 @@ impl Job for ApspJob {
         self.check.clone()
     }
     fn record_words(&self) -> usize {
-        PathSummary::WORDS
+        reach::record_words(self)
+    }
+    fn tolerance(&self) -> crate::plugin::Tolerance {
+        reach::tolerance(self)
     }
     fn describe(&self) -> serde_json::Value {
         serde_json::json!({
@@ -451,6 +473,7 @@ impl Job for ApspJob {
         let geo = self.geo.geo.is_some();
         od::finish_bytes(self, self.options.od_csv)
             + paths::text_bytes(self.paths.as_ref(), self.sources.len(), targets, n, geo)
+            + reach::finish_bytes(self)
     }
     fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
         if let Some(rows) = &self.rows {
@@ -466,6 +489,8 @@ impl Job for ApspJob {
         }
         od::write(self, dir, self.options.od_csv)?;
         paths::write(self, dir)?;
+        let reached = reach::write(self, records, dir)?;
+        let records = &reach::summaries(self, records);
         let mut checksum = write_summary_records(
             dir,
             &geo::source_labels(self.geo.geo.as_ref(), &self.sources),
@@ -480,6 +505,9 @@ impl Job for ApspJob {
             .filter(|&t| records.read::<PathSummary>(t).redone)
             .count();
         checksum["redone_u64"] = serde_json::json!(redone);
+        if !reached.is_null() {
+            checksum["reach"] = reached;
+        }
         Ok(checksum)
     }
 }
@@ -531,13 +559,15 @@ impl<D: Dist + RowWrite> Worker for CpuWorker<'_, D> {
     fn run(&mut self, range: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
         for t in range {
             let dist = self.dj.run(&self.job.graph, self.job.sources[t]);
-            let mut s = targets::finish_row(self.job, t, dist, &mut self.buf)?;
+            let s = targets::finish_row(self.job, t, dist, &mut self.buf)?;
             if width::overflowed(self.job, &s) {
-                s = self.redo.tree(self.job, t)?;
+                let s = self.redo.tree(self.job, t)?;
+                reach::put_redone(self.job, out, t, &s);
             } else {
                 self.tracer.tree(self.job, t, &self.dj.dist)?;
+                let dist = &self.dj.dist;
+                reach::put(self.job, out, t, &s, |v| dist[v as usize]);
             }
-            out.put(t, &s);
         }
         Ok(())
     }

@@ -30,6 +30,7 @@ mod crauser;
 mod martin;
 pub mod paths;
 pub mod phast;
+pub mod reach;
 pub mod sweep;
 mod two_phase;
 mod worklist;
@@ -236,6 +237,15 @@ pub trait Algorithm: Send {
         }
         batch.write_rows(cx, tasks, rows)
     }
+    /// Where the batch's distances lie after [`solve`](Algorithm::solve), for the
+    /// `[apsp.reach]` folds (default: `batch.dist` at `b·n + v`).
+    fn layout<'b>(&'b self, cx: &Ctx<'_>, batch: &'b Batch) -> reach::Layout<'b> {
+        reach::Layout {
+            dist: batch.dist.arg(),
+            vstride: 1,
+            tstride: cx.n,
+        }
+    }
 }
 
 /// Run iterations of `step` (which enqueues one iteration) until `done` (which reads the "not
@@ -324,14 +334,21 @@ impl GpuHalf for ApspJob {
 
     fn kernels(&self) -> &'static [KernelSource] {
         // The file of the algorithm that runs only (so `TUCCOMPI_KERNELS` needs only that one).
+        // `kernels/paths.cl` when predecessors are asked, `kernels/reach.cl` when the job folds
+        // its trees (`[apsp.reach]`).
         match (
             self.options.gpu_algorithm == GpuAlgorithm::Phast,
             self.paths.is_some(),
+            self.reach.is_some(),
         ) {
-            (true, false) => &[phast::KERNELS],
-            (true, true) => &[phast::KERNELS, paths::KERNELS],
-            (false, false) => &[KERNELS],
-            (false, true) => &[KERNELS, paths::KERNELS],
+            (true, false, false) => &[phast::KERNELS],
+            (true, true, false) => &[phast::KERNELS, paths::KERNELS],
+            (true, false, true) => &[phast::KERNELS, reach::KERNELS],
+            (true, true, true) => &[phast::KERNELS, paths::KERNELS, reach::KERNELS],
+            (false, false, false) => &[KERNELS],
+            (false, true, false) => &[KERNELS, paths::KERNELS],
+            (false, false, true) => &[KERNELS, reach::KERNELS],
+            (false, true, true) => &[KERNELS, paths::KERNELS, reach::KERNELS],
         }
     }
 
@@ -341,6 +358,7 @@ impl GpuHalf for ApspJob {
     }
 
     fn setup(&self, device: &Device, params: &LaunchParams) -> Result<Shared> {
+        reach::check_device(self, device)?;
         let g = &self.graph;
         let phast = self.options.gpu_algorithm == GpuAlgorithm::Phast;
         if self.wide && !device.info.int64_atomics && !phast {
@@ -421,6 +439,7 @@ impl GpuHalf for ApspJob {
             tracer: Default::default(),
             q: queue,
             redo: width::Redo::default(),
+            reach: reach::DeviceReach::new(self, device, shared.params.batch.value)?,
         })
     }
 }
@@ -435,6 +454,7 @@ struct GpuWorker<'a> {
     paths: Option<paths::DevicePaths>,
     tracer: crate::apsp::paths::Tracer,
     redo: width::Redo,
+    reach: Option<reach::DeviceReach>,
 }
 
 impl GpuWorker<'_> {
@@ -454,12 +474,16 @@ impl GpuWorker<'_> {
         };
         let iterations = self.algo.solve(&cx, &self.batch, sources)?;
         let summaries = self.algo.summaries(&cx, &self.batch, range.clone())?;
+        let folded = match (&mut self.reach, &job.reach) {
+            (Some(dr), Some(r)) => dr.fold(r, &cx, self.algo.layout(&cx, &self.batch))?,
+            _ => vec![Vec::new(); cx.b],
+        };
         let mut over = Vec::new();
-        for (t, s) in range.clone().zip(summaries) {
+        for ((t, s), words) in range.clone().zip(summaries).zip(&folded) {
             if width::overflowed(job, &s) {
                 over.push(t);
             }
-            out.put(t, &s);
+            super::reach::put_words(out, t, &s, words);
         }
         if let Some(rows) = &job.rows {
             self.algo
@@ -471,7 +495,8 @@ impl GpuWorker<'_> {
         }
         // u32 trees that overflowed: redone in u64 on the host (their rows overwritten).
         for t in over {
-            out.put(t, &self.redo.tree(job, t)?);
+            let s = self.redo.tree(job, t)?;
+            super::reach::put_redone(job, out, t, &s);
         }
         tracing::trace!(iterations, sources = cx.b, "batch done");
         Ok(())

@@ -788,6 +788,15 @@ impl<W: DevWeight> Algorithm for Phast<W> {
         }
     }
 
+    fn layout<'b>(&'b self, cx: &Ctx<'_>, _batch: &'b Batch) -> super::reach::Layout<'b> {
+        // Vertex-major over sweep positions: `d[p·stride(b) + j]`.
+        super::reach::Layout {
+            dist: W::buf(&self.dist),
+            vstride: stride(cx.b),
+            tstride: 1,
+        }
+    }
+
     fn write_rows(
         &mut self,
         cx: &Ctx<'_>,

@@ -6,6 +6,8 @@ use super::host_cache::{phast_trees, CpuCache};
 use super::{AnyHierarchy, ChWeight, Hierarchy};
 use crate::apsp::width::Redo;
 use crate::apsp::{ApspJob, RowWrite};
+use crate::common::PathSummary;
+use crate::plugin::Record;
 use crate::plugin::{RecordsOut, Worker};
 use crate::tuning::{Choice, Source};
 use crate::{Error, Result};
@@ -39,7 +41,7 @@ pub fn cpu_worker<'a>(job: &'a ApspJob, h: &'a AnyHierarchy) -> Result<Box<dyn W
 /// Summaries over every vertex without distance rows: the sweep tallies them and skips the
 /// rows nobody reads.
 fn tally(job: &ApspJob) -> bool {
-    job.targets.is_none() && job.rows.is_none() && job.paths.is_none()
+    job.targets.is_none() && job.rows.is_none() && job.paths.is_none() && job.reach.is_none()
 }
 
 struct PhastWorker<'a, W: ChWeight> {
@@ -108,10 +110,13 @@ impl<W: ChWeight + RowWrite> Worker for PhastWorker<'_, W> {
             for (j, t) in (start..end).enumerate() {
                 // A u32 tree with a distance at CEIL overflowed: redone in u64.
                 if self.recs[j][3] == W::CEIL.to_u64() {
-                    out.put(t, &self.redo.tree(self.job, t)?);
+                    let s = self.redo.tree(self.job, t)?;
+                    crate::apsp::reach::put_redone(self.job, out, t, &s);
                     continue;
                 }
-                out.record(t).copy_from_slice(&self.recs[j]);
+                let s = PathSummary::from_words(&self.recs[j]);
+                let sw = &self.sw;
+                crate::apsp::reach::put(self.job, out, t, &s, |v| sw.dist(j, v));
                 if let Some(rows) = &self.job.rows {
                     self.sw.row(j, self.job.targets.as_deref(), &mut self.row);
                     W::write_row(rows, t, &self.row)?;

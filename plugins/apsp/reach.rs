@@ -1,0 +1,657 @@
+//! `[apsp.reach]`: accessibility queries folded per source inside the run, no matrix written.
+//!
+//! Each tree is reduced, as soon as it is computed, over the job's targets (`[apsp] targets`,
+//! or every vertex) into a few numbers that travel in the task's record behind its
+//! [`PathSummary`] words, so they are journaled, resumable and merged across nodes like the
+//! summary itself:
+//!
+//! - for each radius `r` of `radii`: the targets at distance `<= r` (`count_r`) and the sum of
+//!   their weights (`sum_r`), each weight times the decay `f(d, r)`: 1 (`flat`), `1 - d/r`
+//!   (`linear`) or `exp(-d/r)` (`exp`), pandana's `aggregate` decays;
+//! - the `nearest` closest reachable targets with their distances, ties broken by the target's
+//!   position in the targets list (lower first), so the answer never depends on the unit;
+//! - for each limit of `isochrones`: the vertices (all of them, whatever the targets) at
+//!   distance `<= limit`.
+//!
+//! [`Job::finish`](crate::plugin::Job::finish) writes them as `reach.csv`, `nearest.csv` and
+//! `isochrones.csv`, one row per source. The CPU halves fold their host rows here ([`put`],
+//! [`Reach::fold`]); the GPU half folds on the device (`gpu/reach.rs`, `kernels/reach.cl`) and
+//! only the folded words come back.
+//!
+//! Cost per tree: `O(T (R + log K) + n L)` for `T` targets, `R` radii, `K` nearest, `L`
+//! isochrone limits (`O(T K)` in the worst case of the nearest list's insertions).
+
+use super::ApspJob;
+use crate::common::{Dist, PathSummary};
+use crate::plugin::{Field, FieldType, Record, Records, RecordsOut, Tolerance};
+use crate::{Error, Result};
+use serde::Deserialize;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Most radii (and most isochrone limits) one run folds.
+pub const MAX_RADII: usize = 16;
+/// Most nearest targets one run keeps per source.
+pub const MAX_NEAREST: usize = 64;
+/// Unset entry of a nearest list (fewer targets reachable than asked): both words.
+pub const NONE: u64 = u64::MAX;
+
+/// How a target's weight decays with its distance `d` inside a radius `r`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decay {
+    /// The weight itself, whatever the distance.
+    #[default]
+    Flat,
+    /// `weight x (1 - d/r)`.
+    Linear,
+    /// `weight x exp(-d/r)`.
+    Exp,
+}
+
+impl Decay {
+    /// The factor at distance `d` within radius `r` (`d <= r`, `r > 0`).
+    pub fn factor(self, d: u64, r: u64) -> f64 {
+        match self {
+            Decay::Flat => 1.0,
+            Decay::Linear => 1.0 - d as f64 / r as f64,
+            Decay::Exp => (-(d as f64) / r as f64).exp(),
+        }
+    }
+    /// The code `kernels/reach.cl` takes.
+    pub fn code(self) -> u32 {
+        self as u32
+    }
+}
+
+/// `weights = { file = ..., column = ... }`: one weight per target.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WeightsFile {
+    /// A `.npy` (1-D float64, one value per target) or a `.csv` with a header.
+    pub file: PathBuf,
+    /// The `.csv` column that holds the weights.
+    pub column: Option<String>,
+}
+
+/// `[apsp.reach]` as written.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ReachOptions {
+    /// Radii, in the graph's weight units: count and weighted sum of the targets within each.
+    #[serde(default)]
+    pub radii: Vec<u64>,
+    /// How the weights decay inside a radius.
+    #[serde(default)]
+    pub decay: Decay,
+    /// Per-target weights (default 1 each).
+    pub weights: Option<WeightsFile>,
+    /// The nearest targets kept per source (0: none).
+    #[serde(default)]
+    pub nearest: usize,
+    /// Limits: vertices within each, counted over every vertex.
+    #[serde(default)]
+    pub isochrones: Vec<u64>,
+}
+
+/// The reductions of a job, checked and with their weights read.
+#[derive(Debug, Clone, Default)]
+pub struct Reach {
+    /// Radii, as configured.
+    pub radii: Vec<u64>,
+    /// The decay inside a radius.
+    pub decay: Decay,
+    /// One weight per target column (`None`: 1 each).
+    pub weights: Option<Vec<f64>>,
+    /// Nearest targets per source.
+    pub nearest: usize,
+    /// Isochrone limits.
+    pub isochrones: Vec<u64>,
+    /// The weights file, for the job's declared inputs.
+    pub file: Option<PathBuf>,
+}
+
+impl Reach {
+    /// Check `options` against a job of `cols` target columns and read the weights.
+    /// `None` when nothing is asked.
+    pub fn prepare(options: Option<ReachOptions>, cols: usize) -> Result<Option<Reach>> {
+        let Some(o) = options else { return Ok(None) };
+        let key = |k: &str| format!("[apsp.reach] {k}");
+        if o.radii.is_empty() && o.nearest == 0 && o.isochrones.is_empty() {
+            return Err(Error::Config(format!(
+                "[apsp.reach] asks for nothing: set radii = [500, 1000], nearest = 5 or \
+                 isochrones = [600], or remove the table{}",
+                if o.weights.is_some() || o.decay != Decay::Flat {
+                    " (weights and decay apply to radii)"
+                } else {
+                    ""
+                }
+            )));
+        }
+        for (name, list) in [("radii", &o.radii), ("isochrones", &o.isochrones)] {
+            if list.len() > MAX_RADII {
+                return Err(Error::Config(format!(
+                    "{} has {} values; at most {MAX_RADII} are folded in one run: split the \
+                     list over several runs",
+                    key(name),
+                    list.len()
+                )));
+            }
+            if list.contains(&0) {
+                return Err(Error::Config(format!(
+                    "{} contains 0; each limit must be a positive distance in the graph's \
+                     weight units",
+                    key(name)
+                )));
+            }
+            let mut seen = list.clone();
+            seen.sort_unstable();
+            if seen.windows(2).any(|w| w[0] == w[1]) {
+                return Err(Error::Config(format!(
+                    "{} repeats a value; list each limit once",
+                    key(name)
+                )));
+            }
+        }
+        if o.nearest > MAX_NEAREST {
+            return Err(Error::Config(format!(
+                "{} = {}: at most {MAX_NEAREST} nearest targets are kept per source",
+                key("nearest"),
+                o.nearest
+            )));
+        }
+        if o.radii.is_empty() && (o.weights.is_some() || o.decay != Decay::Flat) {
+            return Err(Error::Config(
+                "[apsp.reach] weights and decay apply to radii, and radii is empty: set radii \
+                 = [...] or remove them"
+                    .into(),
+            ));
+        }
+        let weights = match &o.weights {
+            Some(w) => Some(read_weights(w, cols)?),
+            None => None,
+        };
+        Ok(Some(Reach {
+            radii: o.radii,
+            decay: o.decay,
+            weights,
+            nearest: o.nearest,
+            isochrones: o.isochrones,
+            file: o.weights.map(|w| w.file),
+        }))
+    }
+
+    /// Words each task's record holds after its [`PathSummary`]: a count and a sum per radius,
+    /// a target and a distance per nearest entry, a count per isochrone limit.
+    pub fn words(&self) -> usize {
+        2 * self.radii.len() + 2 * self.nearest + self.isochrones.len()
+    }
+
+    /// The weight of target column `i`.
+    #[inline]
+    fn weight(&self, i: usize) -> f64 {
+        self.weights.as_ref().map_or(1.0, |w| w[i])
+    }
+
+    /// Fold one tree into `out` ([`words`](Reach::words) long): `dist(v)` is its distance to
+    /// vertex `v` (internal id), `targets` the job's target columns (`None`: every vertex of
+    /// `n`).
+    pub fn fold<D: Dist>(
+        &self,
+        targets: Option<&[u32]>,
+        n: usize,
+        dist: impl Fn(u32) -> D,
+        out: &mut [u64],
+    ) {
+        let (r, k) = (self.radii.len(), self.nearest);
+        let mut count = [0u64; MAX_RADII];
+        let mut sum = [0f64; MAX_RADII];
+        // Sorted by (distance, column): a later column of equal distance never displaces one.
+        let mut near: Vec<(u64, u64)> = Vec::with_capacity(k + 1);
+        let cols = targets.map_or(n, <[u32]>::len);
+        if r > 0 || k > 0 {
+            for i in 0..cols {
+                let v = targets.map_or(i as u32, |t| t[i]);
+                let d = dist(v);
+                if d == D::INF {
+                    continue;
+                }
+                let d = d.to_u64();
+                for (j, &radius) in self.radii.iter().enumerate() {
+                    if d <= radius {
+                        count[j] += 1;
+                        sum[j] += self.weight(i) * self.decay.factor(d, radius);
+                    }
+                }
+                if k > 0 && (near.len() < k || d < near[k - 1].0) {
+                    let at = near.partition_point(|&(nd, _)| nd <= d);
+                    near.insert(at, (d, i as u64));
+                    near.truncate(k);
+                }
+            }
+        }
+        let mut iso = [0u64; MAX_RADII];
+        if !self.isochrones.is_empty() {
+            for v in 0..n as u32 {
+                let d = dist(v);
+                if d == D::INF {
+                    continue;
+                }
+                let d = d.to_u64();
+                for (j, &limit) in self.isochrones.iter().enumerate() {
+                    iso[j] += u64::from(d <= limit);
+                }
+            }
+        }
+        let mut folded = Folded::new(self);
+        folded.count[..r].copy_from_slice(&count[..r]);
+        folded.sum[..r].copy_from_slice(&sum[..r]);
+        folded.near = near;
+        folded.iso.copy_from_slice(&iso[..self.isochrones.len()]);
+        folded.to_words(self, out);
+    }
+
+    /// The record's fields after the summary's, for `[verify]` and messages.
+    fn fields(&self) -> Vec<Field> {
+        let mut f = Vec::with_capacity(self.words());
+        for r in &self.radii {
+            f.push(Field::new(format!("count_{r}"), FieldType::U64));
+            f.push(Field::new(format!("sum_{r}"), FieldType::F64));
+        }
+        for i in 1..=self.nearest {
+            f.push(Field::new(format!("target_{i}"), FieldType::U64));
+            f.push(Field::new(format!("distance_{i}"), FieldType::U64));
+        }
+        for l in &self.isochrones {
+            f.push(Field::new(format!("within_{l}"), FieldType::U64));
+        }
+        f
+    }
+}
+
+/// One tree's reductions, unpacked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Folded {
+    /// Targets within each radius.
+    pub count: Vec<u64>,
+    /// Their decayed weights summed.
+    pub sum: Vec<f64>,
+    /// The nearest `(distance, target column)`, closest first.
+    pub near: Vec<(u64, u64)>,
+    /// Vertices within each isochrone limit.
+    pub iso: Vec<u64>,
+}
+
+impl Folded {
+    /// Nothing folded yet, shaped for `reach`.
+    pub fn new(reach: &Reach) -> Folded {
+        Folded {
+            count: vec![0; reach.radii.len()],
+            sum: vec![0.0; reach.radii.len()],
+            near: Vec::new(),
+            iso: vec![0; reach.isochrones.len()],
+        }
+    }
+
+    /// Laid out in the record's words after the summary.
+    pub fn to_words(&self, reach: &Reach, out: &mut [u64]) {
+        let r = reach.radii.len();
+        for j in 0..r {
+            out[2 * j] = self.count[j];
+            out[2 * j + 1] = self.sum[j].to_bits();
+        }
+        let near = &mut out[2 * r..2 * r + 2 * reach.nearest];
+        for (i, pair) in near.chunks_exact_mut(2).enumerate() {
+            let (d, c) = self.near.get(i).copied().unwrap_or((NONE, NONE));
+            pair[0] = c;
+            pair[1] = d;
+        }
+        out[2 * r + 2 * reach.nearest..].copy_from_slice(&self.iso);
+    }
+
+    /// Read back from the record's words after the summary.
+    pub fn from_words(reach: &Reach, w: &[u64]) -> Folded {
+        let r = reach.radii.len();
+        let near_words = &w[2 * r..2 * r + 2 * reach.nearest];
+        Folded {
+            count: (0..r).map(|j| w[2 * j]).collect(),
+            sum: (0..r).map(|j| f64::from_bits(w[2 * j + 1])).collect(),
+            near: near_words
+                .chunks_exact(2)
+                .filter(|p| p[0] != NONE)
+                .map(|p| (p[1], p[0]))
+                .collect(),
+            iso: w[2 * r + 2 * reach.nearest..].to_vec(),
+        }
+    }
+}
+
+/// Read the weights file: one finite weight per target column (`cols` of them).
+fn read_weights(w: &WeightsFile, cols: usize) -> Result<Vec<f64>> {
+    let path = &w.file;
+    let name = path
+        .file_name()
+        .and_then(|s| s.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let values: Vec<(f64, String)> = if name.ends_with(".npy") {
+        if w.column.is_some() {
+            return Err(Error::Config(format!(
+                "[apsp.reach] weights: {} is a .npy file, which has no columns: remove column",
+                path.display()
+            )));
+        }
+        let a = tuccompi::npy::read::<f64>(path, Some(1))?;
+        a.data
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| (x, format!("{}: element {i}", path.display())))
+            .collect()
+    } else if name.ends_with(".csv") {
+        let Some(column) = &w.column else {
+            return Err(Error::Config(format!(
+                "[apsp.reach] weights = {{ file = \"{}\" }}: name the column that holds the \
+                 weights: weights = {{ file = \"{}\", column = \"...\" }}",
+                path.display(),
+                path.display()
+            )));
+        };
+        read_csv_column(path, column)?
+    } else {
+        return Err(Error::Config(format!(
+            "[apsp.reach] weights: {}: unknown format; use a .npy (1-D float64, one weight per \
+             target) or a .csv with a header and column = \"name\"",
+            path.display()
+        )));
+    };
+    if values.len() != cols {
+        return Err(Error::Input(format!(
+            "{}: {} weights for {cols} targets; [apsp.reach] weights needs one per target, in \
+             the targets' order ({})",
+            path.display(),
+            values.len(),
+            if cols == 0 {
+                "there are none"
+            } else {
+                "[apsp] targets, or every vertex when it is unset"
+            }
+        )));
+    }
+    values
+        .into_iter()
+        .map(|(x, at)| {
+            if x.is_finite() {
+                Ok(x)
+            } else {
+                Err(Error::Input(format!(
+                    "{at}: weight {x} is not a finite number; [apsp.reach] weights must be finite"
+                )))
+            }
+        })
+        .collect()
+}
+
+/// The values of `column` in a `.csv` with a header, each with its place (`file:line`).
+fn read_csv_column(path: &Path, column: &str) -> Result<Vec<(f64, String)>> {
+    let mut r = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_path(path)
+        .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+    let header = r
+        .headers()
+        .map_err(|e| Error::Input(format!("{}: line 1: {e}", path.display())))?
+        .clone();
+    let Some(at) = header.iter().position(|h| h == column) else {
+        return Err(Error::Config(format!(
+            "[apsp.reach] weights: {} has no column \"{column}\"; its header has {}",
+            path.display(),
+            header.iter().collect::<Vec<_>>().join(", ")
+        )));
+    };
+    let mut out = Vec::new();
+    for (i, rec) in r.records().enumerate() {
+        let line = i + 2;
+        let place = format!("{}:{line}", path.display());
+        let rec = rec.map_err(|e| Error::Input(format!("{place}: {e}")))?;
+        let cell = rec.get(at).unwrap_or("");
+        let x: f64 = cell.parse().map_err(|_| {
+            Error::Input(format!(
+                "{place}: column \"{column}\" holds \"{cell}\", not a number"
+            ))
+        })?;
+        out.push((x, place));
+    }
+    Ok(out)
+}
+
+/// Words of a task's record: the summary's, then the reductions'.
+pub fn record_words(job: &ApspJob) -> usize {
+    PathSummary::WORDS + job.reach.as_ref().map_or(0, Reach::words)
+}
+
+/// Write task `t`'s record: the summary `s` and, when the job folds, tree `dist` folded.
+pub fn put<D: Dist>(
+    job: &ApspJob,
+    out: &mut RecordsOut<'_>,
+    t: usize,
+    s: &PathSummary,
+    dist: impl Fn(u32) -> D,
+) {
+    let rec = out.record(t);
+    s.to_words(&mut rec[..PathSummary::WORDS]);
+    if let Some(r) = &job.reach {
+        r.fold(
+            job.targets.as_deref(),
+            job.graph.n,
+            dist,
+            &mut rec[PathSummary::WORDS..],
+        );
+    }
+}
+
+/// Write task `t`'s record from its summary and folded words (a GPU's).
+pub fn put_words(out: &mut RecordsOut<'_>, t: usize, s: &PathSummary, words: &[u64]) {
+    let rec = out.record(t);
+    s.to_words(&mut rec[..PathSummary::WORDS]);
+    rec[PathSummary::WORDS..].copy_from_slice(words);
+}
+
+/// Write the record of task `t`, whose u32 tree overflowed and was redone in u64 (`s`): the
+/// reductions from a u64 Dijkstra of its own (such trees are rare: the width rule chose u32).
+pub fn put_redone(job: &ApspJob, out: &mut RecordsOut<'_>, t: usize, s: &PathSummary) {
+    if job.reach.is_none() {
+        put::<u64>(job, out, t, s, |_| u64::INF);
+        return;
+    }
+    let mut dj = super::dijkstra::Dijkstra::<u64>::new(job.graph.n);
+    let dist = dj.run(&job.graph, job.sources[t]);
+    put(job, out, t, s, |v| dist[v as usize]);
+}
+
+/// The summaries alone (the first [`PathSummary::WORDS`] words of each record), for the
+/// writers that read records as [`PathSummary`].
+pub fn summaries(job: &ApspJob, records: &Records) -> Records {
+    if job.reach.is_none() {
+        return records.clone();
+    }
+    let w = PathSummary::WORDS;
+    Records {
+        words: w,
+        data: records
+            .data
+            .chunks_exact(records.words)
+            .flat_map(|r| r[..w].iter().copied())
+            .collect(),
+    }
+}
+
+/// How `[verify]` compares two units' records: the sums as `f64` within a relative 1e-9 (a
+/// device folds a source's targets in slices, so its sums are added in another order), every
+/// other word exactly.
+pub fn tolerance(job: &ApspJob) -> Tolerance {
+    let Some(r) = &job.reach else {
+        return Tolerance::exact();
+    };
+    let mut fields = PathSummary::fields();
+    fields.extend(r.fields());
+    Tolerance {
+        fields,
+        ..Tolerance::default()
+    }
+    .f64(1e-12, 1e-9)
+}
+
+/// Bytes of the files [`write`](fn@write) adds, at most (for the free-space check).
+pub fn finish_bytes(job: &ApspJob) -> u64 {
+    let Some(r) = &job.reach else { return 0 };
+    // A u64 id or count is at most 20 digits, a sum at most 24 characters, plus a comma.
+    let per_source =
+        21 + 45 * r.radii.len() as u64 + 42 * r.nearest as u64 + 21 * r.isochrones.len() as u64;
+    job.sources.len() as u64 * per_source + 4096
+}
+
+/// Write `reach.csv`, `nearest.csv` and `isochrones.csv` (those asked) into `dir` from the
+/// records; return their totals for the report.
+pub fn write(job: &ApspJob, records: &Records, dir: &Path) -> Result<serde_json::Value> {
+    let Some(r) = &job.reach else {
+        return Ok(serde_json::Value::Null);
+    };
+    let base = job.graph.id_base;
+    let folded: Vec<Folded> = (0..job.sources.len())
+        .map(|t| Folded::from_words(r, &records.get(t)[PathSummary::WORDS..]))
+        .collect();
+    // Sources as outputs name them (a turn-restriction departure copy as its via vertex).
+    let labels = crate::common::geo::source_labels(job.geo.geo.as_ref(), &job.sources);
+    let source_id = |t: usize| labels[t] as u64 + base;
+    let target_id = |c: u64| {
+        job.targets
+            .as_ref()
+            .map_or(c, |ts| u64::from(ts[c as usize]))
+            + base
+    };
+    let mut report = serde_json::Map::new();
+    if !r.radii.is_empty() {
+        let mut csv = String::from("source");
+        for x in &r.radii {
+            let _ = write!(csv, ",count_{x},sum_{x}");
+        }
+        csv.push('\n');
+        let mut total = vec![0u64; r.radii.len()];
+        for (t, f) in folded.iter().enumerate() {
+            let _ = write!(csv, "{}", source_id(t));
+            for ((c, s), sum) in f.count.iter().zip(&f.sum).zip(&mut total) {
+                let _ = write!(csv, ",{c},{s}");
+                *sum += c;
+            }
+            csv.push('\n');
+        }
+        crate::sink::write_file(dir, "reach.csv", &csv)?;
+        report.insert("reach_counts".into(), serde_json::json!(total));
+    }
+    if r.nearest > 0 {
+        let listed = job.targets.is_some();
+        let mut csv = String::from("source");
+        for i in 1..=r.nearest {
+            let _ = write!(csv, ",target_{i},distance_{i}");
+            if listed {
+                let _ = write!(csv, ",index_{i}");
+            }
+        }
+        csv.push('\n');
+        let mut found = 0u64;
+        for (t, f) in folded.iter().enumerate() {
+            let _ = write!(csv, "{}", source_id(t));
+            for i in 0..r.nearest {
+                match f.near.get(i) {
+                    Some(&(d, c)) => {
+                        found += 1;
+                        let _ = write!(csv, ",{},{d}", target_id(c));
+                        if listed {
+                            let _ = write!(csv, ",{c}");
+                        }
+                    }
+                    None => csv.push_str(if listed { ",,," } else { ",," }),
+                }
+            }
+            csv.push('\n');
+        }
+        crate::sink::write_file(dir, "nearest.csv", &csv)?;
+        report.insert("nearest_found".into(), serde_json::json!(found));
+    }
+    if !r.isochrones.is_empty() {
+        let mut csv = String::from("source");
+        for x in &r.isochrones {
+            let _ = write!(csv, ",within_{x}");
+        }
+        csv.push('\n');
+        let mut total = vec![0u64; r.isochrones.len()];
+        for (t, f) in folded.iter().enumerate() {
+            let _ = write!(csv, "{}", source_id(t));
+            for (j, c) in f.iso.iter().enumerate() {
+                let _ = write!(csv, ",{c}");
+                total[j] += c;
+            }
+            csv.push('\n');
+        }
+        crate::sink::write_file(dir, "isochrones.csv", &csv)?;
+        report.insert("isochrone_counts".into(), serde_json::json!(total));
+    }
+    Ok(serde_json::Value::Object(report))
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn reach(radii: &[u64], nearest: usize, iso: &[u64]) -> Reach {
+        Reach {
+            radii: radii.to_vec(),
+            nearest,
+            isochrones: iso.to_vec(),
+            ..Reach::default()
+        }
+    }
+
+    #[test]
+    fn folds_counts_nearest_with_ties_by_column_and_isochrones() {
+        let r = reach(&[5, 10], 3, &[4]);
+        // Distances of vertices 0..6; vertex 5 unreachable.
+        let d = [7u32, 3, 10, 3, 12, u32::MAX];
+        let mut w = vec![0; r.words()];
+        r.fold(None, d.len(), |v| d[v as usize], &mut w);
+        let f = Folded::from_words(&r, &w);
+        assert_eq!(f.count, vec![2, 4]);
+        assert_eq!(f.sum, vec![2.0, 4.0]);
+        assert_eq!(f.near, vec![(3, 1), (3, 3), (7, 0)]);
+        assert_eq!(f.iso, vec![2]);
+        // Fewer reachable than asked: the rest unset.
+        let r = reach(&[], 4, &[]);
+        let mut w = vec![0; r.words()];
+        r.fold(Some(&[4, 5, 1]), d.len(), |v| d[v as usize], &mut w);
+        assert_eq!(&w[4..], &[NONE, NONE, NONE, NONE]);
+        assert_eq!(Folded::from_words(&r, &w).near, vec![(3, 2), (12, 0)]);
+    }
+
+    #[test]
+    fn decays_as_pandana() {
+        assert_eq!(Decay::Flat.factor(3, 4), 1.0);
+        assert_eq!(Decay::Linear.factor(1, 4), 0.75);
+        assert_eq!(Decay::Exp.factor(4, 4), (-1f64).exp());
+    }
+
+    #[test]
+    fn refuses_empty_zero_and_long_lists() {
+        let e = |o: ReachOptions| Reach::prepare(Some(o), 3).unwrap_err().to_string();
+        assert!(e(ReachOptions::default()).contains("asks for nothing"));
+        let zero = ReachOptions {
+            radii: vec![0],
+            ..ReachOptions::default()
+        };
+        assert!(e(zero).contains("radii contains 0"));
+        let long = ReachOptions {
+            isochrones: (1..=17).collect(),
+            ..ReachOptions::default()
+        };
+        assert!(e(long).contains("at most 16"));
+    }
+}
