@@ -209,6 +209,9 @@ pub struct Results {
     pub shape: [usize; 2],
     /// `summary.csv`'s text (`source,reached,unreachable,sum,max,mean`).
     pub summary: String,
+    /// The run's other text tables, by file name (`paths.csv`, `reach.csv`, `nearest.csv`,
+    /// `isochrones.csv`, when the config asks for them), in name order.
+    pub tables: Vec<(String, String)>,
 }
 
 /// `apsp` on a graph from memory: [`Plugin`] whose `prepare` takes the graph it holds instead
@@ -306,11 +309,20 @@ fn run_apsp_in(
     } else {
         (None, [0, 0])
     };
+    let mut tables = Vec::new();
+    for name in ["isochrones.csv", "nearest.csv", "paths.csv", "reach.csv"] {
+        let path = dir.join(name);
+        if path.exists() {
+            let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+            tables.push((name.to_string(), text));
+        }
+    }
     Ok(Results {
         report: outcome.report,
         rows,
         shape,
         summary,
+        tables,
     })
 }
 

@@ -1093,7 +1093,10 @@ fn turn_restrictions_change_car_distances_as_computed_by_hand() {
         w_to_n.ends_with(",1 0 2 0 3") || w_to_n.ends_with(",1 0 4 0 3"),
         "{w_to_n}"
     );
-    assert!(w_to_n.starts_with(&format!("1,3,{},4,", turned[1][3])), "{w_to_n}");
+    assert!(
+        w_to_n.starts_with(&format!("1,3,{},4,", turned[1][3])),
+        "{w_to_n}"
+    );
     let geojson = std::fs::read_to_string(routed.dir.join("paths.geojson")).unwrap();
     assert_eq!(geojson.matches("\"LineString\"").count(), 25, "{geojson}");
     // Switched off (and for pedestrians), the junction is free.

@@ -50,7 +50,10 @@ impl Geo {
     /// else `v` (a road vertex or a phantom).
     pub fn road_vertex(&self, v: u32) -> u32 {
         let roads = self.coords.points.len() as u32;
-        match v.checked_sub(roads).and_then(|i| self.extra.get(i as usize)) {
+        match v
+            .checked_sub(roads)
+            .and_then(|i| self.extra.get(i as usize))
+        {
             Some(Extra::Turn(b)) => *b,
             _ => v,
         }

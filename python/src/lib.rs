@@ -163,7 +163,8 @@ fn read_graph(py: Python<'_>, input_json: &str) -> PyResult<Graph> {
 
 /// Run `apsp` on `graph` with the config tables given as JSON; `rows` asks for the distance
 /// rows. Returns the report (JSON text), the rows (a bytearray of little-endian values, their
-/// numpy dtype string and shape, or `None`), and `summary.csv`'s text.
+/// numpy dtype string and shape, or `None`), `summary.csv`'s text, and the other text tables
+/// the config asked for (`paths.csv`, `reach.csv`, ...) as (file name, text).
 #[pyfunction]
 #[allow(clippy::type_complexity)]
 fn run_apsp<'py>(
@@ -175,6 +176,7 @@ fn run_apsp<'py>(
     String,
     Option<(Bound<'py, PyByteArray>, &'static str, (usize, usize))>,
     String,
+    Vec<(String, String)>,
 )> {
     let config = table_of(config_json)?;
     let g = graph.0.clone();
@@ -196,7 +198,7 @@ fn run_apsp<'py>(
             (r.shape[0], r.shape[1]),
         )
     });
-    Ok((r.report.to_string(), rows, r.summary))
+    Ok((r.report.to_string(), rows, r.summary, r.tables))
 }
 
 /// Run a config file as `tuccompi run` does (any plugin of the registry); `unfinished` is

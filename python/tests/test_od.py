@@ -130,3 +130,61 @@ def test_moscow_od_equals_scipy():
     targets = rng.choice(np.arange(1, n + 1), 1000, replace=False)
     d = g.od(sources, targets)
     np.testing.assert_array_equal(d, reference(ref, sources - 1, targets - 1))
+
+
+def test_paths_are_chains_of_arcs_of_scipys_length(rome):
+    pytest.importorskip("pandas")
+    path, ref, _ = rome
+    g = tuccompi.read_graph(path)
+    rng = np.random.default_rng(11)
+    sources = rng.choice(np.arange(1, g.n + 1), 12, replace=False)
+    targets = rng.choice(np.arange(1, g.n + 1), 30, replace=False)
+    p = g.paths(sources, targets)
+    want = reference(ref, sources - 1, targets - 1)
+    assert len(p) == 12 * 30
+    assert list(p["source"]) == [int(s) for s in sources for _ in targets]
+    assert list(p["target"]) == [int(t) for _ in sources for t in targets]
+    for row, d in zip(p.itertuples(), want.ravel()):
+        if np.isinf(d):
+            assert np.isnan(row.distance) and len(row.path) == 0
+            continue
+        assert row.distance == d
+        ids = row.path - 1
+        assert ids[0] == row.source - 1 and ids[-1] == row.target - 1
+        assert row.hops == len(ids) - 1
+        # Each step an arc of the file; the weights sum to the distance.
+        steps = [ref[u, v] for u, v in zip(ids[:-1], ids[1:])]
+        assert all(w > 0 for w in steps), row
+        assert sum(steps) == d
+
+
+def test_reach_counts_equal_a_limited_scipy_dijkstra(rome):
+    pytest.importorskip("pandas")
+    from scipy.sparse.csgraph import dijkstra
+
+    path, ref, _ = rome
+    g = tuccompi.read_graph(path)
+    rng = np.random.default_rng(5)
+    sources = rng.choice(np.arange(1, g.n + 1), 20, replace=False)
+    targets = rng.choice(np.arange(1, g.n + 1), 300, replace=False)
+    weights = rng.random(300)
+    radii = [500, 1000, 2000]
+    out = g.reach(sources, targets, radii=radii, weights=weights, nearest=3,
+                  isochrones=[1500])
+    d = dijkstra(ref, directed=True, indices=sources - 1)[:, targets - 1]
+    reach = out["reach"]
+    assert list(reach["source"]) == [int(s) for s in sources]
+    for r in radii:
+        within = d <= r
+        np.testing.assert_array_equal(reach[f"count_{r}"], within.sum(axis=1))
+        np.testing.assert_allclose(reach[f"sum_{r}"], (within * weights).sum(axis=1),
+                                   rtol=1e-12)
+    # Nearest: the three smallest distances, in order.
+    near = out["nearest"]
+    np.testing.assert_array_equal(
+        near[["distance_1", "distance_2", "distance_3"]].to_numpy(),
+        np.sort(d, axis=1)[:, :3])
+    full = dijkstra(ref, directed=True, indices=sources - 1)
+    np.testing.assert_array_equal(out["isochrones"]["within_1500"], (full <= 1500).sum(axis=1))
+    with pytest.raises(ValueError, match="radii, nearest or isochrones"):
+        g.reach(sources)

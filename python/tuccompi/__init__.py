@@ -108,7 +108,7 @@ class Graph:
     integral, or be scaled and rounded with ``weight_scale=``.
     """
 
-    __slots__ = ("_g", "last_report")
+    __slots__ = ("_g", "last_report", "_tables")
 
     def __init__(self, native: Any) -> None:
         if not isinstance(native, _native.Graph):
@@ -119,6 +119,7 @@ class Graph:
         self._g = native
         #: The report of the last run on this graph (as ``report.json``), or None.
         self.last_report: Optional[Dict[str, Any]] = None
+        self._tables: Dict[str, str] = {}
 
     # ---- construction -------------------------------------------------------------------
 
@@ -278,15 +279,74 @@ class Graph:
             raise ValueError(f"{name}[{i}] = {a[i]} is not a vertex of {self.name} (ids {lo}..{hi})")
         return [int(x) for x in a]
 
-    def _run(self, sources: Any, targets: Any, rows: bool, options: Mapping[str, Any]) -> Any:
+    def _run(self, sources: Any, targets: Any, rows: bool, options: Mapping[str, Any],
+             apsp: Optional[Mapping[str, Any]] = None) -> Any:
         config = _config(options)
         config.setdefault("run", {})["sources"] = (
             "all" if sources is None else self._ids(sources, "sources"))
         if targets is not None:
             config.setdefault("apsp", {})["targets"] = self._ids(targets, "targets")
-        report, matrix, summary = _native.run_apsp(self._g, json.dumps(config), rows)
+        if apsp:
+            config.setdefault("apsp", {}).update(apsp)
+        report, matrix, summary, tables = _native.run_apsp(self._g, json.dumps(config), rows)
         self.last_report = json.loads(report)
+        self._tables = dict(tables)
         return matrix, summary
+
+    def paths(self, sources: Any, targets: Any, **options: Any) -> Any:
+        """The shortest path of every (source, target) pair, as a pandas DataFrame in row
+        order (sources major): ``source``, ``target``, ``distance`` (float, NaN when
+        unreachable), ``hops`` and ``path``, a numpy int64 array of the vertex ids from the
+        source to the target in the graph's numbering (empty when unreachable). What
+        ``[apsp] paths = true`` writes to ``paths.csv``; every path's arcs sum to its
+        distance. Run options: see :func:`run_options`. Needs pandas."""
+        import io
+        import pandas as pd
+        if targets is None:
+            raise ValueError("targets: None; give the target ids")
+        self._run(sources, targets, False, options, {"paths": True})
+        frame = pd.read_csv(io.StringIO(self._tables["paths.csv"]), keep_default_na=False,
+                            dtype={"path": str})
+        frame["distance"] = pd.to_numeric(frame["distance"]).astype(float)
+        frame["hops"] = pd.to_numeric(frame["hops"]).astype("Int64")
+        frame["path"] = [np.array(p.split(), dtype=np.int64) for p in frame["path"]]
+        return frame
+
+    def reach(self, sources: Any = None, targets: Any = None, *, radii: Sequence[int] = (),
+              decay: str = "flat", weights: Any = None, nearest: int = 0,
+              isochrones: Sequence[int] = (), **options: Any) -> Dict[str, Any]:
+        """Accessibility per source, folded inside each tree (no matrix is made): over
+        ``targets`` (default every vertex), the count and the (decayed) sum of ``weights``
+        (one per target; default 1 each) within each of ``radii``; the ``nearest`` targets
+        with their distances; and the count of vertices within each of ``isochrones``.
+        ``decay``: ``"flat"``, ``"linear"`` or ``"exp"``, as pandana's. What ``[apsp.reach]``
+        writes: a dict of pandas DataFrames under ``"reach"``, ``"nearest"``,
+        ``"isochrones"`` (those asked for), as ``reach.csv``, ``nearest.csv`` and
+        ``isochrones.csv``. Run options: see :func:`run_options`. Needs pandas."""
+        import io
+        import tempfile
+        import pandas as pd
+        table: Dict[str, Any] = {}
+        if len(radii):
+            table["radii"] = [int(r) for r in radii]
+            table["decay"] = decay
+        if nearest:
+            table["nearest"] = int(nearest)
+        if len(isochrones):
+            table["isochrones"] = [int(x) for x in isochrones]
+        if not table:
+            raise ValueError("reach: ask for radii, nearest or isochrones")
+        with tempfile.TemporaryDirectory(prefix="tuccompi-weights-") as tmp:
+            if weights is not None:
+                w = np.asarray(weights, dtype=np.float64)
+                if w.ndim != 1:
+                    raise ValueError(f"weights: a 1-D array (one per target), got shape {w.shape}")
+                path = os.path.join(tmp, "weights.npy")
+                np.save(path, w)
+                table["weights"] = {"file": path}
+            self._run(sources, targets, False, options, {"reach": table})
+        return {name[:-4]: pd.read_csv(io.StringIO(text))
+                for name, text in self._tables.items() if name != "paths.csv"}
 
     def od(self, sources: Any, targets: Any, *, integer: bool = False,
            unreachable: float = math.inf, as_frame: bool = False, **options: Any) -> Any:

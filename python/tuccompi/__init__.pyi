@@ -117,6 +117,39 @@ class Graph:
         gpu_algorithm: Optional[str] = ...,
         hierarchy: Optional[_Path] = ...,
     ) -> Any: ...
+    def paths(
+        self,
+        sources: _Ids,
+        targets: _Ids,
+        *,
+        cpu_workers: Optional[_Units] = ...,
+        opencl: Union[Literal["all", "none"], Sequence[str], None] = ...,
+        device_type: Optional[Literal["gpu", "cpu", "accelerator", "all"]] = ...,
+        concurrent_kernels: Optional[_Units] = ...,
+        policy: Optional[Literal["work-queue", "equitable"]] = ...,
+        cpu_algorithm: Optional[Literal["auto", "dijkstra", "phast"]] = ...,
+        gpu_algorithm: Optional[str] = ...,
+        hierarchy: Optional[_Path] = ...,
+    ) -> Any: ...
+    def reach(
+        self,
+        sources: Optional[_Ids] = ...,
+        targets: Optional[_Ids] = ...,
+        *,
+        radii: Sequence[int] = ...,
+        decay: Literal["flat", "linear", "exp"] = ...,
+        weights: Optional[npt.ArrayLike] = ...,
+        nearest: int = ...,
+        isochrones: Sequence[int] = ...,
+        cpu_workers: Optional[_Units] = ...,
+        opencl: Union[Literal["all", "none"], Sequence[str], None] = ...,
+        device_type: Optional[Literal["gpu", "cpu", "accelerator", "all"]] = ...,
+        concurrent_kernels: Optional[_Units] = ...,
+        policy: Optional[Literal["work-queue", "equitable"]] = ...,
+        cpu_algorithm: Optional[Literal["auto", "dijkstra", "phast"]] = ...,
+        gpu_algorithm: Optional[str] = ...,
+        hierarchy: Optional[_Path] = ...,
+    ) -> Dict[str, Any]: ...
 
 def read_graph(
     path: _Path,
