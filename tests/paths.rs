@@ -142,7 +142,12 @@ fn od_cfg(input: &Path, sources: &[u64], targets: &[u64]) -> String {
 
 /// The CPU halves (PHAST, Dijkstra) and, where OpenCL is, the GPU half (PHAST and the work
 /// list) on `input`: 1,000 pairs, every path checked.
-fn thousand_pairs(input: &Path, list: &EdgeList, gpu_algorithms: &[&str]) -> Vec<Out> {
+fn thousand_pairs(
+    input: &Path,
+    list: &EdgeList,
+    gpu_algorithms: &[&str],
+    extra: &[&str],
+) -> Vec<Out> {
     let arcs = arcs_of(list);
     let mut next = lcg(7);
     let sources = ids(&mut next, list.n, list.id_base, 25);
@@ -159,7 +164,8 @@ fn thousand_pairs(input: &Path, list: &EdgeList, gpu_algorithms: &[&str]) -> Vec
     }
     runs.iter()
         .map(|sets| {
-            let out = run(&cfg, sets);
+            let sets = [&sets[..], extra].concat();
+            let out = run(&cfg, &sets);
             check_paths(&out.dir, list.n, list.id_base, &arcs, &sources, &targets);
             out
         })
@@ -171,8 +177,13 @@ fn helsinki_1000_pairs_on_every_half() {
     let Some(pbf) = data("helsinki.osm.pbf") else {
         return;
     };
-    let (list, coords, _) =
-        tuccompi_plugins::graph::osm::read_osm(&pbf, Default::default()).unwrap();
+    // The road graph as the reference reads it: without turn restrictions, whose paths
+    // (junction copies, U-turns) tests/osm.rs checks by hand.
+    let options = tuccompi_plugins::graph::osm::OsmOptions {
+        turn_restrictions: Some(false),
+        ..Default::default()
+    };
+    let (list, coords, _) = tuccompi_plugins::graph::osm::read_osm(&pbf, options).unwrap();
     let outs = thousand_pairs(
         &pbf,
         &list,
@@ -180,6 +191,7 @@ fn helsinki_1000_pairs_on_every_half() {
             "apsp.gpu_algorithm=\"phast\"",
             "apsp.gpu_algorithm=\"worklist\"",
         ],
+        &["input.osm.turn_restrictions=false"],
     );
     // Every half chose the same paths (the rule depends on the distances only).
     let csv = std::fs::read(outs[0].dir.join("paths.csv")).unwrap();
@@ -216,7 +228,7 @@ fn moscow_1000_pairs_on_every_half() {
         return;
     };
     let list = tuccompi_plugins::graph::read_graph(&gr).unwrap();
-    thousand_pairs(&gr, &list, &["apsp.gpu_algorithm=\"phast\""]);
+    thousand_pairs(&gr, &list, &["apsp.gpu_algorithm=\"phast\""], &[]);
 }
 
 /// A DIMACS graph with zero-weight arcs and zero-weight cycles, some parts unreachable.

@@ -312,10 +312,10 @@ impl Fw {
         }
         if self.0 == Variant::Naive && options.tile.is_some() {
             // One pass per k over the whole matrix: there is no tile to size.
-            return Err(Error::Config(
+            return Err(ctx.plan.origins.error(
+                "fw-naive.tile",
                 "[fw-naive] tile: fw-naive has no tiles (one pass over the matrix per k); \
-                 remove the key, or use fw-blocked or rkleene, whose tiles it sizes"
-                    .into(),
+                 remove the key, or use fw-blocked or rkleene, whose tiles it sizes",
             ));
         }
         let given = crate::common::input::Input::of(ctx.plan)?;
