@@ -82,14 +82,22 @@ impl Graph {
     ) -> Option<(Bound<'py, PyBytes>, bool, Option<Bound<'py, PyBytes>>)> {
         let geo = self.0.geo.as_ref()?;
         let c = &geo.coords;
-        let xy: Vec<u8> = c
-            .points
-            .iter()
-            .flat_map(|p| p.unwrap_or([f64::NAN; 2]))
+        // Every vertex of the graph: the road vertices, then the vertices added to them (a
+        // turn-restriction copy at its junction's place with its junction's node id).
+        let n = self.0.csr.n as u32;
+        let xy: Vec<u8> = (0..n)
+            .flat_map(|v| geo.place(v).unwrap_or([f64::NAN; 2]))
             .flat_map(f64::to_le_bytes)
             .collect();
+        let roads = c.points.len() as u32;
         let ids = c.osm_ids.as_ref().map(|ids| {
-            let v: Vec<u8> = ids.iter().flat_map(|x| x.to_le_bytes()).collect();
+            let v: Vec<u8> = (0..n)
+                .map(|v| match geo.road_vertex(v) {
+                    r if r < roads => ids[r as usize],
+                    _ => -1,
+                })
+                .flat_map(|x| x.to_le_bytes())
+                .collect();
             PyBytes::new(py, &v)
         });
         Some((PyBytes::new(py, &xy), c.spherical, ids))

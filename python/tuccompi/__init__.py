@@ -243,7 +243,8 @@ class Graph:
 
     @property
     def osm_ids(self) -> Optional[np.ndarray]:
-        """The OpenStreetMap node id of each vertex (OSM input), else None."""
+        """The OpenStreetMap node id of each vertex (OSM input: a turn-restriction copy has its
+        junction's, a phantom vertex -1), else None."""
         p = self._g.places()
         return None if p is None or p[2] is None else np.frombuffer(p[2], dtype="<i8")
 
