@@ -696,3 +696,54 @@ fn moscow_counts_within_500_1000_2000_equal_a_limited_dijkstra() {
         );
     }
 }
+
+#[test]
+fn isochrone_ids_are_the_vertices_within_each_limit_on_every_half() {
+    let Some(path) = data("rome99.gr.gz") else {
+        return;
+    };
+    let g = read_gr(&path);
+    let sources = [1u64, 77, 1500, 3353];
+    let limits = [1000u64, 3000];
+    let cfg = format!(
+        "{}[apsp.reach]\nisochrones = [1000, 3000]\nisochrone_ids = true\n",
+        apsp_file(&path, &format!("{sources:?}"))
+    );
+    let mut halves = vec![vec!["units.opencl=none"]];
+    if opencl() {
+        halves.push(vec!["units.cpu_workers=0", "units.device_type=\"all\""]);
+    }
+    for sets in halves {
+        let out = run(&cfg, &sets);
+        let text = std::fs::read_to_string(out.dir.join("isochrone_ids.csv")).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some("source,limit,count,vertices"));
+        for &s in &sources {
+            let d = dijkstra(&g, (s - 1) as u32, 3000);
+            for &l in &limits {
+                let want: Vec<String> = (0..d.len())
+                    .filter(|&v| d[v] <= l)
+                    .map(|v| (v + 1).to_string())
+                    .collect();
+                let line = lines.next().unwrap_or_else(|| panic!("{sets:?}: {text}"));
+                assert_eq!(
+                    line,
+                    format!("{s},{l},{},{}", want.len(), want.join(" ")),
+                    "{sets:?}"
+                );
+            }
+        }
+        assert_eq!(lines.next(), None);
+    }
+    // Without limits the ids are refused by name.
+    let e = try_run(
+        &format!(
+            "{}[apsp.reach]\nradii = [500]\nisochrone_ids = true\n",
+            apsp_file(&path, "2")
+        ),
+        &["units.opencl=none"],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("isochrone_ids = true"), "{e}");
+}

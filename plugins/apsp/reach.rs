@@ -92,6 +92,10 @@ pub struct ReachOptions {
     /// Limits: vertices within each, counted over every vertex.
     #[serde(default)]
     pub isochrones: Vec<u64>,
+    /// Also write `isochrone_ids.csv`: for each source and limit, the ids of the vertices
+    /// within it.
+    #[serde(default)]
+    pub isochrone_ids: bool,
 }
 
 /// The reductions of a job, checked and with their weights read.
@@ -109,6 +113,8 @@ pub struct Reach {
     pub isochrones: Vec<u64>,
     /// The weights file, for the job's declared inputs.
     pub file: Option<PathBuf>,
+    /// Whether `isochrone_ids.csv` is written.
+    pub isochrone_ids: bool,
 }
 
 impl Reach {
@@ -171,7 +177,15 @@ impl Reach {
             Some(w) => Some(read_weights(w, cols)?),
             None => None,
         };
+        if o.isochrone_ids && o.isochrones.is_empty() {
+            return Err(Error::Config(format!(
+                "{}: the ids within each isochrone limit need the limits: set isochrones = \
+                 [600, 1200] too",
+                key("isochrone_ids = true")
+            )));
+        }
         Ok(Some(Reach {
+            isochrone_ids: o.isochrone_ids,
             radii: o.radii,
             decay: o.decay,
             weights,
@@ -595,8 +609,75 @@ pub fn write(job: &ApspJob, records: &Records, dir: &Path) -> Result<serde_json:
         }
         crate::sink::write_file(dir, "isochrones.csv", &csv)?;
         report.insert("isochrone_counts".into(), serde_json::json!(total));
+        if r.isochrone_ids {
+            write_isochrone_ids(job, r, &folded, &source_id, dir)?;
+            report.insert("isochrone_ids".into(), "isochrone_ids.csv".into());
+        }
     }
     Ok(serde_json::Value::Object(report))
+}
+
+/// `isochrone_ids.csv`: `source,limit,count,vertices`, one line per source and limit in task
+/// order, the ids (the input's numbering, ascending, space-separated) of every vertex within
+/// the limit. Each source's tree is made again here, on the CPU (a Dijkstra over the job's
+/// graph, sources in parallel a block at a time): the sweep keeps no distance rows, and the
+/// sets are variable in length. Each set's size is checked against the count the run folded.
+fn write_isochrone_ids(
+    job: &ApspJob,
+    r: &Reach,
+    folded: &[Folded],
+    source_id: &(dyn Fn(usize) -> u64 + Sync),
+    dir: &Path,
+) -> Result<()> {
+    use rayon::prelude::*;
+    use std::io::Write as _;
+    let base = job.graph.id_base;
+    let block = 4 * rayon::current_num_threads();
+    crate::sink::write_stream(dir, "isochrone_ids.csv", |w| {
+        let out = |e: std::io::Error| Error::Output(format!("isochrone_ids.csv: {e}"));
+        w.write_all(b"source,limit,count,vertices\n").map_err(out)?;
+        let mut start = 0;
+        while start < job.sources.len() {
+            let end = (start + block).min(job.sources.len());
+            let texts: Vec<String> = (start..end)
+                .into_par_iter()
+                .map_init(
+                    || super::dijkstra::Dijkstra::<u64>::new(job.graph.n),
+                    |dj, t| {
+                        let dist = dj.run(&job.graph, job.sources[t]);
+                        let mut text = String::new();
+                        for (j, &limit) in r.isochrones.iter().enumerate() {
+                            let within: Vec<usize> =
+                                (0..dist.len()).filter(|&v| dist[v] <= limit).collect();
+                            if within.len() as u64 != folded[t].iso[j] {
+                                return Err(Error::Output(format!(
+                                    "isochrone_ids.csv: source {} has {} vertices within {limit}, \
+                                     its tree counted {} (a bug in tuccompi; please report it)",
+                                    source_id(t),
+                                    within.len(),
+                                    folded[t].iso[j]
+                                )));
+                            }
+                            let _ = write!(text, "{},{limit},{},", source_id(t), within.len());
+                            for (k, v) in within.iter().enumerate() {
+                                if k > 0 {
+                                    text.push(' ');
+                                }
+                                let _ = write!(text, "{}", *v as u64 + base);
+                            }
+                            text.push('\n');
+                        }
+                        Ok(text)
+                    },
+                )
+                .collect::<Result<_>>()?;
+            for text in texts {
+                w.write_all(text.as_bytes()).map_err(out)?;
+            }
+            start = end;
+        }
+        Ok(())
+    })
 }
 
 #[cfg(test)]
