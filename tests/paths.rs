@@ -205,6 +205,7 @@ fn helsinki_1000_pairs_on_every_half() {
             .unwrap();
     let features = geo["features"].as_array().unwrap();
     assert_eq!(features.len(), pairs.len());
+    let mut shaped = 0;
     for (f, p) in features.iter().zip(&pairs) {
         assert_eq!(f["properties"]["source"], p.source);
         assert_eq!(f["properties"]["distance"].as_u64(), p.distance);
@@ -212,14 +213,37 @@ fn helsinki_1000_pairs_on_every_half() {
             assert!(f["geometry"].is_null());
             continue;
         };
+        // The line runs along the ways: every path vertex's place in order, the ways' own
+        // nodes between them.
         let c = f["geometry"]["coordinates"].as_array().unwrap();
-        assert_eq!(c.len(), p.path.len().max(2));
-        for (xy, &v) in c.iter().zip(&p.path) {
-            let [lon, lat] = coords.points[(v - list.id_base) as usize].unwrap();
-            assert!((xy[0].as_f64().unwrap() - lon).abs() < 1e-6);
-            assert!((xy[1].as_f64().unwrap() - lat).abs() < 1e-6);
+        assert!(c.len() >= p.path.len().max(2));
+        let at = |xy: &serde_json::Value, [lon, lat]: [f64; 2]| {
+            (xy[0].as_f64().unwrap() - lon).abs() < 1e-6
+                && (xy[1].as_f64().unwrap() - lat).abs() < 1e-6
+        };
+        let mut k = 0;
+        for &v in &p.path {
+            let place = coords.points[(v - list.id_base) as usize].unwrap();
+            while k < c.len() && !at(&c[k], place) {
+                k += 1;
+            }
+            assert!(k < c.len(), "{p:?}: vertex {v} not on the line in order");
         }
+        assert!(at(
+            &c[0],
+            coords.points[(p.path[0] - list.id_base) as usize].unwrap()
+        ));
+        assert!(at(
+            c.last().unwrap(),
+            coords.points[(*p.path.last().unwrap() - list.id_base) as usize].unwrap()
+        ));
+        shaped += (c.len() > p.path.len().max(2)) as usize;
     }
+    assert!(
+        shaped > pairs.len() / 2,
+        "most routes bend with their ways: {shaped} of {}",
+        pairs.len()
+    );
 }
 
 #[test]

@@ -595,6 +595,7 @@ pub fn write(job: &ApspJob, dir: &Path) -> Result<()> {
     })?;
     let places = job.geo.geo.as_ref().filter(|geo| geo.coords.spherical);
     if let Some(geo) = places {
+        let shapes = shapes(geo);
         write_stream(dir, "paths.geojson", |w| {
             let out = |e: std::io::Error| Error::Output(format!("paths.geojson: {e}"));
             w.write_all(b"{\"type\":\"FeatureCollection\",\"features\":[\n")
@@ -610,7 +611,7 @@ pub fn write(job: &ApspJob, dir: &Path) -> Result<()> {
                     if !p.first {
                         text.push_str(",\n");
                     }
-                    feature(text, geo, p.src, p.tgt, p.d, p.path);
+                    feature(text, geo, &shapes, p.src, p.tgt, p.d, p.path);
                 },
             )?;
             w.write_all(b"\n]}\n").map_err(out)
@@ -619,12 +620,38 @@ pub fn write(job: &ApspJob, dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The edge drawn for each directed step `(u, v)` of a route: an index into the network's
+/// edges and whether it runs from its tail (the lightest such edge, as the graph keeps the
+/// lightest of parallel arcs).
+type Shapes = std::collections::HashMap<(u32, u32), (usize, bool)>;
+
+/// [`Shapes`] of an input's network (empty without one).
+fn shapes(geo: &crate::common::geo::Geo) -> Shapes {
+    let mut best: std::collections::HashMap<(u32, u32), (usize, bool, i64)> = Default::default();
+    for (i, e) in geo.edges.iter().flatten().enumerate() {
+        let mut offer = |key: (u32, u32), forward: bool| {
+            let keep = best.get(&key).is_none_or(|&(_, _, w)| e.weight < w);
+            if keep {
+                best.insert(key, (i, forward, e.weight));
+            }
+        };
+        if e.forward {
+            offer((e.tail, e.head), true);
+        }
+        if e.backward {
+            offer((e.head, e.tail), false);
+        }
+    }
+    best.into_iter().map(|(k, (i, f, _))| (k, (i, f))).collect()
+}
+
 /// Append one pair's GeoJSON feature: a LineString over its vertices' lon/lat (a single
 /// vertex repeated for a source equal to its target), null geometry when unreachable or a
 /// vertex has no place.
 fn feature(
     text: &mut String,
     geo: &crate::common::geo::Geo,
+    shapes: &Shapes,
     src: u64,
     tgt: u64,
     d: Option<u64>,
@@ -640,7 +667,27 @@ fn feature(
         }
         None => text.push_str("null,\"hops\":null},\"geometry\":"),
     }
+    // Along the ways: each step's edge geometry where the network has one, else straight to
+    // the next vertex.
     let located: Option<Vec<[f64; 2]>> = path.iter().map(|&v| geo.place(v)).collect();
+    let located = located.map(|l| {
+        let mut line = Vec::with_capacity(l.len());
+        for (k, &p) in l.iter().enumerate() {
+            if k > 0 {
+                if let Some(&(e, forward)) = shapes.get(&(path[k - 1], path[k])) {
+                    let g = &geo.edges.as_ref().expect("shapes come from edges")[e].geometry;
+                    let inner = &g[1..g.len().saturating_sub(1).max(1)];
+                    if forward {
+                        line.extend(inner.iter().copied());
+                    } else {
+                        line.extend(inner.iter().rev().copied());
+                    }
+                }
+            }
+            line.push(p);
+        }
+        line
+    });
     match located.filter(|l| d.is_some() && !l.is_empty()) {
         None => text.push_str("null}"),
         Some(mut l) => {

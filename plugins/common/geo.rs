@@ -30,8 +30,11 @@ pub struct Geo {
     pub departure: HashMap<u32, u32>,
     /// The lists of points already snapped onto edges, by key (`run.sources`, `apsp.targets`).
     pub snapped: Vec<(String, Vec<Snap>)>,
-    /// The network's edges, when `[input.osm] export = true` asks for `edges.csv`.
+    /// The network's edges with their geometry (OSM input): routes drawn along the ways,
+    /// and `edges.csv` when `[input.osm] export = true` asks for it.
     pub edges: Option<Vec<Edge>>,
+    /// Whether `edges.csv` is written (`[input.osm] export = true`).
+    pub export: bool,
 }
 
 impl Geo {
@@ -43,6 +46,7 @@ impl Geo {
             departure: HashMap::new(),
             snapped: Vec::new(),
             edges: None,
+            export: false,
         }
     }
 
@@ -117,7 +121,8 @@ pub fn load_input(
                 extra: net.extra,
                 departure: net.departure,
                 snapped,
-                edges: opts.export.then_some(net.edges),
+                edges: Some(net.edges),
+                export: opts.export,
             };
             return Ok((csr, Some(geo)));
         }
@@ -225,7 +230,7 @@ pub fn report(geo: &Geo, snapped: &[(&str, &[Snap])]) -> serde_json::Value {
     if geo.coords.osm_ids.is_some() {
         report.insert("vertices_csv".into(), "vertices.csv".into());
     }
-    if geo.edges.is_some() {
+    if geo.export {
         report.insert("edges_csv".into(), "edges.csv".into());
     }
     if let Some(stats) = &geo.osm {
@@ -300,7 +305,7 @@ pub fn write_outputs(
         }
         write_file(dir, "vertices.csv", &csv)?;
     }
-    if let Some(edges) = &geo.edges {
+    if let Some(edges) = geo.edges.as_ref().filter(|_| geo.export) {
         write_file(
             dir,
             "edges.csv",
