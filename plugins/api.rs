@@ -310,7 +310,13 @@ fn run_apsp_in(
         (None, [0, 0])
     };
     let mut tables = Vec::new();
-    for name in ["isochrones.csv", "nearest.csv", "paths.csv", "reach.csv"] {
+    for name in [
+        "isochrone_ids.csv",
+        "isochrones.csv",
+        "nearest.csv",
+        "paths.csv",
+        "reach.csv",
+    ] {
         let path = dir.join(name);
         if path.exists() {
             let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;

@@ -170,7 +170,7 @@ def test_reach_counts_equal_a_limited_scipy_dijkstra(rome):
     weights = rng.random(300)
     radii = [500, 1000, 2000]
     out = g.reach(sources, targets, radii=radii, weights=weights, nearest=3,
-                  isochrones=[1500])
+                  isochrones=[1500], isochrone_ids=True)
     d = dijkstra(ref, directed=True, indices=sources - 1)[:, targets - 1]
     reach = out["reach"]
     assert list(reach["source"]) == [int(s) for s in sources]
@@ -186,5 +186,8 @@ def test_reach_counts_equal_a_limited_scipy_dijkstra(rome):
         np.sort(d, axis=1)[:, :3])
     full = dijkstra(ref, directed=True, indices=sources - 1)
     np.testing.assert_array_equal(out["isochrones"]["within_1500"], (full <= 1500).sum(axis=1))
+    ids = out["isochrone_ids"]
+    for row, f in zip(ids.itertuples(), full):
+        np.testing.assert_array_equal(row.vertices, np.flatnonzero(f <= 1500) + 1)
     with pytest.raises(ValueError, match="radii, nearest or isochrones"):
         g.reach(sources)

@@ -315,7 +315,8 @@ class Graph:
 
     def reach(self, sources: Any = None, targets: Any = None, *, radii: Sequence[int] = (),
               decay: str = "flat", weights: Any = None, nearest: int = 0,
-              isochrones: Sequence[int] = (), **options: Any) -> Dict[str, Any]:
+              isochrones: Sequence[int] = (), isochrone_ids: bool = False,
+              **options: Any) -> Dict[str, Any]:
         """Accessibility per source, folded inside each tree (no matrix is made): over
         ``targets`` (default every vertex), the count and the (decayed) sum of ``weights``
         (one per target; default 1 each) within each of ``radii``; the ``nearest`` targets
@@ -323,7 +324,8 @@ class Graph:
         ``decay``: ``"flat"``, ``"linear"`` or ``"exp"``, as pandana's. What ``[apsp.reach]``
         writes: a dict of pandas DataFrames under ``"reach"``, ``"nearest"``,
         ``"isochrones"`` (those asked for), as ``reach.csv``, ``nearest.csv`` and
-        ``isochrones.csv``. Run options: see :func:`run_options`. Needs pandas."""
+        ``isochrones.csv``; with ``isochrone_ids=True`` also ``"isochrone_ids"``: per source
+        and limit, ``vertices``, a numpy array of the ids within it. Run options: see :func:`run_options`. Needs pandas."""
         import io
         import tempfile
         import pandas as pd
@@ -335,6 +337,8 @@ class Graph:
             table["nearest"] = int(nearest)
         if len(isochrones):
             table["isochrones"] = [int(x) for x in isochrones]
+        if isochrone_ids:
+            table["isochrone_ids"] = True
         if not table:
             raise ValueError("reach: ask for radii, nearest or isochrones")
         with tempfile.TemporaryDirectory(prefix="tuccompi-weights-") as tmp:
@@ -346,8 +350,15 @@ class Graph:
                 np.save(path, w)
                 table["weights"] = {"file": path}
             self._run(sources, targets, False, options, {"reach": table})
-        return {name[:-4]: pd.read_csv(io.StringIO(text))
-                for name, text in self._tables.items() if name != "paths.csv"}
+        out = {name[:-4]: pd.read_csv(io.StringIO(text))
+               for name, text in self._tables.items()
+               if name not in ("paths.csv", "isochrone_ids.csv")}
+        if "isochrone_ids.csv" in self._tables:
+            ids = pd.read_csv(io.StringIO(self._tables["isochrone_ids.csv"]),
+                              keep_default_na=False, dtype={"vertices": str})
+            ids["vertices"] = [np.array(v.split(), dtype=np.int64) for v in ids["vertices"]]
+            out["isochrone_ids"] = ids
+        return out
 
     def od(self, sources: Any, targets: Any, *, integer: bool = False,
            unreachable: float = math.inf, as_frame: bool = False, **options: Any) -> Any:

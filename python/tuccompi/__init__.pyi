@@ -141,6 +141,7 @@ class Graph:
         weights: Optional[npt.ArrayLike] = ...,
         nearest: int = ...,
         isochrones: Sequence[int] = ...,
+        isochrone_ids: bool = ...,
         cpu_workers: Optional[_Units] = ...,
         opencl: Union[Literal["all", "none"], Sequence[str], None] = ...,
         device_type: Optional[Literal["gpu", "cpu", "accelerator", "all"]] = ...,
