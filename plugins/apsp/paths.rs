@@ -487,6 +487,8 @@ fn source_text(
     read_row(dist_rows, t, &mut dist_bytes)?;
     let wide = dist_rows.ty() != NpyType::U32;
     let s = job.sources[t];
+    // Inputs with turn-restriction copies name them by their junctions.
+    let geo = job.geo.geo.as_ref().filter(|g| !g.departure.is_empty());
     let mut text = String::new();
     for (i, &target) in targets.iter().enumerate() {
         let d = if wide {
@@ -500,7 +502,6 @@ fn source_text(
         };
         let length = walk(g, &pred, s, target, &mut path)?;
         // Shown in road vertices: a turn-restriction copy as its via vertex, once.
-        let geo = job.geo.geo.as_ref().filter(|g| !g.departure.is_empty());
         if let Some(geo) = geo {
             for v in &mut path {
                 *v = geo.road_vertex(*v);

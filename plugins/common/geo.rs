@@ -203,16 +203,7 @@ pub fn source_labels(geo: Option<&Geo>, sources: &[u32]) -> Vec<u32> {
     let Some(g) = geo.filter(|g| !g.departure.is_empty()) else {
         return sources.to_vec();
     };
-    let roads = g.coords.points.len() as u32;
-    sources
-        .iter()
-        .map(
-            |&s| match s.checked_sub(roads).and_then(|i| g.extra.get(i as usize)) {
-                Some(Extra::Turn(b)) => *b,
-                _ => s,
-            },
-        )
-        .collect()
+    sources.iter().map(|&s| g.road_vertex(s)).collect()
 }
 
 /// The places' facts for report.json: the OSM reader's counts, where vertices.csv is, and each
