@@ -8,10 +8,6 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_tuccompi");
 
 /// A graph as adjacency lists, 0-based.
 struct Graph {
@@ -578,70 +574,13 @@ fn a_reach_run_killed_mid_way_resumes_byte_identical() {
         "apsp.cpu_algorithm=\"dijkstra\"",
         "output.sync_seconds=0.05",
     ];
-    let reference = run(&cfg, &sets);
-    let dir = tmpdir("reach-kill");
-    let path = dir.join("c.toml");
-    std::fs::write(&path, &cfg).unwrap();
-    let out = dir.join("out");
-    let mut args = vec!["run".to_string(), path.display().to_string()];
-    for s in sets
-        .iter()
-        .map(|s| s.to_string())
-        .chain([format!("output.dir={:?}", out.display().to_string())])
-    {
-        args.push("--set".into());
-        args.push(s);
-    }
-    let mut child = Command::new(BIN)
-        .args(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let journal = out
-        .join(tuccompi::sink::outdir::PARTIAL)
-        .join(tuccompi::sink::outdir::JOURNAL);
-    let t = Instant::now();
-    while !std::fs::metadata(&journal).is_ok_and(|m| m.len() >= 40) {
+    crate::reliability::interrupt_then_resume("reach-kill", &cfg, 3353, &sets, &|child, out| {
         assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run ended before it journaled"
+            !out.join("reach.csv").exists(),
+            "an unfinished run's tables stay staged"
         );
-        assert!(t.elapsed() < Duration::from_secs(120), "no journal entry");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    child.kill().unwrap(); // SIGKILL
-    assert!(
-        !child.wait().unwrap().success(),
-        "the run was not interrupted"
-    );
-    assert!(
-        !out.join("reach.csv").exists(),
-        "an unfinished run's tables stay staged"
-    );
-    args.push("--resume".into());
-    let resumed = Command::new(BIN).args(&args).output().unwrap();
-    assert!(
-        resumed.status.success(),
-        "resume: {}",
-        String::from_utf8_lossy(&resumed.stderr)
-    );
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
-    let resumed_tasks = report["resumed_tasks"].as_u64().unwrap();
-    assert!(
-        resumed_tasks > 0 && resumed_tasks < 3353,
-        "resumed {resumed_tasks}"
-    );
-    for f in ["summary.csv", "reach.csv", "nearest.csv", "isochrones.csv"] {
-        assert!(
-            std::fs::read(reference.dir.join(f)).unwrap() == std::fs::read(out.join(f)).unwrap(),
-            "{f} differs from the uninterrupted run's"
-        );
-    }
-    assert_eq!(report["checksum"], reference.report["checksum"]);
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_dir_all(&reference.dir);
+        child.kill().unwrap(); // SIGKILL
+    });
 }
 
 /// osm-moscow, a slice of the 10,000 sources x 5,000 POIs: counts within 500, 1,000
