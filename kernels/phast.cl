@@ -143,11 +143,13 @@ inline dist4_t sat_add4(dist4_t a, dist_t w) {
 }
 #endif
 
-inline void sweep_item(__global const uint* doff, __global const uint* dtail,
-                       __global const dist_t* dw, __global dist_t* init,
-                       __global const uint* mask, __global dist_t* dist, uint p, uint j,
-                       uint k) {
-    __global dist4_t* d4 = (__global dist4_t*)dist;
+// The 4 distances of trees j .. j+3 at position p, pulled over p's incoming downward arcs
+// (and `init` reset where the mask says).
+inline dist4_t pull(__global const uint* doff, __global const uint* dtail,
+                    __global const dist_t* dw, __global dist_t* init,
+                    __global const uint* mask, __global const dist_t* dist, uint p, uint j,
+                    uint k) {
+    __global const dist4_t* d4 = (__global const dist4_t*)dist;
     __global dist4_t* i4 = (__global dist4_t*)init;
     size_t me = ((size_t)p * k + j) / 4;
     dist4_t d = (dist4_t)(INF);
@@ -166,7 +168,15 @@ inline void sweep_item(__global const uint* doff, __global const uint* dtail,
     if (e < end) {
         d = min(d, sat_add4(d4[((size_t)dtail[e] * k + j) / 4], dw[e]));
     }
-    d4[me] = d;
+    return d;
+}
+
+inline void sweep_item(__global const uint* doff, __global const uint* dtail,
+                       __global const dist_t* dw, __global dist_t* init,
+                       __global const uint* mask, __global dist_t* dist, uint p, uint j,
+                       uint k) {
+    ((__global dist4_t*)dist)[((size_t)p * k + j) / 4] =
+        pull(doff, dtail, dw, init, mask, dist, p, j, k);
 }
 
 __kernel void phast_sweep(__global const uint* doff, __global const uint* dtail,
@@ -233,6 +243,32 @@ __kernel void phast_summary(__global const dist_t* dist, __global const uint* tp
     }
     for (uint l = 0; l < 4 && j + l < b; l++) {
         __global ulong* o = partial + ((size_t)g * b + j + l) * 4;
+        o[0] = cnt[l]; o[1] = lo[l]; o[2] = hi[l]; o[3] = mx[l];
+    }
+}
+
+// The bottom level (positions first .. first+count-1), whose vertices no other vertex pulls
+// over, when nothing but the summaries is wanted: each distance is folded as it is pulled and
+// never written (a tree's bytes per bottom vertex: its tails' reads, without the write and the
+// summary's read). Item (g, q) pulls vertices first+g, first+g+slices, ... of trees 4q .. 4q+3
+// (those below b; row stride k) and writes partial[((base + g)*b + j)*4 ..] as phast_summary.
+__kernel void phast_leaves(__global const uint* doff, __global const uint* dtail,
+                           __global const dist_t* dw, __global dist_t* init,
+                           __global const uint* mask, __global const dist_t* dist, uint first,
+                           uint count, uint k, uint b, uint slices, uint base,
+                           __global ulong* partial) {
+    size_t i = get_global_id(0);
+    uint b4 = (b + 3) / 4;
+    if (i >= (size_t)slices * b4) return;
+    uint g = (uint)(i / b4), j = 4 * (uint)(i % b4);
+    ulong cnt[4] = {0, 0, 0, 0}, lo[4] = {0, 0, 0, 0}, hi[4] = {0, 0, 0, 0},
+          mx[4] = {0, 0, 0, 0};
+    for (uint x = g; x < count; x += slices) {
+        dist4_t a = pull(doff, dtail, dw, init, mask, dist, first + x, j, k);
+        FOLD4(a)
+    }
+    for (uint l = 0; l < 4 && j + l < b; l++) {
+        __global ulong* o = partial + ((size_t)(base + g) * b + j + l) * 4;
         o[0] = cnt[l]; o[1] = lo[l]; o[2] = hi[l]; o[3] = mx[l];
     }
 }

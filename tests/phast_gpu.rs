@@ -1,8 +1,9 @@
 //! GPU PHAST (kernels/phast.cl) against CPU Dijkstra, on PoCL in CI: real graphs, generated
 //! ones (zero weights, unreachable parts, 64-bit distances), upward searches on the host and on
 //! the device (with the frontier-overflow fallback), the top levels in one launch or not, 1 and
-//! 2 queues, alone and mixed with CPU workers; distance rows byte for byte, also as an
-//! origin-destination matrix (`[apsp] targets`).
+//! 2 queues, alone and mixed with CPU workers, the bottom level folded into the summaries
+//! (`phast_leaves`) or swept; distance rows byte for byte, also as an origin-destination matrix
+//! (`[apsp] targets`).
 
 use crate::util::*;
 
@@ -98,6 +99,13 @@ fn rome99_every_source() {
             "{t}"
         );
         assert_eq!(t["batch"]["value"], 64);
+        // Summaries alone: the bottom level is folded as it is pulled (phast_leaves), unless
+        // the one leading launch takes every level.
+        assert_eq!(
+            t["knobs"]["fold_bottom"]["value"],
+            (top != "1000") as u64,
+            "{t}"
+        );
         if top == "1000" {
             assert!(
                 t["knobs"]["top_levels"]["value"].as_u64().unwrap() > 5,
@@ -260,6 +268,13 @@ fn generated_graphs_and_rows() {
                 "{sets:?}: distances.npy differs from Dijkstra's"
             );
         }
+        // Summaries alone: the bottom level folded as it is pulled, never written.
+        let folded = phast(cfg, &["apsp.batch=7", "units.cpu_workers=0"]);
+        assert_eq!(folded.summary(), want, "bottom level folded: summary");
+        assert_eq!(
+            folded.report["devices"][0]["tuning"]["knobs"]["fold_bottom"]["value"],
+            1
+        );
         let wide = cpu.report["input"]["distance_type"] == "u64";
         assert_eq!(wide, cfg.contains("4_294_967_295"));
     }

@@ -14,7 +14,10 @@
 //! 2. the sweep: the small leading levels in one `phast_top` launch (a work-group per slice of
 //!    trees, barriers between levels), then one `phast_sweep` launch per level;
 //! 3. `phast_summary` + `phast_reduce`: `[reached, sum_lo, sum_hi, max]` per tree on the device
-//!    (over `[apsp] targets` when set), so `4b` words come back;
+//!    (over `[apsp] targets` when set), so `4b` words come back. When nothing but these
+//!    summaries is wanted, the bottom level (vertices no vertex pulls over, 45% of osm-moscow's)
+//!    is not swept but folded as it is pulled (`phast_leaves`, the sweep plan's `fold_bottom`):
+//!    its distances are never written nor read back;
 //! 4. with `output.distances`, `phast_rows` gathers the rows in the input's numbering (or the
 //!    targets' order).
 //!
@@ -22,9 +25,10 @@
 //! ([`Spec::batch_major`] is false) and this algorithm overrides the summaries and rows.
 //!
 //! Cost per batch: `levels - top + 5` launches and `O(b (n + m_down))` device work; a tree moves
-//! about `w (2n + m_down) + n/8` bytes (`w` the distance width: the sweep's writes and gathers,
-//! the summary's reads, the mask). Measured on an H200: the sweep at 88% of the device's copy
-//! bandwidth (BENCHMARKS.md).
+//! at most `w (2n + m_down) + n/8` bytes (`w` the distance width: the sweep's writes and
+//! gathers, the summary's reads, the mask), less the tails' rows still in the device's cache
+//! (`benches/sweep_bytes.rs` models it) and, with the bottom level folded, `2w` per bottom
+//! vertex.
 //!
 //! Launches are `unsafe` ([`Queue::launch`]): each passes the arguments in the order and with
 //! the types `kernels/phast.cl` declares (distances and weights of the job's width, matching
@@ -60,6 +64,7 @@ const LAUNCHED: &[&str] = &[
     "phast_sweep",
     "phast_top",
     "phast_summary",
+    "phast_leaves",
     "phast_reduce",
     "phast_rows",
 ];
@@ -226,6 +231,10 @@ pub(super) fn params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<La
                 o.gpu_frontier.and_then(|f| f.value()),
                 "[apsp] gpu_frontier",
             ),
+            summaries_only: job.targets.is_none()
+                && job.rows.is_none()
+                && job.reach.is_none()
+                && job.paths.is_none(),
         },
     );
     check_frontier(&device.info, plan(&p).frontier.value)?;
@@ -459,8 +468,11 @@ struct Phast<W: DevWeight> {
     sweep: Kernel,
     top: Kernel,
     summary: Kernel,
+    leaves: Kernel,
     reduce: Kernel,
     gather: Kernel,
+    /// The bottom level's first position when `phast_leaves` folds it (`fold_bottom`).
+    fold_from: Option<u32>,
     dist: DBuf<W>,
     init: DBuf<W>,
     mask: DBuf<u32>,
@@ -487,6 +499,11 @@ impl<W: DevWeight> Phast<W> {
         let device_up = plan(p).upward_on_device.value == 1;
         let kern = |name| device.kernel(&KERNELS, build_options(job.wide, device_up), name);
         let slices = plan(p).summary_slices.value;
+        let fold_from = (plan(p).fold_bottom.value == 1)
+            .then(|| Self::bottom(job))
+            .flatten();
+        // The bottom level's partials follow the summary's.
+        let partial_sets = if fold_from.is_some() { 2 } else { 1 };
         Ok(Phast {
             scatter: kern("phast_scatter")?,
             up: if device_up {
@@ -497,15 +514,17 @@ impl<W: DevWeight> Phast<W> {
             sweep: kern("phast_sweep")?,
             top: kern("phast_top")?,
             summary: kern("phast_summary")?,
+            leaves: kern("phast_leaves")?,
             reduce: kern("phast_reduce")?,
             gather: kern("phast_rows")?,
+            fold_from,
             dist: DBuf::new(device, n * k)?,
             init: DBuf::new(device, n * k)?,
             mask: DBuf::new(device, n * k.div_ceil(32))?,
             hpos: DBuf::new(device, 1)?,
             htree: DBuf::new(device, 1)?,
             hval: DBuf::new(device, 1)?,
-            partial: DBuf::new(device, slices * k * 4)?,
+            partial: DBuf::new(device, partial_sets * slices * k * 4)?,
             sums: DBuf::new(device, k * 4)?,
             overflow: DBuf::new(device, k)?,
             rows: match job.rows {
@@ -517,6 +536,14 @@ impl<W: DevWeight> Phast<W> {
             dirty: true,
             overflowed: 0,
         })
+    }
+
+    /// The bottom level's first position, if no vertex pulls over its vertices (always so
+    /// for a hierarchy from `ch`; checked, since the fold would otherwise lose rows).
+    fn bottom(job: &ApspJob) -> Option<u32> {
+        let h = job.hierarchy.as_ref().and_then(W::of)?;
+        let first = *h.levels.iter().rev().nth(1)?;
+        h.down_tails.iter().all(|&t| t < first).then_some(first)
     }
 
     fn h<'a>(cx: &Ctx<'a>) -> &'a Hierarchy<W> {
@@ -657,6 +684,10 @@ impl<W: DevWeight> Phast<W> {
             if last == first {
                 continue;
             }
+            if self.fold_from == Some(first) {
+                self.enqueue_leaves(cx, first, last)?;
+                continue;
+            }
             let count = (last - first) as usize;
             let mut a = common.to_vec();
             a.extend([Arg::U32(first), Arg::U32(count as u32), Arg::U32(k as u32)]);
@@ -667,18 +698,56 @@ impl<W: DevWeight> Phast<W> {
         Ok(())
     }
 
-    /// Enqueue the summaries of the batch into `sums`.
+    /// Enqueue `phast_leaves` over the bottom level (positions `first..last`): its partials
+    /// are the second set, after the summary's.
+    fn enqueue_leaves(&self, cx: &Ctx<'_>, first: u32, last: u32) -> Result<()> {
+        let dh = Self::dh(cx);
+        let slices = plan(&cx.sh.params).summary_slices.value;
+        // SAFETY: phast_leaves' order and types; items slices x ceil(b/4), each pulling
+        // positions first..last < n over their tails (< first) at stride(b) in init/dist
+        // (n x stride(b)) and mask, writing partials below 2 x slices x b x 4 words (the
+        // buffer holds 2 x slices x k x 4 when fold_from is set).
+        unsafe {
+            cx.q.launch(
+                &self.leaves,
+                slices * cx.b.div_ceil(4),
+                Some(cx.local("phast_leaves")?),
+                &[
+                    Arg::U32s(&dh.doff),
+                    Arg::U32s(&dh.dtail),
+                    dh.dw.arg(),
+                    W::buf(&self.init),
+                    Arg::U32s(&self.mask),
+                    W::buf(&self.dist),
+                    Arg::U32(first),
+                    Arg::U32(last - first),
+                    Arg::U32(stride(cx.b) as u32),
+                    Arg::U32(cx.b as u32),
+                    Arg::U32(slices as u32),
+                    Arg::U32(slices as u32),
+                    Arg::U64s(&self.partial),
+                ],
+            )
+        }
+    }
+
+    /// Enqueue the summaries of the batch into `sums` (with the bottom level folded, over the
+    /// positions above it, and the reduction over both sets of partials).
     fn enqueue_summary(&self, cx: &Ctx<'_>) -> Result<()> {
         let dh = Self::dh(cx);
         let slices = plan(&cx.sh.params).summary_slices.value;
         // With targets, fold their positions in their order; else every position in memory
-        // order (the same set, read sequentially).
+        // order (the same set, read sequentially), up to the bottom level when it was folded.
         let (list, ident) = match &dh.tpos {
             Some(t) => (t, 0),
             None => (&dh.pos, 1),
         };
+        let (targets, sets) = match self.fold_from {
+            Some(first) => (first as usize, 2),
+            None => (cols(cx.job), 1),
+        };
         // SAFETY: phast_summary's order and types; items slices x ceil(b/4), each reading
-        // rows of positions < n (from `list`, cols(job) long) at stride(b) and writing its
+        // rows of positions < n (from `list`, cols(job) long; `targets` <= cols(job) of them) at stride(b) and writing its
         // trees' partials below slices x b x 4 words.
         unsafe {
             cx.q.launch(
@@ -689,7 +758,7 @@ impl<W: DevWeight> Phast<W> {
                     W::buf(&self.dist),
                     Arg::U32s(list),
                     Arg::U32(ident),
-                    Arg::U32(cols(cx.job) as u32),
+                    Arg::U32(targets as u32),
                     Arg::U32(stride(cx.b) as u32),
                     Arg::U32(cx.b as u32),
                     Arg::U32(slices as u32),
@@ -707,7 +776,7 @@ impl<W: DevWeight> Phast<W> {
                 Some(lr),
                 &[
                     Arg::U64s(&self.partial),
-                    Arg::U32(slices as u32),
+                    Arg::U32((sets * slices) as u32),
                     Arg::U32(cx.b as u32),
                     Arg::U64s(&self.sums),
                     Arg::Local(4 * lr * 8),

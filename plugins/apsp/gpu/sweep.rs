@@ -18,6 +18,7 @@ pub const SWEEP_RULES: &[(&str, &str)] = &[
     ("queues, level sweeps (PHAST)", "GPU: 2 (on an H200, whole osm-moscow ran within 3% from 1, 2 and 4 queues and slower from 8: one batch fills the device once the small levels share one launch; a second queue has the next batch ready while the host reads the last one); CPU devices: 1"),
     ("leading levels in one launch", "the leading levels whose items (vertices x k/4, 4 trees per item) fall short of the resident threads (compute units x 2048 on a GPU, x 64 on a CPU device): one launch each would be launch-bound (H200, osm-moscow: the sweep took 15% less time at k = 1024, 5% at 2048); on a GPU whose batch has fewer tree quads than 2 per compute unit, the one launch has only a work-group per quad, so the levels taken are those whose items fall short of those groups' items (H200, a 26.4M-vertex tiling at k = 64: 16 groups; its 48 leading levels in one launch ran 7,146 trees/s, every level in its own launch 7,925)"),
     ("summary slices", "resident threads / (k/4): each item folds 4 trees over n / slices vertices; at most n"),
+    ("bottom level folded (PHAST), GPU and CPU devices", "1 when nothing but each tree's summary is wanted (no distance rows, targets, reach or paths) and the bottom level has a launch of its own: its vertices are no vertex's tails (a vertex's level is above its lower neighbours'), so phast_leaves folds their distances into the summary as it pulls them and writes none, saving 8 of a tree's bytes per bottom vertex (the write and the summary's read; osm-moscow's bottom level is 45% of its vertices); else 0"),
     ("frontier list entries (device upward searches)", "1024 per list, within 3/4 of local memory: a road graph's upward search space is a few hundred vertices (osm-moscow: 267 mean); a tree that overflows is redone on the host"),
 ];
 
@@ -38,6 +39,9 @@ pub struct SweepRequest<'a> {
     pub top_levels: Option<Setting>,
     /// Frontier list entries, set in the config.
     pub frontier: Option<Setting>,
+    /// Nothing but each tree's summary is read after the sweep (no rows, targets, reach or
+    /// paths).
+    pub summaries_only: bool,
 }
 
 /// The sweep's own parameters.
@@ -51,14 +55,17 @@ pub struct SweepPlan {
     pub frontier: Choice,
     /// Where the upward searches run: 1 on the device, 0 on the host (set by the half).
     pub upward_on_device: Choice,
+    /// 1: the bottom level is folded into the summaries as it is pulled, never written.
+    pub fold_bottom: Choice,
 }
 
 /// The names of the sweep's parameters among the plugin's own in [`LaunchParams`].
-const NAMES: [&str; 4] = [
+const NAMES: [&str; 5] = [
     "top_levels",
     "summary_slices",
     "frontier",
     "upward_on_device",
+    "fold_bottom",
 ];
 
 impl SweepPlan {
@@ -69,6 +76,7 @@ impl SweepPlan {
             &self.summary_slices,
             &self.frontier,
             &self.upward_on_device,
+            &self.fold_bottom,
         ]) {
             p.set_knob(name, c.clone());
         }
@@ -85,6 +93,7 @@ impl SweepPlan {
             summary_slices: get(1)?,
             frontier: get(2)?,
             upward_on_device: get(3)?,
+            fold_bottom: get(4)?,
         })
     }
 }
@@ -210,14 +219,20 @@ pub fn sweep_plan(dev: &DeviceInfo, p: &mut LaunchParams, req: &SweepRequest<'_>
         Choice {
             value: 1024.min((dev.local_mem as usize * 3 / 4 / 8).max(1)),
             source: Source::Predicted,
-            reason: rule(5),
+            reason: rule(6),
         },
     );
+    let fold_bottom = Choice {
+        value: (req.summaries_only && top_levels.value < levels) as usize,
+        source: Source::Predicted,
+        reason: rule(5),
+    };
     SweepPlan {
         top_levels,
         summary_slices,
         frontier,
         upward_on_device: Choice::fixed(1, "set by the GPU half"),
+        fold_bottom,
     }
     .publish(p);
 }

@@ -27,7 +27,7 @@ use xxhash_rust::xxh3::xxh3_128;
 
 const MAGIC: &[u8; 11] = b"TUCCOMPI-CH";
 /// Version of the file layout and of the builder (bump when either changes what a file holds).
-pub const FORMAT: u32 = 2;
+pub const FORMAT: u32 = 3;
 
 /// What identifies a hierarchy: the graph, the parameters, the distance width.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,6 +20,7 @@ fn sweep_batches_grow_to_the_index_bound_then_memory() {
         shared_bytes: 0,
         top_levels: None,
         frontier: None,
+        summaries_only: false,
     };
     // osm-moscow (0.41M vertices, 0.88M downward arcs): 2^34 / 5.2 MB = 3,328 -> 4,096.
     assert_eq!(predict_trees(&h200, &req(411_992, 878_229), 2).value, 4096);
