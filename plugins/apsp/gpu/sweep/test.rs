@@ -101,6 +101,7 @@ fn top_levels_follow_the_groups_the_one_launch_has() {
             shared_bytes: 0,
             top_levels: None,
             frontier: None,
+            summaries_only: true,
         };
         sweep_plan(&gpu, &mut p, &req);
         SweepPlan::of(&p).unwrap().top_levels.value
@@ -112,4 +113,44 @@ fn top_levels_follow_the_groups_the_one_launch_has() {
     assert_eq!(top(64), 8);
     // k = 1024: 256 quads < 264: 256 groups x 256 = 65,536 items, under 256 vertices.
     assert_eq!(top(1024), 8);
+}
+
+/// The bottom level is folded only when nothing but the summaries is wanted and it has a launch
+/// of its own (not inside the one leading launch).
+#[test]
+fn the_bottom_level_is_folded_only_for_summaries_below_the_leading_launch() {
+    let gpu = dev("gpu", 132, 1024);
+    let sizes = [1u32, 4, 5000, 90_000];
+    let fold = |summaries_only: bool, top: Option<usize>| {
+        let mut p = LaunchParams {
+            local: Default::default(),
+            batch: Choice::fixed(1024, "test"),
+            groups_per_task: None,
+            queues: Choice::fixed(2, "test"),
+            persistent_items: None,
+            cache_key: None,
+            knobs: Default::default(),
+            rules: Vec::new(),
+        };
+        let req = SweepRequest {
+            level_sizes: &sizes,
+            n: 95_005,
+            sweep_bytes: 8 << 20,
+            bytes_per_tree: 8 << 20,
+            shared_bytes: 0,
+            top_levels: top.map(|v| Setting {
+                value: v,
+                key: "[apsp] gpu_top_levels".into(),
+            }),
+            frontier: None,
+            summaries_only,
+        };
+        sweep_plan(&gpu, &mut p, &req);
+        SweepPlan::of(&p).unwrap().fold_bottom.value
+    };
+    assert_eq!(fold(true, None), 1);
+    assert_eq!(fold(false, None), 0);
+    assert_eq!(fold(true, Some(3)), 1);
+    assert_eq!(fold(true, Some(4)), 0);
+    assert_eq!(fold(true, Some(100)), 0);
 }
