@@ -6,7 +6,9 @@
 //! measures the bandwidth of a 1 GiB device-to-device copy (bytes read + written), then per k
 //! the medians of 5 batches: mask zeroing, device and host upward searches, the level sweeps,
 //! the summaries, and a whole batch; the sweep's bytes per second against the copy's. Each k
-//! three times: the predictions, one launch per level (top 0), `phast_up` groups of 64 items.
+//! with the predictions and with 0, 1, 3, 5 and 7 trailing levels folded into the summaries
+//! (`phast_fold`; 0: every level swept, then summarized); then each launch of the sweep alone with the bytes it would move if every tail
+//! row came from memory (an upper bound: rows still in the cache move none).
 
 use std::time::Instant;
 use tuccompi::config::AutoOr;
@@ -117,7 +119,7 @@ fn main() -> tuccompi::Result<()> {
     println!(
         "{:>5} {:>4} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>7} {:>10} {:>8}",
         "top",
-        "upL",
+        "fold",
         "k",
         "levels",
         "zero ms",
@@ -131,22 +133,21 @@ fn main() -> tuccompi::Result<()> {
         "trees/s",
         "overflow"
     );
-    // Each k with the predictions, then with one launch per level, then with phast_up's
-    // groups at 64 items.
-    for (&k, top, up) in ks
+    // Each k with the predictions, then with 0, 1, 3, 5 and 7 levels folded.
+    let mut tables = Vec::new();
+    for (&k, fold) in ks
         .iter()
-        .flat_map(|k| [(k, None, None), (k, Some(0), None), (k, None, Some(64))])
+        .flat_map(|k| [None, Some(0), Some(1), Some(3), Some(5), Some(7)].map(|f| (k, f)))
     {
         // Sources spread over the id range.
         job.sources = (0..k).map(|i| (i * n / k) as u32).collect();
         job.options.batch = Some(AutoOr::N(k));
-        job.options.gpu_top_levels = top.map(AutoOr::N);
-        let p = profile(&job, device, 5, up)?;
+        let p = profile(&job, device, 5, None, fold)?;
         let bw = p.sweep_bytes as f64 / p.sweep_s;
         println!(
             "{:>5} {:>4} {:>6} {:>6} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>10.1} {:>6.0}% {:>10.0} {:>8}",
             p.top_levels,
-            p.up_local,
+            p.fold_levels,
             p.k,
             p.levels,
             p.zero_s * 1e3,
@@ -160,6 +161,29 @@ fn main() -> tuccompi::Result<()> {
             p.k as f64 / p.batch_s,
             p.overflowed
         );
+        tables.push(p);
+    }
+    for p in &tables {
+        println!(
+            "k = {}, {} levels folded: each launch alone",
+            p.k, p.fold_levels
+        );
+        let total: f64 = p.launches.iter().map(|l| l.seconds).sum();
+        for (i, l) in p.launches.iter().enumerate() {
+            let folded = p.fold_levels > 0 && i + 1 == p.launches.len();
+            let words = l.arcs as u64 + if folded { 0 } else { l.vertices as u64 };
+            let bytes = (p.k as u64).next_multiple_of(4) * 4 * words;
+            println!(
+                "  level {:>3} vertices {:>8} arcs {:>8} {:>8.3} ms ({:>4.1}%) at most {:>7.1} GB/s",
+                l.level,
+                l.vertices,
+                l.arcs,
+                l.seconds * 1e3,
+                100.0 * l.seconds / total,
+                bytes as f64 / l.seconds / 1e9
+            );
+        }
+        println!("  sum of launches {:.3} ms", total * 1e3);
     }
     Ok(())
 }

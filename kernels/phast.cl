@@ -247,29 +247,103 @@ __kernel void phast_summary(__global const dist_t* dist, __global const uint* tp
     }
 }
 
-// The bottom level (positions first .. first+count-1), whose vertices no other vertex pulls
-// over, when nothing but the summaries is wanted: each distance is folded as it is pulled and
-// never written (a tree's bytes per bottom vertex: its tails' reads, without the write and the
-// summary's read). Item (g, q) pulls vertices first+g, first+g+slices, ... of trees 4q .. 4q+3
-// (those below b; row stride k) and writes partial[((base + g)*b + j)*4 ..] as phast_summary.
-__kernel void phast_leaves(__global const uint* doff, __global const uint* dtail,
-                           __global const dist_t* dw, __global dist_t* init,
-                           __global const uint* mask, __global const dist_t* dist, uint first,
-                           uint count, uint k, uint b, uint slices, uint base,
-                           __global ulong* partial) {
+// Two vertices' pulls at once (p and r, trees j .. j+3): their arcs two at a time each, so that
+// up to four tail rows are loaded before any is used (most bottom vertices have one or two
+// downward arcs).
+inline void pull2(__global const uint* doff, __global const uint* dtail,
+                  __global const dist_t* dw, __global dist_t* init, __global const uint* mask,
+                  __global const dist_t* dist, uint p, uint r, uint j, uint k, dist4_t* dp,
+                  dist4_t* dr) {
+    __global const dist4_t* d4 = (__global const dist4_t*)dist;
+    __global dist4_t* i4 = (__global dist4_t*)init;
+    uint kw = (k + 31) / 32;
+    size_t mp = ((size_t)p * k + j) / 4, mr = ((size_t)r * k + j) / 4;
+    dist4_t a = (dist4_t)(INF), c = (dist4_t)(INF);
+    if ((mask[(size_t)p * kw + j / 32] >> (j % 32)) & 0xFu) {
+        a = i4[mp];
+        i4[mp] = (dist4_t)(INF);
+    }
+    if ((mask[(size_t)r * kw + j / 32] >> (j % 32)) & 0xFu) {
+        c = i4[mr];
+        i4[mr] = (dist4_t)(INF);
+    }
+    uint ep = doff[p], endp = doff[p + 1], er = doff[r], endr = doff[r + 1];
+    while (ep < endp || er < endr) {
+        dist4_t x0 = (dist4_t)(INF), x1 = (dist4_t)(INF), y0 = (dist4_t)(INF),
+                y1 = (dist4_t)(INF);
+        if (ep < endp) x0 = sat_add4(d4[((size_t)dtail[ep] * k + j) / 4], dw[ep]);
+        if (ep + 1 < endp) x1 = sat_add4(d4[((size_t)dtail[ep + 1] * k + j) / 4], dw[ep + 1]);
+        if (er < endr) y0 = sat_add4(d4[((size_t)dtail[er] * k + j) / 4], dw[er]);
+        if (er + 1 < endr) y1 = sat_add4(d4[((size_t)dtail[er + 1] * k + j) / 4], dw[er + 1]);
+        a = min(a, min(x0, x1));
+        c = min(c, min(y0, y1));
+        ep += 2;
+        er += 2;
+    }
+    *dp = a;
+    *dr = c;
+}
+
+// Per-item folds of 4 trees: counts, sums and maxima of the finite distances. A 32-bit item
+// folds fewer than 2^32 values below 2^32, so its sum needs no carry; a 64-bit one counts
+// carries in `hi`.
+#ifdef WIDE
+#define LFOLD(v, l) if ((v) != INF) { cnt[l]++; ulong s = lo[l] + (v); hi[l] += (s < lo[l]); \
+    lo[l] = s; mx[l] = max(mx[l], (v)); }
+#else
+#define LFOLD(v, l) if ((v) != INF) { cnt[l]++; lo[l] += (ulong)(v); mx[l] = max(mx[l], (v)); }
+#endif
+#define LFOLD4(d) LFOLD((d).x, 0) LFOLD((d).y, 1) LFOLD((d).z, 2) LFOLD((d).w, 3)
+
+// A trailing level (positions first .. first+count-1) swept and folded into the summaries at
+// once, when nothing but the summaries is wanted: its distances are written only if `write`
+// (the bottom level's vertices are no vertex's tails, so it writes none), and never read back
+// by phast_summary. Item (g, q) pulls vertices first+g, first+g+slices, ... of trees
+// 4q .. 4q+3 (those below b; row stride k), two at a time, and adds them to
+// partial[((base + g)*b + j)*4 ..] = [reached, sum_lo, sum_hi, max] (as phast_summary), which
+// it first sets to zero unless `add` (the first folded level of a batch).
+__kernel void phast_fold(__global const uint* doff, __global const uint* dtail,
+                         __global const dist_t* dw, __global dist_t* init,
+                         __global const uint* mask, __global dist_t* dist, uint first,
+                         uint count, uint k, uint b, uint slices, uint base, uint write,
+                         uint add, __global ulong* partial) {
     size_t i = get_global_id(0);
     uint b4 = (b + 3) / 4;
     if (i >= (size_t)slices * b4) return;
     uint g = (uint)(i / b4), j = 4 * (uint)(i % b4);
-    ulong cnt[4] = {0, 0, 0, 0}, lo[4] = {0, 0, 0, 0}, hi[4] = {0, 0, 0, 0},
-          mx[4] = {0, 0, 0, 0};
-    for (uint x = g; x < count; x += slices) {
-        dist4_t a = pull(doff, dtail, dw, init, mask, dist, first + x, j, k);
-        FOLD4(a)
+    uint cnt[4] = {0, 0, 0, 0}, hi[4] = {0, 0, 0, 0};
+    ulong lo[4] = {0, 0, 0, 0};
+    dist_t mx[4] = {0, 0, 0, 0};
+    __global dist4_t* d4 = (__global dist4_t*)dist;
+    uint x = g;
+    for (; x + slices < count; x += 2 * slices) {
+        uint p = first + x, r = p + slices;
+        dist4_t a, c;
+        pull2(doff, dtail, dw, init, mask, dist, p, r, j, k, &a, &c);
+        if (write) {
+            d4[((size_t)p * k + j) / 4] = a;
+            d4[((size_t)r * k + j) / 4] = c;
+        }
+        LFOLD4(a)
+        LFOLD4(c)
+    }
+    if (x < count) {
+        uint p = first + x;
+        dist4_t a = pull(doff, dtail, dw, init, mask, dist, p, j, k);
+        if (write) d4[((size_t)p * k + j) / 4] = a;
+        LFOLD4(a)
     }
     for (uint l = 0; l < 4 && j + l < b; l++) {
         __global ulong* o = partial + ((size_t)(base + g) * b + j + l) * 4;
-        o[0] = cnt[l]; o[1] = lo[l]; o[2] = hi[l]; o[3] = mx[l];
+        ulong c0 = cnt[l], s0 = lo[l], h0 = hi[l], m0 = (ulong)mx[l];
+        if (add) {
+            ulong s = o[1] + s0;
+            h0 += o[2] + (s < s0);
+            s0 = s;
+            c0 += o[0];
+            m0 = max(m0, o[3]);
+        }
+        o[0] = c0; o[1] = s0; o[2] = h0; o[3] = m0;
     }
 }
 

@@ -16,8 +16,9 @@
 //! 3. `phast_summary` + `phast_reduce`: `[reached, sum_lo, sum_hi, max]` per tree on the device
 //!    (over `[apsp] targets` when set), so `4b` words come back. When nothing but these
 //!    summaries is wanted, the bottom level (vertices no vertex pulls over, 45% of osm-moscow's)
-//!    is not swept but folded as it is pulled (`phast_leaves`, the sweep plan's `fold_bottom`):
-//!    its distances are never written nor read back;
+//!    and the large levels above it are swept and folded at once (`phast_fold`, the sweep
+//!    plan's `fold_levels`): the summary reads only the rows above them, and the bottom level's
+//!    distances are never written;
 //! 4. with `output.distances`, `phast_rows` gathers the rows in the input's numbering (or the
 //!    targets' order).
 //!
@@ -64,7 +65,7 @@ const LAUNCHED: &[&str] = &[
     "phast_sweep",
     "phast_top",
     "phast_summary",
-    "phast_leaves",
+    "phast_fold",
     "phast_reduce",
     "phast_rows",
 ];
@@ -468,11 +469,11 @@ struct Phast<W: DevWeight> {
     sweep: Kernel,
     top: Kernel,
     summary: Kernel,
-    leaves: Kernel,
+    fold: Kernel,
     reduce: Kernel,
     gather: Kernel,
-    /// The bottom level's first position when `phast_leaves` folds it (`fold_bottom`).
-    fold_from: Option<u32>,
+    /// The first level folded into the summaries (`phast_fold`, the plan's `fold_levels`).
+    fold_from: Option<usize>,
     dist: DBuf<W>,
     init: DBuf<W>,
     mask: DBuf<u32>,
@@ -499,9 +500,11 @@ impl<W: DevWeight> Phast<W> {
         let device_up = plan(p).upward_on_device.value == 1;
         let kern = |name| device.kernel(&KERNELS, build_options(job.wide, device_up), name);
         let slices = plan(p).summary_slices.value;
-        let fold_from = (plan(p).fold_bottom.value == 1)
-            .then(|| Self::bottom(job))
-            .flatten();
+        let levels = Self::levels(job);
+        // Only levels after the leading launch's.
+        let folded =
+            (plan(p).fold_levels.value).min(levels.saturating_sub(plan(p).top_levels.value));
+        let fold_from = (folded > 0 && Self::bottom(job).is_some()).then(|| levels - folded);
         // The bottom level's partials follow the summary's.
         let partial_sets = if fold_from.is_some() { 2 } else { 1 };
         Ok(Phast {
@@ -514,7 +517,7 @@ impl<W: DevWeight> Phast<W> {
             sweep: kern("phast_sweep")?,
             top: kern("phast_top")?,
             summary: kern("phast_summary")?,
-            leaves: kern("phast_leaves")?,
+            fold: kern("phast_fold")?,
             reduce: kern("phast_reduce")?,
             gather: kern("phast_rows")?,
             fold_from,
@@ -539,11 +542,19 @@ impl<W: DevWeight> Phast<W> {
     }
 
     /// The bottom level's first position, if no vertex pulls over its vertices (always so
-    /// for a hierarchy from `ch`; checked, since the fold would otherwise lose rows).
+    /// for a hierarchy from `ch`; checked, since the bottom level's fold writes no rows).
     fn bottom(job: &ApspJob) -> Option<u32> {
         let h = job.hierarchy.as_ref().and_then(W::of)?;
         let first = *h.levels.iter().rev().nth(1)?;
         h.down_tails.iter().all(|&t| t < first).then_some(first)
+    }
+
+    /// The hierarchy's levels.
+    fn levels(job: &ApspJob) -> usize {
+        job.hierarchy
+            .as_ref()
+            .and_then(W::of)
+            .map_or(0, |h| h.levels.len().saturating_sub(1))
     }
 
     fn h<'a>(cx: &Ctx<'a>) -> &'a Hierarchy<W> {
@@ -649,9 +660,34 @@ impl<W: DevWeight> Phast<W> {
 
     /// Enqueue the sweep: the top levels in one launch, then one launch per level.
     fn enqueue_levels(&self, cx: &Ctx<'_>) -> Result<()> {
+        for l in self.launches(cx) {
+            self.enqueue_level(cx, l)?;
+        }
+        Ok(())
+    }
+
+    /// The sweep's launches in order: `None` for the leading levels' one launch (when there
+    /// are any), then each later non-empty level.
+    fn launches(&self, cx: &Ctx<'_>) -> Vec<Option<usize>> {
+        let h = Self::h(cx);
+        let top = plan(&cx.sh.params).top_levels.value;
+        let levels = h.levels.len().saturating_sub(1);
+        (top > 0)
+            .then_some(None)
+            .into_iter()
+            .chain(
+                (top..levels)
+                    .filter(|&l| h.levels[l + 1] > h.levels[l])
+                    .map(Some),
+            )
+            .collect()
+    }
+
+    /// Enqueue one launch of the sweep ([`Self::launches`]): the leading levels (`None`) or
+    /// level `l` (`phast_fold` for a folded level).
+    fn enqueue_level(&self, cx: &Ctx<'_>, level: Option<usize>) -> Result<()> {
         let (h, dh) = (Self::h(cx), Self::dh(cx));
         let k = stride(cx.b);
-        let top = plan(&cx.sh.params).top_levels.value;
         let common = [
             Arg::U32s(&dh.doff),
             Arg::U32s(&dh.dtail),
@@ -660,7 +696,8 @@ impl<W: DevWeight> Phast<W> {
             Arg::U32s(&self.mask),
             W::buf(&self.dist),
         ];
-        if top > 0 {
+        let Some(l) = level else {
+            let top = plan(&cx.sh.params).top_levels.value;
             // About 2 groups per compute unit, each owning qpg quads of trees.
             let quads = k / 4;
             let qpg = (quads / (2 * cx.device.info.compute_units as usize)).max(1);
@@ -674,44 +711,52 @@ impl<W: DevWeight> Phast<W> {
             ]);
             // SAFETY: phast_top's order and types; bounds holds levels + 1 >= top + 1 words,
             // every position < n and tree < k indexes init/dist (n x k) and mask.
-            unsafe {
+            return unsafe {
                 cx.q.launch(&self.top, quads.div_ceil(qpg) * lt, Some(lt), &a)
-            }?;
+            };
+        };
+        let (first, last) = (h.levels[l], h.levels[l + 1]);
+        if let Some(f) = self.fold_from.filter(|&f| l >= f) {
+            let write = l + 1 < h.levels.len() - 1;
+            return self.enqueue_fold(cx, first, last, write, l > f);
         }
-        let ls = cx.local("phast_sweep")?;
-        for l in top..h.levels.len().saturating_sub(1) {
-            let (first, last) = (h.levels[l], h.levels[l + 1]);
-            if last == first {
-                continue;
-            }
-            if self.fold_from == Some(first) {
-                self.enqueue_leaves(cx, first, last)?;
-                continue;
-            }
-            let count = (last - first) as usize;
-            let mut a = common.to_vec();
-            a.extend([Arg::U32(first), Arg::U32(count as u32), Arg::U32(k as u32)]);
-            // SAFETY: phast_sweep's order and types; items count x k/4, positions
-            // first..first+count < n, so every index is inside init/dist (n x k) and mask.
-            unsafe { cx.q.launch(&self.sweep, count * k / 4, Some(ls), &a) }?;
-        }
-        Ok(())
-    }
-
-    /// Enqueue `phast_leaves` over the bottom level (positions `first..last`): its partials
-    /// are the second set, after the summary's.
-    fn enqueue_leaves(&self, cx: &Ctx<'_>, first: u32, last: u32) -> Result<()> {
-        let dh = Self::dh(cx);
-        let slices = plan(&cx.sh.params).summary_slices.value;
-        // SAFETY: phast_leaves' order and types; items slices x ceil(b/4), each pulling
-        // positions first..last < n over their tails (< first) at stride(b) in init/dist
-        // (n x stride(b)) and mask, writing partials below 2 x slices x b x 4 words (the
-        // buffer holds 2 x slices x k x 4 when fold_from is set).
+        let count = (last - first) as usize;
+        let mut a = common.to_vec();
+        a.extend([Arg::U32(first), Arg::U32(count as u32), Arg::U32(k as u32)]);
+        // SAFETY: phast_sweep's order and types; items count x k/4, positions
+        // first..first+count < n, so every index is inside init/dist (n x k) and mask.
         unsafe {
             cx.q.launch(
-                &self.leaves,
+                &self.sweep,
+                count * k / 4,
+                Some(cx.local("phast_sweep")?),
+                &a,
+            )
+        }
+    }
+
+    /// Enqueue `phast_fold` over a folded level (positions `first..last`), writing its rows
+    /// if `write`, adding to the fold's partials (the second set, after the summary's) if
+    /// `add`.
+    fn enqueue_fold(
+        &self,
+        cx: &Ctx<'_>,
+        first: u32,
+        last: u32,
+        write: bool,
+        add: bool,
+    ) -> Result<()> {
+        let dh = Self::dh(cx);
+        let slices = plan(&cx.sh.params).summary_slices.value;
+        // SAFETY: phast_fold's order and types; items slices x ceil(b/4), each pulling
+        // positions first..last < n over their tails (< first) at stride(b) in init/dist
+        // (n x stride(b)) and mask, and reading and writing partials below 2 x slices x b x 4
+        // words (the buffer holds 2 x slices x k x 4 when fold_from is set).
+        unsafe {
+            cx.q.launch(
+                &self.fold,
                 slices * cx.b.div_ceil(4),
-                Some(cx.local("phast_leaves")?),
+                Some(cx.local("phast_fold")?),
                 &[
                     Arg::U32s(&dh.doff),
                     Arg::U32s(&dh.dtail),
@@ -725,6 +770,8 @@ impl<W: DevWeight> Phast<W> {
                     Arg::U32(cx.b as u32),
                     Arg::U32(slices as u32),
                     Arg::U32(slices as u32),
+                    Arg::U32(write as u32),
+                    Arg::U32(add as u32),
                     Arg::U64s(&self.partial),
                 ],
             )
@@ -743,7 +790,7 @@ impl<W: DevWeight> Phast<W> {
             None => (&dh.pos, 1),
         };
         let (targets, sets) = match self.fold_from {
-            Some(first) => (first as usize, 2),
+            Some(f) => (Self::h(cx).levels[f] as usize, 2),
             None => (cols(cx.job), 1),
         };
         // SAFETY: phast_summary's order and types; items slices x ceil(b/4), each reading
@@ -958,16 +1005,35 @@ pub struct Profile {
     /// Bytes the sweep of one batch must move at least: per tree a distance written per
     /// vertex and one read per downward arc, the mask, and the arcs and offsets once.
     pub sweep_bytes: u64,
+    /// Trailing levels folded into the summaries (`phast_fold`).
+    pub fold_levels: usize,
+    /// Each launch of the sweep alone (median seconds), in order: its first level, vertices,
+    /// downward arcs into them.
+    pub launches: Vec<LaunchTime>,
+}
+
+/// One launch of the sweep in [`Profile::launches`].
+#[derive(Debug, Clone, Serialize)]
+pub struct LaunchTime {
+    /// The launch's first level (0 = the top).
+    pub level: usize,
+    /// Vertices it sweeps.
+    pub vertices: u32,
+    /// Downward arcs into them.
+    pub arcs: u32,
+    /// Median seconds, the launch waited for alone.
+    pub seconds: f64,
 }
 
 /// Time the phases of GPU PHAST for `job` on `device`: one batch of the job's first `k`
 /// sources (`k` from its `batch` option or the prediction), `reps` times. `up_local`
-/// replaces the local size of `phast_up`.
+/// replaces the local size of `phast_up`; `fold` the plan's `fold_levels`.
 pub fn profile(
     job: &ApspJob,
     device: &std::sync::Arc<Device>,
     reps: usize,
     up_local: Option<usize>,
+    fold: Option<usize>,
 ) -> Result<Profile> {
     use std::time::Instant;
     if job.wide {
@@ -981,6 +1047,9 @@ pub fn profile(
     }
     if plan(&params).upward_on_device.value != 1 {
         return Err(Error::Device("profile needs device upward searches".into()));
+    }
+    if let Some(f) = fold {
+        params.set_knob("fold_levels", Choice::fixed(f, "profile"));
     }
     let sh = job.setup(device, &params)?;
     let setup = Setup {
@@ -1045,6 +1114,41 @@ pub fn profile(
         w.enqueue_summary(&cx)?;
         w.read_sums(&cx)?;
     }
+    // Each launch alone: a batch's upward searches, then the sweep launch by launch.
+    let order = w.launches(&cx);
+    let mut each = vec![Vec::new(); order.len()];
+    for _ in 0..reps.max(1) {
+        w.clean(&q)?;
+        w.enqueue_up(&cx, &batch)?;
+        q.finish()?;
+        for (i, &l) in order.iter().enumerate() {
+            let t = Instant::now();
+            w.enqueue_level(&cx, l)?;
+            q.finish()?;
+            each[i].push(t.elapsed().as_secs_f64());
+        }
+        w.enqueue_summary(&cx)?;
+        w.read_sums(&cx)?;
+    }
+    let h = Phast::<u32>::h(&cx);
+    let top = plan(&params).top_levels.value;
+    let launches = order
+        .iter()
+        .zip(each)
+        .map(|(&l, t)| {
+            let (a, b) = match l {
+                None => (0, top),
+                Some(l) => (l, l + 1),
+            };
+            let (p0, p1) = (h.levels[a] as usize, h.levels[b] as usize);
+            LaunchTime {
+                level: a,
+                vertices: (p1 - p0) as u32,
+                arcs: h.down_offsets[p1] - h.down_offsets[p0],
+                seconds: median(t),
+            }
+        })
+        .collect();
     let s = sizes(job)?;
     let (n, m) = (s.n as u64, s.down as u64);
     Ok(Profile {
@@ -1062,5 +1166,7 @@ pub fn profile(
         batch_s: median(whole),
         overflowed,
         sweep_bytes: stride(k) as u64 * (n * 4 + m * 4 + n / 8) + m * 8 + n * 4,
+        fold_levels: w.fold_from.map_or(0, |f| Phast::<u32>::levels(job) - f),
+        launches,
     })
 }

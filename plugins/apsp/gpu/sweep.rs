@@ -18,9 +18,12 @@ pub const SWEEP_RULES: &[(&str, &str)] = &[
     ("queues, level sweeps (PHAST)", "GPU: 2 (on an H200, whole osm-moscow ran within 3% from 1, 2 and 4 queues and slower from 8: one batch fills the device once the small levels share one launch; a second queue has the next batch ready while the host reads the last one); CPU devices: 1"),
     ("leading levels in one launch", "the leading levels whose items (vertices x k/4, 4 trees per item) fall short of the resident threads (compute units x 2048 on a GPU, x 64 on a CPU device): one launch each would be launch-bound (H200, osm-moscow: the sweep took 15% less time at k = 1024, 5% at 2048); on a GPU whose batch has fewer tree quads than 2 per compute unit, the one launch has only a work-group per quad, so the levels taken are those whose items fall short of those groups' items (H200, a 26.4M-vertex tiling at k = 64: 16 groups; its 48 leading levels in one launch ran 7,146 trees/s, every level in its own launch 7,925)"),
     ("summary slices", "resident threads / (k/4): each item folds 4 trees over n / slices vertices; at most n"),
-    ("bottom level folded (PHAST), GPU and CPU devices", "1 when nothing but each tree's summary is wanted (no distance rows, targets, reach or paths) and the bottom level has a launch of its own: its vertices are no vertex's tails (a vertex's level is above its lower neighbours'), so phast_leaves folds their distances into the summary as it pulls them and writes none, saving 8 of a tree's bytes per bottom vertex (the write and the summary's read; osm-moscow's bottom level is 45% of its vertices); else 0"),
+    ("levels folded into the summaries (PHAST)", "when nothing but each tree's summary is wanted (no distance rows, targets, reach or paths): the trailing levels swept by launches of their own whose vertices number at least 16 x the summary slices, and the bottom level always, are swept and folded at once (phast_fold), so phast_summary reads only the rows above them; the bottom level's vertices are no vertex's tails (a vertex's level is above its lower neighbours'), so it writes none: a tree's bytes per bottom vertex drop by the write and the summary's read, and per other folded vertex by the read; else 0"),
     ("frontier list entries (device upward searches)", "1024 per list, within 3/4 of local memory: a road graph's upward search space is a few hundred vertices (osm-moscow: 267 mean); a tree that overflows is redone on the host"),
 ];
+
+/// Vertices per item at least in a folded level other than the bottom one (see [`SWEEP_RULES`]).
+pub const FOLD_MIN_ITEMS: usize = 16;
 
 /// What a level-sweep half knows about its problem.
 #[derive(Debug, Clone)]
@@ -55,8 +58,9 @@ pub struct SweepPlan {
     pub frontier: Choice,
     /// Where the upward searches run: 1 on the device, 0 on the host (set by the half).
     pub upward_on_device: Choice,
-    /// 1: the bottom level is folded into the summaries as it is pulled, never written.
-    pub fold_bottom: Choice,
+    /// Trailing levels swept and folded into the summaries at once (the bottom one not
+    /// written).
+    pub fold_levels: Choice,
 }
 
 /// The names of the sweep's parameters among the plugin's own in [`LaunchParams`].
@@ -65,7 +69,7 @@ const NAMES: [&str; 5] = [
     "summary_slices",
     "frontier",
     "upward_on_device",
-    "fold_bottom",
+    "fold_levels",
 ];
 
 impl SweepPlan {
@@ -76,7 +80,7 @@ impl SweepPlan {
             &self.summary_slices,
             &self.frontier,
             &self.upward_on_device,
-            &self.fold_bottom,
+            &self.fold_levels,
         ]) {
             p.set_knob(name, c.clone());
         }
@@ -93,7 +97,7 @@ impl SweepPlan {
             summary_slices: get(1)?,
             frontier: get(2)?,
             upward_on_device: get(3)?,
-            fold_bottom: get(4)?,
+            fold_levels: get(4)?,
         })
     }
 }
@@ -222,8 +226,18 @@ pub fn sweep_plan(dev: &DeviceInfo, p: &mut LaunchParams, req: &SweepRequest<'_>
             reason: rule(6),
         },
     );
-    let fold_bottom = Choice {
-        value: (req.summaries_only && top_levels.value < levels) as usize,
+    let fold_levels = Choice {
+        value: if req.summaries_only && top_levels.value < levels {
+            let big = FOLD_MIN_ITEMS * summary_slices.value;
+            let tail = req.level_sizes[top_levels.value..levels - 1]
+                .iter()
+                .rev()
+                .take_while(|&&s| s as usize >= big)
+                .count();
+            1 + tail
+        } else {
+            0
+        },
         source: Source::Predicted,
         reason: rule(5),
     };
@@ -232,7 +246,7 @@ pub fn sweep_plan(dev: &DeviceInfo, p: &mut LaunchParams, req: &SweepRequest<'_>
         summary_slices,
         frontier,
         upward_on_device: Choice::fixed(1, "set by the GPU half"),
-        fold_bottom,
+        fold_levels,
     }
     .publish(p);
 }

@@ -115,12 +115,13 @@ fn top_levels_follow_the_groups_the_one_launch_has() {
     assert_eq!(top(1024), 8);
 }
 
-/// The bottom level is folded only when nothing but the summaries is wanted and it has a launch
-/// of its own (not inside the one leading launch).
+/// Levels are folded only when nothing but the summaries is wanted: the bottom one whenever it
+/// has a launch of its own (not inside the one leading launch), and the trailing levels above
+/// it of at least 16 x the summary slices vertices (132 x 2048 / 256 quads = 1056 slices).
 #[test]
-fn the_bottom_level_is_folded_only_for_summaries_below_the_leading_launch() {
+fn levels_are_folded_only_for_summaries_below_the_leading_launch() {
     let gpu = dev("gpu", 132, 1024);
-    let sizes = [1u32, 4, 5000, 90_000];
+    let sizes = [1u32, 4, 5000, 16_000, 17_000, 90_000];
     let fold = |summaries_only: bool, top: Option<usize>| {
         let mut p = LaunchParams {
             local: Default::default(),
@@ -134,7 +135,7 @@ fn the_bottom_level_is_folded_only_for_summaries_below_the_leading_launch() {
         };
         let req = SweepRequest {
             level_sizes: &sizes,
-            n: 95_005,
+            n: 128_005,
             sweep_bytes: 8 << 20,
             bytes_per_tree: 8 << 20,
             shared_bytes: 0,
@@ -146,11 +147,15 @@ fn the_bottom_level_is_folded_only_for_summaries_below_the_leading_launch() {
             summaries_only,
         };
         sweep_plan(&gpu, &mut p, &req);
-        SweepPlan::of(&p).unwrap().fold_bottom.value
+        let plan = SweepPlan::of(&p).unwrap();
+        assert_eq!(plan.summary_slices.value, 1056);
+        plan.fold_levels.value
     };
-    assert_eq!(fold(true, None), 1);
+    // 17,000 and 90,000 are at least 16 x 1056 = 16,896; 16,000 is not.
+    assert_eq!(fold(true, None), 2);
     assert_eq!(fold(false, None), 0);
-    assert_eq!(fold(true, Some(3)), 1);
-    assert_eq!(fold(true, Some(4)), 0);
+    assert_eq!(fold(true, Some(4)), 2);
+    assert_eq!(fold(true, Some(5)), 1);
+    assert_eq!(fold(true, Some(6)), 0);
     assert_eq!(fold(true, Some(100)), 0);
 }
