@@ -13,7 +13,7 @@ r = json.load(open(sys.argv[1])); d = r["devices"][0]["tuning"] if r.get("device
 k = d.get("knobs", {})
 print(f"{sys.argv[2]:<34} run {r['run_seconds']:7.3f} s wall {r['wall_seconds']:7.3f} s "
       f"{r['tasks']/r['run_seconds']:10,.0f} trees/s k {d.get('batch', {}).get('value')} "
-      f"fold {k.get('fold_bottom', {}).get('value', '-')} sum {r['checksum']['sum']}", flush=True)
+      f"fold {k.get('fold_levels', {}).get('value', '-')} top {k.get('top_levels', {}).get('value', '-')} sum {r['checksum']['sum']}", flush=True)
 PY
 }
 M="--set input.path=\"$D/osm-moscow.gr.gz\" --set run.sources=\"all\""

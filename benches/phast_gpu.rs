@@ -6,8 +6,9 @@
 //! measures the bandwidth of a 1 GiB device-to-device copy (bytes read + written), then per k
 //! the medians of 5 batches: mask zeroing, device and host upward searches, the level sweeps,
 //! the summaries, and a whole batch; the sweep's bytes per second against the copy's. Each k
-//! with the predictions and with 0, 1, 3, 5 and 7 trailing levels folded into the summaries
-//! (`phast_fold`; 0: every level swept, then summarized); then each launch of the sweep alone with the bytes it would move if every tail
+//! with the predictions, with 0, 1, 3 and 5 trailing levels folded into the summaries
+//! (`phast_fold`; 0: every level swept, then summarized), and with the bottom level folded and 4
+//! or 8 more leading levels in the one launch; then each launch of the sweep alone with the bytes it would move if every tail
 //! row came from memory (an upper bound: rows still in the cache move none).
 
 use std::time::Instant;
@@ -133,18 +134,30 @@ fn main() -> tuccompi::Result<()> {
         "trees/s",
         "overflow"
     );
-    // Each k with the predictions, then with 0, 1, 3, 5 and 7 levels folded.
+    // Each k with the predictions, then with 0, 1, 3 and 5 levels folded, then the bottom
+    // level folded and 4 or 8 more leading levels in the one launch.
     let mut tables = Vec::new();
-    for (&k, fold) in ks
-        .iter()
-        .flat_map(|k| [None, Some(0), Some(1), Some(3), Some(5), Some(7)].map(|f| (k, f)))
-    {
+    for &k in &ks {
         // Sources spread over the id range.
         job.sources = (0..k).map(|i| (i * n / k) as u32).collect();
         job.options.batch = Some(AutoOr::N(k));
-        let p = profile(&job, device, 5, None, fold)?;
-        let bw = p.sweep_bytes as f64 / p.sweep_s;
-        println!(
+        let mut top = 0;
+        for (fold, more) in [
+            (None, None),
+            (Some(0), None),
+            (Some(1), None),
+            (Some(3), None),
+            (Some(5), None),
+            (Some(1), Some(4)),
+            (Some(1), Some(8)),
+        ] {
+            job.options.gpu_top_levels = more.map(|m| AutoOr::N(top + m));
+            let p = profile(&job, device, 5, None, fold)?;
+            if fold.is_none() {
+                top = p.top_levels;
+            }
+            let bw = p.sweep_bytes as f64 / p.sweep_s;
+            println!(
             "{:>5} {:>4} {:>6} {:>6} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>10.1} {:>6.0}% {:>10.0} {:>8}",
             p.top_levels,
             p.fold_levels,
@@ -160,13 +173,14 @@ fn main() -> tuccompi::Result<()> {
             100.0 * bw / copy_bw,
             p.k as f64 / p.batch_s,
             p.overflowed
-        );
-        tables.push(p);
+            );
+            tables.push(p);
+        }
     }
     for p in &tables {
         println!(
-            "k = {}, {} levels folded: each launch alone",
-            p.k, p.fold_levels
+            "k = {}, {} levels folded, {} leading levels in one launch: each launch alone",
+            p.k, p.fold_levels, p.top_levels
         );
         let total: f64 = p.launches.iter().map(|l| l.seconds).sum();
         for (i, l) in p.launches.iter().enumerate() {

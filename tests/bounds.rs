@@ -45,6 +45,7 @@ const PLUGIN_KEYS: &[(&str, &[&str])] = &[
             "apsp.delta",
             "apsp.gpu_frontier",
             "apsp.gpu_top_levels",
+            "apsp.gpu_fold_levels",
         ],
     ),
     (

@@ -76,10 +76,12 @@ fn rome99_every_source() {
     let cfg = apsp_file(&g, "\"all\"");
     let want = cpu_reference(&cfg);
     // Top levels in one launch: none, the prediction, every level.
-    for (up, q, c, top) in [
-        ("device", "1", "0", "0"),
-        ("host", "2", "0", "\"auto\""),
-        ("device", "2", "2", "1000"),
+    // Trailing levels folded into the summaries: five (swept, written and added to the
+    // partials of those below), the prediction, none possible (every level in the one launch).
+    for (up, q, c, top, fold) in [
+        ("device", "1", "0", "0", "5"),
+        ("host", "2", "0", "\"auto\"", "\"auto\""),
+        ("device", "2", "2", "1000", "\"auto\""),
     ] {
         let r = phast_matches(
             &cfg,
@@ -89,6 +91,7 @@ fn rome99_every_source() {
                 &format!("units.concurrent_kernels={q}"),
                 &format!("units.cpu_workers={c}"),
                 &format!("apsp.gpu_top_levels={top}"),
+                &format!("apsp.gpu_fold_levels={fold}"),
                 "apsp.batch=64",
             ],
         );
@@ -103,10 +106,8 @@ fn rome99_every_source() {
         // unless the one leading launch takes every level.
         let folded = t["knobs"]["fold_levels"]["value"].as_u64().unwrap();
         assert_eq!(folded > 0, top != "1000", "{t}");
-        if top == "0" {
-            // 64 trees on PoCL: 8 summary slices, so every level from 128 vertices on is
-            // folded, written and added to the partials of the levels below.
-            assert!(folded >= 3, "{t}");
+        if fold == "5" {
+            assert_eq!(folded, 5, "{t}");
         }
         if top == "1000" {
             assert!(

@@ -101,6 +101,10 @@ pub struct ApspOptions {
     /// Leading (small) levels GPU PHAST sweeps in one launch ("auto" = those too small to fill
     /// the device; 0 = one launch per level).
     pub gpu_top_levels: Option<AutoOr>,
+    /// Trailing levels GPU PHAST sweeps and folds into the summaries at once when nothing but
+    /// the summaries is wanted ("auto" = the bottom level and the large ones above it; 0 =
+    /// every level swept, then summarized).
+    pub gpu_fold_levels: Option<AutoOr>,
     /// `[apsp.reach]`: counts, sums, nearest targets and isochrones folded per source.
     pub reach: Option<reach::ReachOptions>,
     /// Write `predecessors.npy`: each tree's predecessors in the input's numbering ([`paths`]).

@@ -232,6 +232,10 @@ pub(super) fn params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<La
                 o.gpu_frontier.and_then(|f| f.value()),
                 "[apsp] gpu_frontier",
             ),
+            fold_levels: Setting::from_config(
+                o.gpu_fold_levels.and_then(|f| f.value()),
+                "[apsp] gpu_fold_levels",
+            ),
             summaries_only: job.targets.is_none()
                 && job.rows.is_none()
                 && job.reach.is_none()

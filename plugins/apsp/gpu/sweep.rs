@@ -18,12 +18,12 @@ pub const SWEEP_RULES: &[(&str, &str)] = &[
     ("queues, level sweeps (PHAST)", "GPU: 2 (on an H200, whole osm-moscow ran within 3% from 1, 2 and 4 queues and slower from 8: one batch fills the device once the small levels share one launch; a second queue has the next batch ready while the host reads the last one); CPU devices: 1"),
     ("leading levels in one launch", "the leading levels whose items (vertices x k/4, 4 trees per item) fall short of the resident threads (compute units x 2048 on a GPU, x 64 on a CPU device): one launch each would be launch-bound (H200, osm-moscow: the sweep took 15% less time at k = 1024, 5% at 2048); on a GPU whose batch has fewer tree quads than 2 per compute unit, the one launch has only a work-group per quad, so the levels taken are those whose items fall short of those groups' items (H200, a 26.4M-vertex tiling at k = 64: 16 groups; its 48 leading levels in one launch ran 7,146 trees/s, every level in its own launch 7,925)"),
     ("summary slices", "resident threads / (k/4): each item folds 4 trees over n / slices vertices; at most n"),
-    ("levels folded into the summaries (PHAST)", "when nothing but each tree's summary is wanted (no distance rows, targets, reach or paths): the trailing levels swept by launches of their own whose vertices number at least 16 x the summary slices, and the bottom level always, are swept and folded at once (phast_fold), so phast_summary reads only the rows above them; the bottom level's vertices are no vertex's tails (a vertex's level is above its lower neighbours'), so it writes none: a tree's bytes per bottom vertex drop by the write and the summary's read, and per other folded vertex by the read; else 0"),
+    ("levels folded into the summaries (PHAST)", "when nothing but each tree's summary is wanted (no distance rows, targets, reach or paths): the trailing levels swept by launches of their own whose vertices number at least 256 x the summary slices, and the bottom level always, are swept and folded at once (phast_fold), so phast_summary reads only the rows above them; the bottom level's vertices are no vertex's tails (a vertex's level is above its lower neighbours'), so it writes none: a tree's bytes per bottom vertex drop by the write and the summary's read, and per other folded vertex by the read; else 0"),
     ("frontier list entries (device upward searches)", "1024 per list, within 3/4 of local memory: a road graph's upward search space is a few hundred vertices (osm-moscow: 267 mean); a tree that overflows is redone on the host"),
 ];
 
 /// Vertices per item at least in a folded level other than the bottom one (see [`SWEEP_RULES`]).
-pub const FOLD_MIN_ITEMS: usize = 16;
+pub const FOLD_MIN_ITEMS: usize = 256;
 
 /// What a level-sweep half knows about its problem.
 #[derive(Debug, Clone)]
@@ -42,6 +42,8 @@ pub struct SweepRequest<'a> {
     pub top_levels: Option<Setting>,
     /// Frontier list entries, set in the config.
     pub frontier: Option<Setting>,
+    /// Trailing levels folded into the summaries, set in the config.
+    pub fold_levels: Option<Setting>,
     /// Nothing but each tree's summary is read after the sweep (no rows, targets, reach or
     /// paths).
     pub summaries_only: bool,
@@ -226,21 +228,35 @@ pub fn sweep_plan(dev: &DeviceInfo, p: &mut LaunchParams, req: &SweepRequest<'_>
             reason: rule(6),
         },
     );
-    let fold_levels = Choice {
-        value: if req.summaries_only && top_levels.value < levels {
-            let big = FOLD_MIN_ITEMS * summary_slices.value;
-            let tail = req.level_sizes[top_levels.value..levels - 1]
-                .iter()
-                .rev()
-                .take_while(|&&s| s as usize >= big)
-                .count();
-            1 + tail
-        } else {
-            0
+    // Levels after the leading launch.
+    let after = levels - top_levels.value.min(levels);
+    let mut fold_levels = set_or(
+        &req.fold_levels,
+        Choice {
+            value: if after > 0 {
+                let big = FOLD_MIN_ITEMS * summary_slices.value;
+                let tail = req.level_sizes[levels - after..levels - 1]
+                    .iter()
+                    .rev()
+                    .take_while(|&&s| s as usize >= big)
+                    .count();
+                1 + tail
+            } else {
+                0
+            },
+            source: Source::Predicted,
+            reason: rule(5),
         },
-        source: Source::Predicted,
-        reason: rule(5),
-    };
+    );
+    fold_levels.value = fold_levels.value.min(after);
+    if !req.summaries_only && fold_levels.value > 0 {
+        fold_levels = Choice {
+            value: 0,
+            source: Source::Predicted,
+            reason: "0: distance rows, targets, reach or paths read every row after the sweep"
+                .into(),
+        };
+    }
     SweepPlan {
         top_levels,
         summary_slices,

@@ -20,6 +20,7 @@ fn sweep_batches_grow_to_the_index_bound_then_memory() {
         shared_bytes: 0,
         top_levels: None,
         frontier: None,
+        fold_levels: None,
         summaries_only: false,
     };
     // osm-moscow (0.41M vertices, 0.88M downward arcs): 2^34 / 5.2 MB = 3,328 -> 4,096.
@@ -101,6 +102,7 @@ fn top_levels_follow_the_groups_the_one_launch_has() {
             shared_bytes: 0,
             top_levels: None,
             frontier: None,
+            fold_levels: None,
             summaries_only: true,
         };
         sweep_plan(&gpu, &mut p, &req);
@@ -117,12 +119,13 @@ fn top_levels_follow_the_groups_the_one_launch_has() {
 
 /// Levels are folded only when nothing but the summaries is wanted: the bottom one whenever it
 /// has a launch of its own (not inside the one leading launch), and the trailing levels above
-/// it of at least 16 x the summary slices vertices (132 x 2048 / 256 quads = 1056 slices).
+/// it of at least 256 x the summary slices vertices (132 x 2048 / 256 quads = 1056 slices); a
+/// count set in the config is capped at the levels after the leading launch.
 #[test]
 fn levels_are_folded_only_for_summaries_below_the_leading_launch() {
     let gpu = dev("gpu", 132, 1024);
-    let sizes = [1u32, 4, 5000, 16_000, 17_000, 90_000];
-    let fold = |summaries_only: bool, top: Option<usize>| {
+    let sizes = [1u32, 4, 5000, 260_000, 280_000, 900_000];
+    let fold = |summaries_only: bool, top: Option<usize>, set: Option<usize>| {
         let mut p = LaunchParams {
             local: Default::default(),
             batch: Choice::fixed(1024, "test"),
@@ -133,17 +136,21 @@ fn levels_are_folded_only_for_summaries_below_the_leading_launch() {
             knobs: Default::default(),
             rules: Vec::new(),
         };
+        let setting = |v: Option<usize>, key: &str| {
+            v.map(|value| Setting {
+                value,
+                key: key.into(),
+            })
+        };
         let req = SweepRequest {
             level_sizes: &sizes,
-            n: 128_005,
+            n: 1_445_005,
             sweep_bytes: 8 << 20,
             bytes_per_tree: 8 << 20,
             shared_bytes: 0,
-            top_levels: top.map(|v| Setting {
-                value: v,
-                key: "[apsp] gpu_top_levels".into(),
-            }),
+            top_levels: setting(top, "[apsp] gpu_top_levels"),
             frontier: None,
+            fold_levels: setting(set, "[apsp] gpu_fold_levels"),
             summaries_only,
         };
         sweep_plan(&gpu, &mut p, &req);
@@ -151,11 +158,16 @@ fn levels_are_folded_only_for_summaries_below_the_leading_launch() {
         assert_eq!(plan.summary_slices.value, 1056);
         plan.fold_levels.value
     };
-    // 17,000 and 90,000 are at least 16 x 1056 = 16,896; 16,000 is not.
-    assert_eq!(fold(true, None), 2);
-    assert_eq!(fold(false, None), 0);
-    assert_eq!(fold(true, Some(4)), 2);
-    assert_eq!(fold(true, Some(5)), 1);
-    assert_eq!(fold(true, Some(6)), 0);
-    assert_eq!(fold(true, Some(100)), 0);
+    // 280,000 and 900,000 are at least 256 x 1056 = 270,336; 260,000 is not.
+    assert_eq!(fold(true, None, None), 2);
+    assert_eq!(fold(false, None, None), 0);
+    assert_eq!(fold(true, Some(4), None), 2);
+    assert_eq!(fold(true, Some(5), None), 1);
+    assert_eq!(fold(true, Some(6), None), 0);
+    assert_eq!(fold(true, Some(100), None), 0);
+    // Set: capped at the levels after the leading launch; nothing without summaries alone.
+    assert_eq!(fold(true, Some(2), Some(3)), 3);
+    assert_eq!(fold(true, Some(2), Some(9)), 4);
+    assert_eq!(fold(true, None, Some(0)), 0);
+    assert_eq!(fold(false, None, Some(3)), 0);
 }
