@@ -2,7 +2,8 @@
 # Fewer bytes per PHAST tree (issue 36 item 3): the build before against this one, alternated.
 # osm-moscow full APSP (default config, then GPU alone), then the K = 8 tiling (26.4M vertices)
 # with 1% of its sources on the GPU alone (each binary builds its own hierarchy first: their
-# cache formats differ). Prints run phase, trees/s and checksum per run.
+# cache formats differ); CPU PHAST alone on osm-moscow. Prints run phase, trees/s and checksum
+# per run.
 # Usage: bash benches/phast_bytes.sh BIN_DIR DATA_DIR [TILE_ROADS_PY]
 #   (BIN_DIR: tuccompi-before, tuccompi; DATA_DIR: osm-moscow.gr.gz, and osm-moscow.co.gz for K = 8)
 set -u
@@ -24,6 +25,12 @@ for i in 1 2 3; do
   for b in tuccompi-before tuccompi; do
     eval $B/$b run configs/apsp.toml $M --set output.dir=\"$W/d-$b-$i\" -q && show $W/d-$b-$i/report.json "default $b#$i"
     eval $B/$b run configs/apsp.toml $M --set units.cpu_workers=0 --set output.dir=\"$W/g-$b-$i\" -q && show $W/g-$b-$i/report.json "gpu alone $b#$i"
+  done
+done
+# CPU PHAST alone (every core, no OpenCL), 65,536 sources: the vertex order's share.
+for i in 1 2; do
+  for b in tuccompi-before tuccompi; do
+    eval $B/$b run configs/apsp.toml $M --set run.sources=65536 --set units.opencl=\"none\" --set apsp.cpu_algorithm=\"phast\" --set output.dir=\"$W/c-$b-$i\" -q && show $W/c-$b-$i/report.json "cpu phast $b#$i"
   done
 done
 [ -n "$TILE" ] || exit 0

@@ -129,6 +129,22 @@ fn gpu_phast_on_two_devices_equals_dijkstra() {
             "the devices' setups did not overlap: {:?}",
             [(b0, e0), (b1, e1)]
         );
+        // The driver's share of the prepare phase: the listing (once, the same for both)
+        // and each context, within the prepare phase.
+        let prepare = report["phase_seconds"]["prepare"].as_f64().unwrap();
+        for d in devices {
+            let o: Vec<f64> = d["opened"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect();
+            assert!(
+                o[0] > 0.0 && o[1] > 0.0 && o[0] + o[1] <= prepare,
+                "{o:?} against prepare {prepare}"
+            );
+        }
+        assert_eq!(devices[0]["opened"][0], devices[1]["opened"][0]);
         let by = tasks_by_device(&report);
         assert_eq!(by.values().sum::<u64>(), 192, "{by:?}");
         if policy == "equitable" {

@@ -106,6 +106,10 @@ pub struct Device {
     cl: ClDevice,
     context: std::mem::ManuallyDrop<Context>,
     programs: Mutex<HashMap<(String, String), Arc<Program>>>,
+    /// Seconds the driver took: listing the platforms and devices (once per discovery, for
+    /// all its devices: the first call initializes the driver) and creating this device's
+    /// context.
+    pub opened: [f64; 2],
 }
 
 /// Held while devices are listed and while contexts are created or released. PoCL initializes
@@ -255,7 +259,9 @@ fn list_unlocked() -> Result<Vec<(DeviceInfo, cl_device_id)>> {
 /// Open the devices `filter` selects, one context each. Errors when none matches.
 pub fn discover(filter: &Filter) -> Result<Vec<Arc<Device>>> {
     let _setup = SETUP.lock();
+    let listing = std::time::Instant::now();
     let all = list_unlocked()?;
+    let listed = listing.elapsed().as_secs_f64();
     let mut chosen = Vec::new();
     for (info, id) in &all {
         let type_ok = filter.device_type == "all" || filter.device_type == info.kind;
@@ -295,14 +301,17 @@ pub fn discover(filter: &Filter) -> Result<Vec<Arc<Device>>> {
     unsafe impl Send for Id {}
     let open = |index: usize, info: DeviceInfo, id: Id| -> Result<Arc<Device>> {
         let id = id.0;
+        let t = std::time::Instant::now();
         let context = Context::from_device(&ClDevice::new(id))
             .map_err(|e| cl_err(&format!("creating a context on '{}'", info.name), e))?;
+        let opened = [listed, t.elapsed().as_secs_f64()];
         Ok(Arc::new(Device {
             index,
             info,
             cl: ClDevice::new(id),
             context: std::mem::ManuallyDrop::new(context),
             programs: Mutex::new(HashMap::new()),
+            opened,
         }))
     };
     std::thread::scope(|s| {

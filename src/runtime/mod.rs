@@ -146,6 +146,9 @@ pub struct DeviceReport {
     /// its hierarchy there) began and ended, in seconds from the start of unit setup: the
     /// devices are set up in parallel, so the windows overlap.
     pub setup_window: [f64; 2],
+    /// Seconds the OpenCL driver took to list the platforms and devices (once for all
+    /// devices) and to create this device's context, within the prepare phase.
+    pub opened: [f64; 2],
     /// Device name.
     pub name: String,
     /// Platform name.

@@ -161,6 +161,7 @@ pub(super) fn build_units<'j>(
             device_reports.push(DeviceReport {
                 id: format!("gpu{}", dev.index),
                 setup_window,
+                opened: dev.opened,
                 name: dev.info.name.clone(),
                 platform: dev.info.platform.clone(),
                 kind: dev.info.kind.clone(),
