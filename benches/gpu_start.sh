@@ -8,10 +8,15 @@ set -u
 B=$1; D=$2; W=$(mktemp -d)
 export XDG_CACHE_HOME=$W/cache
 # The driver alone: listing every platform and device (clinfo), three times.
-for i in 1 2 3; do /usr/bin/time -f "clinfo -l %e s" clinfo -l >/dev/null; done
+if command -v clinfo >/dev/null; then
+  TIMEFORMAT="clinfo -l %R s"; for i in 1 2 3; do time clinfo -l >/dev/null; done
+fi
 nvidia-smi --query-gpu=index,name,persistence_mode --format=csv,noheader
 M="--set input.path=\"$D/osm-moscow.gr.gz\" --set run.sources=\"all\""
-eval $B/tuccompi run configs/apsp.toml $M --set output.dir=\"$W/warm\" -q
+# Warm: each build's hierarchy (their cache formats may differ) and the graph cache.
+for b in tuccompi-before tuccompi; do
+  eval $B/$b run configs/apsp.toml $M --set output.dir=\"$W/warm-$b\" -q
+done
 for i in 1 2 3; do
   for b in tuccompi-before tuccompi; do
     eval $B/$b run configs/apsp.toml $M --set output.dir=\"$W/$b-$i\" -q
