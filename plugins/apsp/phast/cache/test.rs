@@ -46,7 +46,7 @@ fn round_trip_both_widths() {
     let names: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();
     assert_eq!(names.len(), 1);
     assert!(
-        key.file_name().ends_with("-w32-v2.ch"),
+        key.file_name().ends_with("-w32-v3.ch"),
         "{}",
         key.file_name()
     );
