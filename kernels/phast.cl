@@ -11,7 +11,9 @@
 // phast_scatter of host results; the sweep pulls over the downward arcs level by level (the
 // small leading levels in one phast_top launch, then one phast_sweep launch per level),
 // reading `init` only where the mask says (n/8 bytes per tree instead of 4n);
-// phast_summary + phast_reduce fold each tree to [reached, sum_lo, sum_hi, max], and phast_rows
+// phast_summary + phast_reduce fold each tree to [reached, sum_lo, sum_hi, max] (when nothing
+// else is wanted, the trailing levels are swept by phast_fold, which folds them as it pulls
+// them, and phast_summary reads only the positions above them), and phast_rows
 // gathers distance rows in the input's numbering when they are requested. `init` is all INF
 // between batches (the sweep resets what it reads; the host fills it once); `mask` is zeroed
 // before each batch (both by clEnqueueFillBuffer).

@@ -28,14 +28,15 @@
 //! Cost per batch: `levels - top + 5` launches and `O(b (n + m_down))` device work; a tree moves
 //! at most `w (2n + m_down) + n/8` bytes (`w` the distance width: the sweep's writes and
 //! gathers, the summary's reads, the mask), less the tails' rows still in the device's cache
-//! (`benches/sweep_bytes.rs` models it) and, with the bottom level folded, `2w` per bottom
-//! vertex.
+//! (`benches/sweep_bytes.rs` models it) and, with levels folded, `w` per folded vertex (the
+//! summary's read) and `w` more per bottom vertex (its write).
 //!
 //! Launches are `unsafe` ([`Queue::launch`]): each passes the arguments in the order and with
 //! the types `kernels/phast.cl` declares (distances and weights of the job's width, matching
 //! `-DWIDE=1`), and every buffer holds what the kernel indexes: `n × stride(b)` distances and
 //! `n × ⌈stride(b)/32⌉` mask words for a batch of `b <= k` trees, `b` sources, `slices × b × 4`
-//! partial words, `b × 4` sums, `b` overflow flags, rows `chunk × targets`.
+//! partial words (twice that with levels folded), `b × 4` sums, `b` overflow flags, rows
+//! `chunk × targets`.
 
 use super::sweep::{sweep_plan, SweepPlan, SweepRequest};
 use super::{Algorithm, Batch, Ctx, DistBuf, Setup, Spec};
@@ -508,8 +509,14 @@ impl<W: DevWeight> Phast<W> {
         // Only levels after the leading launch's.
         let folded =
             (plan(p).fold_levels.value).min(levels.saturating_sub(plan(p).top_levels.value));
-        let fold_from = (folded > 0 && Self::bottom(job).is_some()).then(|| levels - folded);
-        // The bottom level's partials follow the summary's.
+        // From the first non-empty level of those (the first fold launch sets the partials).
+        let fold_from = (folded > 0 && Self::bottom(job).is_some())
+            .then(|| {
+                let h = job.hierarchy.as_ref().and_then(W::of)?;
+                (levels - folded..levels).find(|&l| h.levels[l + 1] > h.levels[l])
+            })
+            .flatten();
+        // The folded levels' partials follow the summary's.
         let partial_sets = if fold_from.is_some() { 2 } else { 1 };
         Ok(Phast {
             scatter: kern("phast_scatter")?,
@@ -788,7 +795,7 @@ impl<W: DevWeight> Phast<W> {
         let dh = Self::dh(cx);
         let slices = plan(&cx.sh.params).summary_slices.value;
         // With targets, fold their positions in their order; else every position in memory
-        // order (the same set, read sequentially), up to the bottom level when it was folded.
+        // order (the same set, read sequentially), up to the first folded level.
         let (list, ident) = match &dh.tpos {
             Some(t) => (t, 0),
             None => (&dh.pos, 1),
@@ -1053,6 +1060,15 @@ pub fn profile(
         return Err(Error::Device("profile needs device upward searches".into()));
     }
     if let Some(f) = fold {
+        let only = job.targets.is_none()
+            && job.rows.is_none()
+            && job.reach.is_none()
+            && job.paths.is_none();
+        if f > 0 && !only {
+            return Err(Error::Config(
+                "the profile folds levels only for a job of summaries alone".into(),
+            ));
+        }
         params.set_knob("fold_levels", Choice::fixed(f, "profile"));
     }
     let sh = job.setup(device, &params)?;

@@ -3,9 +3,10 @@
 //! generic batch and queue predictions with the sweep's own (trees per batch from the bytes a
 //! tree's sweep moves, queues by measurement) and picks the sweep's own parameters (how many
 //! small leading levels share one launch, the summary's slices, the upward searches' frontier
-//! lists), each with its reason; a value set in the config wins. The sweep's parameters go into
-//! the [`LaunchParams`] as the plugin's own (`top_levels`, `summary_slices`, `frontier`,
-//! `upward_on_device`), with [`SWEEP_RULES`], so that `tuccompi check` and `report.json`
+//! lists, the trailing levels folded into the summaries), each with its reason; a value set in
+//! the config wins. The sweep's parameters go into the [`LaunchParams`] as the plugin's own
+//! (`top_levels`, `summary_slices`, `frontier`, `upward_on_device`, `fold_levels`), with
+//! [`SWEEP_RULES`], so that `tuccompi check` and `report.json`
 //! show them; [`SweepPlan::of`] reads them back.
 
 use crate::device::DeviceInfo;
