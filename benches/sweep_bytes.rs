@@ -1,7 +1,7 @@
 //! The PHAST sweep's modelled DRAM traffic per vertex per tree: the level sweep replayed over
 //! a least-recently-used cache of distance rows (a row is one vertex's `k` distances, read
 //! whole by the items of each vertex that pulls over it), for the hierarchy's vertex order
-//! within levels and for other orders.
+//! within levels (breadth-first) and for others (id, depth-first, by a tail's position).
 //!
 //!     cargo bench --bench sweep_bytes -- [GRAPH] [K] [CACHE_MIB...]
 //!
@@ -11,7 +11,7 @@
 //! (1 when it reads every row after the sweep, 0 for rows the sweep folds as it writes).
 
 use std::time::Instant;
-use tuccompi_plugins::apsp::phast::ch::{ChParams, Hierarchy};
+use tuccompi_plugins::apsp::phast::ch::{breadth_first, ChParams, Hierarchy};
 use tuccompi_plugins::graph::{read_graph, Csr};
 
 /// Least-recently-used cache of `cap` rows by stack distance: a Fenwick tree over access
@@ -160,38 +160,20 @@ fn main() {
         100.0 * leaves as f64 / h.n as f64
     );
     let built: Vec<u32> = (0..h.n as u32).collect();
-    // Breadth-first ranks over the input graph (both directions), component by component.
-    let bfs = {
-        let mut rank = vec![u32::MAX; g.n];
-        let mut adj = vec![Vec::new(); g.n];
-        for u in 0..g.n {
-            for e in g.offsets[u] as usize..g.offsets[u + 1] as usize {
-                let v = g.targets[e] as usize;
-                adj[u].push(v as u32);
-                adj[v].push(u as u32);
-            }
-        }
-        let mut q = std::collections::VecDeque::new();
-        let mut next = 0u32;
-        for s in 0..g.n {
-            if rank[s] != u32::MAX {
-                continue;
-            }
-            rank[s] = next;
-            next += 1;
-            q.push_back(s as u32);
-            while let Some(u) = q.pop_front() {
-                for &v in &adj[u as usize] {
-                    if rank[v as usize] == u32::MAX {
-                        rank[v as usize] = next;
-                        next += 1;
-                        q.push_back(v);
-                    }
-                }
-            }
-        }
-        rank
+    // The hierarchy's own order within levels is breadth-first ([`breadth_first`]); id order
+    // and depth-first ranks for comparison.
+    let lvl = |p: u32| h.levels.partition_point(|&b| b <= p);
+    let by_rank = |rank: &dyn Fn(u32) -> u32| {
+        let mut seq: Vec<u32> = (0..h.n as u32).collect();
+        seq.sort_by_key(|&p| (lvl(p), rank(h.order[p as usize])));
+        seq
     };
+    let bfs = breadth_first(&g);
+    assert!(
+        by_rank(&|v| bfs[v as usize]) == built,
+        "the hierarchy orders each level by breadth-first rank"
+    );
+    let by_id = by_rank(&|v| v);
     // Depth-first preorder ranks, component by component.
     let dfs = {
         let mut rank = vec![u32::MAX; g.n];
@@ -208,9 +190,11 @@ fn main() {
                 }
                 rank[u as usize] = next;
                 next += 1;
-                for e in (g.offsets[u as usize] as usize..g.offsets[u as usize + 1] as usize).rev()
-                {
-                    let v = g.targets[e];
+                let (a, b) = (
+                    g.offsets[u as usize] as usize,
+                    g.offsets[u as usize + 1] as usize,
+                );
+                for &v in g.targets[a..b].iter().rev() {
                     if rank[v as usize] == u32::MAX {
                         st.push(v);
                     }
@@ -219,18 +203,7 @@ fn main() {
         }
         rank
     };
-    let by_dfs = {
-        let mut seq: Vec<u32> = (0..h.n as u32).collect();
-        let lvl = |p: u32| h.levels.partition_point(|&b| b <= p);
-        seq.sort_by_key(|&p| (lvl(p), dfs[h.order[p as usize] as usize]));
-        seq
-    };
-    let by_bfs = {
-        let mut seq: Vec<u32> = (0..h.n as u32).collect();
-        let lvl = |p: u32| h.levels.partition_point(|&b| b <= p);
-        seq.sort_by_key(|&p| (lvl(p), bfs[h.order[p as usize] as usize]));
-        seq
-    };
+    let by_dfs = by_rank(&|v| dfs[v as usize]);
     let distinct = {
         let mut read = vec![false; h.n];
         for &t in &h.down_tails {
@@ -243,8 +216,8 @@ fn main() {
         distinct as f64 / h.n as f64
     );
     let orders: Vec<(&str, Vec<u32>)> = vec![
-        ("as built (level, id)", built),
-        ("level, breadth-first", by_bfs),
+        ("level, id", by_id),
+        ("as built (level, breadth-first)", built),
         ("level, depth-first", by_dfs),
         (
             "min tail",
@@ -267,7 +240,7 @@ fn main() {
         for (name, seq) in &orders {
             let (w, r) = replay(&h, seq, cap);
             println!(
-                "cache {mib} MiB ({cap} rows of {k}), {name:<22}: per vertex per tree {w:.2} written + {r:.2} tail reads missed = {:.2} words, {:.1} bytes with the summary's read",
+                "cache {mib} MiB ({cap} rows of {k}), {name:<31}: per vertex per tree {w:.2} written + {r:.2} tail reads missed = {:.2} words, {:.1} bytes with the summary's read",
                 w + r,
                 4.0 * (w + r + 1.0)
             );

@@ -669,6 +669,19 @@ impl<W: DevWeight> Phast<W> {
         }
     }
 
+    /// The arguments the sweep's kernels (`phast_top`, `phast_sweep`, `phast_fold`) begin
+    /// with: the downward graph, `init`, the mask and the distances.
+    fn pull_args<'a>(&'a self, dh: &'a DeviceHierarchy) -> [Arg<'a>; 6] {
+        [
+            Arg::U32s(&dh.doff),
+            Arg::U32s(&dh.dtail),
+            dh.dw.arg(),
+            W::buf(&self.init),
+            Arg::U32s(&self.mask),
+            W::buf(&self.dist),
+        ]
+    }
+
     /// Enqueue the sweep: the top levels in one launch, then one launch per level.
     fn enqueue_levels(&self, cx: &Ctx<'_>) -> Result<()> {
         for l in self.launches(cx) {
@@ -699,14 +712,7 @@ impl<W: DevWeight> Phast<W> {
     fn enqueue_level(&self, cx: &Ctx<'_>, level: Option<usize>) -> Result<()> {
         let (h, dh) = (Self::h(cx), Self::dh(cx));
         let k = stride(cx.b);
-        let common = [
-            Arg::U32s(&dh.doff),
-            Arg::U32s(&dh.dtail),
-            dh.dw.arg(),
-            W::buf(&self.init),
-            Arg::U32s(&self.mask),
-            W::buf(&self.dist),
-        ];
+        let common = self.pull_args(dh);
         let Some(l) = level else {
             let top = plan(&cx.sh.params).top_levels.value;
             // About 2 groups per compute unit, each owning qpg quads of trees.
@@ -759,6 +765,18 @@ impl<W: DevWeight> Phast<W> {
     ) -> Result<()> {
         let dh = Self::dh(cx);
         let slices = plan(&cx.sh.params).summary_slices.value;
+        let mut a = self.pull_args(dh).to_vec();
+        a.extend([
+            Arg::U32(first),
+            Arg::U32(last - first),
+            Arg::U32(stride(cx.b) as u32),
+            Arg::U32(cx.b as u32),
+            Arg::U32(slices as u32),
+            Arg::U32(slices as u32),
+            Arg::U32(write as u32),
+            Arg::U32(add as u32),
+            Arg::U64s(&self.partial),
+        ]);
         // SAFETY: phast_fold's order and types; items slices x ceil(b/4), each pulling
         // positions first..last < n over their tails (< first) at stride(b) in init/dist
         // (n x stride(b)) and mask, and reading and writing partials below 2 x slices x b x 4
@@ -768,29 +786,13 @@ impl<W: DevWeight> Phast<W> {
                 &self.fold,
                 slices * cx.b.div_ceil(4),
                 Some(cx.local("phast_fold")?),
-                &[
-                    Arg::U32s(&dh.doff),
-                    Arg::U32s(&dh.dtail),
-                    dh.dw.arg(),
-                    W::buf(&self.init),
-                    Arg::U32s(&self.mask),
-                    W::buf(&self.dist),
-                    Arg::U32(first),
-                    Arg::U32(last - first),
-                    Arg::U32(stride(cx.b) as u32),
-                    Arg::U32(cx.b as u32),
-                    Arg::U32(slices as u32),
-                    Arg::U32(slices as u32),
-                    Arg::U32(write as u32),
-                    Arg::U32(add as u32),
-                    Arg::U64s(&self.partial),
-                ],
+                &a,
             )
         }
     }
 
-    /// Enqueue the summaries of the batch into `sums` (with the bottom level folded, over the
-    /// positions above it, and the reduction over both sets of partials).
+    /// Enqueue the summaries of the batch into `sums` (with levels folded, over the positions
+    /// above them, and the reduction over both sets of partials).
     fn enqueue_summary(&self, cx: &Ctx<'_>) -> Result<()> {
         let dh = Self::dh(cx);
         let slices = plan(&cx.sh.params).summary_slices.value;
@@ -805,8 +807,8 @@ impl<W: DevWeight> Phast<W> {
             None => (cols(cx.job), 1),
         };
         // SAFETY: phast_summary's order and types; items slices x ceil(b/4), each reading
-        // rows of positions < n (from `list`, cols(job) long; `targets` <= cols(job) of them) at stride(b) and writing its
-        // trees' partials below slices x b x 4 words.
+        // rows of positions < n (from `list`, cols(job) long; `targets` <= cols(job) of
+        // them) at stride(b) and writing its trees' partials below slices x b x 4 words.
         unsafe {
             cx.q.launch(
                 &self.summary,

@@ -1198,7 +1198,7 @@ fn build_with<W: ChWeight, S: ChWeight>(
 /// them, so the vertices in flight together pull over shared tails, whose distance rows are
 /// then still in the device's cache (`benches/sweep_bytes.rs` models the traffic: on osm-moscow
 /// 20% fewer tail rows missed than in id order).
-fn breadth_first(g: &Csr) -> Vec<u32> {
+pub fn breadth_first(g: &Csr) -> Vec<u32> {
     let mut rank = vec![u32::MAX; g.n];
     let mut queue = std::collections::VecDeque::new();
     let mut next = 0u32;
