@@ -517,6 +517,15 @@ impl Job for ApspJob {
 }
 
 impl ApspJob {
+    /// Nothing but each tree's summary over every vertex is wanted (no targets, distance rows,
+    /// paths or reach): the sweeps may fold the trees as they go and skip rows nobody reads.
+    pub fn summaries_only(&self) -> bool {
+        self.targets.is_none()
+            && self.rows.is_none()
+            && self.paths.is_none()
+            && self.reach.is_none()
+    }
+
     /// `distances.npy`'s element type as the report names it.
     fn rows_type(&self) -> &'static str {
         match self.width.rows {

@@ -237,10 +237,7 @@ pub(super) fn params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<La
                 o.gpu_fold_levels.and_then(|f| f.value()),
                 "[apsp] gpu_fold_levels",
             ),
-            summaries_only: job.targets.is_none()
-                && job.rows.is_none()
-                && job.reach.is_none()
-                && job.paths.is_none(),
+            summaries_only: job.summaries_only(),
         },
     );
     check_frontier(&device.info, plan(&p).frontier.value)?;
@@ -505,17 +502,11 @@ impl<W: DevWeight> Phast<W> {
         let device_up = plan(p).upward_on_device.value == 1;
         let kern = |name| device.kernel(&KERNELS, build_options(job.wide, device_up), name);
         let slices = plan(p).summary_slices.value;
-        let levels = Self::levels(job);
-        // Only levels after the leading launch's.
-        let folded =
-            (plan(p).fold_levels.value).min(levels.saturating_sub(plan(p).top_levels.value));
-        // From the first non-empty level of those (the first fold launch sets the partials).
-        let fold_from = (folded > 0 && Self::bottom(job).is_some())
-            .then(|| {
-                let h = job.hierarchy.as_ref().and_then(W::of)?;
-                (levels - folded..levels).find(|&l| h.levels[l + 1] > h.levels[l])
-            })
-            .flatten();
+        let fold_from = job
+            .hierarchy
+            .as_ref()
+            .and_then(W::of)
+            .and_then(|h| Self::first_folded(h, &plan(p)));
         // The folded levels' partials follow the summary's.
         let partial_sets = if fold_from.is_some() { 2 } else { 1 };
         Ok(Phast {
@@ -552,20 +543,22 @@ impl<W: DevWeight> Phast<W> {
         })
     }
 
-    /// The bottom level's first position, if no vertex pulls over its vertices (always so
-    /// for a hierarchy from `ch`; checked, since the bottom level's fold writes no rows).
-    fn bottom(job: &ApspJob) -> Option<u32> {
-        let h = job.hierarchy.as_ref().and_then(W::of)?;
-        let first = *h.levels.iter().rev().nth(1)?;
-        h.down_tails.iter().all(|&t| t < first).then_some(first)
-    }
-
-    /// The hierarchy's levels.
-    fn levels(job: &ApspJob) -> usize {
-        job.hierarchy
-            .as_ref()
-            .and_then(W::of)
-            .map_or(0, |h| h.levels.len().saturating_sub(1))
+    /// The first level `phast_fold` folds: of the plan's `fold_levels` (only levels after
+    /// the leading launch's), the first non-empty one, since the first fold launch of a batch
+    /// sets the partials. `None` without any, or when a bottom-level vertex is some vertex's
+    /// tail (never so for a hierarchy from `ch`; checked, since the bottom level's fold
+    /// writes no rows).
+    fn first_folded(h: &Hierarchy<W>, plan: &SweepPlan) -> Option<usize> {
+        let levels = h.levels.len().saturating_sub(1);
+        let folded = plan
+            .fold_levels
+            .value
+            .min(levels.saturating_sub(plan.top_levels.value));
+        let bottom = *h.levels.iter().rev().nth(1)?;
+        if folded == 0 || h.down_tails.iter().any(|&t| t >= bottom) {
+            return None;
+        }
+        (levels - folded..levels).find(|&l| h.levels[l + 1] > h.levels[l])
     }
 
     fn h<'a>(cx: &Ctx<'a>) -> &'a Hierarchy<W> {
@@ -1062,11 +1055,7 @@ pub fn profile(
         return Err(Error::Device("profile needs device upward searches".into()));
     }
     if let Some(f) = fold {
-        let only = job.targets.is_none()
-            && job.rows.is_none()
-            && job.reach.is_none()
-            && job.paths.is_none();
-        if f > 0 && !only {
+        if f > 0 && !job.summaries_only() {
             return Err(Error::Config(
                 "the profile folds levels only for a job of summaries alone".into(),
             ));
@@ -1188,7 +1177,7 @@ pub fn profile(
         batch_s: median(whole),
         overflowed,
         sweep_bytes: stride(k) as u64 * (n * 4 + m * 4 + n / 8) + m * 8 + n * 4,
-        fold_levels: w.fold_from.map_or(0, |f| Phast::<u32>::levels(job) - f),
+        fold_levels: w.fold_from.map_or(0, |f| h.levels.len() - 1 - f),
         launches,
     })
 }

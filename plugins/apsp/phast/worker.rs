@@ -38,12 +38,6 @@ pub fn cpu_worker<'a>(job: &'a ApspJob, h: &'a AnyHierarchy) -> Result<Box<dyn W
     })
 }
 
-/// Summaries over every vertex without distance rows: the sweep tallies them and skips the
-/// rows nobody reads.
-fn tally(job: &ApspJob) -> bool {
-    job.targets.is_none() && job.rows.is_none() && job.paths.is_none() && job.reach.is_none()
-}
-
 struct PhastWorker<'a, W: ChWeight> {
     job: &'a ApspJob,
     sw: Sweeper<'a, W>,
@@ -75,7 +69,7 @@ impl<'a, W: ChWeight> PhastWorker<'a, W> {
         // workers that get chunks: touching every worker's took a second and 6 GB of memory
         // for a 16-task run, and a sweep there is long against its page faults.
         if h.n * k * std::mem::size_of::<W>() <= TOUCH_BYTES {
-            sw.touch(tally(job));
+            sw.touch(job.summaries_only());
         }
         Ok(PhastWorker {
             job,
@@ -105,7 +99,7 @@ impl<W: ChWeight + RowWrite> Worker for PhastWorker<'_, W> {
             let end = (start + k).min(range.end);
             self.batch.clear();
             self.batch.extend_from_slice(&self.job.sources[start..end]);
-            self.sw.run_with(&self.batch, tally(self.job));
+            self.sw.run_with(&self.batch, self.job.summaries_only());
             self.sw.summarize(self.tpos.as_deref(), &mut self.recs);
             for (j, t) in (start..end).enumerate() {
                 // A u32 tree with a distance at CEIL overflowed: redone in u64.

@@ -72,6 +72,25 @@ fn sweep_batches_grow_to_the_index_bound_then_memory() {
     }
 }
 
+/// Launch parameters with `k` trees per batch set in the config, 2 queues and `phast_top`
+/// groups of 256, for [`sweep_plan`] to complete.
+fn set_params(k: usize) -> LaunchParams {
+    LaunchParams {
+        local: [("phast_top".to_string(), Choice::fixed(256, "test"))].into(),
+        batch: Choice {
+            value: k,
+            source: Source::Config,
+            reason: "test".into(),
+        },
+        groups_per_task: None,
+        queues: Choice::fixed(2, "test"),
+        persistent_items: None,
+        cache_key: None,
+        knobs: Default::default(),
+        rules: Vec::new(),
+    }
+}
+
 /// The leading levels in one launch: against every resident thread while the batch has at least
 /// 2 tree quads per compute unit; against the one launch's own groups (a group per quad) below.
 #[test]
@@ -80,20 +99,7 @@ fn top_levels_follow_the_groups_the_one_launch_has() {
     // Level sizes from the top: 1, 2, 4, ..., 2^20.
     let sizes: Vec<u32> = (0..21).map(|i| 1u32 << i).collect();
     let top = |k: usize| {
-        let mut p = LaunchParams {
-            local: [("phast_top".to_string(), Choice::fixed(256, "test"))].into(),
-            batch: Choice {
-                value: k,
-                source: Source::Config,
-                reason: "test".into(),
-            },
-            groups_per_task: None,
-            queues: Choice::fixed(2, "test"),
-            persistent_items: None,
-            cache_key: None,
-            knobs: Default::default(),
-            rules: Vec::new(),
-        };
+        let mut p = set_params(k);
         let req = SweepRequest {
             level_sizes: &sizes,
             n: 1 << 21,
@@ -126,16 +132,7 @@ fn levels_are_folded_only_for_summaries_below_the_leading_launch() {
     let gpu = dev("gpu", 132, 1024);
     let sizes = [1u32, 4, 5000, 260_000, 280_000, 900_000];
     let fold = |summaries_only: bool, top: Option<usize>, set: Option<usize>| {
-        let mut p = LaunchParams {
-            local: Default::default(),
-            batch: Choice::fixed(1024, "test"),
-            groups_per_task: None,
-            queues: Choice::fixed(2, "test"),
-            persistent_items: None,
-            cache_key: None,
-            knobs: Default::default(),
-            rules: Vec::new(),
-        };
+        let mut p = set_params(1024);
         let setting = |v: Option<usize>, key: &str| {
             v.map(|value| Setting {
                 value,
