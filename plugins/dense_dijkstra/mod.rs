@@ -65,7 +65,8 @@ impl Plugin for DenseDijkstra {
                 ctx.plan.plugin_options.keys().collect::<Vec<_>>()
             )));
         }
-        let given = crate::common::input::Input::of(ctx.plan)?;
+        // Its tasks are rows, spread over the ranks: each reads rank 0's input.
+        let given = crate::common::input::Input::on_this_rank(ctx.plan, ctx.share)?;
         let input = load_dense(ctx.plan, &given)?;
         let n = input.n();
         if (n as u128) * (n as u128) * 4 > 1 << 36 {
