@@ -126,7 +126,9 @@ fn accepted_keys() -> BTreeSet<String> {
                     ..
                 }),
             ) => error_text(tuccompi_plugins::common::generate_spec(&plan, &t)),
-            ("input.osm", _) => error_text(tuccompi_plugins::common::osm_options(&plan)),
+            ("input.osm", Ok(input)) => {
+                error_text(tuccompi_plugins::common::osm_options(&plan, &input))
+            }
             ("input", Ok(_)) => String::new(),
             _ => format!("[{table}] is not read by the graph plugins"),
         }

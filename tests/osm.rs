@@ -568,7 +568,8 @@ fn osm_keys_are_checked() {
         // [input.osm]'s values are the OSM reader's: checked when the plugin reads them.
         let e = match tuccompi::Plan::from_toml(&toml, Path::new("test.toml"), &[]) {
             Err(e) => e,
-            Ok(plan) => tuccompi_plugins::common::osm_options(&plan)
+            Ok(plan) => tuccompi_plugins::common::input::Input::of(&plan)
+                .and_then(|input| tuccompi_plugins::common::osm_options(&plan, &input))
                 .err()
                 .unwrap_or_else(|| panic!("accepted: {body}")),
         }

@@ -67,12 +67,17 @@ impl Geo {
     /// copy's via vertex's.
     pub fn place(&self, v: u32) -> Option<[f64; 2]> {
         let roads = self.coords.points.len() as u32;
-        match v.checked_sub(roads) {
-            None => self.coords.points[v as usize],
-            Some(i) => match self.extra.get(i as usize)? {
-                Extra::Phantom(p) => Some(*p),
-                Extra::Turn(b) => self.coords.points.get(*b as usize).copied().flatten(),
-            },
+        match v
+            .checked_sub(roads)
+            .and_then(|i| self.extra.get(i as usize))
+        {
+            Some(Extra::Phantom(p)) => Some(*p),
+            _ => self
+                .coords
+                .points
+                .get(self.road_vertex(v) as usize)
+                .copied()
+                .flatten(),
         }
     }
 }
@@ -92,7 +97,7 @@ pub fn load_input(
     let plan = ctx.plan;
     if let Some(p) = input.path() {
         if is_osm(p) {
-            let opts = super::osm_options(plan)?;
+            let opts = super::osm_options(plan, input)?;
             let mut net = read_network(p, opts).map_err(|e| name_path(plan, p, e))?;
             let lists: Vec<(&str, &[[f64; 2]])> = points
                 .iter()

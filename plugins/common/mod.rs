@@ -24,9 +24,10 @@ pub fn generate_spec(plan: &Plan, t: &toml::Table) -> Result<GenSpec> {
     plan.table("input.generate", t)
 }
 
-/// `[input.osm]` as the OpenStreetMap reader's options (its defaults when absent).
-pub fn osm_options(plan: &Plan) -> Result<crate::graph::osm::OsmOptions> {
-    match &Input::of(plan)?.osm {
+/// `[input.osm]` of the plan's parsed `input` as the OpenStreetMap reader's options (its
+/// defaults when absent).
+pub fn osm_options(plan: &Plan, input: &Input) -> Result<crate::graph::osm::OsmOptions> {
+    match &input.osm {
         Some(t) => plan.table("input.osm", t),
         None => Ok(Default::default()),
     }
@@ -98,11 +99,6 @@ pub fn check_lines(plan: &Plan, input: &Input) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Load the input graph a plan names (file or generator).
-pub fn load_graph(plan: &Plan) -> Result<EdgeList> {
-    load_graph_of(plan, &Input::of(plan)?)
-}
-
 /// Load the graph `input` names (file or generator); `plan` for the messages.
 pub fn load_graph_of(plan: &Plan, input: &Input) -> Result<EdgeList> {
     if let Some(p) = input.path() {
@@ -124,7 +120,7 @@ pub fn load_graph_of(plan: &Plan, input: &Input) -> Result<EdgeList> {
     match &input.spec {
         // A file that cannot be opened is named by the key that names it.
         Some(InputSpec::Path(p)) => if is_osm(p) {
-            crate::graph::osm::read_osm(p, osm_options(plan)?).map(|(list, _, _)| list)
+            crate::graph::osm::read_osm(p, osm_options(plan, input)?).map(|(list, _, _)| list)
         } else {
             read_graph_with(p, &input.options)
         }
@@ -187,7 +183,7 @@ impl DenseInput {
     }
 }
 
-/// Load a dense plugin's input: a `.npy` matrix mapped and scanned, else [`load_graph`].
+/// Load a dense plugin's input: a `.npy` matrix mapped and scanned, else [`load_graph_of`].
 pub fn load_dense(plan: &Plan, input: &Input) -> Result<DenseInput> {
     load_dense_filled::<u32>(plan, input, None).map(|(d, _)| d)
 }

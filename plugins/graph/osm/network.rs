@@ -489,19 +489,6 @@ impl Network {
         out.extend(zero.iter().map(|&(c, b)| (c, b, 0, 0)));
         out
     }
-
-    /// The road vertex a graph vertex stands for: itself for a road vertex, the via vertex for
-    /// a turn copy, `None` for a phantom.
-    pub fn road_vertex(&self, v: u32) -> Option<u32> {
-        let n = self.roads() as u32;
-        match v.checked_sub(n) {
-            None => Some(v),
-            Some(i) => match self.extra.get(i as usize) {
-                Some(Extra::Turn(b)) => Some(*b),
-                _ => None,
-            },
-        }
-    }
 }
 
 /// `edges.csv`: `tail,head,weight,metres,seconds,way_id,geometry`, one row per arc of the road
