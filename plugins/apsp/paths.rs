@@ -542,23 +542,13 @@ fn write_pairs(
     name: &str,
     f: impl Fn(&mut String, PairOf<'_>) + Sync,
 ) -> Result<()> {
-    use rayon::prelude::*;
-    let block = 4 * rayon::current_num_threads();
-    let tasks = job.sources.len();
-    let mut start = 0;
-    while start < tasks {
-        let end = (start + block).min(tasks);
-        let texts: Vec<String> = (start..end)
-            .into_par_iter()
-            .map(|t| source_text(job, trees, targets, dist_rows, t, &f))
-            .collect::<Result<_>>()?;
-        for text in texts {
-            w.write_all(text.as_bytes())
-                .map_err(|e| Error::Output(format!("{name}: {e}")))?;
-        }
-        start = end;
-    }
-    Ok(())
+    crate::common::write_in_order(
+        w,
+        name,
+        job.sources.len(),
+        || (),
+        |_, t| source_text(job, trees, targets, dist_rows, t, &f),
+    )
 }
 
 /// Write `paths.csv` (and `paths.geojson` for inputs with longitude/latitude places) from the

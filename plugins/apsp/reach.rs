@@ -629,54 +629,43 @@ fn write_isochrone_ids(
     source_id: &(dyn Fn(usize) -> u64 + Sync),
     dir: &Path,
 ) -> Result<()> {
-    use rayon::prelude::*;
     use std::io::Write as _;
     let base = job.graph.id_base;
-    let block = 4 * rayon::current_num_threads();
     crate::sink::write_stream(dir, "isochrone_ids.csv", |w| {
         let out = |e: std::io::Error| Error::Output(format!("isochrone_ids.csv: {e}"));
         w.write_all(b"source,limit,count,vertices\n").map_err(out)?;
-        let mut start = 0;
-        while start < job.sources.len() {
-            let end = (start + block).min(job.sources.len());
-            let texts: Vec<String> = (start..end)
-                .into_par_iter()
-                .map_init(
-                    || super::dijkstra::Dijkstra::<u64>::new(job.graph.n),
-                    |dj, t| {
-                        let dist = dj.run(&job.graph, job.sources[t]);
-                        let mut text = String::new();
-                        for (j, &limit) in r.isochrones.iter().enumerate() {
-                            let within: Vec<usize> =
-                                (0..dist.len()).filter(|&v| dist[v] <= limit).collect();
-                            if within.len() as u64 != folded[t].iso[j] {
-                                return Err(Error::Output(format!(
-                                    "isochrone_ids.csv: source {} has {} vertices within {limit}, \
-                                     its tree counted {} (a bug in tuccompi; please report it)",
-                                    source_id(t),
-                                    within.len(),
-                                    folded[t].iso[j]
-                                )));
-                            }
-                            let _ = write!(text, "{},{limit},{},", source_id(t), within.len());
-                            for (k, v) in within.iter().enumerate() {
-                                if k > 0 {
-                                    text.push(' ');
-                                }
-                                let _ = write!(text, "{}", *v as u64 + base);
-                            }
-                            text.push('\n');
+        crate::common::write_in_order(
+            w,
+            "isochrone_ids.csv",
+            job.sources.len(),
+            || super::dijkstra::Dijkstra::<u64>::new(job.graph.n),
+            |dj, t| {
+                let dist = dj.run(&job.graph, job.sources[t]);
+                let mut text = String::new();
+                for (j, &limit) in r.isochrones.iter().enumerate() {
+                    let within: Vec<usize> =
+                        (0..dist.len()).filter(|&v| dist[v] <= limit).collect();
+                    if within.len() as u64 != folded[t].iso[j] {
+                        return Err(Error::Output(format!(
+                            "isochrone_ids.csv: source {} has {} vertices within {limit}, \
+                             its tree counted {} (a bug in tuccompi; please report it)",
+                            source_id(t),
+                            within.len(),
+                            folded[t].iso[j]
+                        )));
+                    }
+                    let _ = write!(text, "{},{limit},{},", source_id(t), within.len());
+                    for (k, v) in within.iter().enumerate() {
+                        if k > 0 {
+                            text.push(' ');
                         }
-                        Ok(text)
-                    },
-                )
-                .collect::<Result<_>>()?;
-            for text in texts {
-                w.write_all(text.as_bytes()).map_err(out)?;
-            }
-            start = end;
-        }
-        Ok(())
+                        let _ = write!(text, "{}", *v as u64 + base);
+                    }
+                    text.push('\n');
+                }
+                Ok(text)
+            },
+        )
     })
 }
 

@@ -615,6 +615,33 @@ impl RowWrite for i64 {
     }
 }
 
+/// The texts `text(state, t)` of tasks `0..tasks` written into `w` in task order, made in
+/// parallel a block of a few tasks per thread at a time (memory: one block's text); `state`
+/// is made once per thread by `init`. A failed write is an error naming `name`.
+pub fn write_in_order<S>(
+    w: &mut dyn std::io::Write,
+    name: &str,
+    tasks: usize,
+    init: impl Fn() -> S + Sync + Send,
+    text: impl Fn(&mut S, usize) -> Result<String> + Sync + Send,
+) -> Result<()> {
+    let block = 4 * rayon::current_num_threads();
+    let mut start = 0;
+    while start < tasks {
+        let end = (start + block).min(tasks);
+        let texts: Vec<String> = (start..end)
+            .into_par_iter()
+            .map_init(&init, &text)
+            .collect::<Result<_>>()?;
+        for t in texts {
+            w.write_all(t.as_bytes())
+                .map_err(|e| Error::Output(format!("{name}: {e}")))?;
+        }
+        start = end;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod test {
     use super::*;
