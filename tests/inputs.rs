@@ -296,6 +296,59 @@ fn every_dense_plugin_reads_npy_matrices_as_it_reads_the_same_graph_as_text() {
     }
 }
 
+/// GPU fw-blocked reads a `.npy` matrix strip by strip from the file as it uploads it, and
+/// summarizes (and writes) each source's row as its strip comes back: against the CPU half on
+/// the same file, with several strips, sources out of order and strips without a source (not
+/// read back), in a C-order and a Fortran-order encoding.
+#[test]
+fn gpu_fw_blocked_streams_npy_matrices_as_the_cpu_reads_them() {
+    if !opencl() {
+        return;
+    }
+    let n = 100;
+    let dir = tmpdir("npy-gpu");
+    for negative in [false, true] {
+        let m = matrix(n, 11 + negative as u64, negative);
+        for how in ["<i4 -1e6", ">i8 F", "<f8 inf"] {
+            let (bytes, extra) = encode(n, &m, how);
+            let f = dir.join("m.npy");
+            std::fs::write(&f, bytes).unwrap();
+            let cfg = format!(
+                "[run]\nplugin = \"fw-blocked\"\n[input]\npath = {:?}\n{extra}",
+                f.display().to_string()
+            );
+            for sources in ["\"all\"", "[97, 3, 4]"] {
+                let src = format!("run.sources={sources}");
+                let base = ["output.distances=true", src.as_str()];
+                let want = run(&cfg, &[&base[..], &["units.opencl=none"]].concat());
+                let got = run(
+                    &cfg,
+                    &[
+                        &base[..],
+                        &[
+                            "units.cpu_workers=0",
+                            "units.device_type=\"all\"",
+                            "fw-blocked.tile=16",
+                            "fw-blocked.strips=3",
+                        ],
+                    ]
+                    .concat(),
+                );
+                let by = got.report["checksum"]["computed_by"].as_str().unwrap();
+                assert!(by.starts_with("gpu"), "{by}");
+                assert_eq!(got.report["checksum"]["gpu_seconds"]["strips"], 3);
+                for file in ["summary.csv", "distances.npy"] {
+                    assert!(
+                        std::fs::read(got.dir.join(file)).unwrap()
+                            == std::fs::read(want.dir.join(file)).unwrap(),
+                        "{how} negative={negative} sources={sources}: {file} differs"
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn hostile_npy_files_get_one_clear_error() {
     let dir = tmpdir("npy-bad");

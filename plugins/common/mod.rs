@@ -183,25 +183,12 @@ impl DenseInput {
     }
 }
 
-/// Load a dense plugin's input: a `.npy` matrix mapped and scanned, else [`load_graph_of`].
+/// Load a dense plugin's input: a `.npy` matrix mapped and scanned (every entry checked, its
+/// largest weight, sign and arcs found; the plugin reads its values where it uses them), else
+/// [`load_graph_of`].
 pub fn load_dense(plan: &Plan, input: &Input) -> Result<DenseInput> {
-    load_dense_filled::<u32>(plan, input, None).map(|(d, _)| d)
-}
-
-/// What a `.npy` matrix's entries become in [`load_dense_filled`]'s matrix: the diagonal, no
-/// arc, and an arc of weight `w`.
-pub type Fill<'a, T> = (T, T, &'a (dyn Fn(i64) -> T + Sync));
-
-/// [`load_dense`] that, for a `.npy` matrix of elements of at most 4 bytes, also returns the
-/// `n × n` matrix of `T` made by `fill` in the same pass over the file (each entry read once;
-/// exact when `fill`'s conversion is for the weights the stats show).
-pub fn load_dense_filled<T: crate::ZeroBits + Send + Sync>(
-    plan: &Plan,
-    input: &Input,
-    fill: Option<Fill<'_, T>>,
-) -> Result<(DenseInput, Option<Vec<T>>)> {
     let Some(p) = input.path().filter(|p| input_format(p) == "npy") else {
-        return load_graph_of(plan, input).map(|l| (DenseInput::Edges(l), None));
+        return load_graph_of(plan, input).map(DenseInput::Edges);
     };
     check_input_options(plan, input, "npy")?;
     let m = NpyMatrix::open(p, &input.options).map_err(|e| name_path(plan, p, e))?;
@@ -210,19 +197,8 @@ pub fn load_dense_filled<T: crate::ZeroBits + Send + Sync>(
         (m.n as u64).saturating_mul(m.n as u64).saturating_mul(8),
         &format!("a dense {} x {} matrix", m.n, m.n),
     )?;
-    match fill.filter(|_| m.element_bytes() <= 4) {
-        Some((zero, none, arc)) => {
-            let what = format!("a dense {} x {} matrix", m.n, m.n);
-            // Zeroed pages, first touched by the scan's threads.
-            let mut out = crate::zeros::<T>(m.n * m.n, &what)?;
-            let stats = m.scan_into(Some((&mut out[..], zero, none, arc)))?;
-            Ok((DenseInput::Matrix(m, stats), Some(out)))
-        }
-        None => {
-            let stats = m.scan()?;
-            Ok((DenseInput::Matrix(m, stats), None))
-        }
-    }
+    let stats = m.scan()?;
+    Ok(DenseInput::Matrix(m, stats))
 }
 
 /// The input graph as a CSR: under MPI, built by one rank of each machine and mapped read-only

@@ -13,22 +13,27 @@
 //! The first strip's upload and the last strip's read-back are the only exposed transfers.
 //!
 //! **Threads.** This thread enqueues the launches on an in-order compute queue; a scoped
-//! transfer thread uploads strip by strip on its own queue (announcing each strip), fills the
-//! output on every core (its pages would otherwise be faulted in during the read-back), then
-//! reads back each strip once its marker on the compute queue is reached.
+//! transfer thread uploads strip by strip on its own queue (announcing each strip), then reads
+//! back each strip once its marker on the compute queue is reached.
 //!
-//! **Transfers** go through two page-locked staging buffers of 16 MiB: every core copies the
+//! **Transfers** go through two page-locked staging buffers of 16 MiB: every core fills the
 //! next piece into one while the other crosses the bus (pageable memory crosses at about 7
-//! GB/s through NVIDIA's OpenCL).
+//! GB/s through NVIDIA's OpenCL). Up, a `.npy` input's rows are converted straight from the
+//! mapped file into the buffer (no host copy of the matrix, no pass before the run); down,
+//! each piece that holds a source's row is summarized and its rows written to
+//! `distances.npy` from the buffer while the next piece comes over the bus (no host copy of
+//! the result; `finish` only writes the summaries), and pieces without one are not read.
 //!
 //! Work: n³ updates (ld³ with padding); phase 1 does 1/nb² of it, phase 2 1/nb.
 
 use super::tile::{tile_shape, TileShape};
 use super::{FwJob, Val, KERNELS};
+use crate::common::PathSummary;
 use crate::device::Kernel;
 use crate::device::{Arg, DBuf, Device, Marker, Pinned, Queue};
 use crate::tuning::{characterizations, subset};
 use crate::{Error, Result};
+use parking_lot::Mutex;
 use std::ops::Range;
 use std::time::Instant;
 
@@ -174,15 +179,6 @@ impl Launcher<'_> {
 /// Bytes of each of the two page-locked staging buffers.
 const STAGE_BYTES: usize = 16 << 20;
 
-/// Copy `src` into the front of `dst` on every core.
-fn par_copy(src: &[i32], dst: &mut [i32]) {
-    use rayon::prelude::*;
-    dst[..src.len()]
-        .par_chunks_mut(1 << 16)
-        .zip(src.par_chunks(1 << 16))
-        .for_each(|(d, s)| d.copy_from_slice(s));
-}
-
 /// The pieces of `rows`, `piece` rows each.
 fn pieces(rows: Range<usize>, piece: usize) -> Vec<Range<usize>> {
     rows.clone()
@@ -191,8 +187,13 @@ fn pieces(rows: Range<usize>, piece: usize) -> Vec<Range<usize>> {
         .collect()
 }
 
-/// Upload host rows `rows` (of `n`) through the two staging buffers: while one piece goes over
-/// the bus (this thread), the next is copied into the other buffer (a helper thread, every core).
+/// Host rows `rows` (of `n` columns) into a buffer, packed.
+type Fill<'a> = dyn Fn(Range<usize>, &mut [i32]) -> Result<()> + Sync + 'a;
+/// Takes rows `rows` (of `n` columns) read back, packed.
+type Take<'a> = dyn Fn(Range<usize>, &[i32]) -> Result<()> + Sync + 'a;
+
+/// Upload rows `rows` (of `n`) through the two staging buffers: while one piece goes over the
+/// bus (this thread), `fill` puts the next into the other buffer (a helper thread, every core).
 #[allow(clippy::too_many_arguments)]
 fn staged_write(
     q: &Queue,
@@ -200,75 +201,79 @@ fn staged_write(
     ld: usize,
     n: usize,
     rows: Range<usize>,
-    input: &[i32],
+    fill: &Fill<'_>,
     stage: &mut [Pinned<i32>; 2],
     piece: usize,
 ) -> Result<()> {
     let ps = pieces(rows, piece);
     let [mut cur, mut next] = stage.each_mut();
     if let Some(p) = ps.first() {
-        par_copy(&input[p.start * n..p.end * n], cur.as_mut_slice());
+        fill(p.clone(), cur.as_mut_slice())?;
     }
     for (i, p) in ps.iter().enumerate() {
         let following = ps.get(i + 1).cloned();
-        std::thread::scope(|sc| {
+        std::thread::scope(|sc| -> Result<()> {
             let next = &mut *next;
-            sc.spawn(move || {
-                if let Some(f) = following {
-                    par_copy(&input[f.start * n..f.end * n], next.as_mut_slice());
-                }
+            let filled = sc.spawn(move || match following {
+                Some(f) => fill(f, next.as_mut_slice()),
+                None => Ok(()),
             });
-            q.write_rows(m, ld, p.start, n, &cur.as_slice()[..p.len() * n])
+            let sent = q.write_rows(m, ld, p.start, n, &cur.as_slice()[..p.len() * n]);
+            joined(filled)?;
+            sent
         })?;
         std::mem::swap(&mut cur, &mut next);
     }
     Ok(())
 }
 
-/// Read back device rows `rows` into `out` (those rows, packed) through the staging buffers:
-/// while one piece comes over the bus, the previous one is copied out.
-#[allow(clippy::too_many_arguments)]
+/// A helper thread's result (its panic goes on).
+fn joined(h: std::thread::ScopedJoinHandle<'_, Result<()>>) -> Result<()> {
+    h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
+/// Read back device row pieces `ps` (of `n` columns) through the staging buffers, handing each
+/// to `take` (a helper thread, every core) while the next comes over the bus.
 fn staged_read(
     q: &Queue,
     m: &DBuf<i32>,
     ld: usize,
     n: usize,
-    rows: Range<usize>,
-    out: &mut [i32],
+    ps: &[Range<usize>],
+    take: &Take<'_>,
     stage: &mut [Pinned<i32>; 2],
-    piece: usize,
 ) -> Result<()> {
-    let ps = pieces(rows, piece);
     let [mut cur, mut next] = stage.each_mut();
     if let Some(p) = ps.first() {
         q.read_rows(m, ld, p.start, n, &mut cur.as_mut_slice()[..p.len() * n])?;
     }
-    let mut rest = out;
     for (i, p) in ps.iter().enumerate() {
-        let (here, after) = rest.split_at_mut(p.len() * n);
-        rest = after;
         let following = ps.get(i + 1).cloned();
         std::thread::scope(|sc| -> Result<()> {
-            let done = &cur.as_slice()[..here.len()];
-            sc.spawn(move || par_copy(done, here));
-            if let Some(f) = following {
-                q.read_rows(m, ld, f.start, n, &mut next.as_mut_slice()[..f.len() * n])?;
-            }
-            Ok(())
+            let done = &cur.as_slice()[..p.len() * n];
+            let taken = sc.spawn(move || take(p.clone(), done));
+            let read = match following {
+                Some(f) => q.read_rows(m, ld, f.start, n, &mut next.as_mut_slice()[..f.len() * n]),
+                None => Ok(()),
+            };
+            joined(taken)?;
+            read
         })?;
         std::mem::swap(&mut cur, &mut next);
     }
     Ok(())
 }
 
-/// Run fw-blocked for `job` on `device`; returns the closed matrix and where the time went
+/// Run fw-blocked for `job` on `device`: the input goes up strip by strip as it is read
+/// ([`FwJob::input`]'s rows, converted into the staging buffers), and each source's row is
+/// summarized (and written to `distances.npy` when asked) as its strip comes back, so no whole
+/// matrix is held on the host. Returns the sources' summaries and where the time went
 /// (seconds: `total`, `upload`, `readback`, and with `profile` each phase's device time).
 pub(super) fn run(
     job: &FwJob,
     device: &Device,
     shape: &TileShape,
-    input: &[i32],
-) -> Result<(Vec<i32>, serde_json::Value)> {
+) -> Result<(Vec<PathSummary>, serde_json::Value)> {
     let t0 = Instant::now();
     let n = job.n;
     let b = shape.block.value;
@@ -295,21 +300,46 @@ pub(super) fn run(
         timed: job.profile.then(Vec::new),
     };
     let (cut, steps) = schedule(nb, shape.strips.value);
-    // Reserved only: the transfer thread fills it while the device computes.
-    let mut out: Vec<i32> = Vec::new();
-    out.try_reserve_exact(n * n).map_err(|_| {
-        Error::Input(format!(
-            "not enough host memory for the {n} x {n} result matrix ({:.1} GiB)",
-            (n * n * 4) as f64 / (1u64 << 30) as f64
-        ))
-    })?;
+    let piece_rows = (STAGE_BYTES / (4 * n)).clamp(1, n);
+    let fill = |rows: Range<usize>, out: &mut [i32]| job.input.narrow_rows(n, rows, out);
+    // The sources by row: a piece read back serves those whose rows it holds.
+    let mut by_row: Vec<(usize, usize)> = (job.sources.iter().enumerate())
+        .map(|(t, &s)| (s as usize, t))
+        .collect();
+    by_row.sort_unstable();
+    let summaries = Mutex::new(vec![PathSummary::default(); job.sources.len()]);
+    let take = |rows: Range<usize>, data: &[i32]| -> Result<()> {
+        use rayon::prelude::*;
+        if let Some(v) = rows.clone().find(|&i| data[(i - rows.start) * n + i] < 0) {
+            return Err(job.cycle_error(v));
+        }
+        let at = |i: usize| by_row.partition_point(|x| x.0 < i);
+        let here = &by_row[at(rows.start)..at(rows.end)];
+        let done = (here.par_iter())
+            .map(|&(r, t)| Ok((t, job.row_out(t, &data[(r - rows.start) * n..][..n])?)))
+            .collect::<Result<Vec<_>>>()?;
+        let mut all = summaries.lock();
+        for (t, s) in done {
+            all[t] = s;
+        }
+        Ok(())
+    };
+    // Pieces without a source's row are not read back.
+    let wanted = |rows: Range<usize>| -> Vec<Range<usize>> {
+        pieces(rows, piece_rows)
+            .into_iter()
+            .filter(|p| {
+                let i = by_row.partition_point(|x| x.0 < p.start);
+                by_row.get(i).is_some_and(|x| x.0 < p.end)
+            })
+            .collect()
+    };
     let (arrive_tx, arrive_rx) = crossbeam_channel::unbounded::<usize>();
     let (final_tx, final_rx) = crossbeam_channel::unbounded::<(usize, Marker)>();
     let mut first_arrival = 0.0;
     let rows_of = |r: &Range<usize>| (r.start * b).min(n)..(r.end * b).min(n);
-    let piece_rows = (STAGE_BYTES / (4 * n)).clamp(1, n);
     let (compute, transfers) = std::thread::scope(|sc| {
-        let (cut, m, out) = (&cut, &m, &mut out);
+        let (cut, m, fill, take, wanted) = (&cut, &m, &fill, &take, &wanted);
         let transfers = sc.spawn(move || -> Result<[f64; 4]> {
             let t = Instant::now();
             let mut stage = [
@@ -323,23 +353,17 @@ pub(super) fn run(
             }
             for (s, r) in cut.iter().enumerate() {
                 let t = Instant::now();
-                staged_write(&qt, m, ld, n, rows_of(r), input, &mut stage, piece_rows)?;
+                staged_write(&qt, m, ld, n, rows_of(r), fill, &mut stage, piece_rows)?;
                 up += t.elapsed().as_secs_f64();
                 if arrive_tx.send(s).is_err() {
                     break;
                 }
             }
             drop(arrive_tx);
-            {
-                use rayon::prelude::*;
-                out.par_extend(rayon::iter::repeat_n(0i32, n * n));
-            }
             for (s, marker) in final_rx {
                 marker.wait()?;
-                let rows = rows_of(&cut[s]);
                 let t = Instant::now();
-                let part = &mut out[rows.start * n..rows.end * n];
-                staged_read(&qt, m, ld, n, rows, part, &mut stage, piece_rows)?;
+                staged_read(&qt, m, ld, n, &wanted(rows_of(&cut[s])), take, &mut stage)?;
                 last = t.elapsed().as_secs_f64();
                 down += last;
             }
@@ -392,7 +416,7 @@ pub(super) fn run(
         t["phase3"] = serde_json::json!(per[3]);
         t["launches"] = serde_json::json!(timed.len());
     }
-    Ok((out, t))
+    Ok((summaries.into_inner(), t))
 }
 
 #[cfg(test)]
@@ -568,10 +592,34 @@ mod test {
             Pinned::<i32>::new(&dev, piece * n).unwrap(),
             Pinned::<i32>::new(&dev, piece * n).unwrap(),
         ];
-        staged_write(&q, &m, ld, n, 0..11, &input, &mut stage, piece).unwrap();
-        let mut back = vec![0; 9 * n];
-        staged_read(&q, &m, ld, n, 2..11, &mut back, &mut stage, piece).unwrap();
-        assert_eq!(back, input[2 * n..]);
+        let fill = |rows: Range<usize>, out: &mut [i32]| {
+            out[..rows.len() * n].copy_from_slice(&input[rows.start * n..rows.end * n]);
+            Ok(())
+        };
+        staged_write(&q, &m, ld, n, 0..11, &fill, &mut stage, piece).unwrap();
+        // Rows 2..11 back in pieces, but for the piece 5..8, each handed over once.
+        let back = Mutex::new(vec![-1; 11 * n]);
+        let take = |rows: Range<usize>, data: &[i32]| {
+            let mut b = back.lock();
+            assert!(b[rows.start * n] == -1, "piece {rows:?} handed over twice");
+            b[rows.start * n..rows.end * n].copy_from_slice(&data[..rows.len() * n]);
+            Ok(())
+        };
+        staged_read(&q, &m, ld, n, &[2..5, 8..11], &take, &mut stage).unwrap();
+        let back = back.into_inner();
+        for i in 0..11 {
+            let want = if (2..5).contains(&i) || (8..11).contains(&i) {
+                &input[i * n..(i + 1) * n]
+            } else {
+                &[-1; 7][..]
+            };
+            assert_eq!(&back[i * n..(i + 1) * n], want, "row {i}");
+        }
+        // A failing fill or take is the transfer's error.
+        let bad = |_: Range<usize>, _: &mut [i32]| Err(Error::Input("no rows".into()));
+        assert!(staged_write(&q, &m, ld, n, 0..11, &bad, &mut stage, piece).is_err());
+        let refuse = |_: Range<usize>, _: &[i32]| Err(Error::Input("refused".into()));
+        assert!(staged_read(&q, &m, ld, n, &[2..5, 5..8], &refuse, &mut stage).is_err());
         let mut pad = vec![0; ld];
         q.read(&m, 11 * ld, &mut pad).unwrap();
         assert!(pad.iter().all(|&x| x == i32::INF), "row 11 is padding");

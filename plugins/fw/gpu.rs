@@ -4,7 +4,7 @@
 //! min-plus products, with 16 × 16 diagonal blocks closed in local memory.
 
 use super::blocked_gpu;
-use super::{FwJob, Matrix, Variant, KERNELS};
+use super::{Closed, FwJob, Matrix, Variant, KERNELS};
 use crate::device::Kernel;
 use crate::device::{Arg, DBuf, Device, KernelSource, Queue};
 use crate::plugin::{GpuHalf, RecordsOut, Worker};
@@ -60,7 +60,7 @@ impl GpuHalf for FwJob {
     }
 
     fn setup(&self, device: &Device, params: &LaunchParams) -> Result<LaunchParams> {
-        if !matches!(self.input, Matrix::Narrow(_)) {
+        if !self.input.narrow() {
             return Err(Error::Device(format!(
                 "{}: paths may exceed 2^28 in magnitude, beyond the devices' exact 32-bit Floyd-Warshall; run it on CPU workers (units.opencl = \"none\")",
                 self.name
@@ -238,27 +238,32 @@ impl Rk<'_> {
 
 impl Worker for GpuFw<'_> {
     fn run(&mut self, _range: Range<usize>, _out: &mut RecordsOut<'_>) -> Result<()> {
-        let Matrix::Narrow(input) = &self.job.input else {
-            return Err(Error::Device(
-                "a 64-bit matrix reached the device (setup refuses them; a bug)".into(),
-            ));
+        let wide = || {
+            Error::Device("a 64-bit matrix reached the device (setup refuses them; a bug)".into())
         };
+        if !self.job.input.narrow() {
+            return Err(wide());
+        }
         let n = self.job.n;
         if self.job.variant == Variant::Blocked {
             let shape = &self
                 .job
                 .tile_shape(self.device)
                 .map_err(|e| self.job.origins.locate(e))?;
-            let (out, timing) = blocked_gpu::run(self.job, self.device, shape, input)?;
+            let (summaries, timing) = blocked_gpu::run(self.job, self.device, shape)?;
             tracing::info!("fw-blocked on '{}': {timing}", self.device.info.name);
             *self.job.timing.lock() = Some(timing);
-            return self.job.store(
-                Matrix::Narrow(out),
-                &format!("gpu ({})", self.device.info.name),
-            );
+            *self.job.result.lock() = Some((
+                Closed::Rows(summaries),
+                format!("gpu ({})", self.device.info.name),
+            ));
+            return Ok(());
         }
+        let Matrix::Narrow(input) = self.job.input.matrix()? else {
+            return Err(wide());
+        };
         let mut m = DBuf::<i32>::new(self.device, n * n)?;
-        self.q.write(&mut m, 0, input)?;
+        self.q.write(&mut m, 0, &input)?;
         let nn = Arg::U32(n as u32);
         match self.job.variant {
             Variant::Naive => {

@@ -196,6 +196,63 @@ pub enum Matrix {
     Wide(Vec<i64>),
 }
 
+/// The input matrix: held in memory, or, for a scanned `.npy` whose weights fit the 32-bit
+/// width, read from the file where it is used (the GPU half converts it a piece at a time into
+/// its staging buffers as it uploads them: no whole host copy, and no pass over the matrix
+/// before the run).
+enum Source {
+    Held(Matrix),
+    Npy(crate::graph::NpyMatrix),
+}
+
+impl Source {
+    /// Whether the matrix is 32-bit.
+    fn narrow(&self) -> bool {
+        !matches!(self, Source::Held(Matrix::Wide(_)))
+    }
+
+    /// The whole matrix, owned (the CPU half and the unblocked GPU variants work in place).
+    fn matrix(&self) -> Result<Matrix> {
+        match self {
+            Source::Held(m) => Ok(m.clone()),
+            Source::Npy(m) => {
+                let what = format!("a dense {} x {} matrix", m.n, m.n);
+                let mut out = crate::zeros::<i32>(m.n * m.n, &what)?;
+                m.fill(&mut out, i32::ZERO, i32::INF, <i32 as Val>::from_i64);
+                Ok(Matrix::Narrow(out))
+            }
+        }
+    }
+
+    /// Rows `rows` of the 32-bit matrix (`n` columns) into `out`, packed, on every core.
+    fn narrow_rows(&self, n: usize, rows: Range<usize>, out: &mut [i32]) -> Result<()> {
+        use rayon::prelude::*;
+        match self {
+            Source::Held(Matrix::Narrow(a)) => {
+                out[..rows.len() * n]
+                    .par_chunks_mut(1 << 16)
+                    .zip(a[rows.start * n..rows.end * n].par_chunks(1 << 16))
+                    .for_each(|(d, s)| d.copy_from_slice(s));
+                Ok(())
+            }
+            Source::Npy(m) => {
+                m.fill_rows(rows, out, i32::ZERO, i32::INF, <i32 as Val>::from_i64);
+                Ok(())
+            }
+            Source::Held(Matrix::Wide(_)) => Err(Error::Device(
+                "a 64-bit matrix reached the device (setup refuses them; a bug)".into(),
+            )),
+        }
+    }
+}
+
+/// What a unit leaves for `finish`: the closed matrix, or (the GPU's blocked variant, which
+/// summarizes and writes each row as its strip comes back) the sources' summaries.
+enum Closed {
+    Matrix(Matrix),
+    Rows(Vec<PathSummary>),
+}
+
 /// A prepared dense job.
 pub struct FwJob {
     inputs: Vec<std::path::PathBuf>,
@@ -203,7 +260,7 @@ pub struct FwJob {
     variant: Variant,
     /// Vertices.
     pub n: usize,
-    input: Matrix,
+    input: Source,
     sources: Vec<u32>,
     id_base: u64,
     negative: bool,
@@ -211,7 +268,7 @@ pub struct FwJob {
     gpu_tile: tile::TileRequest,
     profile: bool,
     rows: Option<NpyRows>,
-    result: Mutex<Option<(Matrix, String)>>,
+    result: Mutex<Option<(Closed, String)>>,
     /// Where a GPU run spent its time (report: checksum.gpu_seconds).
     timing: Mutex<Option<serde_json::Value>>,
     name: String,
@@ -319,13 +376,9 @@ impl Fw {
             ));
         }
         let given = crate::common::input::Input::of(ctx.plan)?;
-        // A matrix of small elements is read once: scanned and filled as i32 together, kept
-        // when its weights fit the narrow type (below).
-        let (input, narrow) = crate::common::load_dense_filled::<i32>(
-            ctx.plan,
-            &given,
-            Some((i32::ZERO, i32::INF, &<i32 as Val>::from_i64)),
-        )?;
+        // A `.npy` matrix is only scanned here (checked, its weights' bound found); a 32-bit
+        // one is read again where it is used (`Source::Npy`).
+        let input = crate::common::load_dense(ctx.plan, &given)?;
         let n = input.n();
         let bytes = (n as u128) * (n as u128) * 8;
         if bytes > 1 << 36 {
@@ -369,17 +422,13 @@ impl Fw {
                 v as u64 + input.id_base()
             )));
         }
-        let matrix = match (bound < 1 << 28, narrow) {
-            (true, Some(m)) => Matrix::Narrow(m),
-            (true, None) => Matrix::Narrow(dense(&input)?),
-            (false, narrow) => {
-                drop(narrow);
-                Matrix::Wide(dense(&input)?)
-            }
-        };
         let list_name = input.name().to_string();
         let id_base = input.id_base();
-        drop(input);
+        let matrix = match (bound < 1 << 28, input) {
+            (true, DenseInput::Matrix(m, _)) => Source::Npy(m),
+            (true, input) => Source::Held(Matrix::Narrow(dense(&input)?)),
+            (false, input) => Source::Held(Matrix::Wide(dense(&input)?)),
+        };
         let (sources, origins) = crate::common::ids::run_sources(ctx.plan)?;
         let sources = resolve_sources(&sources, origins.as_ref(), n, id_base)?;
         let ty = if negative {
@@ -501,52 +550,62 @@ fn parent_cycle(parent: &[u32]) -> Option<u32> {
 
 impl FwJob {
     /// The summary of each source's row of the closed matrix `a`, and with
-    /// `output.distances` the row written to `distances.npy` (unreachable = the file's
-    /// dtype's marker): row by row in parallel, each read once.
+    /// `output.distances` the row written to `distances.npy`: rows in parallel, each read once.
     fn rows_out<T: Val>(&self, a: &[T]) -> Result<Vec<PathSummary>> {
         use rayon::prelude::*;
         let n = self.n;
-        let narrow = std::mem::size_of::<T>() == 4;
         self.sources
             .par_iter()
             .enumerate()
-            .map(|(t, &s)| {
-                let row = &a[s as usize * n..(s as usize + 1) * n];
-                let (mut reached, mut sum, mut max) = (0u64, 0i128, 0i64);
-                for d in row.iter().filter(|d| !d.unreachable()) {
-                    let d = d.to_i64();
-                    reached += 1;
-                    sum += d as i128;
-                    max = max.max(d);
-                }
-                if let Some(rows) = &self.rows {
-                    let get = |d: &T| (!d.unreachable()).then(|| d.to_i64());
-                    if self.negative {
-                        let r: Vec<i64> = row.iter().map(|d| get(d).unwrap_or(i64::MAX)).collect();
-                        i64::write_row(rows, t, &r)?;
-                    } else if narrow {
-                        let r: Vec<u32> = row
-                            .iter()
-                            .map(|d| get(d).map_or(u32::MAX, |x| x as u32))
-                            .collect();
-                        u32::write_row(rows, t, &r)?;
-                    } else {
-                        let r: Vec<u64> = row
-                            .iter()
-                            .map(|d| get(d).map_or(u64::MAX, |x| x as u64))
-                            .collect();
-                        u64::write_row(rows, t, &r)?;
-                    }
-                }
-                Ok(PathSummary {
-                    reached,
-                    sum,
-                    // The row holds d(s, s) = 0 (a negative cycle was refused), so max >= 0.
-                    max: max as u64,
-                    redone: false,
-                })
-            })
+            .map(|(t, &s)| self.row_out(t, &a[s as usize * n..(s as usize + 1) * n]))
             .collect()
+    }
+
+    /// The summary of source `t`'s closed row, and with `output.distances` the row written to
+    /// `distances.npy` (unreachable = the file's dtype's marker).
+    fn row_out<T: Val>(&self, t: usize, row: &[T]) -> Result<PathSummary> {
+        let (mut reached, mut sum, mut max) = (0u64, 0i128, 0i64);
+        for d in row.iter().filter(|d| !d.unreachable()) {
+            let d = d.to_i64();
+            reached += 1;
+            sum += d as i128;
+            max = max.max(d);
+        }
+        if let Some(rows) = &self.rows {
+            let get = |d: &T| (!d.unreachable()).then(|| d.to_i64());
+            if self.negative {
+                let r: Vec<i64> = row.iter().map(|d| get(d).unwrap_or(i64::MAX)).collect();
+                i64::write_row(rows, t, &r)?;
+            } else if std::mem::size_of::<T>() == 4 {
+                let r: Vec<u32> = row
+                    .iter()
+                    .map(|d| get(d).map_or(u32::MAX, |x| x as u32))
+                    .collect();
+                u32::write_row(rows, t, &r)?;
+            } else {
+                let r: Vec<u64> = row
+                    .iter()
+                    .map(|d| get(d).map_or(u64::MAX, |x| x as u64))
+                    .collect();
+                u64::write_row(rows, t, &r)?;
+            }
+        }
+        Ok(PathSummary {
+            reached,
+            sum,
+            // The row holds d(s, s) = 0 (a negative cycle was refused), so max >= 0.
+            max: max as u64,
+            redone: false,
+        })
+    }
+
+    /// The negative-cycle error of vertex `v` (index).
+    fn cycle_error(&self, v: usize) -> Error {
+        Error::Input(format!(
+            "{}: negative cycle through vertex {}: shortest paths are undefined",
+            self.name,
+            v as u64 + self.id_base
+        ))
     }
 
     /// Store a finished matrix (after checking for negative cycles).
@@ -557,13 +616,9 @@ impl FwJob {
             Matrix::Wide(a) => (0..n).find(|&i| a[i * n + i] < 0),
         };
         if let Some(v) = neg {
-            return Err(Error::Input(format!(
-                "{}: negative cycle through vertex {}: shortest paths are undefined",
-                self.name,
-                v as u64 + self.id_base
-            )));
+            return Err(self.cycle_error(v));
         }
-        *self.result.lock() = Some((m, unit.to_string()));
+        *self.result.lock() = Some((Closed::Matrix(m), unit.to_string()));
         Ok(())
     }
 }
@@ -584,7 +639,7 @@ impl Job for FwJob {
     fn describe(&self) -> serde_json::Value {
         serde_json::json!({
             "name": self.name, "n": self.n, "variant": format!("{:?}", self.variant),
-            "element": match self.input { Matrix::Narrow(_) => "i32", Matrix::Wide(_) => "i64" },
+            "element": if self.input.narrow() { "i32" } else { "i64" },
             "negative_weights": self.negative,
         })
     }
@@ -612,8 +667,9 @@ impl Job for FwJob {
             });
         };
         let summaries = match m {
-            Matrix::Narrow(a) => self.rows_out(a)?,
-            Matrix::Wide(a) => self.rows_out(a)?,
+            Closed::Matrix(Matrix::Narrow(a)) => self.rows_out(a)?,
+            Closed::Matrix(Matrix::Wide(a)) => self.rows_out(a)?,
+            Closed::Rows(s) => s.clone(),
         };
         let n = self.n;
         if let Some(rows) = &self.rows {
@@ -640,9 +696,9 @@ impl Worker for CpuFw<'_> {
     fn run(&mut self, _range: Range<usize>, _out: &mut RecordsOut<'_>) -> Result<()> {
         let job = self.0;
         let tile = job.tile.unwrap_or(64).max(1);
-        let m = match &job.input {
-            Matrix::Narrow(a) => Matrix::Narrow(cpu::solve(a.clone(), job.n, job.variant, tile)),
-            Matrix::Wide(a) => Matrix::Wide(cpu::solve(a.clone(), job.n, job.variant, tile)),
+        let m = match job.input.matrix()? {
+            Matrix::Narrow(a) => Matrix::Narrow(cpu::solve(a, job.n, job.variant, tile)),
+            Matrix::Wide(a) => Matrix::Wide(cpu::solve(a, job.n, job.variant, tile)),
         };
         job.store(m, "cpu (rayon over every core)")
     }

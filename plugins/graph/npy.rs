@@ -294,38 +294,10 @@ impl NpyMatrix {
     ///
     /// O(n²).
     pub fn scan(&self) -> Result<MatrixStats> {
-        self.scan_into::<u8>(None)
-    }
-
-    /// [`scan`](NpyMatrix::scan) that fills `out` in the same pass, as
-    /// [`fill`](NpyMatrix::fill) would (`fill = (out, zero, none, arc)`): each entry is read
-    /// once. The values are meaningful only when the scan succeeds and `arc` converts every
-    /// weight exactly (check the stats' `max_abs`).
-    #[allow(clippy::type_complexity)]
-    pub fn scan_into<T: Copy + Send + Sync>(
-        &self,
-        fill: Option<(&mut [T], T, T, &(dyn Fn(i64) -> T + Sync))>,
-    ) -> Result<MatrixStats> {
-        let n = self.n;
-        let rows: Vec<std::result::Result<MatrixStats, Error>> = match fill {
-            Some((out, zero, none, arc)) => out
-                .par_chunks_mut(n)
-                .enumerate()
-                .map(|(i, row)| {
-                    self.scan_row(i, |j, cell| {
-                        row[j] = match cell {
-                            _ if i == j => zero,
-                            Cell::Arc(w, _) => arc(w),
-                            _ => none,
-                        }
-                    })
-                })
-                .collect(),
-            None => (0..n)
-                .into_par_iter()
-                .map(|i| self.scan_row(i, |_, _| {}))
-                .collect(),
-        };
+        let rows: Vec<std::result::Result<MatrixStats, Error>> = (0..self.n)
+            .into_par_iter()
+            .map(|i| self.scan_row(i))
+            .collect();
         let mut all = MatrixStats::default();
         for r in rows {
             let s = r?;
@@ -361,13 +333,11 @@ impl NpyMatrix {
         Ok(all)
     }
 
-    /// Check row `i`'s entries, passing each to `each(j, cell)` too: the row's stats or its
-    /// first bad entry.
-    fn scan_row(&self, i: usize, mut each: impl FnMut(usize, Cell)) -> Result<MatrixStats> {
+    /// Check row `i`'s entries: the row's stats or its first bad entry.
+    fn scan_row(&self, i: usize) -> Result<MatrixStats> {
         let mut s = MatrixStats::default();
         let mut bad: Option<Error> = None;
         self.for_row(i, |j, cell| {
-            each(j, cell);
             if bad.is_some() {
                 return;
             }
@@ -423,16 +393,32 @@ impl NpyMatrix {
         none: T,
         arc: impl Fn(i64) -> T + Sync,
     ) {
+        self.fill_rows(0..self.n, out, zero, none, arc);
+    }
+
+    /// [`fill`](NpyMatrix::fill) for rows `rows` only: `out` holds them packed (`rows.len() ×
+    /// n`), so a consumer can take the matrix a piece at a time straight from the file.
+    pub fn fill_rows<T: Copy + Send + Sync>(
+        &self,
+        rows: std::ops::Range<usize>,
+        out: &mut [T],
+        zero: T,
+        none: T,
+        arc: impl Fn(i64) -> T + Sync,
+    ) {
         let n = self.n;
-        out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
-            self.for_row(i, |j, cell| {
-                row[j] = match cell {
-                    _ if i == j => zero,
-                    Cell::Arc(w, _) => arc(w),
-                    _ => none,
-                };
+        out[..rows.len() * n]
+            .par_chunks_mut(n.max(1))
+            .zip(rows)
+            .for_each(|(row, i)| {
+                self.for_row(i, |j, cell| {
+                    row[j] = match cell {
+                        _ if i == j => zero,
+                        Cell::Arc(w, _) => arc(w),
+                        _ => none,
+                    };
+                });
             });
-        });
     }
 
     /// The arcs off the diagonal as an edge list (for a negative-cycle check). O(n²).
