@@ -212,15 +212,22 @@ __kernel void phast_top(__global const uint* doff, __global const uint* dtail,
     }
 }
 
+// Per-item folds of 4 trees: counts, sums and maxima of the finite distances. A 32-bit item
+// folds fewer than 2^32 values below 2^32, so its sum needs no carry; a 64-bit one counts
+// carries in `hi`.
+#ifdef WIDE
+#define LFOLD(v, l) if ((v) != INF) { cnt[l]++; ulong s = lo[l] + (v); hi[l] += (s < lo[l]); \
+    lo[l] = s; mx[l] = max(mx[l], (v)); }
+#else
+#define LFOLD(v, l) if ((v) != INF) { cnt[l]++; lo[l] += (ulong)(v); mx[l] = max(mx[l], (v)); }
+#endif
+#define LFOLD4(d) LFOLD((d).x, 0) LFOLD((d).y, 1) LFOLD((d).z, 2) LFOLD((d).w, 3)
+
 // Per-tree partial summaries over targets: item (g, q) folds targets g, g + slices, ... of
 // trees 4q .. 4q+3 (those below b; row stride k) into partial[(g*b + j)*4 ..] = [reached,
-// sum_lo, sum_hi, max]: one 16- or 32-byte load per target, two targets in flight. `tpos`
-// lists the targets' positions; with `ident` = 1 target t is position t (all vertices, in
-// memory order).
-#define FOLD(v, l) if ((v) != INF) { ulong x = (ulong)(v); cnt[l]++; lo[l] += x; \
-    hi[l] += (lo[l] < x) ? 1 : 0; mx[l] = max(mx[l], x); }
-#define FOLD4(d) FOLD((d).x, 0) FOLD((d).y, 1) FOLD((d).z, 2) FOLD((d).w, 3)
-
+// sum_lo, sum_hi, max]: one 16- or 32-byte load per target, two targets in flight, in the
+// accumulators of phast_fold (LFOLD4). `tpos` lists the targets' positions; with
+// `ident` = 1 target t is position t (all vertices, in memory order).
 __kernel void phast_summary(__global const dist_t* dist, __global const uint* tpos,
                             uint ident, uint targets, uint k, uint b, uint slices,
                             __global ulong* partial) {
@@ -229,23 +236,24 @@ __kernel void phast_summary(__global const dist_t* dist, __global const uint* tp
     if (i >= (size_t)slices * b4) return;
     uint g = (uint)(i / b4), j = 4 * (uint)(i % b4);
     __global const dist4_t* d4 = (__global const dist4_t*)dist;
-    ulong cnt[4] = {0, 0, 0, 0}, lo[4] = {0, 0, 0, 0}, hi[4] = {0, 0, 0, 0},
-          mx[4] = {0, 0, 0, 0};
+    uint cnt[4] = {0, 0, 0, 0}, hi[4] = {0, 0, 0, 0};
+    ulong lo[4] = {0, 0, 0, 0};
+    dist_t mx[4] = {0, 0, 0, 0};
     uint t = g;
     for (; t + slices < targets; t += 2 * slices) {
         uint p0 = ident ? t : tpos[t], p1 = ident ? t + slices : tpos[t + slices];
         dist4_t a = d4[((size_t)p0 * k + j) / 4];
         dist4_t c = d4[((size_t)p1 * k + j) / 4];
-        FOLD4(a)
-        FOLD4(c)
+        LFOLD4(a)
+        LFOLD4(c)
     }
     if (t < targets) {
         dist4_t a = d4[((size_t)(ident ? t : tpos[t]) * k + j) / 4];
-        FOLD4(a)
+        LFOLD4(a)
     }
     for (uint l = 0; l < 4 && j + l < b; l++) {
         __global ulong* o = partial + ((size_t)g * b + j + l) * 4;
-        o[0] = cnt[l]; o[1] = lo[l]; o[2] = hi[l]; o[3] = mx[l];
+        o[0] = cnt[l]; o[1] = lo[l]; o[2] = hi[l]; o[3] = (ulong)mx[l];
     }
 }
 
@@ -285,17 +293,6 @@ inline void pull2(__global const uint* doff, __global const uint* dtail,
     *dp = a;
     *dr = c;
 }
-
-// Per-item folds of 4 trees: counts, sums and maxima of the finite distances. A 32-bit item
-// folds fewer than 2^32 values below 2^32, so its sum needs no carry; a 64-bit one counts
-// carries in `hi`.
-#ifdef WIDE
-#define LFOLD(v, l) if ((v) != INF) { cnt[l]++; ulong s = lo[l] + (v); hi[l] += (s < lo[l]); \
-    lo[l] = s; mx[l] = max(mx[l], (v)); }
-#else
-#define LFOLD(v, l) if ((v) != INF) { cnt[l]++; lo[l] += (ulong)(v); mx[l] = max(mx[l], (v)); }
-#endif
-#define LFOLD4(d) LFOLD((d).x, 0) LFOLD((d).y, 1) LFOLD((d).z, 2) LFOLD((d).w, 3)
 
 // A trailing level (positions first .. first+count-1) swept and folded into the summaries at
 // once, when nothing but the summaries is wanted: its distances are written only if `write`

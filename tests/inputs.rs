@@ -205,6 +205,7 @@ fn encode(n: usize, m: &[Option<i64>], how: &str) -> (Vec<u8>, &'static str) {
     let (descr, fortran, extra) = match how {
         "<i4 -1e6" => ("<i4", false, "no_arc = -1000000\n"),
         ">i8 F" => (">i8", true, "no_arc = 1000000\n"),
+        ">i4 F" => (">i4", true, "no_arc = 1000000\n"),
         "<f8 inf" => ("<f8", false, ""),
         "<f4 nan F" => ("<f4", true, ""),
         "<f8 /10" => ("<f8", false, "weight_scale = 10\n"),
@@ -217,6 +218,7 @@ fn encode(n: usize, m: &[Option<i64>], how: &str) -> (Vec<u8>, &'static str) {
         match descr {
             "<i4" => data.extend_from_slice(&(v.unwrap_or(-1_000_000) as i32).to_le_bytes()),
             ">i8" => data.extend_from_slice(&v.unwrap_or(1_000_000).to_be_bytes()),
+            ">i4" => data.extend_from_slice(&(v.unwrap_or(1_000_000) as i32).to_be_bytes()),
             "<f8" if how.ends_with("/10") => {
                 data.extend_from_slice(&v.map_or(f64::INFINITY, |w| w as f64 / 10.0).to_le_bytes())
             }
@@ -240,10 +242,11 @@ fn every_dense_plugin_reads_npy_matrices_as_it_reads_the_same_graph_as_text() {
         let m = matrix(n, 7 + negative as u64, negative);
         std::fs::write(dir.join("g.gr"), gr_text(n, &m)).unwrap();
         let hows: &[&str] = if negative {
-            &["<i4 -1e6", ">i8 F", "<f8 inf"]
+            &["<i4 -1e6", ">i4 F", ">i8 F", "<f8 inf"]
         } else {
             &[
                 "<i4 -1e6",
+                ">i4 F",
                 ">i8 F",
                 "<f8 inf",
                 "<f4 nan F",
@@ -309,7 +312,7 @@ fn gpu_fw_blocked_streams_npy_matrices_as_the_cpu_reads_them() {
     let dir = tmpdir("npy-gpu");
     for negative in [false, true] {
         let m = matrix(n, 11 + negative as u64, negative);
-        for how in ["<i4 -1e6", ">i8 F", "<f8 inf"] {
+        for how in ["<i4 -1e6", ">i4 F", ">i8 F", "<f8 inf"] {
             let (bytes, extra) = encode(n, &m, how);
             let f = dir.join("m.npy");
             std::fs::write(&f, bytes).unwrap();

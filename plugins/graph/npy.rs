@@ -296,7 +296,10 @@ impl NpyMatrix {
     pub fn scan(&self) -> Result<MatrixStats> {
         let rows: Vec<std::result::Result<MatrixStats, Error>> = (0..self.n)
             .into_par_iter()
-            .map(|i| self.scan_row(i))
+            .map_init(Vec::new, |buf, i| match self.scan_int_row(i, buf) {
+                Some(s) => Ok(s),
+                None => self.scan_row(i),
+            })
             .collect();
         let mut all = MatrixStats::default();
         for r in rows {
@@ -331,6 +334,95 @@ impl NpyMatrix {
             );
         }
         Ok(all)
+    }
+
+    /// The no-arc value of the integer fast paths ([`int_row`](NpyMatrix::int_row)): `Some(None)`
+    /// for none, `None` where they do not apply (weights scaled, a float no_arc).
+    fn int_no_arc(&self) -> Option<Option<i64>> {
+        match (self.scale, self.no_arc) {
+            (None, None) => Some(None),
+            (None, Some(NoArc::Int(a))) => Some(Some(a)),
+            _ => None,
+        }
+    }
+
+    /// Row `i` as i64 into `buf`, for the fast paths of integer matrices of at most 4-byte
+    /// elements (every value a valid weight); `false` where they do not apply.
+    fn int_row(&self, i: usize, buf: &mut Vec<i64>) -> bool {
+        if self.kind == Kind::Float || self.size > 4 || self.int_no_arc().is_none() {
+            return false;
+        }
+        let (n, size) = (self.n, self.size);
+        let (start, step) = if self.fortran {
+            (self.offset + i * size, n * size)
+        } else {
+            (self.offset + i * n * size, size)
+        };
+        let data = &self.map[start..];
+        buf.clear();
+        macro_rules! each {
+            ($t:ty) => {{
+                const S: usize = std::mem::size_of::<$t>();
+                let at = |c: &[u8]| c.try_into().unwrap_or([0u8; S]);
+                if self.fortran {
+                    buf.extend((0..n).map(|j| &data[j * step..j * step + S]).map(|c| {
+                        let b = at(c);
+                        (if self.big_endian {
+                            <$t>::from_be_bytes(b)
+                        } else {
+                            <$t>::from_le_bytes(b)
+                        }) as i64
+                    }));
+                } else if self.big_endian {
+                    let row = data[..n * S].chunks_exact(S);
+                    buf.extend(row.map(|c| <$t>::from_be_bytes(at(c)) as i64));
+                } else {
+                    // Contiguous little-endian: a loop the compiler vectorizes.
+                    let row = data[..n * S].chunks_exact(S);
+                    buf.extend(row.map(|c| <$t>::from_le_bytes(at(c)) as i64));
+                }
+            }};
+        }
+        match (self.kind, size) {
+            (Kind::Int, 1) => each!(i8),
+            (Kind::Int, 2) => each!(i16),
+            (Kind::Int, 4) => each!(i32),
+            (Kind::Uint, 1) => each!(u8),
+            (Kind::Uint, 2) => each!(u16),
+            (Kind::Uint, 4) => each!(u32),
+            _ => return false,
+        }
+        true
+    }
+
+    /// [`scan_row`](NpyMatrix::scan_row)'s fast path for an integer row ([`int_row`]
+    /// (NpyMatrix::int_row)): loops without a branch per entry; `None` where it does not apply
+    /// or the row has an error (a negative diagonal entry: `scan_row` names it).
+    fn scan_int_row(&self, i: usize, buf: &mut Vec<i64>) -> Option<MatrixStats> {
+        let na = self.int_no_arc()?.unwrap_or(i64::MIN);
+        if !self.int_row(i, buf) {
+            return None;
+        }
+        let (mut arcs, mut max_abs, mut negative) = (0u64, 0u64, false);
+        for part in [&buf[..i], &buf[i + 1..]] {
+            for &v in part {
+                let arc = v != na;
+                arcs += arc as u64;
+                max_abs = max_abs.max(if arc { v.unsigned_abs() } else { 0 });
+                negative |= arc & (v < 0);
+            }
+        }
+        let d = buf[i];
+        if d != na && d < 0 {
+            return None;
+        }
+        Some(MatrixStats {
+            arcs,
+            max_abs,
+            negative,
+            diagonal: ((d != na && d > 0) as u64, i),
+            rounding: None,
+        })
     }
 
     /// Check row `i`'s entries: the row's stats or its first bad entry.
@@ -407,10 +499,19 @@ impl NpyMatrix {
         arc: impl Fn(i64) -> T + Sync,
     ) {
         let n = self.n;
+        let na = self.int_no_arc().flatten().unwrap_or(i64::MIN);
         out[..rows.len() * n]
             .par_chunks_mut(n.max(1))
             .zip(rows)
-            .for_each(|(row, i)| {
+            .for_each_init(Vec::new, |buf, (row, i)| {
+                if self.int_row(i, buf) {
+                    // Integer fast path: every value is a weight or no_arc.
+                    for (o, &v) in row.iter_mut().zip(buf.iter()) {
+                        *o = if v == na { none } else { arc(v) };
+                    }
+                    row[i] = zero;
+                    return;
+                }
                 self.for_row(i, |j, cell| {
                     row[j] = match cell {
                         _ if i == j => zero,
