@@ -108,6 +108,7 @@ impl Plugin for DenseDijkstra {
                 let mut w = crate::filled(n * n, u32::MAX, &format!("a dense {n} x {n} matrix"))?;
                 // The diagonal reads as no arc (a self-loop never shortens a path).
                 m.fill(&mut w, u32::MAX, u32::MAX, |x| x as u32);
+                m.unchanged()?;
                 (w, stats.max_abs as u32)
             }
         };

@@ -360,6 +360,8 @@ pub(super) fn run(
                 }
             }
             drop(arrive_tx);
+            // Every value read came from the file the scan checked.
+            job.input.unchanged()?;
             for (s, marker) in final_rx {
                 marker.wait()?;
                 let t = Instant::now();

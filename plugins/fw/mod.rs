@@ -219,8 +219,18 @@ impl Source {
                 let what = format!("a dense {} x {} matrix", m.n, m.n);
                 let mut out = crate::zeros::<i32>(m.n * m.n, &what)?;
                 m.fill(&mut out, i32::ZERO, i32::INF, <i32 as Val>::from_i64);
+                m.unchanged()?;
                 Ok(Matrix::Narrow(out))
             }
+        }
+    }
+
+    /// An error if the file of a `.npy` input changed since it was scanned (call after the
+    /// last [`narrow_rows`](Source::narrow_rows)).
+    fn unchanged(&self) -> Result<()> {
+        match self {
+            Source::Npy(m) => m.unchanged(),
+            Source::Held(_) => Ok(()),
         }
     }
 

@@ -31,6 +31,10 @@ pub struct NpyMatrix {
     /// The file's path, for messages and the report.
     pub name: String,
     map: memmap2::Mmap,
+    /// The mapped file and its length and modification time when mapped
+    /// ([`unchanged`](NpyMatrix::unchanged)).
+    file: std::fs::File,
+    stamp: (u64, Option<std::time::SystemTime>),
     /// Byte offset of the first element.
     offset: usize,
     kind: Kind,
@@ -121,10 +125,12 @@ impl NpyMatrix {
             return Err(bad("the file is empty".into()));
         }
         // SAFETY: memmap2's condition is that nobody changes the file while it is mapped.
-        // This is the user's input file, mapped read-only for the few moments `prepare`
-        // copies it into the plugin's own matrix (the mapping is dropped with this value);
-        // a file truncated by another process during those moments would end the process
-        // with SIGBUS, as it would any program that maps its input (numpy's mmap_mode too).
+        // This is the user's input file, mapped read-only while `prepare` scans it and the
+        // plugin reads its values (a CPU half's copy, or fw-blocked's GPU half converting it
+        // strip by strip during the upload; the mapping is dropped with this value). A file
+        // truncated by another process meanwhile would end the process with SIGBUS, as it
+        // would any program that maps its input (numpy's mmap_mode too); one rewritten in
+        // place is caught by `unchanged`, which the readers call after their last read.
         let map = unsafe { memmap2::Mmap::map(&file) }
             .map_err(|e| bad(format!("mapping it failed: {e}")))?;
         let mut rest: &[u8] = &map[..];
@@ -190,10 +196,13 @@ impl NpyMatrix {
                 }
             )));
         }
+        let stamp = (meta.len(), meta.modified().ok());
         Ok(NpyMatrix {
             n,
             name,
             map,
+            file,
+            stamp,
             offset,
             kind,
             size,
@@ -202,6 +211,24 @@ impl NpyMatrix {
             no_arc: options.no_arc,
             scale: options.weight_scale,
         })
+    }
+
+    /// An error unless the file still has the length and modification time it had when it was
+    /// mapped: values read after the scan came from the file the scan checked.
+    pub fn unchanged(&self) -> Result<()> {
+        let now = self
+            .file
+            .metadata()
+            .map(|m| (m.len(), m.modified().ok()))
+            .map_err(|e| Error::io(Path::new(&self.name), e))?;
+        if now != self.stamp {
+            return Err(Error::Input(format!(
+                "{}: the file changed while tuccompi was reading it (its length or modification \
+                 time differs from when the run started); run again once nothing writes it",
+                self.name
+            )));
+        }
+        Ok(())
     }
 
     /// An integer entry as a weight.
@@ -549,4 +576,50 @@ fn scaled(x: f64, scale: f64) -> Cell {
     }
     let w = y.round();
     Cell::Arc(w as i64, (y - w).abs())
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    /// A 2 x 2 int32 `.npy` (format 1.0, header padded to 64 bytes).
+    fn two_by_two(v: [i32; 4]) -> Vec<u8> {
+        let mut dict = "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 2), }".to_string();
+        while (10 + dict.len() + 1) % 64 != 0 {
+            dict.push(' ');
+        }
+        dict.push('\n');
+        let mut b = b"\x93NUMPY\x01\x00".to_vec();
+        b.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+        b.extend_from_slice(dict.as_bytes());
+        v.iter().for_each(|x| b.extend_from_slice(&x.to_le_bytes()));
+        b
+    }
+
+    #[test]
+    fn a_file_rewritten_after_the_scan_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("m.npy");
+        std::fs::write(&p, two_by_two([0, 3, 0, 0])).unwrap();
+        let m = NpyMatrix::open(&p, &InputOptions::default()).unwrap();
+        let no_arc = InputOptions {
+            no_arc: Some(NoArc::Int(0)),
+            ..Default::default()
+        };
+        assert_eq!(
+            NpyMatrix::open(&p, &no_arc).unwrap().scan().unwrap().arcs,
+            1
+        );
+        m.unchanged().unwrap();
+        // Rewritten in place, same length, a later modification time.
+        let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+        std::io::Write::write_all(&mut &f, &two_by_two([0, 9, 9, 0])).unwrap();
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+        f.set_modified(later).unwrap();
+        let e = m.unchanged().unwrap_err().to_string();
+        assert!(
+            e.contains("m.npy: the file changed while tuccompi was reading it"),
+            "{e}"
+        );
+    }
 }
