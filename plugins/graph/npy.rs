@@ -585,7 +585,7 @@ mod test {
     /// A 2 x 2 int32 `.npy` (format 1.0, header padded to 64 bytes).
     fn two_by_two(v: [i32; 4]) -> Vec<u8> {
         let mut dict = "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 2), }".to_string();
-        while (10 + dict.len() + 1) % 64 != 0 {
+        while !(10 + dict.len() + 1).is_multiple_of(64) {
             dict.push(' ');
         }
         dict.push('\n');
