@@ -19,7 +19,7 @@
 //! **Transfers** go through two page-locked staging buffers of 16 MiB: every core fills the
 //! next piece into one while the other crosses the bus (pageable memory crosses at about 7
 //! GB/s through NVIDIA's OpenCL). Up, a `.npy` input's rows are converted straight from the
-//! mapped file into the buffer (no host copy of the matrix, no pass before the run); down,
+//! mapped file into the buffer (no host copy of the matrix; prepare only scanned it); down,
 //! each piece that holds a source's row is summarized and its rows written to
 //! `distances.npy` from the buffer while the next piece comes over the bus (no host copy of
 //! the result; `finish` only writes the summaries), and pieces without one are not read.
@@ -187,6 +187,12 @@ fn pieces(rows: Range<usize>, piece: usize) -> Vec<Range<usize>> {
         .collect()
 }
 
+/// The entries of `by_row` ((row, source index), sorted) whose rows are in `rows`.
+fn sources_in(by_row: &[(usize, usize)], rows: Range<usize>) -> &[(usize, usize)] {
+    let at = |i: usize| by_row.partition_point(|x| x.0 < i);
+    &by_row[at(rows.start)..at(rows.end)]
+}
+
 /// Host rows `rows` (of `n` columns) into a buffer, packed.
 type Fill<'a> = dyn Fn(Range<usize>, &mut [i32]) -> Result<()> + Sync + 'a;
 /// Takes rows `rows` (of `n` columns) read back, packed.
@@ -313,9 +319,7 @@ pub(super) fn run(
         if let Some(v) = rows.clone().find(|&i| data[(i - rows.start) * n + i] < 0) {
             return Err(job.cycle_error(v));
         }
-        let at = |i: usize| by_row.partition_point(|x| x.0 < i);
-        let here = &by_row[at(rows.start)..at(rows.end)];
-        let done = (here.par_iter())
+        let done = (sources_in(&by_row, rows.clone()).par_iter())
             .map(|&(r, t)| Ok((t, job.row_out(t, &data[(r - rows.start) * n..][..n])?)))
             .collect::<Result<Vec<_>>>()?;
         let mut all = summaries.lock();
@@ -328,10 +332,7 @@ pub(super) fn run(
     let wanted = |rows: Range<usize>| -> Vec<Range<usize>> {
         pieces(rows, piece_rows)
             .into_iter()
-            .filter(|p| {
-                let i = by_row.partition_point(|x| x.0 < p.start);
-                by_row.get(i).is_some_and(|x| x.0 < p.end)
-            })
+            .filter(|p| !sources_in(&by_row, p.clone()).is_empty())
             .collect()
     };
     let (arrive_tx, arrive_rx) = crossbeam_channel::unbounded::<usize>();
@@ -627,6 +628,31 @@ mod test {
         assert!(pad.iter().all(|&x| x == i32::INF), "row 11 is padding");
         assert_eq!(pieces(2..11, 3), vec![2..5, 5..8, 8..11]);
         assert_eq!(pieces(0..7, 3), vec![0..3, 3..6, 6..7]);
+    }
+
+    #[test]
+    fn pieces_serve_the_sources_whose_rows_they_hold() {
+        // Sources 0..5 at rows 7, 2, 7, 9, 3 (row 7 twice), sorted by row.
+        let mut by_row: Vec<(usize, usize)> = [7, 2, 7, 9, 3]
+            .iter()
+            .enumerate()
+            .map(|(t, &r)| (r, t))
+            .collect();
+        by_row.sort_unstable();
+        assert_eq!(sources_in(&by_row, 0..2), &[]);
+        assert_eq!(sources_in(&by_row, 2..4), &[(2, 1), (3, 4)]);
+        assert_eq!(sources_in(&by_row, 4..7), &[]);
+        assert_eq!(sources_in(&by_row, 7..8), &[(7, 0), (7, 2)]);
+        assert_eq!(sources_in(&by_row, 8..10), &[(9, 3)]);
+        assert_eq!(sources_in(&by_row, 10..12), &[]);
+        // Every source in exactly one piece, whatever the piece size.
+        for piece in 1..12 {
+            let got: usize = pieces(0..10, piece)
+                .into_iter()
+                .map(|p| sources_in(&by_row, p).len())
+                .sum();
+            assert_eq!(got, 5, "piece {piece}");
+        }
     }
 
     #[test]

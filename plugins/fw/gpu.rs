@@ -238,11 +238,8 @@ impl Rk<'_> {
 
 impl Worker for GpuFw<'_> {
     fn run(&mut self, _range: Range<usize>, _out: &mut RecordsOut<'_>) -> Result<()> {
-        let wide = || {
-            Error::Device("a 64-bit matrix reached the device (setup refuses them; a bug)".into())
-        };
         if !self.job.input.narrow() {
-            return Err(wide());
+            return Err(super::wide_on_device());
         }
         let n = self.job.n;
         if self.job.variant == Variant::Blocked {
@@ -259,9 +256,7 @@ impl Worker for GpuFw<'_> {
             ));
             return Ok(());
         }
-        let Matrix::Narrow(input) = self.job.input.matrix()? else {
-            return Err(wide());
-        };
+        let input = self.job.input.narrow_matrix()?;
         let mut m = DBuf::<i32>::new(self.device, n * n)?;
         self.q.write(&mut m, 0, &input)?;
         let nn = Arg::U32(n as u32);

@@ -198,8 +198,7 @@ pub enum Matrix {
 
 /// The input matrix: held in memory, or, for a scanned `.npy` whose weights fit the 32-bit
 /// width, read from the file where it is used (the GPU half converts it a piece at a time into
-/// its staging buffers as it uploads them: no whole host copy, and no pass over the matrix
-/// before the run).
+/// its staging buffers as it uploads them: no whole host copy; `prepare` only scanned it).
 enum Source {
     Held(Matrix),
     Npy(crate::graph::NpyMatrix),
@@ -222,6 +221,19 @@ impl Source {
                 m.unchanged()?;
                 Ok(Matrix::Narrow(out))
             }
+        }
+    }
+
+    /// The 32-bit matrix: borrowed when held, else read from the file (an error for a 64-bit
+    /// one, which the GPU half's setup refuses).
+    fn narrow_matrix(&self) -> Result<std::borrow::Cow<'_, [i32]>> {
+        match self {
+            Source::Held(Matrix::Narrow(a)) => Ok(std::borrow::Cow::Borrowed(a)),
+            Source::Npy(_) => match self.matrix()? {
+                Matrix::Narrow(a) => Ok(std::borrow::Cow::Owned(a)),
+                Matrix::Wide(_) => Err(wide_on_device()),
+            },
+            Source::Held(Matrix::Wide(_)) => Err(wide_on_device()),
         }
     }
 
@@ -249,11 +261,14 @@ impl Source {
                 m.fill_rows(rows, out, i32::ZERO, i32::INF, <i32 as Val>::from_i64);
                 Ok(())
             }
-            Source::Held(Matrix::Wide(_)) => Err(Error::Device(
-                "a 64-bit matrix reached the device (setup refuses them; a bug)".into(),
-            )),
+            Source::Held(Matrix::Wide(_)) => Err(wide_on_device()),
         }
     }
+}
+
+/// A 64-bit matrix on a device (the GPU half's setup refuses them first).
+fn wide_on_device() -> Error {
+    Error::Device("a 64-bit matrix reached the device (setup refuses them; a bug)".into())
 }
 
 /// What a unit leaves for `finish`: the closed matrix, or (the GPU's blocked variant, which
@@ -303,6 +318,7 @@ fn dense<T: Val>(input: &DenseInput) -> Result<Vec<T>> {
             // there, by every core, not filled with INF on one core beforehand.
             let mut out = crate::zeros::<T>(n * n, &format!("a dense {n} x {n} matrix"))?;
             m.fill(&mut out, T::ZERO, T::INF, T::from_i64);
+            m.unchanged()?;
             Ok(out)
         }
     }
