@@ -192,6 +192,8 @@ fn gpu_blocked_shapes_and_strips() {
             "fw-blocked.slab=8",
             "fw-blocked.strips=2",
             "fw-blocked.profile=true",
+            // The task's record (every source's summary) re-made by the CPU half and compared.
+            "verify.sample=1",
         ],
     ];
     for (n, density, negative) in [(100, 30, true), (45, 30, false), (70, 3, true)] {
@@ -217,6 +219,7 @@ fn gpu_blocked_shapes_and_strips() {
             assert!(t["rounds"].as_u64().unwrap() >= 2, "{t}");
             if shape.contains(&"fw-blocked.profile=true") {
                 assert!(t["phase3"].as_f64().unwrap() > 0.0, "{t}");
+                assert_eq!(out.report["verify"]["verified"], 1, "{}", out.report["verify"]);
             }
         }
     }

@@ -1266,3 +1266,64 @@ fn a_run_too_big_for_the_disk_is_refused_before_the_hierarchy_is_built() {
     );
     assert!(!dir.join("out").exists());
 }
+
+/// A dense run whose `finish` failed after its one task (here: a directory in the way of
+/// `summary.csv`) is resumed to the same `summary.csv` and `distances.npy` as a run that never
+/// failed: the task, whose matrix lived in memory, runs again.
+#[test]
+fn a_dense_run_whose_finish_failed_resumes_to_the_same_outputs() {
+    let dir = tmpdir("rel-dense-resume");
+    // About a second of CPU Floyd-Warshall on two cores.
+    let cfg = "[run]\nplugin = \"fw-blocked\"\n[input.generate]\nmodel = \"complete\"\nvertices = 2000\nseed = 5\n";
+    let sets = [
+        "units.opencl=none",
+        "output.distances=true",
+        "run.sources=[1999, 0, 700]",
+    ];
+    let whole = dir.join("whole");
+    run_in(&whole, cfg, &sets, &quiet()).unwrap();
+    let out = dir.join("failed");
+    let partial = out.join(outdir::PARTIAL);
+    // While the task runs, its staging folder gets a directory where summary.csv goes.
+    let block = || {
+        let target = partial.join("summary.csv");
+        std::thread::spawn(move || {
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_secs(30) {
+                if std::fs::create_dir(&target).is_ok() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        true
+    };
+    let failing = RunOptions {
+        quiet: true,
+        before_writing: Some(&block),
+        ..Default::default()
+    };
+    let e = run_in(&out, cfg, &sets, &failing).unwrap_err().to_string();
+    assert!(e.contains("summary.csv"), "{e}");
+    assert!(partial.join(outdir::JOURNAL).exists());
+    std::fs::remove_dir(partial.join("summary.csv")).unwrap();
+    let resume = RunOptions {
+        quiet: true,
+        unfinished: Unfinished::Resume,
+        ..Default::default()
+    };
+    let report = run_in(&out, cfg, &sets, &resume).unwrap();
+    assert_eq!(report["resumed_tasks"], 0, "{report}");
+    assert_eq!(
+        report["units"][0]["tasks"].as_u64().unwrap()
+            + report["units"][1]["tasks"].as_u64().unwrap(),
+        1
+    );
+    for f in ["summary.csv", "distances.npy"] {
+        assert!(
+            std::fs::read(out.join(f)).unwrap() == std::fs::read(whole.join(f)).unwrap(),
+            "{f} differs after the resume"
+        );
+    }
+    assert!(!partial.exists());
+}

@@ -4,7 +4,7 @@
 //! min-plus products, with 16 × 16 diagonal blocks closed in local memory.
 
 use super::blocked_gpu;
-use super::{Closed, FwJob, Matrix, Variant, KERNELS};
+use super::{FwJob, Matrix, Variant, KERNELS};
 use crate::device::Kernel;
 use crate::device::{Arg, DBuf, Device, KernelSource, Queue};
 use crate::plugin::{GpuHalf, RecordsOut, Worker};
@@ -237,7 +237,7 @@ impl Rk<'_> {
 }
 
 impl Worker for GpuFw<'_> {
-    fn run(&mut self, _range: Range<usize>, _out: &mut RecordsOut<'_>) -> Result<()> {
+    fn run(&mut self, _range: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
         if !self.job.input.narrow() {
             return Err(super::wide_on_device());
         }
@@ -250,10 +250,8 @@ impl Worker for GpuFw<'_> {
             let (summaries, timing) = blocked_gpu::run(self.job, self.device, shape)?;
             tracing::info!("fw-blocked on '{}': {timing}", self.device.info.name);
             *self.job.timing.lock() = Some(timing);
-            *self.job.result.lock() = Some((
-                Closed::Rows(summaries),
-                format!("gpu ({})", self.device.info.name),
-            ));
+            let unit = format!("gpu ({})", self.device.info.name);
+            self.job.done(&summaries, out, &unit);
             return Ok(());
         }
         let input = self.job.input.narrow_matrix()?;
@@ -300,11 +298,9 @@ impl Worker for GpuFw<'_> {
                 rk.closure(0, n)?;
             }
         }
-        let mut out = vec![0i32; n * n];
-        self.q.read(&m, 0, &mut out)?;
-        self.job.store(
-            Matrix::Narrow(out),
-            &format!("gpu ({})", self.device.info.name),
-        )
+        let mut result = vec![0i32; n * n];
+        self.q.read(&m, 0, &mut result)?;
+        let unit = format!("gpu ({})", self.device.info.name);
+        self.job.closed(&Matrix::Narrow(result), out, &unit)
     }
 }

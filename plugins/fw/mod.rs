@@ -18,7 +18,7 @@ use crate::common::{
     distance_rows, resolve_sources, write_summary, DenseInput, PathSummary, RowWrite,
 };
 use crate::config::AutoOr;
-use crate::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Records, RecordsOut, Worker};
+use crate::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker};
 use crate::sink::{NpyRows, NpyType};
 use crate::{Error, Result};
 use parking_lot::Mutex;
@@ -271,13 +271,6 @@ fn wide_on_device() -> Error {
     Error::Device("a 64-bit matrix reached the device (setup refuses them; a bug)".into())
 }
 
-/// What a unit leaves for `finish`: the closed matrix, or (the GPU's blocked variant, which
-/// summarizes and writes each row as its strip comes back) the sources' summaries.
-enum Closed {
-    Matrix(Matrix),
-    Rows(Vec<PathSummary>),
-}
-
 /// A prepared dense job.
 pub struct FwJob {
     inputs: Vec<std::path::PathBuf>,
@@ -293,7 +286,8 @@ pub struct FwJob {
     gpu_tile: tile::TileRequest,
     profile: bool,
     rows: Option<NpyRows>,
-    result: Mutex<Option<(Closed, String)>>,
+    /// The unit that ran the task (report: checksum.computed_by).
+    unit: Mutex<Option<String>>,
     /// Where a GPU run spent its time (report: checksum.gpu_seconds).
     timing: Mutex<Option<serde_json::Value>>,
     name: String,
@@ -488,7 +482,7 @@ impl Fw {
             gpu_tile,
             profile: options.profile,
             rows,
-            result: Mutex::new(None),
+            unit: Mutex::new(None),
             timing: Mutex::new(None),
             name: list_name,
             origins: ctx.plan.origins.clone(),
@@ -634,18 +628,36 @@ impl FwJob {
         ))
     }
 
-    /// Store a finished matrix (after checking for negative cycles).
-    fn store(&self, m: Matrix, unit: &str) -> Result<()> {
+    /// A closed matrix (after checking for negative cycles): its sources' rows summarized and
+    /// written ([`rows_out`](FwJob::rows_out)) into the task's record.
+    fn closed(&self, m: &Matrix, out: &mut RecordsOut<'_>, unit: &str) -> Result<()> {
         let n = self.n;
-        let neg = match &m {
+        let neg = match m {
             Matrix::Narrow(a) => (0..n).find(|&i| a[i * n + i] < 0),
             Matrix::Wide(a) => (0..n).find(|&i| a[i * n + i] < 0),
         };
         if let Some(v) = neg {
             return Err(self.cycle_error(v));
         }
-        *self.result.lock() = Some((Closed::Matrix(m), unit.to_string()));
+        let summaries = match m {
+            Matrix::Narrow(a) => self.rows_out(a)?,
+            Matrix::Wide(a) => self.rows_out(a)?,
+        };
+        self.done(&summaries, out, unit);
         Ok(())
+    }
+
+    /// The task's record: every source's summary in order (what `[verify]` compares between
+    /// an accelerator and the CPU half), and the unit that made them.
+    fn done(&self, summaries: &[PathSummary], out: &mut RecordsOut<'_>, unit: &str) {
+        let record = out.record(0);
+        for (s, w) in summaries
+            .iter()
+            .zip(record.chunks_exact_mut(PathSummary::WORDS))
+        {
+            s.to_words(w);
+        }
+        *self.unit.lock() = Some(unit.to_string());
     }
 }
 
@@ -660,7 +672,7 @@ impl Job for FwJob {
         self.check.clone()
     }
     fn record_words(&self) -> usize {
-        0
+        PathSummary::WORDS * self.sources.len()
     }
     fn describe(&self) -> serde_json::Value {
         serde_json::json!({
@@ -684,18 +696,18 @@ impl Job for FwJob {
     fn bulk_outputs(&self) -> Vec<&NpyRows> {
         self.rows.iter().collect()
     }
-    fn finish(&self, _records: &Records, dir: &Path) -> Result<serde_json::Value> {
-        let guard = self.result.lock();
-        let Some((m, unit)) = guard.as_ref() else {
+    fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
+        let summaries = records
+            .get(0)
+            .chunks_exact(PathSummary::WORDS)
+            .map(PathSummary::from_words);
+        // The one task always runs in this process: a resume redoes it (the runtime replays
+        // the journal only for jobs whose tasks split over ranks).
+        let Some(unit) = self.unit.lock().clone() else {
             return Err(Error::Unit {
                 unit: "none".into(),
-                msg: "no unit computed the matrix".into(),
+                msg: "no unit ran the dense task".into(),
             });
-        };
-        let summaries = match m {
-            Closed::Matrix(Matrix::Narrow(a)) => self.rows_out(a)?,
-            Closed::Matrix(Matrix::Wide(a)) => self.rows_out(a)?,
-            Closed::Rows(s) => s.clone(),
         };
         let n = self.n;
         if let Some(rows) = &self.rows {
@@ -719,14 +731,14 @@ impl CpuHalf for FwJob {
 struct CpuFw<'a>(&'a FwJob);
 
 impl Worker for CpuFw<'_> {
-    fn run(&mut self, _range: Range<usize>, _out: &mut RecordsOut<'_>) -> Result<()> {
+    fn run(&mut self, _range: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
         let job = self.0;
         let tile = job.tile.unwrap_or(64).max(1);
         let m = match job.input.matrix()? {
             Matrix::Narrow(a) => Matrix::Narrow(cpu::solve(a, job.n, job.variant, tile)),
             Matrix::Wide(a) => Matrix::Wide(cpu::solve(a, job.n, job.variant, tile)),
         };
-        job.store(m, "cpu (rayon over every core)")
+        job.closed(&m, out, "cpu (rayon over every core)")
     }
 }
 
