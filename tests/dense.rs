@@ -219,7 +219,11 @@ fn gpu_blocked_shapes_and_strips() {
             assert!(t["rounds"].as_u64().unwrap() >= 2, "{t}");
             if shape.contains(&"fw-blocked.profile=true") {
                 assert!(t["phase3"].as_f64().unwrap() > 0.0, "{t}");
-                assert_eq!(out.report["verify"]["verified"], 1, "{}", out.report["verify"]);
+                assert_eq!(
+                    out.report["verify"]["verified"], 1,
+                    "{}",
+                    out.report["verify"]
+                );
             }
         }
     }
