@@ -224,6 +224,9 @@ fn gpu_blocked_shapes_and_strips() {
                     "{}",
                     out.report["verify"]
                 );
+                // The unit that ran the task, not the CPU half that re-ran it.
+                let by = out.report["checksum"]["computed_by"].as_str().unwrap();
+                assert!(by.starts_with("gpu"), "{by}");
             }
         }
     }

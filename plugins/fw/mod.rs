@@ -657,7 +657,8 @@ impl FwJob {
         {
             s.to_words(w);
         }
-        *self.unit.lock() = Some(unit.to_string());
+        // The first unit's name: a `[verify]` re-run on the CPU half comes after it.
+        self.unit.lock().get_or_insert_with(|| unit.to_string());
     }
 }
 
