@@ -268,18 +268,26 @@ impl NpyMatrix {
         }
     }
 
-    /// Call `f(j, cell)` for every entry of row `i`, in column order. The element type is
-    /// matched once per row, so each type's loop is compiled on its own.
+    /// The file's bytes from row `i`'s first entry on, and the byte step from one entry of the
+    /// row to the next. C order: the row is contiguous; Fortran order: entry (i, j) is element
+    /// j·n + i.
     #[inline(always)]
-    fn for_row(&self, i: usize, mut f: impl FnMut(usize, Cell)) {
+    fn row_bytes(&self, i: usize) -> (&[u8], usize) {
         let (n, size) = (self.n, self.size);
-        // C order: the row is contiguous; Fortran order: entry (i, j) is element j·n + i.
         let (start, step) = if self.fortran {
             (self.offset + i * size, n * size)
         } else {
             (self.offset + i * n * size, size)
         };
-        let data = &self.map[start..];
+        (&self.map[start..], step)
+    }
+
+    /// Call `f(j, cell)` for every entry of row `i`, in column order. The element type is
+    /// matched once per row, so each type's loop is compiled on its own.
+    #[inline(always)]
+    fn for_row(&self, i: usize, mut f: impl FnMut(usize, Cell)) {
+        let n = self.n;
+        let (data, step) = self.row_bytes(i);
         macro_rules! each {
             ($t:ty, $cell:ident, $conv:expr) => {{
                 const S: usize = std::mem::size_of::<$t>();
@@ -296,7 +304,7 @@ impl NpyMatrix {
                 }
             }};
         }
-        match (self.kind, size) {
+        match (self.kind, self.size) {
             (Kind::Int, 1) => each!(i8, int_cell, i128::from),
             (Kind::Int, 2) => each!(i16, int_cell, i128::from),
             (Kind::Int, 4) => each!(i32, int_cell, i128::from),
@@ -380,12 +388,7 @@ impl NpyMatrix {
             return false;
         }
         let (n, size) = (self.n, self.size);
-        let (start, step) = if self.fortran {
-            (self.offset + i * size, n * size)
-        } else {
-            (self.offset + i * n * size, size)
-        };
-        let data = &self.map[start..];
+        let (data, step) = self.row_bytes(i);
         buf.clear();
         macro_rules! each {
             ($t:ty) => {{
