@@ -210,17 +210,11 @@ impl Source {
         !matches!(self, Source::Held(Matrix::Wide(_)))
     }
 
-    /// The whole matrix, owned (the CPU half and the unblocked GPU variants work in place).
+    /// The whole matrix, owned (the CPU half works in place).
     fn matrix(&self) -> Result<Matrix> {
         match self {
             Source::Held(m) => Ok(m.clone()),
-            Source::Npy(m) => {
-                let what = format!("a dense {} x {} matrix", m.n, m.n);
-                let mut out = crate::zeros::<i32>(m.n * m.n, &what)?;
-                m.fill(&mut out, i32::ZERO, i32::INF, <i32 as Val>::from_i64);
-                m.unchanged()?;
-                Ok(Matrix::Narrow(out))
-            }
+            Source::Npy(_) => self.narrow_matrix().map(|a| Matrix::Narrow(a.into_owned())),
         }
     }
 
@@ -229,10 +223,7 @@ impl Source {
     fn narrow_matrix(&self) -> Result<std::borrow::Cow<'_, [i32]>> {
         match self {
             Source::Held(Matrix::Narrow(a)) => Ok(std::borrow::Cow::Borrowed(a)),
-            Source::Npy(_) => match self.matrix()? {
-                Matrix::Narrow(a) => Ok(std::borrow::Cow::Owned(a)),
-                Matrix::Wide(_) => Err(wide_on_device()),
-            },
+            Source::Npy(m) => Ok(std::borrow::Cow::Owned(dense_of_npy(m)?)),
             Source::Held(Matrix::Wide(_)) => Err(wide_on_device()),
         }
     }
@@ -306,16 +297,19 @@ impl std::fmt::Debug for FwJob {
 fn dense<T: Val>(input: &DenseInput) -> Result<Vec<T>> {
     match input {
         DenseInput::Edges(l) => dense_of_arcs(l.n, &l.arcs, l.id_base),
-        DenseInput::Matrix(m, _) => {
-            let n = m.n;
-            // `fill` writes every entry, rows in parallel: the zeroed pages are first touched
-            // there, by every core, not filled with INF on one core beforehand.
-            let mut out = crate::zeros::<T>(n * n, &format!("a dense {n} x {n} matrix"))?;
-            m.fill(&mut out, T::ZERO, T::INF, T::from_i64);
-            m.unchanged()?;
-            Ok(out)
-        }
+        DenseInput::Matrix(m, _) => dense_of_npy(m),
     }
+}
+
+/// The dense matrix of a scanned `.npy` file, read from it (an error if it changed since).
+fn dense_of_npy<T: Val>(m: &crate::graph::NpyMatrix) -> Result<Vec<T>> {
+    let n = m.n;
+    // `fill` writes every entry, rows in parallel: the zeroed pages are first touched there,
+    // by every core, not filled with INF on one core beforehand.
+    let mut out = crate::zeros::<T>(n * n, &format!("a dense {n} x {n} matrix"))?;
+    m.fill(&mut out, T::ZERO, T::INF, T::from_i64);
+    m.unchanged()?;
+    Ok(out)
 }
 
 /// Build the dense input of arcs: 0 on the diagonal, the lightest arc, INF elsewhere. A

@@ -394,22 +394,18 @@ impl NpyMatrix {
             ($t:ty) => {{
                 const S: usize = std::mem::size_of::<$t>();
                 let at = |c: &[u8]| c.try_into().unwrap_or([0u8; S]);
-                if self.fortran {
-                    buf.extend((0..n).map(|j| &data[j * step..j * step + S]).map(|c| {
-                        let b = at(c);
+                if !self.fortran && !self.big_endian {
+                    // Contiguous little-endian (numpy's default): a loop the compiler vectorizes.
+                    let row = data[..n * S].chunks_exact(S);
+                    buf.extend(row.map(|c| <$t>::from_le_bytes(at(c)) as i64));
+                } else {
+                    buf.extend((0..n).map(|j| at(&data[j * step..j * step + S])).map(|b| {
                         (if self.big_endian {
                             <$t>::from_be_bytes(b)
                         } else {
                             <$t>::from_le_bytes(b)
                         }) as i64
                     }));
-                } else if self.big_endian {
-                    let row = data[..n * S].chunks_exact(S);
-                    buf.extend(row.map(|c| <$t>::from_be_bytes(at(c)) as i64));
-                } else {
-                    // Contiguous little-endian: a loop the compiler vectorizes.
-                    let row = data[..n * S].chunks_exact(S);
-                    buf.extend(row.map(|c| <$t>::from_le_bytes(at(c)) as i64));
                 }
             }};
         }
@@ -585,17 +581,18 @@ fn scaled(x: f64, scale: f64) -> Cell {
 mod test {
     use super::*;
 
-    /// A 2 x 2 int32 `.npy` (format 1.0, header padded to 64 bytes).
+    /// A 2 x 2 int32 `.npy`, written by npyz.
     fn two_by_two(v: [i32; 4]) -> Vec<u8> {
-        let mut dict = "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 2), }".to_string();
-        while !(10 + dict.len() + 1).is_multiple_of(64) {
-            dict.push(' ');
-        }
-        dict.push('\n');
-        let mut b = b"\x93NUMPY\x01\x00".to_vec();
-        b.extend_from_slice(&(dict.len() as u16).to_le_bytes());
-        b.extend_from_slice(dict.as_bytes());
-        v.iter().for_each(|x| b.extend_from_slice(&x.to_le_bytes()));
+        use npyz::WriterBuilder;
+        let mut b = Vec::new();
+        let mut w = npyz::WriteOptions::<i32>::new()
+            .default_dtype()
+            .shape(&[2, 2])
+            .writer(&mut b)
+            .begin_nd()
+            .unwrap();
+        w.extend(v).unwrap();
+        w.finish().unwrap();
         b
     }
 
