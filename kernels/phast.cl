@@ -14,9 +14,10 @@
 // phast_summary + phast_reduce fold each tree to [reached, sum_lo, sum_hi, max] (when nothing
 // else is wanted, the trailing levels are swept by phast_fold, which folds them as it pulls
 // them, and phast_summary reads only the positions above them), and phast_rows
-// gathers distance rows in the input's numbering when they are requested. `init` is all INF
-// between batches (the sweep resets what it reads; the host fills it once); `mask` is zeroed
-// before each batch (both by clEnqueueFillBuffer).
+// gathers distance rows in the input's numbering when they are requested. Between batches
+// `init` is all INF and `mask` all zero: the sweep resets each entry it reads and clears its
+// bits (atomically: 8 items share a mask word), so the host fills both (clEnqueueFillBuffer)
+// only for new buffers or after a batch that failed half-way.
 
 #ifdef WIDE
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
@@ -149,15 +150,17 @@ inline dist4_t sat_add4(dist4_t a, dist_t w) {
 // (and `init` reset where the mask says).
 inline dist4_t pull(__global const uint* doff, __global const uint* dtail,
                     __global const dist_t* dw, __global dist_t* init,
-                    __global const uint* mask, __global const dist_t* dist, uint p, uint j,
+                    __global uint* mask, __global const dist_t* dist, uint p, uint j,
                     uint k) {
     __global const dist4_t* d4 = (__global const dist4_t*)dist;
     __global dist4_t* i4 = (__global dist4_t*)init;
     size_t me = ((size_t)p * k + j) / 4;
     dist4_t d = (dist4_t)(INF);
-    if ((mask[(size_t)p * ((k + 31) / 32) + j / 32] >> (j % 32)) & 0xFu) {
+    __global uint* mw = mask + (size_t)p * ((k + 31) / 32) + j / 32;
+    if ((*mw >> (j % 32)) & 0xFu) {
         d = i4[me];
         i4[me] = (dist4_t)(INF);
+        atomic_and(mw, ~(0xFu << (j % 32)));
     }
     uint e = doff[p], end = doff[p + 1];
     for (; e + 1 < end; e += 2) {
@@ -175,7 +178,7 @@ inline dist4_t pull(__global const uint* doff, __global const uint* dtail,
 
 inline void sweep_item(__global const uint* doff, __global const uint* dtail,
                        __global const dist_t* dw, __global dist_t* init,
-                       __global const uint* mask, __global dist_t* dist, uint p, uint j,
+                       __global uint* mask, __global dist_t* dist, uint p, uint j,
                        uint k) {
     ((__global dist4_t*)dist)[((size_t)p * k + j) / 4] =
         pull(doff, dtail, dw, init, mask, dist, p, j, k);
@@ -183,7 +186,7 @@ inline void sweep_item(__global const uint* doff, __global const uint* dtail,
 
 __kernel void phast_sweep(__global const uint* doff, __global const uint* dtail,
                           __global const dist_t* dw, __global dist_t* init,
-                          __global const uint* mask, __global dist_t* dist, uint first,
+                          __global uint* mask, __global dist_t* dist, uint first,
                           uint count, uint k) {
     size_t i = get_global_id(0);
     uint k4 = k / 4;
@@ -197,7 +200,7 @@ __kernel void phast_sweep(__global const uint* doff, __global const uint* dtail,
 // (no other group reads or writes its columns). `bounds` = the hierarchy's level boundaries.
 __kernel void phast_top(__global const uint* doff, __global const uint* dtail,
                         __global const dist_t* dw, __global dist_t* init,
-                        __global const uint* mask, __global dist_t* dist,
+                        __global uint* mask, __global dist_t* dist,
                         __global const uint* bounds, uint nlev, uint k, uint qpg) {
     uint lid = get_local_id(0), L = get_local_size(0);
     uint q0 = get_group_id(0) * qpg;
@@ -261,7 +264,7 @@ __kernel void phast_summary(__global const dist_t* dist, __global const uint* tp
 // up to four tail rows are loaded before any is used (most bottom vertices have one or two
 // downward arcs).
 inline void pull2(__global const uint* doff, __global const uint* dtail,
-                  __global const dist_t* dw, __global dist_t* init, __global const uint* mask,
+                  __global const dist_t* dw, __global dist_t* init, __global uint* mask,
                   __global const dist_t* dist, uint p, uint r, uint j, uint k, dist4_t* dp,
                   dist4_t* dr) {
     __global const dist4_t* d4 = (__global const dist4_t*)dist;
@@ -269,13 +272,17 @@ inline void pull2(__global const uint* doff, __global const uint* dtail,
     uint kw = (k + 31) / 32;
     size_t mp = ((size_t)p * k + j) / 4, mr = ((size_t)r * k + j) / 4;
     dist4_t a = (dist4_t)(INF), c = (dist4_t)(INF);
-    if ((mask[(size_t)p * kw + j / 32] >> (j % 32)) & 0xFu) {
+    __global uint* mwp = mask + (size_t)p * kw + j / 32;
+    __global uint* mwr = mask + (size_t)r * kw + j / 32;
+    if ((*mwp >> (j % 32)) & 0xFu) {
         a = i4[mp];
         i4[mp] = (dist4_t)(INF);
+        atomic_and(mwp, ~(0xFu << (j % 32)));
     }
-    if ((mask[(size_t)r * kw + j / 32] >> (j % 32)) & 0xFu) {
+    if ((*mwr >> (j % 32)) & 0xFu) {
         c = i4[mr];
         i4[mr] = (dist4_t)(INF);
+        atomic_and(mwr, ~(0xFu << (j % 32)));
     }
     uint ep = doff[p], endp = doff[p + 1], er = doff[r], endr = doff[r + 1];
     while (ep < endp || er < endr) {
@@ -300,16 +307,23 @@ inline void pull2(__global const uint* doff, __global const uint* dtail,
 // by phast_summary. Item (g, q) pulls vertices first+g, first+g+slices, ... of trees
 // 4q .. 4q+3 (those below b; row stride k), two at a time, and adds them to
 // partial[((base + g)*b + j)*4 ..] = [reached, sum_lo, sum_hi, max] (as phast_summary), which
-// it first sets to zero unless `add` (the first folded level of a batch).
+// it first sets to zero unless `add` (the first folded level of a batch). Items are numbered
+// quad slice by quad slice: the first slices x qs items take quads 0 .. qs-1 (every g), the
+// next the following qs quads (the last slice may hold fewer), so the rows a wave of resident
+// items reads are qs quads wide and stay in the cache from one vertex to its neighbours.
 __kernel void phast_fold(__global const uint* doff, __global const uint* dtail,
                          __global const dist_t* dw, __global dist_t* init,
-                         __global const uint* mask, __global dist_t* dist, uint first,
+                         __global uint* mask, __global dist_t* dist, uint first,
                          uint count, uint k, uint b, uint slices, uint base, uint write,
-                         uint add, __global ulong* partial) {
+                         uint add, __global ulong* partial, uint qs) {
     size_t i = get_global_id(0);
     uint b4 = (b + 3) / 4;
     if (i >= (size_t)slices * b4) return;
-    uint g = (uint)(i / b4), j = 4 * (uint)(i % b4);
+    uint span = slices * qs;
+    uint s = (uint)i / span;
+    uint r = (uint)i - s * span;
+    uint ws = min(qs, b4 - s * qs);
+    uint g = r / ws, j = 4 * (s * qs + r % ws);
     uint cnt[4] = {0, 0, 0, 0}, hi[4] = {0, 0, 0, 0};
     ulong lo[4] = {0, 0, 0, 0};
     dist_t mx[4] = {0, 0, 0, 0};

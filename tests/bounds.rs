@@ -46,6 +46,7 @@ const PLUGIN_KEYS: &[(&str, &[&str])] = &[
             "apsp.gpu_frontier",
             "apsp.gpu_top_levels",
             "apsp.gpu_fold_levels",
+            "apsp.gpu_fold_quads",
         ],
     ),
     (

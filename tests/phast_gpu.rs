@@ -78,10 +78,13 @@ fn rome99_every_source() {
     // Top levels in one launch: none, the prediction, every level.
     // Trailing levels folded into the summaries: five (swept, written and added to the
     // partials of those below), the prediction, none possible (every level in the one launch).
-    for (up, q, c, top, fold) in [
-        ("device", "1", "0", "0", "5"),
-        ("host", "2", "0", "\"auto\"", "\"auto\""),
-        ("device", "2", "2", "1000", "\"auto\""),
+    // Tree quads the fold sweeps at a time: 3 of the 16 (five slices of 3, then one of 1),
+    // every quad.
+    for (up, q, c, top, fold, quads) in [
+        ("device", "1", "0", "0", "5", "3"),
+        ("host", "2", "0", "\"auto\"", "\"auto\"", "\"auto\""),
+        ("device", "2", "2", "1000", "\"auto\"", "1"),
+        ("device", "1", "0", "\"auto\"", "2", "7"),
     ] {
         let r = phast_matches(
             &cfg,
@@ -92,9 +95,18 @@ fn rome99_every_source() {
                 &format!("units.cpu_workers={c}"),
                 &format!("apsp.gpu_top_levels={top}"),
                 &format!("apsp.gpu_fold_levels={fold}"),
+                &format!("apsp.gpu_fold_quads={quads}"),
                 "apsp.batch=64",
             ],
         );
+        if quads != "\"auto\"" {
+            assert_eq!(
+                r["devices"][0]["tuning"]["knobs"]["fold_quads"]["value"].to_string(),
+                quads,
+                "{}",
+                r["devices"][0]["tuning"]
+            );
+        }
         let t = &r["devices"][0]["tuning"];
         assert_eq!(
             t["knobs"]["upward_on_device"]["value"],

@@ -105,6 +105,9 @@ pub struct ApspOptions {
     /// the summaries is wanted ("auto" = the bottom level and the large ones above it; 0 =
     /// every level swept, then summarized).
     pub gpu_fold_levels: Option<AutoOr>,
+    /// Tree quads (4 trees each) GPU PHAST's fold sweeps at a time, every slice of a level's
+    /// vertices for them before the next ("auto" = 64 on a GPU, every quad on a CPU device).
+    pub gpu_fold_quads: Option<AutoOr>,
     /// `[apsp.reach]`: counts, sums, nearest targets and isochrones folded per source.
     pub reach: Option<reach::ReachOptions>,
     /// Write `predecessors.npy`: each tree's predecessors in the input's numbering ([`paths`]).

@@ -237,6 +237,10 @@ pub(super) fn params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<La
                 o.gpu_fold_levels.and_then(|f| f.value()),
                 "[apsp] gpu_fold_levels",
             ),
+            fold_quads: Setting::from_config(
+                o.gpu_fold_quads.and_then(|f| f.value()),
+                "[apsp] gpu_fold_quads",
+            ),
             summaries_only: job.summaries_only(),
         },
     );
@@ -408,6 +412,15 @@ fn make(setup: &Setup<'_>) -> Result<Box<dyn Algorithm>> {
     }
 }
 
+/// The trees whose device upward search overflowed (`flags[j] != 0`) in a pass where their
+/// search did not run on the host (`host[j]` false): that pass's sweep used part of their
+/// search spaces, so they need another pass with host searches. Empty: the pass was exact.
+fn unsearched_overflows(host: &[bool], flags: &[u32]) -> Vec<usize> {
+    (0..flags.len())
+        .filter(|&j| flags[j] != 0 && !host[j])
+        .collect()
+}
+
 /// A Dijkstra over the upward graph from one position, resetting only what it touched.
 struct UpSearch<W> {
     dist: Vec<W>,
@@ -576,14 +589,15 @@ impl<W: DevWeight> Phast<W> {
             .expect("GPU PHAST's hierarchy is on the device")
     }
 
-    /// Start a batch: zero the mask, and make `init` all INF if a previous batch may have left
-    /// values in it.
+    /// Start a batch: make `init` all INF and the mask all zero if a previous batch may have
+    /// left values in them (a whole sweep resets every entry it reads and clears every bit).
     fn clean(&mut self, q: &Queue) -> Result<()> {
         if self.dirty {
             q.fill(&self.init, W::INF)?;
+            q.fill(&self.mask, 0)?;
         }
         self.dirty = true;
-        q.fill(&self.mask, 0)
+        Ok(())
     }
 
     /// Enqueue the device upward searches of the batch (sources in `batch.src`).
@@ -769,6 +783,12 @@ impl<W: DevWeight> Phast<W> {
             Arg::U32(write as u32),
             Arg::U32(add as u32),
             Arg::U64s(&self.partial),
+            Arg::U32(
+                plan(&cx.sh.params)
+                    .fold_quads
+                    .value
+                    .clamp(1, cx.b.div_ceil(4)) as u32,
+            ),
         ]);
         // SAFETY: phast_fold's order and types; items slices x ceil(b/4), each pulling
         // positions first..last < n over their tails (< first) at stride(b) in init/dist
@@ -859,32 +879,39 @@ impl<W: DevWeight> Algorithm for Phast<W> {
             self.read_sums(cx)?;
             return Ok(levels);
         }
-        self.enqueue_up(cx, batch)?;
-        self.enqueue_levels(cx)?;
-        self.enqueue_summary(cx)?;
-        let mut flags = vec![0u32; b];
-        cx.q.read(&self.overflow, 0, &mut flags)?;
-        self.read_sums(cx)?;
-        if flags.iter().any(|&f| f != 0) {
-            // Again, but the overflowed trees' searches (partial: a subset of their search
-            // spaces, with values no lower than exact) are overwritten by host searches
-            // before the sweep.
-            let over: Vec<(u32, usize)> = (0..b)
-                .filter(|&j| flags[j] != 0)
-                .map(|j| (j as u32, cx.tasks.start + j))
-                .collect();
-            tracing::debug!(
-                trees = over.len(),
-                "phast_up frontier overflow: host upward searches"
-            );
-            self.overflowed += over.len();
-            self.clean(cx.q)?;
+        // Trees whose upward searches run on the host: those whose device search overflowed
+        // its frontier (stopped early, leaving a part of its search space). Overflow depends
+        // on the order of the device's relaxations, so a tree that fit in one pass may not fit
+        // in the next: every pass's flags are checked, until a pass has none outside `host`.
+        let mut host = vec![false; b];
+        loop {
             self.enqueue_up(cx, batch)?;
-            cx.q.finish()?;
-            self.host_up(cx, over)?;
+            if host.contains(&true) {
+                // The host's exact values overwrite the device's partial ones.
+                cx.q.finish()?;
+                let trees = (0..b)
+                    .filter(|&j| host[j])
+                    .map(|j| (j as u32, cx.tasks.start + j));
+                self.host_up(cx, trees.collect::<Vec<_>>())?;
+            }
             self.enqueue_levels(cx)?;
             self.enqueue_summary(cx)?;
+            let mut flags = vec![0u32; b];
+            cx.q.read(&self.overflow, 0, &mut flags)?;
             self.read_sums(cx)?;
+            let more = unsearched_overflows(&host, &flags);
+            if more.is_empty() {
+                break;
+            }
+            tracing::debug!(
+                trees = more.len(),
+                "phast_up frontier overflow: host upward searches"
+            );
+            self.overflowed += more.len();
+            for j in more {
+                host[j] = true;
+            }
+            self.clean(cx.q)?;
         }
         Ok(levels)
     }
@@ -1180,4 +1207,22 @@ pub fn profile(
         fold_levels: w.fold_from.map_or(0, |f| h.levels.len() - 1 - f),
         launches,
     })
+}
+
+#[cfg(test)]
+mod test {
+    use super::unsearched_overflows;
+
+    #[test]
+    fn every_pass_overflow_outside_the_host_searches_is_redone() {
+        // First pass: nothing on the host; trees 1 and 3 overflowed.
+        assert_eq!(unsearched_overflows(&[false; 4], &[0, 1, 0, 1]), vec![1, 3]);
+        // Second pass: 1 and 3 on the host (their device flags no longer matter), but tree 2,
+        // which fit before, overflowed this time: it needs a third pass.
+        let host = [false, true, false, true];
+        assert_eq!(unsearched_overflows(&host, &[0, 1, 1, 0]), vec![2]);
+        // A pass whose only overflows were searched on the host is exact.
+        assert!(unsearched_overflows(&host, &[0, 1, 0, 1]).is_empty());
+        assert!(unsearched_overflows(&[false; 3], &[0; 3]).is_empty());
+    }
 }

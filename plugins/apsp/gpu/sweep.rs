@@ -21,10 +21,15 @@ pub const SWEEP_RULES: &[(&str, &str)] = &[
     ("summary slices", "resident threads / (k/4): each item folds 4 trees over n / slices vertices; at most n"),
     ("levels folded into the summaries (PHAST)", "when nothing but each tree's summary is wanted (no distance rows, targets, reach or paths): the trailing levels swept by launches of their own whose vertices number at least 256 x the summary slices, and the bottom level always, are swept and folded at once (phast_fold), so phast_summary reads only the rows above them; the bottom level's vertices are no vertex's tails (a vertex's level is above its lower neighbours'), so it writes none: a tree's bytes per bottom vertex drop by the write and the summary's read, and per other folded vertex by the read; else 0"),
     ("frontier list entries (device upward searches)", "1024 per list, within 3/4 of local memory: a road graph's upward search space is a few hundred vertices (osm-moscow: 267 mean); a tree that overflows is redone on the host"),
+    ("fold quads (PHAST)", "GPU: phast_fold's items take 64 tree quads (256 trees) at a time, every slice of the level's vertices for those quads before the next quads, so the rows of the tails a wave reads are 1 KiB wide instead of k x 4 bytes and stay in the cache between neighbouring vertices (H100, osm-moscow at k = 4,096: the bottom level's fold 2.12 ms against 2.45 ms with every quad at once, whole run 0.813-0.816 s against 0.863-0.867 s; 16 or 32 quads with more slices, and 128 quads, were slower); at most k/4; CPU devices: k/4"),
+    ("phast_up work-group size", "GPU: 128 items per tree's group unless the config sets the local size: the upward searches are bound by their rounds' latency, and with 128 items twice as many trees are resident as with 256 (H100, osm-moscow at k = 4,096: 0.58-0.62 ms a batch against 0.77-0.80 ms with 256 and 1.07 ms with 64, whose groups local memory then limits)"),
 ];
 
 /// Vertices per item at least in a folded level other than the bottom one (see [`SWEEP_RULES`]).
-pub const FOLD_MIN_ITEMS: usize = 256;
+pub const FOLD_MIN_ITEMS: usize = 128;
+
+/// Tree quads per slice of `phast_fold`'s items on a GPU (see [`SWEEP_RULES`]).
+pub const FOLD_QUADS: usize = 64;
 
 /// What a level-sweep half knows about its problem.
 #[derive(Debug, Clone)]
@@ -45,6 +50,8 @@ pub struct SweepRequest<'a> {
     pub frontier: Option<Setting>,
     /// Trailing levels folded into the summaries, set in the config.
     pub fold_levels: Option<Setting>,
+    /// Tree quads the fold sweeps at a time, set in the config.
+    pub fold_quads: Option<Setting>,
     /// Nothing but each tree's summary is read after the sweep (no rows, targets, reach or
     /// paths).
     pub summaries_only: bool,
@@ -64,15 +71,19 @@ pub struct SweepPlan {
     /// Trailing levels swept and folded into the summaries at once (the bottom one not
     /// written).
     pub fold_levels: Choice,
+    /// Tree quads `phast_fold` sweeps at a time (every slice of the level's vertices for them
+    /// before the next ones).
+    pub fold_quads: Choice,
 }
 
 /// The names of the sweep's parameters among the plugin's own in [`LaunchParams`].
-const NAMES: [&str; 5] = [
+const NAMES: [&str; 6] = [
     "top_levels",
     "summary_slices",
     "frontier",
     "upward_on_device",
     "fold_levels",
+    "fold_quads",
 ];
 
 impl SweepPlan {
@@ -84,6 +95,7 @@ impl SweepPlan {
             &self.frontier,
             &self.upward_on_device,
             &self.fold_levels,
+            &self.fold_quads,
         ]) {
             p.set_knob(name, c.clone());
         }
@@ -101,6 +113,7 @@ impl SweepPlan {
             frontier: get(2)?,
             upward_on_device: get(3)?,
             fold_levels: get(4)?,
+            fold_quads: get(5)?,
         })
     }
 }
@@ -258,12 +271,35 @@ pub fn sweep_plan(dev: &DeviceInfo, p: &mut LaunchParams, req: &SweepRequest<'_>
                 .into(),
         };
     }
+    let mut fold_quads = set_or(
+        &req.fold_quads,
+        Choice {
+            value: if gpu { FOLD_QUADS.min(quads) } else { quads },
+            source: Source::Predicted,
+            reason: rule(7),
+        },
+    );
+    fold_quads.value = fold_quads.value.clamp(1, quads.max(1));
+    if gpu {
+        if let Some(c) = p
+            .local
+            .get_mut("phast_up")
+            .filter(|c| c.source == Source::Predicted)
+        {
+            *c = Choice {
+                value: 128.min(dev.max_work_group.max(1)),
+                source: Source::Predicted,
+                reason: rule(8),
+            };
+        }
+    }
     SweepPlan {
         top_levels,
         summary_slices,
         frontier,
         upward_on_device: Choice::fixed(1, "set by the GPU half"),
         fold_levels,
+        fold_quads,
     }
     .publish(p);
 }

@@ -21,6 +21,7 @@ fn sweep_batches_grow_to_the_index_bound_then_memory() {
         top_levels: None,
         frontier: None,
         fold_levels: None,
+        fold_quads: None,
         summaries_only: false,
     };
     // osm-moscow (0.41M vertices, 0.88M downward arcs): 2^34 / 5.2 MB = 3,328 -> 4,096.
@@ -109,6 +110,7 @@ fn top_levels_follow_the_groups_the_one_launch_has() {
             top_levels: None,
             frontier: None,
             fold_levels: None,
+            fold_quads: None,
             summaries_only: true,
         };
         sweep_plan(&gpu, &mut p, &req);
@@ -125,12 +127,12 @@ fn top_levels_follow_the_groups_the_one_launch_has() {
 
 /// Levels are folded only when nothing but the summaries is wanted: the bottom one whenever it
 /// has a launch of its own (not inside the one leading launch), and the trailing levels above
-/// it of at least 256 x the summary slices vertices (132 x 2048 / 256 quads = 1056 slices); a
+/// it of at least 128 x the summary slices vertices (132 x 2048 / 256 quads = 1056 slices); a
 /// count set in the config is capped at the levels after the leading launch.
 #[test]
 fn levels_are_folded_only_for_summaries_below_the_leading_launch() {
     let gpu = dev("gpu", 132, 1024);
-    let sizes = [1u32, 4, 5000, 260_000, 280_000, 900_000];
+    let sizes = [1u32, 4, 5000, 130_000, 140_000, 900_000];
     let fold = |summaries_only: bool, top: Option<usize>, set: Option<usize>| {
         let mut p = set_params(1024);
         let setting = |v: Option<usize>, key: &str| {
@@ -148,6 +150,7 @@ fn levels_are_folded_only_for_summaries_below_the_leading_launch() {
             top_levels: setting(top, "[apsp] gpu_top_levels"),
             frontier: None,
             fold_levels: setting(set, "[apsp] gpu_fold_levels"),
+            fold_quads: None,
             summaries_only,
         };
         sweep_plan(&gpu, &mut p, &req);
@@ -155,7 +158,7 @@ fn levels_are_folded_only_for_summaries_below_the_leading_launch() {
         assert_eq!(plan.summary_slices.value, 1056);
         plan.fold_levels.value
     };
-    // 280,000 and 900,000 are at least 256 x 1056 = 270,336; 260,000 is not.
+    // 140,000 and 900,000 are at least 128 x 1056 = 135,168; 130,000 is not.
     assert_eq!(fold(true, None, None), 2);
     assert_eq!(fold(false, None, None), 0);
     assert_eq!(fold(true, Some(4), None), 2);
@@ -167,4 +170,46 @@ fn levels_are_folded_only_for_summaries_below_the_leading_launch() {
     assert_eq!(fold(true, Some(2), Some(9)), 4);
     assert_eq!(fold(true, None, Some(0)), 0);
     assert_eq!(fold(false, None, Some(3)), 0);
+}
+
+/// The fold sweeps 64 tree quads at a time on a GPU (fewer when the batch has fewer), every
+/// quad at once on a CPU device; `phast_up` runs 128 items per tree on a GPU unless its local
+/// size was set or measured.
+#[test]
+fn the_fold_takes_a_slice_of_the_trees_and_upward_groups_shrink_on_gpus() {
+    let plan = |kind: &str, k: usize, up: Choice| {
+        let mut p = set_params(k);
+        p.local.insert("phast_up".into(), up);
+        let req = SweepRequest {
+            level_sizes: &[1, 10, 1000, 100_000],
+            n: 101_011,
+            sweep_bytes: 8 << 20,
+            bytes_per_tree: 8 << 20,
+            shared_bytes: 0,
+            top_levels: None,
+            frontier: None,
+            fold_levels: None,
+            fold_quads: None,
+            summaries_only: true,
+        };
+        sweep_plan(&dev(kind, 132, 1024), &mut p, &req);
+        let quads = SweepPlan::of(&p).unwrap().fold_quads.value;
+        (quads, p.local["phast_up"].clone())
+    };
+    let predicted = Choice {
+        value: 256,
+        source: Source::Predicted,
+        reason: "characterization".into(),
+    };
+    let (q, up) = plan("gpu", 4096, predicted.clone());
+    assert_eq!((q, up.value, up.source), (64, 128, Source::Predicted));
+    assert_eq!(plan("gpu", 64, predicted.clone()).0, 16);
+    let (q, up) = plan("cpu", 4096, predicted);
+    assert_eq!((q, up.value), (1024, 256));
+    let set = Choice {
+        value: 512,
+        source: Source::Config,
+        reason: "[apsp] local_size".into(),
+    };
+    assert_eq!(plan("gpu", 4096, set).1.value, 512);
 }

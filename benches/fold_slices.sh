@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The fold a slice of the trees at a time, phast_up groups of 128, the mask cleared by the sweep
+# (issue 36 item 3): the build before against this one, alternated, on one GPU. osm-moscow full
+# APSP (default config, then GPU alone); a frontier of 256 entries, where trees overflow and are
+# redone on the host (every checksum must equal the others); then the K = 8 tiling (26.4M
+# vertices) with 1% of its sources on the GPU alone. Prints run phase, trees/s and checksum.
+# Usage: bash benches/fold_slices.sh BIN_DIR DATA_DIR TILE_ROADS_PY > LOG
+#   (BIN_DIR: tuccompi-before, tuccompi; DATA_DIR: osm-moscow.gr.gz and osm-moscow.co.gz)
+set -u
+B=$1; D=$2; TILE=$3; W=$(mktemp -d); export XDG_CACHE_HOME=$W/cache
+show() { python3 - "$1" "$2" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); d = r["devices"][0]["tuning"] if r.get("devices") else {}
+k = d.get("knobs", {}); v = lambda n: k.get(n, {}).get("value", "-")
+print(f"{sys.argv[2]:<34} run {r['run_seconds']:8.4f} s wall {r['wall_seconds']:7.3f} s "
+      f"{r['tasks']/r['run_seconds']:10,.0f} trees/s k {d.get('batch', {}).get('value')} "
+      f"fold {v('fold_levels')} quads {v('fold_quads')} up {d.get('local', {}).get('phast_up', {}).get('value', '-')} "
+      f"sum {r['checksum']['sum']}", flush=True)
+PY
+}
+one() { # name binary output-dir args...
+  local name=$1 b=$2 o=$3; shift 3
+  eval timeout 300 $B/$b run configs/apsp.toml "$@" --set output.dir=\"$W/$o\" -q && show $W/$o/report.json "$name"
+}
+M="--set input.path=\"$D/osm-moscow.gr.gz\" --set run.sources=\"all\""
+one "warm (hierarchy built)" tuccompi warm $M
+for i in 1 2 3; do
+  for b in tuccompi-before tuccompi; do
+    one "default $b#$i" $b d-$b-$i $M
+    one "gpu alone $b#$i" $b g-$b-$i $M --set units.cpu_workers=0
+  done
+done
+for b in tuccompi-before tuccompi; do
+  one "frontier 256 $b" $b f-$b $M --set units.cpu_workers=0 --set apsp.gpu_frontier=256
+done
+T=$W/tiles8.gr
+timeout 300 python3 $TILE $D/osm-moscow.gr.gz $D/osm-moscow.co.gz 8 $T >/dev/null || exit 1
+K="--set input.path=\"$T\" --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"phast\""
+one "K=8 warm (hierarchy built)" tuccompi kw $K --set run.sources=64
+for b in tuccompi-before tuccompi; do
+  one "K=8 1% $b" $b k-$b $K --set run.sources=263674
+  python3 -c "import json; r=json.load(open('$W/k-$b/report.json')); print('   full APSP extrapolated %.1f min' % (26367488 / (r['tasks']/r['run_seconds']) / 60))"
+done
