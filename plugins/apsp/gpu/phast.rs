@@ -858,6 +858,17 @@ impl<W: DevWeight> Phast<W> {
         }
     }
 
+    /// Mark for host searches the trees of `flags` that overflowed outside `host`
+    /// ([`unsearched_overflows`]); true if there were any.
+    fn search_on_host(&mut self, host: &mut [bool], flags: &[u32]) -> bool {
+        let more = unsearched_overflows(host, flags);
+        self.overflowed += more.len();
+        for &j in &more {
+            host[j] = true;
+        }
+        !more.is_empty()
+    }
+
     /// Read the sums of the batch.
     fn read_sums(&mut self, cx: &Ctx<'_>) -> Result<()> {
         cx.q.read(&self.sums, 0, &mut self.host_sums[..cx.b * 4])?;
@@ -880,15 +891,19 @@ impl<W: DevWeight> Algorithm for Phast<W> {
             return Ok(levels);
         }
         // Trees whose upward searches run on the host: those whose device search overflowed
-        // its frontier (stopped early, leaving a part of its search space). Overflow depends
-        // on the order of the device's relaxations, so a tree that fit in one pass may not fit
-        // in the next: every pass's flags are checked, until a pass has none outside `host`.
+        // its frontier (stopped early, leaving a part of its search space). The first pass
+        // reads the flags after its sweep (no wait in the common case: none overflows); if any
+        // did, a second pass waits for its device searches and adds the trees that overflowed
+        // in it too (overflow depends on the order of the device's relaxations, so a tree that
+        // fit in the first pass may not fit in the second) before the host's exact values
+        // overwrite the device's partial ones.
         let mut host = vec![false; b];
+        let mut flags = vec![0u32; b];
         loop {
             self.enqueue_up(cx, batch)?;
             if host.contains(&true) {
-                // The host's exact values overwrite the device's partial ones.
-                cx.q.finish()?;
+                cx.q.read(&self.overflow, 0, &mut flags)?;
+                self.search_on_host(&mut host, &flags);
                 let trees = (0..b)
                     .filter(|&j| host[j])
                     .map(|j| (j as u32, cx.tasks.start + j));
@@ -896,21 +911,12 @@ impl<W: DevWeight> Algorithm for Phast<W> {
             }
             self.enqueue_levels(cx)?;
             self.enqueue_summary(cx)?;
-            let mut flags = vec![0u32; b];
             cx.q.read(&self.overflow, 0, &mut flags)?;
             self.read_sums(cx)?;
-            let more = unsearched_overflows(&host, &flags);
-            if more.is_empty() {
+            if !self.search_on_host(&mut host, &flags) {
                 break;
             }
-            tracing::debug!(
-                trees = more.len(),
-                "phast_up frontier overflow: host upward searches"
-            );
-            self.overflowed += more.len();
-            for j in more {
-                host[j] = true;
-            }
+            tracing::debug!("phast_up frontier overflow: host upward searches");
             self.clean(cx.q)?;
         }
         Ok(levels)
