@@ -320,10 +320,10 @@ __kernel void phast_fold(__global const uint* doff, __global const uint* dtail,
     uint b4 = (b + 3) / 4;
     if (i >= (size_t)slices * b4) return;
     uint span = slices * qs;
-    uint s = (uint)i / span;
-    uint r = (uint)i - s * span;
-    uint ws = min(qs, b4 - s * qs);
-    uint g = r / ws, j = 4 * (s * qs + r % ws);
+    uint qslice = (uint)i / span;
+    uint within = (uint)i - qslice * span;
+    uint ws = min(qs, b4 - qslice * qs);
+    uint g = within / ws, j = 4 * (qslice * qs + within % ws);
     uint cnt[4] = {0, 0, 0, 0}, hi[4] = {0, 0, 0, 0};
     ulong lo[4] = {0, 0, 0, 0};
     dist_t mx[4] = {0, 0, 0, 0};

@@ -78,13 +78,14 @@ fn rome99_every_source() {
     // Top levels in one launch: none, the prediction, every level.
     // Trailing levels folded into the summaries: five (swept, written and added to the
     // partials of those below), the prediction, none possible (every level in the one launch).
-    // Tree quads the fold sweeps at a time: 3 of the 16 (five slices of 3, then one of 1),
-    // every quad.
+    // Tree quads the fold sweeps at a time: 3, 7 or 1 of the 16 (slices of 3, 3, 3, 3, 3, 1;
+    // 7, 7, 2; sixteen of 1; the last batch, 25 trees, has 7 quads), or the rule's.
     for (up, q, c, top, fold, quads) in [
         ("device", "1", "0", "0", "5", "3"),
         ("host", "2", "0", "\"auto\"", "\"auto\"", "\"auto\""),
-        ("device", "2", "2", "1000", "\"auto\"", "1"),
+        ("device", "2", "2", "1000", "\"auto\"", "\"auto\""),
         ("device", "1", "0", "\"auto\"", "2", "7"),
+        ("host", "1", "0", "0", "1", "1"),
     ] {
         let r = phast_matches(
             &cfg,

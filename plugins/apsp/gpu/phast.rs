@@ -412,12 +412,12 @@ fn make(setup: &Setup<'_>) -> Result<Box<dyn Algorithm>> {
     }
 }
 
-/// The trees whose device upward search overflowed (`flags[j] != 0`) in a pass where their
-/// search did not run on the host (`host[j]` false): that pass's sweep used part of their
-/// search spaces, so they need another pass with host searches. Empty: the pass was exact.
-fn unsearched_overflows(host: &[bool], flags: &[u32]) -> Vec<usize> {
-    (0..flags.len())
-        .filter(|&j| flags[j] != 0 && !host[j])
+/// The trees a batch's second pass searches on the host: those whose device search overflowed
+/// in the first pass (`first[j] != 0`) or in the second (`second[j] != 0`), read before the
+/// second pass's sweep.
+fn redo_on_host(first: &[u32], second: &[u32]) -> Vec<usize> {
+    (0..first.len())
+        .filter(|&j| first[j] != 0 || second[j] != 0)
         .collect()
 }
 
@@ -502,7 +502,8 @@ struct Phast<W: DevWeight> {
     search: UpSearch<W>,
     /// The last batch's sums, `[reached, sum_lo, sum_hi, max]` per tree.
     host_sums: Vec<u64>,
-    /// `init` may hold values (new buffers, or a batch that failed half-way): fill it first.
+    /// `init` or the mask may hold values (new buffers, or a batch that failed half-way): fill
+    /// them first.
     dirty: bool,
     /// Trees whose device upward search overflowed its frontier (redone on the host).
     overflowed: usize,
@@ -858,17 +859,6 @@ impl<W: DevWeight> Phast<W> {
         }
     }
 
-    /// Mark for host searches the trees of `flags` that overflowed outside `host`
-    /// ([`unsearched_overflows`]); true if there were any.
-    fn search_on_host(&mut self, host: &mut [bool], flags: &[u32]) -> bool {
-        let more = unsearched_overflows(host, flags);
-        self.overflowed += more.len();
-        for &j in &more {
-            host[j] = true;
-        }
-        !more.is_empty()
-    }
-
     /// Read the sums of the batch.
     fn read_sums(&mut self, cx: &Ctx<'_>) -> Result<()> {
         cx.q.read(&self.sums, 0, &mut self.host_sums[..cx.b * 4])?;
@@ -890,35 +880,39 @@ impl<W: DevWeight> Algorithm for Phast<W> {
             self.read_sums(cx)?;
             return Ok(levels);
         }
-        // Trees whose upward searches run on the host: those whose device search overflowed
-        // its frontier (stopped early, leaving a part of its search space). The first pass
-        // reads the flags after its sweep (no wait in the common case: none overflows); if any
-        // did, a second pass waits for its device searches and adds the trees that overflowed
-        // in it too (overflow depends on the order of the device's relaxations, so a tree that
-        // fit in the first pass may not fit in the second) before the host's exact values
-        // overwrite the device's partial ones.
-        let mut host = vec![false; b];
-        let mut flags = vec![0u32; b];
-        loop {
-            self.enqueue_up(cx, batch)?;
-            if host.contains(&true) {
-                cx.q.read(&self.overflow, 0, &mut flags)?;
-                self.search_on_host(&mut host, &flags);
-                let trees = (0..b)
-                    .filter(|&j| host[j])
-                    .map(|j| (j as u32, cx.tasks.start + j));
-                self.host_up(cx, trees.collect::<Vec<_>>())?;
-            }
-            self.enqueue_levels(cx)?;
-            self.enqueue_summary(cx)?;
-            cx.q.read(&self.overflow, 0, &mut flags)?;
-            self.read_sums(cx)?;
-            if !self.search_on_host(&mut host, &flags) {
-                break;
-            }
-            tracing::debug!("phast_up frontier overflow: host upward searches");
-            self.clean(cx.q)?;
+        self.enqueue_up(cx, batch)?;
+        self.enqueue_levels(cx)?;
+        self.enqueue_summary(cx)?;
+        let mut first = vec![0u32; b];
+        cx.q.read(&self.overflow, 0, &mut first)?;
+        self.read_sums(cx)?;
+        if first.iter().all(|&f| f == 0) {
+            return Ok(levels);
         }
+        // A device search that overflowed its frontier stopped early, leaving a part of its
+        // search space: the first pass reads the flags after its sweep (no wait when none
+        // overflows). A second pass runs the device searches again, waits for them, and
+        // searches on the host every tree that overflowed in either pass (overflow depends on
+        // the order of the device's relaxations, so a tree that fit in the first pass may not
+        // fit in the second); the host's exact values overwrite the device's partial ones.
+        self.clean(cx.q)?;
+        self.enqueue_up(cx, batch)?;
+        let mut second = vec![0u32; b];
+        cx.q.read(&self.overflow, 0, &mut second)?;
+        let host = redo_on_host(&first, &second);
+        tracing::debug!(
+            trees = host.len(),
+            "phast_up frontier overflow: host upward searches"
+        );
+        self.overflowed += host.len();
+        let trees: Vec<(u32, usize)> = host
+            .iter()
+            .map(|&j| (j as u32, cx.tasks.start + j))
+            .collect();
+        self.host_up(cx, trees)?;
+        self.enqueue_levels(cx)?;
+        self.enqueue_summary(cx)?;
+        self.read_sums(cx)?;
         Ok(levels)
     }
 
@@ -1027,7 +1021,8 @@ pub struct Profile {
     pub top_levels: usize,
     /// Work-items per `phast_up` group.
     pub up_local: usize,
-    /// Zeroing the mask (seconds).
+    /// Filling `init` and the mask where a batch may have left values (seconds; nothing after
+    /// a whole batch, whose sweep resets them).
     pub zero_s: f64,
     /// The device upward searches of one batch (`phast_up`).
     pub up_device_s: f64,
@@ -1217,18 +1212,14 @@ pub fn profile(
 
 #[cfg(test)]
 mod test {
-    use super::unsearched_overflows;
+    use super::redo_on_host;
 
     #[test]
-    fn every_pass_overflow_outside_the_host_searches_is_redone() {
-        // First pass: nothing on the host; trees 1 and 3 overflowed.
-        assert_eq!(unsearched_overflows(&[false; 4], &[0, 1, 0, 1]), vec![1, 3]);
-        // Second pass: 1 and 3 on the host (their device flags no longer matter), but tree 2,
-        // which fit before, overflowed this time: it needs a third pass.
-        let host = [false, true, false, true];
-        assert_eq!(unsearched_overflows(&host, &[0, 1, 1, 0]), vec![2]);
-        // A pass whose only overflows were searched on the host is exact.
-        assert!(unsearched_overflows(&host, &[0, 1, 0, 1]).is_empty());
-        assert!(unsearched_overflows(&[false; 3], &[0; 3]).is_empty());
+    fn a_tree_that_overflows_in_either_pass_is_searched_on_the_host() {
+        // Trees 1 and 3 overflowed in the first pass; in the second, tree 3 fit but tree 2,
+        // which fit before, did not: 1, 2 and 3 are searched on the host.
+        assert_eq!(redo_on_host(&[0, 1, 0, 1], &[0, 1, 1, 0]), vec![1, 2, 3]);
+        assert_eq!(redo_on_host(&[1, 0], &[0, 0]), vec![0]);
+        assert!(redo_on_host(&[0; 3], &[0; 3]).is_empty());
     }
 }
