@@ -279,6 +279,31 @@ fn gpu_phast_frontier_beyond_local_memory_is_refused() {
 }
 
 #[test]
+fn gpu_phast_fold_of_no_tree_quads_is_refused() {
+    if !opencl() {
+        return;
+    }
+    let (_dir, c) = setup("apsp", GRAPH);
+    let (code, e) = tuccompi_bounded(
+        &[
+            "run",
+            &c,
+            "--set",
+            "units.device_type=\"all\"",
+            "--set",
+            "apsp.gpu_algorithm=\"phast\"",
+            "--set",
+            "apsp.gpu_fold_quads=0",
+        ],
+        "gpu_fold_quads = 0",
+    );
+    assert!(
+        code == 2 && e.contains("[apsp] gpu_fold_quads = 0: the fold sweeps at least 1"),
+        "{e}"
+    );
+}
+
+#[test]
 fn header_declaring_more_than_the_memory_is_refused_before_allocating() {
     // 4e9 vertices: about 75 GiB to read, more than a test machine has available.
     let (_dir, c) = setup("apsp", "p sp 4000000000 1\na 1 2 5\n");

@@ -245,6 +245,13 @@ pub(super) fn params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<La
         },
     );
     check_frontier(&device.info, plan(&p).frontier.value)?;
+    if o.gpu_fold_quads.and_then(|q| q.value()) == Some(0) {
+        return Err(Error::Config(
+            "[apsp] gpu_fold_quads = 0: the fold sweeps at least 1 tree quad (4 trees) at a \
+             time; use 1 or more (more than the batch's quads means all of them) or \"auto\""
+                .into(),
+        ));
+    }
     let can_device = !job.wide || device.info.int64_atomics;
     let upward = match o.gpu_upward {
         Upward::Auto => Choice {
