@@ -250,13 +250,14 @@ fn batch_zero_with_every_device_type_is_refused_not_a_panic() {
     }
 }
 
-#[test]
-fn gpu_phast_frontier_beyond_local_memory_is_refused() {
+/// `tuccompi run` of GPU PHAST on the test graph with `set` (on any OpenCL device): (exit
+/// code, stderr); `None` without OpenCL.
+fn gpu_phast_with(set: &str) -> Option<(i32, String)> {
     if !opencl() {
-        return;
+        return None;
     }
     let (_dir, c) = setup("apsp", GRAPH);
-    let (code, e) = tuccompi_bounded(
+    Some(tuccompi_bounded(
         &[
             "run",
             &c,
@@ -265,11 +266,18 @@ fn gpu_phast_frontier_beyond_local_memory_is_refused() {
             "--set",
             "apsp.gpu_algorithm=\"phast\"",
             "--set",
-            // Beyond any device's local memory (PoCL gives a CPU its L2 size: 2 MiB on some).
-            "apsp.gpu_frontier=50000000",
+            set,
         ],
-        "gpu_frontier = 50000000",
-    );
+        set,
+    ))
+}
+
+#[test]
+fn gpu_phast_frontier_beyond_local_memory_is_refused() {
+    // Beyond any device's local memory (PoCL gives a CPU its L2 size: 2 MiB on some).
+    let Some((code, e)) = gpu_phast_with("apsp.gpu_frontier=50000000") else {
+        return;
+    };
     assert!(
         code == 2
             && e.contains("[apsp] gpu_frontier = 50000000: phast_up keeps two frontier lists")
@@ -280,23 +288,9 @@ fn gpu_phast_frontier_beyond_local_memory_is_refused() {
 
 #[test]
 fn gpu_phast_fold_of_no_tree_quads_is_refused() {
-    if !opencl() {
+    let Some((code, e)) = gpu_phast_with("apsp.gpu_fold_quads=0") else {
         return;
-    }
-    let (_dir, c) = setup("apsp", GRAPH);
-    let (code, e) = tuccompi_bounded(
-        &[
-            "run",
-            &c,
-            "--set",
-            "units.device_type=\"all\"",
-            "--set",
-            "apsp.gpu_algorithm=\"phast\"",
-            "--set",
-            "apsp.gpu_fold_quads=0",
-        ],
-        "gpu_fold_quads = 0",
-    );
+    };
     assert!(
         code == 2 && e.contains("[apsp] gpu_fold_quads = 0: the fold sweeps at least 1"),
         "{e}"

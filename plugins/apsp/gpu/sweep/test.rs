@@ -6,6 +6,23 @@ fn dev(kind: &str, cus: u32, maxwg: usize) -> DeviceInfo {
     DeviceInfo::described(kind, cus, maxwg)
 }
 
+/// A request for summaries alone over `level_sizes` (n vertices), 8 MiB a tree's sweep,
+/// nothing set in the config.
+fn summaries_request(level_sizes: &[u32], n: usize) -> SweepRequest<'_> {
+    SweepRequest {
+        level_sizes,
+        n,
+        sweep_bytes: 8 << 20,
+        bytes_per_tree: 8 << 20,
+        shared_bytes: 0,
+        top_levels: None,
+        frontier: None,
+        fold_levels: None,
+        fold_quads: None,
+        summaries_only: true,
+    }
+}
+
 /// GPU PHAST's trees per batch (`predict_trees`): 16 GiB per sweep, within 32..8192, at most
 /// the largest power of two with k x n below 2^31, then device memory.
 #[test]
@@ -102,16 +119,9 @@ fn top_levels_follow_the_groups_the_one_launch_has() {
     let top = |k: usize| {
         let mut p = set_params(k);
         let req = SweepRequest {
-            level_sizes: &sizes,
-            n: 1 << 21,
             sweep_bytes: 8 << 21,
             bytes_per_tree: 8 << 21,
-            shared_bytes: 0,
-            top_levels: None,
-            frontier: None,
-            fold_levels: None,
-            fold_quads: None,
-            summaries_only: true,
+            ..summaries_request(&sizes, 1 << 21)
         };
         sweep_plan(&gpu, &mut p, &req);
         SweepPlan::of(&p).unwrap().top_levels.value
@@ -142,16 +152,10 @@ fn levels_are_folded_only_for_summaries_below_the_leading_launch() {
             })
         };
         let req = SweepRequest {
-            level_sizes: &sizes,
-            n: 1_445_005,
-            sweep_bytes: 8 << 20,
-            bytes_per_tree: 8 << 20,
-            shared_bytes: 0,
             top_levels: setting(top, "[apsp] gpu_top_levels"),
-            frontier: None,
             fold_levels: setting(set, "[apsp] gpu_fold_levels"),
-            fold_quads: None,
             summaries_only,
+            ..summaries_request(&sizes, 1_445_005)
         };
         sweep_plan(&gpu, &mut p, &req);
         let plan = SweepPlan::of(&p).unwrap();
@@ -180,18 +184,7 @@ fn the_fold_takes_a_slice_of_the_trees_and_upward_groups_shrink_on_gpus() {
     let plan = |kind: &str, k: usize, up: Choice| {
         let mut p = set_params(k);
         p.local.insert("phast_up".into(), up);
-        let req = SweepRequest {
-            level_sizes: &[1, 10, 1000, 100_000],
-            n: 101_011,
-            sweep_bytes: 8 << 20,
-            bytes_per_tree: 8 << 20,
-            shared_bytes: 0,
-            top_levels: None,
-            frontier: None,
-            fold_levels: None,
-            fold_quads: None,
-            summaries_only: true,
-        };
+        let req = summaries_request(&[1, 10, 1000, 100_000], 101_011);
         sweep_plan(&dev(kind, 132, 1024), &mut p, &req);
         let quads = SweepPlan::of(&p).unwrap().fold_quads.value;
         (quads, p.local["phast_up"].clone())
