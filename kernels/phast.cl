@@ -49,6 +49,14 @@ inline void mark(__global uint* mask, uint p, uint j, uint kw) {
     atomic_or(&mask[(size_t)p * kw + j / 32], 1u << (j % 32));
 }
 
+// Set d[0 .. len) to INF, item by item over the whole range (64-bit indices). Used instead of
+// clEnqueueFillBuffer, which NVIDIA's driver fails on buffers of 2^31 elements and more
+// (benches/big_buffer.rs).
+__kernel void phast_reset(__global dist_t* d, ulong len) {
+    size_t step = get_global_size(0);
+    for (size_t i = get_global_id(0); i < len; i += step) d[i] = INF;
+}
+
 // Host upward searches: entry e sets init[pos[e]*k + tree[e]] = val[e] and its mask bit.
 __kernel void phast_scatter(__global dist_t* init, __global uint* mask,
                             __global const uint* pos, __global const uint* tree,

@@ -707,24 +707,52 @@ impl Queue {
         Ok(())
     }
 
-    /// Enqueue filling all of `buf` with `value` (does not wait).
+    /// Enqueue filling all of `buf` with `value` (does not wait), in fills of at most 2^30
+    /// elements ([`Queue::fill_range`]).
     pub fn fill<T: Scalar>(&self, buf: &DBuf<T>, value: T) -> Result<()> {
+        self.fill_range(buf, value, 0, buf.len, 1 << 30)
+    }
+
+    /// Enqueue filling elements `start .. start + len` of `buf` with `value`, in fills of at
+    /// most `piece` elements each (does not wait).
+    pub fn fill_range<T: Scalar>(
+        &self,
+        buf: &DBuf<T>,
+        value: T,
+        start: usize,
+        len: usize,
+        piece: usize,
+    ) -> Result<()> {
         let sz = std::mem::size_of::<T>();
-        // SAFETY: the range is the whole buffer; OpenCL copies the pattern before returning.
-        let ev = unsafe {
-            opencl3::command_queue::enqueue_fill_buffer(
-                self.queue.get(),
-                buf.buf.get(),
-                &value as *const T as *const c_void,
-                sz,
-                0,
-                buf.len.max(1) * sz,
-                0,
-                ptr::null(),
-            )
+        if start + len > buf.len {
+            return Err(Error::Device(format!(
+                "filling elements {start}..{} of a buffer of {} on '{}'",
+                start + len,
+                buf.len,
+                self.device
+            )));
         }
-        .map_err(|e| cl_err(&format!("filling a buffer on '{}'", self.device), e))?;
-        drop(Event::new(ev));
+        let mut at = start;
+        while at < start + len {
+            let m = piece.max(1).min(start + len - at);
+            // SAFETY: at + m <= buf.len (checked above); OpenCL copies the pattern before
+            // returning.
+            let ev = unsafe {
+                opencl3::command_queue::enqueue_fill_buffer(
+                    self.queue.get(),
+                    buf.buf.get(),
+                    &value as *const T as *const c_void,
+                    sz,
+                    at * sz,
+                    m * sz,
+                    0,
+                    ptr::null(),
+                )
+            }
+            .map_err(|e| cl_err(&format!("filling a buffer on '{}'", self.device), e))?;
+            drop(Event::new(ev));
+            at += m;
+        }
         Ok(())
     }
 

@@ -61,6 +61,7 @@ pub const KERNELS: KernelSource = KernelSource {
 
 /// The kernels of [`KERNELS`] this algorithm launches (all of them).
 const LAUNCHED: &[&str] = &[
+    "phast_reset",
     "phast_scatter",
     "phast_up",
     "phast_sweep",
@@ -486,6 +487,7 @@ struct HostUp<W> {
 
 /// GPU PHAST bound to one queue.
 struct Phast<W: DevWeight> {
+    reset: Kernel,
     scatter: Kernel,
     up: Option<Kernel>,
     sweep: Kernel,
@@ -531,6 +533,7 @@ impl<W: DevWeight> Phast<W> {
         // The folded levels' partials follow the summary's.
         let partial_sets = if fold_from.is_some() { 2 } else { 1 };
         Ok(Phast {
+            reset: kern("phast_reset")?,
             scatter: kern("phast_scatter")?,
             up: if device_up {
                 Some(kern("phast_up")?)
@@ -599,10 +602,23 @@ impl<W: DevWeight> Phast<W> {
 
     /// Start a batch: make `init` all INF and the mask all zero if a previous batch may have
     /// left values in them (a whole sweep resets every entry it reads and clears every bit).
-    fn clean(&mut self, q: &Queue) -> Result<()> {
+    /// `init` is reset by a kernel: NVIDIA's driver fails clEnqueueFillBuffer on buffers of
+    /// 2^31 elements and more, which `init` is at k x n above 2^31.
+    fn clean(&mut self, cx: &Ctx<'_>) -> Result<()> {
         if self.dirty {
-            q.fill(&self.init, W::INF)?;
-            q.fill(&self.mask, 0)?;
+            let len = self.init.len();
+            let local = cx.local("phast_reset")?;
+            let items = len.div_ceil(local).min(4096) * local;
+            // SAFETY: phast_reset(d, len) writes d[0 .. len), init's length.
+            unsafe {
+                cx.q.launch(
+                    &self.reset,
+                    items,
+                    Some(local),
+                    &[W::buf(&self.init), Arg::U64(len as u64)],
+                )
+            }?;
+            cx.q.fill(&self.mask, 0)?;
         }
         self.dirty = true;
         Ok(())
@@ -878,7 +894,7 @@ impl<W: DevWeight> Algorithm for Phast<W> {
     fn solve(&mut self, cx: &Ctx<'_>, batch: &Batch, _sources: &[u32]) -> Result<usize> {
         let b = cx.b;
         let levels = Self::h(cx).levels.len().saturating_sub(1);
-        self.clean(cx.q)?;
+        self.clean(cx)?;
         if self.up.is_none() {
             let tasks = cx.tasks.clone();
             self.host_up(cx, tasks.enumerate().map(|(j, t)| (j as u32, t)))?;
@@ -902,7 +918,7 @@ impl<W: DevWeight> Algorithm for Phast<W> {
         // searches on the host every tree that overflowed in either pass (overflow depends on
         // the order of the device's relaxations, so a tree that fit in the first pass may not
         // fit in the second); the host's exact values overwrite the device's partial ones.
-        self.clean(cx.q)?;
+        self.clean(cx)?;
         self.enqueue_up(cx, batch)?;
         let mut second = vec![0u32; b];
         cx.q.read(&self.overflow, 0, &mut second)?;
@@ -1128,7 +1144,7 @@ pub fn profile(
     for _ in 0..reps.max(1) {
         q.finish()?;
         let t0 = Instant::now();
-        w.clean(&q)?;
+        w.clean(&cx)?;
         q.finish()?;
         let t1 = Instant::now();
         w.enqueue_up(&cx, &batch)?;
@@ -1152,7 +1168,7 @@ pub fn profile(
         whole.push(t5.elapsed().as_secs_f64());
         // Host upward searches, their upload and scatter (then swept, to leave init clean).
         let t6 = Instant::now();
-        w.clean(&q)?;
+        w.clean(&cx)?;
         w.host_up(&cx, (0..k).map(|j| (j as u32, j)))?;
         q.finish()?;
         host.push(t6.elapsed().as_secs_f64());
@@ -1164,7 +1180,7 @@ pub fn profile(
     let order = w.launches(&cx);
     let mut each = vec![Vec::new(); order.len()];
     for _ in 0..reps.max(1) {
-        w.clean(&q)?;
+        w.clean(&cx)?;
         w.enqueue_up(&cx, &batch)?;
         q.finish()?;
         for (i, &l) in order.iter().enumerate() {
