@@ -57,13 +57,16 @@ __kernel void phast_reset(__global dist_t* d, ulong len) {
     for (size_t i = get_global_id(0); i < len; i += step) d[i] = INF;
 }
 
-// Host upward searches: entry e sets init[pos[e]*k + tree[e]] = val[e] and its mask bit.
+// Host upward searches: entry e sets init[pos[e]*k + tree[e]] = val[e] and its mask bit;
+// entries at positions from `rows` on (a source in the folded bottom level, which has no
+// rows: phast_fold gives it 0 itself) are skipped.
 __kernel void phast_scatter(__global dist_t* init, __global uint* mask,
                             __global const uint* pos, __global const uint* tree,
-                            __global const dist_t* val, uint count, uint k) {
+                            __global const dist_t* val, uint count, uint k, uint rows) {
     size_t e = get_global_id(0);
     if (e >= count) return;
     uint p = pos[e], j = tree[e];
+    if (p >= rows) return;
     init[(size_t)p * k + j] = val[e];
     mark(mask, p, j, (k + 31) / 32);
 }
@@ -72,21 +75,25 @@ __kernel void phast_scatter(__global dist_t* init, __global uint* mask,
 // graph (a DAG) from pos[src[j]], with atomic minima into init[q*k + j]. A vertex whose distance a
 // round lowers joins the next round's frontier (two local lists of `cap` entries). A frontier
 // that would overflow stops the tree and sets overflow[j]; the host then redoes that batch
-// with host searches. Rounds are at most the longest upward path, in arcs.
+// with host searches. Rounds are at most the longest upward path, in arcs. Positions from
+// `rows` on (the folded bottom level) have no entries in init and the mask: only the source
+// can be one (upward arcs lead to higher levels), and its distance is 0.
 #ifndef NO_DEVICE_UP
 __kernel void phast_up(__global const uint* uoff, __global const uint* uhead,
                        __global const dist_t* uw, __global dist_t* init, __global uint* mask,
                        __global const uint* src, __global const uint* pos, uint k,
                        __local uint* fa, __local uint* fb,
-                       uint cap, __global uint* overflow) {
+                       uint cap, __global uint* overflow, uint rows) {
     __local uint counts[3]; // [0] current size, [1] next size, [2] overflow
     uint j = get_group_id(0);
     uint lid = get_local_id(0), L = get_local_size(0);
     uint kw = (k + 31) / 32;
     if (lid == 0) {
         uint s = pos[src[j]];
-        init[(size_t)s * k + j] = 0;
-        mark(mask, s, j, kw);
+        if (s < rows) {
+            init[(size_t)s * k + j] = 0;
+            mark(mask, s, j, kw);
+        }
         fa[0] = s;
         counts[0] = 1;
         counts[1] = 0;
@@ -100,7 +107,7 @@ __kernel void phast_up(__global const uint* uoff, __global const uint* uhead,
         uint na = counts[0];
         for (uint f = lid; f < na; f += L) {
             uint p = cur[f];
-            dist_t dp = ATOMIC_READ(&init[(size_t)p * k + j]);
+            dist_t dp = (p < rows) ? ATOMIC_READ(&init[(size_t)p * k + j]) : 0;
             uint end = uoff[p + 1];
             for (uint e = uoff[p]; e < end; e++) {
                 uint q = uhead[e];
@@ -154,22 +161,39 @@ inline dist4_t sat_add4(dist4_t a, dist_t w) {
 }
 #endif
 
-// The 4 distances of trees j .. j+3 at position p, pulled over p's incoming downward arcs
-// (and `init` reset where the mask says).
-inline dist4_t pull(__global const uint* doff, __global const uint* dtail,
-                    __global const dist_t* dw, __global dist_t* init,
-                    __global uint* mask, __global const dist_t* dist, uint p, uint j,
-                    uint k) {
-    __global const dist4_t* d4 = (__global const dist4_t*)dist;
-    __global dist4_t* i4 = (__global dist4_t*)init;
-    size_t me = ((size_t)p * k + j) / 4;
+// The 4 distances of trees j .. j+3 at position p before its pulls: from `init` where the
+// mask says (and reset there), or, at positions from `rows` on (the folded bottom level, which
+// has no rows in init, the mask and the distances), 0 for the trees whose source is p (s4:
+// their sources' positions) and INF for the others.
+inline dist4_t own(__global dist_t* init, __global uint* mask, uint p, uint j, uint k,
+                   uint rows, uint4 s4) {
     dist4_t d = (dist4_t)(INF);
+    if (p >= rows) {
+        d.x = (s4.x == p) ? 0 : INF;
+        d.y = (s4.y == p) ? 0 : INF;
+        d.z = (s4.z == p) ? 0 : INF;
+        d.w = (s4.w == p) ? 0 : INF;
+        return d;
+    }
     __global uint* mw = mask + (size_t)p * ((k + 31) / 32) + j / 32;
     if ((*mw >> (j % 32)) & 0xFu) {
+        __global dist4_t* i4 = (__global dist4_t*)init;
+        size_t me = ((size_t)p * k + j) / 4;
         d = i4[me];
         i4[me] = (dist4_t)(INF);
         atomic_and(mw, ~(0xFu << (j % 32)));
     }
+    return d;
+}
+
+// The 4 distances of trees j .. j+3 at position p, pulled over p's incoming downward arcs
+// (own values as `own` gives them).
+inline dist4_t pull(__global const uint* doff, __global const uint* dtail,
+                    __global const dist_t* dw, __global dist_t* init,
+                    __global uint* mask, __global const dist_t* dist, uint p, uint j,
+                    uint k, uint rows, uint4 s4) {
+    __global const dist4_t* d4 = (__global const dist4_t*)dist;
+    dist4_t d = own(init, mask, p, j, k, rows, s4);
     uint e = doff[p], end = doff[p + 1];
     for (; e + 1 < end; e += 2) {
         uint t0 = dtail[e], t1 = dtail[e + 1];
@@ -189,7 +213,7 @@ inline void sweep_item(__global const uint* doff, __global const uint* dtail,
                        __global uint* mask, __global dist_t* dist, uint p, uint j,
                        uint k) {
     ((__global dist4_t*)dist)[((size_t)p * k + j) / 4] =
-        pull(doff, dtail, dw, init, mask, dist, p, j, k);
+        pull(doff, dtail, dw, init, mask, dist, p, j, k, UINT_MAX, (uint4)(UINT_MAX));
 }
 
 __kernel void phast_sweep(__global const uint* doff, __global const uint* dtail,
@@ -270,28 +294,14 @@ __kernel void phast_summary(__global const dist_t* dist, __global const uint* tp
 
 // Two vertices' pulls at once (p and r, trees j .. j+3): their arcs two at a time each, so that
 // up to four tail rows are loaded before any is used (most bottom vertices have one or two
-// downward arcs).
+// downward arcs); own values as `own` gives them.
 inline void pull2(__global const uint* doff, __global const uint* dtail,
                   __global const dist_t* dw, __global dist_t* init, __global uint* mask,
-                  __global const dist_t* dist, uint p, uint r, uint j, uint k, dist4_t* dp,
-                  dist4_t* dr) {
+                  __global const dist_t* dist, uint p, uint r, uint j, uint k, uint rows,
+                  uint4 s4, dist4_t* dp, dist4_t* dr) {
     __global const dist4_t* d4 = (__global const dist4_t*)dist;
-    __global dist4_t* i4 = (__global dist4_t*)init;
-    uint kw = (k + 31) / 32;
-    size_t mp = ((size_t)p * k + j) / 4, mr = ((size_t)r * k + j) / 4;
-    dist4_t a = (dist4_t)(INF), c = (dist4_t)(INF);
-    __global uint* mwp = mask + (size_t)p * kw + j / 32;
-    __global uint* mwr = mask + (size_t)r * kw + j / 32;
-    if ((*mwp >> (j % 32)) & 0xFu) {
-        a = i4[mp];
-        i4[mp] = (dist4_t)(INF);
-        atomic_and(mwp, ~(0xFu << (j % 32)));
-    }
-    if ((*mwr >> (j % 32)) & 0xFu) {
-        c = i4[mr];
-        i4[mr] = (dist4_t)(INF);
-        atomic_and(mwr, ~(0xFu << (j % 32)));
-    }
+    dist4_t a = own(init, mask, p, j, k, rows, s4);
+    dist4_t c = own(init, mask, r, j, k, rows, s4);
     uint ep = doff[p], endp = doff[p + 1], er = doff[r], endr = doff[r + 1];
     while (ep < endp || er < endr) {
         dist4_t x0 = (dist4_t)(INF), x1 = (dist4_t)(INF), y0 = (dist4_t)(INF),
@@ -315,7 +325,9 @@ inline void pull2(__global const uint* doff, __global const uint* dtail,
 // by phast_summary. Item (g, q) pulls vertices first+g, first+g+slices, ... of trees
 // 4q .. 4q+3 (those below b; row stride k), two at a time, and adds them to
 // partial[((base + g)*b + j)*4 ..] = [reached, sum_lo, sum_hi, max] (as phast_summary), which
-// it first sets to zero unless `add` (the first folded level of a batch). Items are numbered
+// it first sets to zero unless `add` (the first folded level of a batch). Positions from
+// `rows` on have no rows (the bottom level, when folded): their own values come from the
+// trees' sources (`pos[src[j]]`). Items are numbered
 // quad slice by quad slice: the first slices x qs items take quads 0 .. qs-1 (every g), the
 // next the following qs quads (the last slice may hold fewer), so the rows a wave of resident
 // items reads are qs quads wide and stay in the cache from one vertex to its neighbours.
@@ -323,7 +335,8 @@ __kernel void phast_fold(__global const uint* doff, __global const uint* dtail,
                          __global const dist_t* dw, __global dist_t* init,
                          __global uint* mask, __global dist_t* dist, uint first,
                          uint count, uint k, uint b, uint slices, uint base, uint write,
-                         uint add, __global ulong* partial, uint qs) {
+                         uint add, __global ulong* partial, uint qs, uint rows,
+                         __global const uint* src, __global const uint* pos) {
     size_t i = get_global_id(0);
     uint b4 = (b + 3) / 4;
     if (i >= (size_t)slices * b4) return;
@@ -332,6 +345,13 @@ __kernel void phast_fold(__global const uint* doff, __global const uint* dtail,
     uint within = (uint)i - qslice * span;
     uint ws = min(qs, b4 - qslice * qs);
     uint g = within / ws, j = 4 * (qslice * qs + within % ws);
+    uint4 s4 = (uint4)(UINT_MAX);
+    if (first + count > rows) {
+        if (j < b) s4.x = pos[src[j]];
+        if (j + 1 < b) s4.y = pos[src[j + 1]];
+        if (j + 2 < b) s4.z = pos[src[j + 2]];
+        if (j + 3 < b) s4.w = pos[src[j + 3]];
+    }
     uint cnt[4] = {0, 0, 0, 0}, hi[4] = {0, 0, 0, 0};
     ulong lo[4] = {0, 0, 0, 0};
     dist_t mx[4] = {0, 0, 0, 0};
@@ -340,7 +360,7 @@ __kernel void phast_fold(__global const uint* doff, __global const uint* dtail,
     for (; x + slices < count; x += 2 * slices) {
         uint p = first + x, r = p + slices;
         dist4_t a, c;
-        pull2(doff, dtail, dw, init, mask, dist, p, r, j, k, &a, &c);
+        pull2(doff, dtail, dw, init, mask, dist, p, r, j, k, rows, s4, &a, &c);
         if (write) {
             d4[((size_t)p * k + j) / 4] = a;
             d4[((size_t)r * k + j) / 4] = c;
@@ -350,7 +370,7 @@ __kernel void phast_fold(__global const uint* doff, __global const uint* dtail,
     }
     if (x < count) {
         uint p = first + x;
-        dist4_t a = pull(doff, dtail, dw, init, mask, dist, p, j, k);
+        dist4_t a = pull(doff, dtail, dw, init, mask, dist, p, j, k, rows, s4);
         if (write) d4[((size_t)p * k + j) / 4] = a;
         LFOLD4(a)
     }

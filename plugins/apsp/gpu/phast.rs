@@ -195,14 +195,25 @@ fn shared_bytes(s: &Sizes, wide: bool) -> u64 {
 pub(super) fn params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
     let s = sizes(job)?;
     let w = if job.wide { 8u64 } else { 4 };
-    let bytes_per_tree = s.n as u64 * (SPEC.bytes_per_vertex)(w) + 64;
+    let o = &job.options;
+    // With only summaries wanted the bottom level is folded (unless the config says 0 levels)
+    // and holds no rows.
+    let folds = job.summaries_only()
+        && o.gpu_fold_levels.and_then(|f| f.value()) != Some(0)
+        && s.level_sizes.len() > 1;
+    let held = if folds {
+        s.n - *s.level_sizes.last().unwrap_or(&0) as usize
+    } else {
+        s.n
+    };
+    // init and dist, and a mask bit, per held position.
+    let bytes_per_tree = held as u64 * 2 * w + (held as u64).div_ceil(8) + 64;
     let shape = Shape {
         n: s.n,
         mean_degree: s.down as f64 / s.n.max(1) as f64,
         bytes_per_task: bytes_per_tree,
         shared_bytes: shared_bytes(&s, job.wide),
     };
-    let o = &job.options;
     let mut p = tuner.params(
         &device.info,
         Request {
@@ -223,6 +234,8 @@ pub(super) fn params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<La
         &SweepRequest {
             level_sizes: &s.level_sizes,
             n: s.n,
+            held,
+            dist_bytes: w,
             sweep_bytes: w * (s.n + s.down) as u64,
             bytes_per_tree,
             shared_bytes: shape.shared_bytes,
@@ -355,22 +368,27 @@ fn setup_typed<W: DevWeight>(
         return Err(Error::Config("[apsp] batch = 0: use at least 1".into()));
     }
     let k4 = stride(k as usize) as u64;
-    if n * k4 >= super::sweep::MAX_BATCH_ELEMENTS {
+    let w = std::mem::size_of::<W>() as u64;
+    // Positions holding rows: those above the bottom level when it is folded.
+    let held = match Phast::<W>::first_folded(h, &plan(params)) {
+        Some(_) => bottom_start(h) as u64,
+        None => n,
+    };
+    let most = super::sweep::max_trees(held as usize, w, device.info.max_alloc);
+    if k4 > most as u64 {
         return Err(Error::Config(format!(
-            "[apsp] batch = {k}: batch x n = {} must stay below 2^31 (one distance buffer); \
-             use batch <= {} or \"auto\"",
-            n * k4,
-            super::sweep::max_trees(h.n)
+            "[apsp] batch = {k}: one distance buffer of {k4} x {held} positions x {w} bytes \
+             exceeds '{}''s largest allocation ({} bytes); use batch <= {most} or \"auto\"",
+            device.info.name, device.info.max_alloc
         )));
     }
-    let w = std::mem::size_of::<W>() as u64;
-    let per_queue = 2 * n * k4 * w
-        + n * k4.div_ceil(32) * 4
+    let per_queue = 2 * held * k4 * w
+        + held * k4.div_ceil(32) * 4
         + (row_chunk(cols(job), k as usize) * cols(job)) as u64 * w;
     let s = sizes(job)?;
     device.check_fits(
         shared_bytes(&s, job.wide) + params.queues.value as u64 * per_queue,
-        n * k4 * w,
+        held * k4 * w,
         &format!("PHAST on {n} vertices, {k} trees per batch ([apsp] batch)"),
     )?;
     let device_up = plan(params).upward_on_device.value == 1;
@@ -427,6 +445,11 @@ fn redo_on_host(first: &[u32], second: &[u32]) -> Vec<usize> {
     (0..first.len())
         .filter(|&j| first[j] != 0 || second[j] != 0)
         .collect()
+}
+
+/// The first position of the bottom level (`n` without levels).
+fn bottom_start<W>(h: &Hierarchy<W>) -> u32 {
+    h.levels.iter().rev().nth(1).copied().unwrap_or(h.n as u32)
 }
 
 /// A Dijkstra over the upward graph from one position, resetting only what it touched.
@@ -498,6 +521,10 @@ struct Phast<W: DevWeight> {
     gather: Kernel,
     /// The first level folded into the summaries (`phast_fold`, the plan's `fold_levels`).
     fold_from: Option<usize>,
+    /// Positions held in `dist`, `init` and the mask (`rows` in the kernels): all of them, or those above the
+    /// bottom level when it is folded (its rows are never written; a source there is 0 in
+    /// its own tree, which `phast_fold` gives it).
+    held: usize,
     dist: DBuf<W>,
     init: DBuf<W>,
     mask: DBuf<u32>,
@@ -532,6 +559,10 @@ impl<W: DevWeight> Phast<W> {
             .and_then(|h| Self::first_folded(h, &plan(p)));
         // The folded levels' partials follow the summary's.
         let partial_sets = if fold_from.is_some() { 2 } else { 1 };
+        let held = match (fold_from, job.hierarchy.as_ref().and_then(W::of)) {
+            (Some(_), Some(h)) => bottom_start(h) as usize,
+            _ => n,
+        };
         Ok(Phast {
             reset: kern("phast_reset")?,
             scatter: kern("phast_scatter")?,
@@ -547,9 +578,10 @@ impl<W: DevWeight> Phast<W> {
             reduce: kern("phast_reduce")?,
             gather: kern("phast_rows")?,
             fold_from,
-            dist: DBuf::new(device, n * k)?,
-            init: DBuf::new(device, n * k)?,
-            mask: DBuf::new(device, n * k.div_ceil(32))?,
+            held,
+            dist: DBuf::new(device, held * k)?,
+            init: DBuf::new(device, held * k)?,
+            mask: DBuf::new(device, held * k.div_ceil(32))?,
             hpos: DBuf::new(device, 1)?,
             htree: DBuf::new(device, 1)?,
             hval: DBuf::new(device, 1)?,
@@ -578,8 +610,12 @@ impl<W: DevWeight> Phast<W> {
             .fold_levels
             .value
             .min(levels.saturating_sub(plan.top_levels.value));
-        let bottom = *h.levels.iter().rev().nth(1)?;
-        if folded == 0 || h.down_tails.iter().any(|&t| t >= bottom) {
+        let bottom = bottom_start(h);
+        if folded == 0
+            || h.levels.len() < 2
+            || h.down_tails.iter().any(|&t| t >= bottom)
+            || h.up_heads.iter().any(|&q| q >= bottom)
+        {
             return None;
         }
         (levels - folded..levels).find(|&l| h.levels[l + 1] > h.levels[l])
@@ -630,7 +666,8 @@ impl<W: DevWeight> Phast<W> {
         let (dh, lu) = (Self::dh(cx), cx.local("phast_up")?);
         let cap = plan(&cx.sh.params).frontier.value;
         // SAFETY: phast_up's order and types; one group per tree (b groups), src holds b
-        // sources, init and mask n x stride(b), overflow b flags; two local lists of cap words.
+        // sources, init and mask held x stride(b) (the kernel touches only positions below
+        // held), overflow b flags; two local lists of cap words.
         unsafe {
             cx.q.launch(
                 up,
@@ -649,6 +686,7 @@ impl<W: DevWeight> Phast<W> {
                     Arg::Local(cap * 4),
                     Arg::U32(cap as u32),
                     Arg::U32s(&self.overflow),
+                    Arg::U32(self.held as u32),
                 ],
             )
         }
@@ -681,7 +719,7 @@ impl<W: DevWeight> Phast<W> {
         cx.q.write(&mut self.htree, 0, &hu.tree)?;
         cx.q.write(&mut self.hval, 0, &hu.val)?;
         // SAFETY: phast_scatter's order and types; count entries in hpos/htree/hval, each
-        // (position < n, tree < b) inside init (n x stride(b)) and mask.
+        // (tree < b; positions from held on are skipped) inside init (held x stride(b)) and mask.
         unsafe {
             cx.q.launch(
                 &self.scatter,
@@ -695,6 +733,7 @@ impl<W: DevWeight> Phast<W> {
                     W::buf(&self.hval),
                     Arg::U32(count as u32),
                     Arg::U32(stride(cx.b) as u32),
+                    Arg::U32(self.held as u32),
                 ],
             )
         }
@@ -714,9 +753,9 @@ impl<W: DevWeight> Phast<W> {
     }
 
     /// Enqueue the sweep: the top levels in one launch, then one launch per level.
-    fn enqueue_levels(&self, cx: &Ctx<'_>) -> Result<()> {
+    fn enqueue_levels(&self, cx: &Ctx<'_>, batch: &Batch) -> Result<()> {
         for l in self.launches(cx) {
-            self.enqueue_level(cx, l)?;
+            self.enqueue_level(cx, batch, l)?;
         }
         Ok(())
     }
@@ -740,7 +779,7 @@ impl<W: DevWeight> Phast<W> {
 
     /// Enqueue one launch of the sweep ([`Self::launches`]): the leading levels (`None`) or
     /// level `l` (`phast_fold` for a folded level).
-    fn enqueue_level(&self, cx: &Ctx<'_>, level: Option<usize>) -> Result<()> {
+    fn enqueue_level(&self, cx: &Ctx<'_>, batch: &Batch, level: Option<usize>) -> Result<()> {
         let (h, dh) = (Self::h(cx), Self::dh(cx));
         let k = stride(cx.b);
         let common = self.pull_args(dh);
@@ -758,7 +797,8 @@ impl<W: DevWeight> Phast<W> {
                 Arg::U32(qpg as u32),
             ]);
             // SAFETY: phast_top's order and types; bounds holds levels + 1 >= top + 1 words,
-            // every position < n and tree < k indexes init/dist (n x k) and mask.
+            // every position is above the bottom level (< held) and tree < k, inside init/dist
+            // (held x k) and mask.
             return unsafe {
                 cx.q.launch(&self.top, quads.div_ceil(qpg) * lt, Some(lt), &a)
             };
@@ -766,13 +806,14 @@ impl<W: DevWeight> Phast<W> {
         let (first, last) = (h.levels[l], h.levels[l + 1]);
         if let Some(f) = self.fold_from.filter(|&f| l >= f) {
             let write = l + 1 < h.levels.len() - 1;
-            return self.enqueue_fold(cx, first, last, write, l > f);
+            return self.enqueue_fold(cx, batch, first, last, write, l > f);
         }
         let count = (last - first) as usize;
         let mut a = common.to_vec();
         a.extend([Arg::U32(first), Arg::U32(count as u32), Arg::U32(k as u32)]);
         // SAFETY: phast_sweep's order and types; items count x k/4, positions
-        // first..first+count < n, so every index is inside init/dist (n x k) and mask.
+        // first..first+count above the bottom level when it is folded (< held), so every index
+        // is inside init/dist (held x k) and mask.
         unsafe {
             cx.q.launch(
                 &self.sweep,
@@ -789,6 +830,7 @@ impl<W: DevWeight> Phast<W> {
     fn enqueue_fold(
         &self,
         cx: &Ctx<'_>,
+        batch: &Batch,
         first: u32,
         last: u32,
         write: bool,
@@ -813,10 +855,14 @@ impl<W: DevWeight> Phast<W> {
                     .value
                     .clamp(1, cx.b.div_ceil(4)) as u32,
             ),
+            Arg::U32(self.held as u32),
+            Arg::U32s(&batch.src),
+            Arg::U32s(&dh.pos),
         ]);
         // SAFETY: phast_fold's order and types; items slices x ceil(b/4), each pulling
         // positions first..last < n over their tails (< first) at stride(b) in init/dist
-        // (n x stride(b)) and mask, and reading and writing partials below 2 x slices x b x 4
+        // (held x stride(b)) and mask, positions from held on (the bottom level, write = 0)
+        // touching neither, reading b sources of batch.src and their positions, and reading and writing partials below 2 x slices x b x 4
         // words (the buffer holds 2 x slices x k x 4 when fold_from is set).
         unsafe {
             cx.q.launch(
@@ -844,8 +890,9 @@ impl<W: DevWeight> Phast<W> {
             None => (cols(cx.job), 1),
         };
         // SAFETY: phast_summary's order and types; items slices x ceil(b/4), each reading
-        // rows of positions < n (from `list`, cols(job) long; `targets` <= cols(job) of
-        // them) at stride(b) and writing its trees' partials below slices x b x 4 words.
+        // rows of positions < held (from `list`, cols(job) long; `targets` <= cols(job) of
+        // them, all above the first folded level when held < n) at stride(b) and writing its
+        // trees' partials below slices x b x 4 words.
         unsafe {
             cx.q.launch(
                 &self.summary,
@@ -898,13 +945,13 @@ impl<W: DevWeight> Algorithm for Phast<W> {
         if self.up.is_none() {
             let tasks = cx.tasks.clone();
             self.host_up(cx, tasks.enumerate().map(|(j, t)| (j as u32, t)))?;
-            self.enqueue_levels(cx)?;
+            self.enqueue_levels(cx, batch)?;
             self.enqueue_summary(cx)?;
             self.read_sums(cx)?;
             return Ok(levels);
         }
         self.enqueue_up(cx, batch)?;
-        self.enqueue_levels(cx)?;
+        self.enqueue_levels(cx, batch)?;
         self.enqueue_summary(cx)?;
         let mut first = vec![0u32; b];
         cx.q.read(&self.overflow, 0, &mut first)?;
@@ -933,7 +980,7 @@ impl<W: DevWeight> Algorithm for Phast<W> {
             .map(|&j| (j as u32, cx.tasks.start + j))
             .collect();
         self.host_up(cx, trees)?;
-        self.enqueue_levels(cx)?;
+        self.enqueue_levels(cx, batch)?;
         self.enqueue_summary(cx)?;
         self.read_sums(cx)?;
         Ok(levels)
@@ -1150,7 +1197,7 @@ pub fn profile(
         w.enqueue_up(&cx, &batch)?;
         q.finish()?;
         let t2 = Instant::now();
-        w.enqueue_levels(&cx)?;
+        w.enqueue_levels(&cx, &batch)?;
         q.finish()?;
         let t3 = Instant::now();
         w.enqueue_summary(&cx)?;
@@ -1172,7 +1219,7 @@ pub fn profile(
         w.host_up(&cx, (0..k).map(|j| (j as u32, j)))?;
         q.finish()?;
         host.push(t6.elapsed().as_secs_f64());
-        w.enqueue_levels(&cx)?;
+        w.enqueue_levels(&cx, &batch)?;
         w.enqueue_summary(&cx)?;
         w.read_sums(&cx)?;
     }
@@ -1185,7 +1232,7 @@ pub fn profile(
         q.finish()?;
         for (i, &l) in order.iter().enumerate() {
             let t = Instant::now();
-            w.enqueue_level(&cx, l)?;
+            w.enqueue_level(&cx, &batch, l)?;
             q.finish()?;
             each[i].push(t.elapsed().as_secs_f64());
         }

@@ -14,7 +14,7 @@ use crate::tuning::{Choice, LaunchParams, Setting, Source};
 
 /// The rules, one line each.
 pub const SWEEP_RULES: &[(&str, &str)] = &[
-    ("trees per batch, level sweeps (PHAST), GPU", "a batch's sweep moves 16 GiB: k = 2^34 / (distance bytes x (n + downward arcs)) rounded up to a power of two, within 32..8192, so the fixed cost of a batch (upward searches, mask, summary, the small levels) stays small; on an H200 the larger batches ran faster on every graph measured (osm-moscow 157k/359k/456k/484k trees/s at k = 128/512/2048/4096; a 6.6M-vertex tiling 21.6k/30.1k/33.8k at k = 64/128/256; a 26.4M-vertex tiling 5.3k/7.4k at k = 32/64); at most the largest power of two with k x n below 2^31 (distance buffers of 2^31 elements and more failed on the H200's driver: CL_OUT_OF_RESOURCES at k x n = 3.4 x 10^9); capped by 40% of device memory over all queues"),
+    ("trees per batch, level sweeps (PHAST), GPU", "a batch's sweep moves 64 GiB: k = 2^36 / (distance bytes x (n + downward arcs)) rounded up to a power of two, within 32..4096, so the fixed cost of a batch (upward searches, summary, the small levels) stays small; on an H200 the larger batches ran faster on every graph measured (osm-moscow 157k/359k/456k/484k trees/s at k = 128/512/2048/4096; a 6.6M-vertex tiling 21.6k/30.1k/33.8k at k = 64/128/256), and on an H100 a 26.4M-vertex tiling ran 7,723 / 9,001 / 9,314 trees/s at k = 64/128/256, while osm-moscow at 8,192 (one queue) ran 0.82-0.83 s against 0.76-0.77 at 4,096; at most the largest power of two whose distance buffer (k x the positions holding rows, those above the bottom level when it is folded) fits the device's largest allocation; capped by 75% of device memory over all queues, rounded down to a power of two"),
     ("trees per batch, level sweeps (PHAST), CPU device", "16: PoCL vectorizes a work-group's items, and 16 trees of 4-byte distances fill a 64-byte cache line per arc"),
     ("queues, level sweeps (PHAST)", "GPU: 2 (on an H200, whole osm-moscow ran within 3% from 1, 2 and 4 queues and slower from 8: one batch fills the device once the small levels share one launch; a second queue has the next batch ready while the host reads the last one); CPU devices: 1"),
     ("leading levels in one launch", "the leading levels whose items (vertices x k/4, 4 trees per item) fall short of the resident threads (compute units x 2048 on a GPU, x 64 on a CPU device): one launch each would be launch-bound (H200, osm-moscow: the sweep took 15% less time at k = 1024, 5% at 2048); on a GPU whose batch has fewer tree quads than 2 per compute unit, the one launch has only a work-group per quad, so the levels taken are those whose items fall short of those groups' items (H200, a 26.4M-vertex tiling at k = 64: 16 groups; its 48 leading levels in one launch ran 7,146 trees/s, every level in its own launch 7,925)"),
@@ -38,6 +38,11 @@ pub struct SweepRequest<'a> {
     pub level_sizes: &'a [u32],
     /// Vertices.
     pub n: usize,
+    /// Positions whose rows a batch holds if the bottom level is folded (`n` if it cannot
+    /// be): the bound and `bytes_per_tree` count these.
+    pub held: usize,
+    /// Bytes of one distance.
+    pub dist_bytes: u64,
     /// Bytes the sweep of one tree moves.
     pub sweep_bytes: u64,
     /// Device memory one tree in flight needs.
@@ -137,26 +142,29 @@ fn set_or(s: &Option<Setting>, predicted: Choice) -> Choice {
 /// `queues` queues each holding a batch.
 pub fn predict_trees(dev: &DeviceInfo, req: &SweepRequest<'_>, queues: usize) -> Choice {
     let (k, reason) = if dev.kind == "gpu" {
-        let want = (1u64 << 34) / req.sweep_bytes.max(1);
-        let k = (want.clamp(32, 8192) as usize)
-            .next_power_of_two()
-            .min(8192);
+        let want = (1u64 << 36) / req.sweep_bytes.max(1);
+        let k = (want.clamp(32, 4096) as usize).next_power_of_two();
         (k, rule(0))
     } else {
         (16, rule(1))
     };
-    let most = max_trees(req.n);
+    let most = max_trees(req.held, req.dist_bytes, dev.max_alloc);
     let (k, mut reason) = if most < k {
-        let why = format!("; k x n below 2^31 allows {most}");
+        let why = format!(
+            "; one distance buffer of k x {} positions within the device's largest allocation \
+             allows {most}",
+            req.held
+        );
         (most, reason + &why)
     } else {
         (k, reason)
     };
-    let cap = ((dev.global_mem as f64 * 0.4 - req.shared_bytes as f64).max(0.0)
+    let cap = ((dev.global_mem as f64 * MEMORY_SHARE - req.shared_bytes as f64).max(0.0)
         / (queues.max(1) as f64 * req.bytes_per_tree.max(1) as f64)) as usize;
     let k = if cap < k {
+        let cap = floor_pow2(cap);
         reason.push_str(&format!("; device memory allows {cap}"));
-        cap.max(1)
+        cap
     } else {
         k
     };
@@ -167,19 +175,24 @@ pub fn predict_trees(dev: &DeviceInfo, req: &SweepRequest<'_>, queues: usize) ->
     }
 }
 
-/// Distance elements one buffer of a batch may hold: k x n stays below this (the H200's driver
-/// failed reading the results of a batch at k x n = 3.4 x 10^9, above 2^31).
-pub const MAX_BATCH_ELEMENTS: u64 = 1 << 31;
+/// The share of device memory the batches of all queues may take ([`SWEEP_RULES`]).
+pub const MEMORY_SHARE: f64 = 0.75;
 
-/// The most trees per batch on `n` vertices: the largest power of two (and multiple of 4, the
-/// sweep's row stride, where it is at least 4) with k x n below [`MAX_BATCH_ELEMENTS`]; at
-/// least 1.
-pub fn max_trees(n: usize) -> usize {
-    let most = (MAX_BATCH_ELEMENTS - 1) / (n.max(1) as u64);
-    if most == 0 {
-        return 1;
-    }
-    1usize << (63 - most.leading_zeros())
+/// The largest power of two at most `x` (1 for 0).
+fn floor_pow2(x: usize) -> usize {
+    1usize << (usize::BITS - 1 - x.max(1).leading_zeros())
+}
+
+/// The most trees per batch with `held` positions of `dist_bytes` each per tree in one buffer
+/// of at most `max_alloc` bytes (the device's largest allocation; 0 = unknown, taken as 2^31
+/// elements of 4 bytes): the largest power of two (and multiple of 4, the sweep's row stride,
+/// where it is at least 4) with k x held x dist_bytes within it; at least 1. (NVIDIA's driver
+/// once failed batches above 2^31 elements; the cause was its fill of `init`, now a kernel:
+/// benches/big_buffer.rs.)
+pub fn max_trees(held: usize, dist_bytes: u64, max_alloc: u64) -> usize {
+    let limit = if max_alloc > 0 { max_alloc } else { 1 << 33 };
+    let per_tree = held.max(1) as u64 * dist_bytes.max(1);
+    floor_pow2((limit / per_tree) as usize)
 }
 
 /// Apply the sweep rules to `p` (from [`Tuner::params`](crate::tuning::Tuner::params) over the
@@ -270,6 +283,20 @@ pub fn sweep_plan(dev: &DeviceInfo, p: &mut LaunchParams, req: &SweepRequest<'_>
             reason: "0: distance rows, targets, reach or paths read every row after the sweep"
                 .into(),
         };
+    }
+    // The batch was predicted for the rows of the positions above the bottom level; without a
+    // fold (every level in the leading launch) every position holds a row.
+    if fold_levels.value == 0 && req.held < req.n && p.batch.source == Source::Predicted {
+        let all = SweepRequest {
+            held: req.n,
+            bytes_per_tree: (req.bytes_per_tree as u128 * req.n as u128
+                / req.held.max(1) as u128) as u64,
+            ..req.clone()
+        };
+        let again = predict_trees(dev, &all, p.queues.value);
+        if again.value < p.batch.value {
+            p.batch = again;
+        }
     }
     let mut fold_quads = set_or(
         &req.fold_quads,

@@ -12,6 +12,8 @@ fn summaries_request(level_sizes: &[u32], n: usize) -> SweepRequest<'_> {
     SweepRequest {
         level_sizes,
         n,
+        held: n,
+        dist_bytes: 4,
         sweep_bytes: 8 << 20,
         bytes_per_tree: 8 << 20,
         shared_bytes: 0,
@@ -23,17 +25,22 @@ fn summaries_request(level_sizes: &[u32], n: usize) -> SweepRequest<'_> {
     }
 }
 
-/// GPU PHAST's trees per batch (`predict_trees`): 16 GiB per sweep, within 32..8192, at most
-/// the largest power of two with k x n below 2^31, then device memory.
+/// GPU PHAST's trees per batch (`predict_trees`): 64 GiB per sweep, within 32..4096, at most
+/// the largest power of two whose distance buffer fits the largest allocation, then 75% of
+/// device memory rounded down to a power of two.
 #[test]
-fn sweep_batches_grow_to_the_index_bound_then_memory() {
-    let mut h200 = dev("gpu", 132, 1024);
-    h200.global_mem = 139 << 30;
-    let req = |n: usize, down: usize| SweepRequest {
+fn sweep_batches_grow_to_the_allocation_bound_then_memory() {
+    let mut h100 = dev("gpu", 132, 1024);
+    h100.global_mem = 85_045_000_000;
+    h100.max_alloc = 21_261_000_000;
+    // Held positions: all of them, or those above a bottom level of 44.7% when it is folded.
+    let req = |n: usize, down: usize, held: usize| SweepRequest {
         level_sizes: &[],
         n,
+        held,
+        dist_bytes: 4,
         sweep_bytes: 4 * (n + down) as u64,
-        bytes_per_tree: n as u64 * 8 + 64,
+        bytes_per_tree: held as u64 * 8 + (held as u64).div_ceil(8) + 64,
         shared_bytes: 0,
         top_levels: None,
         frontier: None,
@@ -41,52 +48,47 @@ fn sweep_batches_grow_to_the_index_bound_then_memory() {
         fold_quads: None,
         summaries_only: false,
     };
-    // osm-moscow (0.41M vertices, 0.88M downward arcs): 2^34 / 5.2 MB = 3,328 -> 4,096.
-    assert_eq!(predict_trees(&h200, &req(411_992, 878_229), 2).value, 4096);
-    // A 6.6M-vertex tiling: 2^34 / (4 x 16.8M) = 255 -> 256, under the index bound (325).
-    assert_eq!(
-        predict_trees(&h200, &req(6_591_872, 10_200_000), 2).value,
-        256
-    );
-    // 26.4M vertices with few downward arcs: 128 by bytes (2^34 / (4 x 46.4M) = 92), 64 by the
-    // index bound (2^31 / n = 81).
-    let k8 = predict_trees(&h200, &req(26_367_488, 20_000_000), 2);
-    assert_eq!(k8.value, 64, "{}", k8.reason);
-    assert!(k8.reason.contains("below 2^31 allows 64"), "{}", k8.reason);
-    // A small graph: the cap of 8,192.
-    assert_eq!(predict_trees(&h200, &req(40_000, 75_000), 2).value, 8192);
-    // Device memory: 8 GiB x 0.4 over 2 queues of 3.3 MB per tree.
+    // osm-moscow (0.41M vertices, 0.89M downward arcs): 2^36 / 5.2 MB = 13,2xx -> the cap of
+    // 4,096.
+    assert_eq!(predict_trees(&h100, &req(411_992, 887_162, 411_992), 2).value, 4096);
+    // The 26.4M-vertex tiling (57.7M downward arcs), bottom level folded: 2^36 / 336 MB = 204
+    // -> 256; 256 x 14.6M x 4 bytes fits the largest allocation (21.3 GB), and 2 queues of
+    // 256 trees x 118.5 MB fit 75% of the memory.
+    let k8 = predict_trees(&h100, &req(26_367_488, 57_700_000, 14_580_000), 2);
+    assert_eq!(k8.value, 256, "{}", k8.reason);
+    // Every position held: the largest allocation allows 21.3 GB / (4 x 26.4M) = 201 -> 128.
+    let all = predict_trees(&h100, &req(26_367_488, 57_700_000, 26_367_488), 2);
+    assert_eq!(all.value, 128, "{}", all.reason);
+    assert!(all.reason.contains("largest allocation allows 128"), "{}", all.reason);
+    // A small graph: the cap of 4,096.
+    assert_eq!(predict_trees(&h100, &req(40_000, 75_000, 40_000), 2).value, 4096);
+    // Device memory: 8 GiB x 0.75 over 2 queues of 3.3 MB per tree = 975 -> 512.
     let small = dev("gpu", 132, 1024);
-    let m = predict_trees(&small, &req(411_992, 878_229), 2);
-    assert!(
-        m.value < 4096 && m.reason.contains("device memory allows"),
-        "{m:?}"
-    );
+    let m = predict_trees(&small, &req(411_992, 887_162, 411_992), 2);
+    assert_eq!(m.value, 512, "{m:?}");
+    assert!(m.reason.contains("device memory allows 512"), "{m:?}");
     // CPU devices: 16.
     assert_eq!(
-        predict_trees(&dev("cpu", 2, 4096), &req(411_992, 878_229), 1).value,
+        predict_trees(&dev("cpu", 2, 4096), &req(411_992, 887_162, 411_992), 1).value,
         16
     );
-    // The bound itself: k x n < 2^31, a power of two, at least 1.
-    for n in [
-        1usize,
-        3,
-        1000,
-        411_992,
-        26_367_488,
-        1 << 31,
-        usize::MAX / 2,
+    // The bound itself: the largest power of two with k x held x bytes within the allocation
+    // (2^33 bytes when the device gives none), at least 1.
+    for (held, bytes, alloc) in [
+        (1usize, 4u64, 1u64 << 30),
+        (3, 8, 1 << 30),
+        (1000, 4, 0),
+        (411_992, 4, 21_261_000_000),
+        (26_367_488, 4, 21_261_000_000),
+        (1 << 31, 8, 1 << 33),
+        (usize::MAX / 16, 4, 1 << 33),
     ] {
-        let k = max_trees(n);
+        let k = max_trees(held, bytes, alloc);
+        let limit = if alloc > 0 { alloc } else { 1 << 33 } as u128;
+        let need = |k: usize| k as u128 * held as u128 * bytes as u128;
         assert!(k.is_power_of_two());
-        assert!(
-            k == 1 || (k as u128) * (n as u128) < 1u128 << 31,
-            "n {n} k {k}"
-        );
-        assert!(
-            (2 * k as u128) * (n as u128) >= 1u128 << 31,
-            "n {n}: {k} is not the largest"
-        );
+        assert!(k == 1 || need(k) <= limit, "held {held} k {k}");
+        assert!(need(2 * k) > limit, "held {held}: {k} is not the largest");
     }
 }
 
