@@ -167,6 +167,34 @@ fn rows_pinned_memory_fill_and_markers() {
     assert!(m.seconds().unwrap() >= 0.0);
 }
 
+/// Fills of a range in pieces: every piece lands (uneven last piece), elements outside the
+/// range keep their values, and a range past the buffer is refused.
+#[test]
+fn fills_of_a_range_in_pieces() {
+    let Some(dev) = device() else { return };
+    let q = dev.queue().unwrap();
+    let b = DBuf::<u32>::new(&dev, 100).unwrap();
+    q.fill(&b, 1).unwrap();
+    // Elements 10..87 in pieces of 7 (11 pieces, the last of 0 left over: 77 = 11 x 7), then
+    // 20..45 in pieces of 6 (the last of 1).
+    q.fill_range(&b, 5, 10, 77, 7).unwrap();
+    q.fill_range(&b, 9, 20, 25, 6).unwrap();
+    let mut all = [0u32; 100];
+    q.read(&b, 0, &mut all).unwrap();
+    for (i, &v) in all.iter().enumerate() {
+        let want = if (20..45).contains(&i) {
+            9
+        } else if (10..87).contains(&i) {
+            5
+        } else {
+            1
+        };
+        assert_eq!(v, want, "element {i}");
+    }
+    let e = q.fill_range(&b, 0, 90, 11, 4).unwrap_err().to_string();
+    assert!(e.contains("90..101") && e.contains("buffer of 100"), "{e}");
+}
+
 /// One kernel with many global sizes from two queues at once (on PoCL they run one at a time,
 /// see `POCL_KERNELS`); every result as on the host.
 #[test]

@@ -289,8 +289,8 @@ pub fn sweep_plan(dev: &DeviceInfo, p: &mut LaunchParams, req: &SweepRequest<'_>
     if fold_levels.value == 0 && req.held < req.n && p.batch.source == Source::Predicted {
         let all = SweepRequest {
             held: req.n,
-            bytes_per_tree: (req.bytes_per_tree as u128 * req.n as u128
-                / req.held.max(1) as u128) as u64,
+            bytes_per_tree: (req.bytes_per_tree as u128 * req.n as u128 / req.held.max(1) as u128)
+                as u64,
             ..req.clone()
         };
         let again = predict_trees(dev, &all, p.queues.value);

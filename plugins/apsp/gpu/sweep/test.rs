@@ -50,7 +50,10 @@ fn sweep_batches_grow_to_the_allocation_bound_then_memory() {
     };
     // osm-moscow (0.41M vertices, 0.89M downward arcs): 2^36 / 5.2 MB = 13,2xx -> the cap of
     // 4,096.
-    assert_eq!(predict_trees(&h100, &req(411_992, 887_162, 411_992), 2).value, 4096);
+    assert_eq!(
+        predict_trees(&h100, &req(411_992, 887_162, 411_992), 2).value,
+        4096
+    );
     // The 26.4M-vertex tiling (57.7M downward arcs), bottom level folded: 2^36 / 336 MB = 204
     // -> 256; 256 x 14.6M x 4 bytes fits the largest allocation (21.3 GB), and 2 queues of
     // 256 trees x 118.5 MB fit 75% of the memory.
@@ -59,9 +62,16 @@ fn sweep_batches_grow_to_the_allocation_bound_then_memory() {
     // Every position held: the largest allocation allows 21.3 GB / (4 x 26.4M) = 201 -> 128.
     let all = predict_trees(&h100, &req(26_367_488, 57_700_000, 26_367_488), 2);
     assert_eq!(all.value, 128, "{}", all.reason);
-    assert!(all.reason.contains("largest allocation allows 128"), "{}", all.reason);
+    assert!(
+        all.reason.contains("largest allocation allows 128"),
+        "{}",
+        all.reason
+    );
     // A small graph: the cap of 4,096.
-    assert_eq!(predict_trees(&h100, &req(40_000, 75_000, 40_000), 2).value, 4096);
+    assert_eq!(
+        predict_trees(&h100, &req(40_000, 75_000, 40_000), 2).value,
+        4096
+    );
     // Device memory: 8 GiB x 0.75 over 2 queues of 3.3 MB per tree = 975 -> 512.
     let small = dev("gpu", 132, 1024);
     let m = predict_trees(&small, &req(411_992, 887_162, 411_992), 2);

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Larger PHAST batches (issue 36 item 3): the build before against this one, alternated, on one
+# GPU. Before: init filled by clEnqueueFillBuffer (fails on NVIDIA above 2^31 elements, so
+# batches kept k x n below 2^31), every position holding a row. Now: init reset by a kernel,
+# rows held only above the folded bottom level, batches bound by the largest allocation.
+# osm-moscow full APSP on the GPU alone, then the K = 8 tiling (26.4M vertices) with 1% of its
+# sources, each build's own predicted batch. Prints run phase, trees/s, batch and checksum.
+# Usage: bash benches/held_rows.sh BIN_DIR DATA_DIR TILE_ROADS_PY > LOG
+#   (BIN_DIR: tuccompi-before, tuccompi; DATA_DIR: osm-moscow.gr.gz and osm-moscow.co.gz)
+# The driver's fill itself: `cargo bench --bench big_buffer -- fill 2148532224` (one mode per
+# process: a failed fill leaves the context unusable).
+set -u
+B=$1; D=$2; TILE=$3; W=$(mktemp -d); export XDG_CACHE_HOME=$W/cache
+show() { python3 - "$1" "$2" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); d = r["devices"][0]["tuning"] if r.get("devices") else {}
+k = d.get("knobs", {}); v = lambda n: k.get(n, {}).get("value", "-")
+print(f"{sys.argv[2]:<28} run {r['run_seconds']:8.4f} s wall {r['wall_seconds']:7.3f} s "
+      f"{r['tasks']/r['run_seconds']:10,.0f} trees/s k {d.get('batch', {}).get('value')} "
+      f"queues {d.get('queues', {}).get('value')} fold {v('fold_levels')} sum {r['checksum']['sum']}", flush=True)
+PY
+}
+one() { # name binary output-dir args...
+  local name=$1 b=$2 o=$3; shift 3
+  eval timeout 300 $B/$b run configs/apsp.toml "$@" --set output.dir=\"$W/$o\" -q && show $W/$o/report.json "$name"
+}
+M="--set input.path=\"$D/osm-moscow.gr.gz\" --set run.sources=\"all\" --set units.cpu_workers=0"
+one "warm (hierarchy built)" tuccompi warm $M
+for i in 1 2 3; do
+  for b in tuccompi-before tuccompi; do
+    one "osm-moscow $b #$i" $b m-$b-$i $M
+  done
+done
+T=$W/tiles8.gr
+timeout 300 python3 $TILE $D/osm-moscow.gr.gz $D/osm-moscow.co.gz 8 $T >/dev/null || exit 1
+K="--set input.path=\"$T\" --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"phast\""
+one "K=8 warm (hierarchy built)" tuccompi kw $K --set run.sources=64
+for b in tuccompi-before tuccompi; do
+  one "K=8 1% $b" $b k-$b $K --set run.sources=263674
+  python3 -c "import json; r=json.load(open('$W/k-$b/report.json')); print('   full APSP extrapolated %.1f min' % (26367488 / (r['tasks']/r['run_seconds']) / 60))"
+done
