@@ -16,8 +16,10 @@
 // them, and phast_summary reads only the positions above them), and phast_rows
 // gathers distance rows in the input's numbering when they are requested. Between batches
 // `init` is all INF and `mask` all zero: the sweep resets each entry it reads and clears its
-// bits (atomically: 8 items share a mask word), so the host fills both (clEnqueueFillBuffer)
-// only for new buffers or after a batch that failed half-way.
+// bits (atomically: 8 items share a mask word), so the host resets both (phast_reset for
+// `init`, a fill of the mask) only for new buffers or after a batch that failed half-way. When
+// the bottom level is folded, `init`, the mask and the distances hold only the positions above
+// it (`rows` of them): its rows are never written, and its sources are 0 in their own trees.
 
 #ifdef WIDE
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable

@@ -639,7 +639,7 @@ impl<W: DevWeight> Phast<W> {
     /// Start a batch: make `init` all INF and the mask all zero if a previous batch may have
     /// left values in them (a whole sweep resets every entry it reads and clears every bit).
     /// `init` is reset by a kernel: NVIDIA's driver fails clEnqueueFillBuffer on buffers of
-    /// 2^31 elements and more, which `init` is at k x n above 2^31.
+    /// 2^31 elements and more, which `init` is at k x held positions above 2^31.
     fn clean(&mut self, cx: &Ctx<'_>) -> Result<()> {
         if self.dirty {
             let len = self.init.len();

@@ -218,3 +218,44 @@ fn the_fold_takes_a_slice_of_the_trees_and_upward_groups_shrink_on_gpus() {
     };
     assert_eq!(plan("gpu", 4096, set).1.value, 512);
 }
+
+/// A batch predicted for the rows above the bottom level (the only ones held when it is
+/// folded) is predicted again for every row when nothing is folded (here every level is in the
+/// leading launch); a batch set in the config is left as set.
+#[test]
+fn a_batch_without_a_fold_is_bounded_by_every_row() {
+    let mut h100 = dev("gpu", 132, 1024);
+    h100.global_mem = 85_045_000_000;
+    h100.max_alloc = 21_261_000_000;
+    // The 26.4M-vertex tiling as two levels, the bottom one 44.7% of the vertices.
+    let sizes = [14_580_000u32, 11_787_488];
+    let held = 14_580_000usize;
+    let run = |top: Option<usize>, set: Option<usize>| {
+        let mut p = set_params(set.unwrap_or(1));
+        if set.is_none() {
+            p.batch = Choice {
+                value: 1,
+                source: Source::Predicted,
+                reason: "characterization".into(),
+            };
+        }
+        let req = SweepRequest {
+            held,
+            sweep_bytes: 4 * (26_367_488 + 57_700_000),
+            bytes_per_tree: held as u64 * 8 + (held as u64).div_ceil(8) + 64,
+            top_levels: Setting::from_config(top, "[apsp] gpu_top_levels"),
+            ..summaries_request(&sizes, 26_367_488)
+        };
+        sweep_plan(&h100, &mut p, &req);
+        (p.batch.value, SweepPlan::of(&p).unwrap().fold_levels.value)
+    };
+    // Folded: 256 (2^36 / 336 MB = 204 -> 256, within the allocation and memory).
+    let (k, folded) = run(None, None);
+    assert_eq!(k, 256);
+    assert!(folded >= 1, "{folded}");
+    // Both levels in the leading launch: nothing folded, every row held: 21.3 GB / (4 x
+    // 26.4M) = 201 -> 128.
+    assert_eq!(run(Some(2), None), (128, 0));
+    // Set in the config: kept (setup refuses it if its buffer exceeds the allocation).
+    assert_eq!(run(Some(2), Some(256)), (256, 0));
+}
