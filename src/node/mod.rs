@@ -88,6 +88,38 @@ pub(crate) fn set_local_rank(index: usize, ranks: usize) {
     let _ = LOCAL_RANK.set((index, ranks.max(1)));
 }
 
+/// The processes of this machine that use each of this process's devices, as the runtime
+/// last chose them ([`ranks_per_device`]); 1 before that and for a process alone. Memory
+/// rules that take a share of a device divide it by this.
+static DEVICE_SHARERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+
+/// The processes of this machine that use each of this process's devices (at least 1).
+pub fn device_sharers() -> usize {
+    DEVICE_SHARERS
+        .load(std::sync::atomic::Ordering::Relaxed)
+        .max(1)
+}
+
+/// Record [`device_sharers`] (the runtime, when it chooses the devices).
+pub(crate) fn set_device_sharers(n: usize) {
+    DEVICE_SHARERS.store(n.max(1), std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The processes that use each device when `ranks` ranks of a machine with `devices` devices
+/// choose them: under `units.opencl = "local_rank"` (`divided`) one per device while there are
+/// at least as many devices as ranks, else the ranks per device rounded up; otherwise every
+/// rank takes the same devices, so all `ranks` use each.
+pub fn ranks_per_device(divided: bool, ranks: usize, devices: usize) -> usize {
+    let ranks = ranks.max(1);
+    if !divided {
+        ranks
+    } else if devices == 0 || ranks <= devices {
+        1
+    } else {
+        ranks.div_ceil(devices)
+    }
+}
+
 /// The indices (into a machine's `devices` devices) that local rank `index` of `ranks` takes
 /// under `units.opencl = "local_rank"`: `index`, `index + ranks`, ... while there are at least
 /// as many devices as ranks; with more ranks than devices, device `index mod devices` (ranks

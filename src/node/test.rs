@@ -256,4 +256,29 @@ fn local_ranks_divide_a_machines_devices() {
     assert_eq!(share(2, 3, 2), vec![0]);
     assert_eq!(share(3, 4, 2), vec![1]);
     assert!(share(0, 2, 0).is_empty());
+    // The ranks that use each device: all of them unless divided; divided, one per device
+    // while the devices suffice, else the ranks per device rounded up (as `share` gives them).
+    use super::ranks_per_device as per;
+    assert_eq!(per(false, 1, 4), 1);
+    assert_eq!(per(false, 4, 4), 4);
+    assert_eq!(per(true, 4, 4), 1);
+    assert_eq!(per(true, 2, 8), 1);
+    assert_eq!(per(true, 3, 2), 2);
+    assert_eq!(per(true, 5, 2), 3);
+    assert_eq!(per(true, 3, 0), 1);
+    for (ranks, devices) in [(3usize, 2usize), (4, 2), (5, 2), (7, 3)] {
+        let most = (0..devices)
+            .map(|d| {
+                (0..ranks)
+                    .filter(|&r| share(r, ranks, devices) == vec![d])
+                    .count()
+            })
+            .max()
+            .unwrap();
+        assert_eq!(
+            per(true, ranks, devices),
+            most,
+            "{ranks} ranks, {devices} devices"
+        );
+    }
 }

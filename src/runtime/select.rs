@@ -21,12 +21,16 @@ pub(super) fn select_devices_noting(plan: &Plan) -> Found {
         names,
     };
     let every = matches!(plan.units.opencl, DeviceSel::All | DeviceSel::LocalRank);
+    let (index, ranks) = crate::node::local_rank();
     match device::discover(&filter) {
         Ok(d) if plan.units.opencl == DeviceSel::LocalRank => {
-            let (index, ranks) = crate::node::local_rank();
+            crate::node::set_device_sharers(crate::node::ranks_per_device(true, ranks, d.len()));
             Ok((local_share(d, index, ranks), None))
         }
-        Ok(d) => Ok((d, None)),
+        Ok(d) => {
+            crate::node::set_device_sharers(crate::node::ranks_per_device(false, ranks, d.len()));
+            Ok((d, None))
+        }
         Err(e) if every && plan.units.cpu_workers > 0 => Ok((Vec::new(), Some(e.to_string()))),
         Err(e) => Err(e),
     }

@@ -236,6 +236,7 @@ pub(super) fn params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<La
             n: s.n,
             held,
             dist_bytes: w,
+            sharers: tuccompi::node::device_sharers(),
             sweep_bytes: w * (s.n + s.down) as u64,
             bytes_per_tree,
             shared_bytes: shape.shared_bytes,

@@ -14,6 +14,7 @@ fn summaries_request(level_sizes: &[u32], n: usize) -> SweepRequest<'_> {
         n,
         held: n,
         dist_bytes: 4,
+        sharers: 1,
         sweep_bytes: 8 << 20,
         bytes_per_tree: 8 << 20,
         shared_bytes: 0,
@@ -39,6 +40,7 @@ fn sweep_batches_grow_to_the_allocation_bound_then_memory() {
         n,
         held,
         dist_bytes: 4,
+        sharers: 1,
         sweep_bytes: 4 * (n + down) as u64,
         bytes_per_tree: held as u64 * 8 + (held as u64).div_ceil(8) + 64,
         shared_bytes: 0,
@@ -67,6 +69,12 @@ fn sweep_batches_grow_to_the_allocation_bound_then_memory() {
         "{}",
         all.reason
     );
+    // Two ranks of the machine on the same device: half the share each, 128.
+    let shared = SweepRequest {
+        sharers: 2,
+        ..req(26_367_488, 57_700_000, 14_580_000)
+    };
+    assert_eq!(predict_trees(&h100, &shared, 2).value, 128);
     // A small graph: the cap of 4,096.
     assert_eq!(
         predict_trees(&h100, &req(40_000, 75_000, 40_000), 2).value,
