@@ -13,7 +13,8 @@
 //! second kernel (counting the wrong ones on the device). Default lengths: 2^31 - 4096,
 //! 2^31 + 2^20, 3.4 x 10^9 (what failed).
 
-use tuccompi::device::{discover, Arg, DBuf, Filter, KernelSource};
+use tuccompi::device::{Arg, DBuf, KernelSource};
+mod common;
 
 const PROBE: KernelSource = KernelSource {
     stem: "big_buffer_probe",
@@ -95,17 +96,7 @@ fn main() -> tuccompi::Result<()> {
     } else {
         lens
     };
-    let devices = discover(&tuccompi::device::Filter {
-        device_type: "gpu".into(),
-        names: vec![],
-    })
-    .or_else(|_| {
-        discover(&Filter {
-            device_type: "all".into(),
-            names: vec![],
-        })
-    })?;
-    let d = &devices[0];
+    let d = &common::first_device()?;
     println!(
         "device: {} ({:.1} GiB, largest allocation {:.1} GiB)",
         d.info.name,

@@ -11,19 +11,7 @@
 # process: a failed fill leaves the context unusable).
 set -u
 B=$1; D=$2; TILE=$3; W=$(mktemp -d); export XDG_CACHE_HOME=$W/cache
-show() { python3 - "$1" "$2" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1])); d = r["devices"][0]["tuning"] if r.get("devices") else {}
-k = d.get("knobs", {}); v = lambda n: k.get(n, {}).get("value", "-")
-print(f"{sys.argv[2]:<28} run {r['run_seconds']:8.4f} s wall {r['wall_seconds']:7.3f} s "
-      f"{r['tasks']/r['run_seconds']:10,.0f} trees/s k {d.get('batch', {}).get('value')} "
-      f"queues {d.get('queues', {}).get('value')} fold {v('fold_levels')} sum {r['checksum']['sum']}", flush=True)
-PY
-}
-one() { # name binary output-dir args...
-  local name=$1 b=$2 o=$3; shift 3
-  eval timeout 300 $B/$b run configs/apsp.toml "$@" --set output.dir=\"$W/$o\" -q && show $W/$o/report.json "$name"
-}
+. "$(dirname "$0")/common/runs.sh"
 M="--set input.path=\"$D/osm-moscow.gr.gz\" --set run.sources=\"all\" --set units.cpu_workers=0"
 one "warm (hierarchy built)" tuccompi warm $M
 for i in 1 2 3; do

@@ -13,7 +13,8 @@
 
 use std::time::Instant;
 use tuccompi::config::AutoOr;
-use tuccompi::device::{discover, DBuf, Filter};
+use tuccompi::device::DBuf;
+mod common;
 use tuccompi_plugins::apsp::gpu::phast::profile;
 use tuccompi_plugins::apsp::phast::auto::CpuAlgorithm;
 use tuccompi_plugins::apsp::phast::AnyHierarchy;
@@ -58,17 +59,7 @@ fn main() -> tuccompi::Result<()> {
         t.elapsed().as_secs_f64()
     );
     println!("level sizes in sweep order: {sizes:?}");
-    let devices = discover(&Filter {
-        device_type: "gpu".into(),
-        names: vec![],
-    })
-    .or_else(|_| {
-        discover(&Filter {
-            device_type: "all".into(),
-            names: vec![],
-        })
-    })?;
-    let device = &devices[0];
+    let device = &common::first_device()?;
     println!(
         "device: {} ({} compute units)",
         device.info.name, device.info.compute_units

@@ -4,6 +4,7 @@
 use tuccompi_plugins::graph::{read_graph, Csr};
 
 /// A bench's graph, sources and threads, and the arguments after the graph.
+#[allow(dead_code)]
 pub struct Setup {
     pub graph: Csr,
     pub sources: Vec<u32>,
@@ -13,8 +14,23 @@ pub struct Setup {
     pub rest: Vec<String>,
 }
 
+/// The first GPU, else the first OpenCL device of any kind (PoCL).
+#[allow(dead_code)]
+pub fn first_device() -> tuccompi::Result<std::sync::Arc<tuccompi::device::Device>> {
+    use tuccompi::device::{discover, Filter};
+    let of = |kind: &str| {
+        discover(&Filter {
+            device_type: kind.into(),
+            names: vec![],
+        })
+    };
+    let mut devices = of("gpu").or_else(|_| of("all"))?;
+    Ok(devices.swap_remove(0))
+}
+
 /// Read the arguments (`default_sources` sources, every core, osm-moscow by default), load the
 /// graph and print one line about the run.
+#[allow(dead_code)]
 pub fn setup(default_sources: usize) -> Setup {
     let args: Vec<String> = std::env::args()
         .skip(1)
