@@ -89,8 +89,8 @@ pub(crate) fn set_local_rank(index: usize, ranks: usize) {
 }
 
 /// The processes of this machine that use each of this process's devices, as the runtime
-/// last chose them ([`ranks_per_device`]); 1 before that and for a process alone. Memory
-/// rules that take a share of a device divide it by this.
+/// last chose them ([`ranks_per_device`]); 1 before that and for a process alone. GPU
+/// PHAST's batch rule divides its share of device memory by this.
 static DEVICE_SHARERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
 
 /// The processes of this machine that use each of this process's devices (at least 1).

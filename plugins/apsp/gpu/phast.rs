@@ -3,10 +3,12 @@
 //!
 //! The hierarchy's downward graph (by head), upward graph, level boundaries and the vertices'
 //! sweep positions are uploaded once per device ([`DeviceHierarchy`], in `Shared`). Each queue
-//! owns two `n × k` distance arrays in vertex-major order (`d[p·k + j]`, `k` rounded up to a
+//! owns two `held × k` distance arrays in vertex-major order (`d[p·k + j]`, `k` rounded up to a
 //! multiple of 4): `init`, holding the upward searches' results and all INF between batches,
-//! and `dist`, which the sweep writes; and a bit mask of `n × k` bits saying which `init`
-//! entries are set. A batch of `b <= k` sources is:
+//! and `dist`, which the sweep writes; and a bit mask of `held × k` bits saying which `init`
+//! entries are set. `held` is `n`, or, when the bottom level is folded (summaries only), the
+//! positions above it: its rows are never written, and a source there is 0 in its own tree
+//! (`phast_fold` compares with the batch's sources). A batch of `b <= k` sources is:
 //!
 //! 1. the upward searches: on the device (`phast_up`, one work-group per tree, Bellman-Ford
 //!    rounds over the upward DAG; a tree whose frontier overflows local memory is redone on
@@ -33,8 +35,9 @@
 //!
 //! Launches are `unsafe` ([`Queue::launch`]): each passes the arguments in the order and with
 //! the types `kernels/phast.cl` declares (distances and weights of the job's width, matching
-//! `-DWIDE=1`), and every buffer holds what the kernel indexes: `n × stride(b)` distances and
-//! `n × ⌈stride(b)/32⌉` mask words for a batch of `b <= k` trees, `b` sources, `slices × b × 4`
+//! `-DWIDE=1`), and every buffer holds what the kernel indexes: `held × stride(b)` distances and
+//! `held × ⌈stride(b)/32⌉` mask words for a batch of `b <= k` trees (no kernel touches them at a
+//! position from `held` on), `b` sources, `slices × b × 4`
 //! partial words (twice that with levels folded), `b × 4` sums, `b` overflow flags, rows
 //! `chunk × targets`.
 
@@ -200,7 +203,12 @@ pub(super) fn params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<La
     // and holds no rows.
     let folds = job.summaries_only()
         && o.gpu_fold_levels.and_then(|f| f.value()) != Some(0)
-        && s.level_sizes.len() > 1;
+        && s.level_sizes.len() > 1
+        && match job.hierarchy.as_ref() {
+            Some(AnyHierarchy::Narrow(h)) => bottom_is_free(h),
+            Some(AnyHierarchy::Wide(h)) => bottom_is_free(h),
+            None => false,
+        };
     let held = if folds {
         s.n - *s.level_sizes.last().unwrap_or(&0) as usize
     } else {
@@ -380,7 +388,12 @@ fn setup_typed<W: DevWeight>(
         return Err(Error::Config(format!(
             "[apsp] batch = {k}: one distance buffer of {k4} x {held} positions x {w} bytes \
              exceeds '{}''s largest allocation ({} bytes); use batch <= {most} or \"auto\"",
-            device.info.name, device.info.max_alloc
+            device.info.name,
+            if device.info.max_alloc > 0 {
+                device.info.max_alloc
+            } else {
+                1 << 33
+            }
         )));
     }
     let per_queue = 2 * held * k4 * w
@@ -446,6 +459,17 @@ fn redo_on_host(first: &[u32], second: &[u32]) -> Vec<usize> {
     (0..first.len())
         .filter(|&j| first[j] != 0 || second[j] != 0)
         .collect()
+}
+
+/// Whether `h`'s bottom level may be folded without rows: no downward tail and no upward head
+/// lies in it (so only a tree's own source is ever there). Always so for a hierarchy from `ch`
+/// (a vertex's level is above its earlier-contracted neighbours'); checked, since a cached one
+/// could differ.
+fn bottom_is_free<W>(h: &Hierarchy<W>) -> bool {
+    let bottom = bottom_start(h);
+    h.levels.len() >= 2
+        && !h.down_tails.iter().any(|&t| t >= bottom)
+        && !h.up_heads.iter().any(|&q| q >= bottom)
 }
 
 /// The first position of the bottom level (`n` without levels).
@@ -539,7 +563,7 @@ struct Phast<W: DevWeight> {
     search: UpSearch<W>,
     /// The last batch's sums, `[reached, sum_lo, sum_hi, max]` per tree.
     host_sums: Vec<u64>,
-    /// `init` or the mask may hold values (new buffers, or a batch that failed half-way): fill
+    /// `init` or the mask may hold values (new buffers, or a batch that failed half-way): reset
     /// them first.
     dirty: bool,
     /// Trees whose device upward search overflowed its frontier (redone on the host).
@@ -611,12 +635,7 @@ impl<W: DevWeight> Phast<W> {
             .fold_levels
             .value
             .min(levels.saturating_sub(plan.top_levels.value));
-        let bottom = bottom_start(h);
-        if folded == 0
-            || h.levels.len() < 2
-            || h.down_tails.iter().any(|&t| t >= bottom)
-            || h.up_heads.iter().any(|&q| q >= bottom)
-        {
+        if folded == 0 || !bottom_is_free(h) {
             return None;
         }
         (levels - folded..levels).find(|&l| h.levels[l + 1] > h.levels[l])
@@ -1000,6 +1019,8 @@ impl<W: DevWeight> Algorithm for Phast<W> {
     }
 
     fn distances<'b>(&'b self, cx: &Ctx<'b>, _batch: &'b Batch) -> super::paths::DistView<'b> {
+        // Distances are read only when more than summaries is wanted: nothing is folded.
+        debug_assert_eq!(self.held, cx.n, "every position holds a row");
         super::paths::DistView {
             dist: W::dist_ref(&self.dist),
             index: Some(&Self::dh(cx).pos),
@@ -1009,6 +1030,7 @@ impl<W: DevWeight> Algorithm for Phast<W> {
     }
 
     fn layout<'b>(&'b self, cx: &Ctx<'_>, _batch: &'b Batch) -> super::reach::Layout<'b> {
+        debug_assert_eq!(self.held, cx.n, "every position holds a row");
         // Vertex-major over sweep positions: `d[p·stride(b) + j]`.
         super::reach::Layout {
             dist: W::buf(&self.dist),
@@ -1024,6 +1046,7 @@ impl<W: DevWeight> Algorithm for Phast<W> {
         tasks: Range<usize>,
         rows: &NpyRows,
     ) -> Result<()> {
+        debug_assert_eq!(self.held, cx.n, "every position holds a row");
         let dh = Self::dh(cx);
         let buf = self
             .rows
@@ -1092,8 +1115,8 @@ pub struct Profile {
     pub top_levels: usize,
     /// Work-items per `phast_up` group.
     pub up_local: usize,
-    /// Filling `init` and the mask where a batch may have left values (seconds; nothing after
-    /// a whole batch, whose sweep resets them).
+    /// Resetting `init` (`phast_reset`) and filling the mask where a batch may have left values
+    /// (seconds; nothing after a whole batch, whose sweep resets them).
     pub zero_s: f64,
     /// The device upward searches of one batch (`phast_up`).
     pub up_device_s: f64,
