@@ -19,11 +19,4 @@ for i in 1 2 3; do
     one "osm-moscow $b #$i" $b m-$b-$i $M
   done
 done
-T=$W/tiles8.gr
-timeout 300 python3 $TILE $D/osm-moscow.gr.gz $D/osm-moscow.co.gz 8 $T >/dev/null || exit 1
-K="--set input.path=\"$T\" --set units.cpu_workers=0 --set apsp.gpu_algorithm=\"phast\""
-one "K=8 warm (hierarchy built)" tuccompi kw $K --set run.sources=64
-for b in tuccompi-before tuccompi; do
-  one "K=8 1% $b" $b k-$b $K --set run.sources=263674
-  python3 -c "import json; r=json.load(open('$W/k-$b/report.json')); print('   full APSP extrapolated %.1f min' % (26367488 / (r['tasks']/r['run_seconds']) / 60))"
-done
+k8_both
