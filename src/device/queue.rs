@@ -707,12 +707,11 @@ impl Queue {
         Ok(())
     }
 
-    /// Enqueue filling all of `buf` with `value` (does not wait), in fills of at most 2^30
-    /// elements ([`Queue::fill_range`]). NVIDIA's driver fails fills of buffers of 2^31
-    /// elements and more, one call or in pieces (benches/big_buffer.rs): reset such a buffer
-    /// with a kernel (GPU PHAST's `phast_reset`).
+    /// Enqueue filling all of `buf` with `value` (does not wait). NVIDIA's driver fails fills
+    /// of buffers of 2^31 elements and more, in one call or in pieces
+    /// (benches/big_buffer.rs): reset such a buffer with a kernel (GPU PHAST's `phast_reset`).
     pub fn fill<T: Scalar>(&self, buf: &DBuf<T>, value: T) -> Result<()> {
-        self.fill_range(buf, value, 0, buf.len, 1 << 30)
+        self.fill_range(buf, value, 0, buf.len, buf.len.max(1))
     }
 
     /// Enqueue filling elements `start .. start + len` of `buf` with `value`, in fills of at

@@ -378,11 +378,7 @@ fn setup_typed<W: DevWeight>(
     }
     let k4 = stride(k as usize) as u64;
     let w = std::mem::size_of::<W>() as u64;
-    // Positions holding rows: those above the bottom level when it is folded.
-    let held = match Phast::<W>::first_folded(h, &plan(params)) {
-        Some(_) => bottom_start(h) as u64,
-        None => n,
-    };
+    let held = Phast::<W>::folding(h, &plan(params)).1 as u64;
     let most = super::sweep::max_trees(held as usize, w, device.info.max_alloc);
     if k4 > most as u64 {
         return Err(Error::Config(format!(
@@ -546,9 +542,9 @@ struct Phast<W: DevWeight> {
     gather: Kernel,
     /// The first level folded into the summaries (`phast_fold`, the plan's `fold_levels`).
     fold_from: Option<usize>,
-    /// Positions held in `dist`, `init` and the mask (`rows` in the kernels): all of them, or those above the
-    /// bottom level when it is folded (its rows are never written; a source there is 0 in
-    /// its own tree, which `phast_fold` gives it).
+    /// Positions held in `dist`, `init` and the mask (`rows` in the kernels): all of them, or
+    /// those above the bottom level when it is folded (its rows are never written; a source
+    /// there is 0 in its own tree, which `phast_fold` gives it).
     held: usize,
     dist: DBuf<W>,
     init: DBuf<W>,
@@ -577,17 +573,13 @@ impl<W: DevWeight> Phast<W> {
         let device_up = plan(p).upward_on_device.value == 1;
         let kern = |name| device.kernel(&KERNELS, build_options(job.wide, device_up), name);
         let slices = plan(p).summary_slices.value;
-        let fold_from = job
+        let (fold_from, held) = job
             .hierarchy
             .as_ref()
             .and_then(W::of)
-            .and_then(|h| Self::first_folded(h, &plan(p)));
+            .map_or((None, n), |h| Self::folding(h, &plan(p)));
         // The folded levels' partials follow the summary's.
         let partial_sets = if fold_from.is_some() { 2 } else { 1 };
-        let held = match (fold_from, job.hierarchy.as_ref().and_then(W::of)) {
-            (Some(_), Some(h)) => bottom_start(h) as usize,
-            _ => n,
-        };
         Ok(Phast {
             reset: kern("phast_reset")?,
             scatter: kern("phast_scatter")?,
@@ -639,6 +631,17 @@ impl<W: DevWeight> Phast<W> {
             return None;
         }
         (levels - folded..levels).find(|&l| h.levels[l + 1] > h.levels[l])
+    }
+
+    /// The first folded level ([`Self::first_folded`]) and the positions holding rows: those
+    /// above the bottom level when it is folded, else all of them.
+    fn folding(h: &Hierarchy<W>, plan: &SweepPlan) -> (Option<usize>, usize) {
+        let fold_from = Self::first_folded(h, plan);
+        let held = match fold_from {
+            Some(_) => bottom_start(h) as usize,
+            None => h.n,
+        };
+        (fold_from, held)
     }
 
     fn h<'a>(cx: &Ctx<'a>) -> &'a Hierarchy<W> {
@@ -882,8 +885,9 @@ impl<W: DevWeight> Phast<W> {
         // SAFETY: phast_fold's order and types; items slices x ceil(b/4), each pulling
         // positions first..last < n over their tails (< first) at stride(b) in init/dist
         // (held x stride(b)) and mask, positions from held on (the bottom level, write = 0)
-        // touching neither, reading b sources of batch.src and their positions, and reading and writing partials below 2 x slices x b x 4
-        // words (the buffer holds 2 x slices x k x 4 when fold_from is set).
+        // touching neither, reading b sources of batch.src and their positions, and reading
+        // and writing partials below 2 x slices x b x 4 words (the buffer holds
+        // 2 x slices x k x 4 when fold_from is set).
         unsafe {
             cx.q.launch(
                 &self.fold,
