@@ -143,7 +143,13 @@ fn main() -> tuccompi::Result<()> {
             (Some(1), Some(8)),
         ] {
             job.options.gpu_top_levels = more.map(|m| AutoOr::N(top + m));
-            let p = profile(&job, device, 5, None, fold)?;
+            let p = match profile(&job, device, 5, None, fold) {
+                Ok(p) => p,
+                Err(e) => {
+                    println!("  fold {fold:?}, {more:?} more leading levels: {e}");
+                    continue;
+                }
+            };
             if fold.is_none() {
                 top = p.top_levels;
             }

@@ -294,51 +294,29 @@ __kernel void phast_summary(__global const dist_t* dist, __global const uint* tp
     }
 }
 
-// Two vertices' pulls at once (p and r, trees j .. j+3): their arcs two at a time each, so that
-// up to four tail rows are loaded before any is used (most bottom vertices have one or two
-// downward arcs); own values as `own` gives them.
-inline void pull2(__global const uint* doff, __global const uint* dtail,
-                  __global const dist_t* dw, __global dist_t* init, __global uint* mask,
-                  __global const dist_t* dist, uint p, uint r, uint j, uint k, uint rows,
-                  uint4 s4, dist4_t* dp, dist4_t* dr) {
-    __global const dist4_t* d4 = (__global const dist4_t*)dist;
-    dist4_t a = own(init, mask, p, j, k, rows, s4);
-    dist4_t c = own(init, mask, r, j, k, rows, s4);
-    uint ep = doff[p], endp = doff[p + 1], er = doff[r], endr = doff[r + 1];
-    while (ep < endp || er < endr) {
-        dist4_t x0 = (dist4_t)(INF), x1 = (dist4_t)(INF), y0 = (dist4_t)(INF),
-                y1 = (dist4_t)(INF);
-        if (ep < endp) x0 = sat_add4(d4[((size_t)dtail[ep] * k + j) / 4], dw[ep]);
-        if (ep + 1 < endp) x1 = sat_add4(d4[((size_t)dtail[ep + 1] * k + j) / 4], dw[ep + 1]);
-        if (er < endr) y0 = sat_add4(d4[((size_t)dtail[er] * k + j) / 4], dw[er]);
-        if (er + 1 < endr) y1 = sat_add4(d4[((size_t)dtail[er + 1] * k + j) / 4], dw[er + 1]);
-        a = min(a, min(x0, x1));
-        c = min(c, min(y0, y1));
-        ep += 2;
-        er += 2;
-    }
-    *dp = a;
-    *dr = c;
-}
-
 // A trailing level (positions first .. first+count-1) swept and folded into the summaries at
-// once, when nothing but the summaries is wanted: its distances are written only if `write`
-// (the bottom level's vertices are no vertex's tails, so it writes none), and never read back
-// by phast_summary. Item (g, q) pulls vertices first+g, first+g+slices, ... of trees
-// 4q .. 4q+3 (those below b; row stride k), two at a time, and adds them to
+// once, when nothing but the summaries is wanted, by two kernels with one body (`fold_level`):
+// phast_fold for the levels above the bottom, whose rows it writes (lower levels pull over
+// them), and phast_fold_bottom for the bottom level, whose vertices are no vertex's tails: it
+// writes nothing, and its positions (from `rows` on) have no rows in init or the mask, so a
+// vertex's own value is 0 in the trees whose source it is (their positions, `pos[src[j]]`)
+// and INF in the others. Each kernel holds only its own level type's code, and so fewer
+// registers. Item (g, q) pulls vertices first+g, first+g+slices, ... of trees 4q .. 4q+3 (those
+// below b; row stride k), one at a time (two arcs in flight; two vertices in flight cost 16
+// registers, and the resident items with them), and adds them to
 // partial[((base + g)*b + j)*4 ..] = [reached, sum_lo, sum_hi, max] (as phast_summary), which
-// it first sets to zero unless `add` (the first folded level of a batch). Positions from
-// `rows` on have no rows (the bottom level, when folded): their own values come from the
-// trees' sources (`pos[src[j]]`). Items are numbered
-// quad slice by quad slice: the first slices x qs items take quads 0 .. qs-1 (every g), the
-// next the following qs quads (the last slice may hold fewer), so the rows a wave of resident
-// items reads are qs quads wide and stay in the cache from one vertex to its neighbours.
-__kernel void phast_fold(__global const uint* doff, __global const uint* dtail,
-                         __global const dist_t* dw, __global dist_t* init,
-                         __global uint* mask, __global dist_t* dist, uint first,
-                         uint count, uint k, uint b, uint slices, uint base, uint write,
-                         uint add, __global ulong* partial, uint qs, uint rows,
-                         __global const uint* src, __global const uint* pos) {
+// it first sets to zero unless `add` (the first folded level of a batch). The host sizes
+// `slices` so that every item is resident at once (one wave: the fold's slices rule in
+// plugins/apsp/gpu/sweep.rs). Items are numbered quad slice by quad slice: the first
+// slices x qs items take quads 0 .. qs-1 (every g), the next the following qs quads (the last
+// slice may hold fewer), so the rows a wave of resident items reads are qs quads wide and stay
+// in the cache from one vertex to its neighbours.
+inline void fold_level(__global const uint* doff, __global const uint* dtail,
+                       __global const dist_t* dw, __global dist_t* init,
+                       __global uint* mask, __global dist_t* dist, uint first,
+                       uint count, uint k, uint b, uint slices, uint base, uint add,
+                       __global ulong* partial, uint qs, __global const uint* src,
+                       __global const uint* pos, const uint bottom) {
     size_t i = get_global_id(0);
     uint b4 = (b + 3) / 4;
     if (i >= (size_t)slices * b4) return;
@@ -347,8 +325,11 @@ __kernel void phast_fold(__global const uint* doff, __global const uint* dtail,
     uint within = (uint)i - qslice * span;
     uint ws = min(qs, b4 - qslice * qs);
     uint g = within / ws, j = 4 * (qslice * qs + within % ws);
+    // Every position of the bottom level is at or past `rows` (0 here), none of the others
+    // (UINT_MAX).
+    uint rows = bottom ? 0 : UINT_MAX;
     uint4 s4 = (uint4)(UINT_MAX);
-    if (first + count > rows) {
+    if (bottom) {
         if (j < b) s4.x = pos[src[j]];
         if (j + 1 < b) s4.y = pos[src[j + 1]];
         if (j + 2 < b) s4.z = pos[src[j + 2]];
@@ -358,23 +339,11 @@ __kernel void phast_fold(__global const uint* doff, __global const uint* dtail,
     ulong lo[4] = {0, 0, 0, 0};
     dist_t mx[4] = {0, 0, 0, 0};
     __global dist4_t* d4 = (__global dist4_t*)dist;
-    uint x = g;
-    for (; x + slices < count; x += 2 * slices) {
-        uint p = first + x, r = p + slices;
-        dist4_t a, c;
-        pull2(doff, dtail, dw, init, mask, dist, p, r, j, k, rows, s4, &a, &c);
-        if (write) {
-            d4[((size_t)p * k + j) / 4] = a;
-            d4[((size_t)r * k + j) / 4] = c;
-        }
-        LFOLD4(a)
-        LFOLD4(c)
-    }
-    if (x < count) {
+    for (uint x = g; x < count; x += slices) {
         uint p = first + x;
-        dist4_t a = pull(doff, dtail, dw, init, mask, dist, p, j, k, rows, s4);
-        if (write) d4[((size_t)p * k + j) / 4] = a;
-        LFOLD4(a)
+        dist4_t d = pull(doff, dtail, dw, init, mask, dist, p, j, k, rows, s4);
+        if (!bottom) d4[((size_t)p * k + j) / 4] = d;
+        LFOLD4(d)
     }
     for (uint l = 0; l < 4 && j + l < b; l++) {
         __global ulong* o = partial + ((size_t)(base + g) * b + j + l) * 4;
@@ -388,6 +357,26 @@ __kernel void phast_fold(__global const uint* doff, __global const uint* dtail,
         }
         o[0] = c0; o[1] = s0; o[2] = h0; o[3] = m0;
     }
+}
+
+__kernel void phast_fold(__global const uint* doff, __global const uint* dtail,
+                         __global const dist_t* dw, __global dist_t* init,
+                         __global uint* mask, __global dist_t* dist, uint first,
+                         uint count, uint k, uint b, uint slices, uint base, uint add,
+                         __global ulong* partial, uint qs, __global const uint* src,
+                         __global const uint* pos) {
+    fold_level(doff, dtail, dw, init, mask, dist, first, count, k, b, slices, base, add,
+               partial, qs, src, pos, 0);
+}
+
+__kernel void phast_fold_bottom(__global const uint* doff, __global const uint* dtail,
+                                __global const dist_t* dw, __global dist_t* init,
+                                __global uint* mask, __global dist_t* dist, uint first,
+                                uint count, uint k, uint b, uint slices, uint base, uint add,
+                                __global ulong* partial, uint qs, __global const uint* src,
+                                __global const uint* pos) {
+    fold_level(doff, dtail, dw, init, mask, dist, first, count, k, b, slices, base, add,
+               partial, qs, src, pos, 1);
 }
 
 // Fold the slices of each tree: work-group j folds partial[(g*b + j)*4 ..] over g into

@@ -47,6 +47,7 @@ const PLUGIN_KEYS: &[(&str, &[&str])] = &[
             "apsp.gpu_top_levels",
             "apsp.gpu_fold_levels",
             "apsp.gpu_fold_quads",
+            "apsp.gpu_fold_slices",
         ],
     ),
     (
@@ -282,6 +283,17 @@ fn gpu_phast_frontier_beyond_local_memory_is_refused() {
         code == 2
             && e.contains("[apsp] gpu_frontier = 50000000: phast_up keeps two frontier lists")
             && e.contains("bytes of local memory; use 1..="),
+        "{e}"
+    );
+}
+
+#[test]
+fn gpu_phast_fold_of_no_slices_is_refused() {
+    let Some((code, e)) = gpu_phast_with("apsp.gpu_fold_slices=0") else {
+        return;
+    };
+    assert!(
+        code == 2 && e.contains("[apsp] gpu_fold_slices = 0: the fold's items take at least 1"),
         "{e}"
     );
 }

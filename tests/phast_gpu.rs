@@ -79,13 +79,19 @@ fn rome99_every_source() {
     // Trailing levels folded into the summaries: five (swept, written and added to the
     // partials of those below), the prediction, none possible (every level in the one launch).
     // Tree quads the fold sweeps at a time: 3, 7 or 1 of the 16 (slices of 3, 3, 3, 3, 3, 1;
-    // 7, 7, 2; sixteen of 1; the last batch, 25 trees, has 7 quads), or the rule's.
-    for (up, q, c, top, fold, quads) in [
-        ("device", "1", "0", "0", "5", "3"),
-        ("host", "2", "0", "\"auto\"", "\"auto\"", "\"auto\""),
-        ("device", "2", "2", "1000", "\"auto\"", "\"auto\""),
-        ("device", "1", "0", "\"auto\"", "2", "7"),
-        ("host", "1", "0", "0", "1", "1"),
+    // 7, 7, 2; sixteen of 1; the last batch, 25 trees, has 7 quads), or the rule's. Slices
+    // of a folded level's vertices: 3 or 1000 (fewer or more than the summary's, so the
+    // reduction's partials differ in number from the summary's), or the rule's.
+    for (up, q, c, top, fold, quads, fslices) in [
+        ("device", "1", "0", "0", "5", "3", "3"),
+        (
+            "host", "2", "0", "\"auto\"", "\"auto\"", "\"auto\"", "\"auto\"",
+        ),
+        (
+            "device", "2", "2", "1000", "\"auto\"", "\"auto\"", "\"auto\"",
+        ),
+        ("device", "1", "0", "\"auto\"", "2", "7", "1000"),
+        ("host", "1", "0", "0", "1", "1", "1"),
     ] {
         let r = phast_matches(
             &cfg,
@@ -97,9 +103,18 @@ fn rome99_every_source() {
                 &format!("apsp.gpu_top_levels={top}"),
                 &format!("apsp.gpu_fold_levels={fold}"),
                 &format!("apsp.gpu_fold_quads={quads}"),
+                &format!("apsp.gpu_fold_slices={fslices}"),
                 "apsp.batch=64",
             ],
         );
+        if fslices != "\"auto\"" && top != "1000" {
+            assert_eq!(
+                r["devices"][0]["tuning"]["knobs"]["fold_slices"]["value"].to_string(),
+                fslices,
+                "{}",
+                r["devices"][0]["tuning"]
+            );
+        }
         if quads != "\"auto\"" {
             assert_eq!(
                 r["devices"][0]["tuning"]["knobs"]["fold_quads"]["value"].to_string(),

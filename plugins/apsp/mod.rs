@@ -108,6 +108,10 @@ pub struct ApspOptions {
     /// Tree quads (4 trees each) GPU PHAST's fold sweeps at a time, every slice of a level's
     /// vertices for them before the next ("auto" = 64 on a GPU, every quad on a CPU device).
     pub gpu_fold_quads: Option<AutoOr>,
+    /// Slices of a folded level's vertices in GPU PHAST's fold, whose items number slices x
+    /// k/4 ("auto" = every item resident at once on a GPU, the summary's slices on a CPU
+    /// device).
+    pub gpu_fold_slices: Option<AutoOr>,
     /// `[apsp.reach]`: counts, sums, nearest targets and isochrones folded per source.
     pub reach: Option<reach::ReachOptions>,
     /// Write `predecessors.npy`: each tree's predecessors in the input's numbering ([`paths`]).

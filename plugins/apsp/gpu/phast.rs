@@ -41,7 +41,7 @@
 //! partial words (twice that with levels folded), `b × 4` sums, `b` overflow flags, rows
 //! `chunk × targets`.
 
-use super::sweep::{sweep_plan, SweepPlan, SweepRequest};
+use super::sweep::{sweep_plan, SweepPlan, SweepRequest, FOLD_REGISTERS};
 use super::{Algorithm, Batch, Ctx, DistBuf, Setup, Spec};
 use crate::apsp::phast::{AnyHierarchy, ChWeight, Hierarchy};
 use crate::apsp::ApspJob;
@@ -71,6 +71,7 @@ const LAUNCHED: &[&str] = &[
     "phast_top",
     "phast_summary",
     "phast_fold",
+    "phast_fold_bottom",
     "phast_reduce",
     "phast_rows",
 ];
@@ -264,6 +265,10 @@ pub(super) fn params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<La
                 o.gpu_fold_quads.and_then(|f| f.value()),
                 "[apsp] gpu_fold_quads",
             ),
+            fold_slices: Setting::from_config(
+                o.gpu_fold_slices.and_then(|f| f.value()),
+                "[apsp] gpu_fold_slices",
+            ),
             summaries_only: job.summaries_only(),
         },
     );
@@ -272,6 +277,13 @@ pub(super) fn params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<La
         return Err(Error::Config(
             "[apsp] gpu_fold_quads = 0: the fold sweeps at least 1 tree quad (4 trees) at a \
              time; use 1 or more (more than the batch's quads means all of them) or \"auto\""
+                .into(),
+        ));
+    }
+    if o.gpu_fold_slices.and_then(|q| q.value()) == Some(0) {
+        return Err(Error::Config(
+            "[apsp] gpu_fold_slices = 0: the fold's items take at least 1 slice of a level's \
+             vertices; use 1 or more (more than the vertices means one each) or \"auto\""
                 .into(),
         ));
     }
@@ -326,14 +338,25 @@ fn plan(params: &LaunchParams) -> SweepPlan {
     SweepPlan::of(params).expect("PHAST launch parameters come from sweep_plan")
 }
 
-fn build_options(wide: bool, device_up: bool) -> &'static str {
-    match (wide, device_up) {
-        (true, true) => "-DWIDE=1",
+/// The program's build options: 64-bit distances (`WIDE`), without `phast_up` where the
+/// device lacks 64-bit atomics, and on NVIDIA's compiler the 32-bit program's registers capped
+/// at [`FOLD_REGISTERS`] (so that `phast_fold` keeps its items resident per
+/// compute unit, which its slices assume: [`super::sweep::FOLD_RESIDENT`]; no kernel of it needs
+/// more).
+fn build_options(wide: bool, device_up: bool, dev: &crate::device::DeviceInfo) -> &'static str {
+    let nvidia = dev.platform.contains("NVIDIA") || dev.vendor.contains("NVIDIA");
+    match (wide, device_up, nvidia) {
+        (true, true, _) => "-DWIDE=1",
         // Without 64-bit atomics phast_up cannot build; the host searches replace it.
-        (true, false) => "-DWIDE=1 -DNO_DEVICE_UP=1",
-        (false, _) => "",
+        (true, false, _) => "-DWIDE=1 -DNO_DEVICE_UP=1",
+        (false, _, true) => NVIDIA_NARROW,
+        (false, _, false) => "",
     }
 }
+
+/// [`build_options`] for 32-bit distances on NVIDIA's compiler.
+const NVIDIA_NARROW: &str = "-cl-nv-maxrregcount=48";
+const _: () = assert!(FOLD_REGISTERS == 48, "NVIDIA_NARROW names FOLD_REGISTERS");
 
 /// The hierarchy on one device, shared by its queues.
 #[derive(Debug)]
@@ -403,7 +426,7 @@ fn setup_typed<W: DevWeight>(
     )?;
     let device_up = plan(params).upward_on_device.value == 1;
     // Build now, so a kernel that fails to compile is reported once, with its log.
-    device.program(&KERNELS, build_options(job.wide, device_up))?;
+    device.program(&KERNELS, build_options(job.wide, device_up, &device.info))?;
     let q = device.queue()?;
     fn upload<T: Scalar>(device: &Device, q: &Queue, data: &[T]) -> Result<DBuf<T>> {
         let mut b = DBuf::new(device, data.len())?;
@@ -538,6 +561,7 @@ struct Phast<W: DevWeight> {
     top: Kernel,
     summary: Kernel,
     fold: Kernel,
+    fold_bottom: Kernel,
     reduce: Kernel,
     gather: Kernel,
     /// The first level folded into the summaries (`phast_fold`, the plan's `fold_levels`).
@@ -571,7 +595,13 @@ impl<W: DevWeight> Phast<W> {
         let (device, job, p) = (setup.device, setup.job, setup.params);
         let (n, k) = (job.graph.n, stride(p.batch.value));
         let device_up = plan(p).upward_on_device.value == 1;
-        let kern = |name| device.kernel(&KERNELS, build_options(job.wide, device_up), name);
+        let kern = |name| {
+            device.kernel(
+                &KERNELS,
+                build_options(job.wide, device_up, &device.info),
+                name,
+            )
+        };
         let slices = plan(p).summary_slices.value;
         let (fold_from, held) = job
             .hierarchy
@@ -579,6 +609,7 @@ impl<W: DevWeight> Phast<W> {
             .and_then(W::of)
             .map_or((None, n), |h| Self::folding(h, &plan(p)));
         // The folded levels' partials follow the summary's.
+        // The folded levels' partials (fold_slices of them per tree) follow the summary's.
         let partial_sets = if fold_from.is_some() { 2 } else { 1 };
         Ok(Phast {
             reset: kern("phast_reset")?,
@@ -592,6 +623,7 @@ impl<W: DevWeight> Phast<W> {
             top: kern("phast_top")?,
             summary: kern("phast_summary")?,
             fold: kern("phast_fold")?,
+            fold_bottom: kern("phast_fold_bottom")?,
             reduce: kern("phast_reduce")?,
             gather: kern("phast_rows")?,
             fold_from,
@@ -602,7 +634,10 @@ impl<W: DevWeight> Phast<W> {
             hpos: DBuf::new(device, 1)?,
             htree: DBuf::new(device, 1)?,
             hval: DBuf::new(device, 1)?,
-            partial: DBuf::new(device, partial_sets * slices * k * 4)?,
+            partial: DBuf::new(
+                device,
+                (slices + (partial_sets - 1) * plan(p).fold_slices.value) * k * 4,
+            )?,
             sums: DBuf::new(device, k * 4)?,
             overflow: DBuf::new(device, k)?,
             rows: match job.rows {
@@ -828,8 +863,8 @@ impl<W: DevWeight> Phast<W> {
         };
         let (first, last) = (h.levels[l], h.levels[l + 1]);
         if let Some(f) = self.fold_from.filter(|&f| l >= f) {
-            let write = l + 1 < h.levels.len() - 1;
-            return self.enqueue_fold(cx, batch, first, last, write, l > f);
+            let bottom = l + 2 == h.levels.len();
+            return self.enqueue_fold(cx, batch, first, last, bottom, l > f);
         }
         let count = (last - first) as usize;
         let mut a = common.to_vec();
@@ -847,29 +882,29 @@ impl<W: DevWeight> Phast<W> {
         }
     }
 
-    /// Enqueue `phast_fold` over a folded level (positions `first..last`), writing its rows
-    /// if `write`, adding to the fold's partials (the second set, after the summary's) if
-    /// `add`.
+    /// Enqueue the fold of a folded level (positions `first..last`): `phast_fold`, which
+    /// writes its rows, above the bottom level, `phast_fold_bottom` (no rows) for the bottom
+    /// level; adding to the fold's partials (the second set, after the summary's) if `add`.
     fn enqueue_fold(
         &self,
         cx: &Ctx<'_>,
         batch: &Batch,
         first: u32,
         last: u32,
-        write: bool,
+        bottom: bool,
         add: bool,
     ) -> Result<()> {
         let dh = Self::dh(cx);
         let slices = plan(&cx.sh.params).summary_slices.value;
+        let fs = plan(&cx.sh.params).fold_slices.value;
         let mut a = self.pull_args(dh).to_vec();
         a.extend([
             Arg::U32(first),
             Arg::U32(last - first),
             Arg::U32(stride(cx.b) as u32),
             Arg::U32(cx.b as u32),
+            Arg::U32(fs as u32),
             Arg::U32(slices as u32),
-            Arg::U32(slices as u32),
-            Arg::U32(write as u32),
             Arg::U32(add as u32),
             Arg::U64s(&self.partial),
             Arg::U32(
@@ -878,23 +913,23 @@ impl<W: DevWeight> Phast<W> {
                     .value
                     .clamp(1, cx.b.div_ceil(4)) as u32,
             ),
-            Arg::U32(self.held as u32),
             Arg::U32s(&batch.src),
             Arg::U32s(&dh.pos),
         ]);
-        // SAFETY: phast_fold's order and types; items slices x ceil(b/4), each pulling
-        // positions first..last < n over their tails (< first) at stride(b) in init/dist
-        // (held x stride(b)) and mask, positions from held on (the bottom level, write = 0)
-        // touching neither, reading b sources of batch.src and their positions, and reading
-        // and writing partials below 2 x slices x b x 4 words (the buffer holds
-        // 2 x slices x k x 4 when fold_from is set).
+        let (kernel, name) = match bottom {
+            true => (&self.fold_bottom, "phast_fold_bottom"),
+            false => (&self.fold, "phast_fold"),
+        };
+        // SAFETY: phast_fold's and phast_fold_bottom's order and types; items slices x
+        // ceil(b/4), each pulling positions first..last < n over their tails (< first, so
+        // < held) at stride(b) in dist (held x stride(b)); phast_fold's positions are above
+        // the bottom level (< held: their init, mask and dist entries exist), phast_fold_bottom's
+        // are the bottom level's (from held on: it touches no init, mask or dist entry of
+        // theirs) and it reads b sources of batch.src and their positions; both read and
+        // write partials below 2 x slices x b x 4 words (the buffer holds 2 x slices x k x 4
+        // when fold_from is set).
         unsafe {
-            cx.q.launch(
-                &self.fold,
-                slices * cx.b.div_ceil(4),
-                Some(cx.local("phast_fold")?),
-                &a,
-            )
+            cx.q.launch(kernel, fs * cx.b.div_ceil(4), Some(cx.local(name)?), &a)
         }
     }
 
@@ -944,7 +979,7 @@ impl<W: DevWeight> Phast<W> {
                 Some(lr),
                 &[
                     Arg::U64s(&self.partial),
-                    Arg::U32((sets * slices) as u32),
+                    Arg::U32((slices + (sets - 1) * plan(&cx.sh.params).fold_slices.value) as u32),
                     Arg::U32(cx.b as u32),
                     Arg::U64s(&self.sums),
                     Arg::Local(4 * lr * 8),

@@ -5,7 +5,8 @@
 //! small leading levels share one launch, the summary's slices, the upward searches' frontier
 //! lists, the trailing levels folded into the summaries), each with its reason; a value set in
 //! the config wins. The sweep's parameters go into the [`LaunchParams`] as the plugin's own
-//! (`top_levels`, `summary_slices`, `frontier`, `upward_on_device`, `fold_levels`), with
+//! (`top_levels`, `summary_slices`, `frontier`, `upward_on_device`, `fold_levels`,
+//! `fold_quads`, `fold_slices`), with
 //! [`SWEEP_RULES`], so that `tuccompi check` and `report.json`
 //! show them; [`SweepPlan::of`] reads them back.
 
@@ -22,6 +23,7 @@ pub const SWEEP_RULES: &[(&str, &str)] = &[
     ("levels folded into the summaries (PHAST)", "when nothing but each tree's summary is wanted (no distance rows, targets, reach or paths): the trailing levels swept by launches of their own whose vertices number at least 256 x the summary slices, and the bottom level always, are swept and folded at once (phast_fold), so phast_summary reads only the rows above them; the bottom level's vertices are no vertex's tails (a vertex's level is above its lower neighbours'), so it writes none: a tree's bytes per bottom vertex drop by the write and the summary's read, and per other folded vertex by the read; else 0"),
     ("frontier list entries (device upward searches)", "1024 per list, within 3/4 of local memory: a road graph's upward search space is a few hundred vertices (osm-moscow: 267 mean); a tree that overflows is redone on the host"),
     ("fold quads (PHAST)", "GPU: phast_fold's items take 64 tree quads (256 trees) at a time, every slice of the level's vertices for those quads before the next quads, so the rows of the tails a wave reads are 1 KiB wide instead of k x 4 bytes and stay in the cache between neighbouring vertices (H100, osm-moscow at k = 4,096: the bottom level's fold 2.12 ms against 2.45 ms with every quad at once, whole run 0.813-0.816 s against 0.863-0.867 s; 16 or 32 quads with more slices, and 128 quads, were slower); at most k/4; CPU devices: k/4"),
+    ("fold slices (PHAST)", "GPU: every item of phast_fold resident at once, one wave: compute units x 1280 items (its 48 registers leave 40 of an SM's 64 warps resident; NVIDIA builds cap the program's registers at 48) over the batch's tree quads; the items loop over the level one vertex at a time with two arcs in flight (H100, fold slices as a share of the summary's, which assume 2048 items per compute unit: osm-moscow full APSP 0.693-0.703 s at 62% against 0.739-0.745 s at 100% and 0.697-0.704 s at 125% (two whole waves), the K = 8 tiling 11,309 trees/s at 62%, 10,610 at 125%, 9,846 at 100%; two vertices in flight per item (64 registers, 32 warps) at one wave, 50%: 10,809); at most n; 64-bit distances and CPU devices: the summary's slices"),
     ("phast_up work-group size", "GPU: 128 items per tree's group unless the config sets the local size: the upward searches are bound by their rounds' latency, and with 128 items twice as many trees are resident as with 256 (H100, osm-moscow at k = 4,096: 0.58-0.62 ms a batch against 0.77-0.80 ms with 256 and 1.07 ms with 64, whose groups local memory then limits)"),
 ];
 
@@ -30,6 +32,14 @@ pub const FOLD_MIN_ITEMS: usize = 128;
 
 /// Tree quads per slice of `phast_fold`'s items on a GPU (see [`SWEEP_RULES`]).
 pub const FOLD_QUADS: usize = 64;
+
+/// `phast_fold`'s items resident per compute unit of a GPU: 40 warps of 32 at its 48
+/// registers (see [`SWEEP_RULES`]; [`FOLD_REGISTERS`]).
+pub const FOLD_RESIDENT: usize = 1280;
+
+/// The registers NVIDIA builds of the sweep's program are capped at, so that
+/// [`FOLD_RESIDENT`] holds (`-cl-nv-maxrregcount`; phast_fold needs 47-48 uncapped).
+pub const FOLD_REGISTERS: usize = 48;
 
 /// What a level-sweep half knows about its problem.
 #[derive(Debug, Clone)]
@@ -60,6 +70,9 @@ pub struct SweepRequest<'a> {
     pub fold_levels: Option<Setting>,
     /// Tree quads the fold sweeps at a time, set in the config.
     pub fold_quads: Option<Setting>,
+    /// Slices of a folded level's vertices (the fold's items: slices x k/4), set in the
+    /// config.
+    pub fold_slices: Option<Setting>,
     /// Nothing but each tree's summary is read after the sweep (no rows, targets, reach or
     /// paths).
     pub summaries_only: bool,
@@ -82,16 +95,19 @@ pub struct SweepPlan {
     /// Tree quads `phast_fold` sweeps at a time (every slice of the level's vertices for them
     /// before the next ones).
     pub fold_quads: Choice,
+    /// Slices of a folded level's vertices: `phast_fold` runs slices x k/4 items.
+    pub fold_slices: Choice,
 }
 
 /// The names of the sweep's parameters among the plugin's own in [`LaunchParams`].
-const NAMES: [&str; 6] = [
+const NAMES: [&str; 7] = [
     "top_levels",
     "summary_slices",
     "frontier",
     "upward_on_device",
     "fold_levels",
     "fold_quads",
+    "fold_slices",
 ];
 
 impl SweepPlan {
@@ -104,6 +120,7 @@ impl SweepPlan {
             &self.upward_on_device,
             &self.fold_levels,
             &self.fold_quads,
+            &self.fold_slices,
         ]) {
             p.set_knob(name, c.clone());
         }
@@ -122,6 +139,7 @@ impl SweepPlan {
             upward_on_device: get(3)?,
             fold_levels: get(4)?,
             fold_quads: get(5)?,
+            fold_slices: get(6)?,
         })
     }
 }
@@ -311,6 +329,19 @@ pub fn sweep_plan(dev: &DeviceInfo, p: &mut LaunchParams, req: &SweepRequest<'_>
         },
     );
     fold_quads.value = fold_quads.value.clamp(1, quads.max(1));
+    let mut fold_slices = set_or(
+        &req.fold_slices,
+        Choice {
+            value: if gpu && req.dist_bytes == 4 {
+                dev.compute_units as usize * FOLD_RESIDENT / quads.max(1)
+            } else {
+                summary_slices.value
+            },
+            source: Source::Predicted,
+            reason: rule(8),
+        },
+    );
+    fold_slices.value = fold_slices.value.clamp(1, req.n.max(1));
     if gpu {
         if let Some(c) = p
             .local
@@ -320,7 +351,7 @@ pub fn sweep_plan(dev: &DeviceInfo, p: &mut LaunchParams, req: &SweepRequest<'_>
             *c = Choice {
                 value: 128.min(dev.max_work_group.max(1)),
                 source: Source::Predicted,
-                reason: rule(8),
+                reason: rule(9),
             };
         }
     }
@@ -331,6 +362,7 @@ pub fn sweep_plan(dev: &DeviceInfo, p: &mut LaunchParams, req: &SweepRequest<'_>
         upward_on_device: Choice::fixed(1, "set by the GPU half"),
         fold_levels,
         fold_quads,
+        fold_slices,
     }
     .publish(p);
 }

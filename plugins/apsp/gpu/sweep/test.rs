@@ -22,6 +22,7 @@ fn summaries_request(level_sizes: &[u32], n: usize) -> SweepRequest<'_> {
         frontier: None,
         fold_levels: None,
         fold_quads: None,
+        fold_slices: None,
         summaries_only: true,
     }
 }
@@ -48,6 +49,7 @@ fn sweep_batches_grow_to_the_allocation_bound_then_memory() {
         frontier: None,
         fold_levels: None,
         fold_quads: None,
+        fold_slices: None,
         summaries_only: false,
     };
     // osm-moscow (0.41M vertices, 0.89M downward arcs): 2^36 / 5.2 MB = 13,2xx -> the cap of
@@ -266,4 +268,38 @@ fn a_batch_without_a_fold_is_bounded_by_every_row() {
     assert_eq!(run(Some(2), None), (128, 0));
     // Set in the config: kept (setup refuses it if its buffer exceeds the allocation).
     assert_eq!(run(Some(2), Some(256)), (256, 0));
+}
+
+/// The fold's slices: every item resident at once on a GPU with 32-bit distances (compute
+/// units x FOLD_RESIDENT over the batch's quads), the summary's slices with 64-bit ones and on
+/// a CPU device, the config's value when set (within 1..=n).
+#[test]
+fn the_fold_runs_one_wave_of_items_on_gpus() {
+    let plan = |kind: &str, k: usize, dist_bytes: u64, set: Option<usize>| {
+        let mut p = set_params(k);
+        let req = SweepRequest {
+            dist_bytes,
+            fold_slices: Setting::from_config(set, "[apsp] gpu_fold_slices"),
+            ..summaries_request(&[1, 10, 1000, 100_000], 101_011)
+        };
+        sweep_plan(&dev(kind, 132, 1024), &mut p, &req);
+        let plan = SweepPlan::of(&p).unwrap();
+        (plan.fold_slices, plan.summary_slices.value)
+    };
+    // An H100 (132 compute units): osm-moscow's batch of 4,096 trees, 1,024 quads: 165 slices
+    // of 1,024 items, 168,960 = 132 x 1,280 resident; the summary's 264 assume 2,048 a unit.
+    let (f, summary) = plan("gpu", 4096, 4, None);
+    assert_eq!((f.value, f.source, summary), (165, Source::Predicted, 264));
+    assert!(f.reason.contains("one wave"), "{}", f.reason);
+    // The 26.4M-vertex tiling's 256 trees: 2,640 slices of 64 quads.
+    assert_eq!(plan("gpu", 256, 4, None).0.value, 2640);
+    // 64-bit distances and CPU devices: the summary's slices.
+    let (f, summary) = plan("gpu", 4096, 8, None);
+    assert_eq!(f.value, summary);
+    let (f, summary) = plan("cpu", 16, 4, None);
+    assert_eq!(f.value, summary);
+    // Set: the config's value, within 1..=n.
+    let f = plan("gpu", 4096, 4, Some(3)).0;
+    assert_eq!((f.value, f.source), (3, Source::Config));
+    assert_eq!(plan("gpu", 4096, 4, Some(10_000_000)).0.value, 101_011);
 }
