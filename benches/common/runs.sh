@@ -11,7 +11,7 @@ r = json.load(open(sys.argv[1])); d = r["devices"][0]["tuning"] if r.get("device
 k = d.get("knobs", {}); v = lambda n: k.get(n, {}).get("value", "-")
 print(f"{sys.argv[2]:<34} run {r['run_seconds']:8.4f} s wall {r['wall_seconds']:7.3f} s "
       f"{r['tasks']/r['run_seconds']:10,.0f} trees/s k {d.get('batch', {}).get('value')} "
-      f"queues {d.get('queues', {}).get('value')} fold {v('fold_levels')} quads {v('fold_quads')} "
+      f"queues {d.get('queues', {}).get('value')} fold {v('fold_levels')} quads {v('fold_quads')} slices {v('fold_slices')} "
       f"up {d.get('local', {}).get('phast_up', {}).get('value', '-')} sum {r['checksum']['sum']}", flush=True)
 PY
 }
