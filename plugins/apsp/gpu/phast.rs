@@ -18,9 +18,10 @@
 //! 3. `phast_summary` + `phast_reduce`: `[reached, sum_lo, sum_hi, max]` per tree on the device
 //!    (over `[apsp] targets` when set), so `4b` words come back. When nothing but these
 //!    summaries is wanted, the bottom level (vertices no vertex pulls over, 45% of osm-moscow's)
-//!    and the large levels above it are swept and folded at once (`phast_fold`, the sweep
-//!    plan's `fold_levels`): the summary reads only the rows above them, and the bottom level's
-//!    distances are never written;
+//!    and the large levels above it are swept and folded at once (`phast_fold`, and
+//!    `phast_fold_bottom` for the bottom level; the sweep plan's `fold_levels`, in one wave of
+//!    `fold_slices` x k/4 items): the summary reads only the rows above them, and the bottom
+//!    level's distances are never written;
 //! 4. with `output.distances`, `phast_rows` gathers the rows in the input's numbering (or the
 //!    targets' order).
 //!
