@@ -5,6 +5,14 @@
 #define INF 1073741823
 #define T 16
 
+// Set m[0 .. len) to v, item by item over the whole range (64-bit indices): fw-blocked's
+// padding, instead of clEnqueueFillBuffer, which NVIDIA's driver fails on buffers of 2^31
+// elements and more (benches/big_buffer.rs; a padded matrix of ld >= 46,341).
+__kernel void fw_fill(__global int* m, ulong len, int v) {
+    size_t step = get_global_size(0);
+    for (size_t i = get_global_id(0); i < len; i += step) m[i] = v;
+}
+
 // Naive: one item per (i, j) for pivot k. Row k and column k do not change in pass k
 // (m[k][k] = 0 without negative cycles), so the pass needs no copy.
 __kernel void fw_naive(__global int* m, uint n, uint k) {

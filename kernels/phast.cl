@@ -12,8 +12,8 @@
 // small leading levels in one phast_top launch, then one phast_sweep launch per level),
 // reading `init` only where the mask says (n/8 bytes per tree instead of 4n);
 // phast_summary + phast_reduce fold each tree to [reached, sum_lo, sum_hi, max] (when nothing
-// else is wanted, the trailing levels are swept by phast_fold, which folds them as it pulls
-// them, and phast_summary reads only the positions above them), and phast_rows
+// else is wanted, the trailing levels are swept by phast_fold and phast_fold_bottom, which
+// fold them as they pull them, and phast_summary reads only the positions above them), and phast_rows
 // gathers distance rows in the input's numbering when they are requested. Between batches
 // `init` is all INF and `mask` all zero: the sweep resets each entry it reads and clears its
 // bits (atomically: 8 items share a mask word), so the host resets both (phast_reset for
@@ -61,7 +61,7 @@ __kernel void phast_reset(__global dist_t* d, ulong len) {
 
 // Host upward searches: entry e sets init[pos[e]*k + tree[e]] = val[e] and its mask bit;
 // entries at positions from `rows` on (a source in the folded bottom level, which has no
-// rows: phast_fold gives it 0 itself) are skipped.
+// rows: phast_fold_bottom gives it 0 itself) are skipped.
 __kernel void phast_scatter(__global dist_t* init, __global uint* mask,
                             __global const uint* pos, __global const uint* tree,
                             __global const dist_t* val, uint count, uint k, uint rows) {
@@ -305,9 +305,9 @@ __kernel void phast_summary(__global const dist_t* dist, __global const uint* tp
 // below b; row stride k), one at a time (two arcs in flight; two vertices in flight cost 16
 // registers, and the resident items with them), and adds them to
 // partial[((base + g)*b + j)*4 ..] = [reached, sum_lo, sum_hi, max] (as phast_summary), which
-// it first sets to zero unless `add` (the first folded level of a batch). The host sizes
-// `slices` so that every item is resident at once (one wave: the fold's slices rule in
-// plugins/apsp/gpu/sweep.rs). Items are numbered quad slice by quad slice: the first
+// it first sets to zero unless `add` (the first folded level of a batch). On a GPU with 32-bit
+// distances the host sizes `slices` so that every item is resident at once (one wave: the
+// fold's slices rule in plugins/apsp/gpu/sweep.rs), unless the config sets them. Items are numbered quad slice by quad slice: the first
 // slices x qs items take quads 0 .. qs-1 (every g), the next the following qs quads (the last
 // slice may hold fewer), so the rows a wave of resident items reads are qs quads wide and stay
 // in the cache from one vertex to its neighbours.

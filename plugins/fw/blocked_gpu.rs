@@ -105,6 +105,23 @@ pub(super) fn padded(n: usize, block: usize) -> usize {
     n.div_ceil(block).max(1) * block
 }
 
+/// Enqueue setting all of `m` to INF with `fw_fill` (the padding around the n x n matrix,
+/// whose rows the strips then overwrite): a kernel, since NVIDIA's driver fails
+/// clEnqueueFillBuffer on buffers of 2^31 elements and more, which `m` is from ld = 46,341.
+fn pad(q: &Queue, fill: &Kernel, m: &DBuf<i32>, device: &Device) -> Result<()> {
+    let local = 256.min(device.info.max_work_group.max(1));
+    let items = m.len().div_ceil(local).clamp(1, 4096) * local;
+    // SAFETY: fw_fill(m, len, v) writes m[0 .. len), m's length, and reads nothing.
+    unsafe {
+        q.launch(
+            fill,
+            items,
+            Some(local),
+            &[Arg::I32s(m), Arg::U64(m.len() as u64), Arg::I32(i32::INF)],
+        )
+    }
+}
+
 /// The three kernels and their local sizes, launched on the compute queue.
 struct Launcher<'a> {
     q: &'a Queue,
@@ -293,6 +310,7 @@ pub(super) fn run(
         device.queue()?
     };
     let qt = device.queue()?;
+    let fill_k = k("fw_fill")?;
     let m = DBuf::<i32>::new(device, ld * ld)?;
     let mut launcher = Launcher {
         q: &qc,
@@ -350,7 +368,7 @@ pub(super) fn run(
             let pin = t.elapsed().as_secs_f64();
             let (mut up, mut down, mut last) = (0.0, 0.0, 0.0);
             if ld != n {
-                qt.fill(m, i32::INF)?;
+                pad(&qt, &fill_k, m, device)?;
             }
             for (s, r) in cut.iter().enumerate() {
                 let t = Instant::now();

@@ -461,6 +461,7 @@ impl Device {
             &self.info.name,
             false,
             self.is_pocl(),
+            queue::fill_bound(&self.info.platform),
         )
     }
 
@@ -472,6 +473,7 @@ impl Device {
             &self.info.name,
             true,
             self.is_pocl(),
+            queue::fill_bound(&self.info.platform),
         )
     }
 

@@ -397,6 +397,20 @@ pub struct Queue {
     device: String,
     /// Run each launch to completion under [`POCL_KERNELS`] (PoCL devices).
     serial: bool,
+    /// Buffers of this many elements and more are not filled ([`fill_bound`]).
+    fill_bound: usize,
+}
+
+/// The buffer length (elements) from which [`Queue::fill`] refuses to fill on a platform:
+/// 2^31 on NVIDIA's, whose driver fails such fills (one call never returned; fills in pieces
+/// gave `CL_INVALID_COMMAND_QUEUE`; benches/big_buffer.rs), so that a caller gets an error
+/// instead of a hang; none elsewhere.
+pub fn fill_bound(platform: &str) -> usize {
+    if platform.contains("NVIDIA") {
+        1 << 31
+    } else {
+        usize::MAX
+    }
 }
 
 /// Held by a PoCL queue from a launch until the kernel has finished. The test suite aborted in
@@ -449,6 +463,7 @@ impl Queue {
         device: &str,
         profiling: bool,
         serial: bool,
+        fill_bound: usize,
     ) -> Result<Self> {
         let props = if profiling {
             CL_QUEUE_PROFILING_ENABLE
@@ -463,6 +478,7 @@ impl Queue {
             queue,
             device: device.into(),
             serial,
+            fill_bound,
         })
     }
 
@@ -709,7 +725,8 @@ impl Queue {
 
     /// Enqueue filling all of `buf` with `value` (does not wait). NVIDIA's driver fails fills
     /// of buffers of 2^31 elements and more, in one call or in pieces
-    /// (benches/big_buffer.rs): reset such a buffer with a kernel (GPU PHAST's `phast_reset`).
+    /// (benches/big_buffer.rs), so on NVIDIA such a fill is refused ([`fill_bound`]): reset
+    /// such a buffer with a kernel (GPU PHAST's `phast_reset`, fw-blocked's `fw_fill`).
     pub fn fill<T: Scalar>(&self, buf: &DBuf<T>, value: T) -> Result<()> {
         self.fill_range(buf, value, 0, buf.len, buf.len.max(1))
     }
@@ -725,6 +742,14 @@ impl Queue {
         piece: usize,
     ) -> Result<()> {
         let sz = std::mem::size_of::<T>();
+        if buf.len >= self.fill_bound {
+            return Err(Error::Device(format!(
+                "filling a buffer of {} elements on '{}': this platform's driver fails fills \
+                 of buffers of {} elements and more (benches/big_buffer.rs); reset it with a \
+                 kernel instead",
+                buf.len, self.device, self.fill_bound
+            )));
+        }
         if start + len > buf.len {
             return Err(Error::Device(format!(
                 "filling elements {start}..{} of a buffer of {} on '{}'",

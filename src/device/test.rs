@@ -195,6 +195,36 @@ fn fills_of_a_range_in_pieces() {
     assert!(e.contains("90..101") && e.contains("buffer of 100"), "{e}");
 }
 
+/// Fills of buffers at the platform's bound and past it are refused with an error naming the
+/// size, instead of the hang NVIDIA's driver gives (bound 2^31 elements there, none elsewhere);
+/// a buffer below the bound is filled.
+#[test]
+fn fills_of_buffers_at_the_platform_bound_are_refused() {
+    assert_eq!(queue::fill_bound("NVIDIA CUDA"), 1 << 31);
+    assert_eq!(queue::fill_bound("Portable Computing Language"), usize::MAX);
+    let Some(dev) = device() else { return };
+    let q = Queue::new(
+        &dev.context,
+        dev.cl.id(),
+        &dev.info.name,
+        false,
+        dev.is_pocl(),
+        100,
+    )
+    .unwrap();
+    let b = DBuf::<u32>::new(&dev, 100).unwrap();
+    let e = q.fill(&b, 1).unwrap_err().to_string();
+    assert!(
+        e.contains("a buffer of 100 elements") && e.contains("reset it with a kernel"),
+        "{e}"
+    );
+    let small = DBuf::<u32>::new(&dev, 99).unwrap();
+    q.fill(&small, 7).unwrap();
+    let mut all = [0u32; 99];
+    q.read(&small, 0, &mut all).unwrap();
+    assert!(all.iter().all(|&v| v == 7));
+}
+
 /// One kernel with many global sizes from two queues at once (on PoCL they run one at a time,
 /// see `POCL_KERNELS`); every result as on the host.
 #[test]

@@ -8,7 +8,7 @@
 //! and `dist`, which the sweep writes; and a bit mask of `held × k` bits saying which `init`
 //! entries are set. `held` is `n`, or, when the bottom level is folded (summaries only), the
 //! positions above it: its rows are never written, and a source there is 0 in its own tree
-//! (`phast_fold` compares with the batch's sources). A batch of `b <= k` sources is:
+//! (`phast_fold_bottom` compares with the batch's sources). A batch of `b <= k` sources is:
 //!
 //! 1. the upward searches: on the device (`phast_up`, one work-group per tree, Bellman-Ford
 //!    rounds over the upward DAG; a tree whose frontier overflows local memory is redone on
@@ -38,8 +38,8 @@
 //! the types `kernels/phast.cl` declares (distances and weights of the job's width, matching
 //! `-DWIDE=1`), and every buffer holds what the kernel indexes: `held × stride(b)` distances and
 //! `held × ⌈stride(b)/32⌉` mask words for a batch of `b <= k` trees (no kernel touches them at a
-//! position from `held` on), `b` sources, `slices × b × 4`
-//! partial words (twice that with levels folded), `b × 4` sums, `b` overflow flags, rows
+//! position from `held` on), `b` sources, `slices × b × 4` partial words (`(slices +
+//! fold_slices) × b × 4` with levels folded), `b × 4` sums, `b` overflow flags, rows
 //! `chunk × targets`.
 
 use super::sweep::{sweep_plan, SweepPlan, SweepRequest, FOLD_REGISTERS};
@@ -274,6 +274,7 @@ pub(super) fn params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<La
         },
     );
     check_frontier(&device.info, plan(&p).frontier.value)?;
+    check_fold_slices(&device.info, &plan(&p), p.batch.value)?;
     if o.gpu_fold_quads.and_then(|q| q.value()) == Some(0) {
         return Err(Error::Config(
             "[apsp] gpu_fold_quads = 0: the fold sweeps at least 1 tree quad (4 trees) at a \
@@ -335,6 +336,29 @@ fn check_frontier(dev: &crate::device::DeviceInfo, entries: usize) -> Result<()>
     Ok(())
 }
 
+/// Refuse fold slices set in the config whose partial sums (with the summary's, 4 words per
+/// tree per slice) exceed the device's largest allocation, naming the key and the most it
+/// allows.
+fn check_fold_slices(dev: &crate::device::DeviceInfo, plan: &SweepPlan, k: usize) -> Result<()> {
+    let (fs, summary) = (plan.fold_slices.value, plan.summary_slices.value);
+    let per_slice = stride(k) as u64 * 4 * 8;
+    if plan.fold_slices.source != Source::Config
+        || dev.max_alloc == 0
+        || (summary + fs) as u64 * per_slice <= dev.max_alloc
+    {
+        return Ok(());
+    }
+    Err(Error::Config(format!(
+        "[apsp] gpu_fold_slices = {fs}: the fold's partial sums ({summary} + {fs} slices x {} \
+         trees x 32 bytes) exceed '{}''s largest allocation ({} bytes); use at most {} or \
+         \"auto\"",
+        stride(k),
+        dev.name,
+        dev.max_alloc,
+        (dev.max_alloc / per_slice).saturating_sub(summary as u64)
+    )))
+}
+
 fn plan(params: &LaunchParams) -> SweepPlan {
     SweepPlan::of(params).expect("PHAST launch parameters come from sweep_plan")
 }
@@ -342,10 +366,12 @@ fn plan(params: &LaunchParams) -> SweepPlan {
 /// The program's build options: 64-bit distances (`WIDE`), without `phast_up` where the
 /// device lacks 64-bit atomics, and on NVIDIA's compiler the 32-bit program's registers capped
 /// at [`FOLD_REGISTERS`] (so that `phast_fold` keeps its items resident per
-/// compute unit, which its slices assume: [`super::sweep::FOLD_RESIDENT`]; no kernel of it needs
-/// more).
+/// compute unit, which its slices assume: [`super::sweep::FOLD_RESIDENT`]; on an H100 ptxas
+/// gave phast_fold and phast_fold_bottom 47, phast_top 40 and the others 35 or fewer).
 fn build_options(wide: bool, device_up: bool, dev: &crate::device::DeviceInfo) -> &'static str {
-    let nvidia = dev.platform.contains("NVIDIA") || dev.vendor.contains("NVIDIA");
+    // NVIDIA's own platform ("NVIDIA CUDA"), not another driver on an NVIDIA device (PoCL's
+    // CUDA driver reports NVIDIA as the vendor and rejects -cl-nv options).
+    let nvidia = dev.platform.contains("NVIDIA");
     match (wide, device_up, nvidia) {
         (true, true, _) => "-DWIDE=1",
         // Without 64-bit atomics phast_up cannot build; the host searches replace it.
@@ -569,7 +595,7 @@ struct Phast<W: DevWeight> {
     fold_from: Option<usize>,
     /// Positions held in `dist`, `init` and the mask (`rows` in the kernels): all of them, or
     /// those above the bottom level when it is folded (its rows are never written; a source
-    /// there is 0 in its own tree, which `phast_fold` gives it).
+    /// there is 0 in its own tree, which `phast_fold_bottom` gives it).
     held: usize,
     dist: DBuf<W>,
     init: DBuf<W>,
@@ -609,7 +635,6 @@ impl<W: DevWeight> Phast<W> {
             .as_ref()
             .and_then(W::of)
             .map_or((None, n), |h| Self::folding(h, &plan(p)));
-        // The folded levels' partials follow the summary's.
         // The folded levels' partials (fold_slices of them per tree) follow the summary's.
         let partial_sets = if fold_from.is_some() { 2 } else { 1 };
         Ok(Phast {
@@ -798,7 +823,8 @@ impl<W: DevWeight> Phast<W> {
         }
     }
 
-    /// The arguments the sweep's kernels (`phast_top`, `phast_sweep`, `phast_fold`) begin
+    /// The arguments the sweep's kernels (`phast_top`, `phast_sweep`, `phast_fold`,
+    /// `phast_fold_bottom`) begin
     /// with: the downward graph, `init`, the mask and the distances.
     fn pull_args<'a>(&'a self, dh: &'a DeviceHierarchy) -> [Arg<'a>; 6] {
         [
@@ -921,14 +947,14 @@ impl<W: DevWeight> Phast<W> {
             true => (&self.fold_bottom, "phast_fold_bottom"),
             false => (&self.fold, "phast_fold"),
         };
-        // SAFETY: phast_fold's and phast_fold_bottom's order and types; items slices x
+        // SAFETY: phast_fold's and phast_fold_bottom's order and types; items fold_slices x
         // ceil(b/4), each pulling positions first..last < n over their tails (< first, so
         // < held) at stride(b) in dist (held x stride(b)); phast_fold's positions are above
         // the bottom level (< held: their init, mask and dist entries exist), phast_fold_bottom's
         // are the bottom level's (from held on: it touches no init, mask or dist entry of
         // theirs) and it reads b sources of batch.src and their positions; both read and
-        // write partials below 2 x slices x b x 4 words (the buffer holds 2 x slices x k x 4
-        // when fold_from is set).
+        // write partials from row slices (base) below (slices + fold_slices) x b x 4 words
+        // (the buffer holds (slices + fold_slices) x k x 4 when fold_from is set).
         unsafe {
             cx.q.launch(kernel, fs * cx.b.div_ceil(4), Some(cx.local(name)?), &a)
         }
@@ -1346,7 +1372,41 @@ pub fn profile(
 
 #[cfg(test)]
 mod test {
-    use super::redo_on_host;
+    use super::{check_fold_slices, redo_on_host, SweepPlan};
+    use crate::device::DeviceInfo;
+    use crate::tuning::{Choice, Source};
+
+    /// Fold slices set in the config whose partials, with the summary's, exceed the largest
+    /// allocation are refused naming the key and the most allowed; predicted ones, and those
+    /// that fit, pass.
+    #[test]
+    fn fold_slices_past_the_largest_allocation_are_refused() {
+        let mut dev = DeviceInfo::described("gpu", 132, 1024);
+        // 1 MiB: 256 trees x 32 bytes = 8 KiB a slice, 128 slices in all.
+        dev.max_alloc = 1 << 20;
+        let plan = |fs: usize, source: Source| SweepPlan {
+            top_levels: Choice::fixed(0, "test"),
+            summary_slices: Choice::fixed(28, "test"),
+            frontier: Choice::fixed(1024, "test"),
+            upward_on_device: Choice::fixed(1, "test"),
+            fold_levels: Choice::fixed(1, "test"),
+            fold_quads: Choice::fixed(64, "test"),
+            fold_slices: Choice {
+                value: fs,
+                source,
+                reason: "test".into(),
+            },
+        };
+        assert!(check_fold_slices(&dev, &plan(100, Source::Config), 256).is_ok());
+        let e = check_fold_slices(&dev, &plan(101, Source::Config), 256)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("[apsp] gpu_fold_slices = 101") && e.contains("use at most 100"),
+            "{e}"
+        );
+        assert!(check_fold_slices(&dev, &plan(101, Source::Predicted), 256).is_ok());
+    }
 
     #[test]
     fn a_tree_that_overflows_in_either_pass_is_searched_on_the_host() {
