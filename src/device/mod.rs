@@ -23,7 +23,7 @@ mod signature;
 mod stderr;
 
 pub use kernels::{KernelFile, KernelSource};
-pub use queue::{Arg, DBuf, Marker, Pinned, Queue, Scalar};
+pub use queue::{fill_bound, Arg, DBuf, Marker, Pinned, Queue, Scalar};
 pub use signature::{ClType, Param, Signature, Space};
 
 use crate::{Error, Result};
