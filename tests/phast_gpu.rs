@@ -309,6 +309,21 @@ fn generated_graphs_and_rows() {
             knobs["fold_levels"]["value"].as_u64().unwrap() >= 1,
             "{knobs}"
         );
+        // And with fold slices other than the summary's (also with 64-bit distances, whose
+        // prediction is the summary's): 5 slices over three folded levels.
+        let sliced = phast(
+            cfg,
+            &[
+                "units.cpu_workers=0",
+                "apsp.gpu_top_levels=0",
+                "apsp.gpu_fold_levels=3",
+                "apsp.gpu_fold_slices=5",
+            ],
+        );
+        assert_eq!(sliced.summary(), want, "fold slices 5: summary");
+        let knobs = &sliced.report["devices"][0]["tuning"]["knobs"];
+        assert_eq!(knobs["fold_slices"]["value"], 5, "{knobs}");
+        assert_ne!(knobs["summary_slices"]["value"], 5, "{knobs}");
         let wide = cpu.report["input"]["distance_type"] == "u64";
         assert_eq!(wide, cfg.contains("4_294_967_295"));
     }
