@@ -3,7 +3,8 @@
 # level, two vertices in flight per item, 64 registers, the summary's slices) against this one
 # (phast_fold / phast_fold_bottom, one vertex per step, 48 registers, fold_slices = one wave of
 # resident items), alternated, on one GPU. First the registers of this build's kernels (ptxas,
-# through -cl-nv-verbose), then osm-moscow full APSP on the GPU alone three times each, then
+# through -cl-nv-verbose), then osm-moscow full APSP on the GPU alone three times each and with
+# the default config (GPU + CPU workers) three times each, then
 # the K = 8 tiling (26.4M vertices) with 1% of its sources, each with its full APSP
 # extrapolated. Prints run phase, trees/s, batch, knobs and checksum.
 # Usage: bash benches/fold_wave.sh BIN_DIR DATA_DIR TILE_ROADS_PY > LOG
@@ -19,6 +20,12 @@ grep -h -A3 "entry function 'phast_" $W/dump/phast*.log | grep -oE "entry functi
 for i in 1 2 3; do
   for b in tuccompi-before tuccompi; do
     one "osm-moscow $b #$i" $b m-$b-$i $M
+  done
+done
+# The default config (GPU + CPU workers).
+for i in 1 2 3; do
+  for b in tuccompi-before tuccompi; do
+    one "default config $b #$i" $b d-$b-$i --set input.path=\"$D/osm-moscow.gr.gz\" --set run.sources=\"all\"
   done
 done
 k8_both
