@@ -15,7 +15,7 @@ use crate::tuning::{Choice, LaunchParams, Setting, Source};
 
 /// The rules, one line each.
 pub const SWEEP_RULES: &[(&str, &str)] = &[
-    ("trees per batch, level sweeps (PHAST), GPU", "a batch's sweep moves 64 GiB: k = 2^36 / (distance bytes x (n + downward arcs)) rounded up to a power of two, within 32..4096, so the fixed cost of a batch (upward searches, summary, the small levels) stays small; on an H200 the larger batches ran faster on every graph measured (osm-moscow 157k/359k/456k/484k trees/s at k = 128/512/2048/4096; a 6.6M-vertex tiling 21.6k/30.1k/33.8k at k = 64/128/256), and on an H100 a 26.4M-vertex tiling ran 7,723 / 9,001 / 9,314 trees/s at k = 64/128/256, while osm-moscow at 8,192 (one queue) ran 0.82-0.83 s against 0.76-0.77 at 4,096; at most the largest power of two whose distance buffer (k x the positions holding rows, those above the bottom level when it is folded) fits the device's largest allocation; capped by 75% of device memory over all queues (divided by the processes of the machine that use the device, under MPI), rounded down to a power of two"),
+    ("trees per batch, level sweeps (PHAST), GPU", "a batch's sweep moves 64 GiB: k = 2^36 / (distance bytes x (n + downward arcs)) rounded up to a power of two, within 32..4096, so the fixed cost of a batch (upward searches, summary, the small levels) stays small; on an H200 the larger batches ran faster on every graph measured (osm-moscow 157k/359k/456k/484k trees/s at k = 128/512/2048/4096; a 6.6M-vertex tiling 21.6k/30.1k/33.8k at k = 64/128/256), and on an H100 a 26.4M-vertex tiling ran 7,723 / 9,001 / 9,314 trees/s at k = 64/128/256, while osm-moscow at 8,192 (one queue) ran 0.82-0.83 s against 0.76-0.77 at 4,096; at most the largest power of two whose distance buffer (k x the positions holding rows, those above the bottom level when it is folded) fits the device's largest allocation; capped by 75% of device memory over all queues (divided by the processes of the machine that use the device, under MPI), rounded down to a power of two; a batch from the tuning cache is lowered to the same two bounds"),
     ("trees per batch, level sweeps (PHAST), CPU device", "16: PoCL vectorizes a work-group's items, and 16 trees of 4-byte distances fill a 64-byte cache line per arc"),
     ("queues, level sweeps (PHAST)", "GPU: 2 (on an H200, whole osm-moscow ran within 3% from 1, 2 and 4 queues and slower from 8: one batch fills the device once the small levels share one launch; a second queue has the next batch ready while the host reads the last one); CPU devices: 1"),
     ("leading levels in one launch", "the leading levels whose items (vertices x k/4, 4 trees per item) fall short of the resident threads (compute units x 2048 on a GPU, x 64 on a CPU device): one launch each would be launch-bound (H200, osm-moscow: the sweep took 15% less time at k = 1024, 5% at 2048); on a GPU whose batch has fewer tree quads than 2 per compute unit, the one launch has only a work-group per quad, so the levels taken are those whose items fall short of those groups' items (H200, a 26.4M-vertex tiling at k = 64: 16 groups; its 48 leading levels in one launch ran 7,146 trees/s, every level in its own launch 7,925)"),
@@ -169,31 +169,43 @@ pub fn predict_trees(dev: &DeviceInfo, req: &SweepRequest<'_>, queues: usize) ->
     } else {
         (16, rule(1))
     };
-    let most = max_trees(req.held, req.dist_bytes, dev.max_alloc);
-    let (k, mut reason) = if most < k {
-        let why = format!(
-            "; one distance buffer of k x {} positions within the device's largest allocation \
-             allows {most}",
-            req.held
-        );
-        (most, reason + &why)
-    } else {
-        (k, reason)
-    };
-    let share = MEMORY_SHARE / req.sharers.max(1) as f64;
-    let cap = ((dev.global_mem as f64 * share - req.shared_bytes as f64).max(0.0)
-        / (queues.max(1) as f64 * req.bytes_per_tree.max(1) as f64)) as usize;
-    let k = if cap < k {
-        let cap = floor_pow2(cap);
-        reason.push_str(&format!("; device memory allows {cap}"));
-        cap
-    } else {
-        k
-    };
+    let (k, reason) = bounded(dev, req, queues, k, reason);
     Choice {
         value: k,
         source: Source::Predicted,
         reason,
+    }
+}
+
+/// `k` within the largest allocation (one distance buffer of k x the held positions) and the
+/// memory share of this process's queues, each bound that lowers it added to `reason`.
+fn bounded(
+    dev: &DeviceInfo,
+    req: &SweepRequest<'_>,
+    queues: usize,
+    k: usize,
+    mut reason: String,
+) -> (usize, String) {
+    let most = max_trees(req.held, req.dist_bytes, dev.max_alloc);
+    let k = if most < k {
+        reason.push_str(&format!(
+            "; one distance buffer of k x {} positions within the device's largest allocation \
+             allows {most}",
+            req.held
+        ));
+        most
+    } else {
+        k
+    };
+    let share = MEMORY_SHARE / req.sharers.max(1) as f64;
+    let cap = ((dev.global_mem as f64 * share - req.shared_bytes as f64).max(0.0)
+        / (queues.max(1) as f64 * req.bytes_per_tree.max(1) as f64)) as usize;
+    if cap < k {
+        let cap = floor_pow2(cap);
+        reason.push_str(&format!("; device memory allows {cap}"));
+        (cap, reason)
+    } else {
+        (k, reason)
     }
 }
 
@@ -232,6 +244,18 @@ pub fn sweep_plan(dev: &DeviceInfo, p: &mut LaunchParams, req: &SweepRequest<'_>
     }
     if p.batch.source == Source::Predicted {
         p.batch = predict_trees(dev, req, p.queues.value);
+    } else if p.batch.source == Source::Cache {
+        // Measured by `tuccompi tune`, perhaps for other rows held, another graph's hierarchy
+        // or a process alone on the device: kept within the same bounds as a prediction.
+        let cached = p.batch.value;
+        let (k, why) = bounded(dev, req, p.queues.value, cached, String::new());
+        if k < cached {
+            p.batch = Choice {
+                value: k,
+                source: Source::Predicted,
+                reason: format!("the tuning cache's {cached}, lowered{why}"),
+            };
+        }
     }
     let fill = dev.compute_units as usize * if gpu { 2048 } else { 64 };
     let quads = p.batch.value.div_ceil(4);

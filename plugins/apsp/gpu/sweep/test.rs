@@ -303,3 +303,47 @@ fn the_fold_runs_one_wave_of_items_on_gpus() {
     assert_eq!((f.value, f.source), (3, Source::Config));
     assert_eq!(plan("gpu", 4096, 4, Some(10_000_000)).0.value, 101_011);
 }
+
+/// A batch from the tuning cache is kept within the bounds a predicted one has: the largest
+/// allocation over the held rows and the memory share divided among the device's processes;
+/// one within them is kept as measured.
+#[test]
+fn a_cached_batch_is_lowered_to_what_the_device_allows() {
+    let mut h100 = dev("gpu", 132, 1024);
+    h100.global_mem = 85_045_000_000;
+    h100.max_alloc = 21_261_000_000;
+    let plan = |cached: usize, sharers: usize| {
+        let mut p = set_params(cached);
+        p.batch.source = Source::Cache;
+        // The K = 8 tiling with its bottom level folded: 14.6M positions held, 117 MB a tree.
+        let held = 14_601_311usize;
+        let req = SweepRequest {
+            held,
+            n: 26_367_488,
+            sharers,
+            bytes_per_tree: held as u64 * 8 + (held as u64).div_ceil(8) + 64,
+            ..summaries_request(&[1, 10, 1000, 100_000], 26_367_488)
+        };
+        sweep_plan(&h100, &mut p, &req);
+        p.batch
+    };
+    // 256 fits alone (2 queues x 256 x 117 MB = 60 GB of 75% of 85 GB).
+    let b = plan(256, 1);
+    assert_eq!((b.value, b.source), (256, Source::Cache));
+    // 512 exceeds the largest allocation (512 x 14.6M x 4 bytes = 29.9 GB): 256.
+    let b = plan(512, 1);
+    assert_eq!((b.value, b.source), (256, Source::Predicted));
+    assert!(
+        b.reason.contains("tuning cache's 512, lowered") && b.reason.contains("allocation"),
+        "{}",
+        b.reason
+    );
+    // Two processes on the device: half the share, 128.
+    let b = plan(256, 2);
+    assert_eq!(b.value, 128);
+    assert!(
+        b.reason.contains("device memory allows 128"),
+        "{}",
+        b.reason
+    );
+}
