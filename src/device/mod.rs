@@ -484,22 +484,17 @@ impl Device {
     }
 
     /// Check that `bytes` in total, the largest single buffer being `largest`, fit on the device;
-    /// `what` says what they are for. Leaves 10% of global memory for the driver.
+    /// `what` says what they are for. Leaves 10% of global memory for the driver, and divides
+    /// the rest among the machine's processes that use the device
+    /// ([`crate::node::device_sharers`]).
     pub fn check_fits(&self, bytes: u64, largest: u64, what: &str) -> Result<()> {
-        let usable = self.info.global_mem / 10 * 9;
-        if bytes > usable || (self.info.max_alloc > 0 && largest > self.info.max_alloc) {
-            return Err(Error::Device(format!(
-                "{what} needs {:.1} MiB on '{}' (largest buffer {:.1} MiB), but the device has \
-                 {:.1} MiB usable (largest allocation {:.1} MiB). Use a smaller batch, fewer \
-                 concurrent kernels, or run it on CPU workers",
-                bytes as f64 / 1048576.0,
-                self.info.name,
-                largest as f64 / 1048576.0,
-                usable as f64 / 1048576.0,
-                self.info.max_alloc as f64 / 1048576.0
-            )));
-        }
-        Ok(())
+        fits(
+            &self.info,
+            bytes,
+            largest,
+            crate::node::device_sharers(),
+            what,
+        )
     }
 
     pub(crate) fn context(&self) -> &Context {
@@ -619,6 +614,29 @@ fn dump_dir(dir: &std::path::Path) -> Result<()> {
         )));
     }
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))
+}
+
+/// [`Device::check_fits`] for `sharers` processes using the device.
+fn fits(info: &DeviceInfo, bytes: u64, largest: u64, sharers: usize, what: &str) -> Result<()> {
+    let usable = info.global_mem / 10 * 9 / sharers.max(1) as u64;
+    if bytes > usable || (info.max_alloc > 0 && largest > info.max_alloc) {
+        let shared = if sharers > 1 {
+            format!(" (its share: {sharers} processes of this machine use the device)")
+        } else {
+            String::new()
+        };
+        return Err(Error::Device(format!(
+            "{what} needs {:.1} MiB on '{}' (largest buffer {:.1} MiB), but the device has \
+             {:.1} MiB usable{shared} (largest allocation {:.1} MiB). Use a smaller batch, fewer \
+             concurrent kernels, or run it on CPU workers",
+            bytes as f64 / 1048576.0,
+            info.name,
+            largest as f64 / 1048576.0,
+            usable as f64 / 1048576.0,
+            info.max_alloc as f64 / 1048576.0
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -375,3 +375,27 @@ fn floats_launch_and_mismatched_arguments_are_refused() {
         "{err}"
     );
 }
+
+/// The memory check leaves 10% to the driver and divides the rest among the processes of the
+/// machine that use the device: a batch that fits one process is refused for two, naming the
+/// share.
+#[test]
+fn memory_checks_divide_the_device_among_its_processes() {
+    let mut info = DeviceInfo::described("gpu", 132, 1024);
+    info.global_mem = 80 << 30;
+    info.max_alloc = 20 << 30;
+    // 60 GiB in buffers of 15 GiB: within 72 GiB alone, over the 36 GiB of two processes.
+    assert!(fits(&info, 60 << 30, 15 << 30, 1, "a batch").is_ok());
+    let e = fits(&info, 60 << 30, 15 << 30, 2, "a batch")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("a batch needs 61440.0 MiB") && e.contains("2 processes of this machine"),
+        "{e}"
+    );
+    // The largest allocation still bounds one buffer.
+    let e = fits(&info, 30 << 30, 21 << 30, 1, "a batch")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("largest allocation 20480.0 MiB"), "{e}");
+}
