@@ -9,15 +9,7 @@ set -u
 B=$1; SIZES=${2:-"16384 32768"}; W=$(mktemp -d)
 export XDG_CACHE_HOME=$W/cache
 for n in $SIZES; do
-  python3 -c "
-import numpy as np, sys
-n = int(sys.argv[1]); r = np.random.default_rng(3)
-m = np.lib.format.open_memmap(sys.argv[2], mode='w+', dtype=np.int32, shape=(n, n))
-for i in range(0, n, 1024):
-    b = r.integers(1, 101, size=(min(1024, n - i), n), dtype=np.int32)
-    b[r.random(b.shape) < 0.1] = 0
-    m[i:i + 1024] = b
-m.flush()" "$n" "$W/m$n.npy"
+  python3 "$(dirname "$0")/common/dense_npy.py" "$n" "$W/m$n.npy"
   # Warm: the page cache holds the file, the tuning cache the launch shape.
   $B/tuccompi run configs/fw-blocked.toml --set input.path=\"$W/m$n.npy\" --set input.no_arc=0 \
       --set output.dir=\"$W/warm$n\" -q

@@ -6,15 +6,7 @@
 # Usage: bash benches/fw_padded.sh BIN_DIR [N]   (BIN_DIR: tuccompi-before, tuccompi)
 set -u
 B=$1; N=${2:-50001}; W=$(mktemp -d); export XDG_CACHE_HOME=$W/cache
-python3 -c "
-import numpy as np, sys
-n = int(sys.argv[1]); r = np.random.default_rng(3)
-m = np.lib.format.open_memmap(sys.argv[2], mode='w+', dtype=np.int32, shape=(n, n))
-for i in range(0, n, 1024):
-    b = r.integers(1, 101, size=(min(1024, n - i), n), dtype=np.int32)
-    b[r.random(b.shape) < 0.1] = 0
-    m[i:i + 1024] = b
-m.flush()" "$N" "$W/m.npy"
+python3 "$(dirname "$0")/common/dense_npy.py" "$N" "$W/m.npy"
 A="--set input.path=\"$W/m.npy\" --set input.no_arc=0 --set run.sources=[0,12345] --set units.cpu_workers=0"
 for b in tuccompi-before tuccompi; do
   t=$(date +%s%N)

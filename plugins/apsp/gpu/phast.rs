@@ -359,6 +359,11 @@ fn check_fold_slices(dev: &crate::device::DeviceInfo, plan: &SweepPlan, k: usize
     )))
 }
 
+/// Rows of partial sums per tree: the summary's slices, then, with levels folded, the fold's.
+fn partial_rows(plan: &SweepPlan, folded: bool) -> usize {
+    plan.summary_slices.value + if folded { plan.fold_slices.value } else { 0 }
+}
+
 fn plan(params: &LaunchParams) -> SweepPlan {
     SweepPlan::of(params).expect("PHAST launch parameters come from sweep_plan")
 }
@@ -629,14 +634,11 @@ impl<W: DevWeight> Phast<W> {
                 name,
             )
         };
-        let slices = plan(p).summary_slices.value;
         let (fold_from, held) = job
             .hierarchy
             .as_ref()
             .and_then(W::of)
             .map_or((None, n), |h| Self::folding(h, &plan(p)));
-        // The folded levels' partials (fold_slices of them per tree) follow the summary's.
-        let partial_sets = if fold_from.is_some() { 2 } else { 1 };
         Ok(Phast {
             reset: kern("phast_reset")?,
             scatter: kern("phast_scatter")?,
@@ -660,10 +662,7 @@ impl<W: DevWeight> Phast<W> {
             hpos: DBuf::new(device, 1)?,
             htree: DBuf::new(device, 1)?,
             hval: DBuf::new(device, 1)?,
-            partial: DBuf::new(
-                device,
-                (slices + (partial_sets - 1) * plan(p).fold_slices.value) * k * 4,
-            )?,
+            partial: DBuf::new(device, partial_rows(&plan(p), fold_from.is_some()) * k * 4)?,
             sums: DBuf::new(device, k * 4)?,
             overflow: DBuf::new(device, k)?,
             rows: match job.rows {
@@ -971,9 +970,9 @@ impl<W: DevWeight> Phast<W> {
             Some(t) => (t, 0),
             None => (&dh.pos, 1),
         };
-        let (targets, sets) = match self.fold_from {
-            Some(f) => (Self::h(cx).levels[f] as usize, 2),
-            None => (cols(cx.job), 1),
+        let targets = match self.fold_from {
+            Some(f) => Self::h(cx).levels[f] as usize,
+            None => cols(cx.job),
         };
         // SAFETY: phast_summary's order and types; items slices x ceil(b/4), each reading
         // rows of positions < held (from `list`, cols(job) long; `targets` <= cols(job) of
@@ -1006,7 +1005,7 @@ impl<W: DevWeight> Phast<W> {
                 Some(lr),
                 &[
                     Arg::U64s(&self.partial),
-                    Arg::U32((slices + (sets - 1) * plan(&cx.sh.params).fold_slices.value) as u32),
+                    Arg::U32(partial_rows(&plan(&cx.sh.params), self.fold_from.is_some()) as u32),
                     Arg::U32(cx.b as u32),
                     Arg::U64s(&self.sums),
                     Arg::Local(4 * lr * 8),
