@@ -10,21 +10,34 @@
 //!
 //! The runtime writes its results into an output directory; here that is a private temporary
 //! directory (created exclusive, mode 0700) that is removed before the call returns, whatever
-//! the outcome. Nothing else is written but the caches the CLI also keeps.
+//! the outcome. Long lists (sources, targets, weights: [`List`]) reach the run as `.npy` files
+//! in that directory. Nothing else is written but the caches the CLI also keeps.
+//!
+//! No config file stands behind a plan made here, so errors never name one: a message that
+//! would start with `<arguments>:LINE` (the config text this module writes) names the key
+//! alone, and a list's message names the list as the caller does, not its file.
 
 use crate::apsp;
 use crate::common::geo::{self, Geo};
 use crate::graph::{Csr, EdgeList, Origin};
 use crate::plugin::{DeviceCount, Job, Plugin, PrepareCtx};
 use crate::{Error, Plan, Result, RunOptions};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 /// The temporary directory [`scratch_dir`] makes (removed when dropped).
 pub use tempfile::TempDir;
 
-/// The name a plan made here carries in messages (no config file stands behind it).
+/// The name a plan made here carries (no config file stands behind it); [`unplaced`] takes it
+/// out of messages.
 const MEMORY_CONFIG: &str = "<arguments>";
+
+/// The most vertices a graph may have: ids are 32-bit and `u32::MAX` is no vertex (as the
+/// file readers say).
+pub const MAX_VERTICES: u64 = u32::MAX as u64 - 1;
+
+/// The heaviest arc weight: distances are computed in 32 or 64 bits from 32-bit weights.
+pub const MAX_WEIGHT: i64 = u32::MAX as i64;
 
 /// A graph held in memory: its CSR (0-based inside, `csr.id_base` the input's numbering) and,
 /// when its input had them, its vertices' places (OpenStreetMap, `.co`).
@@ -51,10 +64,10 @@ impl Graph {
         name: &str,
     ) -> Result<Graph> {
         let [tn, hn, wn] = names;
-        if n > u32::MAX as u64 {
+        if n > MAX_VERTICES {
             return Err(Error::Input(format!(
-                "{n} vertices: more than the {} a graph may have",
-                u32::MAX
+                "n = {n}: more than the {MAX_VERTICES} vertices a graph may have (vertex ids \
+                 are 32-bit)"
             )));
         }
         for (a, an) in [(heads, hn), (weights, wn)] {
@@ -80,6 +93,21 @@ impl Graph {
                  variants need weights >= 0"
             )));
         }
+        if let Some((i, &w)) = weights.iter().enumerate().find(|&(_, &w)| w > MAX_WEIGHT) {
+            return Err(Error::Input(format!(
+                "{wn}[{i}] = {w}: above the heaviest arc weight, {MAX_WEIGHT} (2^32 - 1); \
+                 rescale the weights"
+            )));
+        }
+        // Linux overcommits: the reservations below succeed for any size and the process is
+        // killed later, as the pages are written. So the whole build is weighed first.
+        let m = tails.len() as u64;
+        crate::graph::memory::check(
+            &format!("{name} ({n} vertices, {m} arcs)"),
+            crate::graph::memory::input_bytes(n, m),
+            "its arcs, the counters and arc pairs of the CSR build, and the CSR",
+        )
+        .map_err(not_enough_memory)?;
         let mut arcs = crate::reserved(tails.len(), &format!("the arcs of {name}"))?;
         arcs.extend(
             tails
@@ -153,6 +181,10 @@ impl Graph {
     /// (`path`, and as the file needs them `columns`, `weight_scale`, `coordinates`, `osm`).
     /// Errors name those keys, as the CLI's do.
     pub fn read(input: toml::Table) -> Result<Graph> {
+        Self::read_plan(input).map_err(unplaced)
+    }
+
+    fn read_plan(input: toml::Table) -> Result<Graph> {
         let mut config = toml::Table::new();
         config.insert("run".into(), run_table());
         config.insert("input".into(), toml::Value::Table(input));
@@ -186,6 +218,77 @@ fn run_table() -> toml::Value {
 fn plan_of(config: toml::Table) -> Result<Plan> {
     let text = toml::to_string(&config).map_err(|e| Error::Config(e.to_string()))?;
     Plan::from_toml(&text, Path::new(MEMORY_CONFIG), &[])
+}
+
+/// A memory estimate's refusal (`graph::memory::check`) worded as the allocation helpers word
+/// theirs ("not enough memory for ..."), so that callers tell it from a bad argument.
+fn not_enough_memory(e: Error) -> Error {
+    match e {
+        Error::Input(msg) => Error::Input(format!("not enough memory for {msg}")),
+        e => e,
+    }
+}
+
+/// Whether `e` says that the memory a request needs cannot be had: an allocation that failed
+/// (`not enough memory for ...`) or a memory estimate refused before allocating
+/// (`graph::memory::check`: `... needs about X GiB (...), but this machine has Y GiB
+/// available`), as opposed to a bad argument.
+pub fn out_of_memory(e: &Error) -> bool {
+    match e {
+        Error::Input(msg) => {
+            msg.contains("not enough memory")
+                || (msg.contains(" needs about ") && msg.contains(" but this machine has "))
+        }
+        Error::Io { source, .. } => source.kind() == std::io::ErrorKind::OutOfMemory,
+        _ => false,
+    }
+}
+
+/// `e` without the place of a plan made here: `<arguments>:LINE: ` in front of a message would
+/// name a line of the config text this module wrote, which the caller never saw. The message
+/// goes on with the key it is about (`run.sources ...`).
+fn unplaced(e: Error) -> Error {
+    match e {
+        Error::Config(msg) => Error::Config(unplace(&msg)),
+        Error::Input(msg) => Error::Input(unplace(&msg)),
+        Error::Output(msg) => Error::Output(unplace(&msg)),
+        Error::Unit { unit, msg } => Error::Unit {
+            unit,
+            msg: unplace(&msg),
+        },
+        Error::NoUnitLeft {
+            left,
+            tasks,
+            failures,
+        } => Error::NoUnitLeft {
+            left,
+            tasks,
+            failures: unplace(&failures),
+        },
+        Error::Parse { path, msg, .. } if path == Path::new(MEMORY_CONFIG) => {
+            Error::Config(unplace(&msg))
+        }
+        e => e,
+    }
+}
+
+/// `msg` with every `<arguments>:LINE: ` (or `<arguments>: `) taken out.
+fn unplace(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len());
+    let mut rest = msg;
+    while let Some(i) = rest.find(MEMORY_CONFIG) {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + MEMORY_CONFIG.len()..];
+        let after = match after.strip_prefix(':') {
+            Some(r) if r.starts_with(|c: char| c.is_ascii_digit()) => {
+                r.trim_start_matches(|c: char| c.is_ascii_digit())
+            }
+            _ => after,
+        };
+        rest = after.strip_prefix(": ").unwrap_or(after);
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Distance rows in the width the run chose (u32 when every distance provably fits, else
@@ -238,37 +341,202 @@ impl Plugin for InMemory<'_> {
     }
 }
 
+/// A list a run's config takes as a file (`run.sources`, `apsp.targets`,
+/// `apsp.reach.weights`), handed over in memory: [`run_apsp`] writes it as a `.npy` into the
+/// run's scratch directory and points the key at it (`{ file = "..." }`), which is much faster
+/// than an inline list of millions of entries. Messages name it `name`, not that file.
+#[derive(Debug, Clone, Copy)]
+pub struct List<'a> {
+    /// The dotted config key (`run.sources`).
+    pub key: &'a str,
+    /// The caller's name of the list, for messages (`sources`).
+    pub name: &'a str,
+    /// The entries.
+    pub values: Values<'a>,
+}
+
+/// The entries of a [`List`].
+#[derive(Debug, Clone, Copy)]
+pub enum Values<'a> {
+    /// Vertex ids (a 1-D int64 `.npy`).
+    Ids(&'a [i64]),
+    /// Points to snap, (x, y) each (a k x 2 float64 `.npy`).
+    Points(&'a [[f64; 2]]),
+    /// Numbers (a 1-D float64 `.npy`).
+    Numbers(&'a [f64]),
+}
+
 /// Run `apsp` on `graph` with `config` (the tables `[run]`, `[units]`, `[scheduler]`,
-/// `[apsp]`, `[verify]` as in a config file; no `[input]`, no `[output]`), into memory:
-/// `rows` asks for the distance rows. `interrupt`, once set, stops the run after its running
-/// chunks and the call returns [`Error::Interrupted`]. The run's files go to `scratch`, an
-/// empty directory the caller owns and removes, or (`None`) to a private temporary directory
-/// removed before the call returns.
+/// `[apsp]`, `[verify]` as in a config file; no `[input]`, no `[output]`) and `lists` (each
+/// sets its key, which `config` must leave out), into memory: `rows` asks for the distance
+/// rows. `interrupt`, once set, stops the run after its running chunks and the call returns
+/// [`Error::Interrupted`]. The run's files go to `scratch`, an empty directory the caller owns
+/// and removes, or (`None`) to a private temporary directory removed before the call returns.
 pub fn run_apsp(
     graph: &Graph,
     config: toml::Table,
+    lists: &[List<'_>],
     rows: bool,
     interrupt: &AtomicBool,
     scratch: Option<&Path>,
 ) -> Result<Results> {
     match scratch {
-        Some(dir) => run_apsp_in(graph, config, rows, interrupt, dir),
+        Some(dir) => run_apsp_in(graph, config, lists, rows, interrupt, dir),
         None => {
             let tmp = scratch_dir()?;
-            run_apsp_in(graph, config, rows, interrupt, tmp.path())
+            run_apsp_in(graph, config, lists, rows, interrupt, tmp.path())
         }
     }
 }
 
-/// A private temporary directory (mode 0700, created exclusive), removed when dropped.
+/// A private temporary directory under `$TMPDIR` (mode 0700, created exclusive), removed when
+/// dropped.
 pub fn scratch_dir() -> Result<TempDir> {
-    tempfile::Builder::new()
-        .prefix("tuccompi-")
-        .tempdir()
-        .map_err(|e| Error::io(std::env::temp_dir(), e))
+    let mut b = tempfile::Builder::new();
+    b.prefix("tuccompi-");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // tempfile's default is 0777 less the umask: 0755, readable by every user.
+        b.permissions(std::fs::Permissions::from_mode(0o700));
+    }
+    b.tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))
 }
 
 fn run_apsp_in(
+    graph: &Graph,
+    config: toml::Table,
+    lists: &[List<'_>],
+    rows: bool,
+    interrupt: &AtomicBool,
+    scratch: &Path,
+) -> Result<Results> {
+    let mut files = Vec::with_capacity(lists.len());
+    with_lists(graph, config, lists, rows, interrupt, scratch, &mut files).map_err(|e| {
+        let mut e = unplaced(e);
+        for (path, name) in &files {
+            e = renamed(e, path, name);
+        }
+        e
+    })
+}
+
+/// [`run_apsp_plan`] with each list written to its file (listed in `files` with its name).
+fn with_lists<'a>(
+    graph: &Graph,
+    mut config: toml::Table,
+    lists: &[List<'a>],
+    rows: bool,
+    interrupt: &AtomicBool,
+    scratch: &Path,
+    files: &mut Vec<(PathBuf, &'a str)>,
+) -> Result<Results> {
+    for list in lists {
+        let path = write_list(list, scratch)?;
+        files.push((path.clone(), list.name));
+        let mut file = toml::Table::new();
+        file.insert("file".into(), path.display().to_string().into());
+        set_key(&mut config, list.key, toml::Value::Table(file))?;
+    }
+    run_apsp_plan(graph, config, rows, interrupt, scratch)
+}
+
+/// Write `list` as `DIR/KEY.npy` (created exclusive): its path.
+fn write_list(list: &List<'_>, dir: &Path) -> Result<PathBuf> {
+    use npyz::WriterBuilder;
+    use std::io::Write;
+    let path = dir.join(format!("{}.npy", list.key));
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|e| Error::io(&path, e))?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+    let io = |e: std::io::Error| Error::io(&path, e);
+    match list.values {
+        Values::Ids(v) => {
+            let mut w = npyz::WriteOptions::<i64>::new()
+                .default_dtype()
+                .shape(&[v.len() as u64])
+                .writer(&mut out)
+                .begin_nd()
+                .map_err(io)?;
+            w.extend(v.iter().copied()).map_err(io)?;
+            w.finish().map_err(io)?;
+        }
+        Values::Points(v) => {
+            let mut w = npyz::WriteOptions::<f64>::new()
+                .default_dtype()
+                .shape(&[v.len() as u64, 2])
+                .writer(&mut out)
+                .begin_nd()
+                .map_err(io)?;
+            w.extend(v.iter().flatten().copied()).map_err(io)?;
+            w.finish().map_err(io)?;
+        }
+        Values::Numbers(v) => {
+            let mut w = npyz::WriteOptions::<f64>::new()
+                .default_dtype()
+                .shape(&[v.len() as u64])
+                .writer(&mut out)
+                .begin_nd()
+                .map_err(io)?;
+            w.extend(v.iter().copied()).map_err(io)?;
+            w.finish().map_err(io)?;
+        }
+    }
+    out.flush().map_err(io)?;
+    Ok(path)
+}
+
+/// Set the dotted `key` of `config` to `value`, making the tables on the way; a key `config`
+/// already sets is refused (the list and the table would disagree on which wins).
+fn set_key(config: &mut toml::Table, key: &str, value: toml::Value) -> Result<()> {
+    let (tables, last) = key.rsplit_once('.').unwrap_or(("", key));
+    let mut t = config;
+    for part in tables.split('.').filter(|p| !p.is_empty()) {
+        let entry = t
+            .entry(part)
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        let toml::Value::Table(inner) = entry else {
+            return Err(Error::Config(format!(
+                "{key}: {part} is a value in the config, not a table"
+            )));
+        };
+        t = inner;
+    }
+    if t.contains_key(last) {
+        return Err(Error::Config(format!(
+            "{key}: given both in the config and as a list; give it once"
+        )));
+    }
+    t.insert(last.to_string(), value);
+    Ok(())
+}
+
+/// `e` with the list file `path` named `name` (what the caller calls the list).
+fn renamed(e: Error, path: &Path, name: &str) -> Error {
+    let shown = path.display().to_string();
+    let swap = |msg: String| msg.replace(&shown, name);
+    match e {
+        Error::Config(msg) => Error::Config(swap(msg)),
+        Error::Input(msg) => Error::Input(swap(msg)),
+        Error::Output(msg) => Error::Output(swap(msg)),
+        Error::Unit { unit, msg } => Error::Unit {
+            unit,
+            msg: swap(msg),
+        },
+        Error::Parse { path: p, line, msg } if p == path => {
+            Error::Input(format!("{name}: entry on line {line}: {msg}"))
+        }
+        Error::Io { path: p, source } if p == path => {
+            Error::Input(format!("{name}: the run could not read it back: {source}"))
+        }
+        e => e,
+    }
+}
+
+fn run_apsp_plan(
     graph: &Graph,
     mut config: toml::Table,
     rows: bool,
@@ -437,6 +705,7 @@ mod test {
         let r = run_apsp(
             &g,
             config,
+            &[],
             true,
             &AtomicBool::new(false),
             Some(scratch.path()),
@@ -490,7 +759,111 @@ mod test {
     fn a_config_with_input_or_output_is_refused() {
         let g = graph(5, &arcs(5));
         let config: toml::Table = toml::from_str("[output]\ndir = \"x\"\n").unwrap();
-        let e = run_apsp(&g, config, false, &AtomicBool::new(false), None).unwrap_err();
+        let e = run_apsp(&g, config, &[], false, &AtomicBool::new(false), None).unwrap_err();
         assert!(e.to_string().contains("[output]"), "{e}");
+    }
+
+    #[test]
+    fn weights_and_vertex_counts_beyond_the_widths_are_named() {
+        let e = Graph::from_arcs(2, &[0], &[1], &[1 << 40], ["s", "t", "w"], "x")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("w[0] = 1099511627776: above the heaviest arc weight, 4294967295"),
+            "{e}"
+        );
+        let e = Graph::from_arcs(u32::MAX as u64, &[0], &[1], &[1], ["s", "t", "w"], "x")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("n = 4294967295: more than the 4294967294"),
+            "{e}"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_scratch_directory_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = scratch_dir().unwrap();
+        let mode = std::fs::metadata(d.path()).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{mode:o}");
+    }
+
+    #[test]
+    fn lists_given_as_files_equal_inline_lists_and_errors_name_no_config_line() {
+        let n = 200;
+        let a = arcs(n);
+        let g = graph(n, &a);
+        let units: toml::Table =
+            toml::from_str("[units]\ncpu_workers = 2\nopencl = \"none\"\n").unwrap();
+        let (sources, targets) = ([3i64, 0, 150], [199i64, 1, 1, 42]);
+        let run = |config: toml::Table, lists: &[List<'_>]| {
+            run_apsp(&g, config, lists, true, &AtomicBool::new(false), None)
+        };
+        let mut inline = units.clone();
+        inline.insert(
+            "run".into(),
+            toml::Value::Table(toml::from_str(&format!("sources = {sources:?}")).unwrap()),
+        );
+        inline.insert(
+            "apsp".into(),
+            toml::Value::Table(toml::from_str(&format!("targets = {targets:?}")).unwrap()),
+        );
+        let want = run(inline, &[]).unwrap();
+        let got = run(
+            units.clone(),
+            &[
+                List {
+                    key: "run.sources",
+                    name: "sources",
+                    values: Values::Ids(&sources),
+                },
+                List {
+                    key: "apsp.targets",
+                    name: "targets",
+                    values: Values::Ids(&targets),
+                },
+            ],
+        )
+        .unwrap();
+        assert_eq!(got.shape, [3, 4]);
+        match (got.rows, want.rows) {
+            (Some(Rows::U32(a)), Some(Rows::U32(b))) => assert_eq!(a, b),
+            other => panic!("u32 rows expected: {other:?}"),
+        }
+        // A list's problem names the list, a key's problem the key: never `<arguments>:LINE`
+        // nor the scratch file.
+        let mut reach = units.clone();
+        reach.insert(
+            "apsp".into(),
+            toml::Value::Table(toml::from_str("reach = { radii = [5] }").unwrap()),
+        );
+        let e = run(
+            reach,
+            &[
+                List {
+                    key: "run.sources",
+                    name: "sources",
+                    values: Values::Ids(&[0]),
+                },
+                List {
+                    key: "apsp.reach.weights",
+                    name: "weights",
+                    values: Values::Numbers(&[1.0, 2.0]),
+                },
+            ],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("weights: 2 weights for 200 targets"), "{e}");
+        let mut bad = units;
+        bad.insert(
+            "run".into(),
+            toml::Value::Table(toml::from_str("sources = [4, 4]").unwrap()),
+        );
+        let e = run(bad, &[]).unwrap_err().to_string();
+        assert!(e.starts_with("run.sources lists vertex id 4 twice"), "{e}");
+        assert_eq!(unplace("<arguments>: x (<arguments>:12: y)"), "x (y)");
     }
 }

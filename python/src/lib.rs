@@ -9,13 +9,21 @@
 //! more chunks are handed out), the call waits at most [`STOP_WAIT`] for it, and re-raises. A
 //! run that is still busy then (a contraction hierarchy being built cannot stop midway)
 //! finishes on its own thread and removes its temporary directory; caches it writes appear
-//! whole or not at all.
+//! whole or not at all. [`wait_runs`] stops every run still working and waits for it (at
+//! interpreter exit, and when a terminating signal comes during a call: the Python half turns
+//! SIGTERM into an exception while a call runs, then ends the process by that signal), so
+//! that no scratch directory outlives the process.
+//!
+//! Arrays come in as little-endian bytes and go out as Python `bytes`/`bytearray` allocated
+//! by Python: every allocation that depends on an input's size is fallible, so a request too
+//! large for the machine is a MemoryError, not an abort.
 
 use pyo3::exceptions::{
     PyFileNotFoundError, PyKeyboardInterrupt, PyMemoryError, PyOSError, PyRuntimeError,
     PyValueError,
 };
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyByteArray, PyBytes};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -60,17 +68,19 @@ impl Graph {
     fn csr_bytes<'py>(
         &self,
         py: Python<'py>,
-    ) -> (
+    ) -> PyResult<(
         Bound<'py, PyBytes>,
         Bound<'py, PyBytes>,
         Bound<'py, PyBytes>,
-    ) {
+    )> {
         let g = &self.0.csr;
         let bytes = |w: &[u32]| {
-            let v: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
-            PyBytes::new(py, &v)
+            PyBytes::new_with(py, std::mem::size_of_val(w), |buf| {
+                le_bytes(w, buf, u32::to_le_bytes);
+                Ok(())
+            })
         };
-        (bytes(&g.offsets), bytes(&g.targets), bytes(&g.weights))
+        Ok((bytes(&g.offsets)?, bytes(&g.targets)?, bytes(&g.weights)?))
     }
     /// The vertices' places as little-endian f64 bytes (x, y per vertex; NaN where a vertex
     /// has none), whether they are longitude/latitude, and the OpenStreetMap node ids as i64
@@ -106,16 +116,37 @@ impl Graph {
 
 /// Little-endian i64 values from `bytes`, named `what` in the error.
 fn words(bytes: &[u8], what: &str) -> PyResult<Vec<i64>> {
-    if !bytes.len().is_multiple_of(8) {
+    values(bytes, what, "int64", i64::from_le_bytes)
+}
+
+/// The `N`-byte little-endian values of `bytes` (a whole number of them, `ty` in the error), in
+/// a vector allocated fallibly (MemoryError, not an abort).
+fn values<T, const N: usize>(
+    bytes: &[u8],
+    what: &str,
+    ty: &str,
+    from: fn([u8; N]) -> T,
+) -> PyResult<Vec<T>> {
+    if !bytes.len().is_multiple_of(N) {
         return Err(PyValueError::new_err(format!(
-            "{what}: {} bytes, not a whole number of int64 values",
+            "{what}: {} bytes, not a whole number of {ty} values",
             bytes.len()
         )));
     }
-    Ok(bytes
-        .chunks_exact(8)
-        .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")))
-        .collect())
+    let mut v = tuccompi::reserved(bytes.len() / N, what).map_err(to_py)?;
+    v.extend(
+        bytes
+            .chunks_exact(N)
+            .map(|c| from(c.try_into().expect("N bytes"))),
+    );
+    Ok(v)
+}
+
+/// `values` as little-endian bytes into `buf` (exactly their size).
+fn le_bytes<T: Copy, const N: usize>(values: &[T], buf: &mut [u8], to: fn(T) -> [u8; N]) {
+    for (c, &x) in buf.chunks_exact_mut(N).zip(values) {
+        c.copy_from_slice(&to(x));
+    }
 }
 
 /// A graph from arcs (0-based int64 arrays as bytes); `names` are the caller's names of the
@@ -169,16 +200,20 @@ fn read_graph(py: Python<'_>, input_json: &str) -> PyResult<Graph> {
     Ok(Graph(Arc::new(g)))
 }
 
-/// Run `apsp` on `graph` with the config tables given as JSON; `rows` asks for the distance
-/// rows. Returns the report (JSON text), the rows (a bytearray of little-endian values, their
-/// numpy dtype string and shape, or `None`), `summary.csv`'s text, and the other text tables
-/// the config asked for (`paths.csv`, `reach.csv`, ...) as (file name, text).
+/// Run `apsp` on `graph` with the config tables given as JSON and `lists`, each (dotted config
+/// key, the caller's name of it, kind, little-endian bytes): kind `"ids"` (int64), `"points"`
+/// (float64 pairs) or `"numbers"` (float64); they reach the run as files (`api::List`).
+/// `rows` asks for the distance rows. Returns the report (JSON text), the rows (a bytearray of
+/// little-endian values, their numpy dtype string and shape, or `None`), `summary.csv`'s text,
+/// and the other text tables the config asked for (`paths.csv`, `reach.csv`, ...) as (file
+/// name, text).
 #[pyfunction]
 #[allow(clippy::type_complexity)]
 fn run_apsp<'py>(
     py: Python<'py>,
     graph: &Graph,
     config_json: &str,
+    lists: Vec<(String, String, String, PyBackedBytes)>,
     rows: bool,
 ) -> PyResult<(
     String,
@@ -187,26 +222,83 @@ fn run_apsp<'py>(
     Vec<(String, String)>,
 )> {
     let config = table_of(config_json)?;
+    let lists = lists
+        .into_iter()
+        .map(|(key, name, kind, bytes)| OwnedList::new(key, name, &kind, &bytes))
+        .collect::<PyResult<Vec<_>>>()?;
     let g = graph.0.clone();
     let scratch = Scratch::new().map_err(to_py)?;
     let r = in_thread(py, move |stop| {
-        api::run_apsp(&g, config, rows, stop, Some(scratch.path()))
+        let lists: Vec<api::List<'_>> = lists.iter().map(OwnedList::list).collect();
+        api::run_apsp(&g, config, &lists, rows, stop, Some(scratch.path()))
     })?;
-    let rows = r.rows.map(|rows| {
-        let (bytes, dtype) = match rows {
-            api::Rows::U32(v) => (
-                v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>(),
-                "<u4",
-            ),
-            api::Rows::U64(v) => (v.iter().flat_map(|x| x.to_le_bytes()).collect(), "<u8"),
-        };
-        (
-            PyByteArray::new(py, &bytes),
-            dtype,
-            (r.shape[0], r.shape[1]),
-        )
-    });
+    let shape = (r.shape[0], r.shape[1]);
+    let rows = match r.rows {
+        None => None,
+        Some(api::Rows::U32(v)) => Some((bytearray(py, &v, u32::to_le_bytes)?, "<u4", shape)),
+        Some(api::Rows::U64(v)) => Some((bytearray(py, &v, u64::to_le_bytes)?, "<u8", shape)),
+    };
     Ok((r.report.to_string(), rows, r.summary, r.tables))
+}
+
+/// `values` as a bytearray of little-endian bytes, allocated by Python (MemoryError when it
+/// cannot be had).
+fn bytearray<'py, T: Copy, const N: usize>(
+    py: Python<'py>,
+    values: &[T],
+    to: fn(T) -> [u8; N],
+) -> PyResult<Bound<'py, PyByteArray>> {
+    PyByteArray::new_with(py, values.len() * N, |buf| {
+        le_bytes(values, buf, to);
+        Ok(())
+    })
+}
+
+/// A list from Python (see [`run_apsp`]), owned by the run's thread.
+struct OwnedList {
+    key: String,
+    name: String,
+    values: OwnedValues,
+}
+
+enum OwnedValues {
+    Ids(Vec<i64>),
+    Points(Vec<[f64; 2]>),
+    Numbers(Vec<f64>),
+}
+
+impl OwnedList {
+    fn new(key: String, name: String, kind: &str, bytes: &[u8]) -> PyResult<OwnedList> {
+        let values = match kind {
+            "ids" => OwnedValues::Ids(words(bytes, &name)?),
+            "points" => OwnedValues::Points(values(bytes, &name, "point (2 x float64)", |b: [u8; 16]| {
+                let (x, y) = b.split_at(8);
+                [
+                    f64::from_le_bytes(x.try_into().expect("8 bytes")),
+                    f64::from_le_bytes(y.try_into().expect("8 bytes")),
+                ]
+            })?),
+            "numbers" => OwnedValues::Numbers(values(bytes, &name, "float64", f64::from_le_bytes)?),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "{name}: list kind {other:?}, not \"ids\", \"points\" or \"numbers\" (a bug in tuccompi)"
+                )))
+            }
+        };
+        Ok(OwnedList { key, name, values })
+    }
+
+    fn list(&self) -> api::List<'_> {
+        api::List {
+            key: &self.key,
+            name: &self.name,
+            values: match &self.values {
+                OwnedValues::Ids(v) => api::Values::Ids(v),
+                OwnedValues::Points(v) => api::Values::Points(v),
+                OwnedValues::Numbers(v) => api::Values::Numbers(v),
+            },
+        }
+    }
 }
 
 /// Run a config file as `tuccompi run` does (any plugin of the registry); `unfinished` is
@@ -301,17 +393,17 @@ fn in_thread<T: Send + 'static>(
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = crossbeam_channel::bounded(1);
     let flag = stop.clone();
-    *LIVE.lock() += 1;
+    let id = LIVE.lock().add(stop.clone());
     let spawned = std::thread::Builder::new()
         .name("tuccompi-run".into())
         .spawn(move || {
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&flag)));
             let _ = tx.send(r);
-            *LIVE.lock() -= 1;
+            LIVE.lock().remove(id);
             ENDED.notify_all();
         });
     if let Err(e) = spawned {
-        *LIVE.lock() -= 1;
+        LIVE.lock().remove(id);
         return Err(PyRuntimeError::new_err(format!(
             "could not start the run's thread: {e}"
         )));
@@ -358,7 +450,7 @@ fn to_py(e: Error) -> PyErr {
             std::io::ErrorKind::OutOfMemory => PyMemoryError::new_err(msg),
             _ => PyOSError::new_err(msg),
         },
-        Error::Input(_) if msg.contains("not enough memory") => PyMemoryError::new_err(msg),
+        ref e if api::out_of_memory(e) => PyMemoryError::new_err(msg),
         Error::Config(_) | Error::Input(_) | Error::Parse { .. } => PyValueError::new_err(msg),
         Error::Interrupted { .. } => PyKeyboardInterrupt::new_err(msg),
         _ => PyRuntimeError::new_err(msg),
@@ -389,32 +481,60 @@ impl Drop for Scratch {
     }
 }
 
-/// Runs whose thread is still working (one a KeyboardInterrupt left behind, say).
-static LIVE: parking_lot::Mutex<usize> = parking_lot::Mutex::new(0);
+/// Runs whose thread is still working (one a KeyboardInterrupt left behind, say), each with
+/// its stop flag.
+static LIVE: parking_lot::Mutex<Live> = parking_lot::Mutex::new(Live {
+    next: 0,
+    runs: Vec::new(),
+});
 /// Signalled each time a run's thread ends.
 static ENDED: parking_lot::Condvar = parking_lot::Condvar::new();
 
-/// Wait at most `timeout` seconds for every run's thread to end (the package calls it at
-/// interpreter exit, so that a run stopped by KeyboardInterrupt removes its temporary
-/// directory before the process goes). Whether all had ended.
+struct Live {
+    next: u64,
+    runs: Vec<(u64, Arc<AtomicBool>)>,
+}
+
+impl Live {
+    fn add(&mut self, stop: Arc<AtomicBool>) -> u64 {
+        self.next += 1;
+        self.runs.push((self.next, stop));
+        self.next
+    }
+    fn remove(&mut self, id: u64) {
+        self.runs.retain(|(i, _)| *i != id);
+    }
+}
+
+/// Wait at most `timeout` seconds for every run's thread to end, after telling each to stop
+/// when `stop` (no more chunks are handed out). The package calls it at interpreter exit and
+/// when a terminating signal came during a call, so that the runs remove their temporary
+/// directories before the process goes; those of runs still working at the deadline are
+/// removed here. Whether all had ended.
 #[pyfunction]
-fn wait_runs(py: Python<'_>, timeout: f64) -> bool {
+#[pyo3(signature = (timeout, stop = false))]
+fn wait_runs(py: Python<'_>, timeout: f64, stop: bool) -> bool {
     let deadline = std::time::Instant::now() + Duration::from_secs_f64(timeout.max(0.0));
     py.detach(|| {
         let mut live = LIVE.lock();
-        while *live > 0 {
+        if stop {
+            for (_, flag) in &live.runs {
+                flag.store(true, Ordering::Relaxed);
+            }
+        }
+        while !live.runs.is_empty() {
             if ENDED.wait_until(&mut live, deadline).timed_out() {
                 break;
             }
         }
-        if *live > 0 {
+        if !live.runs.is_empty() {
             // The process is ending with runs still working (their running chunks outlast the
             // wait): their scratch directories go now, as far as they can.
             for dir in SCRATCH.lock().iter() {
                 let _ = std::fs::remove_dir_all(dir);
             }
         }
-        *live == 0
+        live.runs.is_empty()
     })
 }
 

@@ -13,20 +13,27 @@ Vertex ids are numbered as the command line numbers them: from 1 for ``.gr``/``.
 from 0 for graphs from memory, edge lists (``.csv``, ``.wel``...) and OpenStreetMap extracts
 (``Graph.id_base`` says which).
 
-Runs release the GIL; Ctrl-C raises KeyboardInterrupt within a second. Errors are Python
-exceptions (ValueError, FileNotFoundError, MemoryError, RuntimeError) carrying the command
-line's messages. Log records go to the ``tuccompi`` logger of :mod:`logging` (a NullHandler
-keeps it silent until the application configures logging). No file is written unless asked
+Runs release the GIL; Ctrl-C raises KeyboardInterrupt within a second; SIGTERM during a call
+stops its run and removes its scratch folder before the process ends by that signal. Errors
+are Python exceptions (ValueError, FileNotFoundError, MemoryError, RuntimeError) carrying the
+command line's messages, naming the Python argument at fault. Log records go to the
+``tuccompi`` logger of :mod:`logging` (a NullHandler keeps it silent until the application
+configures logging). No file is written unless asked
 (:func:`run` writes where its config says), besides the caches the command line keeps too.
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import logging
 import math
 import os
+import re
+import signal
+import sys
+import threading
 from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -43,7 +50,15 @@ __version__ = "0.1.0"
 #: (their running chunks finish and their temporary directories are removed), as the command
 #: line's grace period after a signal.
 EXIT_GRACE = 10.0
-atexit.register(lambda: _native.wait_runs(EXIT_GRACE))
+atexit.register(lambda: _native.wait_runs(EXIT_GRACE, True))
+
+#: The most vertices a graph may have (vertex ids are 32-bit; the largest is no vertex).
+_MAX_VERTICES = 2**32 - 2
+#: The heaviest arc weight (weights are 32-bit), as for the command line.
+_MAX_WEIGHT = 2**32 - 1
+#: Id lists longer than this reach the run as a .npy file in its scratch folder (an inline
+#: list of a million ids costs seconds to pass through the config; a file costs milliseconds).
+_INLINE_IDS = 4096
 
 #: The marker of an unreachable target in a uint32 distance matrix (``integer=True``).
 UNREACHABLE_U32 = int(np.iinfo(np.uint32).max)
@@ -57,20 +72,20 @@ _POLICIES = ("work-queue", "equitable")
 
 
 def _int64(values: Any, name: str) -> np.ndarray:
-    """``values`` as a 1-D int64 array; a ValueError naming ``name`` if that is not exact."""
+    """``values`` as a 1-D int64 array; a ValueError naming ``name``, the index and the value
+    if that is not exact."""
     a = np.asarray(values)
     if a.ndim != 1:
         raise ValueError(f"{name}: a 1-D array is expected, got shape {a.shape}")
     if a.dtype.kind in "iu":
         if a.dtype == np.uint64 and a.size and int(a.max()) > np.iinfo(np.int64).max:
-            raise ValueError(f"{name}: values beyond the int64 range")
+            i = int(np.argmax(a > np.iinfo(np.int64).max))
+            raise ValueError(f"{name}[{i}] = {a[i]}: beyond the int64 range")
         return np.ascontiguousarray(a, dtype="<i8")
     if a.dtype.kind == "b":
         raise ValueError(f"{name}: booleans are not ids or weights")
     if a.dtype.kind == "f":
-        if a.size and not np.all(np.isfinite(a)):
-            i = int(np.flatnonzero(~np.isfinite(a))[0])
-            raise ValueError(f"{name}[{i}] = {a[i]}: not a finite number")
+        _finite(a, name)
         r = np.rint(a)
         if a.size and not np.array_equal(r, a):
             i = int(np.flatnonzero(r != a)[0])
@@ -78,25 +93,205 @@ def _int64(values: Any, name: str) -> np.ndarray:
                 f"{name}[{i}] = {a[i]}: not an integer; give weight_scale= to scale and round "
                 f"the weights (as input.weight_scale does), e.g. weight_scale=1000"
             )
+        # float64 holds 2**63 exactly: anything at or above it (or below -2**63) would wrap.
+        big = np.flatnonzero((r >= 2.0**63) | (r < -2.0**63))
+        if big.size:
+            i = int(big[0])
+            raise ValueError(f"{name}[{i}] = {a[i]}: beyond the int64 range")
         return np.ascontiguousarray(r, dtype="<i8")
     if a.size == 0:
         return np.zeros(0, dtype="<i8")
     raise ValueError(f"{name}: numbers are expected, got dtype {a.dtype}")
 
 
+def _finite(a: np.ndarray, name: str) -> None:
+    """A ValueError naming the first entry of the float array ``a`` that is NaN or infinite."""
+    if a.size and not np.all(np.isfinite(a)):
+        i = int(np.flatnonzero(~np.isfinite(a))[0])
+        raise ValueError(f"{name}[{i}] = {a[i]}: not a finite number")
+
+
 def _weights(values: Any, name: str, weight_scale: Optional[float]) -> np.ndarray:
+    """Arc weights as int64, each checked against 0..2**32 - 1 (scaled and rounded first when
+    ``weight_scale`` is given): a ValueError names the index, the value as given and the
+    limit."""
     if weight_scale is None:
-        return _int64(values, name)
-    if not isinstance(weight_scale, (int, float)) or not (weight_scale > 0) or math.isinf(weight_scale):
+        given = np.asarray(values)
+        if given.ndim == 1 and given.dtype.kind in "iuf":
+            if given.dtype.kind == "f":
+                _finite(given, name)
+            # Checked before the conversion, which would wrap what int64 cannot hold.
+            _weight_range(given, given, name, lambda i: "")
+        return _int64(given, name)
+    if (isinstance(weight_scale, bool) or not isinstance(weight_scale, (int, float, np.number))
+            or not (weight_scale > 0) or math.isinf(weight_scale)):
         raise ValueError(f"weight_scale = {weight_scale!r}: a positive finite number is expected")
-    a = np.asarray(values, dtype=np.float64)
-    return _int64(np.rint(a * weight_scale), name)
+    given = np.asarray(values, dtype=np.float64)
+    if given.ndim != 1:
+        raise ValueError(f"{name}: a 1-D array is expected, got shape {given.shape}")
+    _finite(given, name)
+    scaled = np.rint(given * weight_scale)
+    _weight_range(scaled, given, name,
+                  lambda i: f" (x weight_scale {weight_scale} = {scaled[i]:.17g})")
+    return np.ascontiguousarray(scaled, dtype="<i8")
+
+
+def _weight_range(w: np.ndarray, given: np.ndarray, name: str, note: Any) -> None:
+    neg = np.flatnonzero(w < 0)
+    if neg.size:
+        i = int(neg[0])
+        raise ValueError(f"{name}[{i}] = {given[i]}{note(i)}: negative arc weight; shortest paths "
+                         f"by Dijkstra and its GPU variants need weights >= 0")
+    big = np.flatnonzero(w > _MAX_WEIGHT)
+    if big.size:
+        i = int(big[0])
+        raise ValueError(f"{name}[{i}] = {given[i]}{note(i)}: above the heaviest arc weight, "
+                         f"{_MAX_WEIGHT} (2^32 - 1); rescale the weights (weight_scale=)")
 
 
 def _check_n(n: Any, name: str = "n") -> int:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"{name} = {n!r}: a number of vertices (an integer >= 0) is expected")
+    if n > _MAX_VERTICES:
+        raise ValueError(f"{name} = {n}: more than the {_MAX_VERTICES} vertices a graph may have "
+                         f"(vertex ids are 32-bit)")
     return int(n)
+
+
+# ---- messages: the Python arguments, not the config keys they become --------------------
+
+#: The config key each Python argument sets, as the runtime's messages name them.
+_ARGUMENTS = {
+    "run.sources": "sources",
+    "apsp.targets": "targets",
+    "units.cpu_workers": "cpu_workers",
+    "units.opencl": "opencl",
+    "units.device_type": "device_type",
+    "units.concurrent_kernels": "concurrent_kernels",
+    "scheduler.policy": "policy",
+    "apsp.cpu_algorithm": "cpu_algorithm",
+    "apsp.gpu_algorithm": "gpu_algorithm",
+    "apsp.hierarchy": "hierarchy",
+    "apsp.reach.radii": "radii",
+    "apsp.reach.decay": "decay",
+    "apsp.reach.weights": "weights",
+    "apsp.reach.nearest": "nearest",
+    "apsp.reach.isochrones": "isochrones",
+    "apsp.reach.isochrone_ids": "isochrone_ids",
+    "input.path": "path",
+    "input.columns": "columns",
+    "input.weight_scale": "weight_scale",
+    "input.coordinates": "coordinates",
+    "input.osm": "osm",
+}
+_TABLES = r"(?:run|units|scheduler|apsp|input)"
+#: A dotted key (``apsp.reach.radii``) or a table and a key (``[apsp.reach] weights``).
+_KEY = re.compile(rf"\[({_TABLES}(?:\.\w+)*)\](?: (\w+))?|\b({_TABLES}(?:\.\w+)+)")
+
+
+def _argument_names(message: str) -> str:
+    """``message`` with each config key that a Python argument sets named as that argument
+    (``apsp.reach.radii`` -> ``radii``, ``input.osm.profile`` -> ``osm["profile"]``)."""
+    def name(m: "re.Match[str]") -> str:
+        if m.group(3):
+            key = m.group(3)
+            if key.startswith("input.osm."):
+                return f'osm["{key[len("input.osm."):]}"]'
+            return _ARGUMENTS.get(key, key)
+        table, word = m.group(1), m.group(2)
+        if word and f"{table}.{word}" in _ARGUMENTS:
+            return _ARGUMENTS[f"{table}.{word}"]
+        if table in _ARGUMENTS:
+            return _ARGUMENTS[table] + (f" {word}" if word else "")
+        return m.group(0)
+    return _KEY.sub(name, message)
+
+
+class _named_as_arguments:
+    """Within it, a native error's message names the Python arguments, not the config keys
+    they were turned into (the native half already left out the config text's lines)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, e: Any, tb: Any) -> bool:
+        if (isinstance(e, Exception) and len(e.args) == 1 and isinstance(e.args[0], str)):
+            e.args = (_argument_names(e.args[0]),)
+        return False
+
+
+# ---- signals: a call stopped by SIGTERM leaves nothing behind ----------------------------
+
+#: Signals that end the process by default. While a call runs on the main thread, each whose
+#: handler is the default one raises _Stopped instead: the call's run is told to stop, its
+#: scratch folder goes, and the process then ends by that same signal. A handler the
+#: application installed is left alone (KeyboardInterrupt is Python's own).
+_ENDING = tuple(getattr(signal, s) for s in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, s))
+#: Seconds a call stopped by such a signal waits for its run to end before its scratch folder
+#: is removed under it: its results are lost either way, and a container's stop grants about
+#: 10 s before SIGKILL. tuccompi.run waits EXIT_GRACE, as the command line, for its journal.
+_SIGNAL_GRACE = 1.0
+
+
+class _Stopped(BaseException):
+    """A terminating signal came during a call (not catchable as Exception)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_stopped(signum: int, frame: Any) -> None:
+    raise _Stopped(signum)
+
+
+def _ends_on_signal(call: Any = None, *, journaled: bool = False) -> Any:
+    """Run ``call`` with the default-handled terminating signals raising _Stopped (see
+    ``_ENDING``), then end the process by the signal once the runs are stopped; ``journaled``:
+    the call's run keeps a journal, so its running chunks get ``EXIT_GRACE`` to finish."""
+    if call is None:
+        return functools.partial(_ends_on_signal, journaled=journaled)
+
+    @functools.wraps(call)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread() is not threading.main_thread():
+            return call(*args, **kwargs)
+        installed = []
+        for sig in _ENDING:
+            try:
+                if signal.getsignal(sig) == signal.SIG_DFL:
+                    signal.signal(sig, _raise_stopped)
+                    installed.append(sig)
+            except (OSError, ValueError):  # pragma: no cover: not settable here
+                pass
+        try:
+            return call(*args, **kwargs)
+        except _Stopped as stopped:
+            _end_by(stopped.signum, installed, EXIT_GRACE if journaled else _SIGNAL_GRACE)
+            raise  # pragma: no cover: _end_by does not return
+        finally:
+            for sig in installed:
+                if signal.getsignal(sig) is _raise_stopped:
+                    signal.signal(sig, signal.SIG_DFL)
+    return guarded
+
+
+def _end_by(signum: int, installed: Sequence[int], grace: float) -> None:
+    """End the process by ``signum`` once every run has stopped and removed its scratch folder
+    (at most ``grace`` seconds, then the folders go under the runs still working; a second
+    signal meanwhile ends the process at once)."""
+    for sig in installed:
+        signal.signal(sig, signal.SIG_DFL)
+    try:
+        _native.wait_runs(grace, True)
+    finally:
+        for f in (sys.stdout, sys.stderr):
+            try:
+                f.flush()
+            except Exception:  # pragma: no cover: a closed stream
+                pass
+        os.kill(os.getpid(), signum)
+        os._exit(128 + signum)  # pragma: no cover: the signal ended the process
 
 
 class Graph:
@@ -250,9 +445,13 @@ class Graph:
 
     # ---- runs ---------------------------------------------------------------------------
 
-    def _ids(self, ids: Any, name: str) -> Any:
-        """A source or target list as the config takes it: ids in the graph's numbering, or
-        points (an (k, 2) float array) to snap."""
+    def _ids(self, ids: Any, name: str,
+             unique: bool) -> "tuple[str, np.ndarray, Optional[np.ndarray]]":
+        """A source or target list as the run takes it: ``("ids", ids, inverse)`` in the graph's
+        numbering, or ``("points", xy, None)`` for an (k, 2) float array of points to snap.
+        With ``unique``, repeated ids are run once: ``ids`` are then the distinct ones and
+        ``inverse`` gives, for each entry as given, its index among them (``None``: no
+        repeats, ``ids`` as given)."""
         a = np.asarray(ids)
         if a.ndim == 2 and a.shape[1] == 2 and a.dtype.kind == "f":
             if self._g.places() is None:
@@ -260,7 +459,7 @@ class Graph:
                     f"{name}: points need vertex coordinates (an OpenStreetMap extract, or a .gr "
                     f"file read with coordinates=\"x.co\"); give vertex ids instead"
                 )
-            return [[float(x), float(y)] for x, y in a]
+            return "points", np.ascontiguousarray(a, dtype="<f8"), None
         if a.ndim == 0:
             a = a.reshape(1)
         if a.ndim != 1:
@@ -268,51 +467,95 @@ class Graph:
                              f"expected, got shape {a.shape}")
         if a.size == 0:
             raise ValueError(f"{name}: empty; give at least one vertex id")
-        if a.dtype.kind not in "iu":
-            if a.dtype.kind == "f" and np.array_equal(a, np.rint(a)):
-                a = a.astype(np.int64)
-            else:
-                raise ValueError(f"{name}: vertex ids are integers, got dtype {a.dtype}")
+        if a.dtype.kind not in "iuf":
+            raise ValueError(f"{name}: vertex ids are integers, got dtype {a.dtype}")
+        if a.dtype.kind == "f" and not np.array_equal(a, np.rint(a)):
+            i = int(np.flatnonzero(a != np.rint(a))[0])
+            raise ValueError(f"{name}[{i}] = {a[i]}: vertex ids are integers")
+        # Checked on the values as given, before any conversion could wrap them.
         lo, hi = self.id_base, self.id_base + self.n - 1
         bad = np.flatnonzero((a < lo) | (a > hi))
         if bad.size:
             i = int(bad[0])
             raise ValueError(f"{name}[{i}] = {a[i]} is not a vertex of {self.name} (ids {lo}..{hi})")
-        return [int(x) for x in a]
+        a = np.ascontiguousarray(a, dtype="<i8")
+        if not unique:
+            return "ids", a, None
+        distinct, inverse = np.unique(a, return_inverse=True)
+        if len(distinct) == len(a):
+            return "ids", a, None
+        return "ids", distinct, inverse.reshape(-1)
+
+    @staticmethod
+    def _put(config: Dict[str, Any], lists: list, key: str, name: str, kind: str,
+             values: np.ndarray) -> None:
+        """Set ``key`` (dotted) of ``config`` to ``values``: inline when short, else as a list
+        the native half writes to a .npy file in the run's scratch folder."""
+        if len(values) > _INLINE_IDS:
+            lists.append((key, name, kind, values.tobytes()))
+            return
+        table, last = key.rsplit(".", 1)
+        t = config
+        for part in table.split("."):
+            t = t.setdefault(part, {})
+        t[last] = values.tolist()
 
     def _run(self, sources: Any, targets: Any, rows: bool, options: Mapping[str, Any],
-             apsp: Optional[Mapping[str, Any]] = None) -> Any:
+             apsp: Optional[Mapping[str, Any]] = None, unique_targets: bool = True,
+             lists: Sequence[Any] = ()) -> Any:
+        """Run apsp: ``(matrix, summary text, sources, targets)``, the last two each
+        ``(inverse, count)``: the inverse as :meth:`_ids` gives it and the count of entries run
+        (the distinct ids; None for every vertex)."""
         config = _config(options)
-        config.setdefault("run", {})["sources"] = (
-            "all" if sources is None else self._ids(sources, "sources"))
+        lists = list(lists)
+        inv_s = inv_t = ks = kt = None
+        if sources is None:
+            config.setdefault("run", {})["sources"] = "all"
+        else:
+            kind, values, inv_s = self._ids(sources, "sources", True)
+            self._put(config, lists, "run.sources", "sources", kind, values)
+            ks = len(values)
         if targets is not None:
-            config.setdefault("apsp", {})["targets"] = self._ids(targets, "targets")
+            kind, values, inv_t = self._ids(targets, "targets", unique_targets)
+            self._put(config, lists, "apsp.targets", "targets", kind, values)
+            kt = len(values)
         if apsp:
             config.setdefault("apsp", {}).update(apsp)
-        report, matrix, summary, tables = _native.run_apsp(self._g, json.dumps(config), rows)
+        with _named_as_arguments():
+            report, matrix, summary, tables = _native.run_apsp(
+                self._g, json.dumps(config), lists, rows)
         self.last_report = json.loads(report)
         self._tables = dict(tables)
-        return matrix, summary
+        return matrix, summary, (inv_s, ks), (inv_t, kt)
 
+    @_ends_on_signal
     def paths(self, sources: Any, targets: Any, **options: Any) -> Any:
         """The shortest path of every (source, target) pair, as a pandas DataFrame in row
         order (sources major): ``source``, ``target``, ``distance`` (float, NaN when
         unreachable), ``hops`` and ``path``, a numpy int64 array of the vertex ids from the
         source to the target in the graph's numbering (empty when unreachable). What
         ``[apsp] paths = true`` writes to ``paths.csv``; every path's arcs sum to its
-        distance. Run options: see :func:`run_options`. Needs pandas."""
+        distance. Repeated ids are allowed (each distinct pair is run once). Run options: see
+        :func:`run_options`. Needs pandas."""
         import io
         import pandas as pd
         if targets is None:
             raise ValueError("targets: None; give the target ids")
-        self._run(sources, targets, False, options, {"paths": True})
+        _, _, (inv_s, ks), (inv_t, kt) = self._run(sources, targets, False, options,
+                                                   {"paths": True})
         frame = pd.read_csv(io.StringIO(self._tables["paths.csv"]), keep_default_na=False,
                             dtype={"path": str})
         frame["distance"] = pd.to_numeric(frame["distance"]).astype(float)
         frame["hops"] = pd.to_numeric(frame["hops"]).astype("Int64")
         frame["path"] = [np.array(p.split(), dtype=np.int64) for p in frame["path"]]
+        if inv_s is not None or inv_t is not None:
+            # The run's pairs are its distinct sources x its distinct targets, row-major.
+            rs = np.arange(ks) if inv_s is None else inv_s
+            rt = np.arange(kt) if inv_t is None else inv_t
+            frame = frame.iloc[(rs[:, None] * kt + rt[None, :]).ravel()].reset_index(drop=True)
         return frame
 
+    @_ends_on_signal
     def reach(self, sources: Any = None, targets: Any = None, *, radii: Sequence[int] = (),
               decay: str = "flat", weights: Any = None, nearest: int = 0,
               isochrones: Sequence[int] = (), isochrone_ids: bool = False,
@@ -325,9 +568,10 @@ class Graph:
         writes: a dict of pandas DataFrames under ``"reach"``, ``"nearest"``,
         ``"isochrones"`` (those asked for), as ``reach.csv``, ``nearest.csv`` and
         ``isochrones.csv``; with ``isochrone_ids=True`` also ``"isochrone_ids"``: per source
-        and limit, ``vertices``, a numpy array of the ids within it. Run options: see :func:`run_options`. Needs pandas."""
+        and limit, ``vertices``, a numpy array of the ids within it. A repeated source gets its
+        rows repeated; a repeated target counts once per entry (two points of interest at one
+        vertex). Run options: see :func:`run_options`. Needs pandas."""
         import io
-        import tempfile
         import pandas as pd
         table: Dict[str, Any] = {}
         if len(radii):
@@ -341,15 +585,15 @@ class Graph:
             table["isochrone_ids"] = True
         if not table:
             raise ValueError("reach: ask for radii, nearest or isochrones")
-        with tempfile.TemporaryDirectory(prefix="tuccompi-weights-") as tmp:
-            if weights is not None:
-                w = np.asarray(weights, dtype=np.float64)
-                if w.ndim != 1:
-                    raise ValueError(f"weights: a 1-D array (one per target), got shape {w.shape}")
-                path = os.path.join(tmp, "weights.npy")
-                np.save(path, w)
-                table["weights"] = {"file": path}
-            self._run(sources, targets, False, options, {"reach": table})
+        lists = []
+        if weights is not None:
+            w = np.asarray(weights, dtype=np.float64)
+            if w.ndim != 1:
+                raise ValueError(f"weights: a 1-D array (one per target), got shape {w.shape}")
+            lists.append(("apsp.reach.weights", "weights", "numbers",
+                          np.ascontiguousarray(w, dtype="<f8").tobytes()))
+        _, _, (inv_s, ks), _ = self._run(sources, targets, False, options, {"reach": table},
+                                         unique_targets=False, lists=lists)
         out = {name[:-4]: pd.read_csv(io.StringIO(text))
                for name, text in self._tables.items()
                if name not in ("paths.csv", "isochrone_ids.csv")}
@@ -358,13 +602,21 @@ class Graph:
                               keep_default_na=False, dtype={"vertices": str})
             ids["vertices"] = [np.array(v.split(), dtype=np.int64) for v in ids["vertices"]]
             out["isochrone_ids"] = ids
+        if inv_s is not None:
+            # One row per distinct source (per source and limit for the isochrones' ids).
+            for key, frame in out.items():
+                per = len(frame) // ks
+                rows = (inv_s[:, None] * per + np.arange(per)[None, :]).ravel()
+                out[key] = frame.iloc[rows].reset_index(drop=True)
         return out
 
+    @_ends_on_signal
     def od(self, sources: Any, targets: Any, *, integer: bool = False,
            unreachable: float = math.inf, as_frame: bool = False, **options: Any) -> Any:
         """The origin-destination matrix: ``d[i, j]`` is the shortest distance from
-        ``sources[i]`` to ``targets[j]`` (vertex ids in the graph's numbering; or (k, 2) float
-        arrays of points, snapped to their nearest vertex, for graphs with places).
+        ``sources[i]`` to ``targets[j]`` (vertex ids in the graph's numbering, repeats allowed:
+        each distinct id is run once; or (k, 2) float arrays of points, snapped to their
+        nearest vertex, for graphs with places).
 
         Returns a float64 array with ``unreachable`` (default ``inf``, as scipy) where there is
         no path; ``integer=True`` returns the exact unsigned integers the run computed (uint32
@@ -373,35 +625,46 @@ class Graph:
         Run options: see :func:`run_options`."""
         if targets is None:
             raise ValueError("targets: None; give the target ids (distances() gives every vertex)")
-        m, _ = self._run(sources, targets, True, options)
-        return _matrix(m, integer, unreachable, as_frame, self, sources, targets)
+        m, _, (inv_s, _), (inv_t, _) = self._run(sources, targets, True, options)
+        return _matrix(m, integer, unreachable, as_frame, sources, targets, inv_s, inv_t)
 
+    @_ends_on_signal
     def distances(self, sources: Any = None, *, integer: bool = False,
                   unreachable: float = math.inf, **options: Any) -> np.ndarray:
-        """The distance rows from ``sources`` (default: every vertex) to every vertex, shape
-        (len(sources), n); column ``j`` is internal vertex ``j`` (id ``j + id_base``). As
-        :meth:`od` for ``integer`` and ``unreachable``."""
-        m, _ = self._run(sources, None, True, options)
-        return _matrix(m, integer, unreachable, False, self, sources, None)
+        """The distance rows from ``sources`` (default: every vertex; repeats allowed) to every
+        vertex, shape (len(sources), n); column ``j`` is internal vertex ``j`` (id
+        ``j + id_base``). As :meth:`od` for ``integer`` and ``unreachable``."""
+        m, _, (inv_s, _), _ = self._run(sources, None, True, options)
+        return _matrix(m, integer, unreachable, False, sources, None, inv_s, None)
 
+    @_ends_on_signal
     def summary(self, sources: Any = None, targets: Any = None, *, as_frame: bool = False,
                 **options: Any) -> Any:
         """Per source, over the targets (default: every vertex), what ``summary.csv`` holds:
         ``source``, ``reached``, ``unreachable``, ``sum``, ``max`` (integers) and ``mean``
         (float, NaN when nothing but the source is reached). A dict of numpy arrays, or a
-        pandas DataFrame with ``as_frame=True``. No matrix is kept: any number of sources."""
-        _, text = self._run(sources, targets, False, options)
+        pandas DataFrame with ``as_frame=True``. No matrix is kept: any number of sources. A
+        repeated source gets its row repeated; a repeated target counts once per entry."""
+        _, text, (inv_s, _), _ = self._run(sources, targets, False, options,
+                                           unique_targets=False)
         cols = _summary(text)
+        if inv_s is not None:
+            cols = {k: v[inv_s] for k, v in cols.items()}
         if as_frame:
             import pandas as pd
             return pd.DataFrame(cols)
         return cols
 
 
-def _matrix(m: Any, integer: bool, unreachable: float, as_frame: bool, g: Graph,
-            sources: Any, targets: Any) -> Any:
+def _matrix(m: Any, integer: bool, unreachable: float, as_frame: bool, sources: Any,
+            targets: Any, inv_s: Optional[np.ndarray], inv_t: Optional[np.ndarray]) -> Any:
     data, dtype, shape = m
     raw = np.frombuffer(data, dtype=dtype).reshape(shape)
+    # The run's rows and columns are the distinct ids: back to the entries as given.
+    if inv_s is not None:
+        raw = raw[inv_s]
+    if inv_t is not None:
+        raw = raw[:, inv_t]
     if integer:
         return raw
     marker = np.iinfo(raw.dtype).max
@@ -413,9 +676,9 @@ def _matrix(m: Any, integer: bool, unreachable: float, as_frame: bool, g: Graph,
         index = pd.Index(np.asarray(sources), name="source")
         columns = pd.Index(np.asarray(targets), name="target")
         if index.nlevels != 1 or np.asarray(sources).ndim != 1:
-            index = pd.RangeIndex(shape[0], name="source")
+            index = pd.RangeIndex(out.shape[0], name="source")
         if np.asarray(targets).ndim != 1:
-            columns = pd.RangeIndex(shape[1], name="target")
+            columns = pd.RangeIndex(out.shape[1], name="target")
         return pd.DataFrame(out, index=index, columns=columns)
     return out
 
@@ -535,9 +798,11 @@ def read_graph(path: Union[str, "os.PathLike[str]"], *, columns: Optional[Sequen
         table["coordinates"] = os.path.abspath(os.fspath(coordinates))
     if osm is not None:
         table["osm"] = dict(osm)
-    return Graph(_native.read_graph(json.dumps(table)))
+    with _named_as_arguments():
+        return Graph(_native.read_graph(json.dumps(table)))
 
 
+@_ends_on_signal(journaled=True)
 def run(config: Union[str, "os.PathLike[str]"], *, set: Sequence[str] = (),
         resume: bool = False, restart: bool = False) -> Dict[str, Any]:
     """Run a config file as ``tuccompi run CONFIG`` does, with any built-in plugin, writing its
