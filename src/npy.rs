@@ -127,7 +127,7 @@ impl<T: Element> Array<T> {
     }
     /// Columns of a 2-D array (1 for a 1-D one).
     pub fn cols(&self) -> usize {
-        self.shape[1..].iter().product()
+        self.shape.get(1..).map_or(1, |d| d.iter().product())
     }
     /// Row `i` of a 2-D array.
     pub fn row(&self, i: usize) -> &[T] {
@@ -159,6 +159,8 @@ pub fn read<T: Element>(path: &Path, dims: Option<usize>) -> Result<Array<T>> {
     let map =
         unsafe { memmap2::Mmap::map(&file) }.map_err(|e| bad(format!("mapping it failed: {e}")))?;
     let mut rest: &[u8] = &map[..];
+    header_fits(rest)
+        .map_err(|e| bad(format!("not a .npy file ({e}); write it with numpy.save")))?;
     let npy = npyz::NpyFile::new(&mut rest).map_err(|e| {
         bad(format!(
             "not a .npy file ({e}); write it with numpy.save(\"{}\", array)",
@@ -230,6 +232,30 @@ pub fn read<T: Element>(path: &Path, dims: Option<usize>) -> Result<Array<T>> {
         shape,
         data,
     })
+}
+
+/// An error unless the header that `bytes` (a whole `.npy` file) begins with fits in it. Call
+/// it before `npyz::NpyFile::new`, which allocates the length a header declares before reading
+/// it (up to 4 GiB from a version 2 or 3 header: a 12-byte file would ask for that much).
+/// Anything else wrong with the header is left for npyz to say.
+pub fn header_fits(bytes: &[u8]) -> std::result::Result<(), String> {
+    let field = |at: usize, len: usize| -> Option<u64> {
+        let b = bytes.get(at..at + len)?;
+        Some(b.iter().rev().fold(0, |v, &x| v << 8 | u64::from(x)))
+    };
+    // The magic and version, then the header's length: 2 bytes (version 1), 4 (2 and 3).
+    let (start, len) = match (bytes.starts_with(b"\x93NUMPY"), bytes.get(6)) {
+        (true, Some(1)) => (10, field(8, 2)),
+        (true, Some(2 | 3)) => (12, field(8, 4)),
+        _ => return Ok(()),
+    };
+    match len {
+        Some(len) if start + len > bytes.len() as u64 => Err(format!(
+            "its header declares {len} bytes, and {} follow",
+            (bytes.len() as u64).saturating_sub(start)
+        )),
+        _ => Ok(()),
+    }
 }
 
 impl NpyType {

@@ -82,6 +82,11 @@ pub fn read_graph_with(path: &Path, options: &InputOptions) -> Result<EdgeList> 
     Ok(list)
 }
 
+/// Arcs reserved up front from a header's count, at most: a header may declare far more arcs
+/// than its file holds (a 30-byte file declaring 2^28 arcs reserved 4 GiB); beyond this the
+/// list grows as arcs are read.
+const RESERVE: u64 = 1 << 20;
+
 /// The longest line any format needs (a few numbers and a comment) is far below this.
 const MAX_LINE: usize = 64 << 10;
 
@@ -300,7 +305,7 @@ impl<'a> Parser<'a> {
                         super::memory::input_bytes(nn, declared),
                         &format!("the problem line declares {nn} vertices and {declared} arcs"),
                     )?;
-                    arcs.reserve(declared.min(1 << 28) as usize);
+                    arcs.reserve(declared.min(RESERVE) as usize);
                     n = Some(nn);
                     problem_line = p.line;
                     Ok(())
@@ -409,7 +414,7 @@ impl<'a> Parser<'a> {
                 )?;
                 size_line = p.line;
                 size = Some(r);
-                arcs.reserve(declared.min(1 << 28) as usize * if symmetric { 2 } else { 1 });
+                arcs.reserve(declared.min(RESERVE) as usize * if symmetric { 2 } else { 1 });
                 return Ok(());
             };
             let u = p.id(t.next(), "row index", 1, Some(n))?;
