@@ -52,3 +52,15 @@ static PROGRAM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 pub(crate) fn set_program_name(name: &str) {
     let _ = PROGRAM.set(name.to_string());
 }
+
+/// A test's stand-in for a kill at a named point of a recovery protocol (debug builds only,
+/// as the tests build the binary): when `TUCCOMPI_FAILPOINT` names `point`, the process
+/// aborts there, leaving what a `kill -9` at that moment leaves. Points: `commit-marked`
+/// (the commit marker written, nothing moved), `commit-renamed` (the first file moved).
+#[doc(hidden)]
+pub fn failpoint(point: &str) {
+    if cfg!(debug_assertions) && std::env::var_os("TUCCOMPI_FAILPOINT").is_some_and(|v| v == point)
+    {
+        std::process::abort();
+    }
+}

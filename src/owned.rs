@@ -7,8 +7,9 @@
 //! - A whole file (a summary, a report, a cache) is written to a temporary file created
 //!   exclusive with a unique name beside its target (the `tempfile` crate), then renamed into
 //!   place. A rename replaces the name, never what a link there points to. The temporary name
-//!   carries this process's host and pid (`.NAME.tuccompi-HOST-PID.RANDOM.tmp`), so that a
-//!   later run can remove what a killed writer left ([`sweep_dead`]).
+//!   carries this process's host and pid and a signature with the user's key
+//!   (`.NAME.tuccompi-HOST-PID.RANDOM-TAG.tmp`), so that a later run can remove what a killed
+//!   writer left ([`sweep_dead`]) and nothing else: a file merely named like one is kept.
 //! - An existing file of the run (the journal and `distances.npy` of a resumed run) is
 //!   reopened with `O_NOFOLLOW` and used only when it is a regular file.
 //! - A file is removed only when it is a regular file at a name the caller identified as its
@@ -171,25 +172,164 @@ fn host() -> String {
 const TMP_MARK: &str = ".tuccompi-";
 const TMP_SUFFIX: &str = ".tmp";
 
+/// `n` random bytes from the kernel (`getrandom`); `None` when it gives none.
+fn random_bytes<const N: usize>() -> Option<[u8; N]> {
+    let mut b = [0u8; N];
+    let mut got = 0;
+    while got < N {
+        // SAFETY: getrandom writes at most `N - got` bytes into the rest of `b`.
+        let r = unsafe { libc::getrandom(b[got..].as_mut_ptr().cast(), N - got, 0) };
+        if r <= 0 {
+            if r < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return None;
+        }
+        got += r as usize;
+    }
+    Some(b)
+}
+
+/// The user's secret that signs temporary names, so that a name proves it was made by a
+/// tuccompi process of this user (N4 of issue 47: a file merely *named* like a temporary must
+/// never be deleted). Kept in `$TMPDIR/tuccompi-UID/temp.key` (a folder of mode 0700 owned by
+/// the user, the key 0600), shared by every process of the user on this machine whatever its
+/// cache settings. When that cannot be made or trusted, a key of this process alone: its
+/// temporaries are then not recognized after it dies (left, never deleted wrongly).
+fn temp_key() -> &'static [u8; 16] {
+    static KEY: std::sync::OnceLock<[u8; 16]> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| {
+        user_key().unwrap_or_else(|why| {
+            tracing::debug!("temporary names signed by a key of this process alone: {why}");
+            random_bytes().unwrap_or_else(|| {
+                let t = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos());
+                xxhash_rust::xxh3::xxh3_128(
+                    &[t.to_le_bytes(), (std::process::id() as u128).to_le_bytes()].concat(),
+                )
+                .to_le_bytes()
+            })
+        })
+    })
+}
+
+/// The user's key file read, or made when absent (module rule of [`temp_key`]).
+fn user_key() -> std::result::Result<[u8; 16], String> {
+    use std::os::unix::fs::DirBuilderExt;
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let dir = std::env::temp_dir().join(format!("tuccompi-{uid}"));
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("{}: {e}", dir.display())),
+    }
+    let m = std::fs::symlink_metadata(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if !m.is_dir() || m.uid() != uid || m.permissions().mode() & 0o077 != 0 {
+        return Err(format!(
+            "{} is {} not a private folder of this user",
+            dir.display(),
+            describe(&dir)
+        ));
+    }
+    let path = dir.join("temp.key");
+    let read = || -> std::result::Result<Option<[u8; 16]>, String> {
+        let Some(bytes) = read(&path, "", 64).map_err(|e| e.to_string())? else {
+            return Ok(None);
+        };
+        let f = reopen(&path, false, "").map_err(|e| e.to_string())?;
+        let m = f.metadata().map_err(|e| e.to_string())?;
+        if m.uid() != uid || m.permissions().mode() & 0o077 != 0 {
+            return Err(format!("{} is not private to this user", path.display()));
+        }
+        bytes
+            .try_into()
+            .map(Some)
+            .map_err(|_| format!("{} is not a key of 16 bytes", path.display()))
+    };
+    if let Some(k) = read()? {
+        return Ok(k);
+    }
+    // Made under a name of this process, then linked to the key's name: another process
+    // making it at the same moment either wins the link or reads the whole key.
+    let key: [u8; 16] = random_bytes().ok_or("the kernel gives no random bytes")?;
+    let mine = dir.join(format!("temp.key.{}", std::process::id()));
+    let _ = std::fs::remove_file(&mine);
+    let made = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&mine)
+        .and_then(|mut f| f.write_all(&key).and_then(|()| f.sync_all()))
+        .and_then(|()| std::fs::hard_link(&mine, &path));
+    let _ = std::fs::remove_file(&mine);
+    match made {
+        Ok(()) => Ok(key),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            read()?.ok_or_else(|| format!("{} vanished", path.display()))
+        }
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// The signature of a temporary name: 16 hex digits of a keyed hash over the writer's host,
+/// pid, random part and target name.
+fn temp_tag(host: &str, pid: u32, random: &str, name: &str) -> String {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(temp_key());
+    for part in [
+        host.as_bytes(),
+        &pid.to_le_bytes(),
+        random.as_bytes(),
+        name.as_bytes(),
+    ] {
+        h.update(&(part.len() as u64).to_le_bytes());
+        h.update(part);
+    }
+    format!("{:016x}", h.digest())
+}
+
+/// The temporary name of `target`'s file name as the process `pid` of this machine writes it:
+/// `.NAME.tuccompi-HOST-PID.RANDOM-TAG.tmp`, where TAG signs the rest with the user's key
+/// ([`temp_key`]). For tests that stand in for a writer that died.
+#[doc(hidden)]
+pub fn temp_name_of(name: &str, pid: u32) -> String {
+    let random: [u8; 8] = random_bytes().unwrap_or_else(|| {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        (N.fetch_add(1, std::sync::atomic::Ordering::Relaxed) ^ u64::from(pid) << 32).to_le_bytes()
+    });
+    let random: String = random.iter().map(|b| format!("{b:02x}")).collect();
+    let host = host();
+    let tag = temp_tag(&host, pid, &random, name);
+    format!(".{name}{TMP_MARK}{host}-{pid}.{random}-{tag}{TMP_SUFFIX}")
+}
+
 /// A new temporary file beside `target` (same directory, so that the rename is atomic),
-/// created exclusive with a unique name that names this process.
+/// created exclusive with a unique name that names this process and proves it a tuccompi
+/// writer's ([`temp_name_of`]).
 pub fn temp_beside(target: &Path) -> Result<tempfile::NamedTempFile> {
     let dir = parent(target);
     let name = target
         .file_name()
         .map_or("file".into(), |s| s.to_string_lossy().into_owned());
     // 0666 less the umask, as `File::create` gives: outputs are as readable as the user's
-    // other files (tempfile's default, 0600, is for secrets).
-    tempfile::Builder::new()
-        .permissions(std::fs::Permissions::from_mode(0o666))
-        .prefix(&format!(
-            ".{name}{TMP_MARK}{}-{}.",
-            host(),
-            std::process::id()
-        ))
-        .suffix(TMP_SUFFIX)
-        .tempfile_in(dir)
-        .map_err(|e| Error::io(dir, e))
+    // other files (tempfile's default, 0600, is for secrets). The whole name is ours (no
+    // random part added by tempfile): a name taken already is tried again with another.
+    let mut tries = 0;
+    loop {
+        let made = tempfile::Builder::new()
+            .permissions(std::fs::Permissions::from_mode(0o666))
+            .prefix(&temp_name_of(&name, std::process::id()))
+            .suffix("")
+            .rand_bytes(0)
+            .tempfile_in(dir);
+        match made {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && tries < 8 => tries += 1,
+            r => return r.map_err(|e| Error::io(dir, e)),
+        }
+    }
 }
 
 fn parent(p: &Path) -> &Path {
@@ -459,13 +599,23 @@ pub fn remove_plain(path: &Path) -> Result<bool> {
     }
 }
 
-/// The host and pid named by a temporary file name of [`temp_beside`].
+/// The host and pid named by a temporary file name of [`temp_beside`], when its signature
+/// proves a tuccompi process of this user made it; `None` for any other name.
 fn writer_of(name: &str) -> Option<(&str, u32)> {
-    let rest = name.strip_suffix(TMP_SUFFIX)?;
-    let rest = &rest[rest.rfind(TMP_MARK)? + TMP_MARK.len()..];
-    let (who, _random) = rest.rsplit_once('.')?;
+    let rest = name.strip_suffix(TMP_SUFFIX)?.strip_prefix('.')?;
+    let at = rest.rfind(TMP_MARK)?;
+    let (target, rest) = (&rest[..at], &rest[at + TMP_MARK.len()..]);
+    let (who, signed) = rest.rsplit_once('.')?;
+    let (random, tag) = signed.split_once('-')?;
     let (host, pid) = who.rsplit_once('-')?;
-    Some((host, pid.parse().ok()?))
+    let pid: u32 = pid.parse().ok()?;
+    (temp_tag(host, pid, random, target) == tag).then_some((host, pid))
+}
+
+/// Whether `name` is a temporary file name that a tuccompi process of this user made
+/// ([`temp_beside`]; its signature checked), alive or dead.
+pub fn is_our_temporary(name: &str) -> bool {
+    writer_of(name).is_some()
 }
 
 /// Whether process `pid` of this machine is alive.
@@ -474,8 +624,8 @@ fn alive(pid: u32) -> bool {
 }
 
 /// Remove the temporary files that writers of this machine left in `dir` when they died (a
-/// kill while a cache was written): regular files named by [`temp_beside`] whose process is
-/// gone. Returns the bytes freed. Errors are ignored: a sweep is a courtesy.
+/// kill while a cache was written): regular files named by [`temp_beside`], their signature
+/// checked (a file merely named like one is never touched), whose process is gone. Returns the bytes freed. Errors are ignored: a sweep is a courtesy.
 pub fn sweep_dead(dir: &Path) -> u64 {
     let here = host();
     let mut freed = 0;
@@ -493,6 +643,61 @@ pub fn sweep_dead(dir: &Path) -> u64 {
         }
     }
     freed
+}
+
+/// A private scratch folder of this process (mode 0700, made new under the system's
+/// temporary directory, named `PREFIX.RANDOM`), removed with everything in it when dropped,
+/// and also when the process is ended by a signal ([`remove_scratch_for_exit`], which the
+/// command line's signal handling calls before it exits without running destructors).
+#[derive(Debug)]
+pub struct Scratch {
+    dir: Option<tempfile::TempDir>,
+}
+
+/// The scratch folders alive in this process.
+static SCRATCH: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+impl Scratch {
+    /// A new scratch folder whose name begins with `prefix` (`tuccompi-tune-`).
+    pub fn new(prefix: &str) -> Result<Scratch> {
+        let dir = tempfile::Builder::new()
+            .prefix(prefix)
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()
+            .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+        SCRATCH
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(dir.path().to_path_buf());
+        Ok(Scratch { dir: Some(dir) })
+    }
+
+    /// The folder.
+    pub fn path(&self) -> &Path {
+        self.dir.as_ref().map_or(Path::new(""), |d| d.path())
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if let Some(d) = self.dir.take() {
+            SCRATCH
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .retain(|p| p != d.path());
+            let _ = d.close();
+        }
+    }
+}
+
+/// Remove every scratch folder of this process now: for a process about to end without
+/// running destructors (a signal's `_exit`). A folder is removed as `remove_dir_all` does,
+/// never following a link inside it.
+pub fn remove_scratch_for_exit() {
+    let dirs = std::mem::take(&mut *SCRATCH.lock().unwrap_or_else(|p| p.into_inner()));
+    for d in dirs {
+        let _ = std::fs::remove_dir_all(d);
+    }
 }
 
 /// The user's cache directory: `$XDG_CACHE_HOME` when it is an absolute path (the XDG rule:

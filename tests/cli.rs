@@ -829,3 +829,24 @@ fn a_large_input_is_read_once_then_from_the_graph_cache() {
     let (code, _, e) = tuccompi_in(&cwd, &["run", "-q", &cfg], &[]);
     assert_eq!((code, e.as_str()), (0, ""));
 }
+
+/// A5 of issue 47: a reader that closes the pipe early (`tuccompi history | head`) ends the
+/// command quietly, exit 0, instead of a panic with a backtrace.
+#[test]
+fn a_closed_stdout_pipe_ends_quietly_not_in_a_panic() {
+    let cwd = tmpdir("cli-pipe");
+    for cmd in [&["plugins"][..], &["history"][..], &["devices"][..]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_tuccompi"))
+            .current_dir(&cwd)
+            .env("XDG_CACHE_HOME", cwd.join("cache"))
+            .args(cmd)
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{cmd:?}: {err}");
+        assert_eq!(out.status.code(), Some(0), "{cmd:?}: {err}");
+    }
+}

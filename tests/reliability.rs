@@ -883,6 +883,153 @@ fn verify_detects_a_planted_wrong_record() {
     assert_eq!(report.report["verify"]["verified"], 8);
 }
 
+/// A plugin with f32 bulk rows (`rows.npy`, row t = four values t + 0.5) whose CPU half
+/// writes its rows off by `cpu_off` (relative): the device's rows are the run's.
+struct RowsPlugin {
+    cpu_off: f32,
+}
+
+struct RowsJob {
+    cpu_off: f32,
+    rows: tuccompi::sink::NpyRows,
+}
+
+impl Plugin for RowsPlugin {
+    fn name(&self) -> &'static str {
+        "rows"
+    }
+    fn description(&self) -> &'static str {
+        "test plugin with float bulk rows"
+    }
+    fn prepare(&self, _ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
+        Ok(Box::new(RowsJob {
+            cpu_off: self.cpu_off,
+            rows: tuccompi::sink::NpyRows::of::<f32>("rows.npy", 40, 4)?,
+        }))
+    }
+}
+
+impl Job for RowsJob {
+    fn tasks(&self) -> usize {
+        40
+    }
+    fn record_words(&self) -> usize {
+        1
+    }
+    fn describe(&self) -> serde_json::Value {
+        serde_json::json!({})
+    }
+    fn tolerance(&self) -> tuccompi::plugin::Tolerance {
+        tuccompi::plugin::Tolerance::exact().f32(0.0, 1e-5)
+    }
+    fn bulk_outputs(&self) -> Vec<&tuccompi::sink::NpyRows> {
+        vec![&self.rows]
+    }
+    fn cpu(&self) -> Option<&dyn CpuHalf> {
+        Some(self)
+    }
+    fn gpu(&self) -> Option<Gpu<'_>> {
+        Some(Gpu::new(self))
+    }
+    fn finish(&self, _records: &Records, _dir: &Path) -> Result<serde_json::Value> {
+        Ok(serde_json::json!({}))
+    }
+}
+
+struct RowsWorker<'a>(&'a RowsJob, f32);
+
+impl Worker for RowsWorker<'_> {
+    fn run(&mut self, range: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
+        for t in range {
+            out.record(t)[0] = t as u64;
+            let v = (t as f32 + 0.5) * (1.0 + self.1);
+            self.0.rows.write(t, &[v; 4])?;
+        }
+        Ok(())
+    }
+}
+
+impl CpuHalf for RowsJob {
+    fn worker(&self) -> Result<Box<dyn Worker + '_>> {
+        Ok(Box::new(RowsWorker(self, self.cpu_off)))
+    }
+}
+
+impl GpuHalf for RowsJob {
+    type Shared = ();
+    fn kernels(&self) -> &'static [KernelSource] {
+        &[]
+    }
+    fn params(&self, _device: &Device, _tuner: &Tuner) -> Result<LaunchParams> {
+        let fixed = |v| Choice::fixed(v, "test plugin");
+        Ok(LaunchParams {
+            local: Default::default(),
+            batch: fixed(10),
+            groups_per_task: None,
+            queues: fixed(1),
+            persistent_items: None,
+            cache_key: None,
+            knobs: Default::default(),
+            rules: Vec::new(),
+        })
+    }
+    fn setup(&self, _device: &Device, _params: &LaunchParams) -> Result<()> {
+        Ok(())
+    }
+    fn worker<'a>(
+        &'a self,
+        _device: &'a Device,
+        _shared: &'a (),
+        _queue: Queue,
+    ) -> Result<impl Worker + 'a> {
+        Ok(RowsWorker(self, 0.0))
+    }
+}
+
+/// A3 of issue 47: `[verify]` re-runs never write over the device's bulk rows, and it compares
+/// them: within the tolerance the file holds the device's rows exactly; beyond it the run
+/// fails naming the row.
+#[test]
+fn verify_compares_bulk_rows_and_never_writes_them() {
+    if !opencl() {
+        return;
+    }
+    static CLOSE: RowsPlugin = RowsPlugin { cpu_off: 2e-6 };
+    static FAR: RowsPlugin = RowsPlugin { cpu_off: 1e-3 };
+    let sets = [
+        "units.cpu_workers=0",
+        "units.device_type=all",
+        "units.opencl=all",
+        "verify.sample=40",
+    ];
+    let opts = |p: &'static RowsPlugin| RunOptions {
+        quiet: true,
+        extra_plugins: vec![p],
+        ..Default::default()
+    };
+    let cfg = "[run]\nplugin = \"rows\"\n";
+    let dir = tmpdir("rel-verify-rows");
+    let report = run_in(&dir, cfg, &sets, &opts(&CLOSE)).unwrap();
+    assert_eq!(report["verify"]["verified"], 40);
+    let bytes = std::fs::read(dir.join("rows.npy")).unwrap();
+    let header = 10 + u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let want: Vec<u8> = (0..40)
+        .flat_map(|t| [t as f32 + 0.5; 4])
+        .flat_map(f32::to_le_bytes)
+        .collect();
+    assert!(
+        bytes[header..] == want[..],
+        "rows.npy holds the CPU half's re-run rows, not the device's"
+    );
+    let e = run_in(&tmpdir("rel-verify-rows"), cfg, &sets, &opts(&FAR))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("rows.npy") && e.contains("column 0") && e.contains("unit gpu"),
+        "{e}"
+    );
+}
+
 #[test]
 fn the_size_check_refuses_an_output_too_big_for_the_disk() {
     let dir = tmpdir("rel-size");
@@ -1128,6 +1275,29 @@ fn a_directory_of_lookalike_files_is_refused_and_left_untouched() {
     );
     std::fs::remove_file(out.join("mine.txt")).unwrap();
     assert_eq!(tuccompi(&args, None).0, 0);
+    // N9 of issue 47: a real tuccompi report copied beside the user's own files proves
+    // nothing, nor does a planted list naming them: refused, nothing deleted.
+    let y = dir.join("y");
+    std::fs::create_dir(&y).unwrap();
+    std::fs::copy(out.join("report.json"), y.join("report.json")).unwrap();
+    for f in ["distances.npy", "trace.json", "notes.txt", "thesis.tex"] {
+        std::fs::write(y.join(f), "mine\n").unwrap();
+    }
+    let set = format!("output.dir={:?}", y.display().to_string());
+    let args = ["run", cfg.to_str().unwrap(), "-q", "--set", &set];
+    for list in [None, Some("notes.txt\nthesis.tex\nreport.json")] {
+        if let Some(l) = list {
+            std::fs::write(y.join(outdir::FILES), l).unwrap();
+        }
+        let before = snapshot(&y);
+        let (code, _, err) = tuccompi(&args, None);
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains("\"distances.npy\"") && err.contains("no tuccompi run made here"),
+            "{err}"
+        );
+        assert_eq!(snapshot(&y), before);
+    }
 }
 
 /// A byte flipped in a journaled row of the staged `distances.npy` between a kill and the
@@ -1173,66 +1343,138 @@ fn a_flipped_byte_in_a_journaled_row_is_recomputed_on_resume() {
     assert!(resumed.contains("no longer match"), "{resumed}");
 }
 
-/// A run stopped while its finished files moved into place: a plain run finishes that commit
-/// and runs; `--resume` finishes it and ends there, exit 0.
+/// A run killed while its finished files moved into place (after its commit marker was
+/// written, or after its first file was moved: `TUCCOMPI_FAILPOINT`, an abort as a `kill -9`
+/// there): a plain run finishes that commit and runs; `--resume` finishes it and ends there,
+/// exit 0, with the stopped run's report.
 #[test]
 fn a_commit_stopped_midway_is_finished_by_run_and_by_resume() {
+    let dir = tmpdir("rel-commit");
+    let cfg = dir.join("c.toml");
+    std::fs::write(&cfg, apsp_gen("road", 300, "", "12")).unwrap();
+    let cfg = cfg.display().to_string();
+    for point in ["commit-marked", "commit-renamed"] {
+        for resume in [false, true] {
+            let out = dir.join(format!("{point}-{resume}"));
+            let set = format!("output.dir={:?}", out.display().to_string());
+            let base = [
+                "run",
+                cfg.as_str(),
+                "-q",
+                "--set",
+                &set,
+                "--set",
+                "units.opencl=none",
+            ];
+            // An earlier complete run, whose files the stopped commit replaces.
+            assert_eq!(tuccompi(&base, None).0, 0);
+            let stopped = Command::new(BIN)
+                .args(base)
+                .env("TUCCOMPI_FAILPOINT", point)
+                .output()
+                .unwrap();
+            assert!(!stopped.status.success(), "{point}: not stopped");
+            let partial = out.join(outdir::PARTIAL);
+            assert!(partial.join("COMMIT").exists(), "{point}");
+            let moved =
+                !partial.join("report.json").exists() || !partial.join("summary.csv").exists();
+            assert_eq!(moved, point == "commit-renamed", "{point}");
+            let args: Vec<&str> = if resume {
+                [&base[..], &["--resume"]].concat()
+            } else {
+                base.to_vec()
+            };
+            let (code, _, err) = tuccompi(&args, None);
+            assert_eq!(code, 0, "{point} resume={resume}: {err}");
+            assert!(!partial.exists(), "{point}");
+            assert_eq!(read_summary(&out.join("summary.csv")).len(), 12);
+            let list: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(out.join(outdir::FILES)).unwrap()).unwrap();
+            let names: Vec<&str> = list["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(names, ["report.json", "summary.csv"]);
+            if resume {
+                // Then there is nothing left to resume.
+                let (code, _, err) = tuccompi(&args, None);
+                assert_eq!(code, 2, "{err}");
+                assert!(err.contains("nothing to resume"), "{err}");
+            }
+        }
+    }
+}
+
+/// N3 of issue 47: a commit marker planted in an unfinished run (a list of names, or empty)
+/// is not trusted: `--resume` and a plain run refuse it naming it, move nothing and keep the
+/// journal; without the marker the run resumes; `--restart` discards it.
+#[test]
+fn a_planted_commit_marker_is_refused_and_moves_nothing() {
+    static FAILS: Planted = Planted {
+        tasks: 40,
+        fail_at: Some(30),
+        wrong_at: None,
+    };
     static GOOD: Planted = Planted {
-        tasks: 20,
+        tasks: 40,
         fail_at: None,
         wrong_at: None,
     };
-    let opts = |unfinished| RunOptions {
+    let opts = |p: &'static Planted, unfinished| RunOptions {
         quiet: true,
-        extra_plugins: vec![&GOOD],
+        extra_plugins: vec![p],
         unfinished,
-        interrupt: None,
-        discover_early: false,
         ..Default::default()
     };
-    let cpu = ["units.opencl=none", "units.cpu_workers=1"];
-    let expect: String = (0..20).map(|t| format!("{}\n", t * t + 1)).collect();
-    // The state a kill leaves after the first rename of a commit.
-    let stopped = |dir: &Path| {
-        run_in(dir, PLANTED, &cpu, &opts(Unfinished::Refuse)).unwrap();
-        let report = std::fs::read(dir.join("report.json")).unwrap();
-        let o = outdir::OutputDir::lock(dir, "me").unwrap();
-        o.begin(&serde_json::json!({})).unwrap();
-        std::fs::write(o.partial().join("planted.csv"), &expect).unwrap();
-        std::fs::write(o.partial().join("report.json"), &report).unwrap();
-        std::fs::write(o.partial().join("COMMIT"), "planted.csv\nreport.json").unwrap();
-        std::fs::write(dir.join("planted.csv"), "old\n").unwrap();
-        std::fs::rename(o.partial().join("planted.csv"), dir.join("planted.csv")).unwrap();
-        drop(o);
-        report
-    };
-    let dir = tmpdir("rel-commit-run");
-    stopped(&dir);
-    run_in(&dir, PLANTED, &cpu, &opts(Unfinished::Refuse)).unwrap();
-    assert!(!dir.join(outdir::PARTIAL).exists());
-    assert_eq!(
-        std::fs::read_to_string(dir.join("planted.csv")).unwrap(),
-        expect
-    );
-    let dir = tmpdir("rel-commit-resume");
-    let report = stopped(&dir);
-    let got = run_in(&dir, PLANTED, &cpu, &opts(Unfinished::Resume)).unwrap();
-    assert_eq!(
-        got,
-        serde_json::from_slice::<serde_json::Value>(&report).unwrap()
-    );
-    assert!(!dir.join(outdir::PARTIAL).exists());
-    assert_eq!(
-        std::fs::read_to_string(dir.join("planted.csv")).unwrap(),
-        expect
-    );
-    assert_eq!(
-        std::fs::read_to_string(dir.join(outdir::FILES)).unwrap(),
-        "planted.csv\nreport.json"
-    );
-    // Then there is nothing left to resume.
-    let e = run_in(&dir, PLANTED, &cpu, &opts(Unfinished::Resume)).unwrap_err();
-    assert!(e.to_string().contains("nothing to resume"), "{e}");
+    let cpu = [
+        "units.opencl=none",
+        "units.cpu_workers=1",
+        "scheduler.chunk=5",
+        "scheduler.policy=equitable",
+    ];
+    for marker in ["planted.csv\nreport.json", ""] {
+        let dir = tmpdir("rel-planted-commit");
+        assert!(run_in(&dir, PLANTED, &cpu, &opts(&FAILS, Unfinished::Refuse)).is_err());
+        let partial = dir.join(outdir::PARTIAL);
+        std::fs::write(partial.join("planted.csv"), "0\n0\n").unwrap();
+        std::fs::write(partial.join("COMMIT"), marker).unwrap();
+        let before = snapshot(&dir);
+        for mode in [Unfinished::Resume, Unfinished::Refuse] {
+            let e = run_in(&dir, PLANTED, &cpu, &opts(&GOOD, mode))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("COMMIT") && e.contains("does not prove a finished run"),
+                "{marker:?} {mode:?}: {e}"
+            );
+            assert_eq!(
+                snapshot(&dir),
+                before,
+                "{marker:?} {mode:?} changed the directory"
+            );
+        }
+        assert!(!dir.join("planted.csv").exists());
+        std::fs::remove_file(partial.join("COMMIT")).unwrap();
+        std::fs::remove_file(partial.join("planted.csv")).unwrap();
+        let report = run_in(&dir, PLANTED, &cpu, &opts(&GOOD, Unfinished::Resume)).unwrap();
+        assert!(report["resumed_tasks"].as_u64().is_some(), "{report}");
+        let expect: String = (0..40).map(|t| format!("{}\n", t * t + 1)).collect();
+        assert_eq!(
+            std::fs::read_to_string(dir.join("planted.csv")).unwrap(),
+            expect
+        );
+        // --restart discards an unfinished run with a planted marker.
+        assert!(run_in(&dir, PLANTED, &cpu, &opts(&FAILS, Unfinished::Refuse)).is_err());
+        std::fs::write(partial.join("COMMIT"), marker).unwrap();
+        run_in(&dir, PLANTED, &cpu, &opts(&GOOD, Unfinished::Discard)).unwrap();
+        assert!(!partial.exists());
+        assert_eq!(
+            std::fs::read_to_string(dir.join("planted.csv")).unwrap(),
+            expect
+        );
+    }
 }
 
 /// A run whose outputs cannot fit on the disk is refused before the plugin's expensive

@@ -197,3 +197,95 @@ fn tune_stores_a_half_without_a_cache_name_under_the_default_key() {
         d.tuning
     );
 }
+
+/// N1 of issue 47: `tune` of GPU PHAST does not try the driver's choice (local size 0), which
+/// its grids cannot take (it panicked dividing by it), and `run` with `apsp.local_size = 0`
+/// and PHAST is refused naming the key instead of dropping the unit as a bug. N8 and N7: the
+/// scratch folder `tune` times in is private (0700) and removed when SIGTERM stops it.
+#[test]
+fn tune_of_phast_skips_local_size_0_and_its_scratch_goes_on_sigterm() {
+    use std::os::unix::fs::PermissionsExt;
+    if !opencl() {
+        return;
+    }
+    let cwd = tmpdir("tune-phast");
+    let cfg = cwd.join("p.toml");
+    std::fs::write(
+        &cfg,
+        "[run]\nplugin = \"apsp\"\nsources = 64\n[input.generate]\nmodel = \"road\"\n\
+         vertices = 3000\n[apsp]\ngpu_algorithm = \"phast\"\n[units]\nopencl = \"all\"\n\
+         device_type = \"all\"\ncpu_workers = 1\n[output]\ndir = \"out\"\n",
+    )
+    .unwrap();
+    let cfg = cfg.to_str().unwrap();
+    let (code, out, err) = tuccompi_in(&cwd, &["tune", cfg]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("local_size"), "{out}");
+    assert!(!out.contains("local_size=0 "), "{out}");
+    let (code, _, err) = tuccompi_in(
+        &cwd,
+        &[
+            "run",
+            cfg,
+            "-q",
+            "--set",
+            "apsp.local_size=0",
+            "--set",
+            "units.cpu_workers=0",
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("[apsp] local_size = 0") && !err.contains("bug"),
+        "{err}"
+    );
+    // Stopped by SIGTERM while timing: its scratch folder is gone.
+    let tmp = cwd.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tuccompi"))
+        .current_dir(&cwd)
+        .env("XDG_CACHE_HOME", cwd.join("cache"))
+        .env("TMPDIR", &tmp)
+        .args(["tune", cfg])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let scratch = |tmp: &Path| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(tmp)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("tuccompi-tune-")
+            })
+            .collect()
+    };
+    let t = std::time::Instant::now();
+    let seen = loop {
+        if let Some(p) = scratch(&tmp).pop() {
+            break p;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "tune ended before its scratch folder was seen"
+        );
+        assert!(t.elapsed().as_secs() < 120, "no scratch folder");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    let mode = std::fs::metadata(&seen).map(|m| m.permissions().mode() & 0o777);
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let end = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&end.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    if let Ok(mode) = mode {
+        assert_eq!(mode, 0o700, "{}", seen.display());
+    }
+    assert!(scratch(&tmp).is_empty(), "left: {:?}; {err}", scratch(&tmp));
+}

@@ -123,6 +123,43 @@ pub struct ApspOptions {
     pub paths: bool,
 }
 
+impl ApspOptions {
+    /// Values no half can run, refused whichever units run (a key is checked even when no
+    /// device would read it, so that a config's mistake does not wait for the machine that
+    /// has a GPU).
+    fn check(&self) -> Result<()> {
+        let zero = |v: Option<AutoOr>| v.and_then(|v| v.value()) == Some(0);
+        for (key, v, what) in [
+            ("batch", self.batch, "sources per GPU batch: use at least 1"),
+            (
+                "cpu_batch",
+                self.cpu_batch,
+                "trees per CPU sweep: use at least 1",
+            ),
+            (
+                "gpu_frontier",
+                self.gpu_frontier,
+                "entries of GPU PHAST's frontier lists: use at least 1, or \"auto\"",
+            ),
+            (
+                "gpu_fold_quads",
+                self.gpu_fold_quads,
+                "tree quads the fold sweeps at a time: use at least 1",
+            ),
+            (
+                "gpu_fold_slices",
+                self.gpu_fold_slices,
+                "slices of a folded level: use at least 1",
+            ),
+        ] {
+            if zero(v) {
+                return Err(crate::Error::Config(format!("[apsp] {key} = 0: {what}")));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The shared state of an APSP run.
 pub struct ApspJob {
     /// The graph.
@@ -217,6 +254,7 @@ pub fn prepare_with(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn
 
 fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
     let options: ApspOptions = ctx.options("apsp")?;
+    options.check()?;
     // An id file's mistakes are found before the graph is read.
     let (source_spec, source_origins) = crate::common::ids::run_sources(ctx.plan)?;
     // The files named for `check` and the run's identity, as the config names them.
@@ -470,6 +508,23 @@ impl Job for ApspJob {
     }
     fn gpu(&self) -> Option<Gpu<'_>> {
         Some(Gpu::new(self))
+    }
+    fn tune_candidates(
+        &self,
+        device: &tuccompi::device::DeviceInfo,
+        predicted: &tuccompi::tuning::LaunchParams,
+    ) -> Vec<tuccompi::tuning::Knob> {
+        let mut knobs = tuccompi::tuning::default_candidates(device, predicted);
+        // GPU PHAST sizes its grids in work-groups: the driver's choice (0) is not for it.
+        if self.options.gpu_algorithm == GpuAlgorithm::Phast {
+            for k in knobs
+                .iter_mut()
+                .filter(|k| k.name == tuccompi::tuning::LOCAL_SIZE)
+            {
+                k.values.retain(|&v| v > 0);
+            }
+        }
+        knobs
     }
     fn bulk_outputs(&self) -> Vec<&NpyRows> {
         let paths = self.paths.iter();

@@ -9,6 +9,42 @@
 
 mod signals;
 
+/// Whether standard output was closed by its reader (`tuccompi history | head`): what is left
+/// to print is dropped, and the command goes on and ends as it would have.
+static STDOUT_GONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Print a line on standard output, as `println!` does, but without panicking when the reader
+/// went away (a broken pipe): the rest of the output is dropped quietly, as `cat` and `ls`
+/// end quietly there. Another write error is said once on standard error.
+fn say_line(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    use std::sync::atomic::Ordering;
+    if STDOUT_GONE.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out
+        .write_fmt(args)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush())
+    {
+        STDOUT_GONE.store(true, Ordering::Relaxed);
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("{}: warning: standard output: {e}", crate::program_name());
+        }
+    }
+}
+
+/// `println!` for the command line's output ([`say_line`]).
+macro_rules! say {
+    () => {
+        say_line(format_args!(""))
+    };
+    ($($t:tt)*) => {
+        say_line(format_args!($($t)*))
+    };
+}
+
 use crate::plugin::Plugin;
 use crate::tuning::{Choice, LaunchParams, Tuner};
 use crate::{config::Plan, node, runtime, Error, RunOptions};
@@ -125,8 +161,8 @@ fn history(clear: bool) -> crate::Result<()> {
     if clear {
         use crate::scheduler::history::Cleared;
         match crate::scheduler::history::clear(&path)? {
-            Cleared::Removed => println!("{}: removed", path.display()),
-            Cleared::Absent => println!("{}: no speed history", path.display()),
+            Cleared::Removed => say!("{}: removed", path.display()),
+            Cleared::Absent => say!("{}: no speed history", path.display()),
         }
         return Ok(());
     }
@@ -138,7 +174,7 @@ fn history(clear: bool) -> crate::Result<()> {
     let mut n = 0;
     for (key, model, tasks, stored) in store.entries() {
         n += 1;
-        println!(
+        say!(
             "{key}\n    latency {:.3} ms, per task {:.3} us, measured over {tasks} tasks, {} ago",
             model.latency * 1e3,
             model.per_task * 1e6,
@@ -146,9 +182,9 @@ fn history(clear: bool) -> crate::Result<()> {
         );
     }
     if n == 0 {
-        println!("{}: no speed history", path.display());
+        say!("{}: no speed history", path.display());
     } else {
-        println!("{}: {n} models", path.display());
+        say!("{}: {n} models", path.display());
     }
     Ok(())
 }
@@ -372,18 +408,24 @@ fn real_main(cli: Cli, extra: &[&dyn Plugin], name: &str) -> Result<(), Error> {
             repeat,
         } => {
             let plan = Plan::load(&config, &set)?.with_node_units()?;
+            // A signal ends `tune` at once (it stores nothing until it has measured), its
+            // scratch folder removed first.
+            signals::install().map_err(|e| Error::Node(format!("signal handling: {e}")))?;
             let options = runtime::TuneOptions { sample, repeat };
             let mut header = false;
             let (_, tuned) = runtime::tune(&plan, &[], extra, options, |r| {
                 if !header {
                     header = true;
-                    println!(
+                    say!(
                         "{:<32} {:<36} {:>10} {:>12}  predicted",
-                        "device", "candidate", "seconds", "tasks/s"
+                        "device",
+                        "candidate",
+                        "seconds",
+                        "tasks/s"
                     );
                 }
                 match &r.failed {
-                    Some(why) => println!(
+                    Some(why) => say!(
                         "{:<32} {:<36} {:>10} {:>12}  {}",
                         r.device,
                         r.setting_text(),
@@ -391,7 +433,7 @@ fn real_main(cli: Cli, extra: &[&dyn Plugin], name: &str) -> Result<(), Error> {
                         "",
                         crate::thread::one_line(why)
                     ),
-                    None => println!(
+                    None => say!(
                         "{:<32} {:<36} {:>10.4} {:>12.1}  {}",
                         r.device,
                         r.setting_text(),
@@ -403,9 +445,9 @@ fn real_main(cli: Cli, extra: &[&dyn Plugin], name: &str) -> Result<(), Error> {
             })?;
             for t in &tuned {
                 let best: Vec<String> = t.best.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                println!("best on {}: {}", t.device, best.join(" "));
+                say!("best on {}: {}", t.device, best.join(" "));
             }
-            println!("stored in {}", crate::tuning::cache_path().display());
+            say!("stored in {}", crate::tuning::cache_path().display());
             Ok(())
         }
         Command::History { clear } => history(clear),
@@ -419,7 +461,7 @@ fn real_main(cli: Cli, extra: &[&dyn Plugin], name: &str) -> Result<(), Error> {
                 .unwrap_or(0)
                 .max(12);
             for p in all {
-                println!("{:<width$} {}", p.name(), p.description());
+                say!("{:<width$} {}", p.name(), p.description());
             }
             Ok(())
         }
@@ -523,7 +565,7 @@ fn print_outcome(plan: &Plan, report: &serde_json::Value) {
         .unwrap_or_else(|| report["units"].as_array().map_or(0, |u| u.len() as u64));
     let ranks = nodes.map_or(1, |n| n.len());
     let failed = report["failures"].as_array().map_or(0, |f| f.len());
-    println!(
+    say!(
         "{}: {} tasks on {}{} in {:.3} s; checksum {}; results in {}{}",
         report["plugin"].as_str().unwrap_or(""),
         report["tasks"],
@@ -554,16 +596,16 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
     let plan = Plan::load(config, set)?.with_node_units()?;
     let registry: Vec<&dyn Plugin> = Vec::new();
     let plugin = runtime::resolve_plugin(&plan, &registry, extra)?;
-    println!("config     {}", plan.config_path.display());
-    println!("plugin     {} — {}", plugin.name(), plugin.description());
+    say!("config     {}", plan.config_path.display());
+    say!("plugin     {} — {}", plugin.name(), plugin.description());
     // Before any preprocessing: a bad output.dir is refused at once.
     crate::sink::outdir::validate(&plan.output.dir)?;
     let prepared = runtime::prepare(&plan, &registry, extra, 1)?;
     let job = prepared.job.as_ref();
-    println!("           {}  ({} tasks)", job.describe(), job.tasks());
+    say!("           {}  ({} tasks)", job.describe(), job.tasks());
     // What the plugin says of its plan (its input, the tasks it chose), aligned as ours.
     for (label, text) in job.check_lines() {
-        println!("{label:<10} {text}");
+        say!("{label:<10} {text}");
     }
     let selection = runtime::select_units(&plan, &prepared, 1)?;
     // The launch parameters `run` would choose on each device (the same tuner, cache
@@ -577,33 +619,36 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
     }
     let queues: Vec<usize> = params.iter().map(|p| p.queues.value).collect();
     let units = runtime::unit_names(&plan, job, &selection, &queues);
-    println!(
+    say!(
         "units      {}  ({})",
         units.join(", "),
         count(units.len(), "unit")
     );
     if selection.devices.is_empty() {
-        println!(
+        say!(
             "           no OpenCL device (units.opencl = {})",
             plan.units.opencl
         )
     }
     for (i, d) in selection.devices.iter().enumerate() {
-        println!(
+        say!(
             "           gpu{}: {} [{}] ({} compute units)",
-            d.index, d.info.name, d.info.platform, d.info.compute_units
+            d.index,
+            d.info.name,
+            d.info.platform,
+            d.info.compute_units
         );
         if let Some(p) = params.get(i) {
             print_launch_plan(p);
         }
     }
-    println!(
+    say!(
         "           concurrent_kernels = {}",
         plan.units
             .concurrent_kernels
             .map_or("auto (tuner)".to_string(), |k| k.to_string())
     );
-    println!(
+    say!(
         "scheduler  policy = {}, chunk = {}, gpu_chunk = {}",
         runtime::policy_name(plan.scheduler.policy),
         plan.scheduler
@@ -615,7 +660,7 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
     );
     // output.distances only where it is on: a plugin without a distance matrix has no use
     // for the key.
-    println!(
+    say!(
         "output     {} ({}trace = {})",
         plan.output.dir.display(),
         if plan.output.distances {
@@ -627,20 +672,20 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
     );
     let out = runtime::output_status(&plan, job)?;
     use crate::sink::outdir::human_bytes;
-    println!(
+    say!(
         "           needs {}; {} free",
         human_bytes(out.need),
         human_bytes(out.free)
     );
     if out.need > out.free {
-        println!(
+        say!(
             "           warning: the outputs need {} but only {} are free: `run` will refuse this",
             human_bytes(out.need),
             human_bytes(out.free)
         );
     }
     if let Some((done, total)) = out.unfinished {
-        println!(
+        say!(
             "           holds an unfinished run ({done} of {total} tasks done): `run --resume` continues it, `run --restart` discards it"
         );
     }
@@ -653,9 +698,9 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
         }
     }
     if !rules.is_empty() {
-        println!("tuning rules:");
+        say!("tuning rules:");
         for r in &rules {
-            println!("  - {}: {}", r.when, r.what);
+            say!("  - {}: {}", r.when, r.what);
         }
     }
     Ok(())
@@ -670,14 +715,14 @@ fn devices() {
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
-    println!("CPU: {cores} cores (host threads available to CPU workers)");
+    say!("CPU: {cores} cores (host threads available to CPU workers)");
     match crate::device::list() {
         Ok(list) if list.is_empty() => {
-            println!("OpenCL: platforms found, but none lists a device")
+            say!("OpenCL: platforms found, but none lists a device")
         }
         Ok(list) => {
             for (i, (d, _)) in list.iter().enumerate() {
-                println!(
+                say!(
                     "OpenCL {i}: {} [{}] type={} compute_units={} clock={} MHz global={:.0} MiB local={} KiB max_work_group={} int64_atomics={} fp64={} driver={}",
                     d.name, d.platform, d.kind, d.compute_units, d.clock_mhz,
                     d.global_mem as f64 / 1048576.0, d.local_mem / 1024, d.max_work_group, d.int64_atomics, d.fp64, d.driver
@@ -685,13 +730,13 @@ fn devices() {
             }
         }
         // The error's own text starts with "OpenCL: ".
-        Err(e) => println!("{e}"),
+        Err(e) => say!("{e}"),
     }
 }
 
 fn print_launch_plan(p: &LaunchParams) {
     let show = |what: &str, c: &Choice| {
-        println!(
+        say!(
             "             {what:<22} {:>7}  ({}: {})",
             c.value,
             c.source.as_str(),

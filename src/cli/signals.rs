@@ -115,6 +115,8 @@ fn end_now() -> ! {
     // The lock files this process holds are emptied first: `_exit` runs no destructor, and a
     // lock left with its holder's name reads as a run that died without releasing it.
     crate::sink::outdir::release_for_exit();
+    // Scratch folders (`tune`'s) are removed: nothing else would.
+    crate::owned::remove_scratch_for_exit();
     let _ = std::io::Write::flush(&mut std::io::stdout());
     signal_hook::low_level::exit(exit_code().into())
 }

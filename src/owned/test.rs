@@ -132,29 +132,43 @@ fn temporaries_of_dead_writers_are_swept_and_live_ones_kept() {
     let (h, pid) = writer_of(live.path().file_name().unwrap().to_str().unwrap()).unwrap();
     assert_eq!((h, pid), (host().as_str(), std::process::id()));
     // pid_max is at most 2^22: this process cannot exist.
-    let dead = d.join(format!(
-        ".h.ch{TMP_MARK}{}-99999999.abc123{TMP_SUFFIX}",
-        host()
-    ));
-    let other_host = d.join(format!(
-        ".h.ch{TMP_MARK}elsewhere-99999999.abc123{TMP_SUFFIX}"
+    let dead = d.join(temp_name_of("h.ch", 99999999));
+    let other_host = d.join(temp_name_of("h.ch", 99999999).replace(
+        &format!("{TMP_MARK}{}-", host()),
+        &format!("{TMP_MARK}elsewhere-"),
     ));
     let not_ours = d.join(".h.ch.99999999.tmp");
     for p in [&dead, &other_host, &not_ours] {
         std::fs::write(p, "0123456789").unwrap();
     }
     let v = victim(&d);
-    let dead_link = d.join(format!(".g{TMP_MARK}{}-99999998.abc{TMP_SUFFIX}", host()));
+    let dead_link = d.join(temp_name_of("g", 99999998));
     symlink(&v, &dead_link).unwrap();
     assert_eq!(sweep_dead(&d), 10);
     assert!(!dead.exists());
     assert!(live.path().exists(), "a live writer's file stays");
     assert!(
         other_host.exists(),
-        "another machine's pid means nothing here"
+        "another machine's pid means nothing here (and its renamed host breaks the signature)"
     );
     assert!(not_ours.exists());
     assert!(v.exists() && std::fs::symlink_metadata(&dead_link).is_ok());
+}
+
+/// N4 of issue 47: a file merely named like a dead writer's temporary (host and a dead pid
+/// right, the rest made up, or a real name with its pid changed) is not tuccompi's: kept.
+#[test]
+fn a_file_named_like_a_dead_writers_temporary_is_kept() {
+    let d = tmp("sweep-planted");
+    let made_up = d.join(format!(".X{TMP_MARK}{}-99999999.Y{TMP_SUFFIX}", host()));
+    let repid = d.join(temp_name_of("h.ch", 4242).replace("-4242.", "-99999999."));
+    for p in [&made_up, &repid] {
+        std::fs::write(p, "precious").unwrap();
+        assert!(!is_our_temporary(&p.file_name().unwrap().to_string_lossy()));
+    }
+    assert_eq!(sweep_dead(&d), 0);
+    assert!(made_up.exists() && repid.exists());
+    assert!(is_our_temporary(&temp_name_of("h.ch", 99999999)));
 }
 
 #[test]
@@ -285,4 +299,21 @@ fn a_cache_file_is_replaced_only_when_its_magic_or_format_says_it_is_ours() {
         .filter(|n| n.ends_with(".tmp"))
         .collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// N7 and N8 of issue 47: a scratch folder is private (0700) and removed when dropped, and by
+/// `remove_scratch_for_exit` (a process ending on a signal runs no destructor).
+#[test]
+fn a_scratch_folder_is_private_and_removed_at_exit() {
+    let a = Scratch::new("tuccompi-test-scratch-").unwrap();
+    let mode = std::fs::metadata(a.path()).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    let b = Scratch::new("tuccompi-test-scratch-").unwrap();
+    std::fs::write(b.path().join("x"), "1").unwrap();
+    let (pa, pb) = (a.path().to_path_buf(), b.path().to_path_buf());
+    drop(a);
+    assert!(!pa.exists());
+    remove_scratch_for_exit();
+    assert!(!pb.exists());
+    drop(b);
 }

@@ -35,7 +35,9 @@ pub fn run_with_cache(
     // finished (under the lock) and that is the whole run. Every rank hears it (under MPI,
     // every rank runs with the same `--resume`).
     if opts.unfinished == Unfinished::Resume {
-        let committed = if node.rank() == 0 && outdir::commit_pending(&plan.output.dir) {
+        let committed = if node.rank() == 0
+            && matches!(outdir::commit_pending(&plan.output.dir), Some(Ok(())))
+        {
             if !opts.before_writing.is_none_or(|f| f()) {
                 return Err(node.fail(Error::Output(
                     "stopped by a signal before the run started; nothing was written".into(),

@@ -58,6 +58,15 @@ impl Stage {
                 )));
             }
         }
+        // A commit marker that proves nothing: neither finished nor resumed on its word.
+        if let Some(why) = out.bad_commit() {
+            if mode == Unfinished::Discard {
+                out.discard()?;
+                tracing::warn!("{why}; discarded with the unfinished run (--restart)");
+            } else {
+                return Err(Error::Output(why));
+            }
+        }
         let identity = identity(plan, job)?;
         let resume = match (mode, out.has_unfinished()) {
             (Unfinished::Resume, false) => return Err(nothing_to_resume(dir)),
@@ -177,9 +186,13 @@ pub(super) fn precheck(plan: &Plan, mode: Unfinished) -> Result<usize> {
         // A file or a link there: `Stage::open` names it (or `--restart` removes it).
         Ok(m) if !m.is_dir() => return Ok(0),
         // A finished run stopped during its commit: not unfinished; the lock finishes it
-        // (and a `--resume` ends there: [`finish_commit`]).
-        Ok(_) if outdir::commit_pending(dir) => return Ok(0),
-        Ok(_) => true,
+        // (and a `--resume` ends there: [`finish_commit`]). A marker that proves nothing is
+        // refused, unless `--restart` discards it with the unfinished run.
+        Ok(_) => match outdir::commit_pending(dir) {
+            Some(Ok(())) => return Ok(0),
+            Some(Err(why)) if mode != Unfinished::Discard => return Err(Error::Output(why)),
+            _ => true,
+        },
         Err(_) => false,
     };
     match (mode, unfinished) {
@@ -218,6 +231,9 @@ pub(super) fn finish_commit(plan: &Plan) -> Result<serde_json::Value> {
         dir,
         &format!("pid {} on {}", std::process::id(), host_name()),
     )?;
+    if let Some(why) = out.bad_commit() {
+        return Err(Error::Output(why));
+    }
     if out.has_unfinished() {
         // A run came between the check and the lock: it is not the stopped commit.
         return Err(refuse_unfinished(dir, &out.partial()));

@@ -95,10 +95,7 @@ pub fn tune(
                 .unwrap_or_default()
         )));
     }
-    let scratch = tempfile::Builder::new()
-        .prefix("tuccompi-tune-")
-        .tempdir()
-        .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+    let scratch = crate::owned::Scratch::new("tuccompi-tune-")?;
     for b in job.bulk_outputs() {
         b.open(scratch.path(), true)?;
     }

@@ -1,7 +1,11 @@
 //! `[verify] sample = N`: re-run N randomly chosen tasks that an accelerator ran on this node,
 //! on the plugin's CPU half, and compare the records word for word, or, for the words the job
-//! declares floating point ([`Job::tolerance`]), within its tolerance. A mismatch is an error
-//! naming the task and the unit. Cost: N tasks on one CPU thread, after the run.
+//! declares floating point ([`Job::tolerance`]), within its tolerance. The bulk rows the
+//! re-runs write ([`Job::bulk_outputs`]) are kept in memory, never written over the device's
+//! ([`NpyRows::capture`](crate::sink::NpyRows::capture)), and compared with the file's rows:
+//! integers exactly, `f32`/`f64` elements within the same tolerance. A mismatch is an error
+//! naming the task and the unit. A check never changes the outputs. Cost: N tasks on one CPU
+//! thread, after the run, plus one read of their rows.
 //!
 //! `sample = "auto"` (the default) re-runs up to [`AUTO_TASKS`] of them, stopping once the
 //! re-runs took 1% of the run's time (the first always runs), and none when the accelerators
@@ -86,6 +90,77 @@ fn mismatch(tolerance: &Tolerance, task: usize, got: &[u64], cpu: &[u64]) -> Str
     )
 }
 
+/// The message of a bulk row `row` (written by task `task`) whose bytes in the file, `got`,
+/// differ from the CPU half's `cpu` beyond the tolerance: the first differing element.
+fn row_mismatch(
+    tolerance: &Tolerance,
+    b: &crate::sink::NpyRows,
+    task: usize,
+    row: usize,
+    got: &[u8],
+    cpu: &[u8],
+) -> Option<String> {
+    use crate::sink::NpyType;
+    let size = b.ty().size();
+    let value = |v: &[u8]| -> (f64, String) {
+        let mut w = [0u8; 8];
+        w[..size].copy_from_slice(v);
+        let bits = u64::from_le_bytes(w);
+        match b.ty() {
+            NpyType::F32 => {
+                let x = f32::from_bits(bits as u32);
+                (x as f64, x.to_string())
+            }
+            NpyType::F64 => {
+                let x = f64::from_bits(bits);
+                (x, x.to_string())
+            }
+            NpyType::I8 | NpyType::I16 | NpyType::I32 | NpyType::I64 => {
+                let shift = 64 - 8 * size as u32;
+                let x = ((bits << shift) as i64) >> shift;
+                (x as f64, x.to_string())
+            }
+            _ => (bits as f64, bits.to_string()),
+        }
+    };
+    if got.len() != cpu.len() {
+        return Some(format!(
+            "task {task}: the CPU half wrote {} bytes into row {row} of {}, the file's row has {}",
+            cpu.len(),
+            b.name(),
+            got.len()
+        ));
+    }
+    let within = match b.ty() {
+        NpyType::F32 => Some(tolerance.f32),
+        NpyType::F64 => Some(tolerance.f64),
+        _ => None,
+    };
+    let (i, (g, c)) = got
+        .chunks(size)
+        .zip(cpu.chunks(size))
+        .enumerate()
+        .find(|(_, (g, c))| {
+            g != c
+                && within.is_none_or(|w| {
+                    let (x, y) = (value(g).0, value(c).0);
+                    !w.agree(x, y)
+                })
+        })?;
+    Some(format!(
+        "task {task}: row {row} of {} holds {} at column {i}, the CPU half's {} ({}) ([verify] \
+         re-ran it on the CPU; the file was left as the device wrote it); the unfinished run was \
+         discarded",
+        b.name(),
+        value(g).1,
+        value(c).1,
+        within.map_or("integers exactly".to_string(), |w| format!(
+            "within {} absolute or {} relative",
+            w.absolute, w.relative
+        ))
+    ))
+}
+
 fn verify_seeded(
     job: &dyn Job,
     units: &[Unit<'_>],
@@ -134,13 +209,26 @@ fn verify_seeded(
             picks.next();
             let t = s.tasks.start + (i - base);
             buf.iter_mut().for_each(|w| *w = 0);
-            worker.run(t..t + 1, &mut RecordsOut::new(t, words, &mut buf))?;
+            let bulk = job.bulk_outputs();
+            bulk.iter().for_each(|b| drop(b.capture(true)));
+            let ran = worker.run(t..t + 1, &mut RecordsOut::new(t, words, &mut buf));
+            let rows: Vec<_> = bulk.iter().map(|b| b.capture(false)).collect();
+            ran?;
             checked += 1;
+            let unit = || units[s.unit].name.clone();
             if !tolerance.same(&buf, records.get(t)) {
                 return Err(Error::Unit {
-                    unit: units[s.unit].name.clone(),
+                    unit: unit(),
                     msg: mismatch(tolerance, t, records.get(t), &buf),
                 });
+            }
+            for (b, rows) in bulk.iter().zip(rows) {
+                for (row, cpu) in rows {
+                    let got = b.read_row(row)?;
+                    if let Some(msg) = row_mismatch(tolerance, b, t, row, &got, &cpu) {
+                        return Err(Error::Unit { unit: unit(), msg });
+                    }
+                }
             }
         }
         base += s.tasks.len();

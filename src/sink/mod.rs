@@ -32,6 +32,9 @@ pub struct NpyRows {
     cols: usize,
     ty: NpyType,
     file: OnceLock<(File, PathBuf)>,
+    /// While `[verify]` re-runs tasks on the CPU half: the rows they write, kept here instead
+    /// of the file, so that a check never changes the outputs ([`NpyRows::capture`]).
+    captured: parking_lot::Mutex<Option<std::collections::BTreeMap<usize, Vec<u8>>>>,
 }
 
 fn header_bytes(rows: usize, cols: usize, ty: NpyType) -> Result<Vec<u8>> {
@@ -74,6 +77,7 @@ impl NpyRows {
             cols,
             ty,
             file: OnceLock::new(),
+            captured: parking_lot::Mutex::new(None),
         })
     }
 
@@ -188,7 +192,40 @@ impl NpyRows {
         })
     }
 
+    /// Start (`true`) or end (`false`) keeping the rows written in memory instead of the
+    /// file; ending returns the rows kept (row index, little-endian bytes). For `[verify]`,
+    /// which re-runs tasks whose rows are already in the file: the check compares, never
+    /// writes.
+    pub fn capture(&self, on: bool) -> Vec<(usize, Vec<u8>)> {
+        let mut c = self.captured.lock();
+        let kept = c
+            .take()
+            .map(|m| m.into_iter().collect())
+            .unwrap_or_default();
+        if on {
+            *c = Some(std::collections::BTreeMap::new());
+        }
+        kept
+    }
+
+    /// Row `row` as the file holds it (little-endian bytes).
+    pub fn read_row(&self, row: usize) -> Result<Vec<u8>> {
+        let (file, path) = self.opened()?;
+        let (start, len) = self.row_span();
+        let mut bytes = vec![0u8; len as usize];
+        file.read_exact_at(&mut bytes, start + row as u64 * len)
+            .map_err(|e| Error::io(path, e))?;
+        Ok(bytes)
+    }
+
     fn at(&self, row: usize, bytes: &[u8]) -> Result<()> {
+        if let Some(kept) = self.captured.lock().as_mut() {
+            let len = self.row_span().1.max(1) as usize;
+            for (i, r) in bytes.chunks(len).enumerate() {
+                kept.insert(row + i, r.to_vec());
+            }
+            return Ok(());
+        }
         let (file, path) = self.opened()?;
         let off =
             self.header.len() as u64 + (row as u64) * (self.cols as u64) * self.ty.size() as u64;

@@ -12,11 +12,21 @@
 //!   computes: the result-defining config, the input's content hash, the task count) and its
 //!   `journal`.
 //!
-//! Commit: the finished run's files are synced and their names written to
-//! `.tuccompi-partial/COMMIT`; then the previous run's files that the new run does not have are
-//! removed, the new ones renamed into place, `.tuccompi-files` rewritten and the partial folder
-//! removed. A commit cut short (a crash between two renames) is finished by the next run that
-//! takes the lock. So the directory holds the files of one complete run, plus at most one
+//! Commit: the finished run's files are synced and described in a [`Manifest`] (each file's
+//! name, size, identity on disk and, up to [`HASHED_BYTES`], content hash; the task count)
+//! written to `.tuccompi-partial/COMMIT`; then the previous run's files that the new run does
+//! not have are removed, the new ones renamed into place, the manifest written as
+//! `.tuccompi-files` and the partial folder removed. A commit cut short (a crash between two
+//! renames) is finished by the next run that takes the lock, and only when it is proven: the
+//! marker parses, agrees with the run's `run.json`, the journal holds every task, and every
+//! file it names is where it should be, as it was written. Anything else is left as it is
+//! and refused, naming it (SQLite's rule: a transaction is committed only when its journal
+//! proves it).
+//!
+//! A file is the run's own only when a manifest proves it (git's rule): same size, and the
+//! same inode and modification time, or the same content hash. A copied `report.json`, a
+//! list planted from elsewhere or a file put at a listed name later proves nothing: it is
+//! kept, and a directory holding it is not taken for tuccompi's. So the directory holds the files of one complete run, plus at most one
 //! unfinished run in its partial folder, and a run that fails never touches the complete result.
 //! During the commit itself (moments) a reader can see some new files beside old ones; the
 //! README says so.
@@ -47,14 +57,157 @@ const COMMIT: &str = "COMMIT";
 /// The most bytes read from a small file of the run (`run.json`, the file lists): far more
 /// than a run writes there, far less than a planted file could hold.
 pub const SMALL_FILE_CAP: u64 = 256 << 20;
-/// Files of complete runs by versions that kept no list of them.
-const LEGACY: &[&str] = &[
-    "report.json",
-    "summary.csv",
-    "trace.json",
-    "distances.npy",
-    "INCOMPLETE",
-];
+/// Files up to this size get a content hash in a manifest, so that a copy of an output
+/// directory is still recognized (larger files are recognized by their inode and time).
+pub const HASHED_BYTES: u64 = 64 << 20;
+/// The most files a manifest names.
+const MANIFEST_FILES: usize = 10_000;
+/// The `format` field of a manifest.
+const MANIFEST_FORMAT: &str = "tuccompi-manifest";
+
+/// What a run committed: its task count and record width, and each of its files as it was
+/// written. Written as `COMMIT` in the partial folder (the marker of a commit under way) and
+/// as `.tuccompi-files` in the output directory (the complete run's files).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// Always [`MANIFEST_FORMAT`].
+    pub format: String,
+    /// Format version (1).
+    pub version: u32,
+    /// Tasks of the run (its journal must hold every one for a commit to be finished).
+    pub tasks: u64,
+    /// Words of each task's record.
+    pub record_words: u64,
+    /// The files, sorted by name.
+    pub files: Vec<FileProof>,
+}
+
+/// One file of a [`Manifest`]: what proves that a file at that name is the one written.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileProof {
+    /// Its name in the output directory (a plain name, no folder).
+    pub name: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Device and inode where it was written (a rename keeps both).
+    pub dev: u64,
+    /// Inode.
+    pub ino: u64,
+    /// Modification time, seconds and nanoseconds.
+    pub mtime: (i64, i64),
+    /// xxh3-64 of its content (hex), for files up to [`HASHED_BYTES`].
+    pub xxh3: Option<String>,
+}
+
+impl FileProof {
+    /// The proof of the plain file at `path`, under `name`.
+    pub fn of(path: &Path, name: &str) -> Result<FileProof> {
+        use std::os::unix::fs::MetadataExt;
+        let f = owned::reopen(path, false, RESTART)?;
+        let m = f.metadata().map_err(|e| Error::io(path, e))?;
+        let xxh3 = if m.len() <= HASHED_BYTES {
+            Some(hash_file(f, path)?)
+        } else {
+            None
+        };
+        Ok(FileProof {
+            name: name.into(),
+            size: m.len(),
+            dev: m.dev(),
+            ino: m.ino(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            xxh3,
+        })
+    }
+
+    /// Whether the file at `path` is this one: a plain file (never a link) of the same size,
+    /// with the same inode and time or, when a hash was kept, the same content.
+    pub fn proves(&self, path: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(m) = std::fs::symlink_metadata(path) else {
+            return false;
+        };
+        if !m.file_type().is_file() || m.len() != self.size {
+            return false;
+        }
+        if (m.dev(), m.ino(), (m.mtime(), m.mtime_nsec())) == (self.dev, self.ino, self.mtime) {
+            return true;
+        }
+        let Some(want) = &self.xxh3 else {
+            return false;
+        };
+        owned::reopen(path, false, "")
+            .and_then(|f| hash_file(f, path))
+            .is_ok_and(|h| &h == want)
+    }
+}
+
+/// xxh3-64 of a file's content (at most [`HASHED_BYTES`] + 1 bytes are read), in hex.
+fn hash_file(f: File, path: &Path) -> Result<String> {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let mut r = f.take(HASHED_BYTES + 1);
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) => break,
+            Ok(k) => h.update(&buf[..k]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::io(path, e)),
+        }
+    }
+    Ok(format!("{:016x}", h.digest()))
+}
+
+impl Manifest {
+    /// Parse a manifest's bytes, checking every name is a plain name tuccompi may write
+    /// (no folder, not hidden, not the partial folder's own files), none twice, and the
+    /// file count bounded. A message says what is wrong.
+    pub fn parse(bytes: &[u8]) -> std::result::Result<Manifest, String> {
+        let m: Manifest = serde_json::from_slice(bytes).map_err(|e| {
+            format!("not a tuccompi manifest ({e}); tuccompi writes a JSON object with \"format\": \"{MANIFEST_FORMAT}\"")
+        })?;
+        if m.format != MANIFEST_FORMAT || m.version != 1 {
+            return Err(format!(
+                "format {:?} version {}, not {MANIFEST_FORMAT:?} version 1",
+                m.format, m.version
+            ));
+        }
+        if m.files.len() > MANIFEST_FILES {
+            return Err(format!("{} files, more than a run writes", m.files.len()));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for f in &m.files {
+            if !plain_name(&f.name) || [JOURNAL, IDENTITY, COMMIT].contains(&f.name.as_str()) {
+                return Err(format!("names {:?}, not a name tuccompi writes", f.name));
+            }
+            if !seen.insert(&f.name) {
+                return Err(format!("names {:?} twice", f.name));
+            }
+        }
+        Ok(m)
+    }
+
+    fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a manifest serializes")
+    }
+
+    /// The file named `name`, if listed.
+    fn get(&self, name: &str) -> Option<&FileProof> {
+        self.files.iter().find(|f| f.name == name)
+    }
+}
+
+/// Read and parse the manifest at `p`: `Ok(None)` when nothing is there; an error in words
+/// when something else is there or it does not parse.
+fn read_manifest(p: &Path) -> std::result::Result<Option<Manifest>, String> {
+    match owned::read(p, "", SMALL_FILE_CAP) {
+        Ok(None) => Ok(None),
+        Ok(Some(bytes)) => Manifest::parse(&bytes).map(Some),
+        Err(_) => Err(format!("it is {}", owned::describe(p))),
+    }
+}
 
 fn refuse(dir: &Path, why: &str) -> Error {
     Error::Output(format!(
@@ -235,31 +388,11 @@ pub fn validate(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Whether `name` is the temporary file of a tuccompi writer (`.NAME.tuccompi-HOST-PID.X.tmp`,
-/// [`owned::temp_beside`]; a killed writer's is swept by the next lock).
-fn our_temporary(name: &str) -> bool {
-    name.starts_with('.') && name.contains(".tuccompi-") && name.ends_with(".tmp")
-}
-
-/// Whether the `report.json` in `dir` is a plain file holding a tuccompi report: how the
-/// output of a version that kept no file list is recognized.
-fn legacy_report(dir: &Path) -> bool {
-    let Ok(Some(bytes)) = owned::read(&dir.join("report.json"), "", SMALL_FILE_CAP) else {
-        return false;
-    };
-    serde_json::from_slice::<serde_json::Value>(&bytes).is_ok_and(|v| {
-        ["plugin", "tasks", "units"]
-            .iter()
-            .all(|k| v.get(k).is_some())
-            && (v.get("tuccompi").is_some() || v.get("checksum").is_some())
-    })
-}
-
 /// The names in the existing directory `dir` that the run cannot prove its own, sorted: all
-/// but its bookkeeping (lock, list, partial folder, writers' temporary files) and the files
-/// its list names. A directory with no list is an earlier tuccompi output only when its
-/// `report.json` is a tuccompi report (then the files that version wrote are its own);
-/// a `report.json` or `INCOMPLETE` by another program proves nothing.
+/// but its bookkeeping (lock, partial folder, the temporary files of tuccompi writers, their
+/// signature checked), its manifest `.tuccompi-files` when it parses, and the files that
+/// manifest proves ([`FileProof::proves`]). A directory with no manifest is tuccompi's only
+/// when it is empty: a copied `report.json` or a planted list proves nothing.
 fn foreign_entries(dir: &Path) -> Result<Vec<String>> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .map_err(|e| Error::io(dir, e))?
@@ -270,29 +403,108 @@ fn foreign_entries(dir: &Path) -> Result<Vec<String>> {
     if names.is_empty() {
         return Ok(names);
     }
-    let listed: Vec<String> = match read_list(&dir.join(FILES)) {
-        Some(list) => list,
-        None if legacy_report(dir) => LEGACY.iter().map(|s| s.to_string()).collect(),
-        None => Vec::new(),
+    let manifest = read_manifest(&dir.join(FILES)).ok().flatten();
+    // A commit cut short has moved some of its files into place already: its marker proves
+    // them (the lock then proves the whole commit before finishing it).
+    let pending = read_manifest(&dir.join(PARTIAL).join(COMMIT))
+        .ok()
+        .flatten();
+    let proven = |m: &Option<Manifest>, n: &str| {
+        m.as_ref()
+            .and_then(|m| m.get(n))
+            .is_some_and(|f| f.proves(&dir.join(n)))
     };
     Ok(names
         .into_iter()
         .filter(|n| {
-            let ours = [LOCK, FILES, PARTIAL].contains(&n.as_str())
-                || our_temporary(n)
-                || (plain_name(n) && listed.contains(n));
+            let ours = [LOCK, PARTIAL].contains(&n.as_str())
+                || (n == FILES && manifest.is_some())
+                || owned::is_our_temporary(n)
+                || proven(&manifest, n)
+                || proven(&pending, n);
             !ours
         })
         .collect())
 }
 
 /// Whether `dir` holds a finished run stopped while its files moved into place: a partial
-/// folder (a directory, not a link) with its `COMMIT` list (a plain file). The next lock
-/// finishes that commit.
-pub fn commit_pending(dir: &Path) -> bool {
+/// folder (a directory, not a link) with something at its `COMMIT` name. `Some(Ok(()))` when
+/// that commit is proven ([`prove_commit`]) and the next lock finishes it; `Some(Err(why))`
+/// when it is not: the marker is refused, naming why, and nothing is moved.
+pub fn commit_pending(dir: &Path) -> Option<std::result::Result<(), String>> {
     let p = dir.join(PARTIAL);
-    std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir())
-        && std::fs::symlink_metadata(p.join(COMMIT)).is_ok_and(|m| m.file_type().is_file())
+    let marker = std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir())
+        && std::fs::symlink_metadata(p.join(COMMIT)).is_ok();
+    marker.then(|| prove_commit(dir).map(|_| ()))
+}
+
+/// The commit marker of the partial folder in `dir`, when it proves a finished run: it
+/// parses; its task count and record width are those of the run's `run.json`; the journal
+/// holds every task; each file it names is in the partial folder or already in place, as it
+/// was written. Otherwise why not, naming the marker.
+fn prove_commit(dir: &Path) -> std::result::Result<Manifest, String> {
+    let p = dir.join(PARTIAL);
+    let marker = p.join(COMMIT);
+    let bad = |why: String| {
+        format!(
+            "{} does not prove a finished run ({why}); tuccompi moves nothing on its word: \
+             the unfinished run in {} is left as it is. Remove {COMMIT} there and continue the \
+             run with --resume, or start over with --restart",
+            marker.display(),
+            p.display()
+        )
+    };
+    let m = read_manifest(&marker)
+        .and_then(|m| m.ok_or_else(|| "it vanished".to_string()))
+        .map_err(bad)?;
+    let identity: serde_json::Value = owned::read(&p.join(IDENTITY), "", SMALL_FILE_CAP)
+        .ok()
+        .flatten()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .ok_or_else(|| bad(format!("{IDENTITY} is missing or unreadable")))?;
+    let (tasks, words) = (
+        identity["tasks"].as_u64(),
+        identity["record_words"].as_u64(),
+    );
+    if (tasks, words) != (Some(m.tasks), Some(m.record_words)) {
+        return Err(bad(format!(
+            "it names {} tasks of {} words, {IDENTITY} {} of {}",
+            m.tasks,
+            m.record_words,
+            tasks.map_or("no count".into(), |t| t.to_string()),
+            words.map_or("no width".into(), |w| w.to_string())
+        )));
+    }
+    let tasks = usize::try_from(m.tasks).map_err(|_| bad("too many tasks".into()))?;
+    let words = usize::try_from(m.record_words)
+        .ok()
+        .filter(|&w| w <= 1 << 16)
+        .ok_or_else(|| bad("records too wide".into()))?;
+    let mut done = vec![false; tasks];
+    let mut count = 0usize;
+    crate::sink::journal::replay(&p.join(JOURNAL), tasks, words, |r, _| {
+        for t in r {
+            if !std::mem::replace(&mut done[t], true) {
+                count += 1;
+            }
+        }
+    })
+    .map_err(|e| bad(format!("its journal: {e}")))?;
+    if count != tasks {
+        return Err(bad(format!(
+            "the journal holds {count} of the {tasks} tasks done"
+        )));
+    }
+    for f in &m.files {
+        if !f.proves(&p.join(&f.name)) && !f.proves(&dir.join(&f.name)) {
+            return Err(bad(format!(
+                "it names {:?}, which is neither in the partial folder nor in place as it was \
+                 written",
+                f.name
+            )));
+        }
+    }
+    Ok(m)
 }
 
 /// `$HOME`, when set and absolute.
@@ -406,25 +618,6 @@ fn sync_file(p: &Path) -> Result<()> {
         .map_err(|e| Error::io(p, e))
 }
 
-/// Read the names of a list file of the run (`.tuccompi-files`, `COMMIT`); `None` when there
-/// is none, or when something other than a plain file is there (it is not the run's list:
-/// warned and ignored).
-fn read_list(p: &Path) -> Option<Vec<String>> {
-    match owned::read(p, "it is ignored", SMALL_FILE_CAP) {
-        Ok(Some(bytes)) => Some(
-            String::from_utf8_lossy(&bytes)
-                .lines()
-                .map(str::to_string)
-                .collect(),
-        ),
-        Ok(None) => None,
-        Err(e) => {
-            tracing::warn!("{e}");
-            None
-        }
-    }
-}
-
 /// The first line of a lock file's content, at most 200 bytes of it (a holder is one short
 /// line: "pid P on HOST"), for messages.
 fn holder_line(lock: &mut File) -> String {
@@ -506,13 +699,15 @@ impl OutputDir {
             stale,
             id,
         };
-        let commit = out.partial().join(COMMIT);
-        if let Some(names) = out.has_unfinished().then(|| read_list(&commit)).flatten() {
+        // A proven commit is finished; an unproven marker is left for the caller to refuse
+        // ([`OutputDir::bad_commit`]) or for `--restart` to discard with its folder.
+        if let Some(Ok(())) = commit_pending(dir) {
+            let m = prove_commit(dir).map_err(Error::Output)?;
             tracing::warn!(
                 "{}: finishing the commit of a run that was stopped while moving its files into place",
                 dir.display()
             );
-            out.apply_commit(&names)?;
+            out.apply_commit(&m)?;
         }
         Ok(out)
     }
@@ -610,11 +805,26 @@ impl OutputDir {
         }
     }
 
-    /// Move the unfinished run's files (all but its journal and identity) into place, replacing
-    /// the complete run's, and remove the partial folder.
-    pub fn commit(&self) -> Result<()> {
+    /// Why the unfinished run's commit marker proves nothing, when it has one
+    /// ([`commit_pending`]): such a run is neither finished nor resumed on the marker's word.
+    pub fn bad_commit(&self) -> Option<String> {
+        commit_pending(&self.dir).and_then(|r| r.err())
+    }
+
+    /// Move the unfinished run of `tasks` tasks with `record_words`-word records (every one
+    /// done and journaled) into place: its files (all but its journal and identity) replace the
+    /// complete run's, and the partial folder is removed.
+    pub fn commit(&self, tasks: usize, record_words: usize) -> Result<()> {
+        let m = self.mark(tasks, record_words)?;
+        crate::failpoint("commit-marked");
+        self.apply_commit(&m)
+    }
+
+    /// The first step of [`Self::commit`]: the partial folder's files synced and described in
+    /// its commit marker.
+    fn mark(&self, tasks: usize, record_words: usize) -> Result<Manifest> {
         let p = self.partial();
-        let mut names = Vec::new();
+        let mut files = Vec::new();
         for e in std::fs::read_dir(&p).map_err(|e| Error::io(&p, e))? {
             let e = e.map_err(|e| Error::io(&p, e))?;
             let name = e.file_name().to_string_lossy().into_owned();
@@ -622,69 +832,74 @@ impl OutputDir {
             // Only the run's plain files: a link or a folder planted here is not an output.
             if !skip && e.file_type().map(|t| t.is_file()).unwrap_or(false) {
                 sync_file(&e.path())?;
-                names.push(name);
+                files.push(FileProof::of(&e.path(), &name)?);
             }
         }
-        names.sort();
-        write_file(&p, COMMIT, &names.join("\n"))?;
+        files.sort_by(|a, b| a.name.cmp(&b.name));
+        let m = Manifest {
+            format: MANIFEST_FORMAT.into(),
+            version: 1,
+            tasks: tasks as u64,
+            record_words: record_words as u64,
+            files,
+        };
+        write_file(&p, COMMIT, &m.to_json())?;
         sync_dir(&p)?;
-        self.apply_commit(&names)
+        Ok(m)
     }
 
-    fn apply_commit(&self, names: &[String]) -> Result<()> {
+    /// Move the files of the proven manifest `m` into place (those not moved yet), remove the
+    /// previous run's files that `m` does not name and that its manifest proves its own,
+    /// write `m` as the directory's manifest and remove the partial folder.
+    fn apply_commit(&self, m: &Manifest) -> Result<()> {
         let p = self.partial();
         let list = self.dir.join(FILES);
-        // A list names only plain entries of this directory (a planted `COMMIT` or
-        // `.tuccompi-files` cannot move or remove anything elsewhere).
-        let names: Vec<&String> = names
-            .iter()
-            .filter(|n| plain_name(n) && ![JOURNAL, IDENTITY].contains(&n.as_str()))
-            .collect();
-        // No list: the files of a version that kept none, when its report proves it ours.
-        let old: Vec<String> = read_list(&list).unwrap_or_else(|| {
-            if legacy_report(&self.dir) {
-                LEGACY.iter().map(|s| s.to_string()).collect()
-            } else {
-                Vec::new()
+        let old = read_manifest(&list).ok().flatten();
+        let previous = |name: &str| {
+            old.as_ref()
+                .and_then(|o| o.get(name))
+                .is_some_and(|f| f.proves(&self.dir.join(name)))
+        };
+        if let Some(old) = &old {
+            for o in old.files.iter().filter(|o| m.get(&o.name).is_none()) {
+                let path = self.dir.join(&o.name);
+                // Only the previous run's file as it was written; anything else at its name
+                // (a folder, a link, a file put there since) is someone else's and stays.
+                if o.proves(&path) {
+                    owned::remove_plain(&path)?;
+                } else if std::fs::symlink_metadata(&path).is_ok() {
+                    tracing::warn!(
+                        "{}: left alone: it is {}, not the previous run's file that {} names",
+                        path.display(),
+                        owned::describe(&path),
+                        list.display()
+                    );
+                }
             }
-        });
-        for o in old.iter().filter(|o| !names.contains(o)) {
-            if !plain_name(o) {
+        }
+        for (i, f) in m.files.iter().enumerate() {
+            let (from, to) = (p.join(&f.name), self.dir.join(&f.name));
+            if !f.proves(&from) {
+                // Moved into place before a kill cut the commit short (proven by the caller).
                 continue;
             }
-            let path = self.dir.join(o);
-            // Only a plain file is the previous run's output; a folder or a link at its name
-            // is someone else's and stays (a wedge otherwise: every commit would fail on it).
-            if !owned::remove_plain(&path)? && std::fs::symlink_metadata(&path).is_ok() {
-                tracing::warn!(
-                    "{}: left alone: it is {}, not the previous run's file that {} names",
-                    path.display(),
-                    owned::describe(&path),
-                    list.display()
-                );
+            let taken = std::fs::symlink_metadata(&to).is_ok();
+            if taken && !previous(&f.name) {
+                return Err(owned::foreign(
+                    &to,
+                    &format!(
+                        "move it away, then run again: the finished run waits in {} and \
+                         the next run moves it into place",
+                        p.display()
+                    ),
+                ));
+            }
+            std::fs::rename(&from, &to).map_err(|e| Error::io(&to, e))?;
+            if i == 0 {
+                crate::failpoint("commit-renamed");
             }
         }
-        for n in &names {
-            let from = p.join(n);
-            let ours = std::fs::symlink_metadata(&from).is_ok_and(|m| m.file_type().is_file());
-            if ours {
-                let to = self.dir.join(n);
-                if std::fs::symlink_metadata(&to).is_ok_and(|m| m.is_dir()) {
-                    return Err(owned::foreign(
-                        &to,
-                        &format!(
-                            "move it away, then run again: the finished run waits in {} and \
-                             the next run moves it into place",
-                            p.display()
-                        ),
-                    ));
-                }
-                // A link at `to` is replaced as a name; what it leads to is not touched.
-                std::fs::rename(&from, &to).map_err(|e| Error::io(&to, e))?;
-            }
-        }
-        let text: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
-        write_file(&self.dir, FILES, &text.join("\n"))?;
+        write_file(&self.dir, FILES, &m.to_json())?;
         sync_dir(&self.dir)?;
         std::fs::remove_dir_all(&p).map_err(|e| Error::io(&p, e))?;
         sync_dir(&self.dir)
@@ -743,10 +958,39 @@ mod test {
         validate(&d2.join("new/deeper")).unwrap();
     }
 
-    /// Another program's `report.json`, `INCOMPLETE` and the like do not make a directory
-    /// tuccompi's; its own list does, and so does a tuccompi report of a version with no list.
+    /// A run of `tasks` one-word tasks with every task journaled, and `files` in its folder.
+    fn finished(o: &OutputDir, tasks: usize, files: &[(&str, &str)]) {
+        o.begin(&serde_json::json!({"tasks": tasks, "record_words": 1}))
+            .unwrap();
+        let j = crate::sink::journal::Journal::open(
+            &o.partial().join(JOURNAL),
+            1,
+            std::time::Duration::ZERO,
+            Vec::new(),
+            None,
+        )
+        .unwrap();
+        if tasks > 0 {
+            j.append(0..tasks, &vec![7; tasks]).unwrap();
+        }
+        j.flush().unwrap();
+        for (name, text) in files {
+            std::fs::write(o.partial().join(name), text).unwrap();
+        }
+    }
+
+    /// The names a manifest file lists.
+    fn listed(p: &Path) -> Vec<String> {
+        let m = Manifest::parse(&std::fs::read(p).unwrap()).unwrap();
+        m.files.into_iter().map(|f| f.name).collect()
+    }
+
+    /// N9 of issue 47: another program's `report.json`, `INCOMPLETE` and the like, a copied
+    /// tuccompi report, or a planted list naming the user's files do not make a directory
+    /// tuccompi's; only a manifest that proves its files does, and a copy of a real output
+    /// directory is still recognized by the content hashes.
     #[test]
-    fn only_the_runs_own_list_or_report_makes_a_directory_ours() {
+    fn only_a_proven_manifest_makes_a_directory_ours() {
         let d = tmp("validate-lookalike");
         for f in [
             "report.json",
@@ -765,38 +1009,76 @@ mod test {
             e.contains("5 entries") && e.contains("another output.dir"),
             "{e}"
         );
-        // Listed by the run: ours, except what the list does not name.
-        std::fs::write(
-            d.join(FILES),
-            "report.json\nsummary.csv\ndistances.npy\nINCOMPLETE",
-        )
-        .unwrap();
-        let e = validate(&d).unwrap_err().to_string();
-        assert!(
-            e.contains("an entry") && e.contains("\"notes.txt\"") && !e.contains("summary"),
-            "{e}"
-        );
-        std::fs::remove_file(d.join("notes.txt")).unwrap();
-        validate(&d).unwrap();
-        // No list: a tuccompi report of an earlier version proves the directory its own.
-        std::fs::remove_file(d.join(FILES)).unwrap();
-        assert!(validate(&d).is_err());
+        // A copied tuccompi report proves nothing (no list of earlier versions is trusted).
         std::fs::write(
             d.join("report.json"),
             r#"{"tuccompi": "0.1.0", "plugin": "apsp", "tasks": 3, "units": []}"#,
         )
         .unwrap();
-        validate(&d).unwrap();
-        // ... and its files are replaced at commit; a lookalike's are not touched.
-        let o = OutputDir::lock(&d, "me").unwrap();
-        o.begin(&serde_json::json!({})).unwrap();
-        std::fs::write(o.partial().join("summary.csv"), "new").unwrap();
-        o.commit().unwrap();
-        assert!(!d.join("distances.npy").exists() && !d.join("INCOMPLETE").exists());
-        assert_eq!(
-            std::fs::read_to_string(d.join("summary.csv")).unwrap(),
-            "new"
-        );
+        assert!(validate(&d).unwrap_err().to_string().contains("5 entries"));
+        // A planted list of names (the old format) proves nothing either, nor does a
+        // manifest whose proofs do not match the files.
+        std::fs::write(d.join(FILES), "report.json\nnotes.txt").unwrap();
+        assert!(validate(&d).unwrap_err().to_string().contains("6 entries"));
+        let planted = Manifest {
+            format: MANIFEST_FORMAT.into(),
+            version: 1,
+            tasks: 1,
+            record_words: 1,
+            files: vec![FileProof {
+                name: "notes.txt".into(),
+                size: 7,
+                dev: 0,
+                ino: 0,
+                mtime: (0, 0),
+                xxh3: Some("0".repeat(16)),
+            }],
+        };
+        std::fs::write(d.join(FILES), planted.to_json()).unwrap();
+        let e = validate(&d).unwrap_err().to_string();
+        assert!(e.contains("5 entries") && e.contains("notes.txt"), "{e}");
+        // A real run's directory is ours; a copy of it too (same content); a file changed
+        // since, even at the same size, is not.
+        let out = d.join("out");
+        let o = OutputDir::lock(&out, "me").unwrap();
+        finished(&o, 2, &[("a.csv", "1,2"), ("report.json", "{}")]);
+        o.commit(2, 1).unwrap();
+        drop(o);
+        validate(&out).unwrap();
+        assert_eq!(listed(&out.join(FILES)), ["a.csv", "report.json"]);
+        let copy = d.join("copy");
+        std::fs::create_dir(&copy).unwrap();
+        for n in ["a.csv", "report.json", FILES] {
+            std::fs::copy(out.join(n), copy.join(n)).unwrap();
+        }
+        validate(&copy).unwrap();
+        std::fs::write(copy.join("a.csv"), "9,9").unwrap();
+        let e = validate(&copy).unwrap_err().to_string();
+        assert!(e.contains("an entry") && e.contains("\"a.csv\""), "{e}");
+    }
+
+    /// A commit removes the previous run's files only when its manifest proves them: a
+    /// planted manifest naming the user's files (copied from elsewhere) removes nothing.
+    #[test]
+    fn a_planted_manifest_gets_nothing_removed() {
+        let d = tmp("planted-manifest");
+        let elsewhere = d.join("elsewhere");
+        let o = OutputDir::lock(&elsewhere, "me").unwrap();
+        finished(&o, 1, &[("notes.txt", "theirs"), ("thesis.tex", "theirs")]);
+        o.commit(1, 1).unwrap();
+        drop(o);
+        let out = d.join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(out.join("notes.txt"), "mine!!").unwrap();
+        std::fs::write(out.join("thesis.tex"), "mine!!").unwrap();
+        std::fs::copy(elsewhere.join(FILES), out.join(FILES)).unwrap();
+        let o = OutputDir::lock(&out, "me").unwrap();
+        finished(&o, 1, &[("a.csv", "1")]);
+        o.commit(1, 1).unwrap();
+        for n in ["notes.txt", "thesis.tex"] {
+            assert_eq!(std::fs::read_to_string(out.join(n)).unwrap(), "mine!!");
+        }
+        assert_eq!(listed(&out.join(FILES)), ["a.csv"]);
     }
 
     #[test]
@@ -920,19 +1202,18 @@ mod test {
         std::fs::write(&v, "precious").unwrap();
         let out = d.join("out");
         let o = OutputDir::lock(&out, "me").unwrap();
-        o.begin(&serde_json::json!({})).unwrap();
-        std::fs::write(o.partial().join("a.csv"), "1").unwrap();
+        finished(&o, 1, &[("a.csv", "1")]);
         // The temporary names of earlier versions, planted beside the list and in the folder.
         std::os::unix::fs::symlink(&v, out.join(format!(".{FILES}.tmp"))).unwrap();
         std::os::unix::fs::symlink(&v, o.partial().join(format!(".{COMMIT}.tmp"))).unwrap();
-        o.commit().unwrap();
+        o.commit(1, 1).unwrap();
         assert_eq!(std::fs::read_to_string(&v).unwrap(), "precious");
         let m = std::fs::symlink_metadata(out.join(FILES)).unwrap();
         assert!(
             m.file_type().is_file(),
             ".tuccompi-files stays a plain file"
         );
-        assert_eq!(std::fs::read_to_string(out.join(FILES)).unwrap(), "a.csv");
+        assert_eq!(listed(&out.join(FILES)), ["a.csv"]);
     }
 
     #[test]
@@ -951,9 +1232,9 @@ mod test {
         )
         .unwrap();
         for round in 0..2 {
-            o.begin(&serde_json::json!({})).unwrap();
-            std::fs::write(o.partial().join("a.csv"), "1").unwrap();
-            o.commit().unwrap_or_else(|e| panic!("round {round}: {e}"));
+            finished(&o, 1, &[("a.csv", "1")]);
+            o.commit(1, 1)
+                .unwrap_or_else(|e| panic!("round {round}: {e}"));
         }
         assert!(
             out.join("photos/p.jpg").exists(),
@@ -962,10 +1243,14 @@ mod test {
         assert!(std::fs::symlink_metadata(out.join("link")).is_ok());
         assert_eq!(std::fs::read_to_string(d.join("v")).unwrap(), "precious");
         assert!(
-            !out.join("old.csv").exists(),
-            "the previous run's file goes"
+            out.join("old.csv").exists(),
+            "a file a list of names names is not proven the previous run's"
         );
         assert!(out.join(LOCK).exists());
+        // A file the previous run's manifest proves goes when the next run lacks it.
+        finished(&o, 1, &[("b.csv", "2")]);
+        o.commit(1, 1).unwrap();
+        assert!(!out.join("a.csv").exists() && out.join("b.csv").exists());
     }
 
     #[test]
@@ -998,18 +1283,15 @@ mod test {
     #[test]
     fn a_killed_writers_temporary_in_the_output_directory_is_swept_by_the_next_lock() {
         let d = tmp("sweep");
-        let live = owned::temp_beside(&d.join(FILES)).unwrap();
-        let name = live
-            .path()
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        let dead = name.replace(&format!("-{}.", std::process::id()), "-99999999.");
+        let dead = owned::temp_name_of(FILES, 99999999);
         std::fs::write(d.join(&dead), "half a list").unwrap();
-        drop(live);
+        // N4 of issue 47: a file merely named like one is neither removed nor ours.
+        let planted = format!(".X.tuccompi-{}-99999999.Y.tmp", "somehost");
+        std::fs::write(d.join(&planted), "precious").unwrap();
+        assert!(validate(&d).unwrap_err().to_string().contains(&planted));
         let _o = OutputDir::lock(&d, "me").unwrap();
         assert!(!d.join(&dead).exists());
+        assert!(d.join(&planted).exists());
     }
 
     #[test]
@@ -1054,35 +1336,86 @@ mod test {
     fn commit_replaces_the_previous_files_and_finishes_after_a_crash() {
         let d = tmp("commit");
         let o = OutputDir::lock(&d, "me").unwrap();
-        let id = serde_json::json!({"x": 1});
-        o.begin(&id).unwrap();
-        assert_eq!(o.identity().unwrap(), id);
-        std::fs::write(o.partial().join("a.csv"), "1").unwrap();
-        std::fs::write(o.partial().join("big.npy"), "2").unwrap();
-        std::fs::write(o.partial().join(JOURNAL), "j").unwrap();
-        o.commit().unwrap();
+        finished(&o, 3, &[("a.csv", "1"), ("big.npy", "2")]);
+        o.commit(3, 1).unwrap();
         assert!(!o.has_unfinished());
         assert_eq!(std::fs::read_to_string(d.join("a.csv")).unwrap(), "1");
         assert!(!d.join(JOURNAL).exists());
         // A second run without big.npy: the stale one goes.
-        o.begin(&id).unwrap();
-        std::fs::write(o.partial().join("a.csv"), "3").unwrap();
-        o.commit().unwrap();
+        finished(&o, 3, &[("a.csv", "3")]);
+        o.commit(3, 1).unwrap();
         assert!(!d.join("big.npy").exists());
         assert_eq!(std::fs::read_to_string(d.join("a.csv")).unwrap(), "3");
         // A commit cut short after its first rename is finished by the next lock.
-        o.begin(&id).unwrap();
-        std::fs::write(o.partial().join("a.csv"), "4").unwrap();
-        std::fs::write(o.partial().join("b.csv"), "5").unwrap();
-        std::fs::write(o.partial().join(COMMIT), "a.csv\nb.csv").unwrap();
+        finished(&o, 3, &[("a.csv", "4"), ("b.csv", "5")]);
+        o.mark(3, 1).unwrap();
         std::fs::rename(o.partial().join("a.csv"), d.join("a.csv")).unwrap();
         drop(o);
+        assert_eq!(commit_pending(&d), Some(Ok(())));
         let o = OutputDir::lock(&d, "me").unwrap();
         assert!(!o.has_unfinished());
+        assert_eq!(std::fs::read_to_string(d.join("a.csv")).unwrap(), "4");
         assert_eq!(std::fs::read_to_string(d.join("b.csv")).unwrap(), "5");
-        assert_eq!(
-            std::fs::read_to_string(d.join(FILES)).unwrap(),
-            "a.csv\nb.csv"
-        );
+        assert_eq!(listed(&d.join(FILES)), ["a.csv", "b.csv"]);
+    }
+
+    /// N3 of issue 47: a commit marker is trusted only when it proves a finished run. A list
+    /// of names, an empty marker, a marker over a journal that lacks tasks, or one naming a
+    /// file changed since, moves nothing and is named.
+    #[test]
+    fn an_unproven_commit_marker_moves_nothing_and_is_named() {
+        let d = tmp("bad-commit");
+        let o = OutputDir::lock(&d, "me").unwrap();
+        finished(&o, 1, &[("old.csv", "old")]);
+        o.commit(1, 1).unwrap();
+        let cases: [(&str, &dyn Fn(&OutputDir)); 5] = [
+            ("planted names", &|o| {
+                std::fs::write(o.partial().join(COMMIT), "x.csv").unwrap()
+            }),
+            ("empty", &|o| {
+                std::fs::write(o.partial().join(COMMIT), "").unwrap()
+            }),
+            ("journal short", &|o| {
+                o.begin(&serde_json::json!({"tasks": 5, "record_words": 1}))
+                    .unwrap();
+                let j = crate::sink::journal::Journal::open(
+                    &o.partial().join(JOURNAL),
+                    1,
+                    std::time::Duration::ZERO,
+                    Vec::new(),
+                    None,
+                )
+                .unwrap();
+                j.append(0..3, &[1, 2, 3]).unwrap();
+                j.flush().unwrap();
+                std::fs::write(o.partial().join("x.csv"), "half").unwrap();
+                o.mark(5, 1).unwrap();
+            }),
+            ("file changed", &|o| {
+                o.mark(4, 1).unwrap();
+                std::fs::write(o.partial().join("x.csv"), "HALF").unwrap();
+            }),
+            ("other width", &|o| {
+                o.mark(4, 2).unwrap();
+            }),
+        ];
+        drop(o);
+        for (what, plant) in cases {
+            let o = OutputDir::lock(&d, "me").unwrap();
+            finished(&o, 4, &[("x.csv", "half")]);
+            plant(&o);
+            let why = o.bad_commit().unwrap_or_else(|| panic!("{what}: taken"));
+            assert!(
+                why.contains("COMMIT") && why.contains("--restart"),
+                "{what}: {why}"
+            );
+            drop(o);
+            let o = OutputDir::lock(&d, "me").unwrap();
+            assert!(o.has_unfinished(), "{what}: the unfinished run stays");
+            assert!(o.partial().join(JOURNAL).exists(), "{what}");
+            assert_eq!(std::fs::read_to_string(d.join("old.csv")).unwrap(), "old");
+            assert!(!d.join("x.csv").exists(), "{what}: nothing moved");
+            o.discard().unwrap();
+        }
     }
 }

@@ -275,6 +275,14 @@ pub(super) fn params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<La
     );
     check_frontier(&device.info, plan(&p).frontier.value)?;
     check_fold_slices(&device.info, &plan(&p), p.batch.value)?;
+    if o.local_size.and_then(|l| l.value()) == Some(0) {
+        return Err(Error::Config(
+            "[apsp] local_size = 0: GPU PHAST sizes its grids in work-groups, so it cannot \
+             take the driver's choice; give a power of two such as 64 or 256, or \"auto\" \
+             (the frontier algorithms, apsp.gpu_algorithm = \"worklist\" and others, take 0)"
+                .into(),
+        ));
+    }
     if o.gpu_fold_quads.and_then(|q| q.value()) == Some(0) {
         return Err(Error::Config(
             "[apsp] gpu_fold_quads = 0: the fold sweeps at least 1 tree quad (4 trees) at a \
