@@ -234,10 +234,16 @@ pub fn read<T: Element>(path: &Path, dims: Option<usize>) -> Result<Array<T>> {
     })
 }
 
-/// An error unless the header that `bytes` (a whole `.npy` file) begins with fits in it. Call
-/// it before `npyz::NpyFile::new`, which allocates the length a header declares before reading
-/// it (up to 4 GiB from a version 2 or 3 header: a 12-byte file would ask for that much).
-/// Anything else wrong with the header is left for npyz to say.
+/// Brackets a `.npy` header may nest: a plain array's nests 2 (`{'shape': (2, 3)}`), a record
+/// type's a few more. npyz's parser of the header (py_literal) takes time exponential in the
+/// depth: 12 braces take seconds, 16 minutes.
+const MAX_HEADER_DEPTH: usize = 8;
+
+/// An error unless the header that `bytes` (a whole `.npy` file) begins with fits in it and
+/// nests at most [`MAX_HEADER_DEPTH`] brackets. Call it before `npyz::NpyFile::new`, which
+/// allocates the length a header declares before reading it (up to 4 GiB from a version 2 or 3
+/// header: a 12-byte file would ask for that much), and whose parser would take minutes over a
+/// 30-byte header of nested braces. Anything else wrong with the header is left for npyz.
 pub fn header_fits(bytes: &[u8]) -> std::result::Result<(), String> {
     let field = |at: usize, len: usize| -> Option<u64> {
         let b = bytes.get(at..at + len)?;
@@ -249,13 +255,29 @@ pub fn header_fits(bytes: &[u8]) -> std::result::Result<(), String> {
         (true, Some(2 | 3)) => (12, field(8, 4)),
         _ => return Ok(()),
     };
-    match len {
-        Some(len) if start + len > bytes.len() as u64 => Err(format!(
+    let Some(len) = len else {
+        return Ok(());
+    };
+    if start + len > bytes.len() as u64 {
+        return Err(format!(
             "its header declares {len} bytes, and {} follow",
-            (bytes.len() as u64).saturating_sub(start)
-        )),
-        _ => Ok(()),
+            bytes.len() as u64 - start
+        ));
     }
+    let mut depth = 0usize;
+    for &b in &bytes[start as usize..(start + len) as usize] {
+        match b {
+            b'{' | b'[' | b'(' => depth += 1,
+            b'}' | b']' | b')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth > MAX_HEADER_DEPTH {
+            return Err(format!(
+                "its header nests brackets more than {MAX_HEADER_DEPTH} deep; numpy writes 2"
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl NpyType {
