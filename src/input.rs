@@ -14,10 +14,114 @@
 //! catch a file restored with an old time stamp whose content differs where sampled. What a
 //! fingerprint cannot see is a same-size edit outside the samples whose writer then set the
 //! time back.
+//!
+//! **Opening a user's file.** Every reader of a user's input (the graph, `.co` coordinates,
+//! id and point files, `.npy` arrays, `.osm.pbf` extracts, and the fingerprint itself) opens
+//! it through [`open`]: only a regular file is read, checked before any byte is, and never
+//! with an open that can block. An input is opened more than once (fingerprinted for
+//! `--resume` and the graph cache, then parsed, an `.osm.pbf` in two passes), which a named
+//! pipe (`<(zcat x.gr.gz)`), `/dev/stdin` or a device cannot give: the first read would
+//! drain it and the next open wait for a writer forever. So they are refused, saying to
+//! write the stream to a file first.
 
 use crate::{Error, Result};
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+
+/// What `t` is in words when it is not a regular file (`a named pipe (FIFO)`); `None` for a
+/// regular file.
+fn not_regular(t: std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_file() {
+        None
+    } else if t.is_dir() {
+        Some("a directory")
+    } else if t.is_fifo() {
+        Some("a named pipe (FIFO)")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else if t.is_char_device() {
+        Some("a character device")
+    } else if t.is_block_device() {
+        Some("a block device")
+    } else {
+        Some("not a regular file")
+    }
+}
+
+/// The refusal of `path`, which is `kind` (from [`not_regular`]), as the input `key` names.
+fn refuse(path: &Path, key: &str, what: &str, kind: &str) -> Error {
+    if kind == "a directory" {
+        return Error::Input(format!(
+            "{}: is a directory; {key} must name {what}",
+            path.display()
+        ));
+    }
+    Error::Input(format!(
+        "{}: is {kind}, not a regular file; {key} must name {what}. tuccompi opens an input \
+         more than once (its fingerprint for --resume, then the reading), which a pipe, a \
+         socket or a device cannot give, so it reads none of it: write it to a regular file \
+         first (`zcat x.gr.gz > x.gr` instead of `<(zcat x.gr.gz)` or /dev/stdin), or name \
+         the .gz file itself (graph and .co files are read compressed)",
+        path.display()
+    ))
+}
+
+/// Open a user's input file for reading, as the config key `key` names it (`input.path`),
+/// which must name `what` (`a graph file`), of at most `cap` bytes (`None`: any size).
+///
+/// Everything is checked before a byte is read. The path is looked at first (links
+/// followed): a named pipe, a socket, a device or a directory is refused unopened (opening a
+/// pipe waits for a writer; opening a device may act on it). The open itself carries
+/// `O_NONBLOCK` and `O_NOCTTY`, so that a file swapped for a pipe meanwhile cannot block it,
+/// and the open file is looked at again: a regular file, no larger than `cap`. The
+/// refusals are [`Error::Input`] naming the file, what it is and what to do; a file that
+/// cannot be looked at or opened is an [`Error::Io`] naming it (callers name the key).
+/// Readers with a cap still read at most `cap + 1` bytes, for a file that grows meanwhile.
+pub fn open(path: &Path, key: &str, what: &str, cap: Option<u64>) -> Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let io = |e| Error::io(path, e);
+    let before = std::fs::metadata(path).map_err(io)?;
+    if let Some(kind) = not_regular(before.file_type()) {
+        return Err(refuse(path, key, what, kind));
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(io)?;
+    let m = file.metadata().map_err(io)?;
+    if let Some(kind) = not_regular(m.file_type()) {
+        return Err(refuse(path, key, what, kind));
+    }
+    if let Some(cap) = cap.filter(|&c| m.len() > c) {
+        return Err(Error::Input(format!(
+            "{}: {} bytes, more than the {} {key} may hold ({what}); it is not read: check \
+             that this is the file meant for {key}",
+            path.display(),
+            m.len(),
+            bytes_in_words(cap)
+        )));
+    }
+    // A regular file reads the same either way; the flag is cleared so that no reader (a
+    // file system that honours it, a decoder that retries) ever sees `WouldBlock`.
+    let flags = rustix::fs::fcntl_getfl(&file).map_err(|e| io(e.into()))?;
+    rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)
+        .map_err(|e| io(e.into()))?;
+    Ok(file)
+}
+
+/// A cap in words: `1024 MiB`, `16 KiB`, `100 bytes`.
+fn bytes_in_words(n: u64) -> String {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
+        format!("{} MiB", n >> 20)
+    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
+        format!("{} KiB", n >> 10)
+    } else {
+        format!("{n} bytes")
+    }
+}
 
 /// Blocks of a file hashed into its fingerprint.
 pub const SAMPLES: u64 = 64;
@@ -46,14 +150,13 @@ impl Fingerprint {
         use std::os::unix::fs::MetadataExt;
         let canonical = std::fs::canonicalize(path).map_err(|e| Error::io(path, e))?;
         let io = |e| Error::io(&canonical, e);
-        let mut f = std::fs::File::open(&canonical).map_err(io)?;
+        let mut f = open(
+            &canonical,
+            "a job's declared input (Job::inputs)",
+            "a regular file",
+            None,
+        )?;
         let m = f.metadata().map_err(io)?;
-        if !m.is_file() {
-            return Err(Error::Input(format!(
-                "{}: declared as an input file, but it is not a plain file",
-                canonical.display()
-            )));
-        }
         let len = m.len();
         let mut h = xxhash_rust::xxh3::Xxh3::new();
         let mut block = vec![0u8; BLOCK as usize];
@@ -177,6 +280,68 @@ pub fn differences(old: &serde_json::Value, new: &serde_json::Value) -> Option<S
 #[cfg(test)]
 mod test {
     use super::*;
+
+    /// A regular file opens (blocking reads, as any file); a directory, a named pipe nobody
+    /// writes and a device are refused by what they are, without waiting; a file over the cap
+    /// is refused by its size; a missing file is an I/O error naming it.
+    #[test]
+    fn open_takes_only_a_regular_file_within_its_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("g.gr");
+        std::fs::write(&p, b"p sp 1 0\n").unwrap();
+        let f = open(&p, "input.path", "a graph file", Some(9)).unwrap();
+        let flags = rustix::fs::fcntl_getfl(&f).unwrap();
+        assert!(!flags.contains(rustix::fs::OFlags::NONBLOCK));
+        let e = open(&p, "run.sources", "an id file", Some(8))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with(
+                "g.gr: 9 bytes, more than the 8 bytes run.sources may hold (an id file); it is \
+                 not read: check that this is the file meant for run.sources"
+            ),
+            "{e}"
+        );
+        let e = open(dir.path(), "input.path", "a graph file", None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with(": is a directory; input.path must name a graph file"),
+            "{e}"
+        );
+        let fifo = dir.path().join("pipe.gr");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let f2 = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(open(&f2, "input.path", "a graph file", None).map(|_| ()));
+        });
+        let e = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("open waited on a named pipe")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(
+                "pipe.gr: is a named pipe (FIFO), not a regular file; input.path must \
+                 name a graph file"
+            ) && e.contains("zcat x.gr.gz > x.gr"),
+            "{e}"
+        );
+        let e = open(Path::new("/dev/null"), "input.path", "a graph file", None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("/dev/null: is a character device"), "{e}");
+        let e = open(&dir.path().join("none"), "input.path", "a graph file", None).unwrap_err();
+        assert!(
+            matches!(e, Error::Io { .. }) && e.to_string().contains("none"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn a_change_of_size_content_file_or_time_is_named() {

@@ -144,11 +144,9 @@ impl<T: Element> Array<T> {
 /// bytes missing. O(file size).
 pub fn read<T: Element>(path: &Path, dims: Option<usize>) -> Result<Array<T>> {
     let bad = |msg: String| Error::Input(format!("{}: {msg}", path.display()));
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    // Only a regular file, checked before anything is read ([`crate::input::open`]).
+    let file = crate::input::open(path, "the path", "a .npy file (numpy.save)", None)?;
     let meta = file.metadata().map_err(|e| Error::io(path, e))?;
-    if !meta.is_file() {
-        return Err(bad("not a plain file; name a .npy file (numpy.save)".into()));
-    }
     if meta.len() == 0 {
         return Err(bad("the file is empty; write it with numpy.save".into()));
     }

@@ -325,8 +325,8 @@ fn tune_works_in_a_fresh_scratch_directory_and_leaves_a_planted_one_alone() {
     );
 }
 
-/// SIGTERM while the OpenCL discovery thread runs in the ICD (the input is a named pipe, so
-/// the process stays in its preparation): the process used to end through the C library's
+/// SIGTERM while the OpenCL discovery thread runs in the ICD (the input takes seconds to load,
+/// so the process stays in its preparation): the process used to end through the C library's
 /// exit handlers while that thread ran, and died of a segmentation fault or an abort in some
 /// 5 % of tries. Over many tries with the signal at spread times, every one now ends with the
 /// signal's status (143, or death by SIGTERM itself when it came before the handler was set).
@@ -336,11 +336,10 @@ fn a_signal_during_device_discovery_ends_with_the_signals_status() {
         return;
     }
     let cwd = tmpdir("caches-signal-discovery");
-    let fifo = cwd.join("g.gr");
-    mkfifo(&fifo);
+    crate::util::slow_graph(&cwd, "g");
     std::fs::write(
         cwd.join("f.toml"),
-        "[run]\nplugin = \"apsp\"\n[input]\npath = \"g.gr\"\n[units]\ndevice_type = \"all\"\n",
+        "[run]\nplugin = \"apsp\"\n[input]\npath = \"g.gr.gz\"\n[units]\ndevice_type = \"all\"\n",
     )
     .unwrap();
     // A fixed sequence of delays spread over discovery's first few hundred milliseconds.

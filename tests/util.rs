@@ -243,3 +243,21 @@ pub fn wait_within(
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
+
+/// A DIMACS graph `dir/NAME.gr.gz` that takes seconds to load (a gigabyte of comment lines
+/// before its two vertices, a megabyte compressed): it keeps a process in its preparation while
+/// a test signals it. (A named pipe no longer does: an input that is not a regular file is
+/// refused at once.)
+pub fn slow_graph(dir: &Path, name: &str) -> PathBuf {
+    use std::io::Write;
+    let mut member = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    member.write_all(&b"c\n".repeat(32 << 20)).unwrap();
+    let member = member.finish().unwrap();
+    let mut tail = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    tail.write_all(b"p sp 2 1\na 1 2 1\n").unwrap();
+    let mut file = member.repeat(16);
+    file.extend_from_slice(&tail.finish().unwrap());
+    let p = dir.join(format!("{name}.gr.gz"));
+    std::fs::write(&p, file).unwrap();
+    p
+}

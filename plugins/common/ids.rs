@@ -135,20 +135,24 @@ pub fn load_with_origins(sources: Sources, key: &str) -> Result<(Sources, Option
     )))
 }
 
+/// The bytes of the id file at `path`: a regular file of at most [`MAX_ID_FILE_BYTES`], its
+/// size checked before any byte is read (a device such as `/dev/zero`, a named pipe or a huge
+/// sparse file is refused unread).
 fn read_bounded(path: &Path, key: &str) -> Result<Vec<u8>> {
-    let file = std::fs::File::open(path).map_err(|e| {
-        Error::Config(format!(
-            "{key}: {{ file = \"{}\" }}: {e}; check the path (relative paths start at the \
-             directory tuccompi runs in)",
+    let file = tuccompi::input::open(
+        path,
+        key,
+        "a .txt, .csv or .npy file of ids or points",
+        Some(MAX_ID_FILE_BYTES),
+    )
+    .map_err(|e| match e {
+        Error::Io { source, .. } => Error::Config(format!(
+            "{key}: {{ file = \"{}\" }}: {source}; check the path (relative paths start at \
+             the directory tuccompi runs in)",
             path.display()
-        ))
+        )),
+        e => e,
     })?;
-    if file.metadata().is_ok_and(|m| m.is_dir()) {
-        return Err(Error::Config(format!(
-            "{key}: {{ file = \"{}\" }} is a directory; name a .txt, .csv or .npy file",
-            path.display()
-        )));
-    }
     let mut bytes = Vec::new();
     file.take(MAX_ID_FILE_BYTES + 1)
         .read_to_end(&mut bytes)

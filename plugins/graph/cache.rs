@@ -50,7 +50,9 @@ impl Identity {
     pub fn of(path: &Path) -> std::io::Result<Identity> {
         use std::os::unix::fs::MetadataExt;
         let canonical = std::fs::canonicalize(path)?;
-        let mut f = std::fs::File::open(&canonical)?;
+        // Never blocking, only a regular file: the reader says why another is refused.
+        let mut f = tuccompi::input::open(&canonical, "input.path", "a graph file", None)
+            .map_err(std::io::Error::other)?;
         let m = f.metadata()?;
         let len = m.len();
         let mut bytes = Vec::new();

@@ -149,13 +149,7 @@ impl SnapIndex<'_> {
 /// place could never be snapped to, so a file that leaves one out (cut short, or written for
 /// another graph) is refused, naming the first vertex missing.
 pub fn read_co(path: &Path, n: usize) -> Result<Coords> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    if file.metadata().is_ok_and(|m| m.is_dir()) {
-        return Err(Error::Input(format!(
-            "{}: is a directory; input.coordinates must name a .co file",
-            path.display()
-        )));
-    }
+    let file = tuccompi::input::open(path, "input.coordinates", "a .co file", None)?;
     let gz = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("gz"));

@@ -114,13 +114,8 @@ impl NpyMatrix {
     pub fn open(path: &Path, options: &InputOptions) -> Result<NpyMatrix> {
         let name = path.display().to_string();
         let bad = |msg: String| Error::Input(format!("{name}: {msg}"));
-        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let file = tuccompi::input::open(path, "input.path", "a .npy file", None)?;
         let meta = file.metadata().map_err(|e| Error::io(path, e))?;
-        if !meta.is_file() {
-            return Err(bad(
-                "not a plain file; input.path must name a .npy file".into()
-            ));
-        }
         if meta.len() == 0 {
             return Err(bad("the file is empty".into()));
         }

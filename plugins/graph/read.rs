@@ -40,14 +40,8 @@ pub fn read_graph_with(path: &Path, options: &InputOptions) -> Result<EdgeList> 
         // With the default profile; the plugins read [input.osm] through `osm::read_osm`.
         return super::osm::read_osm(path, Default::default()).map(|(list, _, _)| list);
     }
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    // Opening a directory succeeds on Linux; reading it would fail with a bare "Is a directory".
-    if file.metadata().is_ok_and(|m| m.is_dir()) {
-        return Err(Error::Input(format!(
-            "{}: is a directory; input.path must name a graph file",
-            path.display()
-        )));
-    }
+    // Only a regular file: a directory, a named pipe or a device is refused before reading.
+    let file = tuccompi::input::open(path, "input.path", "a graph file", None)?;
     let raw: Box<dyn Read> = if gz {
         Box::new(flate2::read::MultiGzDecoder::new(file))
     } else {

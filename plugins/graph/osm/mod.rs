@@ -18,9 +18,14 @@
 //! its own category ([`OsmStats`], in report.json; the corrupt ones also in a warning); a
 //! restriction relation that cannot be applied is counted by why. A file the crate cannot decode (truncated, not PBF), or
 //! whose header requires a feature this reader does not implement (a history file's
-//! `HistoricalInformation`), is one error naming the file.
+//! `HistoricalInformation`), is one error naming the file. An object held twice (a repeated
+//! block, overlapping extracts concatenated) is read once and counted when both copies agree,
+//! and refused naming it when they do not ([`duplicates`]).
 
+mod duplicates;
 pub mod network;
+
+use duplicates::{Kind, Sighting};
 
 pub use network::{Edge, Network, Restriction};
 
@@ -29,6 +34,7 @@ use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::Path;
+use xxhash_rust::xxh3::Xxh3;
 
 /// The travel mode: which ways count and which tags bind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -110,10 +116,17 @@ pub struct OsmStats {
     pub profile: Profile,
     /// The weight used.
     pub weight: Weight,
-    /// Nodes in the file.
+    /// Nodes in the file (each id once).
     pub nodes: u64,
-    /// Ways in the file.
+    /// Ways in the file (each id once).
     pub ways: u64,
+    /// Nodes held a second time with the same content (a repeated block, overlapping
+    /// extracts concatenated), read once.
+    pub nodes_duplicate: u64,
+    /// Ways held a second time with the same content, read once.
+    pub ways_duplicate: u64,
+    /// Relations held a second time with the same content, read once.
+    pub relations_duplicate: u64,
     /// Ways routable for the profile and kept.
     pub ways_used: u64,
     /// Ways skipped because no two consecutive nodes of theirs are in the file (usual at an
@@ -427,6 +440,74 @@ fn read_restriction(r: &osmpbf::Relation<'_>) -> RestrictionRead {
     )
 }
 
+/// Pass 1's reading of one way (its id seen for the first time): kept in `ways` with its
+/// nodes in `used` when routable for `profile`, else counted in `stats` by why not.
+fn read_way(
+    w: &osmpbf::Way<'_>,
+    profile: Profile,
+    stats: &mut OsmStats,
+    ways: &mut Vec<KeptWay>,
+    used: &mut std::collections::HashSet<i64>,
+) {
+    stats.ways += 1;
+    let table = w.raw_stringtable();
+    let mut tags = HashMap::new();
+    for (k, v) in w.raw_tags() {
+        let (Some(k), Some(v)) = (table.get(k as usize), table.get(v as usize)) else {
+            stats.ways_bad_string_index += 1;
+            return;
+        };
+        match (std::str::from_utf8(k), std::str::from_utf8(v)) {
+            (Ok(k), Ok(v)) => {
+                tags.insert(k, v);
+            }
+            _ => {
+                stats.ways_bad_tag += 1;
+                return;
+            }
+        }
+    }
+    let (dir, kmh) = match judge(profile, &tags) {
+        Verdict::Skip => return,
+        Verdict::BadOneway => {
+            stats.ways_bad_oneway += 1;
+            return;
+        }
+        Verdict::Use {
+            dir,
+            kmh,
+            maxspeed_unread,
+        } => {
+            stats.maxspeed_unread += maxspeed_unread as u64;
+            (dir, kmh)
+        }
+    };
+    // Delta-coded: summed here with checks, as a corrupt file can overflow them.
+    let mut id = 0i64;
+    let mut refs = Vec::with_capacity(w.raw_refs().len());
+    for &d in w.raw_refs() {
+        match id.checked_add(d) {
+            Some(next) => id = next,
+            None => {
+                stats.ways_bad_refs += 1;
+                return;
+            }
+        }
+        refs.push(id);
+    }
+    if refs.len() < 2 {
+        stats.ways_degenerate += 1;
+        return;
+    }
+    used.extend(&refs);
+    ways.push(KeptWay {
+        id: w.id(),
+        refs,
+        dir,
+        kmh,
+    });
+}
+
 fn pbf_error(path: &Path, e: osmpbf::Error) -> Error {
     Error::Input(format!(
         "{}: not a readable OpenStreetMap PBF file ({e}); check that the file is complete \
@@ -463,17 +544,28 @@ fn check_features(path: &Path, header: &osmpbf::HeaderBlock) -> Result<()> {
     )))
 }
 
-/// One pass over the file: `f` on each element of each data block, after each header block's
-/// required features are checked.
-fn each_element(path: &Path, mut f: impl for<'a> FnMut(osmpbf::Element<'a>)) -> Result<()> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+/// One pass over the file: `f` on each element of each data block, with the block's number
+/// (data blocks counted from 0 in file order) and its string table, after each header block's
+/// required features are checked. The first error `f` returns ends the pass.
+fn each_element(
+    path: &Path,
+    mut f: impl for<'a> FnMut(usize, &'a [Vec<u8>], osmpbf::Element<'a>) -> Result<()>,
+) -> Result<()> {
+    let file = tuccompi::input::open(path, "input.path", "a graph file", None)?;
     let blobs = osmpbf::BlobReader::new(std::io::BufReader::with_capacity(1 << 20, file));
     guarded(path, || {
+        let mut number = 0;
         for blob in blobs {
             let blob = blob.map_err(|e| pbf_error(path, e))?;
             match blob.decode().map_err(|e| pbf_error(path, e))? {
                 osmpbf::BlobDecode::OsmHeader(h) => check_features(path, &h)?,
-                osmpbf::BlobDecode::OsmData(block) => block.for_each_element(&mut f),
+                osmpbf::BlobDecode::OsmData(block) => {
+                    let table = block.raw_stringtable();
+                    for el in block.elements() {
+                        f(number, table, el)?;
+                    }
+                    number += 1;
+                }
                 // The format says readers skip blob types they do not know.
                 osmpbf::BlobDecode::Unknown(_) => {}
             }
@@ -521,110 +613,170 @@ pub fn read_osm(path: &Path, opts: OsmOptions) -> Result<(EdgeList, Coords, OsmS
 /// O(file size) time; memory O(nodes of routable ways).
 pub fn read_network(path: &Path, opts: OsmOptions) -> Result<Network> {
     let turns = opts.turns()?;
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    if file.metadata().is_ok_and(|m| m.is_dir()) {
-        return Err(Error::Input(format!(
-            "{}: is a directory; input.path must name a graph file",
-            path.display()
-        )));
-    }
+    // Only a regular file, refused before anything is read otherwise: the two passes open it
+    // twice, which a pipe cannot give.
+    drop(tuccompi::input::open(
+        path,
+        "input.path",
+        "a graph file",
+        None,
+    )?);
     let mut stats = OsmStats {
         profile: opts.profile,
         weight: opts.weight,
         ..OsmStats::default()
     };
-    drop(file);
-    // Pass 1: the ways and the restriction relations.
+    // Pass 1: the ways and the restriction relations, each id once ([`duplicates`]), and
+    // where the node ids lie for pass 2's duplicate check.
     let mut ways: Vec<KeptWay> = Vec::new();
     let mut restrictions: Vec<Restriction> = Vec::new();
     let mut used: std::collections::HashSet<i64> = std::collections::HashSet::new();
-    each_element(path, |el| match el {
-        osmpbf::Element::Way(w) => {
-            stats.ways += 1;
-            let table = w.raw_stringtable();
-            let mut tags = HashMap::new();
-            for (k, v) in w.raw_tags() {
-                let (Some(k), Some(v)) = (table.get(k as usize), table.get(v as usize)) else {
-                    stats.ways_bad_string_index += 1;
-                    return;
-                };
-                match (std::str::from_utf8(k), std::str::from_utf8(v)) {
-                    (Ok(k), Ok(v)) => {
-                        tags.insert(k, v);
+    let mut seen_ways = duplicates::Seen::default();
+    let mut seen_relations = duplicates::Seen::default();
+    let mut spans = duplicates::NodeSpans::default();
+    each_element(path, |block, table, el| {
+        match el {
+            osmpbf::Element::Node(n) => spans.add(block, n.id()),
+            osmpbf::Element::DenseNode(n) => spans.add(block, n.id()),
+            osmpbf::Element::Way(w) => {
+                let mut h = Xxh3::new();
+                duplicates::tags(
+                    &mut h,
+                    table,
+                    w.raw_tags().map(|(k, v)| (k as i64, v as i64)),
+                );
+                for &d in w.raw_refs() {
+                    h.update(&d.to_le_bytes());
+                }
+                let version = w.info().version();
+                match seen_ways.check(w.id(), h.digest(), version) {
+                    Sighting::New => {}
+                    Sighting::Again => {
+                        stats.ways_duplicate += 1;
+                        return Ok(());
                     }
-                    _ => {
-                        stats.ways_bad_tag += 1;
-                        return;
-                    }
-                }
-            }
-            let (dir, kmh) = match judge(opts.profile, &tags) {
-                Verdict::Skip => return,
-                Verdict::BadOneway => {
-                    stats.ways_bad_oneway += 1;
-                    return;
-                }
-                Verdict::Use {
-                    dir,
-                    kmh,
-                    maxspeed_unread,
-                } => {
-                    stats.maxspeed_unread += maxspeed_unread as u64;
-                    (dir, kmh)
-                }
-            };
-            // Delta-coded: summed here with checks, as a corrupt file can overflow them.
-            let mut id = 0i64;
-            let mut refs = Vec::with_capacity(w.raw_refs().len());
-            for &d in w.raw_refs() {
-                match id.checked_add(d) {
-                    Some(next) => id = next,
-                    None => {
-                        stats.ways_bad_refs += 1;
-                        return;
+                    Sighting::Conflict(before) => {
+                        return Err(duplicates::conflict(
+                            path,
+                            Kind::Way,
+                            w.id(),
+                            before,
+                            version,
+                            &format!(
+                                "has {} node refs and {} tags",
+                                w.raw_refs().len(),
+                                w.raw_tags().len()
+                            ),
+                        ))
                     }
                 }
-                refs.push(id);
+                read_way(&w, opts.profile, &mut stats, &mut ways, &mut used);
             }
-            if refs.len() < 2 {
-                stats.ways_degenerate += 1;
-                return;
+            osmpbf::Element::Relation(r) => {
+                let mut h = Xxh3::new();
+                duplicates::tags(
+                    &mut h,
+                    table,
+                    r.raw_tags().map(|(k, v)| (k as i64, v as i64)),
+                );
+                let mut members = 0u64;
+                for m in r.members() {
+                    h.update(&[m.member_type as u8]);
+                    h.update(&m.member_id.to_le_bytes());
+                    duplicates::string(&mut h, table, m.role_sid as i64);
+                    members += 1;
+                }
+                h.update(&members.to_le_bytes());
+                let version = r.info().version();
+                match seen_relations.check(r.id(), h.digest(), version) {
+                    Sighting::New => {}
+                    Sighting::Again => {
+                        stats.relations_duplicate += 1;
+                        return Ok(());
+                    }
+                    Sighting::Conflict(before) => {
+                        return Err(duplicates::conflict(
+                            path,
+                            Kind::Relation,
+                            r.id(),
+                            before,
+                            version,
+                            &format!("has {members} members and {} tags", r.raw_tags().len()),
+                        ))
+                    }
+                }
+                if !turns {
+                    stats.relations_unused += 1;
+                    return Ok(());
+                }
+                match read_restriction(&r) {
+                    RestrictionRead::Use(r) => restrictions.extend(r),
+                    RestrictionRead::ViaWay => stats.restrictions_via_way += 1,
+                    RestrictionRead::Unusable => stats.restrictions_unusable += 1,
+                    RestrictionRead::NotForProfile => stats.relations_unused += 1,
+                }
             }
-            used.extend(&refs);
-            ways.push(KeptWay {
-                id: w.id(),
-                refs,
-                dir,
-                kmh,
-            });
         }
-        osmpbf::Element::Relation(r) => {
-            if !turns {
-                stats.relations_unused += 1;
-                return;
-            }
-            match read_restriction(&r) {
-                RestrictionRead::Use(r) => restrictions.extend(r),
-                RestrictionRead::ViaWay => stats.restrictions_via_way += 1,
-                RestrictionRead::Unusable => stats.restrictions_unusable += 1,
-                RestrictionRead::NotForProfile => stats.relations_unused += 1,
-            }
-        }
-        _ => {}
+        Ok(())
     })?;
-    // Pass 2: the coordinates of the nodes the kept ways use.
+    // Pass 2: the coordinates of the nodes the kept ways use, each id once.
+    let suspects = spans.suspects();
+    let mut seen_nodes = duplicates::Seen::default();
     let mut at: HashMap<i64, [f64; 2]> = HashMap::with_capacity(used.len());
     // Used nodes placed off the globe (corrupt data), kept apart from the missing ones.
     let mut off_globe: HashMap<i64, [f64; 2]> = HashMap::new();
-    each_element(path, |el| {
-        let (id, lon, lat) = match el {
+    each_element(path, |_, table, el| {
+        let (id, lon, lat) = match &el {
             osmpbf::Element::Node(n) => (n.id(), n.lon(), n.lat()),
             osmpbf::Element::DenseNode(n) => (n.id(), n.lon(), n.lat()),
-            _ => return,
+            _ => return Ok(()),
         };
+        if suspects.contains(id) {
+            let mut h = Xxh3::new();
+            let version = match &el {
+                osmpbf::Element::Node(n) => {
+                    h.update(&n.nano_lat().to_le_bytes());
+                    h.update(&n.nano_lon().to_le_bytes());
+                    duplicates::tags(
+                        &mut h,
+                        table,
+                        n.raw_tags().map(|(k, v)| (k as i64, v as i64)),
+                    );
+                    n.info().version()
+                }
+                osmpbf::Element::DenseNode(n) => {
+                    h.update(&n.nano_lat().to_le_bytes());
+                    h.update(&n.nano_lon().to_le_bytes());
+                    duplicates::tags(
+                        &mut h,
+                        table,
+                        n.raw_tags().map(|(k, v)| (k as i64, v as i64)),
+                    );
+                    n.info().map(|i| i.version())
+                }
+                _ => None,
+            };
+            match seen_nodes.check(id, h.digest(), version) {
+                Sighting::New => {}
+                Sighting::Again => {
+                    stats.nodes_duplicate += 1;
+                    return Ok(());
+                }
+                Sighting::Conflict(before) => {
+                    return Err(duplicates::conflict(
+                        path,
+                        Kind::Node,
+                        id,
+                        before,
+                        version,
+                        &format!("is at longitude {lon:.7}, latitude {lat:.7} (or has other tags)"),
+                    ))
+                }
+            }
+        }
         stats.nodes += 1;
         if !used.contains(&id) {
-            return;
+            return Ok(());
         }
         // The ranges are false for NaN too.
         if (-180.0..=180.0).contains(&lon) && (-90.0..=90.0).contains(&lat) {
@@ -632,8 +784,21 @@ pub fn read_network(path: &Path, opts: OsmOptions) -> Result<Network> {
         } else {
             off_globe.insert(id, [lon, lat]);
         }
+        Ok(())
     })?;
-    drop(used);
+    drop((used, suspects, seen_nodes));
+    let twice = stats.nodes_duplicate + stats.ways_duplicate + stats.relations_duplicate;
+    if twice > 0 {
+        tracing::warn!(
+            "{}: {twice} objects are in the file a second time with the same content \
+             ({} nodes, {} ways, {} relations: a repeated block, or overlapping extracts \
+             concatenated); each was read once (counted in report.json's input.places.osm)",
+            path.display(),
+            stats.nodes_duplicate,
+            stats.ways_duplicate,
+            stats.relations_duplicate
+        );
+    }
     // A way with a node placed off the globe is dropped whole (corrupt data); one cut by the
     // extract's border keeps each run of two or more consecutive nodes the file holds.
     let mut first_off_globe: Option<(i64, [f64; 2])> = None;
