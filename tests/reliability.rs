@@ -1407,6 +1407,100 @@ fn a_commit_stopped_midway_is_finished_by_run_and_by_resume() {
     }
 }
 
+/// N3 of issue 47, re-probed: a stopped commit is finished only when its journal vouches for
+/// the rows as they are (a marker rewritten over a tampered `distances.npy` is refused, naming
+/// it), only by a `--resume` of the same run (another config is refused), and `--restart`
+/// gets out of a marker that proves nothing even after files were moved into place.
+#[test]
+fn a_stopped_commit_is_finished_only_when_proven_and_for_its_own_run() {
+    let dir = tmpdir("rel-commit-proof");
+    let cfg = dir.join("c.toml");
+    std::fs::write(&cfg, apsp_gen("road", 400, "", "12")).unwrap();
+    let cfg = cfg.display().to_string();
+    let args = |out: &Path, extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = ["run", &cfg, "-q", "--set", "units.opencl=none"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.push("--set".into());
+        a.push(format!("output.dir={:?}", out.display().to_string()));
+        a.extend(["--set".into(), "output.distances=true".into()]);
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let stop = |out: &Path, point: &str| {
+        let st = Command::new(BIN)
+            .args(args(out, &[]))
+            .env("TUCCOMPI_FAILPOINT", point)
+            .output()
+            .unwrap();
+        assert!(!st.status.success());
+        assert!(out.join(outdir::PARTIAL).join("COMMIT").exists());
+    };
+    let run = |a: Vec<String>| {
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        tuccompi(&a, None)
+    };
+    // Rows zeroed after the marker, and the marker rewritten to name the file as it is now.
+    let out = dir.join("tampered");
+    stop(&out, "commit-marked");
+    let partial = out.join(outdir::PARTIAL);
+    let npy = partial.join("distances.npy");
+    let mut bytes = std::fs::read(&npy).unwrap();
+    let n = bytes.len();
+    bytes[n - 400..].iter_mut().for_each(|b| *b = 0);
+    std::fs::write(&npy, &bytes).unwrap();
+    let mut marker: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(partial.join("COMMIT")).unwrap()).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(&npy).unwrap();
+    for f in marker["files"].as_array_mut().unwrap() {
+        if f["name"] == "distances.npy" {
+            f["mtime"] = serde_json::json!([m.mtime(), m.mtime_nsec()]);
+            f["xxh3"] = serde_json::json!(format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes)));
+        }
+    }
+    std::fs::write(partial.join("COMMIT"), marker.to_string()).unwrap();
+    let before = snapshot(&out);
+    for extra in [&["--resume"][..], &[][..]] {
+        let (code, _, err) = run(args(&out, extra));
+        assert_eq!(code, 2, "{extra:?}: {err}");
+        assert!(err.contains("COMMIT") && err.contains("vouches for"), "{err}");
+        assert_eq!(snapshot(&out), before, "{extra:?}");
+    }
+    let (code, _, err) = run(args(&out, &["--restart"]));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(read_summary(&out.join("summary.csv")).len(), 12);
+    // A `--resume` with another config does not finish this run's commit.
+    let out = dir.join("other");
+    stop(&out, "commit-marked");
+    let (code, _, err) = run(args(&out, &["--resume", "--set", "run.sources=7"]));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cannot resume"), "{err}");
+    assert!(out.join(outdir::PARTIAL).join("COMMIT").exists());
+    let (code, _, err) = run(args(&out, &["--resume"]));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(read_summary(&out.join("summary.csv")).len(), 12);
+    // A journal cut short after files were moved: refused; `--restart` gets out of it.
+    let out = dir.join("cut");
+    stop(&out, "commit-renamed");
+    let journal = out.join(outdir::PARTIAL).join(outdir::JOURNAL);
+    let len = std::fs::metadata(&journal).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&journal)
+        .unwrap()
+        .set_len(len - 50)
+        .unwrap();
+    let (code, _, err) = run(args(&out, &[]));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--restart"), "{err}");
+    let (code, _, err) = run(args(&out, &["--restart"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.join(outdir::PARTIAL).exists());
+    assert_eq!(read_summary(&out.join("summary.csv")).len(), 12);
+}
+
 /// N3 of issue 47: a commit marker planted in an unfinished run (a list of names, or empty)
 /// is not trusted: `--resume` and a plain run refuse it naming it, move nothing and keep the
 /// journal; without the marker the run resumes; `--restart` discards it.

@@ -97,7 +97,9 @@ pub(super) fn write_outputs(
         write_file(&partial, "trace.json", &trace_json(&ex.units, &ex.slices))?;
     }
     let t = Instant::now();
-    stage.out.commit(job.tasks(), job.record_words())?;
+    stage
+        .out
+        .commit(job.tasks(), job.record_words(), stage.journal.bulk())?;
     tracing::debug!(
         "finish: report written and the output committed in {:.3} s",
         t.elapsed().as_secs_f64()

@@ -61,7 +61,7 @@ impl Stage {
         // A commit marker that proves nothing: neither finished nor resumed on its word.
         if let Some(why) = out.bad_commit() {
             if mode == Unfinished::Discard {
-                out.discard()?;
+                out.discard_bad_commit()?;
                 tracing::warn!("{why}; discarded with the unfinished run (--restart)");
             } else {
                 return Err(Error::Output(why));
@@ -189,6 +189,11 @@ pub(super) fn precheck(plan: &Plan, mode: Unfinished) -> Result<usize> {
         // (and a `--resume` ends there: [`finish_commit`]). A marker that proves nothing is
         // refused, unless `--restart` discards it with the unfinished run.
         Ok(_) => match outdir::commit_pending(dir) {
+            // `--resume` finishes it only for the run that made it (same config and input).
+            Some(Ok(())) if mode == Unfinished::Resume => {
+                same_as_unfinished(plan, &partial)?;
+                return Ok(0);
+            }
             Some(Ok(())) => return Ok(0),
             Some(Err(why)) if mode != Unfinished::Discard => return Err(Error::Output(why)),
             _ => true,
@@ -199,27 +204,33 @@ pub(super) fn precheck(plan: &Plan, mode: Unfinished) -> Result<usize> {
         (Unfinished::Resume, false) => Err(nothing_to_resume(dir)),
         (Unfinished::Refuse, true) => Err(refuse_unfinished(dir, &partial)),
         (Unfinished::Resume, true) => {
-            let old: Option<serde_json::Value> =
-                crate::owned::read(&partial.join(outdir::IDENTITY), "", outdir::SMALL_FILE_CAP)
-                    .ok()
-                    .flatten()
-                    .and_then(|t| serde_json::from_slice(&t).ok());
-            // The task space and the job's declared inputs are known only after `prepare`:
-            // `Stage::open` compares them. The unfinished run's input files are looked at now,
-            // before any preprocessing.
-            if let Some(old) = old {
-                let inputs = crate::input::paths(&old["inputs"]);
-                let now = crate::input::fingerprints(&inputs)
-                    .map_err(|e| Error::Output(format!("cannot resume: {e}; an input file of the unfinished run cannot be read now: restore it, or start over with --restart")))?;
-                same_run(
-                    &old,
-                    &identity_of(plan, &old["tasks"], &old["record_words"], now)?,
-                )?;
-            }
+            same_as_unfinished(plan, &partial)?;
             Ok(journaled(&partial).0)
         }
         _ => Ok(0),
     }
+}
+
+/// Refuse to resume the unfinished run in `partial` when it computes something else than
+/// `plan` (its config, its input files as they are now). The task space and the job's
+/// declared inputs are known only after `prepare`: `Stage::open` compares them. The
+/// unfinished run's input files are looked at now, before any preprocessing.
+fn same_as_unfinished(plan: &Plan, partial: &Path) -> Result<()> {
+    let old: Option<serde_json::Value> =
+        crate::owned::read(&partial.join(outdir::IDENTITY), "", outdir::SMALL_FILE_CAP)
+            .ok()
+            .flatten()
+            .and_then(|t| serde_json::from_slice(&t).ok());
+    if let Some(old) = old {
+        let inputs = crate::input::paths(&old["inputs"]);
+        let now = crate::input::fingerprints(&inputs)
+            .map_err(|e| Error::Output(format!("cannot resume: {e}; an input file of the unfinished run cannot be read now: restore it, or start over with --restart")))?;
+        same_run(
+            &old,
+            &identity_of(plan, &old["tasks"], &old["record_words"], now)?,
+        )?;
+    }
+    Ok(())
 }
 
 /// `--resume` of a run that had finished and was stopped while moving its files into place

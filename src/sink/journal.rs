@@ -258,6 +258,11 @@ impl Journal {
         self.io.lock().stats
     }
 
+    /// The bulk files whose rows each entry checksums.
+    pub fn bulk(&self) -> &[BulkFile] {
+        &self.bulk
+    }
+
     /// Tasks appended by this run.
     pub fn tasks(&self) -> usize {
         self.pending.lock().tasks

@@ -62,6 +62,8 @@ pub const SMALL_FILE_CAP: u64 = 256 << 20;
 pub const HASHED_BYTES: u64 = 64 << 20;
 /// The most files a manifest names.
 const MANIFEST_FILES: usize = 10_000;
+/// The report every run writes (a commit marker that names none proves nothing).
+const REPORT: &str = "report.json";
 /// The `format` field of a manifest.
 const MANIFEST_FORMAT: &str = "tuccompi-manifest";
 
@@ -79,8 +81,25 @@ pub struct Manifest {
     pub tasks: u64,
     /// Words of each task's record.
     pub record_words: u64,
+    /// xxh3-64 (hex) of the run's `run.json`: the marker belongs to that run alone.
+    pub run: String,
+    /// The files whose rows the journal checksums (one row per task): checked against it
+    /// before a commit cut short is finished.
+    pub bulk: Vec<BulkRows>,
     /// The files, sorted by name.
     pub files: Vec<FileProof>,
+}
+
+/// A file of a [`Manifest`] whose row `t` is task `t`'s, as the journal checksums it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BulkRows {
+    /// Its name (one of the manifest's files).
+    pub name: String,
+    /// Byte offset of row 0.
+    pub offset: u64,
+    /// Bytes of one task's rows.
+    pub row_bytes: u64,
 }
 
 /// One file of a [`Manifest`]: what proves that a file at that name is the one written.
@@ -91,9 +110,8 @@ pub struct FileProof {
     pub name: String,
     /// Its size in bytes.
     pub size: u64,
-    /// Device and inode where it was written (a rename keeps both).
-    pub dev: u64,
-    /// Inode.
+    /// Its inode where it was written (a rename keeps it; the device number is not kept,
+    /// since it may change across a reboot or a remount).
     pub ino: u64,
     /// Modification time, seconds and nanoseconds.
     pub mtime: (i64, i64),
@@ -115,7 +133,6 @@ impl FileProof {
         Ok(FileProof {
             name: name.into(),
             size: m.len(),
-            dev: m.dev(),
             ino: m.ino(),
             mtime: (m.mtime(), m.mtime_nsec()),
             xxh3,
@@ -132,7 +149,7 @@ impl FileProof {
         if !m.file_type().is_file() || m.len() != self.size {
             return false;
         }
-        if (m.dev(), m.ino(), (m.mtime(), m.mtime_nsec())) == (self.dev, self.ino, self.mtime) {
+        if (m.ino(), (m.mtime(), m.mtime_nsec())) == (self.ino, self.mtime) {
             return true;
         }
         let Some(want) = &self.xxh3 else {
@@ -185,6 +202,9 @@ impl Manifest {
             if !seen.insert(&f.name) {
                 return Err(format!("names {:?} twice", f.name));
             }
+        }
+        if let Some(b) = m.bulk.iter().find(|b| !seen.contains(&b.name)) {
+            return Err(format!("its rows file {:?} is not among its files", b.name));
         }
         Ok(m)
     }
@@ -372,20 +392,55 @@ pub fn validate(dir: &Path) -> Result<()> {
             return Err(refuse(
                 dir,
                 &format!(
-                    "holds {} that no tuccompi run made here ({}): tuccompi writes only into a \
-                     new, empty or earlier tuccompi output directory, whose files its list \
-                     {FILES} names; choose another output.dir, or move those away",
+                    "holds {} that no tuccompi run made here ({}){}: tuccompi writes only into \
+                     a new, empty or earlier tuccompi output directory, whose manifest {FILES} \
+                     proves its files (same size, and same inode and time or same content); \
+                     choose another output.dir, or move those away",
                     if foreign.len() == 1 {
                         "an entry".to_string()
                     } else {
                         format!("{} entries", foreign.len())
                     },
-                    named.join(", ")
+                    named.join(", "),
+                    why_foreign(&r, &foreign)
                 ),
             ));
         }
     }
     Ok(())
+}
+
+/// Why the entries `foreign` of `dir` are not tuccompi's, where more can be said than that:
+/// its manifest is not one tuccompi wrote (and why), or it names files that changed since.
+fn why_foreign(dir: &Path, foreign: &[String]) -> String {
+    let mut notes = Vec::new();
+    match read_manifest(&dir.join(FILES)) {
+        Err(why) if foreign.iter().any(|n| n == FILES) => {
+            notes.push(format!("{FILES} is not a manifest tuccompi wrote: {why}"))
+        }
+        Ok(Some(m)) => {
+            let changed: Vec<String> = foreign
+                .iter()
+                .filter(|n| m.get(n).is_some())
+                .map(|n| format!("{n:?}"))
+                .collect();
+            if !changed.is_empty() {
+                notes.push(format!(
+                    "{} named in {FILES} but changed since the run wrote {}, or copied here \
+                     without keeping {}",
+                    changed.join(", "),
+                    if changed.len() == 1 { "it" } else { "them" },
+                    if changed.len() == 1 { "its content" } else { "their content" }
+                ));
+            }
+        }
+        _ => {}
+    }
+    if notes.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", notes.join("; "))
+    }
 }
 
 /// The names in the existing directory `dir` that the run cannot prove its own, sorted: all
@@ -448,8 +503,10 @@ fn prove_commit(dir: &Path) -> std::result::Result<Manifest, String> {
     let bad = |why: String| {
         format!(
             "{} does not prove a finished run ({why}); tuccompi moves nothing on its word: \
-             the unfinished run in {} is left as it is. Remove {COMMIT} there and continue the \
-             run with --resume, or start over with --restart",
+             the unfinished run in {} is left as it is. Start over with --restart (it \
+             discards the unfinished run and the files this marker proves it had moved into \
+             place); or, when COMMIT was put there by hand and none of its files was moved, \
+             remove it and continue the run with --resume",
             marker.display(),
             p.display()
         )
@@ -457,11 +514,15 @@ fn prove_commit(dir: &Path) -> std::result::Result<Manifest, String> {
     let m = read_manifest(&marker)
         .and_then(|m| m.ok_or_else(|| "it vanished".to_string()))
         .map_err(bad)?;
-    let identity: serde_json::Value = owned::read(&p.join(IDENTITY), "", SMALL_FILE_CAP)
+    let id_bytes = owned::read(&p.join(IDENTITY), "", SMALL_FILE_CAP)
         .ok()
         .flatten()
-        .and_then(|b| serde_json::from_slice(&b).ok())
         .ok_or_else(|| bad(format!("{IDENTITY} is missing or unreadable")))?;
+    if m.run != format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&id_bytes)) {
+        return Err(bad(format!("it was written for another run than {IDENTITY}'s")));
+    }
+    let identity: serde_json::Value = serde_json::from_slice(&id_bytes)
+        .map_err(|e| bad(format!("{IDENTITY} is unreadable: {e}")))?;
     let (tasks, words) = (
         identity["tasks"].as_u64(),
         identity["record_words"].as_u64(),
@@ -475,14 +536,42 @@ fn prove_commit(dir: &Path) -> std::result::Result<Manifest, String> {
             words.map_or("no width".into(), |w| w.to_string())
         )));
     }
+    if m.get(REPORT).is_none() {
+        return Err(bad(format!("it names no {REPORT}, which every run writes")));
+    }
+    // Each file where it is now: still in the partial folder, or moved into place.
+    let mut at = std::collections::BTreeMap::new();
+    for f in &m.files {
+        let path = [p.join(&f.name), dir.join(&f.name)]
+            .into_iter()
+            .find(|path| f.proves(path))
+            .ok_or_else(|| {
+                bad(format!(
+                    "it names {:?}, which is neither in the partial folder nor in place as it \
+                     was written",
+                    f.name
+                ))
+            })?;
+        at.insert(f.name.clone(), path);
+    }
     let tasks = usize::try_from(m.tasks).map_err(|_| bad("too many tasks".into()))?;
     let words = usize::try_from(m.record_words)
         .ok()
         .filter(|&w| w <= 1 << 16)
         .ok_or_else(|| bad("records too wide".into()))?;
+    // Every task journaled, its rows in the files as the journal vouches for them.
+    let bulk: Vec<crate::sink::journal::BulkFile> = m
+        .bulk
+        .iter()
+        .map(|b| crate::sink::journal::BulkFile {
+            path: at[&b.name].clone(),
+            offset: b.offset,
+            row_bytes: b.row_bytes,
+        })
+        .collect();
     let mut done = vec![false; tasks];
     let mut count = 0usize;
-    crate::sink::journal::replay(&p.join(JOURNAL), tasks, words, |r, _| {
+    crate::sink::journal::replay_checked(&p.join(JOURNAL), tasks, words, &bulk, |r, _| {
         for t in r {
             if !std::mem::replace(&mut done[t], true) {
                 count += 1;
@@ -492,19 +581,24 @@ fn prove_commit(dir: &Path) -> std::result::Result<Manifest, String> {
     .map_err(|e| bad(format!("its journal: {e}")))?;
     if count != tasks {
         return Err(bad(format!(
-            "the journal holds {count} of the {tasks} tasks done"
+            "the journal vouches for {count} of the {tasks} tasks done, rows included"
         )));
     }
-    for f in &m.files {
-        if !f.proves(&p.join(&f.name)) && !f.proves(&dir.join(&f.name)) {
-            return Err(bad(format!(
-                "it names {:?}, which is neither in the partial folder nor in place as it was \
-                 written",
-                f.name
-            )));
-        }
-    }
     Ok(m)
+}
+
+/// The files the commit marker of `dir`'s partial folder proves it moved into place (for
+/// `--restart`, which discards a marker that proves no finished run: those files are the
+/// unproven run's, and tuccompi's by the marker's proofs).
+fn moved_by_marker(dir: &Path) -> Vec<PathBuf> {
+    let Ok(Some(m)) = read_manifest(&dir.join(PARTIAL).join(COMMIT)) else {
+        return Vec::new();
+    };
+    m.files
+        .iter()
+        .filter(|f| f.proves(&dir.join(&f.name)))
+        .map(|f| dir.join(&f.name))
+        .collect()
 }
 
 /// `$HOME`, when set and absolute.
@@ -811,18 +905,37 @@ impl OutputDir {
         commit_pending(&self.dir).and_then(|r| r.err())
     }
 
+    /// Discard an unfinished run whose commit marker proves nothing (`--restart`), with the
+    /// files the marker proves it had moved into place: they are that unproven run's.
+    pub fn discard_bad_commit(&self) -> Result<()> {
+        for path in moved_by_marker(&self.dir) {
+            owned::remove_plain(&path)?;
+        }
+        self.discard()
+    }
+
     /// Move the unfinished run of `tasks` tasks with `record_words`-word records (every one
     /// done and journaled) into place: its files (all but its journal and identity) replace the
     /// complete run's, and the partial folder is removed.
-    pub fn commit(&self, tasks: usize, record_words: usize) -> Result<()> {
-        let m = self.mark(tasks, record_words)?;
+    pub fn commit(
+        &self,
+        tasks: usize,
+        record_words: usize,
+        bulk: &[crate::sink::journal::BulkFile],
+    ) -> Result<()> {
+        let m = self.mark(tasks, record_words, bulk)?;
         crate::failpoint("commit-marked");
         self.apply_commit(&m)
     }
 
     /// The first step of [`Self::commit`]: the partial folder's files synced and described in
     /// its commit marker.
-    fn mark(&self, tasks: usize, record_words: usize) -> Result<Manifest> {
+    fn mark(
+        &self,
+        tasks: usize,
+        record_words: usize,
+        bulk: &[crate::sink::journal::BulkFile],
+    ) -> Result<Manifest> {
         let p = self.partial();
         let mut files = Vec::new();
         for e in std::fs::read_dir(&p).map_err(|e| Error::io(&p, e))? {
@@ -836,11 +949,25 @@ impl OutputDir {
             }
         }
         files.sort_by(|a, b| a.name.cmp(&b.name));
+        let id = owned::read(&p.join(IDENTITY), RESTART, SMALL_FILE_CAP)?.unwrap_or_default();
+        let bulk = bulk
+            .iter()
+            .filter_map(|b| {
+                let name = b.path.file_name()?.to_string_lossy().into_owned();
+                files.iter().any(|f| f.name == name).then_some(BulkRows {
+                    name,
+                    offset: b.offset,
+                    row_bytes: b.row_bytes,
+                })
+            })
+            .collect();
         let m = Manifest {
             format: MANIFEST_FORMAT.into(),
             version: 1,
             tasks: tasks as u64,
             record_words: record_words as u64,
+            run: format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&id)),
+            bulk,
             files,
         };
         write_file(&p, COMMIT, &m.to_json())?;
@@ -977,6 +1104,7 @@ mod test {
         for (name, text) in files {
             std::fs::write(o.partial().join(name), text).unwrap();
         }
+        std::fs::write(o.partial().join(REPORT), "{}").unwrap();
     }
 
     /// The names a manifest file lists.
@@ -1025,10 +1153,11 @@ mod test {
             version: 1,
             tasks: 1,
             record_words: 1,
+            run: String::new(),
+            bulk: Vec::new(),
             files: vec![FileProof {
                 name: "notes.txt".into(),
                 size: 7,
-                dev: 0,
                 ino: 0,
                 mtime: (0, 0),
                 xxh3: Some("0".repeat(16)),
@@ -1042,7 +1171,7 @@ mod test {
         let out = d.join("out");
         let o = OutputDir::lock(&out, "me").unwrap();
         finished(&o, 2, &[("a.csv", "1,2"), ("report.json", "{}")]);
-        o.commit(2, 1).unwrap();
+        o.commit(2, 1, &[]).unwrap();
         drop(o);
         validate(&out).unwrap();
         assert_eq!(listed(&out.join(FILES)), ["a.csv", "report.json"]);
@@ -1065,7 +1194,7 @@ mod test {
         let elsewhere = d.join("elsewhere");
         let o = OutputDir::lock(&elsewhere, "me").unwrap();
         finished(&o, 1, &[("notes.txt", "theirs"), ("thesis.tex", "theirs")]);
-        o.commit(1, 1).unwrap();
+        o.commit(1, 1, &[]).unwrap();
         drop(o);
         let out = d.join("out");
         std::fs::create_dir(&out).unwrap();
@@ -1074,11 +1203,11 @@ mod test {
         std::fs::copy(elsewhere.join(FILES), out.join(FILES)).unwrap();
         let o = OutputDir::lock(&out, "me").unwrap();
         finished(&o, 1, &[("a.csv", "1")]);
-        o.commit(1, 1).unwrap();
+        o.commit(1, 1, &[]).unwrap();
         for n in ["notes.txt", "thesis.tex"] {
             assert_eq!(std::fs::read_to_string(out.join(n)).unwrap(), "mine!!");
         }
-        assert_eq!(listed(&out.join(FILES)), ["a.csv"]);
+        assert_eq!(listed(&out.join(FILES)), ["a.csv", "report.json"]);
     }
 
     #[test]
@@ -1206,14 +1335,14 @@ mod test {
         // The temporary names of earlier versions, planted beside the list and in the folder.
         std::os::unix::fs::symlink(&v, out.join(format!(".{FILES}.tmp"))).unwrap();
         std::os::unix::fs::symlink(&v, o.partial().join(format!(".{COMMIT}.tmp"))).unwrap();
-        o.commit(1, 1).unwrap();
+        o.commit(1, 1, &[]).unwrap();
         assert_eq!(std::fs::read_to_string(&v).unwrap(), "precious");
         let m = std::fs::symlink_metadata(out.join(FILES)).unwrap();
         assert!(
             m.file_type().is_file(),
             ".tuccompi-files stays a plain file"
         );
-        assert_eq!(listed(&out.join(FILES)), ["a.csv"]);
+        assert_eq!(listed(&out.join(FILES)), ["a.csv", "report.json"]);
     }
 
     #[test]
@@ -1233,7 +1362,7 @@ mod test {
         .unwrap();
         for round in 0..2 {
             finished(&o, 1, &[("a.csv", "1")]);
-            o.commit(1, 1)
+            o.commit(1, 1, &[])
                 .unwrap_or_else(|e| panic!("round {round}: {e}"));
         }
         assert!(
@@ -1249,7 +1378,7 @@ mod test {
         assert!(out.join(LOCK).exists());
         // A file the previous run's manifest proves goes when the next run lacks it.
         finished(&o, 1, &[("b.csv", "2")]);
-        o.commit(1, 1).unwrap();
+        o.commit(1, 1, &[]).unwrap();
         assert!(!out.join("a.csv").exists() && out.join("b.csv").exists());
     }
 
@@ -1337,18 +1466,18 @@ mod test {
         let d = tmp("commit");
         let o = OutputDir::lock(&d, "me").unwrap();
         finished(&o, 3, &[("a.csv", "1"), ("big.npy", "2")]);
-        o.commit(3, 1).unwrap();
+        o.commit(3, 1, &[]).unwrap();
         assert!(!o.has_unfinished());
         assert_eq!(std::fs::read_to_string(d.join("a.csv")).unwrap(), "1");
         assert!(!d.join(JOURNAL).exists());
         // A second run without big.npy: the stale one goes.
         finished(&o, 3, &[("a.csv", "3")]);
-        o.commit(3, 1).unwrap();
+        o.commit(3, 1, &[]).unwrap();
         assert!(!d.join("big.npy").exists());
         assert_eq!(std::fs::read_to_string(d.join("a.csv")).unwrap(), "3");
         // A commit cut short after its first rename is finished by the next lock.
         finished(&o, 3, &[("a.csv", "4"), ("b.csv", "5")]);
-        o.mark(3, 1).unwrap();
+        o.mark(3, 1, &[]).unwrap();
         std::fs::rename(o.partial().join("a.csv"), d.join("a.csv")).unwrap();
         drop(o);
         assert_eq!(commit_pending(&d), Some(Ok(())));
@@ -1356,7 +1485,7 @@ mod test {
         assert!(!o.has_unfinished());
         assert_eq!(std::fs::read_to_string(d.join("a.csv")).unwrap(), "4");
         assert_eq!(std::fs::read_to_string(d.join("b.csv")).unwrap(), "5");
-        assert_eq!(listed(&d.join(FILES)), ["a.csv", "b.csv"]);
+        assert_eq!(listed(&d.join(FILES)), ["a.csv", "b.csv", "report.json"]);
     }
 
     /// N3 of issue 47: a commit marker is trusted only when it proves a finished run. A list
@@ -1367,8 +1496,9 @@ mod test {
         let d = tmp("bad-commit");
         let o = OutputDir::lock(&d, "me").unwrap();
         finished(&o, 1, &[("old.csv", "old")]);
-        o.commit(1, 1).unwrap();
-        let cases: [(&str, &dyn Fn(&OutputDir)); 5] = [
+        o.commit(1, 1, &[]).unwrap();
+        type Plant<'a> = (&'a str, &'a dyn Fn(&OutputDir));
+        let cases: [Plant<'_>; 5] = [
             ("planted names", &|o| {
                 std::fs::write(o.partial().join(COMMIT), "x.csv").unwrap()
             }),
@@ -1389,14 +1519,15 @@ mod test {
                 j.append(0..3, &[1, 2, 3]).unwrap();
                 j.flush().unwrap();
                 std::fs::write(o.partial().join("x.csv"), "half").unwrap();
-                o.mark(5, 1).unwrap();
+                std::fs::write(o.partial().join(REPORT), "{}").unwrap();
+                o.mark(5, 1, &[]).unwrap();
             }),
             ("file changed", &|o| {
-                o.mark(4, 1).unwrap();
+                o.mark(4, 1, &[]).unwrap();
                 std::fs::write(o.partial().join("x.csv"), "HALF").unwrap();
             }),
             ("other width", &|o| {
-                o.mark(4, 2).unwrap();
+                o.mark(4, 2, &[]).unwrap();
             }),
         ];
         drop(o);
