@@ -1465,7 +1465,10 @@ fn a_stopped_commit_is_finished_only_when_proven_and_for_its_own_run() {
     for extra in [&["--resume"][..], &[][..]] {
         let (code, _, err) = run(args(&out, extra));
         assert_eq!(code, 2, "{extra:?}: {err}");
-        assert!(err.contains("COMMIT") && err.contains("vouches for"), "{err}");
+        assert!(
+            err.contains("COMMIT") && err.contains("vouches for"),
+            "{err}"
+        );
         assert_eq!(snapshot(&out), before, "{extra:?}");
     }
     let (code, _, err) = run(args(&out, &["--restart"]));

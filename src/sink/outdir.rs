@@ -430,7 +430,11 @@ fn why_foreign(dir: &Path, foreign: &[String]) -> String {
                      without keeping {}",
                     changed.join(", "),
                     if changed.len() == 1 { "it" } else { "them" },
-                    if changed.len() == 1 { "its content" } else { "their content" }
+                    if changed.len() == 1 {
+                        "its content"
+                    } else {
+                        "their content"
+                    }
                 ));
             }
         }
@@ -519,7 +523,9 @@ fn prove_commit(dir: &Path) -> std::result::Result<Manifest, String> {
         .flatten()
         .ok_or_else(|| bad(format!("{IDENTITY} is missing or unreadable")))?;
     if m.run != format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&id_bytes)) {
-        return Err(bad(format!("it was written for another run than {IDENTITY}'s")));
+        return Err(bad(format!(
+            "it was written for another run than {IDENTITY}'s"
+        )));
     }
     let identity: serde_json::Value = serde_json::from_slice(&id_bytes)
         .map_err(|e| bad(format!("{IDENTITY} is unreadable: {e}")))?;
