@@ -157,11 +157,14 @@ pub fn read<T: Element>(path: &Path, dims: Option<usize>) -> Result<Array<T>> {
     let map =
         unsafe { memmap2::Mmap::map(&file) }.map_err(|e| bad(format!("mapping it failed: {e}")))?;
     let mut rest: &[u8] = &map[..];
-    header_fits(rest)
-        .map_err(|e| bad(format!("not a .npy file ({e}); write it with numpy.save")))?;
+    header_fits(rest).map_err(|e| {
+        bad(format!(
+            "not a .npy file that tuccompi can read ({e}); write it with numpy.save"
+        ))
+    })?;
     let npy = npyz::NpyFile::new(&mut rest).map_err(|e| {
         bad(format!(
-            "not a .npy file ({e}); write it with numpy.save(\"{}\", array)",
+            "not a .npy file that tuccompi can read ({e}); write it with numpy.save(\"{}\", array)",
             path.display()
         ))
     })?;

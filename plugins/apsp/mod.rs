@@ -144,12 +144,14 @@ impl ApspOptions {
             (
                 "gpu_fold_quads",
                 self.gpu_fold_quads,
-                "tree quads the fold sweeps at a time: use at least 1",
+                "the fold sweeps at least 1 tree quad (4 trees) at a time; use 1 or more (more \
+                 than the batch's quads means all of them) or \"auto\"",
             ),
             (
                 "gpu_fold_slices",
                 self.gpu_fold_slices,
-                "slices of a folded level: use at least 1",
+                "the fold's items take at least 1 slice of a level's vertices; use 1 or more \
+                 (more than the vertices means one each) or \"auto\"",
             ),
         ] {
             if zero(v) {

@@ -291,10 +291,16 @@ fn csv_file(path: &Path, bytes: &[u8]) -> Result<(Sources, Vec<u32>)> {
 fn npy(path: &Path, bytes: &[u8]) -> Result<Sources> {
     use npyz::{DType, TypeChar};
     let bad = |what: String| Error::Input(format!("{}: {what}", path.display()));
-    tuccompi::npy::header_fits(bytes)
-        .map_err(|e| bad(format!("not a .npy file ({e}); save it with numpy.save")))?;
-    let file = npyz::NpyFile::new(bytes)
-        .map_err(|e| bad(format!("not a .npy file ({e}); save it with numpy.save")))?;
+    tuccompi::npy::header_fits(bytes).map_err(|e| {
+        bad(format!(
+            "not a .npy file that tuccompi can read ({e}); save it with numpy.save"
+        ))
+    })?;
+    let file = npyz::NpyFile::new(bytes).map_err(|e| {
+        bad(format!(
+            "not a .npy file that tuccompi can read ({e}); save it with numpy.save"
+        ))
+    })?;
     let shape = file.shape().to_vec();
     let fortran = file.order() == npyz::Order::Fortran;
     let DType::Plain(ty) = file.dtype() else {

@@ -129,8 +129,11 @@ impl NpyMatrix {
         let map = unsafe { memmap2::Mmap::map(&file) }
             .map_err(|e| bad(format!("mapping it failed: {e}")))?;
         let mut rest: &[u8] = &map[..];
-        tuccompi::npy::header_fits(rest)
-            .map_err(|e| bad(format!("not a .npy file ({e}); write it with numpy.save")))?;
+        tuccompi::npy::header_fits(rest).map_err(|e| {
+            bad(format!(
+                "not a .npy file that tuccompi can read ({e}); write it with numpy.save"
+            ))
+        })?;
         let npy = npyz::NpyFile::new(&mut rest).map_err(|e| {
             bad(format!(
                 "not a .npy file that tuccompi can read ({e}); write the matrix with \

@@ -283,20 +283,8 @@ pub(super) fn params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<La
                 .into(),
         ));
     }
-    if o.gpu_fold_quads.and_then(|q| q.value()) == Some(0) {
-        return Err(Error::Config(
-            "[apsp] gpu_fold_quads = 0: the fold sweeps at least 1 tree quad (4 trees) at a \
-             time; use 1 or more (more than the batch's quads means all of them) or \"auto\""
-                .into(),
-        ));
-    }
-    if o.gpu_fold_slices.and_then(|q| q.value()) == Some(0) {
-        return Err(Error::Config(
-            "[apsp] gpu_fold_slices = 0: the fold's items take at least 1 slice of a level's \
-             vertices; use 1 or more (more than the vertices means one each) or \"auto\""
-                .into(),
-        ));
-    }
+    // gpu_fold_quads = 0 and gpu_fold_slices = 0 are refused in `prepare`
+    // (ApspOptions::check), whichever units run.
     let can_device = !job.wide || device.info.int64_atomics;
     let upward = match o.gpu_upward {
         Upward::Auto => Choice {
