@@ -97,7 +97,9 @@ impl Cache {
     }
 
     /// [`Cache::load`] of the file at `p`.
-    fn load_at(p: &Path) -> Result<Cache> {
+    /// (Public for the fuzz targets, which name the file.)
+    #[doc(hidden)]
+    pub fn load_at(p: &Path) -> Result<Cache> {
         let f = file(p);
         match f.read() {
             Ok(None) => Ok(Cache::default()),
@@ -123,7 +125,9 @@ impl Cache {
     }
 
     /// [`Cache::read`] of the file at `p`.
-    fn read_at(p: &Path) -> Cache {
+    /// (Public for the fuzz targets, which name the file.)
+    #[doc(hidden)]
+    pub fn read_at(p: &Path) -> Cache {
         let f = file(p);
         let why = match f.read() {
             Ok(None) => return Cache::default(),
@@ -149,7 +153,9 @@ impl Cache {
     }
 
     /// [`Cache::save`] to the file at `p`.
-    fn save_at(&self, p: &Path) -> Result<()> {
+    /// (Public for the fuzz targets, which name the file.)
+    #[doc(hidden)]
+    pub fn save_at(&self, p: &Path) -> Result<()> {
         let text = toml::to_string_pretty(self).map_err(|e| Error::Config(e.to_string()))?;
         let text = format!(
             "{MAGIC}: the winners of `tuccompi tune` per device, driver, kernel set and size \
