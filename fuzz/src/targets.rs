@@ -177,6 +177,7 @@ pub const TARGETS: &[Target] = &[
     Target { name: "config", about: "the config: TOML to Plan, with --set lines", run: config, text: true, dict: CONFIG, cases: 6000 },
     Target { name: "set", about: "--set KEY=VALUE overrides on a fixed config", run: set, text: true, dict: SET, cases: 12000 },
     Target { name: "journal", about: "journal replay (raw, and sealed against bulk rows)", run: journal, text: false, dict: &[], cases: 8000 },
+    Target { name: "commit_marker", about: "the commit marker and the output directory's manifest (parse, prove, finish, validate)", run: commit_marker, text: true, dict: JSON, cases: 3000 },
     Target { name: "history", about: "the speed history", run: history, text: true, dict: JSON, cases: 8000 },
     Target { name: "tuning_cache", about: "the tuning cache (read, load, save, read again)", run: tuning_cache, text: true, dict: TOML, cases: 4000 },
     Target { name: "graph_cache", about: "the graph cache (raw, with the identity, sealed)", run: graph_cache, text: false, dict: &[], cases: 10000 },
@@ -629,6 +630,59 @@ pub fn set(data: &[u8]) -> bool {
         }
         Err(_) => false,
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The commit marker and the manifest.
+
+/// An output directory with an unfinished run of 2 one-word tasks, every task journaled, its
+/// `report.json` and `a.csv` staged, and `data` as its commit marker `COMMIT` and as the
+/// directory's manifest `.tuccompi-files`. A marker is finished only when it proves the run:
+/// then the lock moves the files into place and leaves no partial folder; otherwise nothing
+/// moves. The directory's validation never panics either way.
+pub fn commit_marker(data: &[u8]) -> bool {
+    use tuccompi::sink::outdir;
+    let dir = scratch("out");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch output directory");
+    let o = outdir::OutputDir::lock(&dir, "fuzz").expect("lock");
+    o.begin(&serde_json::json!({"tasks": 2, "record_words": 1}))
+        .expect("begin");
+    let partial = o.partial();
+    let j = tuccompi::sink::journal::Journal::open(
+        &partial.join(outdir::JOURNAL),
+        1,
+        std::time::Duration::ZERO,
+        Vec::new(),
+        None,
+    )
+    .expect("journal");
+    j.append(0..2, &[1, 2]).expect("append");
+    j.flush().expect("flush");
+    drop(j);
+    std::fs::write(partial.join("report.json"), "{}").expect("report");
+    std::fs::write(partial.join("a.csv"), "1\n").expect("a.csv");
+    std::fs::write(partial.join("COMMIT"), data).expect("COMMIT");
+    std::fs::write(dir.join(outdir::FILES), data).expect("manifest");
+    drop(o);
+    let parsed = outdir::Manifest::parse(data).is_ok();
+    let pending = outdir::commit_pending(&dir);
+    assert!(pending.is_some(), "a marker is there");
+    let _ = outdir::validate(&dir);
+    let proven = matches!(pending, Some(Ok(())));
+    assert!(
+        parsed || !proven,
+        "a marker that does not parse proved a run"
+    );
+    match outdir::OutputDir::lock(&dir, "fuzz") {
+        Ok(o) => assert_eq!(
+            o.has_unfinished(),
+            !proven,
+            "a proven commit is finished by the lock, an unproven one left as it is"
+        ),
+        Err(e) => assert!(proven, "the lock failed on an unproven marker: {e}"),
+    }
+    parsed
 }
 
 // ---------------------------------------------------------------------------------------------

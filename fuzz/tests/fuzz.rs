@@ -45,6 +45,7 @@ mod targets {
         config,
         set,
         journal,
+        commit_marker,
         history,
         tuning_cache,
         graph_cache,

@@ -116,3 +116,18 @@ fn npy_header_of_nested_brackets_is_refused_at_once() {
     rec.extend_from_slice(&[0; 12]);
     assert!(tuccompi::npy::header_fits(&rec).is_ok());
 }
+
+/// The commit marker target reaches its success path: the corpus's `proven.json` proves the
+/// target's staged run (content hashes, the hash of its `run.json`, a journal of every task),
+/// so the lock finishes that commit and `a.csv` is in place; a list of names proves nothing.
+#[test]
+fn a_proven_commit_marker_in_the_corpus_is_finished_and_a_list_is_not() {
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/commit_marker");
+    let proven = std::fs::read(corpus.join("proven.json")).unwrap();
+    assert!(tuccompi_fuzz::targets::commit_marker(&proven));
+    let out = tuccompi_fuzz::targets::scratch("out");
+    assert!(out.join("a.csv").exists() && !out.join(".tuccompi-partial").exists());
+    let names = std::fs::read(corpus.join("names.txt")).unwrap();
+    assert!(!tuccompi_fuzz::targets::commit_marker(&names));
+    assert!(!out.join("a.csv").exists() && out.join(".tuccompi-partial").exists());
+}
