@@ -241,7 +241,7 @@ pub fn read<T: Element>(path: &Path, dims: Option<usize>) -> Result<Array<T>> {
 const MAX_HEADER_DEPTH: usize = 8;
 
 /// An error unless the header that `bytes` (a whole `.npy` file) begins with fits in it and
-/// nests at most [`MAX_HEADER_DEPTH`] brackets. Call it before `npyz::NpyFile::new`, which
+/// nests at most `MAX_HEADER_DEPTH` (8) brackets. Call it before `npyz::NpyFile::new`, which
 /// allocates the length a header declares before reading it (up to 4 GiB from a version 2 or 3
 /// header: a 12-byte file would ask for that much), and whose parser would take minutes over a
 /// 30-byte header of nested braces. Anything else wrong with the header is left for npyz.

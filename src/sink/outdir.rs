@@ -73,7 +73,7 @@ const MANIFEST_FORMAT: &str = "tuccompi-manifest";
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
-    /// Always [`MANIFEST_FORMAT`].
+    /// Always `"tuccompi-manifest"`.
     pub format: String,
     /// Format version (1).
     pub version: u32,
@@ -488,7 +488,7 @@ fn foreign_entries(dir: &Path) -> Result<Vec<String>> {
 
 /// Whether `dir` holds a finished run stopped while its files moved into place: a partial
 /// folder (a directory, not a link) with something at its `COMMIT` name. `Some(Ok(()))` when
-/// that commit is proven ([`prove_commit`]) and the next lock finishes it; `Some(Err(why))`
+/// that commit is proven (its marker, `run.json`, files and journal agree) and the next lock finishes it; `Some(Err(why))`
 /// when it is not: the marker is refused, naming why, and nothing is moved.
 pub fn commit_pending(dir: &Path) -> Option<std::result::Result<(), String>> {
     let p = dir.join(PARTIAL);

@@ -20,7 +20,7 @@
 //! whose header requires a feature this reader does not implement (a history file's
 //! `HistoricalInformation`), is one error naming the file. An object held twice (a repeated
 //! block, overlapping extracts concatenated) is read once and counted when both copies agree,
-//! and refused naming it when they do not ([`duplicates`]).
+//! and refused naming it when they do not (`osm/duplicates.rs`).
 
 mod duplicates;
 pub mod network;
