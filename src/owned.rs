@@ -192,9 +192,9 @@ fn random_bytes<const N: usize>() -> Option<[u8; N]> {
 
 /// The user's secret that signs temporary names, so that a name proves it was made by a
 /// tuccompi process of this user (N4 of issue 47: a file merely *named* like a temporary must
-/// never be deleted). Kept in `$TMPDIR/tuccompi-UID/temp.key` (a folder of mode 0700 owned by
-/// the user, the key 0600), shared by every process of the user on this machine whatever its
-/// cache settings. When that cannot be made or trusted, a key of this process alone: its
+/// never be deleted). Kept in the user's cache directory, `~/.cache/tuccompi/key/temp.key`
+/// (`$XDG_CACHE_HOME` honoured; without one, `$TMPDIR/.tuccompi-UID/temp.key`), a folder of
+/// mode 0700 owned by the user, the key 0600. When that cannot be made or trusted, a key of this process alone: its
 /// temporaries are then not recognized after it dies (left, never deleted wrongly).
 fn temp_key() -> &'static [u8; 16] {
     static KEY: std::sync::OnceLock<[u8; 16]> = std::sync::OnceLock::new();
@@ -219,7 +219,16 @@ fn user_key() -> std::result::Result<[u8; 16], String> {
     use std::os::unix::fs::DirBuilderExt;
     // SAFETY: getuid has no preconditions and cannot fail.
     let uid = unsafe { libc::getuid() };
-    let dir = std::env::temp_dir().join(format!("tuccompi-{uid}"));
+    // In the user's cache directory (a folder of its own, never a temporary directory that
+    // a caller empties and checks), else the system's temporary directory, hidden.
+    let dir = match cache_home() {
+        Some(c) => {
+            let parent = c.join("tuccompi");
+            std::fs::create_dir_all(&parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+            parent.join("key")
+        }
+        None => std::env::temp_dir().join(format!(".tuccompi-{uid}")),
+    };
     match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
