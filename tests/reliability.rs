@@ -147,17 +147,7 @@ impl GpuHalf for Planted {
         &[]
     }
     fn params(&self, _device: &Device, _tuner: &Tuner) -> Result<LaunchParams> {
-        let fixed = |v| Choice::fixed(v, "test plugin");
-        Ok(LaunchParams {
-            local: Default::default(),
-            batch: fixed(10),
-            groups_per_task: None,
-            queues: fixed(1),
-            persistent_items: None,
-            cache_key: None,
-            knobs: Default::default(),
-            rules: Vec::new(),
-        })
+        Ok(test_params())
     }
     fn setup(&self, _device: &Device, _params: &LaunchParams) -> Result<()> {
         Ok(())
@@ -169,6 +159,22 @@ impl GpuHalf for Planted {
         _queue: Queue,
     ) -> Result<impl Worker + 'a> {
         Ok(PlantedWorker(*self, true))
+    }
+}
+
+/// The fixed launch parameters of the test plugins' host-code GPU halves: batches of 10 tasks
+/// on one queue.
+fn test_params() -> LaunchParams {
+    let fixed = |v| Choice::fixed(v, "test plugin");
+    LaunchParams {
+        local: Default::default(),
+        batch: fixed(10),
+        groups_per_task: None,
+        queues: fixed(1),
+        persistent_items: None,
+        cache_key: None,
+        knobs: Default::default(),
+        rules: Vec::new(),
     }
 }
 
@@ -961,17 +967,7 @@ impl GpuHalf for RowsJob {
         &[]
     }
     fn params(&self, _device: &Device, _tuner: &Tuner) -> Result<LaunchParams> {
-        let fixed = |v| Choice::fixed(v, "test plugin");
-        Ok(LaunchParams {
-            local: Default::default(),
-            batch: fixed(10),
-            groups_per_task: None,
-            queues: fixed(1),
-            persistent_items: None,
-            cache_key: None,
-            knobs: Default::default(),
-            rules: Vec::new(),
-        })
+        Ok(test_params())
     }
     fn setup(&self, _device: &Device, _params: &LaunchParams) -> Result<()> {
         Ok(())

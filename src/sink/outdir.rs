@@ -1093,6 +1093,12 @@ mod test {
 
     /// A run of `tasks` one-word tasks with every task journaled, and `files` in its folder.
     fn finished(o: &OutputDir, tasks: usize, files: &[(&str, &str)]) {
+        journaled(o, tasks, tasks, files)
+    }
+
+    /// A run of `tasks` one-word tasks with the first `done` journaled, `files` and its
+    /// report in its folder.
+    fn journaled(o: &OutputDir, tasks: usize, done: usize, files: &[(&str, &str)]) {
         o.begin(&serde_json::json!({"tasks": tasks, "record_words": 1}))
             .unwrap();
         let j = crate::sink::journal::Journal::open(
@@ -1103,8 +1109,8 @@ mod test {
             None,
         )
         .unwrap();
-        if tasks > 0 {
-            j.append(0..tasks, &vec![7; tasks]).unwrap();
+        if done > 0 {
+            j.append(0..done, &vec![7; done]).unwrap();
         }
         j.flush().unwrap();
         for (name, text) in files {
@@ -1512,20 +1518,7 @@ mod test {
                 std::fs::write(o.partial().join(COMMIT), "").unwrap()
             }),
             ("journal short", &|o| {
-                o.begin(&serde_json::json!({"tasks": 5, "record_words": 1}))
-                    .unwrap();
-                let j = crate::sink::journal::Journal::open(
-                    &o.partial().join(JOURNAL),
-                    1,
-                    std::time::Duration::ZERO,
-                    Vec::new(),
-                    None,
-                )
-                .unwrap();
-                j.append(0..3, &[1, 2, 3]).unwrap();
-                j.flush().unwrap();
-                std::fs::write(o.partial().join("x.csv"), "half").unwrap();
-                std::fs::write(o.partial().join(REPORT), "{}").unwrap();
+                journaled(o, 5, 3, &[("x.csv", "half")]);
                 o.mark(5, 1, &[]).unwrap();
             }),
             ("file changed", &|o| {
