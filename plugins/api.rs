@@ -20,8 +20,8 @@
 use crate::apsp;
 use crate::common::geo::{self, Geo};
 use crate::graph::{Csr, EdgeList, Origin};
-use crate::plugin::{DeviceCount, Job, Plugin, PrepareCtx};
-use crate::{Error, Plan, Result, RunOptions};
+use tuccompi::plugin::{DeviceCount, Job, Plugin, PrepareCtx};
+use tuccompi::{Error, Plan, Result, RunOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
@@ -108,7 +108,7 @@ impl Graph {
             "its arcs, the counters and arc pairs of the CSR build, and the CSR",
         )
         .map_err(not_enough_memory)?;
-        let mut arcs = crate::reserved(tails.len(), &format!("the arcs of {name}"))?;
+        let mut arcs = tuccompi::reserved(tails.len(), &format!("the arcs of {name}"))?;
         arcs.extend(
             tails
                 .iter()
@@ -162,7 +162,7 @@ impl Graph {
                 indices.len()
             )));
         }
-        let mut tails = crate::reserved(indices.len(), &format!("the arcs of {name}"))?;
+        let mut tails = tuccompi::reserved(indices.len(), &format!("the arcs of {name}"))?;
         for u in 0..n {
             let len = (indptr[u + 1] - indptr[u]) as usize;
             tails.extend(std::iter::repeat_n(u as i64, len));

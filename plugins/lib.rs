@@ -17,14 +17,14 @@ pub mod dense_dijkstra;
 pub mod fw;
 pub mod graph;
 
-// The framework's layers, under the paths the plugins were written against (`crate::config`,
-// `crate::plugin`, ...): a plugin crate builds on them as the framework offers them.
+// The framework's layers, under the paths the plugins were written against (`tuccompi::config`,
+// `tuccompi::plugin`, ...): a plugin crate builds on them as the framework offers them.
 pub use tuccompi::{
     cli, config, device, filled, node, owned, plugin, reserved, runtime, scheduler, sink, thread,
     tuning, words_le, zeros, Error, Plan, Result, RunOptions, ZeroBits,
 };
 
-use crate::plugin::Plugin;
+use tuccompi::plugin::Plugin;
 
 /// Every built-in plugin, in the order `tuccompi plugins` lists them.
 pub fn registry() -> Vec<&'static dyn Plugin> {

@@ -22,11 +22,11 @@ pub mod width;
 
 use crate::common::geo::{self, Geo};
 use crate::common::{resolve_sources, write_summary_records, Dist, PathSummary, RowWrite};
-use crate::config::{AutoOr, Sources};
+use tuccompi::config::{AutoOr, Sources};
 use crate::graph::Csr;
-use crate::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker};
-use crate::sink::NpyRows;
-use crate::Result;
+use tuccompi::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker};
+use tuccompi::sink::NpyRows;
+use tuccompi::Result;
 use dijkstra::Dijkstra;
 use serde::Deserialize;
 use std::ops::Range;
@@ -155,7 +155,7 @@ impl ApspOptions {
             ),
         ] {
             if zero(v) {
-                return Err(crate::Error::Config(format!("[apsp] {key} = 0: {what}")));
+                return Err(tuccompi::Error::Config(format!("[apsp] {key} = 0: {what}")));
             }
         }
         Ok(())
@@ -190,7 +190,7 @@ pub struct ApspJob {
     /// Target vertices (internal ids) of each record and row; `None` = every vertex.
     pub targets: Option<Vec<u32>>,
     /// Where the config's keys were set (the GPU half's messages name the place).
-    pub origins: crate::config::Origins,
+    pub origins: tuccompi::config::Origins,
     /// The input's places and the points snapped to them (empty for inputs without places).
     pub geo: GeoJob,
     /// The reductions folded per source (`[apsp.reach]`), if any.
@@ -313,7 +313,7 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
     // A run that folds its trees (`[apsp.reach]`) writes no matrix unless one is asked for.
     let rows = if reach.is_some()
         && !ctx.plan.output.distances
-        && ctx.plan.output.format != crate::config::OutputFormat::Csv
+        && ctx.plan.output.format != tuccompi::config::OutputFormat::Csv
     {
         None
     } else {
@@ -327,8 +327,8 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
     };
     let path_job = paths::prepare(&options, &graph, sources.len(), targets.as_deref())?;
     // The outputs' size is known now: a run that cannot fit is refused before the hierarchy.
-    let csv = ctx.plan.output.format == crate::config::OutputFormat::Csv;
-    ctx.check_space(crate::plugin::OutputSize {
+    let csv = ctx.plan.output.format == tuccompi::config::OutputFormat::Csv;
+    ctx.check_space(tuccompi::plugin::OutputSize {
         tasks: sources.len(),
         record_words: PathSummary::WORDS + reach.as_ref().map_or(0, reach::Reach::words),
         bulk_bytes: rows.as_ref().map_or(0, |r| r.bytes())
@@ -345,7 +345,7 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
     let units = &ctx.plan.units;
     let request = phast::auto::Request {
         cpu: (units.cpu_workers > 0).then_some(options.cpu_algorithm),
-        gpu: (units.opencl != crate::config::DeviceSel::None).then_some(options.gpu_request),
+        gpu: (units.opencl != tuccompi::config::DeviceSel::None).then_some(options.gpu_request),
         sources: &sources,
         pending: sources.len().saturating_sub(ctx.done_tasks),
         cpu_workers: units.cpu_workers,
@@ -357,7 +357,7 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
     let choice = phast::auto::choose_for_job(&graph, wide, &request, ctx.share)?;
     let mut options = options;
     options.gpu_algorithm = choice.gpu;
-    options.od_csv = ctx.plan.output.format == crate::config::OutputFormat::Csv;
+    options.od_csv = ctx.plan.output.format == tuccompi::config::OutputFormat::Csv;
     let mut report = choice.report;
     if choice.cpu == phast::auto::CpuAlgorithm::Phast {
         let width = if wide { 8 } else { 4 };
@@ -427,7 +427,7 @@ fn check_run_memory(
     let workers = ctx.plan.units.cpu_workers as u64;
     // A hierarchy is built unless only Dijkstra on CPU workers can run.
     let ch = options.cpu_algorithm != phast::auto::CpuAlgorithm::Dijkstra
-        || ctx.plan.units.opencl != crate::config::DeviceSel::None;
+        || ctx.plan.units.opencl != tuccompi::config::DeviceSel::None;
     let m = graph.m() as u64;
     let ch_bytes = if ch {
         n.saturating_mul(CH_BYTES.0)
@@ -468,7 +468,7 @@ impl Job for ApspJob {
     fn record_words(&self) -> usize {
         reach::record_words(self)
     }
-    fn tolerance(&self) -> crate::plugin::Tolerance {
+    fn tolerance(&self) -> tuccompi::plugin::Tolerance {
         reach::tolerance(self)
     }
     fn describe(&self) -> serde_json::Value {
@@ -593,7 +593,7 @@ impl ApspJob {
     /// `distances.npy`'s element type as the report names it.
     fn rows_type(&self) -> &'static str {
         match self.width.rows {
-            crate::sink::NpyType::U32 => "u32",
+            tuccompi::sink::NpyType::U32 => "u32",
             _ => "u64",
         }
     }

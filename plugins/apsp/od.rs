@@ -10,9 +10,9 @@
 
 use super::ApspJob;
 use crate::common::npz::{npy_scalar_max, npy_u64, write_npz, NpzEntry};
-use crate::config::OutputFormat;
-use crate::sink::{write_stream, NpyRows, NpyType};
-use crate::{Error, Result};
+use tuccompi::config::OutputFormat;
+use tuccompi::sink::{write_stream, NpyRows, NpyType};
+use tuccompi::{Error, Result};
 use std::io::Write;
 use std::path::Path;
 
@@ -27,7 +27,7 @@ pub const MAX_CSV_PAIRS: u64 = 10_000_000;
 /// The rows file of a run: `distances.npy` when asked for, else (with targets) the hidden
 /// file `od.npz` is made from; `None` without either.
 pub fn rows(
-    plan: &crate::config::Plan,
+    plan: &tuccompi::config::Plan,
     targets: Option<&[u32]>,
     sources: usize,
     cols: usize,
@@ -129,7 +129,7 @@ pub fn write(job: &ApspJob, dir: &Path, csv: bool) -> Result<()> {
 /// `od.csv`: `source,target,distance`, one line per pair in row order, the distance empty when
 /// the target is unreachable.
 fn write_csv(dir: &Path, rows: &Path, ty: NpyType, sources: &[u64], targets: &[u64]) -> Result<()> {
-    let file = crate::owned::reopen(rows, false, "start over with --restart")?;
+    let file = tuccompi::owned::reopen(rows, false, "start over with --restart")?;
     let npy = npyz::NpyFile::new(std::io::BufReader::with_capacity(1 << 20, file))
         .map_err(|e| Error::io(rows, e))?;
     fn lines<T: npyz::Deserialize + Copy + PartialEq + std::fmt::Display>(
@@ -164,7 +164,7 @@ fn write_csv(dir: &Path, rows: &Path, ty: NpyType, sources: &[u64], targets: &[u
         NpyType::U32 => lines(npy, rows, u32::MAX, sources, targets, w),
         NpyType::U64 => lines(npy, rows, u64::MAX, sources, targets, w),
         NpyType::I64 => lines(npy, rows, i64::MAX, sources, targets, w),
-        other => Err(crate::Error::Output(format!(
+        other => Err(tuccompi::Error::Output(format!(
             "od.csv: distances of type {} are not written as text",
             other.name()
         ))),

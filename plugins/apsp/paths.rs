@@ -29,8 +29,8 @@
 use super::ApspJob;
 use crate::common::Dist;
 use crate::graph::Csr;
-use crate::sink::{write_stream, NpyRows, NpyType};
-use crate::{Error, Result};
+use tuccompi::sink::{write_stream, NpyRows, NpyType};
+use tuccompi::{Error, Result};
 use std::fmt::Write as _;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
@@ -419,7 +419,7 @@ fn read_row(rows: &NpyRows, t: usize, buf: &mut Vec<u8>) -> Result<()> {
     })?;
     let (start, len) = rows.row_span();
     buf.resize(len as usize, 0);
-    let file = crate::owned::reopen(path, false, "start over with --restart")?;
+    let file = tuccompi::owned::reopen(path, false, "start over with --restart")?;
     file.read_exact_at(buf, start + t as u64 * len)
         .map_err(|e| Error::io(path, e))
 }

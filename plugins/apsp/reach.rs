@@ -13,7 +13,7 @@
 //! - for each limit of `isochrones`: the vertices (all of them, whatever the targets) at
 //!   distance `<= limit`.
 //!
-//! [`Job::finish`](crate::plugin::Job::finish) writes them as `reach.csv`, `nearest.csv` and
+//! [`Job::finish`](tuccompi::plugin::Job::finish) writes them as `reach.csv`, `nearest.csv` and
 //! `isochrones.csv`, one row per source. The CPU halves fold their host rows here ([`put`],
 //! [`Reach::fold`]); the GPU half folds on the device (`gpu/reach.rs`, `kernels/reach.cl`) and
 //! only the folded words come back.
@@ -23,8 +23,8 @@
 
 use super::ApspJob;
 use crate::common::{Dist, PathSummary};
-use crate::plugin::{Field, FieldType, Record, Records, RecordsOut, Tolerance};
-use crate::{Error, Result};
+use tuccompi::plugin::{Field, FieldType, Record, Records, RecordsOut, Tolerance};
+use tuccompi::{Error, Result};
 use serde::Deserialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -559,7 +559,7 @@ pub fn write(job: &ApspJob, records: &Records, dir: &Path) -> Result<serde_json:
             }
             csv.push('\n');
         }
-        crate::sink::write_file(dir, "reach.csv", &csv)?;
+        tuccompi::sink::write_file(dir, "reach.csv", &csv)?;
         report.insert("reach_counts".into(), serde_json::json!(total));
     }
     if r.nearest > 0 {
@@ -589,7 +589,7 @@ pub fn write(job: &ApspJob, records: &Records, dir: &Path) -> Result<serde_json:
             }
             csv.push('\n');
         }
-        crate::sink::write_file(dir, "nearest.csv", &csv)?;
+        tuccompi::sink::write_file(dir, "nearest.csv", &csv)?;
         report.insert("nearest_found".into(), serde_json::json!(found));
     }
     if !r.isochrones.is_empty() {
@@ -607,7 +607,7 @@ pub fn write(job: &ApspJob, records: &Records, dir: &Path) -> Result<serde_json:
             }
             csv.push('\n');
         }
-        crate::sink::write_file(dir, "isochrones.csv", &csv)?;
+        tuccompi::sink::write_file(dir, "isochrones.csv", &csv)?;
         report.insert("isochrone_counts".into(), serde_json::json!(total));
         if r.isochrone_ids {
             write_isochrone_ids(job, r, &folded, &source_id, dir)?;
@@ -631,7 +631,7 @@ fn write_isochrone_ids(
 ) -> Result<()> {
     use std::io::Write as _;
     let base = job.graph.id_base;
-    crate::sink::write_stream(dir, "isochrone_ids.csv", |w| {
+    tuccompi::sink::write_stream(dir, "isochrone_ids.csv", |w| {
         let out = |e: std::io::Error| Error::Output(format!("isochrone_ids.csv: {e}"));
         w.write_all(b"source,limit,count,vertices\n").map_err(out)?;
         crate::common::write_in_order(

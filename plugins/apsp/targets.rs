@@ -9,8 +9,8 @@
 use super::ApspJob;
 use crate::common::ids::IdOrigins;
 use crate::common::{Dist, PathSummary, RowWrite};
-use crate::config::Sources;
-use crate::{Error, Result};
+use tuccompi::config::Sources;
+use tuccompi::{Error, Result};
 
 /// Resolve `[apsp] targets` (not "all") against a graph of `n` vertices numbered from `base`:
 /// internal ids in the listed order (repeats allowed). `origins`: where the ids came from when

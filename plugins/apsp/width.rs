@@ -18,8 +18,8 @@ use super::ApspJob;
 use crate::apsp::dijkstra::Dijkstra;
 use crate::common::{needs_wide, Dist, PathSummary, NARROW_CEIL};
 use crate::graph::Csr;
-use crate::sink::NpyType;
-use crate::Result;
+use tuccompi::sink::NpyType;
+use tuccompi::Result;
 
 /// Sources [`choose`] examines at most.
 const SAMPLES: usize = 8;

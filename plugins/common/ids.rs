@@ -10,8 +10,8 @@
 //! plugins read it here ([`run_sources`]) and declare the file among their job's inputs, so
 //! that `--resume` refuses a changed id file.
 
-use crate::config::{Plan, Sources};
-use crate::{Error, Result};
+use tuccompi::config::{Plan, Sources};
+use tuccompi::{Error, Result};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 

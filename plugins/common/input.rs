@@ -4,9 +4,9 @@
 //! and for places `[input.osm]` (an OpenStreetMap extract's profile) or `input.coordinates`
 //! (a DIMACS `.co` file). Every error names the key and where it was set.
 
-use crate::config::Plan;
-use crate::node::share::Share;
-use crate::{Error, Result};
+use tuccompi::config::Plan;
+use tuccompi::node::share::Share;
+use tuccompi::{Error, Result};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 

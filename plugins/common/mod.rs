@@ -9,11 +9,11 @@ pub mod npz;
 
 use crate::common::ids::IdOrigins;
 use crate::common::input::{is_osm, name_path, Input, InputSpec};
-use crate::config::{Plan, Sources};
+use tuccompi::config::{Plan, Sources};
 use crate::graph::{generate, read_graph_with, Csr, EdgeList, GenSpec, MatrixStats, NpyMatrix};
-use crate::plugin::{PrepareCtx, Record, Records};
-use crate::sink::{write_file, NpyRows, NpyType};
-use crate::{Error, Result};
+use tuccompi::plugin::{PrepareCtx, Record, Records};
+use tuccompi::sink::{write_file, NpyRows, NpyType};
+use tuccompi::{Error, Result};
 use rayon::prelude::*;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -78,7 +78,7 @@ pub fn check_input_options(plan: &Plan, input: &Input, format: &str) -> Result<(
 
 /// The files a plan's `[input]` names (`input.path`, `input.coordinates`) and the id file of
 /// `run.sources = { file = ... }`: what a built-in job declares it reads
-/// ([`crate::plugin::Job::inputs`]), so that `--resume` refuses when one changed.
+/// ([`tuccompi::plugin::Job::inputs`]), so that `--resume` refuses when one changed.
 pub fn input_files(plan: &Plan, input: &Input) -> Vec<std::path::PathBuf> {
     input
         .path()
@@ -532,7 +532,7 @@ pub fn write_summary_records(
 /// Refuse `output.format = "csv"` in a plugin that writes no table besides `summary.csv` (only
 /// `apsp` with targets writes `od.csv`).
 pub fn refuse_csv(plan: &Plan) -> Result<()> {
-    if plan.output.format == crate::config::OutputFormat::Csv {
+    if plan.output.format == tuccompi::config::OutputFormat::Csv {
         return Err(plan.origins.error(
             "output.format",
             format!(

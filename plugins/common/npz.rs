@@ -5,8 +5,8 @@
 //! The archive goes to an exclusive temporary file beside its target and is renamed into place
 //! ([`owned::temp_beside`]), like every whole file a run writes.
 
-use crate::sink::NpyType;
-use crate::{owned, Error, Result};
+use tuccompi::sink::NpyType;
+use tuccompi::{owned, Error, Result};
 use std::io::Write;
 use std::path::Path;
 
@@ -69,11 +69,11 @@ fn npy_err(e: std::io::Error) -> Error {
 }
 
 /// Write `dir/name` as an `.npz` archive of `entries` (stored; zip64 where an entry needs it),
-/// through a temporary file renamed into place ([`crate::sink::write_stream`]).
+/// through a temporary file renamed into place ([`tuccompi::sink::write_stream`]).
 pub fn write_npz(dir: &Path, name: &str, entries: &[NpzEntry<'_>]) -> Result<()> {
     let target = dir.join(name);
     let zip_err = |e: zip::result::ZipError| Error::Output(format!("{}: {e}", target.display()));
-    crate::sink::write_stream(dir, name, |w| {
+    tuccompi::sink::write_stream(dir, name, |w| {
         let mut zip = zip::ZipWriter::new(&mut *w);
         for entry in entries {
             let (entry_name, len) = match entry {

@@ -8,21 +8,21 @@ use crate::common::{
     distance_rows, load_dense, needs_wide, resolve_sources, write_summary_records, DenseInput,
     Dist, PathSummary, RowWrite,
 };
-use crate::device::{Arg, DBuf, Device, KernelSource, Queue};
-use crate::plugin::{
+use tuccompi::device::{Arg, DBuf, Device, KernelSource, Queue};
+use tuccompi::plugin::{
     CpuHalf, Gpu, GpuHalf, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker,
 };
-use crate::sink::{NpyRows, NpyType};
-use crate::tuning::{Choice, LaunchParams, Request, Shape, Tuner};
-use crate::{Error, Result};
+use tuccompi::sink::{NpyRows, NpyType};
+use tuccompi::tuning::{Choice, LaunchParams, Request, Shape, Tuner};
+use tuccompi::{Error, Result};
 use std::ops::Range;
 use std::path::Path;
 
 /// The kernel (`kernels/dense_dijkstra.cl`) and its characterization.
 pub const KERNELS: KernelSource = KernelSource {
     stem: "dense_dijkstra",
-    source: include_str!("../../kernels/dense_dijkstra.cl"),
-    characterization: include_str!("../../kernels/dense_dijkstra.toml"),
+    source: include_str!("../kernels/dense_dijkstra.cl"),
+    characterization: include_str!("../kernels/dense_dijkstra.toml"),
 };
 
 /// The plugin.
@@ -80,7 +80,7 @@ impl Plugin for DenseDijkstra {
                 // The CSR builder refuses negative weights (naming the line) and collapses
                 // parallel arcs.
                 let g = crate::graph::Csr::from_edges(list)?;
-                let mut w = crate::filled(n * n, u32::MAX, &format!("a dense {n} x {n} matrix"))?;
+                let mut w = tuccompi::filled(n * n, u32::MAX, &format!("a dense {n} x {n} matrix"))?;
                 for u in 0..n {
                     for e in g.offsets[u] as usize..g.offsets[u + 1] as usize {
                         w[u * n + g.targets[e] as usize] = g.weights[e];
@@ -105,7 +105,7 @@ impl Plugin for DenseDijkstra {
                         u32::MAX
                     )));
                 }
-                let mut w = crate::filled(n * n, u32::MAX, &format!("a dense {n} x {n} matrix"))?;
+                let mut w = tuccompi::filled(n * n, u32::MAX, &format!("a dense {n} x {n} matrix"))?;
                 // The diagonal reads as no arc (a self-loop never shortens a path).
                 m.fill(&mut w, u32::MAX, u32::MAX, |x| x as u32);
                 m.unchanged()?;
@@ -324,7 +324,7 @@ struct GpuDd<'a> {
     job: &'a DdJob,
     w: &'a DBuf<u32>,
     q: Queue,
-    k: crate::device::Kernel,
+    k: tuccompi::device::Kernel,
     dist: DBuf<u32>,
     done: DBuf<u8>,
     src: DBuf<u32>,

@@ -29,10 +29,10 @@
 use super::tile::{tile_shape, TileShape};
 use super::{FwJob, Val, KERNELS};
 use crate::common::PathSummary;
-use crate::device::Kernel;
-use crate::device::{Arg, DBuf, Device, Marker, Pinned, Queue};
-use crate::tuning::{characterizations, subset};
-use crate::{Error, Result};
+use tuccompi::device::Kernel;
+use tuccompi::device::{Arg, DBuf, Device, Marker, Pinned, Queue};
+use tuccompi::tuning::{characterizations, subset};
+use tuccompi::{Error, Result};
 use parking_lot::Mutex;
 use std::ops::Range;
 use std::time::Instant;
@@ -587,11 +587,11 @@ mod test {
 
     #[test]
     fn staged_transfers_round_trip_in_pieces() {
-        let filter = crate::device::Filter {
+        let filter = tuccompi::device::Filter {
             device_type: "all".into(),
             names: vec![],
         };
-        let dev = match crate::device::discover(&filter) {
+        let dev = match tuccompi::device::discover(&filter) {
             Ok(mut d) => d.swap_remove(0),
             Err(e) => {
                 assert!(

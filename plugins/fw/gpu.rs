@@ -5,11 +5,11 @@
 
 use super::blocked_gpu;
 use super::{FwJob, Matrix, Variant, KERNELS};
-use crate::device::Kernel;
-use crate::device::{Arg, DBuf, Device, KernelSource, Queue};
-use crate::plugin::{GpuHalf, RecordsOut, Worker};
-use crate::tuning::{Choice, LaunchParams, Request, Shape, Tuner};
-use crate::{Error, Result};
+use tuccompi::device::Kernel;
+use tuccompi::device::{Arg, DBuf, Device, KernelSource, Queue};
+use tuccompi::plugin::{GpuHalf, RecordsOut, Worker};
+use tuccompi::tuning::{Choice, LaunchParams, Request, Shape, Tuner};
+use tuccompi::{Error, Result};
 use std::ops::Range;
 
 /// Tile side in kernels/fw.cl.

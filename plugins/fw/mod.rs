@@ -17,20 +17,20 @@ pub mod tile;
 use crate::common::{
     distance_rows, resolve_sources, write_summary, DenseInput, PathSummary, RowWrite,
 };
-use crate::config::AutoOr;
-use crate::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker};
-use crate::sink::{NpyRows, NpyType};
-use crate::{Error, Result};
+use tuccompi::config::AutoOr;
+use tuccompi::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker};
+use tuccompi::sink::{NpyRows, NpyType};
+use tuccompi::{Error, Result};
 use parking_lot::Mutex;
 use serde::Deserialize;
 use std::ops::Range;
 use std::path::Path;
 
 /// The dense kernels (`kernels/fw.cl`) and their characterization (`kernels/fw.toml`).
-const KERNELS: crate::device::KernelSource = crate::device::KernelSource {
+const KERNELS: tuccompi::device::KernelSource = tuccompi::device::KernelSource {
     stem: "fw",
-    source: include_str!("../../kernels/fw.cl"),
-    characterization: include_str!("../../kernels/fw.toml"),
+    source: include_str!("../kernels/fw.cl"),
+    characterization: include_str!("../kernels/fw.toml"),
 };
 
 /// Which Floyd-Warshall.
@@ -87,7 +87,7 @@ fn parse_register_tile(s: &str, plugin: &str) -> Result<Option<(usize, usize)>> 
 
 /// Matrix element: i32 or i64.
 pub trait Val:
-    Copy + Ord + Send + Sync + Default + std::fmt::Debug + crate::ZeroBits + 'static
+    Copy + Ord + Send + Sync + Default + std::fmt::Debug + tuccompi::ZeroBits + 'static
 {
     /// Unreachable.
     const INF: Self;
@@ -283,7 +283,7 @@ pub struct FwJob {
     timing: Mutex<Option<serde_json::Value>>,
     name: String,
     /// Where the config's keys were set (the GPU half's messages name the place).
-    origins: crate::config::Origins,
+    origins: tuccompi::config::Origins,
 }
 
 impl std::fmt::Debug for FwJob {
@@ -306,7 +306,7 @@ fn dense_of_npy<T: Val>(m: &crate::graph::NpyMatrix) -> Result<Vec<T>> {
     let n = m.n;
     // `fill` writes every entry, rows in parallel: the zeroed pages are first touched there,
     // by every core, not filled with INF on one core beforehand.
-    let mut out = crate::zeros::<T>(n * n, &format!("a dense {n} x {n} matrix"))?;
+    let mut out = tuccompi::zeros::<T>(n * n, &format!("a dense {n} x {n} matrix"))?;
     m.fill(&mut out, T::ZERO, T::INF, T::from_i64);
     m.unchanged()?;
     Ok(out)
@@ -315,7 +315,7 @@ fn dense_of_npy<T: Val>(m: &crate::graph::NpyMatrix) -> Result<Vec<T>> {
 /// Build the dense input of arcs: 0 on the diagonal, the lightest arc, INF elsewhere. A
 /// negative self-loop is a negative cycle.
 fn dense_of_arcs<T: Val>(n: usize, arcs: &[(u32, u32, i64)], id_base: u64) -> Result<Vec<T>> {
-    let mut m = crate::filled(n * n, T::INF, &format!("a dense {n} x {n} matrix"))?;
+    let mut m = tuccompi::filled(n * n, T::INF, &format!("a dense {n} x {n} matrix"))?;
     for i in 0..n {
         m[i * n + i] = T::ZERO;
     }

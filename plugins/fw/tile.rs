@@ -8,8 +8,8 @@
 //! the shape, as the plugin's own parameters. The kernel's class comes from its
 //! characterization (`class = "product"` or `"closure"` in kernels/fw.toml).
 
-use crate::device::DeviceInfo;
-use crate::tuning::{Choice, KernelChar, LaunchParams, Source};
+use tuccompi::device::DeviceInfo;
+use tuccompi::tuning::{Choice, KernelChar, LaunchParams, Source};
 use std::collections::BTreeMap;
 
 /// What a register-tiled kernel does with its tile.

@@ -13,13 +13,13 @@
 //!
 //! **File.** Magic `TUCCOMPI-CSR`, format version, the identity's bytes, `id_base`, n, m, the
 //! payload's XXH3-128, then the payload (offsets, targets, weights; little-endian u32). Written
-//! through an exclusive temporary file renamed into place ([`crate::owned`]); only a file that
+//! through an exclusive temporary file renamed into place ([`tuccompi::owned`]); only a file that
 //! begins with the magic (or an empty one) is ever read or replaced. A file whose identity,
 //! length, checksum or shape is wrong is never used: [`load`] says why, and the caller parses
 //! the input again and replaces it.
 
 use super::Csr;
-use crate::{Error, Result};
+use tuccompi::{Error, Result};
 use rayon::prelude::*;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -95,7 +95,7 @@ impl Identity {
 /// The default directory: `$XDG_CACHE_HOME/tuccompi/graphs` (an absolute path), else
 /// `~/.cache/tuccompi/graphs`; `None` without either.
 pub fn default_dir() -> Option<PathBuf> {
-    Some(crate::owned::cache_home()?.join("tuccompi").join("graphs"))
+    Some(tuccompi::owned::cache_home()?.join("tuccompi").join("graphs"))
 }
 
 /// Whether the cache may read and replace what is at `path`: nothing, an empty file, or a
@@ -105,10 +105,10 @@ fn ownable(path: &Path) -> std::result::Result<(), String> {
 }
 
 /// The graph cache file at `path`, through the rule every cache follows
-/// ([`crate::owned::CacheFile`]): recognized by its magic, of any size (it is as large as the
+/// ([`tuccompi::owned::CacheFile`]): recognized by its magic, of any size (it is as large as the
 /// graph it holds; its identity, shape and checksum are checked after it is read).
-fn file(path: &Path) -> crate::owned::CacheFile {
-    crate::owned::CacheFile::new(path, "a tuccompi graph cache")
+fn file(path: &Path) -> tuccompi::owned::CacheFile {
+    tuccompi::owned::CacheFile::new(path, "a tuccompi graph cache")
         .magic(MAGIC)
         .cap(u64::MAX)
 }
@@ -175,7 +175,7 @@ pub fn load(path: &Path, id: &Identity, name: &str) -> std::result::Result<Optio
         return Err("its payload checksum differs (corrupt)".into());
     }
     let words = |from: usize, len: usize| {
-        crate::words_le::<u32>(&payload[from * 4..(from + len) * 4], "the cached graph")
+        tuccompi::words_le::<u32>(&payload[from * 4..(from + len) * 4], "the cached graph")
             .map_err(|e| e.to_string())
     };
     let (offsets, targets, weights) = (words(0, n + 1)?, words(n + 1, m)?, words(n + 1 + m, m)?);
@@ -205,7 +205,7 @@ pub fn store(path: &Path, id: &Identity, g: &Csr) -> Result<()> {
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    crate::owned::sweep_dead(dir);
+    tuccompi::owned::sweep_dead(dir);
     let refuse = |why: String| {
         Error::Config(format!(
             "{}: {why}; tuccompi replaces only a graph cache there: remove this file",
@@ -213,7 +213,7 @@ pub fn store(path: &Path, id: &Identity, g: &Csr) -> Result<()> {
         ))
     };
     ownable(path).map_err(refuse)?;
-    let mut tmp = crate::owned::temp_beside(path)?;
+    let mut tmp = tuccompi::owned::temp_beside(path)?;
     let parts = [&g.offsets[..], &g.targets[..], &g.weights[..]];
     let write = |f: &mut std::fs::File| -> std::io::Result<()> {
         let mut w = std::io::BufWriter::with_capacity(1 << 20, f);

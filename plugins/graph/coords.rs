@@ -7,7 +7,7 @@
 //! with the great-circle angle, so the nearest vector is the great-circle nearest vertex, with
 //! no trouble at the antimeridian or the poles. Planar coordinates are indexed as they are.
 
-use crate::{Error, Result};
+use tuccompi::{Error, Result};
 use rstar::primitives::GeomWithData;
 use rstar::RTree;
 use std::io::{BufRead, BufReader, Read};

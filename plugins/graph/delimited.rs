@@ -12,7 +12,7 @@
 use super::read::{shown, Parser};
 use super::EdgeList;
 use crate::common::input::InputOptions;
-use crate::{Error, Result};
+use tuccompi::{Error, Result};
 use std::io::Read;
 
 /// The default column names.

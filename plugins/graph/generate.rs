@@ -4,7 +4,7 @@
 //! the same graph on every platform and every future version (a crate's generator may change).
 
 use super::{EdgeList, Origin};
-use crate::{Error, Result};
+use tuccompi::{Error, Result};
 use serde::{Deserialize, Serialize};
 
 /// Which family of graph to generate.
@@ -156,7 +156,7 @@ pub fn generate(spec: &GenSpec) -> Result<EdgeList> {
         GenModel::Uniform => {
             let m = degree_arcs(spec.degree.unwrap_or(8.0))?;
             fits(n_out, m)?;
-            arcs = crate::reserved(m as usize, &what)?;
+            arcs = tuccompi::reserved(m as usize, &what)?;
             for _ in 0..m {
                 let (u, v) = (rng.below(n) as u32, rng.below(n) as u32);
                 arcs.push((u, v, weight(&mut rng)));
@@ -173,7 +173,7 @@ pub fn generate(spec: &GenSpec) -> Result<EdgeList> {
             }
             let m = degree_arcs(spec.degree.unwrap_or(16.0))?;
             fits(n_out, m)?;
-            arcs = crate::reserved(m as usize, &what)?;
+            arcs = tuccompi::reserved(m as usize, &what)?;
             for _ in 0..m {
                 let (mut u, mut v) = (0u64, 0u64);
                 for bit in 0..scale {
@@ -205,7 +205,7 @@ pub fn generate(spec: &GenSpec) -> Result<EdgeList> {
                 )));
             }
             fits(n, 4 * n)?;
-            arcs = crate::reserved(4 * n as usize, &what)?;
+            arcs = tuccompi::reserved(4 * n as usize, &what)?;
             road(n, spec.seed, lo, hi, &mut rng, &mut arcs);
         }
         GenModel::Complete => {
@@ -216,7 +216,7 @@ pub fn generate(spec: &GenSpec) -> Result<EdgeList> {
                 )));
             }
             fits(n, n * n)?;
-            arcs = crate::reserved((n * n) as usize, &what)?;
+            arcs = tuccompi::reserved((n * n) as usize, &what)?;
             for u in 0..n {
                 for v in 0..n {
                     if u != v {

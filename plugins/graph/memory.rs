@@ -3,7 +3,7 @@
 //! kernel's OOM killer (Linux overcommits, so the allocations themselves succeed and the pages
 //! run out later, while they are written).
 
-use crate::{Error, Result};
+use tuccompi::{Error, Result};
 
 /// Bytes a graph of `n` vertices and `m` arcs needs while it is read and turned into a CSR: the
 /// edge list (16 bytes an arc), the CSR build's counters and arc pairs (16 bytes a vertex, 8 an

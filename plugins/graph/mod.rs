@@ -96,9 +96,9 @@ impl Csr {
     /// (naming where the first one was read), and graphs with more than `u32::MAX` arcs.
     ///
     /// O(n + m log d) for maximum out-degree d.
-    pub fn from_edges(list: &EdgeList) -> crate::Result<Csr> {
+    pub fn from_edges(list: &EdgeList) -> tuccompi::Result<Csr> {
         if let Some((path, line)) = &list.origin.first_negative {
-            return Err(crate::Error::Input(format!(
+            return Err(tuccompi::Error::Input(format!(
                 "{path}:{line}: negative arc weight; shortest paths by Dijkstra and its GPU \
                  variants need weights >= 0 (use a Floyd-Warshall plugin for negative weights)"
             )));
@@ -109,7 +109,7 @@ impl Csr {
                     Some((path, line)) => format!("{path}:{line}"),
                     None => list.origin.name.clone(),
                 };
-                return Err(crate::Error::Input(format!(
+                return Err(tuccompi::Error::Input(format!(
                     "{at}: arc {} -> {} has weight {w}, outside 0..={}, the weights that \
                      Dijkstra and its GPU variants take; rescale the weights (the Floyd-Warshall \
                      plugins take 64-bit weights)",
@@ -120,7 +120,7 @@ impl Csr {
             }
         }
         let n = list.n;
-        let mut count = crate::filled(
+        let mut count = tuccompi::filled(
             n + 1,
             0u64,
             &format!("the CSR of {} ({n} vertices)", list.origin.name),
@@ -135,7 +135,7 @@ impl Csr {
         }
         let total = count[n] as usize;
         let mut fill = count.clone();
-        let mut pairs = crate::filled(
+        let mut pairs = tuccompi::filled(
             total,
             (0u32, 0u32),
             &format!("the arcs of {}", list.origin.name),
@@ -147,9 +147,9 @@ impl Csr {
                 *slot += 1;
             }
         }
-        let mut offsets = crate::reserved(n + 1, &format!("the CSR of {}", list.origin.name))?;
-        let mut targets = crate::reserved(total, &format!("the arcs of {}", list.origin.name))?;
-        let mut weights = crate::reserved(total, &format!("the weights of {}", list.origin.name))?;
+        let mut offsets = tuccompi::reserved(n + 1, &format!("the CSR of {}", list.origin.name))?;
+        let mut targets = tuccompi::reserved(total, &format!("the arcs of {}", list.origin.name))?;
+        let mut weights = tuccompi::reserved(total, &format!("the weights of {}", list.origin.name))?;
         offsets.push(0u32);
         for u in 0..n {
             let row = &mut pairs[count[u] as usize..count[u + 1] as usize];
@@ -164,7 +164,7 @@ impl Csr {
                 }
             }
             if targets.len() > u32::MAX as usize {
-                return Err(crate::Error::Input(format!(
+                return Err(tuccompi::Error::Input(format!(
                     "{}: more than {} arcs; tuccompi's CSR uses 32-bit offsets",
                     list.origin.name,
                     u32::MAX

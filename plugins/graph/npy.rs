@@ -11,7 +11,7 @@
 //! Every complaint names the file, and the row and column of an entry.
 
 use crate::common::input::{InputOptions, NoArc};
-use crate::{Error, Result};
+use tuccompi::{Error, Result};
 use rayon::prelude::*;
 use std::path::Path;
 

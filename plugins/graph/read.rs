@@ -8,7 +8,7 @@
 
 use super::{EdgeList, Origin};
 use crate::common::input::InputOptions;
-use crate::{Error, Result};
+use tuccompi::{Error, Result};
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 

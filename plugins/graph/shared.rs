@@ -4,8 +4,8 @@
 //! 4-11% slower than one process; BENCHMARKS.md, "A minute of work").
 
 use super::Csr;
-use crate::node::share::{write_new, Mapped, Share};
-use crate::{Error, Result};
+use tuccompi::node::share::{write_new, Mapped, Share};
+use tuccompi::{Error, Result};
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;

@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tuccompi_plugins::api;
-use tuccompi_plugins::Error;
+use tuccompi::Error;
 
 mod log;
 
@@ -310,7 +310,7 @@ fn run_config(
     overrides: Vec<String>,
     unfinished: &str,
 ) -> PyResult<String> {
-    use tuccompi_plugins::runtime::Unfinished;
+    use tuccompi::runtime::Unfinished;
     let unfinished = match unfinished {
         "refuse" => Unfinished::Refuse,
         "resume" => Unfinished::Resume,
@@ -388,7 +388,7 @@ fn json_to_toml(v: serde_json::Value) -> PyResult<toml::Value> {
 /// log records go to `logging` as they come, and KeyboardInterrupt stops the work.
 fn in_thread<T: Send + 'static>(
     py: Python<'_>,
-    work: impl FnOnce(&AtomicBool) -> tuccompi_plugins::Result<T> + Send + 'static,
+    work: impl FnOnce(&AtomicBool) -> tuccompi::Result<T> + Send + 'static,
 ) -> PyResult<T> {
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = crossbeam_channel::bounded(1);
@@ -465,7 +465,7 @@ static SCRATCH: parking_lot::Mutex<Vec<std::path::PathBuf>> = parking_lot::Mutex
 struct Scratch(tuccompi_plugins::api::TempDir);
 
 impl Scratch {
-    fn new() -> tuccompi_plugins::Result<Scratch> {
+    fn new() -> tuccompi::Result<Scratch> {
         let dir = api::scratch_dir()?;
         SCRATCH.lock().push(dir.path().to_path_buf());
         Ok(Scratch(dir))

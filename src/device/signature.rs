@@ -732,36 +732,21 @@ mod test {
     }
 
     #[test]
-    fn the_built_in_kernels_parse() {
-        for (src, opts, name, params) in [
-            (
-                include_str!("../../kernels/phast.cl"),
-                "-DWIDE",
-                "phast_sweep",
-                9,
-            ),
-            (include_str!("../../kernels/sssp.cl"), "", "wl_round", 18),
-            (include_str!("../../kernels/fw.cl"), "", "fwb_phase3", 6),
-            (
-                include_str!("../../kernels/dense_dijkstra.cl"),
-                "",
-                "dd_sssp",
-                7,
-            ),
-        ] {
+    fn kernels_with_macro_types_and_local_memory_parse() {
+        let src = "#ifdef WIDE\ntypedef ulong dist_t;\n#else\ntypedef uint dist_t;\n#endif\n\
+                   __kernel void sweep(__global const uint* off, __global dist_t* dist,\n\
+                   dist_t limit, __local dist_t* scratch, uint n) {}\n\
+                   __kernel __attribute__((reqd_work_group_size(64, 1, 1)))\n\
+                   void tile(__global float* m, int k) {}\n";
+        for (opts, ty) in [("-DWIDE", ClType::ULong), ("", ClType::UInt)] {
             let (sigs, _) = parse(src, opts);
-            let s = sigs.iter().find(|s| s.name == name).unwrap();
-            assert_eq!(s.params.len(), params, "{name}");
-            assert!(
-                s.params
-                    .iter()
-                    .all(|p| !matches!(p.ty, ClType::Other(_)) || p.space == Space::Local),
-                "{name}: {:?}",
-                s.params
-            );
+            let s = sigs.iter().find(|s| s.name == "sweep").unwrap();
+            assert_eq!(s.params.len(), 5);
+            assert_eq!(s.params[2].ty, ty, "{opts}");
+            assert_eq!(s.params[3].space, Space::Local);
+            let t = sigs.iter().find(|s| s.name == "tile").unwrap();
+            assert_eq!(t.params.len(), 2);
+            assert!(t.params.iter().all(|p| !matches!(p.ty, ClType::Other(_))));
         }
-        let (sigs, _) = parse(include_str!("../../kernels/phast.cl"), "-DWIDE");
-        let sweep = sigs.iter().find(|s| s.name == "phast_sweep").unwrap();
-        assert_eq!(sweep.params[2].ty, ClType::ULong);
     }
 }

@@ -1,14 +1,14 @@
 use super::*;
 
 const SSSP: KernelSource = KernelSource {
-    stem: "sssp",
-    source: include_str!("../../kernels/sssp.cl"),
-    characterization: include_str!("../../kernels/sssp.toml"),
+    stem: "rules",
+    source: include_str!("testdata/rules.cl"),
+    characterization: include_str!("testdata/rules.toml"),
 };
 const COLLATZ: KernelSource = KernelSource {
     stem: "collatz",
-    source: include_str!("../../examples/collatz/collatz.cl"),
-    characterization: include_str!("../../examples/collatz/collatz.toml"),
+    source: include_str!("testdata/collatz.cl"),
+    characterization: include_str!("testdata/collatz.toml"),
 };
 
 fn dev(kind: &str, cus: u32, maxwg: usize) -> DeviceInfo {

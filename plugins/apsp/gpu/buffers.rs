@@ -3,11 +3,11 @@
 
 use super::{Ctx, Setup};
 use crate::common::{Dist, PathSummary, RowWrite};
-use crate::device::Kernel;
-use crate::device::{Arg, DBuf, Device, Queue, Scalar};
-use crate::plugin::Record;
-use crate::sink::NpyRows;
-use crate::Result;
+use tuccompi::device::Kernel;
+use tuccompi::device::{Arg, DBuf, Device, Queue, Scalar};
+use tuccompi::plugin::Record;
+use tuccompi::sink::NpyRows;
+use tuccompi::Result;
 use std::ops::Range;
 
 /// A distance buffer of the job's width.
@@ -77,7 +77,7 @@ impl Batch {
     /// records on the device; the host merges those.
     pub fn summaries(&self, cx: &Ctx<'_>) -> Result<Vec<PathSummary>> {
         let Some(summary) = &self.summary else {
-            return Err(crate::Error::Device(
+            return Err(tuccompi::Error::Device(
                 "the batch-major summary was asked of an algorithm with its own distances (a \
                  bug; please report it)"
                     .into(),

@@ -8,9 +8,9 @@
 
 use super::buffers::{Batch, DistBuf};
 use super::{iterate, take_flag, Algorithm, Ctx, Setup, Spec};
-use crate::device::Kernel;
-use crate::device::{Arg, DBuf};
-use crate::Result;
+use tuccompi::device::Kernel;
+use tuccompi::device::{Arg, DBuf};
+use tuccompi::Result;
 
 /// The algorithm as [`GpuAlgorithm::Crauser`](crate::apsp::GpuAlgorithm::Crauser).
 pub(super) const SPEC: Spec = Spec {

@@ -37,11 +37,11 @@ mod worklist;
 
 use super::{width, ApspJob, GpuAlgorithm};
 use crate::common::PathSummary;
-use crate::device::{DBuf, Device, KernelSource, Queue};
-use crate::plugin::{GpuHalf, RecordsOut, Worker};
-use crate::sink::NpyRows;
-use crate::tuning::{LaunchParams, Request, Setting, Shape, Tuner};
-use crate::{Error, Result};
+use tuccompi::device::{DBuf, Device, KernelSource, Queue};
+use tuccompi::plugin::{GpuHalf, RecordsOut, Worker};
+use tuccompi::sink::NpyRows;
+use tuccompi::tuning::{LaunchParams, Request, Setting, Shape, Tuner};
+use tuccompi::{Error, Result};
 use buffers::Batch;
 use std::ops::Range;
 
@@ -50,8 +50,8 @@ pub use buffers::DistBuf;
 /// The SSSP kernels (`kernels/sssp.cl`) and their characterization (`kernels/sssp.toml`).
 pub const KERNELS: KernelSource = KernelSource {
     stem: "sssp",
-    source: include_str!("../../../kernels/sssp.cl"),
-    characterization: include_str!("../../../kernels/sssp.toml"),
+    source: include_str!("../../kernels/sssp.cl"),
+    characterization: include_str!("../../kernels/sssp.toml"),
 };
 
 /// What the half knows about an algorithm before any queue exists.
@@ -137,7 +137,7 @@ pub struct Setup<'a> {
 
 impl Setup<'_> {
     /// Kernel `name` of [`KERNELS`], built for this job's distance width.
-    pub fn kernel(&self, name: &str) -> Result<crate::device::Kernel> {
+    pub fn kernel(&self, name: &str) -> Result<tuccompi::device::Kernel> {
         self.device.kernel(&KERNELS, self.job.build_options(), name)
     }
     /// Most sources per batch.

@@ -12,15 +12,15 @@
 use super::{Batch, Ctx};
 use crate::apsp::paths::{InArcs, Tracer, PENDING};
 use crate::apsp::phast::AnyHierarchy;
-use crate::device::{Arg, DBuf, Device, Kernel, KernelSource};
-use crate::{Error, Result};
+use tuccompi::device::{Arg, DBuf, Device, Kernel, KernelSource};
+use tuccompi::{Error, Result};
 use std::ops::Range;
 
 /// The predecessor kernel and its characterization.
 pub const KERNELS: KernelSource = KernelSource {
     stem: "paths",
-    source: include_str!("../../../kernels/paths.cl"),
-    characterization: include_str!("../../../kernels/paths.toml"),
+    source: include_str!("../../kernels/paths.cl"),
+    characterization: include_str!("../../kernels/paths.toml"),
 };
 
 /// A finite vertex without a tight in-arc (the kernel's mark).
@@ -73,7 +73,7 @@ impl DevicePaths {
     /// trees, the kernel built for `wide` (u64) distances or u32.
     pub fn new(
         device: &Device,
-        q: &crate::device::Queue,
+        q: &tuccompi::device::Queue,
         arcs: &InArcs,
         n: usize,
         batch: usize,

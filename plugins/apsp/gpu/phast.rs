@@ -47,20 +47,20 @@ use super::{Algorithm, Batch, Ctx, DistBuf, Setup, Spec};
 use crate::apsp::phast::{AnyHierarchy, ChWeight, Hierarchy};
 use crate::apsp::ApspJob;
 use crate::common::{PathSummary, RowWrite};
-use crate::device::Kernel;
-use crate::device::{Arg, DBuf, Device, KernelSource, Queue, Scalar};
-use crate::plugin::{GpuHalf, Record};
-use crate::sink::NpyRows;
-use crate::tuning::{Choice, LaunchParams, Request, Setting, Shape, Source, Tuner};
-use crate::{Error, Result};
+use tuccompi::device::Kernel;
+use tuccompi::device::{Arg, DBuf, Device, KernelSource, Queue, Scalar};
+use tuccompi::plugin::{GpuHalf, Record};
+use tuccompi::sink::NpyRows;
+use tuccompi::tuning::{Choice, LaunchParams, Request, Setting, Shape, Source, Tuner};
+use tuccompi::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
 
 /// The PHAST kernels (`kernels/phast.cl`) and their characterization (`kernels/phast.toml`).
 pub const KERNELS: KernelSource = KernelSource {
     stem: "phast",
-    source: include_str!("../../../kernels/phast.cl"),
-    characterization: include_str!("../../../kernels/phast.toml"),
+    source: include_str!("../../kernels/phast.cl"),
+    characterization: include_str!("../../kernels/phast.toml"),
 };
 
 /// The kernels of [`KERNELS`] this algorithm launches (all of them).
@@ -317,7 +317,7 @@ fn up_local_bytes(entries: usize) -> u128 {
 
 /// Refuse a frontier list the device's local memory cannot hold (PoCL asserts, other drivers
 /// fail the launch), or one of 0 entries, naming the key.
-fn check_frontier(dev: &crate::device::DeviceInfo, entries: usize) -> Result<()> {
+fn check_frontier(dev: &tuccompi::device::DeviceInfo, entries: usize) -> Result<()> {
     let most = (dev.local_mem.saturating_sub(12) / 8) as usize;
     if entries == 0 || up_local_bytes(entries) > dev.local_mem as u128 {
         return Err(Error::Config(format!(
@@ -335,7 +335,7 @@ fn check_frontier(dev: &crate::device::DeviceInfo, entries: usize) -> Result<()>
 /// Refuse fold slices set in the config whose partial sums (with the summary's, 4 words per
 /// tree per slice) exceed the device's largest allocation, naming the key and the most it
 /// allows.
-fn check_fold_slices(dev: &crate::device::DeviceInfo, plan: &SweepPlan, k: usize) -> Result<()> {
+fn check_fold_slices(dev: &tuccompi::device::DeviceInfo, plan: &SweepPlan, k: usize) -> Result<()> {
     let (fs, summary) = (plan.fold_slices.value, plan.summary_slices.value);
     let per_slice = stride(k) as u64 * 4 * 8;
     if plan.fold_slices.source != Source::Config
@@ -369,7 +369,7 @@ fn plan(params: &LaunchParams) -> SweepPlan {
 /// at [`FOLD_REGISTERS`] (so that `phast_fold` keeps its items resident per
 /// compute unit, which its slices assume: [`super::sweep::FOLD_RESIDENT`]; on an H100 ptxas
 /// gave phast_fold and phast_fold_bottom 47, phast_top 40 and the others 35 or fewer).
-fn build_options(wide: bool, device_up: bool, dev: &crate::device::DeviceInfo) -> &'static str {
+fn build_options(wide: bool, device_up: bool, dev: &tuccompi::device::DeviceInfo) -> &'static str {
     // NVIDIA's own platform ("NVIDIA CUDA"), not another driver on an NVIDIA device (PoCL's
     // CUDA driver reports NVIDIA as the vendor and rejects -cl-nv options).
     let nvidia = dev.platform.contains("NVIDIA");
@@ -1368,8 +1368,8 @@ pub fn profile(
 #[cfg(test)]
 mod test {
     use super::{check_fold_slices, redo_on_host, SweepPlan};
-    use crate::device::DeviceInfo;
-    use crate::tuning::{Choice, Source};
+    use tuccompi::device::DeviceInfo;
+    use tuccompi::tuning::{Choice, Source};
 
     /// Fold slices set in the config whose partials, with the summary's, exceed the largest
     /// allocation are refused naming the key and the most allowed; predicted ones, and those

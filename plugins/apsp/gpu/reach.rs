@@ -17,14 +17,14 @@
 use super::Ctx;
 use crate::apsp::reach::{Folded, Reach};
 use crate::apsp::{ApspJob, GpuAlgorithm};
-use crate::device::{Arg, DBuf, Device, Kernel, KernelSource, Queue};
-use crate::{Error, Result};
+use tuccompi::device::{Arg, DBuf, Device, Kernel, KernelSource, Queue};
+use tuccompi::{Error, Result};
 
 /// The reduction kernel (`kernels/reach.cl`) and its characterization (`kernels/reach.toml`).
 pub const KERNELS: KernelSource = KernelSource {
     stem: "reach",
-    source: include_str!("../../../kernels/reach.cl"),
-    characterization: include_str!("../../../kernels/reach.toml"),
+    source: include_str!("../../kernels/reach.cl"),
+    characterization: include_str!("../../kernels/reach.toml"),
 };
 
 /// Where an algorithm's distances of the batch lie: the distance of tree `j` to the vertex
@@ -72,7 +72,7 @@ impl Pass {
         decay: u32,
         batch: usize,
     ) -> Result<Pass> {
-        fn upload<T: crate::device::Scalar>(
+        fn upload<T: tuccompi::device::Scalar>(
             device: &Device,
             q: &Queue,
             data: &[T],

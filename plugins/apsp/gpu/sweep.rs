@@ -10,8 +10,8 @@
 //! [`SWEEP_RULES`], so that `tuccompi check` and `report.json`
 //! show them; [`SweepPlan::of`] reads them back.
 
-use crate::device::DeviceInfo;
-use crate::tuning::{Choice, LaunchParams, Setting, Source};
+use tuccompi::device::DeviceInfo;
+use tuccompi::tuning::{Choice, LaunchParams, Setting, Source};
 
 /// The rules, one line each.
 pub const SWEEP_RULES: &[(&str, &str)] = &[
@@ -229,7 +229,7 @@ pub fn max_trees(held: usize, dist_bytes: u64, max_alloc: u64) -> usize {
     floor_pow2((limit / per_tree) as usize)
 }
 
-/// Apply the sweep rules to `p` (from [`Tuner::params`](crate::tuning::Tuner::params) over the
+/// Apply the sweep rules to `p` (from [`Tuner::params`](tuccompi::tuning::Tuner::params) over the
 /// sweep's kernels): the queues and the trees per batch unless the config or the cache set
 /// them, and the sweep's own parameters ([`SweepPlan::publish`]). The half sets
 /// `upward_on_device` afterwards.

@@ -10,9 +10,9 @@
 use super::buffers::{Batch, DistBuf};
 use super::{iteration_limit, Algorithm, Ctx, Setup, Spec};
 use crate::apsp::ApspJob;
-use crate::device::Kernel;
-use crate::device::{Arg, DBuf};
-use crate::{Error, Result};
+use tuccompi::device::Kernel;
+use tuccompi::device::{Arg, DBuf};
+use tuccompi::{Error, Result};
 
 /// The algorithm as [`GpuAlgorithm::Worklist`](crate::apsp::GpuAlgorithm::Worklist).
 pub(super) const SPEC: Spec = Spec {

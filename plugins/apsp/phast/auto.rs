@@ -57,7 +57,7 @@ use super::ch::{Budget, ChError, ChParams, ChWeight, Hierarchy};
 use super::AnyHierarchy;
 use crate::apsp::GpuAlgorithm;
 use crate::graph::Csr;
-use crate::{Error, Result};
+use tuccompi::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -147,7 +147,7 @@ pub struct Request<'a> {
     pub cpu_workers: usize,
     /// OpenCL devices the run's GPU half would use, asked only when the forecast needs them
     /// (discovery may still be under way).
-    pub gpus: &'a (dyn Fn() -> crate::plugin::DeviceCount + Sync),
+    pub gpus: &'a (dyn Fn() -> tuccompi::plugin::DeviceCount + Sync),
     /// `[apsp] hierarchy`: a cache file, or `None` for the user's cache directory.
     pub cache_path: Option<&'a Path>,
     /// Whether a built hierarchy (or a verdict) is stored in the cache, and whether `"auto"`
@@ -497,7 +497,7 @@ pub fn choose_for_job(
     g: &Csr,
     wide: bool,
     req: &Request<'_>,
-    share: Option<&dyn crate::node::share::Share>,
+    share: Option<&dyn tuccompi::node::share::Share>,
 ) -> Result<Choice> {
     let Some(share) = share.filter(|s| s.ranks() > 1) else {
         return choose(g, wide, req);
@@ -810,7 +810,7 @@ fn cache_file(key: &Key, configured: Option<&Path>) -> Option<PathBuf> {
 /// witness-search work it had spent then), or a hierarchy found poor (`structural`: no budget
 /// changes that). A later `"auto"` run skips the build when its own budget would stop it as
 /// early. Kept like a hierarchy and in its place (the cache file, whose first bytes it shares:
-/// [`cache::ownable`] lets a later build replace it), written through [`crate::owned`] (an
+/// [`cache::ownable`] lets a later build replace it), written through [`tuccompi::owned`] (an
 /// exclusive temporary file renamed into place), and only over nothing, an empty file, a
 /// hierarchy or another verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -844,7 +844,7 @@ impl Verdict {
         use std::io::Read;
         // A verdict is a line and a small JSON object; the file in its place is most often a
         // hierarchy of up to gigabytes, of which only the first bytes are read.
-        let f = crate::owned::reopen(path, false, "").ok()?;
+        let f = tuccompi::owned::reopen(path, false, "").ok()?;
         let mut bytes = Vec::new();
         f.take(VERDICT_MAX).read_to_end(&mut bytes).ok()?;
         if !bytes.starts_with(VERDICT_MAGIC.as_bytes()) || bytes.len() as u64 >= VERDICT_MAX {
@@ -878,7 +878,7 @@ impl Verdict {
                 .map_or(Ok(()), |d| {
                     std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))
                 })
-                .and_then(|()| crate::owned::write_atomic(path, text.as_bytes(), ""))
+                .and_then(|()| tuccompi::owned::write_atomic(path, text.as_bytes(), ""))
         };
         match stored {
             Ok(()) => tracing::info!("{}: verdict kept for later runs", path.display()),

@@ -6,7 +6,7 @@
 //! in the user's cache directory (`$XDG_CACHE_HOME/tuccompi/hierarchies/` when that variable is
 //! an absolute path, else `~/.cache/tuccompi/hierarchies/`) under a name made from the key, or
 //! at the path `[apsp] hierarchy` names. Files are written to an exclusive temporary file
-//! beside the target and renamed ([`crate::owned`]), so a reader (another rank, another run)
+//! beside the target and renamed ([`tuccompi::owned`]), so a reader (another rank, another run)
 //! never sees half a file; the temporary files of writers that were killed are swept before
 //! the next store. Only a hierarchy file (its magic) or an empty file is ever replaced
 //! ([`ownable`]): anything else at the path, or a link, is left alone.
@@ -97,7 +97,7 @@ impl Key {
 /// either.
 pub fn default_dir() -> Option<PathBuf> {
     Some(
-        crate::owned::cache_home()?
+        tuccompi::owned::cache_home()?
             .join("tuccompi")
             .join("hierarchies"),
     )
@@ -111,10 +111,10 @@ pub fn ownable(path: &Path) -> Result<(), String> {
 }
 
 /// The hierarchy file at `path`, through the rule every cache follows
-/// ([`crate::owned::CacheFile`]): recognized by its magic, of any size (it is as large as the
+/// ([`tuccompi::owned::CacheFile`]): recognized by its magic, of any size (it is as large as the
 /// hierarchy; its length is checked against its header before the payload is read).
-fn file(path: &Path) -> crate::owned::CacheFile {
-    crate::owned::CacheFile::new(path, "a tuccompi hierarchy")
+fn file(path: &Path) -> tuccompi::owned::CacheFile {
+    tuccompi::owned::CacheFile::new(path, "a tuccompi hierarchy")
         .magic(MAGIC)
         .cap(u64::MAX)
 }
@@ -255,15 +255,15 @@ fn describe_key_difference(got: &[u8], key: &Key) -> String {
 /// Write `h` (keyed by `key`) to `path` through an exclusive temporary file and a rename,
 /// first removing the temporary files that killed writers left beside it; creates the
 /// directory. What is at `path` is replaced only when [`ownable`] allows it.
-pub fn store<W: ChWeight>(path: &Path, key: &Key, h: &Hierarchy<W>) -> crate::Result<()> {
+pub fn store<W: ChWeight>(path: &Path, key: &Key, h: &Hierarchy<W>) -> tuccompi::Result<()> {
     use std::io::Write;
     let out = to_bytes(key, h);
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| crate::Error::io(dir, e))?;
-    let freed = crate::owned::sweep_dead(dir);
+    std::fs::create_dir_all(dir).map_err(|e| tuccompi::Error::io(dir, e))?;
+    let freed = tuccompi::owned::sweep_dead(dir);
     if freed > 0 {
         tracing::info!(
             "{}: removed {freed} bytes of temporary files left by killed runs",
@@ -271,18 +271,18 @@ pub fn store<W: ChWeight>(path: &Path, key: &Key, h: &Hierarchy<W>) -> crate::Re
         );
     }
     let refuse = |why: String| {
-        crate::Error::Config(format!(
+        tuccompi::Error::Config(format!(
             "{}: {why}; tuccompi replaces only a hierarchy file there: name another file, or \
              remove this one",
             path.display()
         ))
     };
     ownable(path).map_err(refuse)?;
-    let mut tmp = crate::owned::temp_beside(path)?;
+    let mut tmp = tuccompi::owned::temp_beside(path)?;
     // Not synced: a cache cut short by a power failure is detected (its length, its checksum)
     // and rebuilt.
     tmp.write_all(&out)
-        .map_err(|e| crate::Error::io(tmp.path(), e))?;
+        .map_err(|e| tuccompi::Error::io(tmp.path(), e))?;
     // Checked again just before the rename: a file that appeared meanwhile is not replaced.
     if std::fs::symlink_metadata(path).is_err() {
         tmp.persist_noclobber(path)
@@ -290,7 +290,7 @@ pub fn store<W: ChWeight>(path: &Path, key: &Key, h: &Hierarchy<W>) -> crate::Re
         ownable(path).map_err(refuse)?;
         tmp.persist(path)
     }
-    .map_err(|e| crate::Error::io(path, e.error))?;
+    .map_err(|e| tuccompi::Error::io(path, e.error))?;
     Ok(())
 }
 
@@ -396,14 +396,14 @@ impl<R: std::io::Read> Payload<R> {
     }
     /// A length-prefixed array of little-endian words, read into place (the length is checked
     /// against what is left before anything is allocated).
-    fn words<T: crate::ZeroBits>(&mut self, what: &str) -> Result<Vec<T>, String> {
+    fn words<T: tuccompi::ZeroBits>(&mut self, what: &str) -> Result<Vec<T>, String> {
         let len = self.u64(what)?;
         let size = std::mem::size_of::<T>() as u64;
         let bytes = len
             .checked_mul(size)
             .filter(|&b| b <= self.left)
             .ok_or_else(|| format!("{what}: length {len} exceeds the file"))?;
-        let mut v = crate::zeros::<T>(len as usize, what).map_err(|e| e.to_string())?;
+        let mut v = tuccompi::zeros::<T>(len as usize, what).map_err(|e| e.to_string())?;
         // SAFETY: `v` holds `len` initialized plain integers (`ZeroBits`), whose bytes may be
         // viewed and overwritten as bytes: every bit pattern is a value.
         let raw =

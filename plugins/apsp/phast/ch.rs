@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 /// Weight/distance type of a hierarchy: u32 (the apsp plugin's default: a tree that
 /// overflows is redone in u64) or u64. `INF` (the type's maximum) marks unreachable; sums
 /// saturate at `CEIL` (see [`Dist`]).
-pub trait ChWeight: Dist + crate::ZeroBits {
+pub trait ChWeight: Dist + tuccompi::ZeroBits {
     /// `x` in this type, `None` when it does not fit below `INF`.
     fn from_u64(x: u64) -> Option<Self>;
     /// `x` (below `u64::MAX`) in this type, `CEIL` when it is heavier.

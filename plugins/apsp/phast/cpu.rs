@@ -46,9 +46,9 @@ pub struct Sweeper<'h, W: ChWeight> {
 
 impl<'h, W: ChWeight> Sweeper<'h, W> {
     /// State for batches of up to `k` trees (`k` one of [`SUPPORTED_K`]) over `h`.
-    pub fn new(h: &'h Hierarchy<W>, k: usize) -> crate::Result<Self> {
+    pub fn new(h: &'h Hierarchy<W>, k: usize) -> tuccompi::Result<Self> {
         if !SUPPORTED_K.contains(&k) {
-            return Err(crate::Error::Config(format!(
+            return Err(tuccompi::Error::Config(format!(
                 "PHAST trees at once = {k}: use one of {SUPPORTED_K:?}"
             )));
         }
@@ -58,8 +58,8 @@ impl<'h, W: ChWeight> Sweeper<'h, W> {
             lanes: 0,
             // Every sweep writes a position's row before any arc reads it: no fill needed.
             // The pages are the OS's on first touch: [`Self::touch`] takes them before a run.
-            d: crate::zeros(h.n * k, "PHAST distances (n x trees at once)")?,
-            up: crate::filled(h.n, W::INF, "PHAST upward search")?,
+            d: tuccompi::zeros(h.n * k, "PHAST distances (n x trees at once)")?,
+            up: tuccompi::filled(h.n, W::INF, "PHAST upward search")?,
             touched: Vec::new(),
             heap: BinaryHeap::new(),
             seeds: Vec::new(),

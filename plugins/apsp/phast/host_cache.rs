@@ -4,7 +4,7 @@
 //! The cache sizes come from Linux's sysfs (`/sys/devices/system/cpu/cpu0/cache`); elsewhere, or
 //! when unreadable, a conservative 512 KiB L2 and 2 MiB of L3 per core are assumed.
 
-use crate::tuning::{Choice, Source};
+use tuccompi::tuning::{Choice, Source};
 
 /// Data caches one core can count on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -27,9 +27,9 @@ pub enum AnyHierarchy {
 impl AnyHierarchy {
     /// Build the hierarchy of `graph` at the width `wide` says, with the default parameters
     /// and no budget (no cache: [`auto::choose`] is the plugin's way in).
-    pub fn build(graph: &crate::graph::Csr, wide: bool) -> crate::Result<Self> {
+    pub fn build(graph: &crate::graph::Csr, wide: bool) -> tuccompi::Result<Self> {
         let p = ch::ChParams::default();
-        let err = |e: ch::ChError| crate::Error::Input(format!("{}: {e}", graph.name));
+        let err = |e: ch::ChError| tuccompi::Error::Input(format!("{}: {e}", graph.name));
         Ok(if wide {
             AnyHierarchy::Wide(Hierarchy::build(graph, &p, None).map_err(err)?)
         } else {

@@ -7,10 +7,10 @@ use super::{AnyHierarchy, ChWeight, Hierarchy};
 use crate::apsp::width::Redo;
 use crate::apsp::{ApspJob, RowWrite};
 use crate::common::PathSummary;
-use crate::plugin::Record;
-use crate::plugin::{RecordsOut, Worker};
-use crate::tuning::{Choice, Source};
-use crate::{Error, Result};
+use tuccompi::plugin::Record;
+use tuccompi::plugin::{RecordsOut, Worker};
+use tuccompi::tuning::{Choice, Source};
+use tuccompi::{Error, Result};
 use std::ops::Range;
 
 /// Trees per CPU sweep: `[apsp] cpu_batch`, else the tuning rule for `n` vertices of

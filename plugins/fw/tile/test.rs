@@ -1,13 +1,13 @@
 //! The tile-shape rules against the device and problem shapes they were measured on.
 
 use super::*;
-use crate::device::KernelSource;
-use crate::tuning::{characterizations, subset};
+use tuccompi::device::KernelSource;
+use tuccompi::tuning::{characterizations, subset};
 
 const FW: KernelSource = KernelSource {
     stem: "fw",
-    source: include_str!("../../../kernels/fw.cl"),
-    characterization: include_str!("../../../kernels/fw.toml"),
+    source: include_str!("../../kernels/fw.cl"),
+    characterization: include_str!("../../kernels/fw.toml"),
 };
 
 fn dev(kind: &str, cus: u32, maxwg: usize) -> DeviceInfo {

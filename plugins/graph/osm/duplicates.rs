@@ -14,7 +14,7 @@
 //! ([`Suspects`]): none in a well-formed extract, whose blocks hold ascending, disjoint runs
 //! of ids. Any duplicate is among them: an id held twice is in the span of both its blocks.
 
-use crate::Error;
+use tuccompi::Error;
 use std::collections::HashMap;
 use std::path::Path;
 use xxhash_rust::xxh3::Xxh3;

@@ -30,7 +30,7 @@ use duplicates::{Kind, Sighting};
 pub use network::{Edge, Network, Restriction};
 
 use super::{Coords, EdgeList};
-use crate::{Error, Result};
+use tuccompi::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::Path;

@@ -23,7 +23,7 @@
 use super::{haversine_m, OsmStats};
 use crate::graph::coords::{check_point, unit_vector};
 use crate::graph::{Coords, EdgeList, Origin, Snap};
-use crate::Result;
+use tuccompi::Result;
 use rstar::primitives::{GeomWithData, Line};
 use rstar::RTree;
 use std::collections::{BTreeMap, HashMap};

@@ -313,7 +313,7 @@ fn the_report_sets_the_forecast_beside_what_happened() {
     let dir = tempfile::tempdir().unwrap();
     let cache_path = dir.path().join("g.ch");
     let sources: Vec<u32> = (0..g.n as u32).collect();
-    let gpus = || crate::plugin::DeviceCount::default();
+    let gpus = || tuccompi::plugin::DeviceCount::default();
     let req = Request {
         cpu: Some(CpuAlgorithm::Auto),
         gpu: None,

@@ -168,7 +168,7 @@ fn a_hierarchy_path_holding_another_file_or_a_link_is_refused_never_replaced() {
             sources: &[0, 1, 2],
             pending: 300,
             cpu_workers: 1,
-            gpus: &|| crate::plugin::DeviceCount::default(),
+            gpus: &|| tuccompi::plugin::DeviceCount::default(),
             cache_path: Some(p),
             store: true,
             targets: false,
@@ -197,7 +197,7 @@ fn a_killed_writers_temporary_is_swept_by_the_next_store() {
     let dir = path.parent().unwrap().to_path_buf();
     std::fs::create_dir_all(&dir).unwrap();
     // What a writer killed mid-write leaves: its temporary file, named by its (dead) pid.
-    let name = crate::owned::temp_name_of(&path.file_name().unwrap().to_string_lossy(), 99999999);
+    let name = tuccompi::owned::temp_name_of(&path.file_name().unwrap().to_string_lossy(), 99999999);
     std::fs::write(dir.join(&name), vec![7u8; 4096]).unwrap();
     let (h, key) = built::<u32>(&g);
     store(&path, &key, &h).unwrap();

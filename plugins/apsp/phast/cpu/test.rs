@@ -6,7 +6,7 @@ use crate::apsp::dijkstra::Dijkstra;
 use crate::apsp::phast::ch::ChParams;
 use crate::common::PathSummary;
 use crate::graph::{generate, Csr, GenModel, GenSpec};
-use crate::plugin::Record;
+use tuccompi::plugin::Record;
 
 fn summarize<W: ChWeight>(row: &[W], rec: &mut [u64; 4]) {
     PathSummary::of(row).to_words(rec);
