@@ -604,7 +604,7 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
     let job = prepared.job.as_ref();
     say!("           {}  ({} tasks)", job.describe(), job.tasks());
     // What the plugin says of its plan (its input, the tasks it chose), aligned as ours.
-    for (label, text) in job.check_lines() {
+    for (label, text) in job.details().check_lines {
         say!("{label:<10} {text}");
     }
     let selection = runtime::select_units(&plan, &prepared, 1)?;
@@ -612,9 +612,9 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
     // included), and from their queues the units `run` would start.
     let tuner = Tuner::new(plan.units.concurrent_kernels, Default::default()).plugin(&plan.plugin);
     let mut params = Vec::new();
-    if let Some(g) = job.gpu() {
+    if crate::plugin::has_gpu(job) {
         for d in &selection.devices {
-            params.push(g.params(d, &tuner)?);
+            params.push(crate::plugin::gpu_params(job, d, &tuner)?);
         }
     }
     let queues: Vec<usize> = params.iter().map(|p| p.queues.value).collect();

@@ -17,13 +17,14 @@
 //! The OpenCL library is loaded at run time (`opencl3`'s `dynamic` feature): a machine without
 //! it gets [`Error::Device`] explaining what to install, never a crash.
 
+mod extent;
 mod kernels;
 mod queue;
 mod signature;
 mod stderr;
 
 pub use kernels::{KernelFile, KernelSource};
-pub use queue::{fill_bound, Arg, DBuf, Marker, Pinned, Queue, Scalar};
+pub use queue::{fill_bound, Arg, DBuf, KernelArg, Local, Marker, Pinned, Queue, Scalar};
 pub use signature::{ClType, Param, Signature, Space};
 
 use crate::{Error, Result};
@@ -387,10 +388,16 @@ impl Device {
         if let Some(dir) = std::env::var_os("TUCCOMPI_DUMP_BINARIES") {
             self.dump(&program, stem, &opts, std::path::Path::new(&dir))?;
         }
+        // What each kernel declares about its launches (its characterization's `indexes`,
+        // `local` and `reduction`; the tuning layer reads and checks the rest).
+        let launch: HashMap<String, LaunchDecl> = toml::from_str(&file.characterization)
+            .map_err(|e| Error::Config(format!("{}: {e}", file.toml_origin())))?;
         let p = Arc::new(Program {
             cl: program,
             origin: file.origin.clone(),
+            toml_origin: file.toml_origin(),
             signatures,
+            launch,
         });
         self.programs.lock().insert(key, p.clone());
         Ok(p)
@@ -445,11 +452,24 @@ impl Device {
                 p.kernel_list()
             ))
         })?;
+        let decl = p.launch.get(name).cloned().unwrap_or_default();
+        let extents = match &signature {
+            Some(sig) => Some(extent::extents(
+                &p.toml_origin,
+                name,
+                &sig.params,
+                &decl.indexes,
+            )?),
+            None => None,
+        };
         Ok(Kernel {
             cl,
             name: name.to_string(),
             origin: p.origin.clone(),
             signature,
+            extents,
+            fixed_local: decl.local,
+            pow2_local: decl.reduction,
         })
     }
 
@@ -511,7 +531,23 @@ impl Device {
 pub struct Program {
     cl: ClProgram,
     origin: String,
+    toml_origin: String,
     signatures: Vec<Signature>,
+    launch: HashMap<String, LaunchDecl>,
+}
+
+/// What a kernel's characterization declares about its launches.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+struct LaunchDecl {
+    /// Per buffer or `__local` parameter, the extent it may index ([`extent`]).
+    #[serde(default)]
+    indexes: std::collections::BTreeMap<String, String>,
+    /// The exact work-group size the code is written for.
+    #[serde(default)]
+    local: Option<usize>,
+    /// A tree reduction in local memory: the work-group size must be a power of two.
+    #[serde(default)]
+    reduction: bool,
 }
 
 impl std::fmt::Debug for Program {
@@ -546,6 +582,12 @@ pub struct Kernel {
     name: String,
     origin: String,
     signature: Option<Signature>,
+    /// Per parameter, the extent the characterization declares (`None` without a signature).
+    extents: Option<extent::Extents>,
+    /// The characterization's `local`: the only work-group size a launch may use.
+    fixed_local: Option<usize>,
+    /// The characterization's `reduction`: launches use a power-of-two work-group size.
+    pow2_local: bool,
 }
 
 impl std::fmt::Debug for Kernel {

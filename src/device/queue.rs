@@ -335,6 +335,176 @@ impl<'a> Arg<'a> {
     }
 }
 
+/// A kernel argument: a [`DBuf`] (a `__global` or `__constant` buffer), a scalar by value
+/// (`u8` to `u64`, `i8` to `i64`, `f32`, `f64`), or [`Local`] memory. [`Queue::launch`] takes
+/// them as `&[&buf, &n, &Local::of::<u32>(256)]`.
+pub trait KernelArg {
+    /// The argument as the launch passes it.
+    fn arg(&self) -> Arg<'_>;
+}
+
+impl<T: Scalar> KernelArg for DBuf<T> {
+    fn arg(&self) -> Arg<'_> {
+        T::buf_arg(self)
+    }
+}
+
+impl<T: Scalar> KernelArg for T {
+    fn arg(&self) -> Arg<'_> {
+        self.value_arg()
+    }
+}
+
+impl KernelArg for Arg<'_> {
+    fn arg(&self) -> Arg<'_> {
+        *self
+    }
+}
+
+/// A `__local` array of a launch, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Local(pub usize);
+
+impl Local {
+    /// `count` elements of `T`.
+    pub fn of<T>(count: usize) -> Local {
+        Local(count * std::mem::size_of::<T>())
+    }
+}
+
+impl KernelArg for Local {
+    fn arg(&self) -> Arg<'_> {
+        Arg::Local(self.0)
+    }
+}
+
+impl Arg<'_> {
+    /// Elements of a buffer argument; bytes of local memory; `None` for a value.
+    fn extent(&self) -> Option<usize> {
+        fn n<T: Scalar>(b: &DBuf<T>) -> Option<usize> {
+            Some(b.len)
+        }
+        match *self {
+            Arg::U8s(x) => n(x),
+            Arg::I8s(x) => n(x),
+            Arg::U16s(x) => n(x),
+            Arg::I16s(x) => n(x),
+            Arg::U32s(x) => n(x),
+            Arg::I32s(x) => n(x),
+            Arg::U64s(x) => n(x),
+            Arg::I64s(x) => n(x),
+            Arg::F32s(x) => n(x),
+            Arg::F64s(x) => n(x),
+            Arg::Local(bytes) => Some(bytes),
+            _ => None,
+        }
+    }
+
+    /// An integer value argument as an `i128` (extent expressions read them).
+    fn integer(&self) -> Option<i128> {
+        Some(match *self {
+            Arg::U8(v) => v.into(),
+            Arg::I8(v) => v.into(),
+            Arg::U16(v) => v.into(),
+            Arg::I16(v) => v.into(),
+            Arg::U32(v) => v.into(),
+            Arg::I32(v) => v.into(),
+            Arg::U64(v) => v.into(),
+            Arg::I64(v) => v.into(),
+            _ => return None,
+        })
+    }
+}
+
+/// Check a launch of `kernel` over `global` work-items (already rounded up to whole groups) in
+/// groups of `local` against what its characterization declares: its work-group size (`local`,
+/// `reduction`), and for every buffer and `__local` parameter the extent it may index
+/// (`indexes`), which the argument must hold. Called after [`check_args`].
+pub(super) fn check_extents(
+    kernel: &Kernel,
+    args: &[Arg<'_>],
+    global: usize,
+    local: Option<usize>,
+) -> Result<()> {
+    let name = kernel.name();
+    let fix = format!(
+        "declare it in the kernel's characterization, or launch with the unsafe \
+         Queue::launch_unchecked"
+    );
+    let (Some(sig), Some(extents)) = (kernel.signature(), kernel.extents.as_ref()) else {
+        return Err(Error::Device(format!(
+            "kernel '{name}' of {}: its parameters could not be read from the source (named \
+             through a macro?), so its launches cannot be checked; name it plainly, or launch it \
+             with the unsafe Queue::launch_unchecked",
+            kernel.origin()
+        )));
+    };
+    let at = format!("kernel '{name}' ({}:{})", kernel.origin(), sig.line);
+    if let Some(want) = kernel.fixed_local {
+        if local != Some(want) {
+            return Err(Error::Device(format!(
+                "{at} is written for work-groups of exactly {want} (its characterization's \
+                 local), but is launched with {local:?}"
+            )));
+        }
+    }
+    if kernel.pow2_local && local.is_some_and(|l| !l.is_power_of_two()) {
+        return Err(Error::Device(format!(
+            "{at} reduces with a tree (its characterization's reduction = true): launch it with \
+             a power-of-two work-group size, not {local:?}"
+        )));
+    }
+    let groups = local.map(|l| global / l.max(1));
+    let var = |v: &str| -> Option<i128> {
+        match v {
+            "global" => Some(global as i128),
+            "local" => local.map(|l| l as i128),
+            "groups" => groups.map(|g| g as i128),
+            _ => sig
+                .params
+                .iter()
+                .position(|p| p.name == v)
+                .and_then(|i| args[i].integer()),
+        }
+    };
+    for (i, (p, a)) in sig.params.iter().zip(args).enumerate() {
+        let Some(have) = a.extent() else { continue };
+        let Some((text, expr)) = &extents[i] else {
+            return Err(Error::Device(format!(
+                "{at}: argument {i} '{}' ({}) has no declared extent, so the launch cannot be \
+                 checked; add `indexes = {{ {} = \"...\" }}` to [{name}] (the elements it may \
+                 index, from its scalar arguments, global, local and groups), or {fix}",
+                p.name,
+                p.describe(),
+                p.name
+            )));
+        };
+        let Some(need) = expr.eval(&var) else {
+            return Err(Error::Device(format!(
+                "{at}: the extent of '{}' (\"{text}\") cannot be evaluated for this launch \
+                 (local {local:?}; an overflow or a division by zero?)",
+                p.name
+            )));
+        };
+        let need = need.max(0);
+        let (need, unit) = if p.space == Space::Local {
+            let size = p.ty.bytes().unwrap_or(1) as i128;
+            (need.saturating_mul(size), "bytes")
+        } else {
+            (need, "elements")
+        };
+        if need > have as i128 {
+            return Err(Error::Device(format!(
+                "{at}: argument {i} '{}' holds {have} {unit}, but the kernel may index {need} \
+                 (\"{text}\" with this launch's arguments, global {global}, local {local:?}): \
+                 pass a larger buffer or a smaller launch",
+                p.name
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Check `args` against `kernel`'s declared parameters: their count always; with a signature,
 /// each argument's kind (buffer, value, local memory), address space and scalar or element
 /// type. A mismatch is an error naming the kernel, its file and line, the argument (index and
@@ -389,6 +559,21 @@ pub(super) fn check_args(kernel: &Kernel, args: &[Arg<'_>], expected: usize) -> 
         }
     }
     Ok(())
+}
+
+/// The global size a launch runs (rounded up to whole groups, at least one item) and its
+/// work-group size, if given.
+fn work_sizes(global: usize, local: Option<usize>) -> (usize, Option<[usize; 1]>) {
+    match local {
+        Some(l) if l > 0 => (global.div_ceil(l).max(1) * l, Some([l])),
+        _ => (global.max(1), None),
+    }
+}
+
+/// [`check_args`] with the count the OpenCL kernel object reports.
+fn check_launch(kernel: &Kernel, args: &[Arg<'_>]) -> Result<()> {
+    let expected = kernel.cl.num_args().unwrap_or(args.len() as u32) as usize;
+    check_args(kernel, args, expected)
 }
 
 /// One in-order command queue.
@@ -793,58 +978,82 @@ impl Queue {
     }
 
     /// Enqueue `kernel` over `global` work-items (rounded up to a multiple of `local`), with
-    /// `args` in the kernel's parameter order. Does not wait. The arguments are checked against
-    /// the parameters the kernel's source declares ([`Kernel::signature`]): their number, and
-    /// each one's kind (buffer, value, `__local`), address space and scalar or element type; a
-    /// mismatch is an error naming the kernel, the argument and both types, before anything is
-    /// set or launched.
+    /// `args` in the kernel's parameter order (`&[&buffer, &count, &Local::of::<u32>(l)]`).
+    /// Does not wait.
+    ///
+    /// Checked before anything is set or launched, an error naming the kernel, its file and
+    /// line, and the argument:
+    /// - the arguments against the parameters the source declares ([`Kernel::signature`]):
+    ///   their number, and each one's kind (buffer, value, `__local`), address space and type;
+    /// - every buffer and `__local` argument against the extent the kernel's characterization
+    ///   declares it may index (`indexes = { out = "3 * groups" }`: an expression of the
+    ///   kernel's integer arguments, `global`, `local` and `groups`), evaluated for this launch;
+    /// - the work-group size against the characterization's `local` and `reduction`.
+    ///
+    /// What it cannot catch: a kernel that indexes past what its characterization declares
+    /// (the declaration is the kernel author's promise, as a SAFETY comment was), and, on PoCL,
+    /// such a write lands in host memory. Buffers stay alive until the queue finishes the
+    /// launch: a [`DBuf`] is dropped only by its owner, and every blocking read or
+    /// [`Queue::finish`] on this in-order queue waits for earlier launches.
+    pub fn launch(
+        &self,
+        kernel: &Kernel,
+        global: usize,
+        local: Option<usize>,
+        args: &[&dyn KernelArg],
+    ) -> Result<()> {
+        self.launch_marked(kernel, global, local, args).map(drop)
+    }
+
+    /// [`Queue::launch`], returning the launch's [`Marker`] (for its device time on a
+    /// profiled queue).
+    pub fn launch_marked(
+        &self,
+        kernel: &Kernel,
+        global: usize,
+        local: Option<usize>,
+        args: &[&dyn KernelArg],
+    ) -> Result<Marker> {
+        let args: Vec<Arg<'_>> = args.iter().map(|a| a.arg()).collect();
+        let (rounded, _) = work_sizes(global, local);
+        check_launch(kernel, &args)?;
+        check_extents(kernel, &args, rounded, local.filter(|&l| l > 0))?;
+        // SAFETY: the arguments match the declared parameters (checked above), every buffer
+        // holds what the kernel declares it may index and the work-group size is one its
+        // characterization accepts (checked above); the declaration is the kernel's promise.
+        unsafe { self.enqueue(kernel, global, local, &args) }.map(Marker)
+    }
+
+    /// [`Queue::launch`] without the extent and work-group checks (the argument types are
+    /// still checked), for kernels whose extents no expression of their arguments can state.
     ///
     /// # Safety
     ///
     /// OpenCL does not know how long a buffer the kernel expects. The caller guarantees that
     /// - every buffer holds at least as many elements as the kernel, with these scalar
     ///   arguments and `global` work-items, indexes (the kernel reads and writes only inside
-    ///   the buffers it is given), and an [`Arg::Local`] is as many bytes as the kernel indexes
+    ///   the buffers it is given), and a [`Local`] is as many bytes as the kernel indexes
     ///   within;
     /// - `local`, when given, is a size the kernel's code accepts (for instance the exact
     ///   work-group size of a kernel whose local-memory tiles are indexed by the local id);
     /// - where the source could not say a parameter's type (a kernel named through a macro, a
     ///   vector or struct type), the argument has that type.
-    ///
-    /// Buffers must also stay alive until the queue finishes the launch: [`DBuf`] is dropped
-    /// only by its owner, and every blocking read or [`Queue::finish`] on this in-order queue
-    /// waits for earlier launches.
-    pub unsafe fn launch(
+    pub unsafe fn launch_unchecked(
         &self,
         kernel: &Kernel,
         global: usize,
         local: Option<usize>,
-        args: &[Arg<'_>],
-    ) -> Result<()> {
-        // SAFETY: this function's contract is enqueue's.
-        unsafe { self.enqueue(kernel, global, local, args) }.map(drop)
-    }
-
-    /// [`Queue::launch`], returning the launch's [`Marker`] (for its device time on a
-    /// profiled queue).
-    ///
-    /// # Safety
-    ///
-    /// As for [`Queue::launch`].
-    pub unsafe fn launch_marked(
-        &self,
-        kernel: &Kernel,
-        global: usize,
-        local: Option<usize>,
-        args: &[Arg<'_>],
+        args: &[&dyn KernelArg],
     ) -> Result<Marker> {
+        let args: Vec<Arg<'_>> = args.iter().map(|a| a.arg()).collect();
+        check_launch(kernel, &args)?;
         // SAFETY: this function's contract is enqueue's.
-        unsafe { self.enqueue(kernel, global, local, args) }.map(Marker)
+        unsafe { self.enqueue(kernel, global, local, &args) }.map(Marker)
     }
 
     /// # Safety
     ///
-    /// As for [`Queue::launch`].
+    /// As for [`Queue::launch_unchecked`]; the arguments were checked by [`check_launch`].
     unsafe fn enqueue(
         &self,
         kernel: &Kernel,
@@ -853,19 +1062,14 @@ impl Queue {
         args: &[Arg<'_>],
     ) -> Result<Event> {
         let name = kernel.name();
-        let expected = kernel.cl.num_args().unwrap_or(args.len() as u32) as usize;
-        check_args(kernel, args, expected)?;
         for (i, a) in args.iter().enumerate() {
             let i = i as u32;
-            // SAFETY: the argument matches the parameter's declared type (checked above, or,
-            // where the source could not say, this function's contract).
+            // SAFETY: the argument matches the parameter's declared type (checked by
+            // check_launch, or, where the source could not say, this function's contract).
             unsafe { a.set(&kernel.cl, i) }
                 .map_err(|e| cl_err(&format!("argument {i} of kernel '{name}'"), e))?;
         }
-        let (global, local_arr) = match local {
-            Some(l) if l > 0 => (global.div_ceil(l).max(1) * l, Some([l])),
-            _ => (global.max(1), None),
-        };
+        let (global, local_arr) = work_sizes(global, local);
         let gws = [global];
         let serial = self
             .serial

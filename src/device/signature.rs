@@ -55,6 +55,22 @@ pub enum ClType {
 }
 
 impl ClType {
+    /// Whether it is an integer type.
+    pub fn is_integer(&self) -> bool {
+        !matches!(self, ClType::Float | ClType::Double | ClType::Other(_))
+    }
+
+    /// Its size in bytes (`None` for [`ClType::Other`]).
+    pub fn bytes(&self) -> Option<usize> {
+        Some(match self {
+            ClType::Char | ClType::UChar => 1,
+            ClType::Short | ClType::UShort => 2,
+            ClType::Int | ClType::UInt | ClType::Float => 4,
+            ClType::Long | ClType::ULong | ClType::Double => 8,
+            ClType::Other(_) => return None,
+        })
+    }
+
     /// The OpenCL C name.
     pub fn name(&self) -> &str {
         match self {

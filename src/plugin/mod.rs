@@ -1,25 +1,29 @@
 //! The plugin API: what a user writes to run a new workload on every unit.
 //!
-//! A [`Plugin`] is found by name and prepares a [`Job`] from the run plan: the task space, a CPU
-//! half and/or a GPU half, and how per-task records become output files. Halves create per-unit
-//! workers once (heaps, device buffers) and then run chunks of tasks, writing a fixed number of
-//! `u64` words per task into a [`RecordsOut`] (typed through [`Record`]). A [`GpuHalf`] is typed:
-//! its per-device data is its own `Shared` type, its launch parameters [`LaunchParams`] from the
-//! [`Tuner`], and its kernels [`KernelSource`]s it declares; the runtime erases those types once,
-//! privately, through [`Gpu`]. The runtime gathers the records (across nodes too)
-//! and hands them to [`Job::finish`] on rank 0. Bulk output (distance rows) is written by the
-//! workers themselves at fixed file offsets, so no process holds it whole.
+//! Three traits. A [`Plugin`] is found by name and prepares a [`Job`] from the run plan. The
+//! job says how many tasks there are and how many `u64` words each task's record takes, makes
+//! the workers of its CPU half ([`Job::cpu_worker`]) and of its GPU half ([`Job::gpu_worker`],
+//! one per in-order queue of each device, after [`Job::gpu_setup`] uploaded what the device's
+//! queues share), and turns the records into files ([`Job::finish`]). A [`Worker`] runs chunks
+//! of tasks and writes each task's record into a [`RecordsOut`] (typed through [`Record`]); a
+//! closure is one ([`worker`]). The runtime gathers the records (across nodes too) and hands
+//! them to [`Job::finish`] on rank 0. Bulk output (rows of a matrix) is written by the workers
+//! themselves at fixed file offsets ([`Details::bulk`]), so no process holds it whole.
 //!
-//! `prepare` reads and checks, and writes nothing: a job declares its bulk files
-//! ([`Job::bulk_outputs`]), and the runtime opens them in the run's staging directory when the
-//! run starts, after every check passed.
+//! `prepare` reads and checks, and writes nothing: a job declares its bulk files, and the
+//! runtime opens them in the run's staging directory when the run starts, after every check
+//! passed. What few jobs need (bulk files, input files, tolerances, a job that must run on one
+//! node) is grouped in [`Details`].
 
 use crate::config::Plan;
-use crate::device::DeviceInfo;
-use crate::device::{Device, KernelSource, Queue};
+use crate::device::{DBuf, Device, DeviceInfo, Kernel, KernelSource, Queue, Scalar};
 use crate::sink::NpyRows;
-use crate::tuning::{characterizations, default_candidates, Knob, LaunchParams, Tuner};
-use crate::Result;
+use crate::tuning::{
+    characterizations, default_candidates, kernel_names, Knob, LaunchParams, Request, Shape,
+    Tuner,
+};
+use crate::{Error, Result};
+use std::any::Any;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,7 +32,7 @@ use std::sync::Arc;
 pub trait Plugin: Sync {
     /// Name used in `run.plugin`.
     fn name(&self) -> &'static str;
-    /// One line for `tuccompi plugins`.
+    /// One line for the `plugins` command.
     fn description(&self) -> &'static str;
     /// Read the input and options and set up a job. Runs on every node.
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>>;
@@ -47,7 +51,7 @@ pub struct PrepareCtx<'a> {
     /// Under MPI, the ranks of this job making bytes together: once per machine, mapped by its
     /// ranks (the built-in graph plugins share their input graph so), or once per job.
     pub share: Option<&'a dyn crate::node::share::Share>,
-    /// `tuccompi check`: prepare writes nothing anywhere (no cache file; caches are only read).
+    /// `check`: prepare writes nothing anywhere (no cache file; caches are only read).
     pub dry_run: bool,
     /// Tasks an unfinished run that this one resumes has already done (0 for a fresh run):
     /// preprocessing that pays only over many tasks can weigh the ones left.
@@ -56,7 +60,7 @@ pub struct PrepareCtx<'a> {
     /// meanwhile: this waits for it). Ask only when the answer matters.
     pub devices: &'a (dyn Fn() -> DeviceCount + Sync),
     /// The runtime's early free-space check ([`PrepareCtx::check_space`]); `None` where no
-    /// check is due (`tuccompi check`, ranks other than 0).
+    /// check is due (`check`, ranks other than 0).
     pub space: Option<&'a (dyn Fn(OutputSize) -> Result<()> + Sync)>,
 }
 
@@ -68,8 +72,8 @@ pub struct OutputSize {
     pub tasks: usize,
     /// `u64` words of each task's record.
     pub record_words: usize,
-    /// Bytes of the bulk outputs ([`Job::bulk_outputs`]) and of what [`Job::finish`] writes
-    /// beyond the records ([`Job::finish_bytes`]).
+    /// Bytes of the bulk outputs ([`Details::bulk`]) and of what [`Job::finish`] writes
+    /// beyond the records ([`Details::finish_bytes`]).
     pub bulk_bytes: u64,
 }
 
@@ -116,10 +120,16 @@ impl PrepareCtx<'_> {
         self.plan.options(table)
     }
 
+    /// An error about the key `key` (`myplugin.count`) naming where it was set: for a value
+    /// the plugin refuses after reading it.
+    pub fn refuse(&self, key: &str, message: impl Into<String>) -> Error {
+        self.plan.origins.error(key, message.into())
+    }
+
     /// Refuse now, before expensive preprocessing (a hierarchy build), a run whose outputs
     /// cannot fit on the output directory's disk: call it as soon as the input tells the
     /// outputs' size. The same error the runtime gives before it writes (where it checks
-    /// again, with every byte the job declares); nothing is checked in `tuccompi check`.
+    /// again, with every byte the job declares); nothing is checked in `check`.
     pub fn check_space(&self, size: OutputSize) -> Result<()> {
         match self.space {
             Some(check) => check(size),
@@ -128,277 +138,281 @@ impl PrepareCtx<'_> {
     }
 }
 
-/// One prepared run of a plugin.
+/// One prepared run of a plugin: its tasks, its halves, its outputs.
+///
+/// Required: [`tasks`](Job::tasks), [`record_words`](Job::record_words),
+/// [`finish`](Job::finish), and a half: [`cpu_worker`](Job::cpu_worker), and/or
+/// [`kernels`](Job::kernels) with [`gpu_worker`](Job::gpu_worker) for a GPU half.
 pub trait Job: Sync {
     /// Number of tasks (the workspace).
     fn tasks(&self) -> usize;
-    /// `u64` words each task writes into its record.
+    /// `u64` words each task writes into its record ([`Record::WORDS`] of its record type).
     fn record_words(&self) -> usize;
-    /// Input facts for the report (`n`, `m`, ...), as JSON.
-    fn describe(&self) -> serde_json::Value;
-    /// What identifies this work's speed across runs (the speed history's key, beside the
-    /// plugin and the unit class): its algorithm and input size, nothing that changes from
-    /// run to run. Default: [`describe`](Job::describe) without its `*_seconds` fields.
-    fn workload(&self) -> serde_json::Value {
-        fn strip(v: &mut serde_json::Value) {
-            if let Some(o) = v.as_object_mut() {
-                o.retain(|k, _| !k.ends_with("_seconds"));
-                o.values_mut().for_each(strip);
-            }
-        }
-        let mut d = self.describe();
-        strip(&mut d);
-        d
-    }
-    /// How `[verify]` compares an accelerator's record of a task with the CPU half's: word for
-    /// word (the default), or some words as `f64` within a relative tolerance, for halves whose
-    /// floating-point results may differ in the last bits (a device's `exp`, fused
-    /// multiply-adds).
-    fn tolerance(&self) -> Tolerance {
-        Tolerance::exact()
-    }
-    /// The files the job reads (its input graph, a points file, a queries file), declared in
-    /// `prepare`. The run's identity holds a fingerprint of each ([`crate::input`]: path,
-    /// size, modification time, inode and sampled blocks, never the whole file), so `--resume`
-    /// refuses, naming the file, when one changed since the unfinished run. Default none.
-    fn inputs(&self) -> Vec<PathBuf> {
-        Vec::new()
-    }
-    /// What `tuccompi check` prints about the job's plan besides [`describe`](Job::describe),
-    /// as (label, text) lines: its input, the tasks it chose. Default none.
-    fn check_lines(&self) -> Vec<(String, String)> {
-        Vec::new()
-    }
-    /// The CPU half, if the plugin has one.
-    fn cpu(&self) -> Option<&dyn CpuHalf> {
-        None
-    }
-    /// The GPU half, if the plugin has one: `Some(Gpu::new(self))`.
-    fn gpu(&self) -> Option<Gpu<'_>> {
-        None
-    }
-    /// Whether the job can spread over several MPI nodes (its results are all in its records
-    /// or in rows written at offsets). A job that keeps its result in memory says no.
-    fn multi_node(&self) -> bool {
-        true
-    }
-    /// Whether, when the run has GPU queues, CPU workers should stay idle (a job of one big
-    /// task that a device runs best, such as Floyd-Warshall on the whole matrix).
-    fn prefers_gpu(&self) -> bool {
-        false
-    }
-    /// Files the workers write at fixed offsets while the run goes (`distances.npy`), declared
-    /// in `prepare` without touching the disk. The runtime checks their size against the free
-    /// space, opens them in the run's staging directory before the first chunk (created on
-    /// rank 0, reopened by other ranks and when resuming), and syncs them before each journal
-    /// sync, so a journaled task's rows are on disk.
-    fn bulk_outputs(&self) -> Vec<&NpyRows> {
-        Vec::new()
-    }
-    /// Bytes of the files [`finish`](Job::finish) writes beyond the records' own (`od.npz`, a
-    /// copy of a bulk file), for the free-space check. Default 0.
-    fn finish_bytes(&self) -> u64 {
-        0
-    }
     /// Turn the records of every task into output files under `dir` (the run's staging
-    /// directory; its files move into the output directory when the run succeeds); return the
-    /// checksum object for `report.json`. Called once, on the root node, after every task
-    /// finished.
+    /// directory; its files move into the output directory when the run succeeds,
+    /// [`crate::sink::write_file`] writes one); return the checksum object for
+    /// `report.json`. Called once, on the root node, after every task finished.
     fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value>;
+    /// Input facts for the report (sizes, options), as JSON. Default none.
+    fn describe(&self) -> serde_json::Value {
+        serde_json::json!({})
+    }
 
-    // Tuning: what `tune` times on each device.
+    /// A worker of the CPU half, made once per CPU unit on that unit's thread (its state,
+    /// such as a heap, is reused across chunks): a closure through [`worker`], or a type of
+    /// the plugin's that implements [`Worker`]. Default: no CPU half (say so in
+    /// [`Details::cpu_half`]).
+    fn cpu_worker(&self) -> Result<Box<dyn Worker + '_>> {
+        Err(Error::Config(
+            "the job's Details say it has a CPU half, but it does not make CPU workers (a bug in \
+             the plugin: implement Job::cpu_worker, or set Details::cpu_half to false)"
+                .into(),
+        ))
+    }
 
+    /// The kernel files of the GPU half (each embedded with `include_str!`): a job with none
+    /// (the default) has no GPU half. The runtime checks their characterizations first.
+    fn kernels(&self) -> &'static [KernelSource] {
+        &[]
+    }
+    /// Launch parameters on `device`, from [`Tuner::params`] with the characterizations of the
+    /// kernels the half launches; uploads nothing (also what `check` prints). Default: every
+    /// kernel of the first file in [`kernels`](Job::kernels), one work-item per task.
+    fn gpu_params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
+        let file = self.kernels().first().ok_or_else(|| {
+            Error::Config("gpu_params of a job with no kernels (a bug in the plugin)".into())
+        })?;
+        let names = kernel_names(&file.load()?.source);
+        let names: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
+        tuner.params(&device.info, Request::new(file, &names, Shape::items(1)))
+    }
+    /// Set the half up on `device` once, for all its queues: upload what they share and
+    /// return it ([`DeviceData::new`]; each queue's worker reads it with [`Gpu::data`]).
+    /// Default: build every kernel file (so a build error takes the device out once, with its
+    /// log, before any queue starts) and share nothing.
+    fn gpu_setup(&self, device: &Device, params: &LaunchParams) -> Result<DeviceData> {
+        let _ = params;
+        for k in self.kernels() {
+            device.program(k, "")?;
+        }
+        Ok(DeviceData::none())
+    }
+    /// A worker that owns one in-order queue of a device ([`Gpu`]: the device, its launch
+    /// parameters, the queue, the device's shared data).
+    fn gpu_worker<'a>(&'a self, gpu: Gpu<'a>) -> Result<Box<dyn Worker + 'a>> {
+        let _ = gpu;
+        Err(Error::Config(
+            "the job declares kernels but makes no GPU workers (a bug in the plugin: implement \
+             Job::gpu_worker)"
+                .into(),
+        ))
+    }
     /// The knobs `tune` times on `device`, given the launch parameters the rules predict there
     /// (`predicted`), in the order it sweeps them: [`Knob::batch`], [`Knob::local_size`] and
-    /// knobs of the plugin's own ([`Knob::own`], read back in the GPU half with
-    /// [`LaunchParams::knob`]). Default: [`default_candidates`] (the batch around the
-    /// prediction, then the usual local sizes). The winners are stored under the key the GPU
-    /// half's [`Request::cache_name`](crate::tuning::Request::cache_name) names.
+    /// knobs of the plugin's own ([`Knob::own`], read back with [`LaunchParams::knob`]).
+    /// Default: [`default_candidates`] (the batch around the prediction, then the usual local
+    /// sizes). The winners are stored under the key the GPU half's
+    /// [`Request::cache_name`](crate::tuning::Request::cache_name) names.
     fn tune_candidates(&self, device: &DeviceInfo, predicted: &LaunchParams) -> Vec<Knob> {
         default_candidates(device, predicted)
     }
-}
 
-/// The CPU half of a plugin: makes one worker per CPU unit.
-pub trait CpuHalf: Sync {
-    /// Per-worker state, set up once and reused across chunks.
-    fn worker(&self) -> Result<Box<dyn Worker + '_>>;
-}
-
-/// The GPU half of a plugin: choose launch parameters and set up each device once, then make one
-/// worker per in-order queue.
-///
-/// The runtime calls, per selected device: [`params`](GpuHalf::params) (also what `tuccompi
-/// check` prints), then [`setup`](GpuHalf::setup) with those parameters, then
-/// [`worker`](GpuHalf::worker) once per queue (`params.queues`), on that queue's unit thread.
-/// Each queue's unit asks for `params.batch` tasks per chunk unless `scheduler.gpu_chunk` says
-/// otherwise. A [`Job`] hands its GPU half to the runtime as [`Gpu::new(self)`](Gpu::new).
-pub trait GpuHalf: Sync {
-    /// What [`setup`](GpuHalf::setup) leaves on each device for all its queues: uploaded data
-    /// and whatever of the launch parameters the workers need. Workers borrow it.
-    type Shared: Send + Sync;
-    /// The kernel files this half launches (each embedded by the plugin with `include_str!`).
-    /// The runtime checks their characterizations before [`params`](GpuHalf::params).
-    fn kernels(&self) -> &'static [KernelSource];
-    /// Launch parameters on `device`, from [`Tuner::params`] with the characterizations of the
-    /// kernels this half launches (and values of its config table). Uploads nothing.
-    fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams>;
-    /// Upload shared data to `device` and build its programs (so a build error is reported
-    /// once, with its log).
-    fn setup(&self, device: &Device, params: &LaunchParams) -> Result<Self::Shared>;
-    /// A worker that owns `queue`, one in-order queue of `device`.
-    fn worker<'a>(
-        &'a self,
-        device: &'a Device,
-        shared: &'a Self::Shared,
-        queue: Queue,
-    ) -> Result<impl Worker + 'a>;
-}
-
-/// A GPU half that uploads nothing and needs only its programs: implement this instead of
-/// [`GpuHalf`] and its `Shared` type is the [`LaunchParams`] (each queue's worker gets them),
-/// its `setup` builds every kernel file of [`kernels`](SimpleGpuHalf::kernels) with
-/// [`build_options`](SimpleGpuHalf::build_options) (so a build error takes the device out
-/// before any queue starts). `examples/options.rs` is one.
-pub trait SimpleGpuHalf: Sync {
-    /// The kernel files this half launches (each embedded by the plugin with `include_str!`).
-    fn kernels(&self) -> &'static [KernelSource];
-    /// OpenCL build options of those files (default none).
-    fn build_options(&self) -> &str {
-        ""
+    /// What few jobs need: bulk files, input files, tolerances, placement. Default
+    /// [`Details::default`].
+    fn details(&self) -> Details<'_> {
+        Details::default()
     }
-    /// Launch parameters on `device` ([`GpuHalf::params`]).
-    fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams>;
-    /// A worker that owns `queue`, one in-order queue of `device`.
-    fn worker<'a>(
-        &'a self,
-        device: &'a Device,
-        params: &'a LaunchParams,
-        queue: Queue,
-    ) -> Result<impl Worker + 'a>;
 }
 
-impl<T: SimpleGpuHalf> GpuHalf for T {
-    type Shared = LaunchParams;
-    fn kernels(&self) -> &'static [KernelSource] {
-        SimpleGpuHalf::kernels(self)
-    }
-    fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
-        SimpleGpuHalf::params(self, device, tuner)
-    }
-    fn setup(&self, device: &Device, params: &LaunchParams) -> Result<LaunchParams> {
-        for k in SimpleGpuHalf::kernels(self) {
-            device.program(k, self.build_options())?;
+/// The rarely needed parts of a [`Job`], grouped ([`Job::details`]): start from
+/// `Details::default()` and set what the job needs.
+#[derive(Debug, Clone)]
+pub struct Details<'a> {
+    /// Whether the job has a CPU half ([`Job::cpu_worker`]). Default true.
+    pub cpu_half: bool,
+    /// Files the workers write at fixed offsets while the run goes (rows of a matrix),
+    /// declared in `prepare` without touching the disk. The runtime checks their size against
+    /// the free space, opens them in the run's staging directory before the first chunk
+    /// (created on rank 0, reopened by other ranks and when resuming), and syncs them before
+    /// each journal sync, so a journaled task's rows are on disk. Default none.
+    pub bulk: Vec<&'a NpyRows>,
+    /// Bytes of the files [`Job::finish`] writes beyond the records' own, for the free-space
+    /// check. Default 0.
+    pub finish_bytes: u64,
+    /// The files the job reads, declared in `prepare`. The run's identity holds a fingerprint
+    /// of each ([`crate::input`]: path, size, modification time, inode and sampled blocks,
+    /// never the whole file), so `--resume` refuses, naming the file, when one changed since
+    /// the unfinished run. Default none.
+    pub inputs: Vec<PathBuf>,
+    /// How `[verify]` compares an accelerator's record of a task with the CPU half's: word for
+    /// word (the default), or floats within a tolerance ([`Tolerance::of`]), for halves whose
+    /// floating-point results may differ in the last bits.
+    pub tolerance: Tolerance,
+    /// What `check` prints about the job's plan besides [`Job::describe`], as (label, text)
+    /// lines. Default none.
+    pub check_lines: Vec<(String, String)>,
+    /// Whether the job can spread over several MPI nodes (its results are all in its records
+    /// or in rows written at offsets). Default true; a job that keeps its result in memory
+    /// says no.
+    pub multi_node: bool,
+    /// Whether, when the run has GPU queues, CPU workers should stay idle (a job of one big
+    /// task that a device runs best). Default false.
+    pub prefers_gpu: bool,
+    /// What identifies this work's speed across runs (the speed history's key, beside the
+    /// plugin and the unit class): its algorithm and input size, nothing that changes from
+    /// run to run. Default (`None`): [`Job::describe`] without its `*_seconds` fields.
+    pub workload: Option<serde_json::Value>,
+}
+
+impl Default for Details<'_> {
+    fn default() -> Self {
+        Details {
+            cpu_half: true,
+            bulk: Vec::new(),
+            finish_bytes: 0,
+            inputs: Vec::new(),
+            tolerance: Tolerance::exact(),
+            check_lines: Vec::new(),
+            multi_node: true,
+            prefers_gpu: false,
+            workload: None,
         }
-        Ok(params.clone())
-    }
-    fn worker<'a>(
-        &'a self,
-        device: &'a Device,
-        shared: &'a LaunchParams,
-        queue: Queue,
-    ) -> Result<impl Worker + 'a> {
-        SimpleGpuHalf::worker(self, device, shared, queue)
     }
 }
 
-/// A job's GPU half as the runtime holds it: [`GpuHalf`] with its `Shared` type erased (the one
-/// place that happens). Made by [`Gpu::new`] in [`Job::gpu`].
-#[derive(Clone, Copy)]
-pub struct Gpu<'a>(&'a dyn erased::ErasedGpu);
-
-impl std::fmt::Debug for Gpu<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Gpu")
+/// The speed history's key of `job` ([`Details::workload`]).
+pub(crate) fn workload(job: &dyn Job) -> serde_json::Value {
+    fn strip(v: &mut serde_json::Value) {
+        if let Some(o) = v.as_object_mut() {
+            o.retain(|k, _| !k.ends_with("_seconds"));
+            o.values_mut().for_each(strip);
+        }
     }
+    job.details().workload.unwrap_or_else(|| {
+        let mut d = job.describe();
+        strip(&mut d);
+        d
+    })
+}
+
+/// Whether `job` has a GPU half.
+pub(crate) fn has_gpu(job: &dyn Job) -> bool {
+    !job.kernels().is_empty()
+}
+
+/// What a GPU half's queues share on one device ([`Job::gpu_setup`]): any type of the
+/// plugin's, read back by each queue's worker with [`Gpu::data`].
+pub struct DeviceData(Box<dyn Any + Send + Sync>);
+
+impl std::fmt::Debug for DeviceData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceData")
+    }
+}
+
+impl DeviceData {
+    /// `data`, shared by the device's queues.
+    pub fn new<T: Any + Send + Sync>(data: T) -> DeviceData {
+        DeviceData(Box::new(data))
+    }
+    /// Nothing shared.
+    pub fn none() -> DeviceData {
+        DeviceData::new(())
+    }
+}
+
+/// What a GPU worker gets ([`Job::gpu_worker`]): its device, the launch parameters chosen
+/// there, its own in-order queue, and the data [`Job::gpu_setup`] left on the device.
+#[derive(Debug)]
+pub struct Gpu<'a> {
+    /// The device.
+    pub device: &'a Device,
+    /// Its launch parameters ([`Job::gpu_params`]).
+    pub params: &'a LaunchParams,
+    /// The worker's queue.
+    pub queue: Queue,
+    data: &'a DeviceData,
 }
 
 impl<'a> Gpu<'a> {
-    /// The runtime's handle on `half`.
-    pub fn new<H: GpuHalf>(half: &'a H) -> Self {
-        Gpu(half)
+    /// The data [`Job::gpu_setup`] returned for this device, as the type it was made with.
+    pub fn data<T: Any + Send + Sync>(&self) -> Result<&'a T> {
+        self.data.0.downcast_ref().ok_or_else(|| {
+            Error::Config(format!(
+                "Gpu::data::<{}>: the job's gpu_setup shared another type (a bug in the plugin)",
+                std::any::type_name::<T>()
+            ))
+        })
     }
-    /// Launch parameters on `device` (after checking every declared kernel file's
-    /// characterizations).
-    pub fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
-        self.0.params(device, tuner)
+    /// Kernel `name` of `file`, built without options (built once per device and reused).
+    pub fn kernel(&self, file: &KernelSource, name: &str) -> Result<Kernel> {
+        self.device.kernel(file, "", name)
     }
-    /// Set the half up on `device` with `params`.
-    pub fn setup(&self, device: Arc<Device>, params: &LaunchParams) -> Result<GpuOnDevice<'a>> {
-        self.0
-            .setup(device, params)
-            .map(|d| GpuOnDevice(Arc::from(d)))
+    /// A buffer of `len` elements on the device.
+    pub fn buffer<T: Scalar>(&self, len: usize) -> Result<DBuf<T>> {
+        DBuf::new(self.device, len)
+    }
+    /// The local size chosen for kernel `name`.
+    pub fn local(&self, name: &str) -> Result<usize> {
+        self.params.local(name)
+    }
+    /// Tasks per batch chosen for this device.
+    pub fn batch(&self) -> usize {
+        self.params.batch.value
     }
 }
 
-/// A GPU half set up on one device: its shared data, from which each queue's worker is made.
-/// Cloned into every queue's unit.
+/// Launch parameters of `job`'s GPU half on `device`, after checking every declared kernel
+/// file's characterizations.
+pub(crate) fn gpu_params(job: &dyn Job, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
+    for k in job.kernels() {
+        characterizations(k)?;
+    }
+    job.gpu_params(device, tuner)
+}
+
+/// A job's GPU half set up on one device: its parameters and shared data, from which each
+/// queue's worker is made. Cloned into every queue's unit.
 #[derive(Clone)]
-pub struct GpuOnDevice<'a>(Arc<dyn erased::ErasedOnDevice + 'a>);
+pub struct GpuOnDevice<'a>(Arc<OnDevice<'a>>);
+
+struct OnDevice<'a> {
+    job: &'a dyn Job,
+    device: Arc<Device>,
+    params: LaunchParams,
+    data: DeviceData,
+}
 
 impl std::fmt::Debug for GpuOnDevice<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "GpuOnDevice")
+        write!(f, "GpuOnDevice({})", self.0.device.info.name)
     }
 }
 
-impl GpuOnDevice<'_> {
-    /// A worker that owns `queue`.
-    pub fn worker(&self, queue: Queue) -> Result<Box<dyn Worker + '_>> {
-        self.0.worker(queue)
-    }
-}
-
-/// The type erasure the runtime needs, done once: a `GpuHalf` with any `Shared` behind one
-/// object-safe trait, and the device it was set up on with its shared data behind another.
-mod erased {
-    use super::*;
-
-    pub(super) trait ErasedGpu: Sync {
-        fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams>;
-        fn setup<'a>(
-            &'a self,
-            device: Arc<Device>,
-            params: &LaunchParams,
-        ) -> Result<Box<dyn ErasedOnDevice + 'a>>;
-    }
-
-    pub(super) trait ErasedOnDevice: Send + Sync {
-        fn worker(&self, queue: Queue) -> Result<Box<dyn Worker + '_>>;
-    }
-
-    struct OnDevice<'a, H: GpuHalf> {
-        half: &'a H,
+impl<'a> GpuOnDevice<'a> {
+    /// Set `job`'s GPU half up on `device` with `params`.
+    pub(crate) fn setup(
+        job: &'a dyn Job,
         device: Arc<Device>,
-        shared: H::Shared,
+        params: &LaunchParams,
+    ) -> Result<Self> {
+        let data = job.gpu_setup(&device, params)?;
+        Ok(GpuOnDevice(Arc::new(OnDevice {
+            job,
+            device,
+            params: params.clone(),
+            data,
+        })))
     }
-
-    impl<H: GpuHalf> ErasedGpu for H {
-        fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
-            for k in self.kernels() {
-                characterizations(k)?;
-            }
-            GpuHalf::params(self, device, tuner)
-        }
-        fn setup<'a>(
-            &'a self,
-            device: Arc<Device>,
-            params: &LaunchParams,
-        ) -> Result<Box<dyn ErasedOnDevice + 'a>> {
-            let shared = GpuHalf::setup(self, &device, params)?;
-            Ok(Box::new(OnDevice {
-                half: self,
-                device,
-                shared,
-            }))
-        }
-    }
-
-    impl<H: GpuHalf> ErasedOnDevice for OnDevice<'_, H> {
-        fn worker(&self, queue: Queue) -> Result<Box<dyn Worker + '_>> {
-            let w = self.half.worker(&self.device, &self.shared, queue)?;
-            Ok(Box::new(w))
-        }
+    /// A worker that owns `queue`.
+    pub(crate) fn worker(&self, queue: Queue) -> Result<Box<dyn Worker + '_>> {
+        let d = &*self.0;
+        d.job.gpu_worker(Gpu {
+            device: &d.device,
+            params: &d.params,
+            queue,
+            data: &d.data,
+        })
     }
 }
 
@@ -406,10 +420,10 @@ mod erased {
 pub trait Worker: Send {
     /// Run tasks `range` and write each task's record into `out`.
     fn run(&mut self, range: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()>;
-    /// Tasks this worker runs together for about the cost of one group (PHAST's trees per
-    /// sweep: a chunk of 1 task costs as much as one of k). The work queue then hands a CPU
-    /// worker its first chunk as one group and sizes its chunks in whole groups, so that its
-    /// speed is measured, and its tasks run, at the rate a full group gives. Default 1.
+    /// Tasks this worker runs together for about the cost of one group (trees per sweep: a
+    /// chunk of 1 task costs as much as one of k). The work queue then hands a CPU worker its
+    /// first chunk as one group and sizes its chunks in whole groups, so that its speed is
+    /// measured, and its tasks run, at the rate a full group gives. Default 1.
     fn granule(&self) -> usize {
         1
     }
@@ -422,6 +436,24 @@ impl<W: Worker + ?Sized> Worker for Box<W> {
     fn granule(&self) -> usize {
         (**self).granule()
     }
+}
+
+/// A worker from a closure over a chunk of tasks: `worker(move |tasks, out| { ... })`. What
+/// it captures (buffers, a queue, a heap) is its per-unit state.
+pub fn worker<'a, F>(f: F) -> Box<dyn Worker + 'a>
+where
+    F: FnMut(Range<usize>, &mut RecordsOut<'_>) -> Result<()> + Send + 'a,
+{
+    struct Closure<F>(F);
+    impl<F> Worker for Closure<F>
+    where
+        F: FnMut(Range<usize>, &mut RecordsOut<'_>) -> Result<()> + Send,
+    {
+        fn run(&mut self, range: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
+            (self.0)(range, out)
+        }
+    }
+    Box::new(Closure(f))
 }
 
 /// A typed view of a task's record: how a value is laid out in `u64` words (a 128-bit sum

@@ -210,7 +210,7 @@ pub(super) fn execute<'p>(
     // Bulk files: rank 0 creates (or reopens) them, then the other ranks open them.
     let partial = plan.output.dir.join(outdir::PARTIAL);
     let open_bulk = |create: bool| -> Result<()> {
-        job.bulk_outputs()
+        job.details().bulk
             .iter()
             .try_for_each(|r| r.open(&partial, create))
     };
@@ -343,7 +343,7 @@ pub(super) fn execute<'p>(
         // A few tasks, for about 1% of the run's time (the first always runs).
         None => verify::Want::Auto(Duration::from_secs_f64(run_seconds / 100.0)),
     };
-    let verified = if want != verify::Want::Tasks(0) && job.cpu().is_some() {
+    let verified = if want != verify::Want::Tasks(0) && job.details().cpu_half {
         match verify::verify(
             job,
             &units,

@@ -36,7 +36,7 @@ impl SpeedHistory {
         if let Some(n) = note {
             tracing::warn!("{n}");
         }
-        let workload = prepared.job.workload().to_string();
+        let workload = crate::plugin::workload(&*prepared.job).to_string();
         let cpus = units
             .iter()
             .filter(|u| matches!(u.spec, UnitSpec::Cpu))

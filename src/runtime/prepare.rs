@@ -138,13 +138,13 @@ pub(super) fn prepare_with<'a>(
         space: (check_space && !dry_run)
             .then_some(&space as &(dyn Fn(OutputSize) -> Result<()> + Sync)),
     })?;
-    if nodes > 1 && !job.multi_node() {
+    if nodes > 1 && !job.details().multi_node {
         return Err(Error::Config(format!(
             "plugin {} computes one matrix in one process; run it without mpirun (it uses every core or a GPU of one node)",
             plugin.name()
         )));
     }
-    if plan.verify.sample.is_some_and(|n| n > 0) && job.cpu().is_none() {
+    if plan.verify.sample.is_some_and(|n| n > 0) && !job.details().cpu_half {
         return Err(Error::Config(format!(
             "{}: [verify] sample re-runs tasks on the CPU half, and plugin {} has none; remove [verify]",
             plan.config_path.display(),

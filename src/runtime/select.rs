@@ -133,7 +133,7 @@ pub(super) fn select_units_from(
     let job = prepared.job.as_ref();
     let name = prepared.plugin.name();
     let mut device_note = None;
-    let devices = if job.gpu().is_some() {
+    let devices = if crate::plugin::has_gpu(job) {
         let (devices, note) = found.unwrap_or_else(|| select_devices_noting(plan))?;
         if let Some(why) = note {
             // The device layer's message names the filter when devices exist but none
@@ -156,7 +156,7 @@ pub(super) fn select_units_from(
     } else {
         Vec::new()
     };
-    let cpu_workers = if job.cpu().is_some() {
+    let cpu_workers = if job.details().cpu_half {
         plan.units.cpu_workers
     } else {
         if plan.units.cpu_workers > 0 {

@@ -92,7 +92,7 @@ impl Stage {
             .map(|b| b.path.clone());
         // A job that keeps its result in memory (one task over the whole matrix) cannot skip
         // done tasks: it redoes everything.
-        let resume_at = if resume && path.exists() && job.multi_node() {
+        let resume_at = if resume && path.exists() && job.details().multi_node {
             let mut keep = |t: std::ops::Range<usize>, rec: &[u64]| {
                 records.data[t.start * words..t.end * words].copy_from_slice(rec);
                 done.insert(t);
@@ -270,7 +270,7 @@ fn identity(plan: &Plan, job: &dyn Job) -> Result<serde_json::Value> {
         plan,
         &serde_json::json!(job.tasks()),
         &serde_json::json!(job.record_words()),
-        crate::input::fingerprints(&job.inputs())?,
+        crate::input::fingerprints(&job.details().inputs)?,
     )
 }
 
@@ -402,7 +402,7 @@ fn difference(
 /// the journal checksums per chunk).
 fn bulk_files(job: &dyn Job, partial: &Path) -> Result<Vec<journal::BulkFile>> {
     let tasks = job.tasks().max(1);
-    job.bulk_outputs()
+    job.details().bulk
         .into_iter()
         .map(|r| {
             // Task t owns rows t·k .. (t+1)·k: one row per task for the graph plugins' trees,

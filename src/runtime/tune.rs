@@ -76,11 +76,11 @@ pub fn tune(
     let prepared = prepare(plan, plugins, extra, 1)?;
     let name = prepared.plugin.name();
     let job = prepared.job.as_ref();
-    let Some(gpu) = job.gpu() else {
+    if !crate::plugin::has_gpu(job) {
         return Err(Error::Config(format!(
             "plugin {name} has no GPU half: tune times GPU launch parameters, and there are none"
         )));
-    };
+    }
     let selection = select_units(plan, &prepared, 1)?;
     if selection.devices.is_empty() {
         return Err(Error::Device(format!(
@@ -96,14 +96,14 @@ pub fn tune(
         )));
     }
     let scratch = crate::owned::Scratch::new("tuccompi-tune-")?;
-    for b in job.bulk_outputs() {
+    for b in job.details().bulk {
         b.open(scratch.path(), true)?;
     }
     let mut cache = Cache::load()?;
     let mut rows = Vec::new();
     let mut tuned = Vec::new();
     for dev in &selection.devices {
-        let (mine, t) = tune_device(job, gpu, dev, &plan.plugin, opts, &mut print)?;
+        let (mine, t) = tune_device(job, dev, &plan.plugin, opts, &mut print)?;
         rows.extend(mine);
         cache.entries.insert(
             t.key.clone(),
@@ -139,7 +139,6 @@ fn entry(setting: &BTreeMap<String, usize>) -> CacheEntry {
 
 fn tune_device(
     job: &dyn Job,
-    gpu: crate::plugin::Gpu<'_>,
     dev: &Arc<Device>,
     plugin: &str,
     opts: TuneOptions,
@@ -149,7 +148,7 @@ fn tune_device(
     // One queue, the rules' own prediction (no cache): what the candidates are measured
     // against.
     let base = Tuner::new(Some(1), CacheUse::Ignore).plugin(plugin);
-    let predicted = gpu.params(dev, &base)?;
+    let predicted = crate::plugin::gpu_params(job, dev, &base)?;
     let Some(key) = predicted.cache_key.clone() else {
         return Err(Error::Config(
             "the GPU half's launch parameters carry no tuning cache key (they were not made \
@@ -186,8 +185,8 @@ fn tune_device(
             return Ok(r.seconds);
         }
         let run = || -> Result<f64> {
-            let params = gpu.params(dev, &base.trying(entry(setting)))?;
-            let on = gpu.setup(dev.clone(), &params)?;
+            let params = crate::plugin::gpu_params(job, dev, &base.trying(entry(setting)))?;
+            let on = crate::plugin::GpuOnDevice::setup(job, dev.clone(), &params)?;
             let mut worker = on.worker(dev.queue()?)?;
             let batch = params.batch.value.max(1);
             let mut buf = Vec::new();

@@ -1,6 +1,7 @@
 //! Phase 3a, set up: each device set up (upload, kernels, tuner; a device that fails is taken out under `"retry"`), CPU workers built, the signal and progress watcher.
 
 use super::*;
+use crate::plugin::{gpu_params, GpuOnDevice};
 
 /// Tasks a CPU worker asks for per pull: the configured cap; under the work queue, no cap
 /// (the queue sizes chunks); under equitable, a slice of its share so results stream.
@@ -21,7 +22,7 @@ pub(super) fn cpu_workers_beside(
     selection: &Selection,
     gpu_queues: usize,
 ) -> usize {
-    if job.cpu().is_none() || (job.prefers_gpu() && gpu_queues > 0) {
+    if !job.details().cpu_half || (job.details().prefers_gpu && gpu_queues > 0) {
         0
     } else if plan.units.cpu_workers_auto {
         selection
@@ -85,7 +86,7 @@ pub(super) fn build_units<'j>(
     let mut device_reports = Vec::new();
     let mut failed = Vec::new();
     let mut first_error = None;
-    if let Some(gpu) = job.gpu() {
+    if crate::plugin::has_gpu(job) {
         let tuner = Tuner::new(plan.units.concurrent_kernels, cache).plugin(&plan.plugin);
         // Each device set up on its own thread: a plugin's setup uploads what the device's
         // queues share (GPU PHAST: the hierarchy, 1-3 GB for a country), and devices take it
@@ -99,9 +100,9 @@ pub(super) fn build_units<'j>(
                     let tuner = &tuner;
                     s.spawn(move || {
                         let began = t0.elapsed().as_secs_f64();
-                        let set_up = gpu
-                            .params(dev, tuner)
-                            .and_then(|params| Ok((gpu.setup(dev.clone(), &params)?, params)));
+                        let set_up = gpu_params(job, dev, tuner).and_then(|params| {
+                            Ok((GpuOnDevice::setup(job, dev.clone(), &params)?, params))
+                        });
                         (set_up, [began, t0.elapsed().as_secs_f64()])
                     })
                 })
@@ -172,7 +173,7 @@ pub(super) fn build_units<'j>(
         }
     }
     let gpu_queues = units.len();
-    if job.prefers_gpu() && gpu_queues > 0 {
+    if job.details().prefers_gpu && gpu_queues > 0 {
         tracing::info!(
             "plugin {} runs on the GPU; CPU workers stay idle",
             prepared.plugin.name()

@@ -73,7 +73,7 @@ pub(super) fn verify(
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(1, |d| d.as_nanos() as u64);
-    let tolerance = job.tolerance().with_config(tolerances);
+    let tolerance = job.details().tolerance.with_config(tolerances);
     verify_seeded(job, units, slices, records, want, &tolerance, seed)
 }
 
@@ -189,10 +189,10 @@ fn verify_seeded(
         });
     }
     let start = std::time::Instant::now();
-    let cpu = job
-        .cpu()
-        .ok_or_else(|| Error::Config("[verify] needs a CPU half".into()))?;
-    let mut worker = cpu.worker()?;
+    if !job.details().cpu_half {
+        return Err(Error::Config("[verify] needs a CPU half".into()));
+    }
+    let mut worker = job.cpu_worker()?;
     let words = job.record_words();
     let mut checked = 0;
     let mut buf = vec![0u64; words];
@@ -209,7 +209,7 @@ fn verify_seeded(
             picks.next();
             let t = s.tasks.start + (i - base);
             buf.iter_mut().for_each(|w| *w = 0);
-            let bulk = job.bulk_outputs();
+            let bulk = job.details().bulk;
             bulk.iter().for_each(|b| drop(b.capture(true)));
             let ran = worker.run(t..t + 1, &mut RecordsOut::new(t, words, &mut buf));
             let rows: Vec<_> = bulk.iter().map(|b| b.capture(false)).collect();

@@ -460,12 +460,10 @@ impl Start {
 
 fn make_worker<'a>(job: &'a dyn Job, spec: &'a UnitSpec<'_>) -> Result<Box<dyn Worker + 'a>> {
     match spec {
-        UnitSpec::Cpu => job
-            .cpu()
-            .ok_or_else(|| {
-                Error::Config("this plugin has no CPU half; set units.cpu_workers = 0".into())
-            })?
-            .worker(),
+        UnitSpec::Cpu if !job.details().cpu_half => Err(Error::Config(
+            "this plugin has no CPU half; set units.cpu_workers = 0".into(),
+        )),
+        UnitSpec::Cpu => job.cpu_worker(),
         // Each queue's worker owns its own in-order queue.
         UnitSpec::Gpu { device, half, .. } => half.worker(device.queue()?),
     }

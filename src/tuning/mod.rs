@@ -88,6 +88,12 @@ pub struct KernelChar {
     /// may fix the kernel's local size; the generic rules ignore it.
     #[serde(default)]
     pub class: Option<String>,
+    /// Per buffer or `__local` parameter, the elements it may index, as an expression of the
+    /// kernel's integer arguments and the launch's `global`, `local` and `groups`
+    /// (`indexes = { out = "3 * groups" }`); [`Queue::launch`](crate::device::Queue::launch)
+    /// checks every argument against it. The tuning rules do not read it.
+    #[serde(default)]
+    pub indexes: BTreeMap<String, String>,
 }
 
 /// Kernel names declared in OpenCL C source (`__kernel void NAME(`, with any
@@ -229,8 +235,6 @@ pub struct Shape {
     /// device, 1..256 tasks); groups per task for `grid = "groups"` kernels are at most
     /// `n / local`.
     pub n: usize,
-    /// Mean work per item (the neighbours an item visits, say). Recorded for rules to come; no rule reads it yet.
-    pub mean_degree: f64,
     /// Device bytes one task holds while in flight (per-task state; a task's output buffer):
     /// the batch is capped so that `queues × batch × bytes_per_task + shared_bytes` stays
     /// within 40% of device memory.
@@ -238,6 +242,17 @@ pub struct Shape {
     /// Device bytes uploaded once per device and read by every task (an input matrix or index;
     /// 0 when the tasks share nothing).
     pub shared_bytes: u64,
+}
+
+impl Shape {
+    /// `n` work-items per task, no per-task or shared device bytes.
+    pub fn items(n: usize) -> Shape {
+        Shape {
+            n,
+            bytes_per_task: 0,
+            shared_bytes: 0,
+        }
+    }
 }
 
 impl Choice {

@@ -18,7 +18,6 @@ fn dev(kind: &str, cus: u32, maxwg: usize) -> DeviceInfo {
 fn shape(n: usize) -> Shape {
     Shape {
         n,
-        mean_degree: 2.5,
         bytes_per_task: n as u64 * 6,
         shared_bytes: n as u64 * 16,
     }
@@ -281,7 +280,6 @@ fn one_item_per_task_gets_a_batch_that_fills_the_device() {
     let c = subset(&characterizations(&COLLATZ).unwrap(), &["collatz_steps"]);
     let one = Shape {
         n: 1,
-        mean_degree: 1.0,
         bytes_per_task: 64,
         shared_bytes: 0,
     };
