@@ -9,7 +9,8 @@ const TEST_KERNELS: KernelSource = KernelSource {
              size_t i = get_global_id(0);\n\
              if (i < n) a[i] = 2 * a[i] + x;\n\
              }\n",
-    characterization: "[axpy]\ndims = 1\naccess = \"coalesced\"\nload = \"low\"\nsharing = \"low\"\ngrid = \"items\"\n",
+    characterization: "[axpy]\ndims = 1\naccess = \"coalesced\"\nload = \"low\"\nsharing = \"low\"\n\
+                       grid = \"items\"\nindexes = { a = \"n\" }\n",
 };
 
 /// The first device of any type, or `None` (with a message) when OpenCL is absent.
@@ -59,22 +60,12 @@ fn a_launch_computes_and_a_wrong_argument_count_is_refused() {
     let mut a = DBuf::<u32>::new(&dev, n).unwrap();
     let input: Vec<u32> = (0..n as u32).collect();
     q.write(&mut a, 0, &input).unwrap();
-    // SAFETY: axpy takes (__global uint*, uint, uint): a u32 buffer of n elements, two u32
-    // values; it touches a[i] for i < n only.
-    unsafe {
-        q.launch(
-            &k,
-            n,
-            Some(64),
-            &[Arg::U32s(&a), Arg::U32(5), Arg::U32(n as u32)],
-        )
-    }
-    .unwrap();
+    q.launch(&k, n, Some(64), &[&a, &5u32, &(n as u32)]).unwrap();
     let mut out = vec![0u32; n];
     q.read(&a, 0, &mut out).unwrap();
     assert!(out.iter().enumerate().all(|(i, &v)| v == 2 * i as u32 + 5));
-    // SAFETY: refused before any argument is set (the count is checked first).
-    let err = unsafe { q.launch(&k, n, None, &[Arg::U32s(&a), Arg::U32(5)]) }
+    let err = q
+        .launch(&k, n, None, &[&a, &5u32])
         .unwrap_err()
         .to_string();
     assert!(
@@ -160,9 +151,7 @@ fn rows_pinned_memory_fill_and_markers() {
     // A launch's marker carries its device time; a plain marker can be waited for.
     let k = dev.kernel(&TEST_KERNELS, "", "axpy").unwrap();
     let u = DBuf::<u32>::new(&dev, 64).unwrap();
-    // SAFETY: axpy(uint*, uint, uint) over 64 elements of a 64-element buffer.
-    let m = unsafe { q.launch_marked(&k, 64, None, &[Arg::U32s(&u), Arg::U32(1), Arg::U32(64)]) }
-        .unwrap();
+    let m = q.launch_marked(&k, 64, None, &[&u, &1u32, &64u32]).unwrap();
     q.marker().unwrap().wait().unwrap();
     assert!(m.seconds().unwrap() >= 0.0);
 }
@@ -244,17 +233,8 @@ fn one_kernel_with_many_grid_sizes_on_two_queues() {
                     // Growing sizes: each new widest grid is a new entry in PoCL's cache
                     // while the other queue's launches are in flight.
                     let count = 64 * (1 + i);
-                    // SAFETY: axpy(uint* a, uint x, uint n): a holds n >= count elements; it
-                    // touches a[..count] only.
-                    unsafe {
-                        q.launch(
-                            &k,
-                            count,
-                            Some(64),
-                            &[Arg::U32s(&a), Arg::U32(1), Arg::U32(count as u32)],
-                        )
-                    }
-                    .unwrap();
+                    q.launch(&k, count, Some(64), &[&a, &1u32, &(count as u32)])
+                        .unwrap();
                     for w in &mut want[..count] {
                         *w = w.wrapping_mul(2).wrapping_add(1);
                     }
@@ -291,7 +271,7 @@ const TYPED_KERNELS: KernelSource = KernelSource {
              size_t i = get_global_id(0);\n\
              if (i < n) { d[i] = d[i] * a; f[i] = f[i] * b; s[i] = s[i] + c; }\n\
              }\n",
-    characterization: "",
+    characterization: "[scale]\nindexes = { d = \"n\", f = \"n\", s = \"n\" }\n",
 };
 
 /// Floats and every width cross to the device and back; a launch whose arguments do not match
@@ -321,8 +301,8 @@ fn floats_launch_and_mismatched_arguments_are_refused() {
         Arg::I16(7),
         Arg::U32(n as u32),
     ];
-    // SAFETY: every buffer holds n elements; the kernel touches i < n only.
-    unsafe { q.launch(&k, n, None, &good) }.unwrap();
+    let refs: Vec<&dyn KernelArg> = good.iter().map(|a| a as &dyn KernelArg).collect();
+    q.launch(&k, n, None, &refs).unwrap();
     let (mut d2, mut f2, mut s2) = (vec![0.0f64; n], vec![0.0f32; n], vec![0i16; n]);
     q.read(&d, 0, &mut d2).unwrap();
     q.read(&f, 0, &mut f2).unwrap();
@@ -346,10 +326,8 @@ fn floats_launch_and_mismatched_arguments_are_refused() {
     for (i, wrong, want) in cases {
         let mut args = good;
         args[i] = wrong;
-        // SAFETY: refused before any argument is set (the check comes first).
-        let err = unsafe { q.launch(&k, n, None, &args) }
-            .unwrap_err()
-            .to_string();
+        let refs: Vec<&dyn KernelArg> = args.iter().map(|a| a as &dyn KernelArg).collect();
+        let err = q.launch(&k, n, None, &refs).unwrap_err().to_string();
         assert!(
             err.contains("kernel 'scale' (device_typed.cl (embedded):2)") && err.contains(want),
             "{err}"
@@ -398,4 +376,95 @@ fn memory_checks_divide_the_device_among_its_processes() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("largest allocation 20480.0 MiB"), "{e}");
+}
+
+const CHECKED_KERNELS: KernelSource = KernelSource {
+    stem: "device_checked",
+    source: "__kernel void sums(__global const uint* x, ulong count, __global ulong* out,\n\
+                                __local ulong* part) {\n\
+             size_t l = get_local_id(0), g = get_group_id(0), n = get_local_size(0);\n\
+             ulong s = 0;\n\
+             for (size_t i = g * n + l; i < count; i += get_global_size(0)) s += x[i];\n\
+             part[l] = s;\n\
+             barrier(CLK_LOCAL_MEM_FENCE);\n\
+             if (l == 0) { for (size_t k = 1; k < n; k++) s += part[k]; out[g] = s; }\n\
+             }\n\
+             __kernel void bare(__global uint* a) { a[get_global_id(0)] = 1; }\n\
+             __kernel void fixed(__global uint* a) { a[get_global_id(0)] = 2; }\n",
+    characterization: "[sums]\nreduction = true\n\
+                       indexes = { x = \"count\", out = \"groups\", part = \"local\" }\n\
+                       [bare]\n[fixed]\nlocal = 32\nindexes = { a = \"global\" }\n",
+};
+
+/// A launch is checked against the extents the characterization declares: it runs when every
+/// buffer and local array holds them; a buffer too short, local memory too small, a buffer
+/// without a declared extent, and a work-group size the characterization excludes are each
+/// refused before anything runs, naming the kernel and the argument.
+#[test]
+fn launches_are_checked_against_the_declared_extents() {
+    let Some(dev) = device() else { return };
+    let q = dev.queue().unwrap();
+    let k = dev.kernel(&CHECKED_KERNELS, "", "sums").unwrap();
+    let count = 1000u64;
+    let mut x = DBuf::<u32>::new(&dev, 1000).unwrap();
+    q.write(&mut x, 0, &(0..1000u32).collect::<Vec<_>>()).unwrap();
+    let out = DBuf::<u64>::new(&dev, 4).unwrap();
+    // 4 groups of 64: out holds 4, part 64 ulongs.
+    q.launch(&k, 256, Some(64), &[&x, &count, &out, &Local::of::<u64>(64)])
+        .unwrap();
+    let mut sums = [0u64; 4];
+    q.read(&out, 0, &mut sums).unwrap();
+    assert_eq!(sums.iter().sum::<u64>(), 999 * 1000 / 2);
+    let refused = |global: usize, local: usize, args: &[&dyn KernelArg]| {
+        q.launch(&k, global, Some(local), args)
+            .unwrap_err()
+            .to_string()
+    };
+    // Five groups need out[5].
+    let e = refused(320, 64, &[&x, &count, &out, &Local::of::<u64>(64)]);
+    assert!(
+        e.contains("kernel 'sums' (device_checked.cl (embedded):1)")
+            && e.contains("argument 2 'out' holds 4 elements, but the kernel may index 5"),
+        "{e}"
+    );
+    // count past the buffer.
+    let e = refused(256, 64, &[&x, &1001u64, &out, &Local::of::<u64>(64)]);
+    assert!(e.contains("argument 0 'x' holds 1000 elements") && e.contains("1001"), "{e}");
+    // Local memory of 32 ulongs for groups of 64.
+    let e = refused(256, 64, &[&x, &count, &out, &Local::of::<u64>(32)]);
+    assert!(e.contains("'part' holds 256 bytes, but the kernel may index 512"), "{e}");
+    // A reduction's group size is a power of two.
+    let e = refused(240, 48, &[&x, &count, &out, &Local::of::<u64>(48)]);
+    assert!(e.contains("power-of-two"), "{e}");
+    // No declared extent: refused, saying what to add.
+    let bare = dev.kernel(&CHECKED_KERNELS, "", "bare").unwrap();
+    let a = DBuf::<u32>::new(&dev, 64).unwrap();
+    let e = q.launch(&bare, 64, None, &[&a]).unwrap_err().to_string();
+    assert!(
+        e.contains("'a'") && e.contains("no declared extent") && e.contains("indexes"),
+        "{e}"
+    );
+    // The characterization's exact local size.
+    let fixed = dev.kernel(&CHECKED_KERNELS, "", "fixed").unwrap();
+    let e = q.launch(&fixed, 64, Some(64), &[&a]).unwrap_err().to_string();
+    assert!(e.contains("exactly 32"), "{e}");
+    q.launch(&fixed, 64, Some(32), &[&a]).unwrap();
+    // The unchecked launch runs what the checks would refuse (here within bounds).
+    // SAFETY: bare writes a[global id] for 64 items into a buffer of 64.
+    unsafe { q.launch_unchecked(&bare, 64, None, &[&a]) }.unwrap();
+    let mut all = [0u32; 64];
+    q.read(&a, 0, &mut all).unwrap();
+    assert!(all.iter().all(|&v| v == 1));
+    // An extent naming something that is not an integer argument is refused when the kernel
+    // is made, naming the file and the key.
+    let bad = KernelSource {
+        stem: "device_checked_bad",
+        source: "__kernel void f(__global uint* a, float s) { a[0] = s; }\n",
+        characterization: "[f]\nindexes = { a = \"s + 1\" }\n",
+    };
+    let e = dev.kernel(&bad, "", "f").unwrap_err().to_string();
+    assert!(
+        e.contains("device_checked_bad.toml") && e.contains("reads 's'"),
+        "{e}"
+    );
 }

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::config::{OnFailure, Policy};
-use crate::plugin::{CpuHalf, Records, Worker};
+use crate::plugin::{Details, Records, Worker};
 use crate::scheduler;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -51,16 +51,10 @@ impl Job for Squares {
     fn describe(&self) -> serde_json::Value {
         serde_json::Value::Null
     }
-    fn cpu(&self) -> Option<&dyn CpuHalf> {
-        Some(self)
-    }
     fn finish(&self, _: &Records, _: &std::path::Path) -> Result<serde_json::Value> {
         Ok(serde_json::Value::Null)
     }
-}
-
-impl CpuHalf for Squares {
-    fn worker(&self) -> Result<Box<dyn Worker + '_>> {
+    fn cpu_worker(&self) -> Result<Box<dyn Worker + '_>> {
         if self.begun.fetch_add(1, Ordering::Relaxed) == 0 {
             std::thread::sleep(self.slow_make);
         }
@@ -322,6 +316,12 @@ fn a_job_without_a_cpu_half_gets_a_clear_error() {
         }
         fn finish(&self, _: &Records, _: &std::path::Path) -> Result<serde_json::Value> {
             Ok(serde_json::Value::Null)
+        }
+        fn details(&self) -> Details<'_> {
+            Details {
+                cpu_half: false,
+                ..Details::default()
+            }
         }
     }
     let records = Mutex::new(Records {
