@@ -1,0 +1,362 @@
+//! The runtime's guarantees, tested on the framework's own test plugin (`probe/`), through the
+//! whole command line in child processes (this test binary re-run as `probe`, see
+//! [`child`]): both policies, CPU and GPU halves (PoCL in CI) against an independent reference,
+//! kill and `--resume` byte-identical, `[verify]`, a failing unit's work retried on another,
+//! the output directory's rules, and MPI ranks (with the `mpi` feature, under `mpirun`).
+//!
+//! Without OpenCL the GPU tests print `NOT RUN` and pass, unless `TUCCOMPI_REQUIRE_OPENCL` is
+//! set (as in CI).
+
+mod probe;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// The environment variable that makes this test binary the `probe` command line.
+const CHILD: &str = "TUCCOMPI_PROBE_ARGS";
+
+/// Not a test: the entry of the child processes the tests start (`probe ARGS...` with the
+/// arguments in `TUCCOMPI_PROBE_ARGS`, as JSON). Ignored in a plain test run.
+#[test]
+#[ignore = "the entry point of the child processes the other tests start"]
+fn child() {
+    let Ok(args) = std::env::var(CHILD) else {
+        return;
+    };
+    let args: Vec<String> = serde_json::from_str(&args).unwrap();
+    let argv = std::iter::once("probe".to_string()).chain(args);
+    let code = tuccompi::cli::main_from(argv, &[&probe::Probe]);
+    let n = (0..=255u8).find(|&n| ExitCode::from(n) == code).unwrap_or(1);
+    std::process::exit(n as i32);
+}
+
+/// A fresh directory under the system's temporary directory, with a private cache folder
+/// (tuning, speed history, the temporary-name key) for the children.
+fn tmpdir(tag: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "tuccompi-core-{}-{tag}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(d.join("cache")).unwrap();
+    d
+}
+
+/// The child command `probe ARGS` in `dir`.
+fn probe(dir: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args(["--exact", "child", "--ignored", "--nocapture", "--quiet"])
+        .env(CHILD, serde_json::to_string(args).unwrap())
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .current_dir(dir)
+        .stdin(Stdio::null());
+    c
+}
+
+/// A finished child: its exit code and stderr.
+struct Ran {
+    code: i32,
+    err: String,
+}
+
+/// Write `probe.toml` with `[probe] extra` into `dir` and run it with `--set`s into `out`.
+fn run(dir: &Path, extra: &str, out: &str, sets: &[&str], flags: &[&str]) -> Ran {
+    std::fs::write(
+        dir.join("probe.toml"),
+        format!("[run]\nplugin = \"probe\"\n[probe]\n{extra}\n"),
+    )
+    .unwrap();
+    let od = format!("output.dir={out:?}");
+    let mut args = vec!["run", "probe.toml", "--set", &od];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    args.extend(flags);
+    let o = probe(dir, &args).output().unwrap();
+    Ran {
+        code: o.status.code().unwrap_or(-1),
+        err: String::from_utf8_lossy(&o.stderr).into(),
+    }
+}
+
+/// Whether an OpenCL device exists (PoCL in CI); absent: `NOT RUN`, or a failure under
+/// `TUCCOMPI_REQUIRE_OPENCL`.
+fn opencl() -> bool {
+    match tuccompi::device::list() {
+        Ok(l) if !l.is_empty() => true,
+        other => {
+            let why = other.map_or_else(|e| e.to_string(), |_| "no device".into());
+            assert!(
+                std::env::var_os("TUCCOMPI_REQUIRE_OPENCL").is_none(),
+                "TUCCOMPI_REQUIRE_OPENCL is set but OpenCL is unusable: {why}"
+            );
+            eprintln!("NOT RUN: OpenCL test skipped: {why}");
+            false
+        }
+    }
+}
+
+/// The outputs' bytes: probe.csv and both row files.
+fn outputs(out: &Path) -> [Vec<u8>; 3] {
+    ["probe.csv", "rows_u32.npy", "rows_f32.npy"]
+        .map(|f| std::fs::read(out.join(f)).unwrap_or_else(|e| panic!("{f}: {e}")))
+}
+
+/// Check `out`'s files against the definition of the probe (computed here, not by the
+/// plugin's code): every record, every row, and the report's checksum.
+fn check_reference(out: &Path, tasks: usize, cols: usize, seed: u64) {
+    let csv = std::fs::read_to_string(out.join("probe.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("task,mix,quarter"));
+    let mut xor = 0u64;
+    for t in 0..tasks {
+        let mut z = (t as u64 ^ seed).wrapping_add(0x9e3779b97f4a7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
+        z ^= z >> 31;
+        xor ^= z;
+        assert_eq!(lines.next(), Some(format!("{t},{z},{}", t as f32 / 4.0).as_str()));
+    }
+    assert_eq!(lines.next(), None);
+    let u: Vec<u32> = read_npy(&out.join("rows_u32.npy"), tasks, cols);
+    let f: Vec<f32> = read_npy(&out.join("rows_f32.npy"), tasks, cols);
+    for t in 0..tasks {
+        for c in 0..cols {
+            assert_eq!(u[t * cols + c], (t * cols + c) as u32, "rows_u32[{t}][{c}]");
+            assert_eq!(f[t * cols + c], t as f32 + c as f32 / 2.0, "rows_f32[{t}][{c}]");
+        }
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["checksum"]["mix_xor"].as_u64(), Some(xor));
+}
+
+fn read_npy<T: npyz::Deserialize>(p: &Path, rows: usize, cols: usize) -> Vec<T> {
+    let bytes = std::fs::read(p).unwrap();
+    let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
+    assert_eq!(npy.shape(), &[rows as u64, cols as u64], "{}", p.display());
+    npy.into_vec().unwrap()
+}
+
+/// Every policy on CPU workers, the GPU half alone and both together give the reference's
+/// records and rows, byte for byte the same files.
+#[test]
+fn both_policies_and_both_halves_give_the_reference() {
+    let dir = tmpdir("halves");
+    let (tasks, cols, seed) = (700, 5, 12345);
+    let extra = format!("tasks = {tasks}\ncols = {cols}\nseed = {seed}");
+    let mut modes: Vec<Vec<&str>> = vec![
+        vec!["units.opencl=\"none\"", "units.cpu_workers=3", "scheduler.policy=\"equitable\""],
+        vec!["units.opencl=\"none\"", "units.cpu_workers=3", "scheduler.policy=\"work-queue\""],
+    ];
+    if opencl() {
+        for policy in ["scheduler.policy=\"equitable\"", "scheduler.policy=\"work-queue\""] {
+            modes.push(vec!["units.device_type=\"all\"", "units.cpu_workers=0", policy]);
+            modes.push(vec![
+                "units.device_type=\"all\"",
+                "units.cpu_workers=2",
+                "scheduler.gpu_chunk=64",
+                policy,
+            ]);
+        }
+    }
+    let mut first = None;
+    for (i, sets) in modes.iter().enumerate() {
+        let out = format!("out{i}");
+        let r = run(&dir, &extra, &out, sets, &["--quiet"]);
+        assert_eq!(r.code, 0, "{sets:?}: {}", r.err);
+        let out = dir.join(out);
+        check_reference(&out, tasks, cols, seed);
+        let files = outputs(&out);
+        match &first {
+            None => first = Some(files),
+            Some(f) => assert!(f == &files, "{sets:?}: other bytes than the first mode's"),
+        }
+        // The units the report names are the ones asked for.
+        let report = std::fs::read_to_string(out.join("report.json")).unwrap();
+        let gpu = sets.iter().any(|s| s.contains("device_type"));
+        assert_eq!(report.contains("\"gpu0"), gpu, "{sets:?}: {report}");
+    }
+}
+
+/// A run killed (SIGKILL) once its journal holds tasks resumes with `--resume` to files
+/// byte-identical to an uninterrupted run's, running only the tasks left.
+#[test]
+fn a_killed_run_resumes_to_byte_identical_files() {
+    let dir = tmpdir("kill");
+    let (tasks, cols) = (240, 3);
+    let extra = format!("tasks = {tasks}\ncols = {cols}\ntask_ms = 15");
+    let sets = [
+        "units.opencl=\"none\"",
+        "units.cpu_workers=2",
+        "scheduler.chunk=8",
+        "output.sync_seconds=0.05",
+    ];
+    let reference = run(&dir, &extra, "whole", &sets, &["--quiet"]);
+    assert_eq!(reference.code, 0, "{}", reference.err);
+    // The killed run: the same config, into another directory.
+    std::fs::write(
+        dir.join("probe.toml"),
+        format!("[run]\nplugin = \"probe\"\n[probe]\n{extra}\n"),
+    )
+    .unwrap();
+    let mut args = vec!["run", "probe.toml", "--quiet", "--set", "output.dir=\"cut\""];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    let mut child = probe(&dir, &args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let journal = dir.join("cut/.tuccompi-partial/journal");
+    let start = Instant::now();
+    while std::fs::metadata(&journal).map_or(true, |m| m.len() < 200) {
+        assert!(start.elapsed() < Duration::from_secs(60), "no journal after 60 s");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before it was killed");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!dir.join("cut/report.json").exists());
+    // A plain run refuses to bury the unfinished one; --resume finishes it.
+    let plain = run(&dir, &extra, "cut", &sets, &["--quiet"]);
+    assert_eq!(plain.code, 2, "{}", plain.err);
+    assert!(plain.err.contains("--resume"), "{}", plain.err);
+    let resumed = run(&dir, &extra, "cut", &sets, &["--quiet", "--resume"]);
+    assert_eq!(resumed.code, 0, "{}", resumed.err);
+    assert!(outputs(&dir.join("whole")) == outputs(&dir.join("cut")));
+    check_reference(&dir.join("cut"), tasks, cols, 0);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("cut/report.json")).unwrap())
+            .unwrap();
+    let resumed_tasks = report["resumed_tasks"].as_u64().unwrap();
+    assert!(resumed_tasks > 0 && resumed_tasks < tasks as u64, "{report}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `[verify]` re-runs the GPU half's tasks on the CPU half: a run whose GPU half is right
+/// passes; one record wrong on the GPU fails the run, naming the task and the field, and
+/// leaves no result.
+#[test]
+fn verify_finds_a_wrong_gpu_record() {
+    if !opencl() {
+        return;
+    }
+    let dir = tmpdir("verify");
+    let sets = ["units.device_type=\"all\"", "units.cpu_workers=0", "verify.sample=60"];
+    let good = run(&dir, "tasks = 60", "good", &sets, &["--quiet"]);
+    assert_eq!(good.code, 0, "{}", good.err);
+    let report = std::fs::read_to_string(dir.join("good/report.json")).unwrap();
+    assert!(report.contains("\"verified\""), "{report}");
+    let bad = run(&dir, "tasks = 60\nwrong = 17", "bad", &sets, &["--quiet"]);
+    assert_ne!(bad.code, 0, "{}", bad.err);
+    assert!(
+        bad.err.contains("17") && bad.err.contains("mix"),
+        "the message names the task and the field: {}",
+        bad.err
+    );
+    assert!(!dir.join("bad/report.json").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A unit whose worker fails hands its chunk to the others under `on_failure = "retry"` (the
+/// result is the reference, a warning names the unit); under `"abort"` the run fails and
+/// writes no result.
+#[test]
+fn a_failing_units_tasks_are_retried_on_another() {
+    let dir = tmpdir("retry");
+    let cpu = ["units.opencl=\"none\"", "units.cpu_workers=2"];
+    let r = run(&dir, "tasks = 100\nfail = \"cpu-once\"", "retry", &cpu, &["--quiet"]);
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert!(r.err.contains("warning") && r.err.contains("fails on purpose"), "{}", r.err);
+    check_reference(&dir.join("retry"), 100, 4, 0);
+    let abort = [cpu[0], cpu[1], "units.on_failure=\"abort\""];
+    let r = run(&dir, "tasks = 100\nfail = \"cpu-once\"", "abort", &abort, &["--quiet"]);
+    assert_eq!(r.code, 2, "{}", r.err);
+    assert!(r.err.contains("fails on purpose"), "{}", r.err);
+    assert!(!dir.join("abort/report.json").exists());
+    if opencl() {
+        let mixed = ["units.device_type=\"all\"", "units.cpu_workers=2"];
+        let r = run(&dir, "tasks = 100\nfail = \"gpu\"", "gpu", &mixed, &["--quiet"]);
+        assert_eq!(r.code, 0, "{}", r.err);
+        assert!(r.err.contains("gpu0"), "the warning names the unit: {}", r.err);
+        check_reference(&dir.join("gpu"), 100, 4, 0);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The output directory: a rerun replaces an earlier result; a directory holding anything no
+/// run made there is refused before anything is touched, naming the entry, and keeps it.
+#[test]
+fn output_directory_rules() {
+    let dir = tmpdir("outdir");
+    let cpu = ["units.opencl=\"none\"", "units.cpu_workers=2"];
+    assert_eq!(run(&dir, "tasks = 10", "out", &cpu, &["--quiet"]).code, 0);
+    let r = run(&dir, "tasks = 20", "out", &cpu, &["--quiet"]);
+    assert_eq!(r.code, 0, "{}", r.err);
+    check_reference(&dir.join("out"), 20, 4, 0);
+    std::fs::write(dir.join("out/notes.txt"), "mine").unwrap();
+    let before = outputs(&dir.join("out"));
+    let r = run(&dir, "tasks = 30", "out", &cpu, &["--quiet"]);
+    assert_eq!(r.code, 2, "{}", r.err);
+    assert!(r.err.contains("notes.txt") && r.err.contains("output.dir"), "{}", r.err);
+    assert!(before == outputs(&dir.join("out")));
+    assert_eq!(std::fs::read_to_string(dir.join("out/notes.txt")).unwrap(), "mine");
+    // A file of the user's is never an output directory.
+    std::fs::write(dir.join("file"), "x").unwrap();
+    let r = run(&dir, "tasks = 10", "file", &cpu, &["--quiet"]);
+    assert_eq!(r.code, 2, "{}", r.err);
+    assert_eq!(std::fs::read_to_string(dir.join("file")).unwrap(), "x");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// MPI ranks (the `mpi` feature, under `mpirun -np 3`): the ranks share the tasks and rank 0
+/// writes the reference's files.
+#[cfg(feature = "mpi")]
+mod mpi {
+    use super::*;
+
+    #[test]
+    fn mpi_ranks_share_the_tasks_and_give_the_reference() {
+        let dir = tmpdir("mpi");
+        std::fs::write(
+            dir.join("probe.toml"),
+            "[run]\nplugin = \"probe\"\n[probe]\ntasks = 300\ncols = 2\n",
+        )
+        .unwrap();
+        let args = [
+            "run",
+            "probe.toml",
+            "--quiet",
+            "--set",
+            "output.dir=\"out\"",
+            "--set",
+            "units.opencl=\"none\"",
+            "--set",
+            "units.cpu_workers=1",
+        ];
+        let exe = std::env::current_exe().unwrap();
+        let o = Command::new("mpirun")
+            .args(["-np", "3", "-x", CHILD, "-x", "XDG_CACHE_HOME"])
+            .arg(exe)
+            .args(["--exact", "child", "--ignored", "--nocapture", "--quiet"])
+            .env(CHILD, serde_json::to_string(&args).unwrap())
+            .env("XDG_CACHE_HOME", dir.join("cache"))
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{err}");
+        check_reference(&dir.join("out"), 300, 2, 0);
+        let report = std::fs::read_to_string(dir.join("out/report.json")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&report).unwrap();
+        assert_eq!(v["nodes"].as_u64(), Some(3), "{report}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
