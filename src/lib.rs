@@ -31,6 +31,7 @@ pub mod owned;
 pub mod plugin;
 pub mod runtime;
 pub mod scheduler;
+pub mod share;
 pub mod sink;
 pub mod thread;
 pub mod tuning;

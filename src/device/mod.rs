@@ -111,6 +111,9 @@ pub struct Device {
     /// all its devices: the first call initializes the driver) and creating this device's
     /// context.
     pub opened: [f64; 2],
+    /// The processes of this machine that use this device, as the runtime chose them (1 for a
+    /// process alone): [`Device::check_fits`] divides device memory by it.
+    sharers: std::sync::atomic::AtomicUsize,
 }
 
 /// Held while devices are listed and while contexts are created or released. PoCL initializes
@@ -313,6 +316,7 @@ pub fn discover(filter: &Filter) -> Result<Vec<Arc<Device>>> {
             context: std::mem::ManuallyDrop::new(context),
             programs: Mutex::new(HashMap::new()),
             opened,
+            sharers: std::sync::atomic::AtomicUsize::new(1),
         }))
     };
     std::thread::scope(|s| {
@@ -505,16 +509,23 @@ impl Device {
 
     /// Check that `bytes` in total, the largest single buffer being `largest`, fit on the device;
     /// `what` says what they are for. Leaves 10% of global memory for the driver, and divides
-    /// the rest among the machine's processes that use the device
-    /// ([`crate::node::device_sharers`]).
+    /// the rest among the machine's processes that use the device ([`Device::sharers`]).
     pub fn check_fits(&self, bytes: u64, largest: u64, what: &str) -> Result<()> {
-        fits(
-            &self.info,
-            bytes,
-            largest,
-            crate::node::device_sharers(),
-            what,
-        )
+        fits(&self.info, bytes, largest, self.sharers(), what)
+    }
+
+    /// The processes of this machine that use this device (at least 1), as the runtime chose
+    /// them when it selected the devices.
+    pub fn sharers(&self) -> usize {
+        self.sharers
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .max(1)
+    }
+
+    /// Record [`Device::sharers`] (the runtime, when it selects the devices).
+    pub(crate) fn set_sharers(&self, n: usize) {
+        self.sharers
+            .store(n.max(1), std::sync::atomic::Ordering::Relaxed);
     }
 
     pub(crate) fn context(&self) -> &Context {

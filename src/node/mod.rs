@@ -7,10 +7,11 @@
 
 #[cfg(feature = "mpi")]
 pub mod mpi;
-pub mod share;
+/// Machine-local shared bytes (the top-level [`crate::share`], which the plugin API names too).
+pub use crate::share;
 
 use crate::config::Plan;
-use crate::plugin::Records;
+use crate::sink::Records;
 use crate::scheduler::{self, TaskSource, UnitInfo};
 use crate::sink::journal::Journal;
 use crate::thread::UnitStats;
@@ -86,23 +87,6 @@ pub fn local_rank() -> (usize, usize) {
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) fn set_local_rank(index: usize, ranks: usize) {
     let _ = LOCAL_RANK.set((index, ranks.max(1)));
-}
-
-/// The processes of this machine that use each of this process's devices, as the runtime
-/// last chose them ([`ranks_per_device`]); 1 before that and for a process alone. GPU
-/// PHAST's batch rule divides its share of device memory by this.
-static DEVICE_SHARERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
-
-/// The processes of this machine that use each of this process's devices (at least 1).
-pub fn device_sharers() -> usize {
-    DEVICE_SHARERS
-        .load(std::sync::atomic::Ordering::Relaxed)
-        .max(1)
-}
-
-/// Record [`device_sharers`] (the runtime, when it chooses the devices).
-pub(crate) fn set_device_sharers(n: usize) {
-    DEVICE_SHARERS.store(n.max(1), std::sync::atomic::Ordering::Relaxed);
 }
 
 /// The processes that use each device when `ranks` ranks of a machine with `devices` devices

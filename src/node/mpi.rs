@@ -44,10 +44,10 @@
 //! MPI calls are serialized: one mutex guards the communicator on each rank, and the library
 //! is initialized with at least `MPI_THREAD_SERIALIZED`.
 
-use super::share::{self, shared_dir, Mapped, Share};
+use crate::share::{self, shared_dir, Mapped, Share};
 use super::{host_name, injected_failure, merge, Node, Pace};
 use crate::config::{NodePolicy, Plan};
-use crate::plugin::Records;
+use crate::sink::Records;
 use crate::scheduler::{self, Chunk, TaskSource, UnitInfo, WorkQueue};
 use crate::sink::journal::Journal;
 use crate::thread::UnitStats;

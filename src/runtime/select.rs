@@ -23,13 +23,11 @@ pub(super) fn select_devices_noting(plan: &Plan) -> Found {
     let every = matches!(plan.units.opencl, DeviceSel::All | DeviceSel::LocalRank);
     let (index, ranks) = crate::node::local_rank();
     match device::discover(&filter) {
-        Ok(d) if plan.units.opencl == DeviceSel::LocalRank => {
-            crate::node::set_device_sharers(crate::node::ranks_per_device(true, ranks, d.len()));
-            Ok((local_share(d, index, ranks), None))
-        }
         Ok(d) => {
-            crate::node::set_device_sharers(crate::node::ranks_per_device(false, ranks, d.len()));
-            Ok((d, None))
+            let divided = plan.units.opencl == DeviceSel::LocalRank;
+            let sharers = crate::node::ranks_per_device(divided, ranks, d.len());
+            d.iter().for_each(|dev| dev.set_sharers(sharers));
+            Ok((if divided { local_share(d, index, ranks) } else { d }, None))
         }
         Err(e) if every && plan.units.cpu_workers > 0 => Ok((Vec::new(), Some(e.to_string()))),
         Err(e) => Err(e),

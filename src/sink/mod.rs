@@ -9,6 +9,8 @@
 
 pub mod journal;
 pub mod outdir;
+pub mod records;
+pub use records::{Records, RecordsOut};
 
 use crate::{owned, Error, Result};
 use std::fs::File;
