@@ -139,13 +139,12 @@ enum Command {
     Plugins,
     /// List CPU cores and OpenCL devices.
     Devices,
-    /// Print a shell completion script (e.g. `tuccompi completions bash >
-    /// ~/.local/share/bash-completion/completions/tuccompi`).
+    /// Print a shell completion script ([`command`] adds an example with the binary's name).
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff; e.g. `tuccompi man > ~/.local/share/man/man1/tuccompi.1`).
+    /// Print the man page ([`command`] adds an example with the binary's name).
     Man,
 }
 
@@ -240,16 +239,37 @@ fn args() -> Vec<std::ffi::OsString> {
 /// The program's name as it was started (a user's plugin binary has its own), for help,
 /// completions and messages.
 fn bin_name() -> String {
-    args()
-        .into_iter()
-        .next()
-        .and_then(|a| {
-            Path::new(&a)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-        })
+    name_of(args().first().map(|a| a.as_os_str()))
+}
+
+/// The file name of `argv0` (a path or a bare name), else the framework's package name
+/// (`tuccompi`): what the command line calls itself.
+fn name_of(argv0: Option<&std::ffi::OsStr>) -> String {
+    argv0
+        .and_then(|a| Path::new(a).file_name())
+        .map(|n| n.to_string_lossy().into_owned())
         .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| "tuccompi".into())
+        .unwrap_or_else(|| env!("CARGO_PKG_NAME").into())
+}
+
+/// The command line of the binary called `name`: its name in the usage, help, man page and
+/// completions, and in the examples of `completions` and `man`, so that a user's binary
+/// (`collatz --help`) never says `tuccompi`.
+fn command(name: &str) -> clap::Command {
+    Cli::command()
+        .name(name.to_string())
+        .bin_name(name.to_string())
+        .mut_subcommand("completions", |c| {
+            c.about(format!(
+                "Print a shell completion script (e.g. `{name} completions bash > \
+                 ~/.local/share/bash-completion/completions/{name}`)"
+            ))
+        })
+        .mut_subcommand("man", |c| {
+            c.about(format!(
+                "Print the man page (roff; e.g. `{name} man > ~/.local/share/man/man1/{name}.1`)"
+            ))
+        })
 }
 
 /// The whole command line over the plugins `extra` (a binary's registry: `tuccompi`'s is its
@@ -278,8 +298,7 @@ where
     let _ = ARGS.set(args.clone());
     let name = bin_name();
     crate::set_program_name(&name);
-    let command = Cli::command().name(name.clone()).bin_name(name.clone());
-    let cli = match command
+    let cli = match command(&name)
         .try_get_matches_from(args)
         .and_then(|m| Cli::from_arg_matches(&m))
     {
@@ -326,7 +345,7 @@ where
 }
 
 /// Log lines as a command-line tool writes them: `NAME: warning: ...`, `NAME: ...`
-/// (info), `tuccompi: debug: ...`, the event's fields after its message; no timestamps or
+/// (info), `NAME: debug: ...`, the event's fields after its message; no timestamps or
 /// module paths (`RUST_LOG=debug` users get the target in debug lines).
 struct Lines(String);
 
@@ -400,69 +419,16 @@ fn real_main(cli: Cli, extra: &[&dyn Plugin], name: &str) -> Result<(), Error> {
             };
             run(&config, &set, cli.quiet, unfinished, extra)
         }
-        Command::Check { config, set } => check(&config, &set, extra),
+        Command::Check { config, set } => check(&config, &set, extra, name),
         Command::Tune {
             config,
             set,
             sample,
             repeat,
-        } => {
-            let plan = Plan::load(&config, &set)?.with_node_units()?;
-            // A signal ends `tune` at once (it stores nothing until it has measured), its
-            // scratch folder removed first.
-            signals::install().map_err(|e| Error::Node(format!("signal handling: {e}")))?;
-            let options = runtime::TuneOptions { sample, repeat };
-            let mut header = false;
-            let (_, tuned) = runtime::tune(&plan, &[], extra, options, |r| {
-                if !header {
-                    header = true;
-                    say!(
-                        "{:<32} {:<36} {:>10} {:>12}  predicted",
-                        "device",
-                        "candidate",
-                        "seconds",
-                        "tasks/s"
-                    );
-                }
-                match &r.failed {
-                    Some(why) => say!(
-                        "{:<32} {:<36} {:>10} {:>12}  {}",
-                        r.device,
-                        r.setting_text(),
-                        "failed",
-                        "",
-                        crate::thread::one_line(why)
-                    ),
-                    None => say!(
-                        "{:<32} {:<36} {:>10.4} {:>12.1}  {}",
-                        r.device,
-                        r.setting_text(),
-                        r.seconds,
-                        r.tasks as f64 / r.seconds.max(1e-12),
-                        if r.predicted { "yes" } else { "" }
-                    ),
-                }
-            })?;
-            for t in &tuned {
-                let best: Vec<String> = t.best.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                say!("best on {}: {}", t.device, best.join(" "));
-            }
-            say!("stored in {}", crate::tuning::cache_path().display());
-            Ok(())
-        }
+        } => tune(&config, &set, runtime::TuneOptions { sample, repeat }, extra),
         Command::History { clear } => history(clear),
         Command::Plugins => {
-            let all = registry(extra);
-            // Names padded to the longest, so that every description starts in one column.
-            let width = all
-                .iter()
-                .map(|p| p.name().len())
-                .max()
-                .unwrap_or(0)
-                .max(12);
-            for p in all {
-                say!("{:<width$} {}", p.name(), p.description());
-            }
+            plugins(extra);
             Ok(())
         }
         Command::Devices => {
@@ -470,20 +436,62 @@ fn real_main(cli: Cli, extra: &[&dyn Plugin], name: &str) -> Result<(), Error> {
             Ok(())
         }
         Command::Completions { shell } => {
-            let mut cmd = Cli::command().name(name.to_string());
-            clap_complete::generate(shell, &mut cmd, name, &mut std::io::stdout());
+            clap_complete::generate(shell, &mut command(name), name, &mut std::io::stdout());
             Ok(())
         }
-        Command::Man => {
-            let cmd = Cli::command().name(name.to_string());
-            match clap_mangen::Man::new(cmd).render(&mut std::io::stdout()) {
-                // `tuccompi man | head` closes the pipe early: not an error.
-                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-                    Err(Error::io("standard output", e))
-                }
-                _ => Ok(()),
-            }
+        Command::Man => man(name),
+    }
+}
+
+/// `tune`: time the GPU half's candidates on every selected device, one table row each as it
+/// is timed, then the winners and where they are stored.
+fn tune(
+    config: &Path,
+    set: &[String],
+    options: runtime::TuneOptions,
+    extra: &[&dyn Plugin],
+) -> Result<(), Error> {
+    let plan = Plan::load(config, set)?.with_node_units()?;
+    // A signal ends `tune` at once (it stores nothing until it has measured), its scratch
+    // folder removed first.
+    signals::install().map_err(|e| Error::Node(format!("signal handling: {e}")))?;
+    let mut header = false;
+    let (_, tuned) = runtime::tune(&plan, &[], extra, options, |row| {
+        if !std::mem::replace(&mut header, true) {
+            say!("{}", row.table_header());
         }
+        say!("{}", row.table_line());
+    })?;
+    for t in &tuned {
+        let best: Vec<String> = t.best.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        say!("best on {}: {}", t.device, best.join(" "));
+    }
+    say!("stored in {}", crate::tuning::cache_path().display());
+    Ok(())
+}
+
+/// `plugins`: each plugin's name and description, the descriptions in one column.
+fn plugins(extra: &[&dyn Plugin]) {
+    let all = registry(extra);
+    let width = all
+        .iter()
+        .map(|p| p.name().len())
+        .max()
+        .unwrap_or(0)
+        .max(12);
+    for p in all {
+        say!("{:<width$} {}", p.name(), p.description());
+    }
+}
+
+/// `man`: the man page of the binary called `name`.
+fn man(name: &str) -> Result<(), Error> {
+    match clap_mangen::Man::new(command(name)).render(&mut std::io::stdout()) {
+        // `NAME man | head` closes the pipe early: not an error.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Error::io("standard output", e))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -591,7 +599,11 @@ fn print_outcome(plan: &Plan, report: &serde_json::Value) {
     );
 }
 
-fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Error> {
+/// `check`: validate the config, load the input, and print the resolved plan (the plugin and
+/// its job, the units with each device's launch parameters, the scheduler, the output and its
+/// space, the tuning rules behind the parameters); run nothing, write nothing. `name` is the
+/// binary's, for the commands it suggests.
+fn check(config: &Path, set: &[String], extra: &[&dyn Plugin], name: &str) -> Result<(), Error> {
     node::refuse_launcher_without_mpi()?;
     let plan = Plan::load(config, set)?.with_node_units()?;
     let registry: Vec<&dyn Plugin> = Vec::new();
@@ -608,8 +620,21 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
         say!("{label:<10} {text}");
     }
     let selection = runtime::select_units(&plan, &prepared, 1)?;
-    // The launch parameters `run` would choose on each device (the same tuner, cache
-    // included), and from their queues the units `run` would start.
+    let params = check_units(&plan, job, &selection)?;
+    check_scheduler(&plan);
+    check_output(&plan, job, name)?;
+    check_rules(&params);
+    Ok(())
+}
+
+/// `check`'s units: the launch parameters `run` would choose on each device (the same tuner,
+/// cache included), and from their queues the units `run` would start, then each device with
+/// its parameters. Returns the parameters.
+fn check_units(
+    plan: &Plan,
+    job: &dyn crate::plugin::Job,
+    selection: &runtime::Selection,
+) -> Result<Vec<LaunchParams>, Error> {
     let tuner = Tuner::new(plan.units.concurrent_kernels, Default::default()).plugin(&plan.plugin);
     let mut params = Vec::new();
     if crate::plugin::has_gpu(job) {
@@ -618,7 +643,7 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
         }
     }
     let queues: Vec<usize> = params.iter().map(|p| p.queues.value).collect();
-    let units = runtime::unit_names(&plan, job, &selection, &queues);
+    let units = runtime::unit_names(plan, job, selection, &queues);
     say!(
         "units      {}  ({})",
         units.join(", "),
@@ -648,6 +673,11 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
             .concurrent_kernels
             .map_or("auto (tuner)".to_string(), |k| k.to_string())
     );
+    Ok(params)
+}
+
+/// `check`'s scheduler line: the policy and chunk sizes.
+fn check_scheduler(plan: &Plan) {
     say!(
         "scheduler  policy = {}, chunk = {}, gpu_chunk = {}",
         runtime::policy_name(plan.scheduler.policy),
@@ -658,6 +688,11 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
             .gpu_chunk
             .map_or("auto (batch)".into(), |c| c.to_string())
     );
+}
+
+/// `check`'s output lines: the directory and what is written, the space needed and free, and
+/// an unfinished run there (with the commands of binary `name` that continue or discard it).
+fn check_output(plan: &Plan, job: &dyn crate::plugin::Job, name: &str) -> Result<(), Error> {
     // output.distances only where it is on: a plugin without a distance matrix has no use
     // for the key.
     say!(
@@ -670,7 +705,7 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
         },
         plan.output.trace
     );
-    let out = runtime::output_status(&plan, job)?;
+    let out = runtime::output_status(plan, job)?;
     use crate::sink::outdir::human_bytes;
     say!(
         "           needs {}; {} free",
@@ -679,18 +714,22 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
     );
     if out.need > out.free {
         say!(
-            "           warning: the outputs need {} but only {} are free: `run` will refuse this",
+            "           warning: the outputs need {} but only {} are free: `{name} run` will refuse this",
             human_bytes(out.need),
             human_bytes(out.free)
         );
     }
     if let Some((done, total)) = out.unfinished {
         say!(
-            "           holds an unfinished run ({done} of {total} tasks done): `run --resume` continues it, `run --restart` discards it"
+            "           holds an unfinished run ({done} of {total} tasks done): `{name} run --resume` continues it, `{name} run --restart` discards it"
         );
     }
-    // The rules that chose the parameters shown (the generic ones behind a value shown, then
-    // the plugin's own), each once: none without a device.
+    Ok(())
+}
+
+/// `check`'s tuning rules: those that chose the parameters shown (the generic ones behind a
+/// value shown, then the plugin's own), each once, by name; none without a device.
+fn check_rules(params: &[LaunchParams]) {
     let mut rules: Vec<crate::tuning::Rule> = Vec::new();
     for r in params.iter().flat_map(|p| p.applied_rules()) {
         if !rules.iter().any(|x| x.when == r.when) {
@@ -703,7 +742,6 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin]) -> Result<(), Err
             say!("  - {}: {}", r.when, r.what);
         }
     }
-    Ok(())
 }
 
 /// `1 unit`, `3 units`.
@@ -757,5 +795,72 @@ fn print_launch_plan(p: &LaunchParams) {
     }
     for (k, c) in &p.local {
         show(&format!("local {k}"), c);
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    /// `text` with the framework's own names taken out (its output folder, cache folder and log
+    /// target, which every binary shares): what is left must not say `tuccompi`.
+    fn names_the_command(text: &str) -> bool {
+        ["tuccompi-out", ".cache/tuccompi", "tuccompi=debug", "TUCCOMPI_"]
+            .iter()
+            .fold(text.replace("\\-", "-"), |t, shared| t.replace(shared, ""))
+            .contains("tuccompi")
+    }
+
+    #[test]
+    fn the_command_line_calls_itself_by_the_binarys_name() {
+        let mut cmd = command("collatz");
+        cmd.build();
+        let help = cmd.render_long_help().to_string();
+        assert!(help.contains("Usage: collatz [OPTIONS] <COMMAND>"), "{help}");
+        assert!(!names_the_command(&help), "{help}");
+        for sub in ["run", "check", "tune", "history", "plugins", "devices", "completions", "man"] {
+            let sub = cmd.find_subcommand_mut(sub).unwrap();
+            let help = sub.render_long_help().to_string();
+            assert!(help.contains(&format!("Usage: collatz {}", sub.get_name())), "{help}");
+            assert!(!names_the_command(&help), "{help}");
+        }
+        let completions = cmd.find_subcommand("completions").unwrap();
+        let about = completions.get_about().unwrap().to_string();
+        assert!(about.contains("`collatz completions bash"), "{about}");
+        // A mistake's message shows the binary's usage.
+        let e = command("collatz")
+            .try_get_matches_from(["collatz", "rnu"])
+            .err()
+            .unwrap()
+            .render()
+            .to_string();
+        assert!(e.contains("Usage: collatz") && !names_the_command(&e), "{e}");
+        // The man page and the completion scripts.
+        let mut man = Vec::new();
+        clap_mangen::Man::new(command("collatz"))
+            .render(&mut man)
+            .unwrap();
+        let man = String::from_utf8(man).unwrap();
+        assert!(man.contains(".TH collatz 1") && !names_the_command(&man), "{man}");
+        for shell in [clap_complete::Shell::Bash, clap_complete::Shell::Zsh] {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut command("collatz"), "collatz", &mut script);
+            let script = String::from_utf8(script).unwrap();
+            assert!(script.contains("_collatz") && !names_the_command(&script), "{script}");
+        }
+        // The built-in binary still says `tuccompi`.
+        let help = command("tuccompi").render_long_help().to_string();
+        assert!(help.contains("Usage: tuccompi [OPTIONS] <COMMAND>"), "{help}");
+    }
+
+    #[test]
+    fn the_name_is_argv0s_file_name_else_the_package_name() {
+        let name = |a: &str| name_of(Some(std::ffi::OsStr::new(a)));
+        assert_eq!(name("/home/me/target/release/collatz"), "collatz");
+        assert_eq!(name("./knn"), "knn");
+        assert_eq!(name("tuccompi"), "tuccompi");
+        assert_eq!(name(""), "tuccompi");
+        assert_eq!(name("/"), "tuccompi");
+        assert_eq!(name_of(None), "tuccompi");
     }
 }

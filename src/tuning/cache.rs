@@ -137,12 +137,12 @@ impl Cache {
             },
             Err(why) => format!("it is {why}"),
         };
-        crate::owned::warn_once(
-            f.path(),
-            &why,
-            "it is not used: the launch parameters are predicted (`tuccompi tune` replaces an \
+        let what = format!(
+            "it is not used: the launch parameters are predicted (`{} tune` replaces an \
              unreadable tuning cache; anything else there is left alone)",
+            crate::program_name()
         );
+        crate::owned::warn_once(f.path(), &why, &what);
         Cache::default()
     }
 
@@ -158,8 +158,7 @@ impl Cache {
     pub fn save_at(&self, p: &Path) -> Result<()> {
         let text = toml::to_string_pretty(self).map_err(|e| Error::Config(e.to_string()))?;
         let text = format!(
-            "{MAGIC}: the winners of `tuccompi tune` per device, driver, kernel set and size \
-             class\n{text}"
+            "{MAGIC}: the winners of `tune` per device, driver, kernel set and size class\n{text}"
         );
         file(p).replace(text.as_bytes(), HINT)
     }
