@@ -1,6 +1,4 @@
-//! The whole `tuccompi` command line (`run`, `check`, `tune`, `plugins`, `devices`, `--set`,
-//! `--resume`...) with the collatz plugin as its registry.
-
+#![forbid(unsafe_code)]
 fn main() -> std::process::ExitCode {
-    tuccompi::cli::main(&[&collatz::Collatz])
+    tuccompi::cli::main(&[&collatz::Collatz]) // the whole `tuccompi` command line
 }
