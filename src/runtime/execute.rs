@@ -424,7 +424,7 @@ pub(super) fn run_chunks(
     let tasks = job.tasks();
     let quiet = opts.quiet || node.rank() != 0;
     let mut measured = Vec::new();
-    let progress = progress_bar(quiet, tasks as u64);
+    let progress = progress_bar(quiet, tasks as u64, done.count() as u64);
     let log_every = (!quiet
         && plan.output.progress_seconds > 0.0
         && !std::io::IsTerminal::is_terminal(&std::io::stderr()))
