@@ -1,31 +1,14 @@
-//! A float plugin with file inputs and bulk outputs, the template to copy for data in and out:
-//! brute-force k nearest neighbours. Two float32 `.npy` files are named in the plugin's own
-//! table (`[knn] points = "...", queries = "..."`); each query is one task; its k nearest
-//! points (Euclidean distance, ties to the smaller index) go out as rows of two `.npy` files
-//! written by the framework's rows sink, `distances.npy` (m x k float32) and `indices.npy`
-//! (m x k uint32), and its record holds (nearest index, nearest distance, k-th distance).
-//!
-//! ```sh
-//! cargo run --release -p knn -- run configs/knn.toml
-//! ```
-//!
-//! What the framework does for it:
-//! - `tuccompi::npy::read` maps each input and checks its dtype, order and shape, naming the
-//!   file in any complaint;
-//! - `Job::inputs` declares both files: the run's identity fingerprints them, and `--resume`
-//!   after a change to either is refused, naming the file;
-//! - `NpyRows::of::<f32>` declares a bulk output (no `.npy` header written by hand); workers
-//!   write each query's row at its offset as chunks finish, journaled and resumable;
-//! - `Record::fields` names and types the record's words, so `[verify]` compares the float
-//!   fields within the `f32` tolerance (`Tolerance::of::<Neighbours>().f32(..)`, or the
-//!   config's `verify.f32_relative`) and prints a mismatch decoded.
+#![forbid(unsafe_code)]
+//! Example plugin with file inputs and bulk outputs, k nearest neighbours by brute force
+//! (`cargo run --release -p knn -- run configs/knn.toml`): two float32 `.npy` inputs (`[knn]
+//! points, queries`, declared as `Details::inputs`), each query's k nearest out as rows of
+//! `distances.npy` and `indices.npy` (`NpyRows`), a record typed for `[verify]`'s tolerance.
 
-use std::ops::Range;
 use std::path::{Path, PathBuf};
-use tuccompi::device::{Arg, DBuf, Device, Kernel, KernelSource, Queue};
+use tuccompi::device::{DBuf, Device, KernelArg, KernelSource};
 use tuccompi::npy::Array;
-use tuccompi::plugin::{CpuHalf, Field, FieldType, Gpu, GpuHalf, Job, Plugin, PrepareCtx};
-use tuccompi::plugin::{Record, Records, RecordsOut, Tolerance, Worker};
+use tuccompi::plugin::{worker, Details, DeviceData, Field, FieldType, Gpu, Job, Plugin};
+use tuccompi::plugin::{PrepareCtx, Records, RecordsOut, Tolerance, Worker};
 use tuccompi::sink::NpyRows;
 use tuccompi::tuning::{LaunchParams, Request, Shape, Tuner};
 use tuccompi::Result;
@@ -36,15 +19,11 @@ const KERNELS: KernelSource = KernelSource {
     characterization: include_str!("knn.toml"),
 };
 const KERNEL: &str = "knn_brute";
-/// The largest k the kernel's private top-k list holds (`KMAX` in knn.cl).
-const KMAX: usize = 32;
-
-/// The plugin.
-#[derive(Debug)]
-pub struct Knn;
+const KMAX: usize = 32; // the largest k the kernel's private top-k list holds (knn.cl)
+pub struct Knn; // the plugin
 
 /// `[knn]`.
-#[derive(Debug, serde::Deserialize)]
+#[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Options {
     points: PathBuf,
@@ -52,65 +31,24 @@ struct Options {
     #[serde(default = "default_k")]
     k: usize,
 }
-
 fn default_k() -> usize {
     8
 }
-
-/// The prepared job: both inputs in memory, the two bulk outputs declared.
-#[derive(Debug)]
-pub struct KnnJob {
+struct KnnJob {
     options: Options,
     points: Array<f32>,
     queries: Array<f32>,
     distances: NpyRows,
     indices: NpyRows,
 }
-
-/// A query's record.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Neighbours {
-    /// Index of the nearest point.
-    pub nearest: u32,
-    /// Its distance.
-    pub distance: f32,
-    /// The distance of the k-th nearest.
-    pub kth: f32,
-}
-
-impl Record for Neighbours {
-    const WORDS: usize = 3;
-    fn to_words(&self, w: &mut [u64]) {
-        w[0] = self.nearest as u64;
-        w[1] = FieldType::f32_word(self.distance);
-        w[2] = FieldType::f32_word(self.kth);
-    }
-    fn from_words(w: &[u64]) -> Self {
-        Neighbours {
-            nearest: w[0] as u32,
-            distance: FieldType::f32(w[1]),
-            kth: FieldType::f32(w[2]),
-        }
-    }
-    fn fields() -> Vec<Field> {
-        vec![
-            Field::new("nearest", FieldType::U32),
-            Field::new("distance", FieldType::F32),
-            Field::new("kth_distance", FieldType::F32),
-        ]
-    }
-}
-
-/// The k nearest of `points` (n rows of `dims`) to `query`, as (distance, index) pairs in
-/// order, ties to the smaller index: the squared differences summed in dimension order, the
-/// square root taken at the end. O(n · (dims + k)).
-pub fn nearest(points: &[f32], dims: usize, query: &[f32], k: usize) -> Vec<(f32, u32)> {
+/// The k nearest of `points` (n rows of `dims`) to `query`: their distances and indices in
+/// order, ties to the smaller index (squared differences summed in order, then the root).
+pub fn nearest(points: &[f32], dims: usize, query: &[f32], k: usize) -> (Vec<f32>, Vec<u32>) {
     let mut best: Vec<(f32, u32)> = Vec::with_capacity(k + 1);
     for (p, y) in points.chunks_exact(dims).enumerate() {
         let mut s = 0.0f32;
         for (a, b) in query.iter().zip(y) {
-            let d = a - b;
-            s += d * d;
+            s += (a - b) * (a - b);
         }
         if best.len() == k && s >= best[k - 1].0 {
             continue;
@@ -119,8 +57,7 @@ pub fn nearest(points: &[f32], dims: usize, query: &[f32], k: usize) -> Vec<(f32
         best.insert(at, (s, p as u32));
         best.truncate(k);
     }
-    best.iter_mut().for_each(|b| b.0 = b.0.sqrt());
-    best
+    best.into_iter().map(|(s, p)| (s.sqrt(), p)).unzip()
 }
 
 impl Plugin for Knn {
@@ -132,68 +69,42 @@ impl Plugin for Knn {
     }
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         let options: Options = ctx.options("knn")?;
-        let refuse = |key: &str, msg: String| Err(ctx.plan.origins.error(key, msg));
-        // A missing or malformed file is named by the key that names it.
         let read = |key: &str, path: &Path| {
-            tuccompi::npy::read::<f32>(path, Some(2))
-                .map_err(|e| ctx.plan.origins.error(key, format!("{key}: {e}")))
+            let array = tuccompi::npy::read::<f32>(path, Some(2));
+            array.map_err(|e| ctx.refuse(key, format!("{key}: {e}")))
         };
         let points = read("knn.points", &options.points)?;
         let queries = read("knn.queries", &options.queries)?;
-        let (n, dims) = (points.rows(), points.cols());
+        let (n, dims, k) = (points.rows(), points.cols(), options.k);
         if n == 0 || dims == 0 {
-            return refuse(
-                "knn.points",
-                format!("{}: no points ({n} x {dims})", options.points.display()),
-            );
+            let msg = format!("{}: no points ({n} x {dims})", options.points.display());
+            return Err(ctx.refuse("knn.points", msg));
         }
         if queries.cols() != dims {
-            return refuse(
-                "knn.queries",
-                format!(
-                    "{}: queries of {} dimensions, the points have {dims}",
-                    options.queries.display(),
-                    queries.cols()
-                ),
-            );
+            let (file, qd) = (options.queries.display(), queries.cols());
+            let msg = format!("{file}: queries of {qd} dimensions, the points have {dims}");
+            return Err(ctx.refuse("knn.queries", msg));
         }
-        if !(1..=KMAX.min(n)).contains(&options.k) {
-            return refuse(
-                "knn.k",
-                format!(
-                    "knn.k = {}: use 1 to {} (and at most the {n} points)",
-                    options.k, KMAX
-                ),
-            );
+        if !(1..=KMAX.min(n)).contains(&k) {
+            let msg = format!("knn.k = {k}: use 1 to {KMAX} (and at most the {n} points)");
+            return Err(ctx.refuse("knn.k", msg));
         }
-        let m = queries.rows();
         Ok(Box::new(KnnJob {
-            distances: NpyRows::of::<f32>("distances.npy", m, options.k)?,
-            indices: NpyRows::of::<u32>("indices.npy", m, options.k)?,
+            distances: NpyRows::of::<f32>("distances.npy", queries.rows(), k)?,
+            indices: NpyRows::of::<u32>("indices.npy", queries.rows(), k)?,
             options,
             points,
             queries,
         }))
     }
 }
-
-impl KnnJob {
-    /// Write query `t`'s neighbours: its two rows and its record.
-    fn put(&self, t: usize, best: &[(f32, u32)], out: &mut RecordsOut<'_>) -> Result<()> {
-        let d: Vec<f32> = best.iter().map(|b| b.0).collect();
-        let i: Vec<u32> = best.iter().map(|b| b.1).collect();
-        self.distances.write(t, &d)?;
-        self.indices.write(t, &i)?;
-        out.put(
-            t,
-            &Neighbours {
-                nearest: i[0],
-                distance: d[0],
-                kth: d[d.len() - 1],
-            },
-        );
-        Ok(())
-    }
+/// Write query `t`'s neighbours (distances `d`, indices `i`): its two rows and its record.
+fn put(j: &KnnJob, t: usize, d: &[f32], i: &[u32], out: &mut RecordsOut<'_>) -> Result<()> {
+    j.distances.write(t, d)?;
+    j.indices.write(t, i)?;
+    let f = FieldType::f32_word;
+    out.put(t, &[i[0] as u64, f(d[0]), f(d[d.len() - 1])]);
+    Ok(())
 }
 
 impl Job for KnnJob {
@@ -201,172 +112,85 @@ impl Job for KnnJob {
         self.queries.rows()
     }
     fn record_words(&self) -> usize {
-        Neighbours::WORDS
+        3
     }
     fn describe(&self) -> serde_json::Value {
-        serde_json::json!({
-            "points": self.points.rows(),
-            "queries": self.queries.rows(),
-            "dims": self.points.cols(),
-            "k": self.options.k,
-        })
+        let (p, q, k) = (&self.points, &self.queries, self.options.k);
+        serde_json::json!({ "points": p.rows(), "queries": q.rows(), "dims": p.cols(), "k": k })
     }
-    fn inputs(&self) -> Vec<PathBuf> {
-        vec![self.options.points.clone(), self.options.queries.clone()]
-    }
-    fn tolerance(&self) -> Tolerance {
-        // Exact with a correctly rounded sqrt on the device; OpenCL allows a few ulp.
-        Tolerance::of::<Neighbours>().f32(0.0, 1e-6)
-    }
-    fn bulk_outputs(&self) -> Vec<&NpyRows> {
-        vec![&self.distances, &self.indices]
-    }
-    fn cpu(&self) -> Option<&dyn CpuHalf> {
-        Some(self)
-    }
-    fn gpu(&self) -> Option<Gpu<'_>> {
-        Some(Gpu::new(self))
+    fn details(&self) -> Details<'_> {
+        let f = |name: &str, ty| Field::new(name, ty);
+        let (u, x) = (FieldType::U32, FieldType::F32);
+        // Floats within 1e-6 relative: exact with a correctly rounded sqrt, OpenCL allows ulps.
+        let mut tolerance = Tolerance::exact().f32(0.0, 1e-6);
+        tolerance.fields = vec![f("nearest", u), f("distance", x), f("kth_distance", x)];
+        Details {
+            bulk: vec![&self.distances, &self.indices],
+            inputs: vec![self.options.points.clone(), self.options.queries.clone()],
+            tolerance,
+            ..Details::default()
+        }
     }
     fn finish(&self, records: &Records, _dir: &Path) -> Result<serde_json::Value> {
         let (mut sum, mut hash) = (0.0f64, 0u64);
         for t in 0..self.tasks() {
-            let r = records.read::<Neighbours>(t);
-            sum += r.distance as f64;
-            hash = hash.rotate_left(5) ^ (r.nearest as u64);
+            let [nearest, distance, _] = records.read::<[u64; 3]>(t);
+            sum += FieldType::f32(distance) as f64;
+            hash = hash.rotate_left(5) ^ nearest;
         }
-        Ok(serde_json::json!({
-            "mean_nearest_distance": sum / self.tasks().max(1) as f64,
-            "nearest_hash": hash,
+        let mean = sum / self.tasks().max(1) as f64;
+        Ok(serde_json::json!({ "mean_nearest_distance": mean, "nearest_hash": hash }))
+    }
+    fn cpu_worker(&self) -> Result<Box<dyn Worker + '_>> {
+        let (points, dims, k) = (&self.points.data, self.points.cols(), self.options.k);
+        Ok(worker(move |tasks, out| {
+            for t in tasks {
+                let (d, i) = nearest(points, dims, self.queries.row(t), k);
+                put(self, t, &d, &i, out)?;
+            }
+            Ok(())
         }))
     }
-}
-
-impl CpuHalf for KnnJob {
-    fn worker(&self) -> Result<Box<dyn Worker + '_>> {
-        Ok(Box::new(CpuWorker(self)))
-    }
-}
-
-struct CpuWorker<'a>(&'a KnnJob);
-
-impl Worker for CpuWorker<'_> {
-    fn run(&mut self, tasks: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
-        let j = self.0;
-        for t in tasks {
-            let best = nearest(
-                &j.points.data,
-                j.points.cols(),
-                j.queries.row(t),
-                j.options.k,
-            );
-            j.put(t, &best, out)?;
-        }
-        Ok(())
-    }
-}
-
-/// What each device holds for all its queues: the points and the queries, uploaded once.
-#[derive(Debug)]
-pub struct OnDevice {
-    points: DBuf<f32>,
-    queries: DBuf<f32>,
-    batch: usize,
-    local: usize,
-}
-
-impl GpuHalf for KnnJob {
-    type Shared = OnDevice;
     fn kernels(&self) -> &'static [KernelSource] {
         &[KERNELS]
     }
-    fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
-        // One work-item per query: a task launches n = 1 item (it loops over the points), so
-        // the tuner's batch is the device's resident work-items, not a sliver of them.
-        let shape = Shape {
-            n: 1,
-            mean_degree: 1.0,
-            bytes_per_task: (self.options.k * 8) as u64,
-            shared_bytes: ((self.points.data.len() + self.queries.data.len()) * 4) as u64,
-        };
+    fn gpu_params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
+        // n = 1 item per task (it loops over the points): the batch fills the device's items.
+        let mut shape = Shape::items(1);
+        shape.bytes_per_task = (self.options.k * 8) as u64;
+        shape.shared_bytes = ((self.points.data.len() + self.queries.data.len()) * 4) as u64;
         tuner.params(&device.info, Request::new(&KERNELS, &[KERNEL], shape))
     }
-    fn setup(&self, device: &Device, params: &LaunchParams) -> Result<OnDevice> {
+    fn gpu_setup(&self, device: &Device, _: &LaunchParams) -> Result<DeviceData> {
         device.program(&KERNELS, "")?;
         let q = device.queue()?;
         let mut points = DBuf::new(device, self.points.data.len())?;
         let mut queries = DBuf::new(device, self.queries.data.len().max(1))?;
         q.write(&mut points, 0, &self.points.data)?;
-        q.write(&mut queries, 0, &self.queries.data)?;
-        q.finish()?;
-        Ok(OnDevice {
-            points,
-            queries,
-            batch: params.batch.value,
-            local: params.local(KERNEL)?,
-        })
+        q.write(&mut queries, 0, &self.queries.data)?; // (writes block)
+        Ok(DeviceData::new((points, queries))) // once per device, for all its queues
     }
-    fn worker<'a>(
-        &'a self,
-        device: &'a Device,
-        shared: &'a OnDevice,
-        q: Queue,
-    ) -> Result<impl Worker + 'a> {
-        let k = self.options.k;
-        Ok(GpuWorker {
-            job: self,
-            shared,
-            kernel: device.kernel(&KERNELS, "", KERNEL)?,
-            dist: DBuf::new(device, shared.batch * k)?,
-            idx: DBuf::new(device, shared.batch * k)?,
-            host_dist: vec![0.0; shared.batch * k],
-            host_idx: vec![0; shared.batch * k],
-            q,
-        })
-    }
-}
-
-struct GpuWorker<'a> {
-    job: &'a KnnJob,
-    shared: &'a OnDevice,
-    kernel: Kernel,
-    dist: DBuf<f32>,
-    idx: DBuf<u32>,
-    host_dist: Vec<f32>,
-    host_idx: Vec<u32>,
-    q: Queue,
-}
-
-impl Worker for GpuWorker<'_> {
-    /// Per sub-batch of at most `batch` queries: one launch (an item per query), two reads.
-    fn run(&mut self, tasks: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
-        let (j, s, k) = (self.job, self.shared, self.job.options.k);
-        for start in tasks.clone().step_by(s.batch) {
-            let sub = start..(start + s.batch).min(tasks.end);
-            let args = [
-                Arg::F32s(&s.points),
-                Arg::U32(j.points.rows() as u32),
-                Arg::U32(j.points.cols() as u32),
-                Arg::F32s(&s.queries),
-                Arg::U32(sub.start as u32),
-                Arg::U32(sub.len() as u32),
-                Arg::U32(k as u32),
-                Arg::F32s(&self.dist),
-                Arg::U32s(&self.idx),
-            ];
-            // SAFETY: knn_brute item q < count reads points[..n * dims] and queries[(first +
-            // q) * dims..][..dims] (first + count <= the queries uploaded) and writes
-            // dist/idx[q * k..][..k]; both hold batch * k >= count * k.
-            unsafe { self.q.launch(&self.kernel, sub.len(), Some(s.local), &args) }?;
-            let n = sub.len() * k;
-            self.q.read(&self.dist, 0, &mut self.host_dist[..n])?;
-            self.q.read(&self.idx, 0, &mut self.host_idx[..n])?;
-            for (i, t) in sub.enumerate() {
-                let best: Vec<(f32, u32)> = (i * k..(i + 1) * k)
-                    .map(|x| (self.host_dist[x], self.host_idx[x]))
-                    .collect();
-                j.put(t, &best, out)?;
+    fn gpu_worker<'a>(&'a self, gpu: Gpu<'a>) -> Result<Box<dyn Worker + 'a>> {
+        let (p, q) = gpu.data::<(DBuf<f32>, DBuf<f32>)>()?; // the points, the queries
+        let (batch, local, k) = (gpu.batch(), gpu.local(KERNEL)?, self.options.k);
+        let kernel = gpu.kernel(&KERNELS, KERNEL)?;
+        let (dist, idx) = (gpu.buffer::<f32>(batch * k)?, gpu.buffer::<u32>(batch * k)?);
+        let (mut hd, mut hi) = (vec![0.0; batch * k], vec![0; batch * k]);
+        let (n, dims) = (self.points.rows() as u32, self.points.cols() as u32);
+        Ok(worker(move |tasks, out| {
+            for start in tasks.clone().step_by(batch) {
+                let sub = start..(start + batch).min(tasks.end); // one launch, two reads
+                let (first, count) = (sub.start as u32, sub.len() as u32);
+                let args: [&dyn KernelArg; 9] =
+                    [p, &n, &dims, q, &first, &count, &(k as u32), &dist, &idx];
+                gpu.queue.launch(&kernel, sub.len(), Some(local), &args)?;
+                gpu.queue.read(&dist, 0, &mut hd[..sub.len() * k])?;
+                gpu.queue.read(&idx, 0, &mut hi[..sub.len() * k])?;
+                for ((t, d), i) in sub.zip(hd.chunks(k)).zip(hi.chunks(k)) {
+                    put(self, t, d, i, out)?;
+                }
             }
-        }
-        Ok(())
+            Ok(())
+        }))
     }
 }

@@ -1,6 +1,4 @@
-//! The whole `tuccompi` command line (`run`, `check`, `tune`, `plugins`, `devices`, `--set`,
-//! `--resume`...) with the knn plugin as its registry.
-
+#![forbid(unsafe_code)]
 fn main() -> std::process::ExitCode {
-    tuccompi::cli::main(&[&knn::Knn])
+    tuccompi::cli::main(&[&knn::Knn]) // the whole `tuccompi` command line
 }
