@@ -1,11 +1,9 @@
-//! A plugin with floating point, the template to copy: the Monte Carlo price of a European call
-//! option. Each task prices `paths_per_task` paths of the stock under geometric Brownian motion;
-//! its record is (sum of the payoffs, sum of their squares, paths), and `finish` turns the
-//! records into the price and its standard error.
-//!
-//! ```sh
-//! cargo run --release -p options -- run configs/options.toml
-//! ```
+#![forbid(unsafe_code)]
+//! Example plugin with floating point, the template to copy: the Monte Carlo price of a European
+//! call option (`cargo run --release -p options -- run configs/options.toml`). Each task prices
+//! `paths_per_task` paths of the stock under geometric Brownian motion; its record is (sum of
+//! the payoffs, sum of their squares, paths), and `finish` turns the records into the price and
+//! its standard error.
 //!
 //! Both halves draw path `p`'s numbers from a counter-based generator (a SplitMix64 hash of the
 //! seed and `p`), turn them into a normal number by the polar Box-Muller method and sum the
@@ -13,14 +11,13 @@
 //! for one, with `#pragma OPENCL FP_CONTRACT OFF`). Only `+ - * /` and `sqrt` are used, which
 //! both sides round correctly, so a task's record is bit for bit the same on a CPU and a GPU,
 //! and `[verify]` compares it exactly. (With the device's own `exp` and `log`, which are not
-//! correctly rounded, a plugin would declare how far its records may differ instead:
-//! `fn tolerance(&self) -> Tolerance { Tolerance::f64_words([0, 1], 1e-12) }`.)
+//! correctly rounded, a plugin would declare how far its records may differ instead, in
+//! `Job::details`: `tolerance: Tolerance::f64_words([0, 1], 1e-12)`.)
 
 use std::ops::Range;
 use std::path::Path;
-use tuccompi::device::{Arg, DBuf, Device, Kernel, KernelSource, Queue};
-use tuccompi::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Records, RecordsOut};
-use tuccompi::plugin::{SimpleGpuHalf, Worker};
+use tuccompi::device::{Device, KernelArg, KernelSource};
+use tuccompi::plugin::{worker, Gpu, Job, Plugin, PrepareCtx, Records, Worker};
 use tuccompi::tuning::{LaunchParams, Request, Shape, Tuner};
 use tuccompi::Result;
 
@@ -33,11 +30,10 @@ const PAYOFFS: &str = "option_payoffs";
 const SUMS: &str = "option_sums";
 
 /// The plugin.
-#[derive(Debug)]
 pub struct Options;
 
 /// `[options]`; also the prepared job.
-#[derive(Debug, serde::Deserialize)]
+#[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OptionsJob {
     spot: f64,
@@ -129,11 +125,11 @@ impl OptionsJob {
         let price = self.spot * exp_basic(drift + volt * z);
         (price - self.strike).max(0.0)
     }
-}
-
-/// A task's record: the payoffs' sum and sum of squares (as `f64` bits), and its paths.
-fn record(paths: Range<u64>, sum: f64, squares: f64) -> [u64; 3] {
-    [sum.to_bits(), squares.to_bits(), paths.end - paths.start]
+    /// Task `t`'s record: the payoffs' sum and sum of squares (as `f64` bits), and its paths.
+    fn record(&self, t: usize, sum: f64, squares: f64) -> [u64; 3] {
+        let paths = self.paths_of(t);
+        [sum.to_bits(), squares.to_bits(), paths.end - paths.start]
+    }
 }
 
 impl Plugin for Options {
@@ -148,7 +144,7 @@ impl Plugin for Options {
         // Each refusal names its key and where it was set.
         let refuse = |key: &str, what: &str| {
             let key = format!("options.{key}");
-            Err(ctx.plan.origins.error(&key, format!("{key}: {what}")))
+            Err(ctx.refuse(&key, format!("{key}: {what}")))
         };
         let (drift, volt) = job.drift_volt();
         let positive = [
@@ -186,12 +182,6 @@ impl Job for OptionsJob {
     fn describe(&self) -> serde_json::Value {
         serde_json::json!({ "paths": self.paths, "paths_per_task": self.paths_per_task })
     }
-    fn cpu(&self) -> Option<&dyn CpuHalf> {
-        Some(self)
-    }
-    fn gpu(&self) -> Option<Gpu<'_>> {
-        Some(Gpu::new(self))
-    }
     fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
         let mut csv = String::from("task,paths,sum,sum_of_squares\n");
         let (mut n, mut sum, mut squares) = (0u64, 0.0f64, 0.0f64);
@@ -211,130 +201,59 @@ impl Job for OptionsJob {
             "standard_error": discount * (variance / n).sqrt(),
         }))
     }
-}
 
-impl CpuHalf for OptionsJob {
-    fn worker(&self) -> Result<Box<dyn Worker + '_>> {
-        Ok(Box::new(CpuWorker(self)))
-    }
-}
-
-struct CpuWorker<'a>(&'a OptionsJob);
-
-impl Worker for CpuWorker<'_> {
-    fn run(&mut self, tasks: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
-        for t in tasks {
-            let (mut sum, mut squares) = (0.0, 0.0);
-            for p in self.0.paths_of(t) {
-                let payoff = self.0.payoff(p);
-                sum += payoff;
-                squares += payoff * payoff;
+    fn cpu_worker(&self) -> Result<Box<dyn Worker + '_>> {
+        Ok(worker(move |tasks, out| {
+            for t in tasks {
+                let (mut sum, mut squares) = (0.0, 0.0);
+                for p in self.paths_of(t) {
+                    let payoff = self.payoff(p);
+                    sum += payoff;
+                    squares += payoff * payoff;
+                }
+                out.put(t, &self.record(t, sum, squares));
             }
-            out.put(t, &record(self.0.paths_of(t), sum, squares));
-        }
-        Ok(())
+            Ok(())
+        }))
     }
-}
 
-impl SimpleGpuHalf for OptionsJob {
     fn kernels(&self) -> &'static [KernelSource] {
         &[KERNELS]
     }
-    fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
+    fn gpu_params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
         // A task is `paths_per_task` work-items, each writing one f64 payoff.
-        let shape = Shape {
-            n: self.paths_per_task as usize,
-            mean_degree: 1.0,
-            bytes_per_task: self.paths_per_task * 8,
-            shared_bytes: 0,
-        };
-        tuner.params(
-            &device.info,
-            Request::new(&KERNELS, &[PAYOFFS, SUMS], shape),
-        )
+        let mut shape = Shape::items(self.paths_per_task as usize);
+        shape.bytes_per_task = self.paths_per_task * 8;
+        let request = Request::new(&KERNELS, &[PAYOFFS, SUMS], shape);
+        tuner.params(&device.info, request)
     }
-    fn worker<'a>(
-        &'a self,
-        device: &'a Device,
-        params: &'a LaunchParams,
-        q: Queue,
-    ) -> Result<impl Worker + 'a> {
-        let batch = params.batch.value;
-        Ok(GpuWorker {
-            job: self,
-            batch,
-            locals: (params.local(PAYOFFS)?, params.local(SUMS)?),
-            payoffs_kernel: device.kernel(&KERNELS, "", PAYOFFS)?,
-            sums_kernel: device.kernel(&KERNELS, "", SUMS)?,
-            payoffs: DBuf::new(device, batch * self.paths_per_task as usize)?,
-            sums: DBuf::new(device, 2 * batch)?,
-            host: vec![0.0; 2 * batch],
-            q,
-        })
-    }
-}
-
-struct GpuWorker<'a> {
-    job: &'a OptionsJob,
-    batch: usize,
-    locals: (usize, usize),
-    payoffs_kernel: Kernel,
-    sums_kernel: Kernel,
-    payoffs: DBuf<f64>,
-    sums: DBuf<f64>,
-    host: Vec<f64>,
-    q: Queue,
-}
-
-impl Worker for GpuWorker<'_> {
     /// Per sub-batch of at most `batch` tasks: one launch computes every path's payoff, one
     /// sums each task's payoffs in order, one read brings back two numbers per task.
-    fn run(&mut self, tasks: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
-        let (drift, volt) = self.job.drift_volt();
-        for start in tasks.clone().step_by(self.batch) {
-            let sub = start..(start + self.batch).min(tasks.end);
-            let first = self.job.paths_of(sub.start).start;
-            let count = self.job.paths_of(sub.end - 1).end - first;
-            let j = self.job;
-            let args = [
-                Arg::F64s(&self.payoffs),
-                Arg::U64(first),
-                Arg::U64(count),
-                Arg::U64(j.seed),
-                Arg::F64(j.spot),
-                Arg::F64(j.strike),
-                Arg::F64(drift),
-                Arg::F64(volt),
-            ];
-            // SAFETY: option_payoffs writes payoff[..count] (items past count return);
-            // payoffs holds batch * paths_per_task >= count.
-            unsafe {
-                self.q.launch(
-                    &self.payoffs_kernel,
-                    count as usize,
-                    Some(self.locals.0),
-                    &args,
-                )
-            }?;
-            let per_task = j.paths_per_task;
-            let args = [
-                Arg::F64s(&self.payoffs),
-                Arg::U64(count),
-                Arg::U64(per_task),
-                Arg::F64s(&self.sums),
-            ];
-            // SAFETY: option_sums item t < sub.len() reads payoff[..count] and writes
-            // sums[2t..2t + 2]; sums holds 2 * batch.
-            unsafe {
-                self.q
-                    .launch(&self.sums_kernel, sub.len(), Some(self.locals.1), &args)
-            }?;
-            let host = &mut self.host[..2 * sub.len()];
-            self.q.read(&self.sums, 0, host)?;
-            for (t, s) in sub.zip(host.chunks_exact(2)) {
-                out.put(t, &record(j.paths_of(t), s[0], s[1]));
+    fn gpu_worker<'a>(&'a self, gpu: Gpu<'a>) -> Result<Box<dyn Worker + 'a>> {
+        let (batch, lp, ls) = (gpu.batch(), gpu.local(PAYOFFS)?, gpu.local(SUMS)?);
+        let (pk, sk) = (gpu.kernel(&KERNELS, PAYOFFS)?, gpu.kernel(&KERNELS, SUMS)?);
+        let pay = gpu.buffer::<f64>(batch * self.paths_per_task as usize)?; // the payoffs
+        let sums = gpu.buffer::<f64>(2 * batch)?;
+        let mut host = vec![0.0; 2 * batch];
+        let (seed, spot, strike, per_task) =
+            (self.seed, self.spot, self.strike, self.paths_per_task);
+        let (drift, volt) = self.drift_volt();
+        Ok(worker(move |tasks, out| {
+            for start in tasks.clone().step_by(batch) {
+                let sub = start..(start + batch).min(tasks.end);
+                let first = self.paths_of(sub.start).start;
+                let count = self.paths_of(sub.end - 1).end - first;
+                let args: [&dyn KernelArg; 8] =
+                    [&pay, &first, &count, &seed, &spot, &strike, &drift, &volt];
+                let q = &gpu.queue;
+                q.launch(&pk, count as usize, Some(lp), &args)?;
+                q.launch(&sk, sub.len(), Some(ls), &[&pay, &count, &per_task, &sums])?;
+                q.read(&sums, 0, &mut host[..2 * sub.len()])?;
+                for (t, s) in sub.zip(host.chunks_exact(2)) {
+                    out.put(t, &self.record(t, s[0], s[1]));
+                }
             }
-        }
-        Ok(())
+            Ok(())
+        }))
     }
 }
