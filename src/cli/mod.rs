@@ -139,12 +139,13 @@ enum Command {
     Plugins,
     /// List CPU cores and OpenCL devices.
     Devices,
-    /// Print a shell completion script ([`command`] adds an example with the binary's name).
+    // `command` gives `completions` and `man` their help, with the binary's name.
+    /// Print a shell completion script.
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
     },
-    /// Print the man page ([`command`] adds an example with the binary's name).
+    /// Print the man page (roff).
     Man,
 }
 
@@ -425,7 +426,12 @@ fn real_main(cli: Cli, extra: &[&dyn Plugin], name: &str) -> Result<(), Error> {
             set,
             sample,
             repeat,
-        } => tune(&config, &set, runtime::TuneOptions { sample, repeat }, extra),
+        } => tune(
+            &config,
+            &set,
+            runtime::TuneOptions { sample, repeat },
+            extra,
+        ),
         Command::History { clear } => history(clear),
         Command::Plugins => {
             plugins(extra);
@@ -435,10 +441,7 @@ fn real_main(cli: Cli, extra: &[&dyn Plugin], name: &str) -> Result<(), Error> {
             devices();
             Ok(())
         }
-        Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut command(name), name, &mut std::io::stdout());
-            Ok(())
-        }
+        Command::Completions { shell } => completions(shell, name),
         Command::Man => man(name),
     }
 }
@@ -486,8 +489,28 @@ fn plugins(extra: &[&dyn Plugin]) {
 
 /// `man`: the man page of the binary called `name`.
 fn man(name: &str) -> Result<(), Error> {
-    match clap_mangen::Man::new(command(name)).render(&mut std::io::stdout()) {
-        // `NAME man | head` closes the pipe early: not an error.
+    let mut page = Vec::new();
+    clap_mangen::Man::new(command(name))
+        .render(&mut page)
+        .map_err(|e| Error::io("the man page", e))?;
+    print_bytes(&page)
+}
+
+/// `completions`: the completion script of `shell` for the binary called `name`. Written
+/// into memory first: clap_complete panics when its writer fails (`NAME completions bash |
+/// head`).
+fn completions(shell: clap_complete::Shell, name: &str) -> Result<(), Error> {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command(name), name, &mut script);
+    print_bytes(&script)
+}
+
+/// Write `bytes` to standard output; a reader that closed the pipe early (`NAME man | head`)
+/// is not an error.
+fn print_bytes(bytes: &[u8]) -> Result<(), Error> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
             Err(Error::io("standard output", e))
         }
@@ -739,7 +762,10 @@ fn check_rules(params: &[LaunchParams]) {
     if !rules.is_empty() {
         say!("tuning rules:");
         for r in &rules {
-            say!("  - {}: {}", r.when, r.what);
+            match &r.name {
+                Some(name) => say!("  - [{name}] {}: {}", r.when, r.what),
+                None => say!("  - {}: {}", r.when, r.what),
+            }
         }
     }
 }
@@ -805,10 +831,15 @@ mod test {
     /// `text` with the framework's own names taken out (its output folder, cache folder and log
     /// target, which every binary shares): what is left must not say `tuccompi`.
     fn names_the_command(text: &str) -> bool {
-        ["tuccompi-out", ".cache/tuccompi", "tuccompi=debug", "TUCCOMPI_"]
-            .iter()
-            .fold(text.replace("\\-", "-"), |t, shared| t.replace(shared, ""))
-            .contains("tuccompi")
+        [
+            "tuccompi-out",
+            ".cache/tuccompi",
+            "tuccompi=debug",
+            "TUCCOMPI_",
+        ]
+        .iter()
+        .fold(text.replace("\\-", "-"), |t, shared| t.replace(shared, ""))
+        .contains("tuccompi")
     }
 
     #[test]
@@ -816,17 +847,42 @@ mod test {
         let mut cmd = command("collatz");
         cmd.build();
         let help = cmd.render_long_help().to_string();
-        assert!(help.contains("Usage: collatz [OPTIONS] <COMMAND>"), "{help}");
+        assert!(
+            help.contains("Usage: collatz [OPTIONS] <COMMAND>"),
+            "{help}"
+        );
         assert!(!names_the_command(&help), "{help}");
-        for sub in ["run", "check", "tune", "history", "plugins", "devices", "completions", "man"] {
+        for sub in [
+            "run",
+            "check",
+            "tune",
+            "history",
+            "plugins",
+            "devices",
+            "completions",
+            "man",
+        ] {
             let sub = cmd.find_subcommand_mut(sub).unwrap();
             let help = sub.render_long_help().to_string();
-            assert!(help.contains(&format!("Usage: collatz {}", sub.get_name())), "{help}");
+            assert!(
+                help.contains(&format!("Usage: collatz {}", sub.get_name())),
+                "{help}"
+            );
             assert!(!names_the_command(&help), "{help}");
         }
         let completions = cmd.find_subcommand("completions").unwrap();
         let about = completions.get_about().unwrap().to_string();
         assert!(about.contains("`collatz completions bash"), "{about}");
+        let man = cmd
+            .find_subcommand("man")
+            .unwrap()
+            .get_about()
+            .unwrap()
+            .to_string();
+        assert!(
+            man.contains("`collatz man > ~/.local/share/man/man1/collatz.1`"),
+            "{man}"
+        );
         // A mistake's message shows the binary's usage.
         let e = command("collatz")
             .try_get_matches_from(["collatz", "rnu"])
@@ -834,23 +890,35 @@ mod test {
             .unwrap()
             .render()
             .to_string();
-        assert!(e.contains("Usage: collatz") && !names_the_command(&e), "{e}");
+        assert!(
+            e.contains("Usage: collatz") && !names_the_command(&e),
+            "{e}"
+        );
         // The man page and the completion scripts.
         let mut man = Vec::new();
         clap_mangen::Man::new(command("collatz"))
             .render(&mut man)
             .unwrap();
         let man = String::from_utf8(man).unwrap();
-        assert!(man.contains(".TH collatz 1") && !names_the_command(&man), "{man}");
+        assert!(
+            man.contains(".TH collatz 1") && !names_the_command(&man),
+            "{man}"
+        );
         for shell in [clap_complete::Shell::Bash, clap_complete::Shell::Zsh] {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut command("collatz"), "collatz", &mut script);
             let script = String::from_utf8(script).unwrap();
-            assert!(script.contains("_collatz") && !names_the_command(&script), "{script}");
+            assert!(
+                script.contains("_collatz") && !names_the_command(&script),
+                "{script}"
+            );
         }
         // The built-in binary still says `tuccompi`.
         let help = command("tuccompi").render_long_help().to_string();
-        assert!(help.contains("Usage: tuccompi [OPTIONS] <COMMAND>"), "{help}");
+        assert!(
+            help.contains("Usage: tuccompi [OPTIONS] <COMMAND>"),
+            "{help}"
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Phase 3b, execute: the output directory locked, the staging folder and journal opened, the units run under the scheduling policy through the thread layer, the verify sample re-run.
 
 use super::*;
+use std::path::PathBuf;
 
 /// Run a plan on this node (and, under MPI, with the other nodes), with `plugins` (the
 /// registry) and `opts.extra_plugins` to choose from: the four phases. GPU halves' tuners read
@@ -31,66 +32,17 @@ pub fn run_with_cache(
     } else {
         0
     };
-    // A `--resume` of a run stopped while its finished files moved into place: the commit is
-    // finished (under the lock) and that is the whole run. Every rank hears it (under MPI,
-    // every rank runs with the same `--resume`).
     if opts.unfinished == Unfinished::Resume {
-        let committed = if node.rank() == 0
-            && matches!(outdir::commit_pending(&plan.output.dir), Some(Ok(())))
-        {
-            if !opts.before_writing.is_none_or(|f| f()) {
-                return Err(node.fail(Error::Output(
-                    "stopped by a signal before the run started; nothing was written".into(),
-                )));
-            }
-            Some(finish_commit(plan).map_err(|e| node.fail(e))?)
-        } else {
-            None
-        };
-        let flag = node.broadcast(vec![u8::from(committed.is_some())])?;
-        if flag == [1] {
+        if let Some(report) = finish_pending_commit(plan, opts, node)? {
             return Ok(Outcome {
-                report: committed.unwrap_or_default(),
+                report,
                 devices: Vec::new(),
                 run_seconds: 0.0,
             });
         }
     }
-    // 1-2: prepare and select units. Nothing is written. The devices are discovered in a
-    // thread meanwhile (when asked to), or when the preparation asks for them first.
-    let early = opts.discover_early && plan.units.opencl != DeviceSel::None;
-    let (prepared, found) = std::thread::scope(|s| {
-        let pending = Mutex::new(early.then(|| s.spawn(|| select_devices_noting(plan))));
-        let found: std::sync::OnceLock<Found> = std::sync::OnceLock::new();
-        let join = || {
-            found.get_or_init(|| match pending.lock().take() {
-                Some(h) => h.join().unwrap_or_else(|_| {
-                    Err(Error::Device("OpenCL device discovery panicked".into()))
-                }),
-                None => select_devices_noting(plan),
-            })
-        };
-        let devices = || match join() {
-            Ok((d, _)) if plan.units.opencl != DeviceSel::None => DeviceCount::of(d),
-            _ => DeviceCount::default(),
-        };
-        // Rank 0's plugin may check the free space before its expensive preprocessing.
-        let prepared = prepare_sharing(
-            plan,
-            plugins,
-            &opts.extra_plugins,
-            node.size(),
-            node.share(),
-            done_tasks,
-            &devices,
-            node.rank() == 0,
-        );
-        // Discovered here or by the preparation: hand it on (else select_units discovers).
-        if early {
-            join();
-        }
-        (prepared, found.into_inner())
-    });
+    // 1-2: prepare and select units. Nothing is written.
+    let (prepared, found) = prepare_discovering(plan, plugins, opts, node, done_tasks);
     let prepared = prepared.map_err(|e| node.fail(e))?;
     injected_rank_failure(node)?;
     let selection =
@@ -123,19 +75,7 @@ pub fn run_with_cache(
         // it looking like a killed run's.
         drop(stage);
         node.barrier()?;
-        return Err(if ex.interrupted {
-            Error::Interrupted {
-                done,
-                total: tasks,
-                journal,
-            }
-        } else {
-            Error::Output(format!(
-                "only {done} of {tasks} tasks ran (a bug in tuccompi: please report it); the \
-                 journal in {} can be resumed",
-                journal.display()
-            ))
-        });
+        return Err(unfinished(ex.interrupted, done, tasks, journal));
     }
     // 4: write outputs.
     tracing::debug!(
@@ -146,6 +86,92 @@ pub fn run_with_cache(
     let outcome = outcome.map_err(|e| node.fail(e))?;
     node.barrier()?;
     Ok(outcome)
+}
+
+/// A `--resume` of a run stopped while its finished files moved into place: the commit is
+/// finished (under the lock) and that is the whole run; its report, or `None` when there was
+/// no such commit to finish. Every rank hears it (under MPI, every rank runs with the same
+/// `--resume`); other ranks get an empty report.
+fn finish_pending_commit(
+    plan: &Plan,
+    opts: &RunOptions<'_>,
+    node: &dyn Node,
+) -> Result<Option<serde_json::Value>> {
+    let committed =
+        if node.rank() == 0 && matches!(outdir::commit_pending(&plan.output.dir), Some(Ok(()))) {
+            if !opts.before_writing.is_none_or(|f| f()) {
+                return Err(node.fail(Error::Output(
+                    "stopped by a signal before the run started; nothing was written".into(),
+                )));
+            }
+            Some(finish_commit(plan).map_err(|e| node.fail(e))?)
+        } else {
+            None
+        };
+    let flag = node.broadcast(vec![u8::from(committed.is_some())])?;
+    Ok((flag == [1]).then(|| committed.unwrap_or_default()))
+}
+
+/// Phase 1 (the plugin's preparation), with the OpenCL devices discovered in a thread
+/// meanwhile when the options ask for it, or when the preparation asks for them first; the
+/// devices found are handed on (else `select_units` discovers them).
+fn prepare_discovering<'a>(
+    plan: &Plan,
+    plugins: &[&'a dyn Plugin],
+    opts: &RunOptions<'a>,
+    node: &dyn Node,
+    done_tasks: usize,
+) -> (Result<Prepared<'a>>, Option<Found>) {
+    let early = opts.discover_early && plan.units.opencl != DeviceSel::None;
+    std::thread::scope(|s| {
+        let pending = Mutex::new(early.then(|| s.spawn(|| select_devices_noting(plan))));
+        let found: std::sync::OnceLock<Found> = std::sync::OnceLock::new();
+        let join = || {
+            found.get_or_init(|| match pending.lock().take() {
+                Some(h) => h.join().unwrap_or_else(|_| {
+                    Err(Error::Device("OpenCL device discovery panicked".into()))
+                }),
+                None => select_devices_noting(plan),
+            })
+        };
+        let devices = || match join() {
+            Ok((d, _)) if plan.units.opencl != DeviceSel::None => DeviceCount::of(d),
+            _ => DeviceCount::default(),
+        };
+        // Rank 0's plugin may check the free space before its expensive preprocessing.
+        let prepared = prepare_sharing(
+            plan,
+            plugins,
+            &opts.extra_plugins,
+            node.size(),
+            node.share(),
+            done_tasks,
+            &devices,
+            node.rank() == 0,
+        );
+        // Discovered here or by the preparation: hand it on (else select_units discovers).
+        if early {
+            join();
+        }
+        (prepared, found.into_inner())
+    })
+}
+
+/// The error of a run that ended with `done` of its `tasks` done: interrupted, or a bug.
+fn unfinished(interrupted: bool, done: usize, tasks: usize, journal: PathBuf) -> Error {
+    if interrupted {
+        Error::Interrupted {
+            done,
+            total: tasks,
+            journal,
+        }
+    } else {
+        Error::Output(format!(
+            "only {done} of {tasks} tasks ran (a bug in tuccompi: please report it); the \
+             journal in {} can be resumed",
+            journal.display()
+        ))
+    }
 }
 
 /// Phase 3's result on one node.
@@ -186,10 +212,8 @@ pub(super) fn execute<'p>(
     selection: &Selection,
 ) -> Result<Executed<'p>> {
     let t_setup = Instant::now();
-    let is_root = node.rank() == 0;
     let job = prepared.job.as_ref();
-    let (tasks, words) = (job.tasks(), job.record_words());
-    if is_root {
+    if node.rank() == 0 {
         let st = output_status(plan, job).map_err(|e| node.fail(e))?;
         outdir::check_space(&plan.output.dir, st.need, st.free).map_err(|e| node.fail(e))?;
     }
@@ -202,15 +226,101 @@ pub(super) fn execute<'p>(
             "stopped by a signal before the run started; nothing was written".into(),
         )));
     }
-    let mut stage = if is_root {
+    let (mut stage, done) = open_output(plan, opts, job, node)?;
+    let records = take_records(stage.as_mut(), job)?;
+    let journal = stage.as_ref().map(|s| s.journal.clone());
+    say_units(plan, opts, node, selection, &units, &devices);
+    let cpus = cpu_workers(&units);
+    tracing::info!(
+        tasks = job.tasks(),
+        done = done.count(),
+        cpus,
+        gpu_queues = units.len() - cpus,
+        "running {}",
+        prepared.plugin.name()
+    );
+    // Set-up, not run: reading the history (and the CPU's model) before the clock starts.
+    let mut history = SpeedHistory::open(plan, opts, prepared, &units, node);
+    let records = Mutex::new(records);
+    let interrupted = AtomicBool::new(false);
+    let node_run = run_chunks(
+        plan,
+        opts,
+        node,
+        job,
+        &units,
+        &records,
+        &done,
+        journal.as_ref(),
+        &interrupted,
+        &history.priors,
+    );
+    let ran = match node_run {
+        Ok(ran) => ran,
+        Err(e) => return Err(node.fail(keep_journal(stage.as_ref(), e))),
+    };
+    if !interrupted.load(Ordering::Relaxed) {
+        let t = Instant::now();
+        history.store(&units, &ran.stats, &ran.measured);
+        tracing::debug!(
+            "finish: speed history stored in {:.3} s",
+            t.elapsed().as_secs_f64()
+        );
+    }
+    // The units' workers were made before `started`: set-up.
+    let setup_seconds = (ran.started - t_setup).as_secs_f64();
+    let run_seconds = (ran.ended - ran.started).as_secs_f64();
+    let (mut stats, slices) = (ran.stats, ran.slices);
+    // Devices taken out at set-up are failed units of the report (after the units that ran, so
+    // unit indices stay those of `units`).
+    stats.extend(failed_devices);
+    let mut records = records.into_inner();
+    let verified =
+        verify_sample(plan, job, &units, &slices, &records, run_seconds).map_err(|e| {
+            // The journal holds the record that failed: it must not be resumed.
+            if let Some(st) = &stage {
+                let _ = st.out.discard();
+            }
+            node.fail(e)
+        })?;
+    node.gather_records(&mut records)?;
+    let node_stats = gather_stats(node, &stats, &devices, selection, verified.as_ref())?;
+    Ok(Executed {
+        units,
+        devices,
+        stats,
+        slices,
+        records,
+        node_stats,
+        verified,
+        prepare_seconds: 0.0,
+        setup_seconds,
+        run_seconds,
+        stage,
+        interrupted: interrupted.load(Ordering::Relaxed),
+        device_note: selection.device_note.clone(),
+        starts: history.starts(),
+    })
+}
+
+/// Lock and stage the output directory (rank 0: a fresh run, or the unfinished one to
+/// resume), open the bulk files (rank 0 creates or reopens them, then the other ranks open
+/// them), and hear from rank 0 which tasks are done already.
+fn open_output(
+    plan: &Plan,
+    opts: &RunOptions<'_>,
+    job: &dyn Job,
+    node: &dyn Node,
+) -> Result<(Option<Stage>, DoneSet)> {
+    let stage = if node.rank() == 0 {
         Some(Stage::open(plan, job, opts.unfinished).map_err(|e| node.fail(e))?)
     } else {
         None
     };
-    // Bulk files: rank 0 creates (or reopens) them, then the other ranks open them.
     let partial = plan.output.dir.join(outdir::PARTIAL);
     let open_bulk = |create: bool| -> Result<()> {
-        job.details().bulk
+        job.details()
+            .bulk
             .iter()
             .try_for_each(|r| r.open(&partial, create))
     };
@@ -218,14 +328,21 @@ pub(super) fn execute<'p>(
         open_bulk(st.create_bulk).map_err(|e| node.fail(e))?;
     }
     node.barrier()?;
-    if !is_root {
+    if node.rank() != 0 {
         open_bulk(false).map_err(|e| node.fail(e))?;
     }
     let done = node.broadcast(stage.as_ref().map_or(Vec::new(), |s| s.done.to_bytes()))?;
     let done = DoneSet::from_bytes(&done)
-        .filter(|d| d.len() == tasks)
+        .filter(|d| d.len() == job.tasks())
         .ok_or_else(|| node.fail(Error::Node("the set of done tasks arrived garbled".into())))?;
-    let records = match stage.as_mut() {
+    Ok((stage, done))
+}
+
+/// The per-task records the units write into: rank 0's from its stage (a resumed run's
+/// records kept), elsewhere a fresh table of every task's.
+fn take_records(stage: Option<&mut Stage>, job: &dyn Job) -> Result<Records> {
+    let words = job.record_words();
+    Ok(match stage {
         Some(st) => std::mem::replace(
             &mut st.records,
             Records {
@@ -235,25 +352,40 @@ pub(super) fn execute<'p>(
         ),
         None => Records {
             words,
-            data: crate::filled(tasks * words, 0, "the per-task records")?,
+            data: crate::filled(job.tasks() * words, 0, "the per-task records")?,
         },
-    };
-    let journal = stage.as_ref().map(|s| s.journal.clone());
-    let cpus = units
+    })
+}
+
+/// The CPU workers among `units`.
+fn cpu_workers(units: &[Unit<'_>]) -> usize {
+    units
         .iter()
         .filter(|u| matches!(u.spec, UnitSpec::Cpu))
-        .count();
-    // Under MPI every rank says what it found: its CPU workers and devices.
+        .count()
+}
+
+/// What the node runs on, said before the run: under MPI every rank's line (its CPU workers
+/// and devices); on one node, why no device was found when the config asked for devices.
+fn say_units(
+    plan: &Plan,
+    opts: &RunOptions<'_>,
+    node: &dyn Node,
+    selection: &Selection,
+    units: &[Unit<'_>],
+    devices: &[DeviceReport],
+) {
     if node.under_mpi() {
         let found: Vec<String> = devices
             .iter()
             .map(|d| format!("{} {} ({} queues)", d.id, d.name, d.queues))
             .collect();
         let line = format!(
-            "{}: rank {} on {}: {cpus} CPU workers; OpenCL devices: {}\n",
+            "{}: rank {} on {}: {} CPU workers; OpenCL devices: {}\n",
             crate::program_name(),
             node.rank(),
             crate::node::host_name(),
+            cpu_workers(units),
             if found.is_empty() {
                 selection
                     .device_note
@@ -278,115 +410,59 @@ pub(super) fn execute<'p>(
             tracing::info!("{note}");
         }
     }
-    tracing::info!(
-        tasks,
-        done = done.count(),
-        cpus,
-        gpu_queues = units.len() - cpus,
-        "running {}",
-        prepared.plugin.name()
-    );
-    // Set-up, not run: reading the history (and the CPU's model) before the clock starts.
-    let mut history = SpeedHistory::open(plan, opts, prepared, &units, node);
-    let records = Mutex::new(records);
-    let interrupted = AtomicBool::new(false);
-    let node_run = run_chunks(
-        plan,
-        opts,
-        node,
-        job,
-        &units,
-        &records,
-        &done,
-        journal.as_ref(),
-        &interrupted,
-        &history.priors,
-    );
-    let (stats, slices, setup_seconds, run_seconds) = match node_run {
-        Ok(NodeRun {
-            mut stats,
-            slices,
-            measured,
-            started,
-            ended,
-        }) => {
-            if !interrupted.load(Ordering::Relaxed) {
-                let t = Instant::now();
-                history.store(&units, &stats, &measured);
-                tracing::debug!(
-                    "finish: speed history stored in {:.3} s",
-                    t.elapsed().as_secs_f64()
-                );
-            }
-            // Devices taken out at set-up are failed units of the report (after the units
-            // that ran, so unit indices stay those of `units`).
-            stats.extend(failed_devices);
-            // The units' workers were made before `started`: set-up.
-            let setup = (started - t_setup).as_secs_f64();
-            (stats, slices, setup, (ended - started).as_secs_f64())
-        }
-        Err(e) => {
-            if let Some(st) = &stage {
-                let _ = st.journal.flush();
-                tracing::warn!(
-                    "the finished tasks are journaled in {}: after fixing the cause, continue \
-                     with --resume (or start over with --restart)",
-                    st.journal.path().display()
-                );
-            }
-            return Err(node.fail(e));
-        }
-    };
-    let mut records = records.into_inner();
+}
+
+/// The units' run failed with `e`: rank 0's journal is written out, and the log says how to
+/// continue; `e` is passed on.
+fn keep_journal(stage: Option<&Stage>, e: Error) -> Error {
+    if let Some(st) = stage {
+        let _ = st.journal.flush();
+        tracing::warn!(
+            "the finished tasks are journaled in {}: after fixing the cause, continue with \
+             --resume (or start over with --restart)",
+            st.journal.path().display()
+        );
+    }
+    e
+}
+
+/// Re-run a sample of the accelerators' tasks on the CPU half (`[verify] sample` tasks, or by
+/// default a few, for about 1% of the run's time); `None` when there is nothing to verify.
+fn verify_sample(
+    plan: &Plan,
+    job: &dyn Job,
+    units: &[Unit<'_>],
+    slices: &[Slice],
+    records: &Records,
+    run_seconds: f64,
+) -> Result<Option<Verified>> {
     let want = match plan.verify.sample {
         Some(n) => verify::Want::Tasks(n),
         // A few tasks, for about 1% of the run's time (the first always runs).
         None => verify::Want::Auto(Duration::from_secs_f64(run_seconds / 100.0)),
     };
-    let verified = if want != verify::Want::Tasks(0) && job.details().cpu_half {
-        match verify::verify(
-            job,
-            &units,
-            &slices,
-            &records,
-            want,
-            &plan.verify.tolerances,
-        ) {
-            Ok(v) => Some(v),
-            Err(e) => {
-                // The journal holds the record that failed: it must not be resumed.
-                if let Some(st) = &stage {
-                    let _ = st.out.discard();
-                }
-                return Err(node.fail(e));
-            }
-        }
-    } else {
-        None
-    };
-    node.gather_records(&mut records)?;
+    if want == verify::Want::Tasks(0) || !job.details().cpu_half {
+        return Ok(None);
+    }
+    let tolerances = &plan.verify.tolerances;
+    verify::verify(job, units, slices, records, want, tolerances).map(Some)
+}
+
+/// Every node's statistics at rank 0: its units', its devices', and what else the report
+/// shows of a node (why no device was found, the tasks verified, the process's usage).
+fn gather_stats(
+    node: &dyn Node,
+    stats: &[UnitStats],
+    devices: &[DeviceReport],
+    selection: &Selection,
+    verified: Option<&Verified>,
+) -> Result<serde_json::Value> {
     let mut extra = serde_json::json!({ "device_note": selection.device_note });
-    if let Some(v) = &verified {
+    if let Some(v) = verified {
         extra["verified"] = serde_json::json!(v.checked);
     }
     extra["process"] = process_usage();
-    let node_stats = node.gather_stats(&stats, &device_json(&devices), extra)?;
-    Ok(Executed {
-        units,
-        devices,
-        stats,
-        slices,
-        records,
-        node_stats,
-        verified,
-        prepare_seconds: 0.0,
-        setup_seconds,
-        run_seconds,
-        stage,
-        interrupted: interrupted.load(Ordering::Relaxed),
-        device_note: selection.device_note.clone(),
-        starts: history.starts(),
-    })
+    node.gather_stats(stats, &device_json(devices), extra)
 }
 
 /// What the units of a node did.

@@ -10,8 +10,9 @@
 //! - What is left is divided by the *recent* rate: the tasks finished over the last
 //!   [`RECENT`] of the time since the first ones finished (the warm-up before them counts for
 //!   nothing), over at least [`MIN_WINDOW`] and at most [`MAX_WINDOW`]. Tasks finish in bursts
-//!   (a chunk's at once), so the window reaches back at least to the last sample where tasks
-//!   were done with more done since: it holds a finished chunk, and begins where one ended.
+//!   (a chunk's at once), so the window begins where tasks were done (as a chunk ended, not
+//!   partway through the next), and reaches back at least to the last such moment with more
+//!   done since: it holds a finished chunk.
 //! - No task finished in the window: no estimate. And never more than [`SLACK`] times what
 //!   the rate since the first finished tasks gives.
 
@@ -98,18 +99,21 @@ impl Estimator {
         let (t, done) = self.now();
         let window = (RECENT * (t - t1)).clamp(MIN_WINDOW, MAX_WINDOW);
         let start = (t - window).max(t1);
-        // The window starts at its last sample at or before `start`, or earlier: at the last
-        // sample where tasks were done with some done after it, so that it holds a finished
-        // chunk's tasks and, beginning where one ended, none done before it began.
-        let rose = |i: usize| i == 0 || self.samples[i].1 > self.samples[i - 1].1;
+        // The window begins where tasks were done (as a chunk ended, not partway through the
+        // next one): at the last such sample at or before `start`, or earlier, at the last one
+        // with more done after it, so that it holds a finished chunk.
+        let rose = |i: usize| {
+            let (ti, di) = self.samples[i];
+            ti >= t1 && (i == 0 || di > self.samples[i - 1].1)
+        };
         let n = self.samples.len();
-        let by_time = (0..n).rev().find(|&i| self.samples[i].0 <= start);
-        let by_rise = (0..n.saturating_sub(1))
+        let by_time = (0..n)
             .rev()
-            .find(|&i| {
-                let (ti, di) = self.samples[i];
-                ti >= t1 && rose(i) && self.samples.range(i + 1..).any(|s| s.1 > di)
-            });
+            .find(|&i| self.samples[i].0 <= start && rose(i));
+        let by_rise = (0..n.saturating_sub(1)).rev().find(|&i| {
+            let di = self.samples[i].1;
+            rose(i) && self.samples.range(i + 1..).any(|s| s.1 > di)
+        });
         let (t0, done0) = match (by_time, by_rise) {
             (Some(a), Some(b)) => self.samples[a.min(b)],
             (Some(i), None) | (None, Some(i)) => self.samples[i],
@@ -119,9 +123,13 @@ impl Estimator {
         (span > 0.0).then(|| (done.saturating_sub(done0) as f64 / span, span))
     }
 
-    /// Tasks per second to show: the recent rate once there is one, else the average.
+    /// Tasks per second to show: the recent rate once tasks were done in the window, else the
+    /// average since the run began.
     pub(super) fn rate(&self) -> f64 {
-        self.recent().map_or_else(|| self.average(), |(rate, _)| rate)
+        match self.recent() {
+            Some((rate, _)) if rate > 0.0 => rate,
+            _ => self.average(),
+        }
     }
 
     /// Seconds left, or `None` while no estimate can be trusted (see the module text).
@@ -299,7 +307,10 @@ mod test {
             }
         }
         // By 20 s (a third of the tasks done) the lines show an estimate.
-        assert!(lines.iter().any(|l| l.0 == 20.0 && l.1.is_some()), "{lines:?}");
+        assert!(
+            lines.iter().any(|l| l.0 == 20.0 && l.1.is_some()),
+            "{lines:?}"
+        );
         // The old extrapolation at the first line: hours.
         let old = 34_000.0 / (done(10.0) as f64 / 10.0);
         assert!(old > 3600.0, "{old}");
@@ -323,16 +334,20 @@ mod test {
                 assert_eq!(left, None, "at {t} s");
             }
             if let Some(s) = left {
-                assert!(s <= 2.0 * truth + 1.0, "at {t} s: {s:.1} s, truly {truth:.1} s");
+                assert!(
+                    s <= 2.0 * truth + 1.0,
+                    "at {t} s: {s:.1} s, truly {truth:.1} s"
+                );
             }
         }
     }
 
     #[test]
     fn bursts_of_large_chunks_give_no_absurd_estimate() {
-        // Tasks done in jumps, as one device's chunks end: 100,000 tasks at 2,500 tasks/s, in
-        // batches of 5,000 (a jump every 2 s), or as a work queue hands them out (a quarter of
-        // what is left per chunk, at least 1,000: the first ends at 10 s, then 7.5 s ...).
+        // Tasks done in jumps, as chunks end: 100,000 tasks at 2,500 tasks/s, in batches of
+        // 5,000 (a jump every 2 s), or as a work queue hands them out (a quarter of what is
+        // left per chunk, at least 1,000: the first ends at 10 s, then 7.5 s ...); or at 750
+        // tasks/s from two workers in turn.
         let tasks = 100_000u64;
         let batches = |t: f64| (t / 2.0).floor() as u64 * 5000;
         let queue = |t: f64| {
@@ -346,7 +361,9 @@ mod test {
                 left -= k;
             }
         };
-        for done in [&batches as &dyn Fn(f64) -> u64, &queue] {
+        // Two CPU workers' chunks of 1,500 tasks each, ending in turn every 2 s.
+        let workers = |t: f64| 1500 * ((t / 4.0).floor() + ((t + 2.0) / 4.0).floor()) as u64;
+        for done in [&batches as &dyn Fn(f64) -> u64, &queue, &workers] {
             let lines = run(tasks, 0.5, 1.0, done);
             for &(t, left, truth) in &lines {
                 if let Some(s) = left {
@@ -380,7 +397,10 @@ mod test {
         }
         assert!(e.samples.len() <= 205, "{}", e.samples.len());
         let s = e.seconds_left().unwrap();
-        assert!((s - 5.0).abs() < 0.01 && (e.rate() - 4000.0).abs() < 1.0, "{s}");
+        assert!(
+            (s - 5.0).abs() < 0.01 && (e.rate() - 4000.0).abs() < 1.0,
+            "{s}"
+        );
         // Before the minimum time, or with too few tasks done: none.
         let mut e = Estimator::new(0, 10_000);
         e.observe(4.0, 4000);
@@ -397,7 +417,8 @@ mod test {
         let mut e = Estimator::new(0, 34_000);
         e.observe(10.0, 1);
         assert!(
-            progress_line(&e).ends_with(": progress: 1/34000 tasks (0.0%), 0.1 tasks/s, no estimate yet\n"),
+            progress_line(&e)
+                .ends_with(": progress: 1/34000 tasks (0.0%), 0.1 tasks/s, no estimate yet\n"),
             "{}",
             progress_line(&e)
         );
@@ -405,7 +426,9 @@ mod test {
         e.observe(20.0, 14_001);
         let line = progress_line(&e);
         assert!(
-            line.ends_with(": progress: 14001/34000 tasks (41.2%), 1400.0 tasks/s, about 14.3 s left\n"),
+            line.ends_with(
+                ": progress: 14001/34000 tasks (41.2%), 1400.0 tasks/s, about 14.3 s left\n"
+            ),
             "{line}"
         );
     }

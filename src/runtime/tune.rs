@@ -103,7 +103,10 @@ impl TuneTable {
             widths.fold(title.len(), usize::max)
         };
         TuneTable {
-            device: widest("device", &mut devices.into_iter().map(|d| d.chars().count())),
+            device: widest(
+                "device",
+                &mut devices.into_iter().map(|d| d.chars().count()),
+            ),
             candidate: widest("candidate", &mut candidates.into_iter()),
         }
     }
@@ -428,7 +431,10 @@ mod test {
         };
         let plans = [
             plan(
-                vec![Knob::batch([32, 64, 128]), Knob::local_size([256, 64, 512, 0])],
+                vec![
+                    Knob::batch([32, 64, 128]),
+                    Knob::local_size([256, 64, 512, 0]),
+                ],
                 &[(BATCH, 64), (LOCAL_SIZE, 256)],
             ),
             plan(
@@ -443,7 +449,12 @@ mod test {
         let rows = [
             row("gfx90a", &[(BATCH, 64), (LOCAL_SIZE, 256)], 0.5, columns),
             row(long, &[(BATCH, 8), ("tile_rows", 100_000)], 123.25, columns),
-            row(long, &[(BATCH, 128), (LOCAL_SIZE, 0)], f64::INFINITY, columns),
+            row(
+                long,
+                &[(BATCH, 128), (LOCAL_SIZE, 0)],
+                f64::INFINITY,
+                columns,
+            ),
             row("gfx90a", &[(BATCH, 32), (LOCAL_SIZE, 512)], 0.0625, columns),
         ];
         let header = rows[0].table_header();
@@ -454,16 +465,27 @@ mod test {
         for r in &rows {
             let line = r.table_line();
             assert_eq!(line[..candidate].trim_end(), r.device, "{header}\n{line}");
-            assert!(line[candidate..].starts_with(&r.setting_text()), "{header}\n{line}");
+            assert!(
+                line[candidate..].starts_with(&r.setting_text()),
+                "{header}\n{line}"
+            );
             let secs = if r.failed.is_some() {
                 "failed".to_string()
             } else {
                 format!("{:.4}", r.seconds)
             };
-            assert_eq!(&line[seconds_end - secs.len()..seconds_end], secs, "{header}\n{line}");
+            assert_eq!(
+                &line[seconds_end - secs.len()..seconds_end],
+                secs,
+                "{header}\n{line}"
+            );
             if r.failed.is_none() {
                 let rate = format!("{:.1}", r.tasks as f64 / r.seconds);
-                assert_eq!(&line[rate_end - rate.len()..rate_end], rate, "{header}\n{line}");
+                assert_eq!(
+                    &line[rate_end - rate.len()..rate_end],
+                    rate,
+                    "{header}\n{line}"
+                );
             } else {
                 assert!(line.ends_with("  local size 1024 > 512"), "{line}");
             }

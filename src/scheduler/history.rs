@@ -5,7 +5,7 @@
 //! One JSON file in the user's cache directory (`$XDG_CACHE_HOME/tuccompi/speeds.json`, else
 //! `~/.cache/tuccompi/speeds.json`; a relative `XDG_CACHE_HOME` is ignored, as the XDG rule
 //! says), beside the tuning cache. Entries are keyed by plugin, workload (the job's
-//! [`crate::plugin::Job::workload`]: its algorithm and input size), unit class (CPU model and
+//! [`crate::plugin::Details::workload`]: its algorithm and input size), unit class (CPU model and
 //! worker count, or device name, driver and queues) and the tasks a unit asks for. An entry that
 //! is not a finite positive model, or a history of another version, is ignored with a note and
 //! rewritten after the run. The file is read and replaced through [`crate::owned::CacheFile`]:

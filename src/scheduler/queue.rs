@@ -7,65 +7,72 @@
 //! seconds of its work count); a CPU worker's latency is taken as 0. A unit not measured yet borrows the mean estimate of its class (the other CPU workers,
 //! the other queues of its device).
 //!
-//! On every request at time `now`, with `R` tasks not handed out yet:
-//! 1. Plan: the earliest `T` such that the units, each from the moment its current chunk is
-//!    expected to end, could finish `R` tasks by `T` in whole chunks (`capacity`). This is the
-//!    optimal makespan of the rest when the estimates are right.
-//! 2. The requester's share is what it can finish by `T`. It takes a fraction (`Rules::share`)
-//!    of it, so that the next request corrects any error in the estimates; a device takes at
-//!    least enough to amortize its latency (`Rules::amortize`), never more than its share.
-//! 3. A share of 0 means that the others clear everything before this unit could finish one
-//!    chunk: it takes nothing and waits (`wait_for_work`); it plans again every
+//! On every request at time `now`, with `R` tasks not handed out yet, the rules below size the
+//! requester's chunk ([`WorkQueue`]'s `chunk_size`, one step per rule). They are cited by name
+//! (in the code, its tests and the simulator's); the numbers are those of the benchmark diary
+//! (docs/history), which cites them by number.
+//!
+//! 1. **Plan.** The earliest `T` such that the units, each from the moment its current chunk
+//!    is expected to end, could finish `R` tasks by `T` in whole chunks (`capacity`). This is
+//!    the optimal makespan of the rest when the estimates are right.
+//! 2. **Share.** The requester's share is what it can finish by `T`. It takes a fraction
+//!    (`Rules::share`) of it, so that the next request corrects any error in the estimates; a
+//!    device takes at least enough to amortize its latency (`Rules::amortize`), never more
+//!    than its share.
+//! 3. **Wait.** A share of 0 means that the others clear everything before this unit could
+//!    finish one chunk: it takes nothing and waits (`wait_for_work`); it plans again every
 //!    [`RECHECK`] seconds, in case another unit slowed down, and at once when a unit fails.
-//! 4. A unit starts from the model an earlier run measured, when the runtime has one
+//! 4. **Probe.** A unit starts from the model an earlier run measured, when the runtime has one
 //!    ([`UnitInfo::prior`]). Otherwise, before a unit (or its class) has an estimate, it takes
 //!    a probe: 1 task on a CPU worker (one group of tasks, for a worker that runs several
 //!    together: [`TaskSource::granule`]); on a device a batch, or the device queues' even split
-//!    of what is left when that is less. While some unit is still unmeasured, no unit takes a
-//!    chunk longer than the run has lasted so far, so nothing big is handed out on half the
-//!    facts. Without an earlier run's model, a workspace of a few batches can therefore end
-//!    later than its ideal (a probe decides where the first tasks go; see the tests).
+//!    of what is left when that is less. **Short while unmeasured:** while some unit is still
+//!    unmeasured, no unit takes a chunk longer than the run has lasted so far, so nothing big
+//!    is handed out on half the facts. Without an earlier run's model, a workspace of a few
+//!    batches can therefore end later than its ideal (a probe decides where the first tasks
+//!    go; see the tests).
 //!
-//! 5. A CPU worker never takes more than an even split of what is left among the active units
-//!    of its class, and a worker that runs tasks in groups gets whole groups.
+//! 5. **Class split.** A CPU worker never takes more than an even split of what is left among
+//!    the active units of its class, and a worker that runs tasks in groups gets whole groups.
 //!
-//! 6. CPU workers that together have less than `Rules::min_cpu_share` (10%) of the speed of
-//!    the units in the plan (each at its chunk size) take nothing while another unit runs.
-//!    Measured, such CPU workers cost more than they gave: beside 14 CPU PHAST workers running
-//!    5% of osm-bremen-dist's trees, the GPU ran 10% slower and the workers' last chunks of
-//!    64 trees (5 ms) ended up to 2.2 ms after it (15.1-16.3 ms against 13.7-14.1 ms on the
-//!    GPU alone); PHAST on osm-moscow (CPUs 2%) and collatz (CPUs 1%) on GPU + CPUs were 1%
-//!    and 11% under the GPU alone (BENCHMARKS.md, scheduling). The 10% is a judgement between
-//!    those (5-6% and less) and mixed runs that gain (CPUs 16% and more). The devices then
-//!    plan without those CPU workers: planning on them, a device left them a share and waited
-//!    for work they never took (the simulator: 16.76 against 16.16 ms in bremen's shape with 2
-//!    idle CPU workers), and they could take it when every device waited (likely what happened
-//!    once on the H200 machine: 2 CPU workers took 2,368 trees and ended the run at 131 ms
-//!    instead of 15).
+//! 6. **CPUs out.** CPU workers that together have less than `Rules::min_cpu_share` (10%) of
+//!    the speed of the units in the plan (each at its chunk size) take nothing while another
+//!    unit runs. Measured, such CPU workers cost more than they gave: beside 14 CPU PHAST
+//!    workers running 5% of osm-bremen-dist's trees, the GPU ran 10% slower and the workers'
+//!    last chunks of 64 trees (5 ms) ended up to 2.2 ms after it (15.1-16.3 ms against
+//!    13.7-14.1 ms on the GPU alone); PHAST on osm-moscow (CPUs 2%) and collatz (CPUs 1%) on
+//!    GPU + CPUs were 1% and 11% under the GPU alone (BENCHMARKS.md, scheduling). The 10% is a
+//!    judgement between those (5-6% and less) and mixed runs that gain (CPUs 16% and more).
+//!    The devices then plan without those CPU workers: planning on them, a device left them a
+//!    share and waited for work they never took (the simulator: 16.76 against 16.16 ms in
+//!    bremen's shape with 2 idle CPU workers), and they could take it when every device waited
+//!    (likely what happened once on the H200 machine: 2 CPU workers took 2,368 trees and
+//!    ended the run at 131 ms instead of 15).
 //!
-//! 7. An earlier run's model is a unit's model only until its own chunks give one; while they
-//!    show one chunk size, it splits their time between latency and per-task time. Mixed into
-//!    the unit's chunks as two samples (at 1 and 64 tasks), a model whose latency was most of a
-//!    chunk (stored after a run whose device chunks were all about one size: 5.86 ms a chunk,
-//!    1e-12 s a task) outweighed a short run's few real chunks: the device's chunks shrank to
-//!    a task, CPU workers of a new count were left a share, and osm-bremen-dist's 15 ms run
-//!    took 105-137 ms on the H100 machine (simulator test
+//! 7. **Prior gives way.** An earlier run's model is a unit's model only until its own chunks
+//!    give one; while they show one chunk size, it splits their time between latency and
+//!    per-task time. Mixed into the unit's chunks as two samples (at 1 and 64 tasks), a model
+//!    whose latency was most of a chunk (stored after a run whose device chunks were all about
+//!    one size: 5.86 ms a chunk, 1e-12 s a task) outweighed a short run's few real chunks: the
+//!    device's chunks shrank to a task, CPU workers of a new count were left a share, and
+//!    osm-bremen-dist's 15 ms run took 105-137 ms on the H100 machine (simulator test
 //!    `an_earlier_runs_model_gives_way_to_the_units_own_chunks`).
 //!
-//! 8. While some unit is unmeasured, a device's chunk is capped by the run so far (item 4)
-//!    but never under its probe. A device starting from an earlier run's model whose latency
-//!    was 2.8-4.1 ms a chunk was otherwise held to a task or a few per launch while 2 CPU
-//!    workers of a new count probed: osm-bremen-dist's run took 16.7-17.8 ms against about
-//!    15.5 ms alone on the H100 machine, the simulator 16.6 against 14.7 (test
-//!    `a_devices_model_never_shrinks_its_chunks_below_a_probe`).
+//! 8. **Device floor.** While some unit is unmeasured, a device's chunk is capped by the run so
+//!    far (*short while unmeasured*) but never under its probe. A device starting from an
+//!    earlier run's model whose latency was 2.8-4.1 ms a chunk was otherwise held to a task or
+//!    a few per launch while 2 CPU workers of a new count probed: osm-bremen-dist's run took
+//!    16.7-17.8 ms against about 15.5 ms alone on the H100 machine, the simulator 16.6 against
+//!    14.7 (test `a_devices_model_never_shrinks_its_chunks_below_a_probe`).
 //!
-//! 9. A CPU worker keeps item 4's cap (chunks no longer than the run so far) while a device
-//!    is known only from an earlier run's model, without a chunk of its own. Seen on a 4 x
-//!    H100 machine: a GPU model stored by a run of 16 sources (a task or two per queue: 15 ms
-//!    a chunk, 7.5 ms a task) and a slow first chunk (warm-up, 51 ms) had 62 CPU workers plan
-//!    on a GPU 2,000 times too slow and take hundreds of trees each; osm-moscow's full APSP took
-//!    2.43 s against 1.06 s for the GPU alone (simulator test
-//!    `a_cpu_worker_does_not_plan_on_a_devices_model_from_history_alone`: 3.9 s -> 1.10 s).
+//! 9. **Prior is provisional.** A CPU worker keeps the cap of *short while unmeasured* (chunks
+//!    no longer than the run so far) while a device is known only from an earlier run's model,
+//!    without a chunk of its own. Seen on a 4 x H100 machine: a GPU model stored by a run of
+//!    16 sources (a task or two per queue: 15 ms a chunk, 7.5 ms a task) and a slow first
+//!    chunk (warm-up, 51 ms) had 62 CPU workers plan on a GPU 2,000 times too slow and take
+//!    hundreds of trees each; osm-moscow's full APSP took 2.43 s against 1.06 s for the GPU
+//!    alone (simulator test `a_cpu_worker_does_not_plan_on_a_devices_model_from_history_alone`:
+//!    3.9 s -> 1.10 s).
 //!
 //! Complexity: a request costs O(units · 60) (a bisection for `T`) under the queue's lock.
 
@@ -139,24 +146,25 @@ pub(crate) struct Rules {
     /// latency until a second size shows the split.
     pub split: f64,
     /// Probe and size a grouped unit's chunks in whole groups, and cap a CPU worker at an even
-    /// split of what is left among its class (item 5 of the module text). Off only in the
+    /// split of what is left among its class (rule *class split*). Off only in the
     /// simulator's test of the earlier policy.
     pub groups: bool,
     /// CPU workers that together have less than this part of the units' speed take nothing
-    /// while another unit runs (item 6 of the module text).
+    /// while another unit runs (rule *CPUs out*).
     pub min_cpu_share: f64,
-    /// Devices plan without the CPU workers that item 6 keeps out. Off only in the
+    /// Devices plan without the CPU workers that *CPUs out* keeps out. Off only in the
     /// simulator's test of the policy without it.
     pub plan_without_cpus_out: bool,
-    /// Item 7: an earlier run's model is the unit's model until its own chunks give one (and
-    /// its latency split while they show one size), rather than two samples among its chunks.
+    /// Rule *prior gives way*: an earlier run's model is the unit's model until its own chunks
+    /// give one (and its latency split while they show one size), rather than two samples
+    /// among its chunks.
     pub prior_gives_way: bool,
-    /// Item 8: while some unit is unmeasured, a device's chunk is still at least its probe.
-    /// Off only in the simulator's test of the policy without it.
+    /// Rule *device floor*: while some unit is unmeasured, a device's chunk is still at least
+    /// its probe. Off only in the simulator's test of the policy without it.
     pub device_floor: bool,
-    /// Item 9: for a CPU worker's chunk, a device whose model is an earlier run's alone (no
-    /// chunk of its own yet) counts as unmeasured for item 4's cap. Off only in the
-    /// simulator's test of the policy without it.
+    /// Rule *prior is provisional*: for a CPU worker's chunk, a device whose model is an
+    /// earlier run's alone (no chunk of its own yet) counts as unmeasured for the cap of
+    /// *short while unmeasured*. Off only in the simulator's test of the policy without it.
     pub prior_is_provisional: bool,
 }
 
@@ -265,8 +273,8 @@ struct UnitState {
     granule: usize,
     /// Chunks it finished (its own measurements, beside a prior's).
     chunks: usize,
-    /// An earlier run's model (item 7): its model until its own chunks give one; its split
-    /// between latency and per-task time while they show one size.
+    /// An earlier run's model (rule *prior gives way*): its model until its own chunks give
+    /// one; its split between latency and per-task time while they show one size.
     prior: Option<Estimate>,
 }
 
@@ -311,6 +319,73 @@ impl State {
             .iter()
             .enumerate()
             .any(|(j, u)| j != unit && !u.out && !u.waiting)
+    }
+}
+
+/// A request being sized: the unit, the tasks not handed out yet, its chunk cap (at most
+/// those), the time.
+#[derive(Debug, Clone, Copy)]
+struct Ask {
+    unit: usize,
+    left: usize,
+    want: usize,
+    now: f64,
+}
+
+/// A unit the requester plans with (rule *plan*).
+#[derive(Debug, Clone, Copy)]
+struct Planned {
+    est: Estimate,
+    /// Its chunk cap.
+    cap: usize,
+    /// When its current chunk is expected to end (or now).
+    free: f64,
+    kind: UnitKind,
+}
+
+impl Planned {
+    /// Tasks per second at its chunk size.
+    fn rate(&self) -> f64 {
+        self.cap as f64 / self.est.time(self.cap).max(1e-12)
+    }
+}
+
+/// The units a request plans with, and whether rule *CPUs out* keeps the CPU workers out.
+#[derive(Debug)]
+struct Plan {
+    units: Vec<Planned>,
+    cpus_out: bool,
+}
+
+impl Plan {
+    /// Tasks the planned units can finish by time `t`.
+    fn can_do(&self, t: f64) -> usize {
+        self.units
+            .iter()
+            .map(|p| p.est.capacity(p.cap, t - p.free))
+            .fold(0usize, |a, b| a.saturating_add(b))
+    }
+
+    /// Rule *plan*: the earliest time by which the planned units finish the `left` tasks of
+    /// `ask`, to 0.1% of the time left (bisection; `me`, the requester, alone finishes them by
+    /// the first upper bound).
+    fn end(&self, me: Estimate, ask: Ask) -> f64 {
+        let (now, left, want) = (ask.now, ask.left, ask.want);
+        let mut hi = now + me.time(want) * left.div_ceil(want) as f64 + 1e-9;
+        while self.can_do(hi) < left {
+            hi = now + (hi - now) * 2.0;
+        }
+        let mut lo = now;
+        // To 0.1% of the time left: finer than any share needs.
+        while hi - lo > 1e-3 * (hi - now) {
+            let mid = 0.5 * (lo + hi);
+            if self.can_do(mid) >= left {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        hi
     }
 }
 
@@ -369,9 +444,9 @@ impl WorkQueue {
                         classes.push(&u.class);
                         classes.len() - 1
                     });
-                // Item 7: an earlier run's model is kept beside the unit's own chunks, not mixed
-                // into them (before item 7, and with the rule off: as two samples of distinct
-                // sizes, outweighed as real chunks finish).
+                // Rule *prior gives way*: an earlier run's model is kept beside the unit's own
+                // chunks, not mixed into them (before the rule, and with it off: as two samples
+                // of distinct sizes, outweighed as real chunks finish).
                 let mut samples = Samples::default();
                 if let (Some(p), false) = (u.prior, rules.prior_gives_way) {
                     samples.add(1.0, p.time(1), rules.window);
@@ -420,7 +495,7 @@ impl WorkQueue {
 
     /// Each unit's model from its own chunks (`None`: it ran none), what the speed history
     /// keeps; while its chunks showed one size only, their time split as its earlier run's
-    /// model split it (item 7), else as its class's or `Rules::split`.
+    /// model split it (rule *prior gives way*), else as its class's or `Rules::split`.
     pub fn measured(&self) -> Vec<Option<Estimate>> {
         let st = self.state.lock();
         let est = self.all_estimates(&st);
@@ -473,13 +548,49 @@ impl WorkQueue {
             .collect()
     }
 
-    /// How many tasks `unit` takes now (0: none, it waits).
+    /// How many tasks `unit` takes now (0: none, it waits): the rules of the module text, one
+    /// step each.
     fn chunk_size(&self, st: &State, unit: usize, left: usize, now: f64) -> usize {
         let me_state = &st.units[unit];
-        let want = me_state.want.min(left).max(1);
+        let ask = Ask {
+            unit,
+            left,
+            want: me_state.want.min(left).max(1),
+            now,
+        };
         let est = self.all_estimates(st);
-        // Everyone measured who can take part, with the time it becomes free.
-        let plan: Vec<(Estimate, usize, f64, UnitKind)> = st
+        let plan = self.plan(st, &est, ask);
+        let Some(me) = est[unit] else {
+            return self.probe(st, ask, &plan);
+        };
+        // Rule *CPUs out*.
+        if me_state.kind == UnitKind::Cpu && st.others_active(unit) && plan.cpus_out {
+            return 0;
+        }
+        let share = me.capacity(ask.want, plan.end(me, ask) - now).min(left);
+        if share == 0 {
+            // Rule *wait*: others clear the rest before this unit could finish a chunk. Wait,
+            // unless no other unit is running or about to ask (then nothing would wake this
+            // one).
+            return if st.others_active(unit) {
+                0
+            } else {
+                ask.want.min(left)
+            };
+        }
+        let k = self.part_of_share(me, share, ask.want);
+        let k = self.short_while_unmeasured(st, &est, ask, me, k);
+        if !self.rules.groups {
+            return k.max(1);
+        }
+        Self::class_split(st, ask, k)
+    }
+
+    /// Rules *plan* and *CPUs out*: everyone measured who can take part, with the time it
+    /// becomes free; without the CPU workers that *CPUs out* keeps out when the requester is a
+    /// device.
+    fn plan(&self, st: &State, est: &[Option<Estimate>], ask: Ask) -> Plan {
+        let mut units: Vec<Planned> = st
             .units
             .iter()
             .enumerate()
@@ -487,92 +598,89 @@ impl WorkQueue {
             .filter_map(|(j, u)| {
                 let e = est[j]?;
                 let free = match u.in_flight {
-                    Some((start, k)) if j != unit => (start + e.time(k)).max(now),
-                    _ => now,
+                    Some((start, k)) if j != ask.unit => (start + e.time(k)).max(ask.now),
+                    _ => ask.now,
                 };
-                Some((e, u.want.min(left).max(1), free, u.kind))
+                Some(Planned {
+                    est: e,
+                    cap: u.want.min(ask.left).max(1),
+                    free,
+                    kind: u.kind,
+                })
             })
             .collect();
-        // Item 6: CPU workers with a tiny part of the speed take nothing while another unit
-        // runs, so nobody plans on them (a device that left them a share would wait for work
-        // they never take, and they would take it when every device waits).
-        let rate = |p: &(Estimate, usize, f64, UnitKind)| p.1 as f64 / p.0.time(p.1).max(1e-12);
-        let all: f64 = plan.iter().map(rate).sum();
-        let cpus: f64 = plan.iter().filter(|p| p.3 == UnitKind::Cpu).map(rate).sum();
+        // Rule *CPUs out*: CPU workers with a tiny part of the speed take nothing while
+        // another unit runs, so nobody plans on them (a device that left them a share would
+        // wait for work they never take, and they would take it when every device waits).
+        let all: f64 = units.iter().map(Planned::rate).sum();
+        let cpus: f64 = units
+            .iter()
+            .filter(|p| p.kind == UnitKind::Cpu)
+            .map(Planned::rate)
+            .sum();
         let cpus_out =
-            cpus < self.rules.min_cpu_share * all && plan.iter().any(|p| p.3 != UnitKind::Cpu);
-        let mut plan = plan;
-        if cpus_out && me_state.kind != UnitKind::Cpu && self.rules.plan_without_cpus_out {
-            plan.retain(|p| p.3 != UnitKind::Cpu);
+            cpus < self.rules.min_cpu_share * all && units.iter().any(|p| p.kind != UnitKind::Cpu);
+        let me = st.units[ask.unit].kind;
+        if cpus_out && me != UnitKind::Cpu && self.rules.plan_without_cpus_out {
+            units.retain(|p| p.kind != UnitKind::Cpu);
         }
-        let can_do = |t: f64| -> usize {
-            plan.iter()
-                .map(|(e, cap, free, _)| e.capacity(*cap, t - free))
-                .fold(0usize, |a, b| a.saturating_add(b))
-        };
-        let Some(me) = est[unit] else {
-            // Measured units (the plan: this unit is not in it) that clear what is left within
-            // as long again as this unit took to ask since the run started (a unit of another
-            // rank, whose workers are made on their own clock; on one node every unit's worker
-            // is made before the start) leave it nothing worth a probe, which could end after
-            // them (a 20 ms run would end with every late CPU worker's first task). It waits,
-            // and plans again if they slow down.
-            let waited = now - self.start_time();
-            if can_do(now + waited) >= left && st.others_active(unit) {
-                return 0;
-            }
-            // A probe: one task on a CPU worker; on a device, what is left split among the
-            // devices' queues, up to a batch (a smaller batch would cost as much).
-            return match me_state.kind {
-                // One group: a probe of 1 task on a unit that runs k together would cost as
-                // much as k and read as k times too slow.
-                UnitKind::Cpu if self.rules.groups => me_state.granule.min(want).min(left).max(1),
-                UnitKind::Cpu => 1,
-                UnitKind::Device => Self::device_probe(st, left, want),
-            };
-        };
-        if me_state.kind == UnitKind::Cpu && st.others_active(unit) && cpus_out {
+        Plan { units, cpus_out }
+    }
+
+    /// Rule *probe*: the chunk of a unit with no estimate (nor its class).
+    fn probe(&self, st: &State, ask: Ask, plan: &Plan) -> usize {
+        let me = &st.units[ask.unit];
+        // Measured units (the plan: this unit is not in it) that clear what is left within as
+        // long again as this unit took to ask since the run started (a unit of another rank,
+        // whose workers are made on their own clock; on one node every unit's worker is made
+        // before the start) leave it nothing worth a probe, which could end after them (a 20
+        // ms run would end with every late CPU worker's first task). It waits, and plans again
+        // if they slow down.
+        let waited = ask.now - self.start_time();
+        if plan.can_do(ask.now + waited) >= ask.left && st.others_active(ask.unit) {
             return 0;
         }
-        // The requester alone finishes everything by `hi`.
-        let mut hi = now + me.time(want) * left.div_ceil(want) as f64 + 1e-9;
-        while can_do(hi) < left {
-            hi = now + (hi - now) * 2.0;
+        // A probe: one task on a CPU worker; on a device, what is left split among the
+        // devices' queues, up to a batch (a smaller batch would cost as much).
+        match me.kind {
+            // One group: a probe of 1 task on a unit that runs k together would cost as much
+            // as k and read as k times too slow.
+            UnitKind::Cpu if self.rules.groups => me.granule.min(ask.want).min(ask.left).max(1),
+            UnitKind::Cpu => 1,
+            UnitKind::Device => Self::device_probe(st, ask.left, ask.want),
         }
-        let mut lo = now;
-        // To 0.1% of the time left: finer than any share needs.
-        while hi - lo > 1e-3 * (hi - now) {
-            let mid = 0.5 * (lo + hi);
-            if can_do(mid) >= left {
-                hi = mid;
-            } else {
-                lo = mid;
-            }
-        }
-        let share = me.capacity(want, hi - now).min(left);
-        if share == 0 {
-            // Others clear the rest before this unit could finish a chunk. Wait, unless no
-            // other unit is running or about to ask (then nothing would wake this one).
-            return if st.others_active(unit) {
-                0
-            } else {
-                want.min(left)
-            };
-        }
+    }
+
+    /// Rule *share*: the part of its `share` the requester takes now (a fraction, a device at
+    /// least enough to amortize its latency, never more than its share or its cap `want`).
+    fn part_of_share(&self, me: Estimate, share: usize, want: usize) -> usize {
         let amortized = if me.latency > 0.0 {
             (self.rules.amortize * me.latency / me.per_task).ceil() as usize
         } else {
             1
         };
-        let mut k = ((self.rules.share * share as f64).ceil() as usize)
+        ((self.rules.share * share as f64).ceil() as usize)
             .max(amortized)
             .min(share)
-            .min(want);
-        // While a unit is unmeasured, keep chunks as short as the run so far.
-        // Item 9: for a CPU worker, a device known only from an earlier run's model (no
-        // chunk of its own yet) counts as unmeasured here.
+            .min(want)
+    }
+
+    /// Rules *short while unmeasured*, *device floor* and *prior is provisional*: while some
+    /// unit is unmeasured, chunk `k` is cut to what `me` finishes within the run so far, a
+    /// device's never under its probe.
+    fn short_while_unmeasured(
+        &self,
+        st: &State,
+        est: &[Option<Estimate>],
+        ask: Ask,
+        me: Estimate,
+        k: usize,
+    ) -> usize {
+        let me_state = &st.units[ask.unit];
+        // Rule *prior is provisional*: for a CPU worker, a device known only from an earlier
+        // run's model (no chunk of its own yet) counts as unmeasured here.
         let provisional = self.rules.prior_is_provisional && me_state.kind == UnitKind::Cpu;
-        let unmeasured = st.units.iter().zip(&est).any(|(u, e)| {
+        let unmeasured = st.units.iter().zip(est).any(|(u, e)| {
             !u.out
                 && (e.is_none()
                     || (provisional
@@ -580,35 +688,43 @@ impl WorkQueue {
                         && u.prior.is_some()
                         && u.chunks == 0))
         });
-        if unmeasured {
-            let horizon = (now - self.start_time()).max(me.time(1));
-            // Item 8: a device's chunk is never under its probe (an earlier run's model, its
-            // latency most of a chunk, would make it a few tasks at a launch each).
-            let floor = match me_state.kind {
-                UnitKind::Device if self.rules.device_floor => Self::device_probe(st, left, want),
-                _ => 1,
-            };
-            k = k.min(me.capacity(want, horizon).max(floor));
+        if !unmeasured {
+            return k;
         }
-        if !self.rules.groups {
-            return k.max(1);
-        }
+        let horizon = (ask.now - self.start_time()).max(me.time(1));
+        // Rule *device floor*: a device's chunk is never under its probe (an earlier run's
+        // model, its latency most of a chunk, would make it a few tasks at a launch each).
+        let floor = match me_state.kind {
+            UnitKind::Device if self.rules.device_floor => {
+                Self::device_probe(st, ask.left, ask.want)
+            }
+            _ => 1,
+        };
+        k.min(me.capacity(ask.want, horizon).max(floor))
+    }
+
+    /// Rule *class split*: a CPU worker takes at most an even split of what is left among the
+    /// active units of its class, and a unit that runs tasks together whole groups.
+    fn class_split(st: &State, ask: Ask, mut k: usize) -> usize {
+        let me_state = &st.units[ask.unit];
         if me_state.kind == UnitKind::Cpu {
-            // A CPU worker takes at most an even split of what is left among the active units
-            // of its class (workers alike in speed): a class-mate whose model still holds its
-            // first, slow chunk (a cold start) reads as far slower than it is, and the plan
-            // would otherwise hand this unit most of the rest at once (measured: one worker of
-            // 16 took 2,300 of 22,000 tasks and ran 1 s after the others had ended).
+            // Workers alike in speed: a class-mate whose model still holds its first, slow
+            // chunk (a cold start) reads as far slower than it is, and the plan would otherwise
+            // hand this unit most of the rest at once (measured: one worker of 16 took 2,300 of
+            // 22,000 tasks and ran 1 s after the others had ended).
             let mates = st
                 .units
                 .iter()
                 .filter(|u| !u.out && u.class == me_state.class)
                 .count();
-            k = k.min(left.div_ceil(mates.max(1)));
+            k = k.min(ask.left.div_ceil(mates.max(1)));
         }
-        // Whole groups for a unit that runs tasks together.
         let g = me_state.granule.max(1);
-        k.div_ceil(g).saturating_mul(g).min(want).min(left).max(1)
+        k.div_ceil(g)
+            .saturating_mul(g)
+            .min(ask.want)
+            .min(ask.left)
+            .max(1)
     }
 
     /// A device's probe: what is left split among the devices' queues, up to a batch (a

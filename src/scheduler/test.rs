@@ -503,7 +503,7 @@ fn grouped_cpu_workers_are_kept_busy() {
 /// osm-bremen-dist's full APSP on an H200 (BENCHMARKS.md, scheduling): two queues of GPU PHAST
 /// finish its 40,461 trees in about 14 ms; 14 CPU PHAST workers (64 trees in 5 ms) could run
 /// about 6% of them. Measured, they cost more than that: with speeds known, such CPU workers
-/// take nothing while the GPU runs (item 6 of the queue's module text); with the rule off it
+/// take nothing while the GPU runs (the queue's rule *CPUs out*); with the rule off it
 /// takes its part.
 #[test]
 fn cpu_workers_with_a_tiny_part_of_the_plan_stay_out() {
@@ -541,7 +541,7 @@ fn cpu_workers_with_a_tiny_part_of_the_plan_stay_out() {
 
 #[test]
 fn devices_do_not_leave_work_to_cpu_workers_that_stay_out() {
-    // Bremen's shape with 2 CPU workers (3% of the speed, from history): item 6 keeps them
+    // Bremen's shape with 2 CPU workers (3% of the speed, from history): *CPUs out* keeps them
     // out, so the GPU's queues must plan without them; otherwise they leave the CPU workers
     // a share, wait, and the CPU workers take it when both queues wait.
     let tasks = 40_461;
@@ -606,15 +606,15 @@ fn gpu_history_new_cpus(gpu: (f64, f64), cpus: usize, rules: Rules) -> (f64, f64
     (run_under(&units, tasks, rules).makespan, alone)
 }
 
-/// Item 7 of the queue's module text: an earlier run's model is a unit's model only until its
+/// The queue's rule *prior gives way*: an earlier run's model is a unit's model only until its
 /// own chunks give one. Measured on the H100 machine: GPU models stored by runs whose chunks
 /// were all about one size read as mostly latency (5.86 ms a chunk and 1e-12 s a task; 4.07
 /// ms and 8.4e-8 s; 2.76 ms and 2.8e-7 s). Entered as two samples among the next run's
 /// chunks, such a model outweighed its few real ones: the fit read the GPU as free of latency
 /// and its queue took ever smaller chunks at 0.3 ms each while 14 new CPU workers probed. With
-/// the all-latency model and 2 CPU workers (items 7 and 8 off) the GPU's chunks shrank to a
-/// task and the workers were left a share: 105-137 ms on the H100 machine against 15-16 ms for
-/// the GPU alone (they took 1,300-2,900 trees).
+/// the all-latency model and 2 CPU workers (*prior gives way* and *device floor* off) the
+/// GPU's chunks shrank to a task and the workers were left a share: 105-137 ms on the H100
+/// machine against 15-16 ms for the GPU alone (they took 1,300-2,900 trees).
 #[test]
 fn an_earlier_runs_model_gives_way_to_the_units_own_chunks() {
     for (gpu, cpus) in [((4.07e-3, 8.4e-8), 14), ((2.76e-3, 2.8e-7), 14)] {
@@ -628,7 +628,7 @@ fn an_earlier_runs_model_gives_way_to_the_units_own_chunks() {
             },
         );
         eprintln!(
-            "GPU model {gpu:?}, {cpus} new CPU workers: {:.2} ms (item 7 off: {:.2} ms), GPU alone ideal {:.2} ms",
+            "GPU model {gpu:?}, {cpus} new CPU workers: {:.2} ms (prior gives way off: {:.2} ms), GPU alone ideal {:.2} ms",
             on * 1e3,
             off * 1e3,
             alone * 1e3
@@ -637,9 +637,10 @@ fn an_earlier_runs_model_gives_way_to_the_units_own_chunks() {
         // 2.2 ms) beside 5%.
         let probe = 32.0 * 6.8e-5;
         assert!(on <= 1.05 * alone + probe, "{on} s against {alone} s");
-        assert!(off > 1.15 * alone, "item 7 off passes: {off} s");
+        assert!(off > 1.15 * alone, "prior gives way off passes: {off} s");
     }
-    // The all-latency model with 2 CPU workers: 183 ms with items 7 and 8 off (the measured
+    // The all-latency model with 2 CPU workers: 183 ms with *prior gives way* and *device
+    // floor* off (the measured
     // 105-137 ms); either one alone keeps the run near the GPU's.
     let gpu = (5.86e-3, 1.1e-12);
     let (both_off, alone) = gpu_history_new_cpus(
@@ -672,7 +673,7 @@ fn an_earlier_runs_model_gives_way_to_the_units_own_chunks() {
     }
 }
 
-/// Item 8 of the queue's module text: with an earlier run's model for the GPU (latency 2.8-4.1
+/// The queue's rule *device floor*: with an earlier run's model for the GPU (latency 2.8-4.1
 /// ms a chunk, as stored on the H100 machine) and 2 CPU workers of a new count probing, the
 /// GPU's chunks, capped by the run so far while the workers are unmeasured, must not fall
 /// under its probe: the run then ends with the GPU alone's.
@@ -689,23 +690,23 @@ fn a_devices_model_never_shrinks_its_chunks_below_a_probe() {
             },
         );
         eprintln!(
-            "GPU model {gpu:?}, 2 new CPU workers: {:.2} ms (item 8 off: {:.2} ms), GPU alone ideal {:.2} ms",
+            "GPU model {gpu:?}, 2 new CPU workers: {:.2} ms (device floor off: {:.2} ms), GPU alone ideal {:.2} ms",
             on * 1e3,
             off * 1e3,
             alone * 1e3
         );
         assert!(on <= 1.02 * alone, "{on} s against {alone} s");
-        assert!(off > 1.1 * alone, "item 8 off passes: {off} s");
+        assert!(off > 1.1 * alone, "device floor off passes: {off} s");
     }
 }
 
-/// Item 9 of the queue's module text. Seen on a 4 x H100 machine with 62 CPU workers: the GPU's
-/// stored model came from a run of 16 sources (its queues ran a task or two each: read as 15 ms
-/// a chunk and 7.5 ms a task), and its first chunk of the run was slow (warm-up: 51 ms against
-/// 21 ms later). The CPU workers, measured after their 8-tree probes while the GPU still had
+/// The queue's rule *prior is provisional*. Seen on a 4 x H100 machine with 62 CPU workers: the
+/// GPU's stored model came from a run of 16 sources (its queues ran a task or two each: read as
+/// 15 ms a chunk and 7.5 ms a task), and its first chunk of the run was slow (warm-up: 51 ms
+/// against 21 ms later). The CPU workers, measured after their 8-tree probes while the GPU still had
 /// no chunk of its own, planned with that model and took hundreds of trees each: osm-moscow's
 /// full APSP took 2.43 s against 1.06 s for the GPU alone (30,192 CPU trees). A CPU worker now
-/// keeps item 4's cap while a device has only an earlier run's model.
+/// keeps the cap of *short while unmeasured* while a device has only an earlier run's model.
 #[test]
 fn a_cpu_worker_does_not_plan_on_a_devices_model_from_history_alone() {
     let tasks = 411_992;
@@ -744,6 +745,9 @@ fn a_cpu_worker_does_not_plan_on_a_devices_model_from_history_alone() {
             ..Rules::default()
         },
     );
-    eprintln!("weak model, item 9 off: {off:.3} s, {cpu} CPU tasks");
-    assert!(off > 2.0 * alone, "item 9 off passes: {off} s");
+    eprintln!("weak model, prior is provisional off: {off:.3} s, {cpu} CPU tasks");
+    assert!(
+        off > 2.0 * alone,
+        "prior is provisional off passes: {off} s"
+    );
 }

@@ -4,7 +4,7 @@
 //! `KERNELCHAR` in TOML, declared by the plugin as a [`KernelSource`]), the device's properties
 //! and the problem's shape; offers GPU halves a [`Tuner`], whose [`Tuner::params`] returns typed
 //! [`LaunchParams`]: every value with its origin ([`Source`]) and the reason for it. The rules
-//! are the table in [`RULES`] and the README. Values set in the config win over the tuning
+//! are the [`GenericRule`]s, each by name, and the README. Values set in the config win over the tuning
 //! cache (`tuccompi tune`'s measurements), which wins over the prediction ([`predict`]).
 //!
 //! The rules here are generic: they read only the characterization, the device and the
@@ -298,9 +298,13 @@ pub struct LaunchParams {
     pub rules: Vec<Rule>,
 }
 
-/// A tuning rule as `check` prints it: when it applies, and what it chooses and why.
+/// A tuning rule as `check` prints it: its name (a generic rule's, [`GenericRule::name`]),
+/// when it applies, and what it chooses and why.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Rule {
+    /// The generic rule's name (`None`: a plugin's own rule, named by `when`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// The parameter and the case (`batch (tasks per launch)`).
     pub when: String,
     /// The value it gives and the measurement behind it.
@@ -331,15 +335,16 @@ impl LaunchParams {
     pub fn add_rule(&mut self, when: &str, what: &str) {
         if !self.rules.iter().any(|r| r.when == when) {
             self.rules.push(Rule {
+                name: None,
                 when: when.to_string(),
                 what: what.to_string(),
             });
         }
     }
 
-    /// The rules that chose these parameters: the generic rules ([`RULES`]) whose text is
-    /// the reason (or part of it) of a value shown, in the table's order, then the plugin's
-    /// own. A value the plugin's code fixed afterwards brings no generic rule.
+    /// The rules that chose these parameters: the generic rules ([`GenericRule`]) whose text
+    /// is the reason (or part of it) of a value shown, in [`GenericRule::ALL`]'s order, then the
+    /// plugin's own. A value the plugin's code fixed afterwards brings no generic rule.
     pub fn applied_rules(&self) -> Vec<Rule> {
         let reasons: Vec<&str> = self
             .local
@@ -350,13 +355,10 @@ impl LaunchParams {
             .chain(self.knobs.values())
             .map(|c| c.reason.as_str())
             .collect();
-        let mut out: Vec<Rule> = RULES
+        let mut out: Vec<Rule> = GenericRule::ALL
             .iter()
-            .filter(|(_, what)| reasons.iter().any(|r| r.contains(what)))
-            .map(|(when, what)| Rule {
-                when: when.to_string(),
-                what: what.to_string(),
-            })
+            .filter(|rule| reasons.iter().any(|r| r.contains(rule.what())))
+            .map(|rule| rule.rule())
             .collect();
         out.extend(self.rules.iter().cloned());
         out
@@ -635,18 +637,101 @@ fn check_settings(dev: &DeviceInfo, req: &Request<'_>) -> Result<()> {
     Ok(())
 }
 
-/// The prediction rules, one line each (printed by `tuccompi check` and the README).
-pub const RULES: &[(&str, &str)] = &[
-    ("local size, GPU, scatter access or medium/high load", "256: on an H100, `tuccompi tune` found 256-512 best for the irregular SSSP kernels (work list within 3% of the best on bremen and moscow; 128 was 8-14% slower)"),
-    ("local size, GPU, coalesced and low load", "256: wide groups stream memory; 256 is a multiple of every vendor's SIMD width (32/64)"),
-    ("local size, CPU device (PoCL)", "the device's preferred 64 (capped by max work-group): PoCL vectorizes across a group's items"),
-    ("local size, reduction kernels", "rounded down to a power of two, as the tree needs"),
-    ("batch (tasks per launch)", "enough items to fill the device: compute units x max work-group x 16 items (GPU; x 1 for CPU devices) / n, between 1 and 256 but never fewer than the device's resident items (compute units x 2048 on a GPU, x max work-group on a CPU device) / n over the queues, so that a kernel of one work-item per task fills it; at most 40% of device memory over all queues (H100: twice the old x 8 batch ran 1-22% faster for crauser and two-phase)"),
-    ("groups per task (reductions)", "4 groups per compute unit spread over the batch, at least 1 and no more than n / local"),
-    ("batch, work-list kernels (a persistent grid)", "GPU: 2^28 / n rounded down to a power of two, within 256..1024 (frontiers are sparse, so only many sources fill the device; on an H100 osm-bremen-dist ran best at 1024, osm-moscow at 512); CPU devices: 16; capped by 40% of device memory over all queues"),
-    ("persistent grid", "GPU: compute units x 2048 items (every resident thread of an NVIDIA SM / AMD CU); CPU devices: compute units x local size"),
-    ("queues", "GPU: 4 when one batch fills under a quarter of the device (small kernels overlap), else 1: on an H100 through NVIDIA OpenCL, kernels that fill the device ran slower from 2, 4 and 8 queues than from one (BENCHMARKS.md); CPU devices: 1 (one queue already uses every core)"),
-];
+/// The generic prediction rules, by name: each gives [`predict`] a value (its text is the
+/// value's reason, or part of it), and `check` prints those behind the values it shows
+/// ([`LaunchParams::applied_rules`]), by name, with when each applies and what it gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GenericRule {
+    /// Local size on a GPU of a kernel with scatter access or a medium/high load.
+    LocalScatterOrHeavy,
+    /// Local size on a GPU of a coalesced kernel with a low load.
+    LocalStreaming,
+    /// Local size on a CPU device (PoCL).
+    LocalCpuDevice,
+    /// Local size of a reduction kernel: a power of two.
+    LocalReduction,
+    /// Tasks per launch: enough items to fill the device.
+    BatchFill,
+    /// Work-groups per task of reduction kernels (`grid = "groups"`).
+    GroupsPerTask,
+    /// Tasks per launch of work-list kernels (a persistent grid).
+    BatchWorkList,
+    /// Work-items of a persistent grid.
+    PersistentGrid,
+    /// In-order queues per device.
+    Queues,
+}
+
+impl GenericRule {
+    /// Every rule, in the order `check` lists them.
+    pub const ALL: [GenericRule; 9] = [
+        GenericRule::LocalScatterOrHeavy,
+        GenericRule::LocalStreaming,
+        GenericRule::LocalCpuDevice,
+        GenericRule::LocalReduction,
+        GenericRule::BatchFill,
+        GenericRule::GroupsPerTask,
+        GenericRule::BatchWorkList,
+        GenericRule::PersistentGrid,
+        GenericRule::Queues,
+    ];
+
+    /// The rule's name, as `check` cites it (`batch-fill`).
+    pub fn name(self) -> &'static str {
+        match self {
+            GenericRule::LocalScatterOrHeavy => "local-scatter-or-heavy",
+            GenericRule::LocalStreaming => "local-streaming",
+            GenericRule::LocalCpuDevice => "local-cpu-device",
+            GenericRule::LocalReduction => "local-reduction",
+            GenericRule::BatchFill => "batch-fill",
+            GenericRule::GroupsPerTask => "groups-per-task",
+            GenericRule::BatchWorkList => "batch-work-list",
+            GenericRule::PersistentGrid => "persistent-grid",
+            GenericRule::Queues => "queues",
+        }
+    }
+
+    /// When it applies: the parameter and the case (`batch (tasks per launch)`).
+    pub fn when(self) -> &'static str {
+        match self {
+            GenericRule::LocalScatterOrHeavy => {
+                "local size, GPU, scatter access or medium/high load"
+            }
+            GenericRule::LocalStreaming => "local size, GPU, coalesced and low load",
+            GenericRule::LocalCpuDevice => "local size, CPU device (PoCL)",
+            GenericRule::LocalReduction => "local size, reduction kernels",
+            GenericRule::BatchFill => "batch (tasks per launch)",
+            GenericRule::GroupsPerTask => "groups per task (reductions)",
+            GenericRule::BatchWorkList => "batch, work-list kernels (a persistent grid)",
+            GenericRule::PersistentGrid => "persistent grid",
+            GenericRule::Queues => "queues",
+        }
+    }
+
+    /// The value it gives and the measurement behind it: the reason of each value it gives.
+    pub fn what(self) -> &'static str {
+        match self {
+            GenericRule::LocalScatterOrHeavy => "256: on an H100, `tuccompi tune` found 256-512 best for the irregular SSSP kernels (work list within 3% of the best on bremen and moscow; 128 was 8-14% slower)",
+            GenericRule::LocalStreaming => "256: wide groups stream memory; 256 is a multiple of every vendor's SIMD width (32/64)",
+            GenericRule::LocalCpuDevice => "the device's preferred 64 (capped by max work-group): PoCL vectorizes across a group's items",
+            GenericRule::LocalReduction => "rounded down to a power of two, as the tree needs",
+            GenericRule::BatchFill => "enough items to fill the device: compute units x max work-group x 16 items (GPU; x 1 for CPU devices) / n, between 1 and 256 but never fewer than the device's resident items (compute units x 2048 on a GPU, x max work-group on a CPU device) / n over the queues, so that a kernel of one work-item per task fills it; at most 40% of device memory over all queues (H100: twice the old x 8 batch ran 1-22% faster for crauser and two-phase)",
+            GenericRule::GroupsPerTask => "4 groups per compute unit spread over the batch, at least 1 and no more than n / local",
+            GenericRule::BatchWorkList => "GPU: 2^28 / n rounded down to a power of two, within 256..1024 (frontiers are sparse, so only many sources fill the device; on an H100 osm-bremen-dist ran best at 1024, osm-moscow at 512); CPU devices: 16; capped by 40% of device memory over all queues",
+            GenericRule::PersistentGrid => "GPU: compute units x 2048 items (every resident thread of an NVIDIA SM / AMD CU); CPU devices: compute units x local size",
+            GenericRule::Queues => "GPU: 4 when one batch fills under a quarter of the device (small kernels overlap), else 1: on an H100 through NVIDIA OpenCL, kernels that fill the device ran slower from 2, 4 and 8 queues than from one (BENCHMARKS.md); CPU devices: 1 (one queue already uses every core)",
+        }
+    }
+
+    /// The rule as `check` prints it.
+    pub fn rule(self) -> Rule {
+        Rule {
+            name: Some(self.name().to_string()),
+            when: self.when().to_string(),
+            what: self.what().to_string(),
+        }
+    }
+}
 
 /// Launch parameters with the run-time precedence: a value set in the config, else the tuning
 /// cache's (`cached`), else the prediction. The local size from the cache applies to kernels
@@ -733,15 +818,69 @@ pub fn predict(
     config_queues: Option<usize>,
     config_local: Option<usize>,
 ) -> LaunchParams {
+    let local = predict_local(chars, dev, config_local);
+    let queues = predict_queues(chars, dev, shape, config_queues);
+    let batch = predict_batch(chars, dev, shape, config_batch, queues.value);
+    let gpu = dev.kind == "gpu";
+    // The largest local size among the kernels of one grid kind (64 when there are none).
+    let max_local = |grid: Grid| {
+        chars
+            .iter()
+            .filter(|(_, c)| c.grid == grid)
+            .map(|(k, _)| local[k].value)
+            .max()
+            .unwrap_or(64)
+    };
+    let has = |grid: Grid| chars.values().any(|c| c.grid == grid);
+    // Rule *persistent-grid*.
+    let plocal = max_local(Grid::Persistent);
+    let pitems = dev.compute_units as usize * if gpu { 2048 } else { plocal };
+    let persistent_items = has(Grid::Persistent).then(|| Choice {
+        value: pitems.div_ceil(plocal) * plocal,
+        source: Source::Predicted,
+        reason: GenericRule::PersistentGrid.what().into(),
+    });
+    // Rule *groups-per-task*.
+    let red_local = max_local(Grid::Groups);
+    let gpt = (dev.compute_units as usize * 4)
+        .div_ceil(batch.value)
+        .clamp(1, shape.n.div_ceil(red_local).max(1));
+    LaunchParams {
+        local,
+        batch,
+        groups_per_task: has(Grid::Groups).then(|| Choice {
+            value: gpt,
+            source: Source::Predicted,
+            reason: GenericRule::GroupsPerTask.what().into(),
+        }),
+        queues,
+        persistent_items,
+        cache_key: None,
+        knobs: BTreeMap::new(),
+        rules: Vec::new(),
+    }
+}
+
+/// The largest power of two at most `x` (1 for 0).
+fn pow2_floor(x: usize) -> usize {
+    if x == 0 {
+        1
+    } else {
+        1usize << (usize::BITS - 1 - x.leading_zeros())
+    }
+}
+
+/// Each kernel's local size: fixed by its characterization, the driver's choice (config 0,
+/// where the kernel can take it), the config's, or rules *local-cpu-device*,
+/// *local-scatter-or-heavy* and *local-streaming* (then *local-reduction* for a reduction);
+/// within the device's work-group limit.
+fn predict_local(
+    chars: &BTreeMap<String, KernelChar>,
+    dev: &DeviceInfo,
+    config_local: Option<usize>,
+) -> BTreeMap<String, Choice> {
     let gpu = dev.kind == "gpu";
     let maxwg = dev.max_work_group.max(1);
-    let pow2_floor = |x: usize| {
-        if x == 0 {
-            1
-        } else {
-            1usize << (usize::BITS - 1 - x.leading_zeros())
-        }
-    };
     let mut local = BTreeMap::new();
     // local_size = 0 asks for the driver's choice, which only kernels with no local-memory
     // needs can take (items grids, no reduction); the others keep the prediction.
@@ -769,17 +908,17 @@ pub fn predict(
         let (mut v, mut reason) = if let Some(l) = config_local {
             (l, CONFIG.to_string())
         } else if !gpu {
-            (64, RULES[2].1.to_string())
+            (64, GenericRule::LocalCpuDevice.what().to_string())
         } else if c.access == Access::Scatter || c.load >= Level::Medium {
-            (256, RULES[0].1.to_string())
+            (256, GenericRule::LocalScatterOrHeavy.what().to_string())
         } else {
-            (256, RULES[1].1.to_string())
+            (256, GenericRule::LocalStreaming.what().to_string())
         };
         v = v.clamp(1, maxwg);
         if c.reduction && !v.is_power_of_two() {
             v = pow2_floor(v);
             reason.push_str("; ");
-            reason.push_str(RULES[3].1);
+            reason.push_str(GenericRule::LocalReduction.what());
         }
         let source = if config_local.is_some() {
             Source::Config
@@ -795,93 +934,68 @@ pub fn predict(
             },
         );
     }
-    let fill = dev.compute_units as usize * maxwg * if gpu { 16 } else { 1 };
-    let fill_batch = fill_batch(dev, shape.n);
-    let queues_pred = if !gpu {
-        1
-    } else if !chars.values().any(|c| c.grid == Grid::Persistent)
-        && shape.n.saturating_mul(fill_batch) < fill / 4
-    {
-        4
-    } else {
-        1
-    };
-    let queues = match config_queues {
-        Some(q) => Choice {
+    local
+}
+
+/// The in-order queues per device: `units.concurrent_kernels`, else rule *queues*.
+fn predict_queues(
+    chars: &BTreeMap<String, KernelChar>,
+    dev: &DeviceInfo,
+    shape: Shape,
+    config_queues: Option<usize>,
+) -> Choice {
+    if let Some(q) = config_queues {
+        return Choice {
             value: q,
             source: Source::Config,
             reason: "units.concurrent_kernels".into(),
-        },
-        None => Choice {
-            value: queues_pred,
-            source: Source::Predicted,
-            reason: RULES[8].1.into(),
-        },
-    };
-    let mem_cap = ((dev.global_mem as f64 * 0.4 - shape.shared_bytes as f64).max(0.0)
-        / (queues.value as f64 * shape.bytes_per_task.max(1) as f64)) as usize;
-    let persistent = chars.values().any(|c| c.grid == Grid::Persistent);
-    let batch = match config_batch {
-        Some(b) => Choice {
+        };
+    }
+    let gpu = dev.kind == "gpu";
+    let fill = dev.compute_units as usize * dev.max_work_group.max(1) * if gpu { 16 } else { 1 };
+    let small = !chars.values().any(|c| c.grid == Grid::Persistent)
+        && shape.n.saturating_mul(fill_batch(dev, shape.n)) < fill / 4;
+    Choice {
+        value: if gpu && small { 4 } else { 1 },
+        source: Source::Predicted,
+        reason: GenericRule::Queues.what().into(),
+    }
+}
+
+/// Tasks per batch: the config's, else rule *batch-work-list* (a persistent grid) or
+/// *batch-fill*, capped by 40% of device memory over the `queues`.
+fn predict_batch(
+    chars: &BTreeMap<String, KernelChar>,
+    dev: &DeviceInfo,
+    shape: Shape,
+    config_batch: Option<usize>,
+    queues: usize,
+) -> Choice {
+    if let Some(b) = config_batch {
+        return Choice {
             value: b,
             source: Source::Config,
             reason: CONFIG.into(),
-        },
-        None if persistent => {
-            let b = if gpu {
-                pow2_floor((1usize << 28) / shape.n.max(1)).clamp(256, 1024)
-            } else {
-                16
-            };
-            Choice {
-                value: b.min(mem_cap.max(1)),
-                source: Source::Predicted,
-                reason: RULES[6].1.into(),
-            }
-        }
-        None => {
-            let b = fill_batch.min(mem_cap.max(1));
-            Choice {
-                value: b,
-                source: Source::Predicted,
-                reason: RULES[4].1.into(),
-            }
-        }
-    };
-    // The largest local size among the kernels of one grid kind (64 when there are none).
-    let max_local = |grid: Grid| {
-        chars
-            .iter()
-            .filter(|(_, c)| c.grid == grid)
-            .map(|(k, _)| local[k].value)
-            .max()
-            .unwrap_or(64)
-    };
-    let plocal = max_local(Grid::Persistent);
-    let pitems = dev.compute_units as usize * if gpu { 2048 } else { plocal };
-    let has = |grid: Grid| chars.values().any(|c| c.grid == grid);
-    let persistent_items = has(Grid::Persistent).then(|| Choice {
-        value: pitems.div_ceil(plocal) * plocal,
-        source: Source::Predicted,
-        reason: RULES[7].1.into(),
-    });
-    let red_local = max_local(Grid::Groups);
-    let gpt = (dev.compute_units as usize * 4)
-        .div_ceil(batch.value)
-        .clamp(1, shape.n.div_ceil(red_local).max(1));
-    LaunchParams {
-        local,
-        batch,
-        groups_per_task: has(Grid::Groups).then(|| Choice {
-            value: gpt,
+        };
+    }
+    let mem_cap = ((dev.global_mem as f64 * 0.4 - shape.shared_bytes as f64).max(0.0)
+        / (queues as f64 * shape.bytes_per_task.max(1) as f64)) as usize;
+    if chars.values().any(|c| c.grid == Grid::Persistent) {
+        let b = if dev.kind == "gpu" {
+            pow2_floor((1usize << 28) / shape.n.max(1)).clamp(256, 1024)
+        } else {
+            16
+        };
+        return Choice {
+            value: b.min(mem_cap.max(1)),
             source: Source::Predicted,
-            reason: RULES[5].1.into(),
-        }),
-        queues,
-        persistent_items,
-        cache_key: None,
-        knobs: BTreeMap::new(),
-        rules: Vec::new(),
+            reason: GenericRule::BatchWorkList.what().into(),
+        };
+    }
+    Choice {
+        value: fill_batch(dev, shape.n).min(mem_cap.max(1)),
+        source: Source::Predicted,
+        reason: GenericRule::BatchFill.what().into(),
     }
 }
 

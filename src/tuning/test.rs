@@ -64,6 +64,88 @@ fn gpu_rules() {
     assert!(p.groups_per_task() >= 1);
 }
 
+/// Each value names the rule that gave it, and `check` cites the rules behind the values
+/// shown by name, in the order of [`GenericRule::ALL`].
+#[test]
+fn the_rules_behind_the_values_are_cited_by_name() {
+    let names: Vec<&str> = GenericRule::ALL.iter().map(|r| r.name()).collect();
+    for (i, n) in names.iter().enumerate() {
+        assert!(!names[..i].contains(n), "two rules are named {n}");
+        assert!(n.chars().all(|c| c.is_ascii_lowercase() || c == '-'), "{n}");
+    }
+    let cited = |p: &LaunchParams| -> Vec<String> {
+        p.applied_rules()
+            .into_iter()
+            .filter_map(|r| r.name)
+            .collect()
+    };
+    let c = subset(&characterizations(&SSSP).unwrap(), &CRAUSER);
+    let p = predict(&c, &dev("gpu", 132, 1024), shape(400_000), None, None, None);
+    assert_eq!(p.batch.reason, GenericRule::BatchFill.what());
+    assert_eq!(p.queues.reason, GenericRule::Queues.what());
+    assert_eq!(
+        p.local["sssp_relax"].reason,
+        GenericRule::LocalScatterOrHeavy.what()
+    );
+    assert_eq!(
+        cited(&p),
+        [
+            "local-scatter-or-heavy",
+            "local-streaming",
+            "batch-fill",
+            "groups-per-task",
+            "queues"
+        ]
+    );
+    // A reduction cut to a power of two, on a CPU device.
+    let p = predict(&c, &dev("cpu", 2, 48), shape(3353), None, None, None);
+    assert!(p.local["sssp_minimum"]
+        .reason
+        .ends_with(GenericRule::LocalReduction.what()));
+    assert_eq!(
+        cited(&p),
+        [
+            "local-cpu-device",
+            "local-reduction",
+            "batch-fill",
+            "groups-per-task",
+            "queues"
+        ]
+    );
+    let wl = subset(&characterizations(&SSSP).unwrap(), &["wl_init", "wl_round"]);
+    let p = predict(
+        &wl,
+        &dev("gpu", 132, 1024),
+        shape(400_000),
+        None,
+        Some(1),
+        None,
+    );
+    assert_eq!(p.batch.reason, GenericRule::BatchWorkList.what());
+    assert_eq!(
+        p.persistent_items.as_ref().unwrap().reason,
+        GenericRule::PersistentGrid.what()
+    );
+    // The config's queues bring no rule; a plugin's own rule has no generic name.
+    let mut p = p;
+    p.add_rule("tile shape", "a plugin's own");
+    let rules = p.applied_rules();
+    assert_eq!(
+        rules.last().map(|r| (r.name.clone(), r.when.as_str())),
+        Some((None, "tile shape"))
+    );
+    assert!(
+        cited(&p).contains(&"batch-work-list".to_string()),
+        "{:?}",
+        cited(&p)
+    );
+    assert!(
+        !cited(&p).contains(&"queues".to_string()),
+        "{:?}",
+        cited(&p)
+    );
+}
+
 #[test]
 fn config_wins_and_reductions_stay_power_of_two() {
     let c = subset(&characterizations(&SSSP).unwrap(), &CRAUSER);
