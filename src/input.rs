@@ -1,5 +1,5 @@
 //! The files a job reads, as the run's identity holds them: a [`Fingerprint`] per file
-//! declared by [`Job::inputs`](crate::plugin::Job::inputs), so that `--resume` never mixes the
+//! declared in [`Details::inputs`](crate::plugin::Details::inputs), so that `--resume` never mixes the
 //! results of two versions of an input.
 //!
 //! **What is hashed.** Hashing a 100 GB input whole would cost minutes at every start and every

@@ -281,7 +281,12 @@ fn a_failing_units_tasks_are_retried_on_another() {
     assert!(r.err.contains("fails on purpose"), "{}", r.err);
     assert!(!dir.join("abort/report.json").exists());
     if opencl() {
-        let mixed = ["units.device_type=\"all\"", "units.cpu_workers=2"];
+        // Equal static shares: the device surely gets tasks to fail on.
+        let mixed = [
+            "units.device_type=\"all\"",
+            "units.cpu_workers=2",
+            "scheduler.policy=\"equitable\"",
+        ];
         let r = run(&dir, "tasks = 100\nfail = \"gpu\"", "gpu", &mixed, &["--quiet"]);
         assert_eq!(r.code, 0, "{}", r.err);
         assert!(r.err.contains("gpu0"), "the warning names the unit: {}", r.err);

@@ -427,10 +427,8 @@ pub(super) fn check_extents(
     local: Option<usize>,
 ) -> Result<()> {
     let name = kernel.name();
-    let fix = format!(
-        "declare it in the kernel's characterization, or launch with the unsafe \
-         Queue::launch_unchecked"
-    );
+    let fix = "declare it in the kernel's characterization, or launch with the unsafe \
+               Queue::launch_unchecked";
     let (Some(sig), Some(extents)) = (kernel.signature(), kernel.extents.as_ref()) else {
         return Err(Error::Device(format!(
             "kernel '{name}' of {}: its parameters could not be read from the source (named \

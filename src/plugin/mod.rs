@@ -479,7 +479,7 @@ impl Within {
     }
 }
 
-/// How `[verify]` compares two records of one task ([`Job::tolerance`]): integer fields
+/// How `[verify]` compares two records of one task ([`Details::tolerance`]): integer fields
 /// exactly, `f32` and `f64` fields within their [`Within`] (absolute or relative; the config's
 /// `verify.f32_absolute`, `f32_relative`, `f64_absolute`, `f64_relative` replace the plugin's
 /// values). Words beyond the declared fields are compared exactly. A mismatch is shown
