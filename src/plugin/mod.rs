@@ -336,6 +336,21 @@ pub struct Gpu<'a> {
 }
 
 impl<'a> Gpu<'a> {
+    /// What the runtime hands [`Job::gpu_worker`]; for driving a GPU half by hand (a test, a
+    /// benchmark): `data` is what [`Job::gpu_setup`] returned for `device`.
+    pub fn new(
+        device: &'a Device,
+        params: &'a LaunchParams,
+        queue: Queue,
+        data: &'a DeviceData,
+    ) -> Gpu<'a> {
+        Gpu {
+            device,
+            params,
+            queue,
+            data,
+        }
+    }
     /// The data [`Job::gpu_setup`] returned for this device, as the type it was made with.
     pub fn data<T: Any + Send + Sync>(&self) -> Result<&'a T> {
         self.data.0.downcast_ref().ok_or_else(|| {
