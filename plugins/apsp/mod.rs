@@ -22,15 +22,19 @@ pub mod width;
 
 use crate::common::geo::{self, Geo};
 use crate::common::{resolve_sources, write_summary_records, Dist, PathSummary, RowWrite};
-use tuccompi::config::{AutoOr, Sources};
 use crate::graph::Csr;
-use tuccompi::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker};
-use tuccompi::sink::NpyRows;
-use tuccompi::Result;
 use dijkstra::Dijkstra;
 use serde::Deserialize;
 use std::ops::Range;
 use std::path::Path;
+use tuccompi::config::{AutoOr, Sources};
+use tuccompi::device::{Device, KernelSource};
+use tuccompi::plugin::{
+    Details, DeviceData, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker,
+};
+use tuccompi::sink::NpyRows;
+use tuccompi::tuning::{LaunchParams, Tuner};
+use tuccompi::Result;
 
 /// The plugin.
 #[derive(Debug)]
@@ -459,17 +463,8 @@ impl Job for ApspJob {
     fn tasks(&self) -> usize {
         self.sources.len()
     }
-    fn inputs(&self) -> Vec<std::path::PathBuf> {
-        self.inputs.clone()
-    }
-    fn check_lines(&self) -> Vec<(String, String)> {
-        self.check.clone()
-    }
     fn record_words(&self) -> usize {
         reach::record_words(self)
-    }
-    fn tolerance(&self) -> tuccompi::plugin::Tolerance {
-        reach::tolerance(self)
     }
     fn describe(&self) -> serde_json::Value {
         serde_json::json!({
@@ -490,26 +485,72 @@ impl Job for ApspJob {
             }),
         })
     }
-    fn workload(&self) -> serde_json::Value {
-        // The algorithms as resolved and the input's size: not where the hierarchy came from
-        // (built or cached) nor how long it took.
-        serde_json::json!({
-            "n": self.graph.n,
-            "m": self.graph.m(),
-            "distance_type": self.rows_type(),
-            "compute_type": if self.wide { "u64" } else { "u32" },
-            "targets": self.targets.as_ref().map_or(self.graph.n, Vec::len),
-            "cpu_algorithm": self.cpu_algorithm,
-            "gpu_algorithm": self.options.gpu_algorithm,
-            "cpu_batch": self.options.cpu_batch.and_then(|b| b.value()),
-            "distances": self.rows.as_ref().is_some_and(|r| r.name() == "distances.npy"),
+    fn details(&self) -> Details<'_> {
+        let paths = self.paths.iter();
+        let (targets, n) = (self.targets.as_deref(), self.graph.n);
+        let geo = self.geo.geo.is_some();
+        Details {
+            bulk: self
+                .rows
+                .iter()
+                .chain(paths.clone().flat_map(|p| &p.predecessors))
+                .chain(paths.flat_map(|p| &p.trees))
+                .collect(),
+            finish_bytes: od::finish_bytes(self, self.options.od_csv)
+                + paths::text_bytes(self.paths.as_ref(), self.sources.len(), targets, n, geo)
+                + reach::finish_bytes(self),
+            inputs: self.inputs.clone(),
+            tolerance: reach::tolerance(self),
+            check_lines: self.check.clone(),
+            // The algorithms as resolved and the input's size: not where the hierarchy came
+            // from (built or cached) nor how long it took.
+            workload: Some(serde_json::json!({
+                "n": self.graph.n,
+                "m": self.graph.m(),
+                "distance_type": self.rows_type(),
+                "compute_type": if self.wide { "u64" } else { "u32" },
+                "targets": self.targets.as_ref().map_or(self.graph.n, Vec::len),
+                "cpu_algorithm": self.cpu_algorithm,
+                "gpu_algorithm": self.options.gpu_algorithm,
+                "cpu_batch": self.options.cpu_batch.and_then(|b| b.value()),
+                "distances": self.rows.as_ref().is_some_and(|r| r.name() == "distances.npy"),
+            })),
+            ..Details::default()
+        }
+    }
+    fn cpu_worker(&self) -> Result<Box<dyn Worker + '_>> {
+        if let (phast::auto::CpuAlgorithm::Phast, Some(h)) = (self.cpu_algorithm, &self.hierarchy) {
+            return phast::worker::cpu_worker(self, h);
+        }
+        Ok(if self.wide {
+            Box::new(CpuWorker::<u64> {
+                job: self,
+                dj: Dijkstra::new(self.graph.n),
+                buf: Vec::new(),
+                redo: width::Redo::default(),
+                tracer: paths::Tracer::default(),
+            })
+        } else {
+            Box::new(CpuWorker::<u32> {
+                job: self,
+                dj: Dijkstra::new(self.graph.n),
+                buf: Vec::new(),
+                redo: width::Redo::default(),
+                tracer: paths::Tracer::default(),
+            })
         })
     }
-    fn cpu(&self) -> Option<&dyn CpuHalf> {
-        Some(self)
+    fn kernels(&self) -> &'static [KernelSource] {
+        gpu::kernel_files(self)
     }
-    fn gpu(&self) -> Option<Gpu<'_>> {
-        Some(Gpu::new(self))
+    fn gpu_params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
+        gpu::params(self, device, tuner)
+    }
+    fn gpu_setup(&self, device: &Device, params: &LaunchParams) -> Result<DeviceData> {
+        Ok(DeviceData::new(gpu::setup(self, device, params)?))
+    }
+    fn gpu_worker<'a>(&'a self, gpu: Gpu<'a>) -> Result<Box<dyn Worker + 'a>> {
+        gpu::worker(self, gpu)
     }
     fn tune_candidates(
         &self,
@@ -527,21 +568,6 @@ impl Job for ApspJob {
             }
         }
         knobs
-    }
-    fn bulk_outputs(&self) -> Vec<&NpyRows> {
-        let paths = self.paths.iter();
-        self.rows
-            .iter()
-            .chain(paths.clone().flat_map(|p| &p.predecessors))
-            .chain(paths.flat_map(|p| &p.trees))
-            .collect()
-    }
-    fn finish_bytes(&self) -> u64 {
-        let (targets, n) = (self.targets.as_deref(), self.graph.n);
-        let geo = self.geo.geo.is_some();
-        od::finish_bytes(self, self.options.od_csv)
-            + paths::text_bytes(self.paths.as_ref(), self.sources.len(), targets, n, geo)
-            + reach::finish_bytes(self)
     }
     fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
         if let Some(rows) = &self.rows {
@@ -596,31 +622,6 @@ impl ApspJob {
             tuccompi::sink::NpyType::U32 => "u32",
             _ => "u64",
         }
-    }
-}
-
-impl CpuHalf for ApspJob {
-    fn worker(&self) -> Result<Box<dyn Worker + '_>> {
-        if let (phast::auto::CpuAlgorithm::Phast, Some(h)) = (self.cpu_algorithm, &self.hierarchy) {
-            return phast::worker::cpu_worker(self, h);
-        }
-        Ok(if self.wide {
-            Box::new(CpuWorker::<u64> {
-                job: self,
-                dj: Dijkstra::new(self.graph.n),
-                buf: Vec::new(),
-                redo: width::Redo::default(),
-                tracer: paths::Tracer::default(),
-            })
-        } else {
-            Box::new(CpuWorker::<u32> {
-                job: self,
-                dj: Dijkstra::new(self.graph.n),
-                buf: Vec::new(),
-                redo: width::Redo::default(),
-                tracer: paths::Tracer::default(),
-            })
-        })
     }
 }
 

@@ -10,11 +10,11 @@
 
 use super::ApspJob;
 use crate::common::npz::{npy_scalar_max, npy_u64, write_npz, NpzEntry};
+use std::io::Write;
+use std::path::Path;
 use tuccompi::config::OutputFormat;
 use tuccompi::sink::{write_stream, NpyRows, NpyType};
 use tuccompi::{Error, Result};
-use std::io::Write;
-use std::path::Path;
 
 /// The staging-folder name of the distance rows when `output.distances` is off: hidden, so the
 /// commit leaves it behind (and removes it with the staging folder).

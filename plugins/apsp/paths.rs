@@ -29,12 +29,12 @@
 use super::ApspJob;
 use crate::common::Dist;
 use crate::graph::Csr;
-use tuccompi::sink::{write_stream, NpyRows, NpyType};
-use tuccompi::{Error, Result};
 use std::fmt::Write as _;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use tuccompi::sink::{write_stream, NpyRows, NpyType};
+use tuccompi::{Error, Result};
 
 /// The mark of "no predecessor" in `predecessors.npy` (the source itself, and vertices the
 /// source does not reach), as scipy's `shortest_path(..., return_predecessors=True)` marks it.

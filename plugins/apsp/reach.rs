@@ -23,11 +23,11 @@
 
 use super::ApspJob;
 use crate::common::{Dist, PathSummary};
-use tuccompi::plugin::{Field, FieldType, Record, Records, RecordsOut, Tolerance};
-use tuccompi::{Error, Result};
 use serde::Deserialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use tuccompi::plugin::{Field, FieldType, Record, Records, RecordsOut, Tolerance};
+use tuccompi::{Error, Result};
 
 /// Most radii (and most isochrone limits) one run folds.
 pub const MAX_RADII: usize = 16;

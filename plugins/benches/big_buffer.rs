@@ -13,7 +13,7 @@
 //! second kernel (counting the wrong ones on the device). Default lengths: 2^31 - 4096,
 //! 2^31 + 2^20, 3.4 x 10^9 (what failed).
 
-use tuccompi::device::{Arg, DBuf, KernelSource};
+use tuccompi::device::{DBuf, KernelSource};
 mod common;
 
 const PROBE: KernelSource = KernelSource {
@@ -39,6 +39,7 @@ access = "coalesced"
 load = "low"
 sharing = "low"
 grid = "items"
+indexes = { b = "n" }
 
 [probe_count]
 dims = 1
@@ -46,6 +47,7 @@ access = "coalesced"
 load = "low"
 sharing = "low"
 grid = "items"
+indexes = { b = "n", wrong = "1" }
 "#,
 };
 
@@ -136,16 +138,9 @@ fn main() -> tuccompi::Result<()> {
             continue;
         }
         let v = 0x5a5a_5a5au32;
-        // SAFETY: probe_set(b, n, v) writes b[0..n), b holds n words.
-        let r = unsafe {
-            q.launch(
-                &kernel,
-                1 << 22,
-                Some(256),
-                &[Arg::U32s(&b), Arg::U64(n as u64), Arg::U32(v)],
-            )
-        }
-        .and_then(|_| q.finish());
+        let r = q
+            .launch(&kernel, 1 << 22, Some(256), &[&b, &(n as u64), &v])
+            .and_then(|_| q.finish());
         let set = match r {
             Ok(()) => check(&q, &b, n, &|i| v ^ (i as u32).wrapping_mul(2654435761u32))?,
             Err(e) => format!("failed: {e}"),
@@ -154,21 +149,9 @@ fn main() -> tuccompi::Result<()> {
         if on("kernel-read") {
             let mut wrong = DBuf::<u32>::new(d, 1)?;
             q.write(&mut wrong, 0, &[0])?;
-            // SAFETY: probe_count(b, n, v, wrong) reads b[0..n), adds to wrong[0].
-            let r = unsafe {
-                q.launch(
-                    &count,
-                    1 << 22,
-                    Some(256),
-                    &[
-                        Arg::U32s(&b),
-                        Arg::U64(n as u64),
-                        Arg::U32(v),
-                        Arg::U32s(&wrong),
-                    ],
-                )
-            }
-            .and_then(|_| q.finish());
+            let r = q
+                .launch(&count, 1 << 22, Some(256), &[&b, &(n as u64), &v, &wrong])
+                .and_then(|_| q.finish());
             let mut w = [0u32];
             let seen = match r.and_then(|_| q.read(&wrong, 0, &mut w)) {
                 Ok(()) => format!("{} wrong words of {n}", w[0]),

@@ -78,7 +78,8 @@ pub fn check_input_options(plan: &Plan, input: &Input, format: &str) -> Result<(
 
 /// The files a plan's `[input]` names (`input.path`, `input.coordinates`) and the id file of
 /// `run.sources = { file = ... }`: what a built-in job declares it reads
-/// ([`tuccompi::plugin::Job::inputs`]), so that `--resume` refuses when one changed.
+/// ([`Details::inputs`](tuccompi::plugin::Details::inputs)), so that `--resume` refuses when
+/// one changed.
 pub fn input_files(plan: &Plan, input: &Input) -> Vec<std::path::PathBuf> {
     input
         .path()
@@ -547,7 +548,7 @@ pub fn refuse_csv(plan: &Plan) -> Result<()> {
 
 /// `distances.npy` for `sources × n` of `ty` when `output.distances` is set: declared here,
 /// opened by the runtime in the run's staging folder when the run starts (see
-/// `Job::bulk_outputs`).
+/// [`Details::bulk`](tuccompi::plugin::Details::bulk)).
 pub fn distance_rows(
     ctx: &PrepareCtx<'_>,
     sources: usize,

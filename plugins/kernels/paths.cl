@@ -9,7 +9,9 @@
 // Distances are read where the algorithm keeps them: element index[v] * vstride + j * jstride
 // (PHAST: index = sweep positions, vstride = trees at once, jstride = 1; the frontier
 // algorithms: index = identity, vstride = 1, jstride = n). Rows j0 .. j0 + rows are computed,
-// row r of `pred` (n words) being tree j0 + r.
+// row r of `pred` (n words) being tree j0 + r. `m` is the in-arcs' count (in_tails' and
+// in_weights' length, in_offsets[n]), which the kernel never reads: its characterization
+// (kernels/paths.toml) declares their extent with it, and every launch is checked against it.
 
 #ifdef WIDE
 typedef ulong dist_t;
@@ -27,7 +29,7 @@ __kernel void paths_pred(__global const dist_t* dist, __global const uint* index
                          uint jstride, __global const uint* in_offsets,
                          __global const uint* in_tails, __global const uint* in_weights,
                          __global const uint* src, uint n, uint j0, uint rows,
-                         __global uint* pred) {
+                         __global uint* pred, uint m) {
     size_t i = get_global_id(0);
     if (i >= (size_t)rows * n) return;
     uint r = (uint)(i / n), v = (uint)(i % n), j = j0 + r;

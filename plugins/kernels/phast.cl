@@ -20,6 +20,13 @@
 // `init`, a fill of the mask) only for new buffers or after a batch that failed half-way. When
 // the bottom level is folded, `init`, the mask and the distances hold only the positions above
 // it (`rows` of them): its rows are never written, and its sources are 0 in their own trees.
+//
+// Some kernels take sizes they never read, for their characterizations (kernels/phast.toml),
+// which declare with them what each buffer may be indexed up to, checked at every launch: `n`
+// (positions, pos's length: the sources are vertices below it), `arcs` (the arcs of the graph
+// the kernel walks: dtail's and dw's length, or uhead's and uw's), `end` (phast_top: the first
+// position after its levels, bounds[nlev]) and `positions` (the positions `dist` holds rows of:
+// every entry of tpos is below it).
 
 #ifdef WIDE
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
@@ -85,7 +92,7 @@ __kernel void phast_up(__global const uint* uoff, __global const uint* uhead,
                        __global const dist_t* uw, __global dist_t* init, __global uint* mask,
                        __global const uint* src, __global const uint* pos, uint k,
                        __local uint* fa, __local uint* fb,
-                       uint cap, __global uint* overflow, uint rows) {
+                       uint cap, __global uint* overflow, uint rows, uint n, uint arcs) {
     __local uint counts[3]; // [0] current size, [1] next size, [2] overflow
     uint j = get_group_id(0);
     uint lid = get_local_id(0), L = get_local_size(0);
@@ -221,7 +228,7 @@ inline void sweep_item(__global const uint* doff, __global const uint* dtail,
 __kernel void phast_sweep(__global const uint* doff, __global const uint* dtail,
                           __global const dist_t* dw, __global dist_t* init,
                           __global uint* mask, __global dist_t* dist, uint first,
-                          uint count, uint k) {
+                          uint count, uint k, uint arcs) {
     size_t i = get_global_id(0);
     uint k4 = k / 4;
     if (i >= (size_t)count * k4) return;
@@ -235,7 +242,8 @@ __kernel void phast_sweep(__global const uint* doff, __global const uint* dtail,
 __kernel void phast_top(__global const uint* doff, __global const uint* dtail,
                         __global const dist_t* dw, __global dist_t* init,
                         __global uint* mask, __global dist_t* dist,
-                        __global const uint* bounds, uint nlev, uint k, uint qpg) {
+                        __global const uint* bounds, uint nlev, uint k, uint qpg, uint end,
+                        uint arcs) {
     uint lid = get_local_id(0), L = get_local_size(0);
     uint q0 = get_group_id(0) * qpg;
     uint k4 = k / 4;
@@ -267,7 +275,7 @@ __kernel void phast_top(__global const uint* doff, __global const uint* dtail,
 // `ident` = 1 target t is position t (all vertices, in memory order).
 __kernel void phast_summary(__global const dist_t* dist, __global const uint* tpos,
                             uint ident, uint targets, uint k, uint b, uint slices,
-                            __global ulong* partial) {
+                            __global ulong* partial, uint positions) {
     size_t i = get_global_id(0);
     uint b4 = (b + 3) / 4;
     if (i >= (size_t)slices * b4) return;
@@ -320,6 +328,7 @@ inline void fold_level(__global const uint* doff, __global const uint* dtail,
     size_t i = get_global_id(0);
     uint b4 = (b + 3) / 4;
     if (i >= (size_t)slices * b4) return;
+    qs = max(qs, 1u); // the host passes 1 or more; 0 would divide by zero below
     uint span = slices * qs;
     uint qslice = (uint)i / span;
     uint within = (uint)i - qslice * span;
@@ -364,7 +373,7 @@ __kernel void phast_fold(__global const uint* doff, __global const uint* dtail,
                          __global uint* mask, __global dist_t* dist, uint first,
                          uint count, uint k, uint b, uint slices, uint base, uint add,
                          __global ulong* partial, uint qs, __global const uint* src,
-                         __global const uint* pos) {
+                         __global const uint* pos, uint arcs, uint n) {
     fold_level(doff, dtail, dw, init, mask, dist, first, count, k, b, slices, base, add,
                partial, qs, src, pos, 0);
 }
@@ -374,7 +383,7 @@ __kernel void phast_fold_bottom(__global const uint* doff, __global const uint* 
                                 __global uint* mask, __global dist_t* dist, uint first,
                                 uint count, uint k, uint b, uint slices, uint base, uint add,
                                 __global ulong* partial, uint qs, __global const uint* src,
-                                __global const uint* pos) {
+                                __global const uint* pos, uint arcs, uint n) {
     fold_level(doff, dtail, dw, init, mask, dist, first, count, k, b, slices, base, add,
                partial, qs, src, pos, 1);
 }
@@ -419,7 +428,7 @@ __kernel void phast_reduce(__global const ulong* partial, uint slices, uint b,
 // Distance rows of trees j0 .. j0+rows-1 over the targets, in target order:
 // out[r*targets + t] = d[tpos[t]*k + j0 + r].
 __kernel void phast_rows(__global const dist_t* dist, __global const uint* tpos, uint targets,
-                         uint k, uint j0, uint rows, __global dist_t* out) {
+                         uint k, uint j0, uint rows, __global dist_t* out, uint positions) {
     size_t i = get_global_id(0);
     if (i >= (size_t)rows * targets) return;
     uint r = (uint)(i / targets), t = (uint)(i % targets);

@@ -7,6 +7,10 @@
 // and into its nearest nk (distance, column) pairs, ordered by distance then column. It writes
 // them at partial[(j * slices + s) * (2 nr + 2 nk)]: nr (count, sum bits) pairs, then nk
 // (column, distance) pairs (ULONG_MAX when unset). The host merges the slices in order.
+// `n` bounds the list's entries (the vertices, or PHAST's sweep positions); the kernel never
+// reads it: its characterization (kernels/reach.toml) declares the distances' extent with it,
+// and every launch is checked against it. `nr` and `nk` are capped at the private arrays'
+// sizes (the host never passes more), so no argument writes past them.
 
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 
@@ -30,8 +34,10 @@ typedef uint dist_t;
 __kernel void reach_fold(__global const dist_t* dist, __global const uint* list, uint count,
                          uint vstride, uint tstride, uint trees, uint slices,
                          __global const ulong* radii, uint nr, __global const double* weights,
-                         uint weighted, uint decay, uint nk, __global ulong* partial) {
+                         uint weighted, uint decay, uint nk, __global ulong* partial, uint n) {
     size_t g = get_global_id(0);
+    nr = min(nr, (uint)MAX_RADII);
+    nk = min(nk, (uint)MAX_NEAREST);
     if (g >= (size_t)trees * slices) return;
     uint j = (uint)(g % trees), s = (uint)(g / trees);
     ulong cnt[MAX_RADII];

@@ -9,6 +9,10 @@
 // threshold Delta over unsettled vertices), update (settle every unsettled u with
 // dist(u) <= Delta; they form the next frontier).
 // Two-phase (mask / cost / updating cost): tp_relax, tp_update until no cost changes.
+//
+// The kernels that walk the CSR take its arc count `m` (tgt's and wt's length, off[n]), which
+// they never read: their characterizations (kernels/sssp.toml) declare the arcs' extent with it,
+// and every launch is checked against those declarations.
 
 #ifdef WIDE
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
@@ -53,7 +57,8 @@ __kernel void sssp_init(__global dist_t* dist, __global uchar* settled, __global
 // the per-source threshold for the minimum kernel that follows.
 __kernel void sssp_relax(__global const uint* off, __global const uint* tgt, __global const uint* wt,
                          __global dist_t* dist, __global const uchar* settled,
-                         __global const uchar* frontier, __global dist_t* delta, uint n, uint batch) {
+                         __global const uchar* frontier, __global dist_t* delta, uint n, uint batch,
+                         uint m) {
     size_t i = get_global_id(0);
     if (i < batch) delta[i] = INF;
     if (i >= (size_t)n * batch || !frontier[i]) return;
@@ -120,7 +125,7 @@ __kernel void sssp_update(__global const dist_t* dist, __global uchar* settled, 
 // Two-phase, phase 1: masked vertices relax their arcs into the updating cost.
 __kernel void tp_relax(__global const uint* off, __global const uint* tgt, __global const uint* wt,
                        __global const dist_t* cost, __global dist_t* upd, __global uchar* mask,
-                       uint n, uint batch) {
+                       uint n, uint batch, uint m) {
     size_t i = get_global_id(0);
     if (i >= (size_t)n * batch || !mask[i]) return;
     mask[i] = 0;
@@ -251,7 +256,8 @@ __kernel void wl_round(__global const uint* off, __global const uint* tgt, __glo
                        __global dist_t* dist, __global uint* stamp, __global const uint* cur,
                        __global uint* next, __global uint* counts, __global dist_t* thresh,
                        __global dist_t* farmin, __global uint* active, __local uint* lbuf,
-                       dist_t delta, uint slot, uint n, uint batch, uint round, uint lcap) {
+                       dist_t delta, uint slot, uint n, uint batch, uint round, uint lcap,
+                       uint m) {
     __local uint lcount, lbase;
     size_t gid = get_global_id(0), gsz = get_global_size(0);
     size_t lid = get_local_id(0), L = get_local_size(0);

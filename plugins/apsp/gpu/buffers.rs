@@ -3,12 +3,12 @@
 
 use super::{Ctx, Setup};
 use crate::common::{Dist, PathSummary, RowWrite};
+use std::ops::Range;
 use tuccompi::device::Kernel;
-use tuccompi::device::{Arg, DBuf, Device, Queue, Scalar};
+use tuccompi::device::{Arg, DBuf, Device, KernelArg, Local, Queue, Scalar};
 use tuccompi::plugin::Record;
 use tuccompi::sink::NpyRows;
 use tuccompi::Result;
-use std::ops::Range;
 
 /// A distance buffer of the job's width.
 #[derive(Debug)]
@@ -34,6 +34,12 @@ impl DistBuf {
             DistBuf::Narrow(b) => Arg::U32s(b),
             DistBuf::Wide(b) => Arg::U64s(b),
         }
+    }
+}
+
+impl KernelArg for DistBuf {
+    fn arg(&self) -> Arg<'_> {
+        DistBuf::arg(self)
     }
 }
 
@@ -86,21 +92,19 @@ impl Batch {
         let gpt = cx.sh.params.groups_per_task();
         let lsum = cx.local("sssp_summary")?;
         let words = PathSummary::WORDS;
-        // SAFETY: sssp_summary's order and types; partial holds b x groups x 4 words.
-        unsafe {
-            cx.q.launch(
-                summary,
-                cx.b * gpt * lsum,
-                Some(lsum),
-                &[
-                    self.dist.arg(),
-                    Arg::U64s(&self.partial),
-                    Arg::Local(words * lsum * 8),
-                    Arg::U32(cx.n as u32),
-                    Arg::U32(gpt as u32),
-                ],
-            )
-        }?;
+        // b x groups groups, each writing its 4 words of partial.
+        cx.q.launch(
+            summary,
+            cx.b * gpt * lsum,
+            Some(lsum),
+            &[
+                &self.dist,
+                &self.partial,
+                &Local::of::<u64>(words * lsum),
+                &(cx.n as u32),
+                &(gpt as u32),
+            ],
+        )?;
         let mut partial = vec![0u64; cx.b * gpt * words];
         cx.q.read(&self.partial, 0, &mut partial)?;
         Ok(partial

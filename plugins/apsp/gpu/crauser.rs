@@ -9,7 +9,7 @@
 use super::buffers::{Batch, DistBuf};
 use super::{iterate, take_flag, Algorithm, Ctx, Setup, Spec};
 use tuccompi::device::Kernel;
-use tuccompi::device::{Arg, DBuf};
+use tuccompi::device::{DBuf, Local};
 use tuccompi::Result;
 
 /// The algorithm as [`GpuAlgorithm::Crauser`](crate::apsp::GpuAlgorithm::Crauser).
@@ -71,86 +71,75 @@ impl Settle {
     fn step(&self, cx: &Ctx<'_>, batch: &Batch) -> Result<()> {
         let g = &cx.sh.graph;
         let items = cx.n * cx.b;
-        let (nn, bb) = (Arg::U32(cx.n as u32), Arg::U32(cx.b as u32));
+        let (nn, bb) = (cx.n as u32, cx.b as u32);
         let gpt = cx.sh.params.groups_per_task();
         let dsize = if cx.job.wide { 8 } else { 4 };
         let lmin = cx.local("sssp_minimum")?;
-        let use_omega = Arg::U32((self.threshold == Threshold::Crauser) as u32);
-        // SAFETY: sssp.cl's argument types (DistBuf = dist_t); b x n items.
-        unsafe {
-            cx.q.launch(
-                &self.relax,
-                items,
-                Some(cx.local("sssp_relax")?),
-                &[
-                    Arg::U32s(&g.off),
-                    Arg::U32s(&g.tgt),
-                    Arg::U32s(&g.wt),
-                    batch.dist.arg(),
-                    Arg::U8s(&self.settled),
-                    Arg::U8s(&self.frontier),
-                    self.delta.arg(),
-                    nn,
-                    bb,
-                ],
-            )
-        }?;
-        // SAFETY: sssp.cl's argument types (DistBuf = dist_t); b x n items.
-        unsafe {
-            cx.q.launch(
-                &self.minimum,
-                cx.b * gpt * lmin,
-                Some(lmin),
-                &[
-                    batch.dist.arg(),
-                    Arg::U8s(&self.settled),
-                    Arg::U32s(&g.minw),
-                    self.delta.arg(),
-                    Arg::Local(lmin * dsize),
-                    nn,
-                    Arg::U32(gpt as u32),
-                    use_omega,
-                ],
-            )
-        }?;
-        // SAFETY: sssp.cl's argument types (DistBuf = dist_t); b x n items.
-        unsafe {
-            cx.q.launch(
-                &self.update,
-                items,
-                Some(cx.local("sssp_update")?),
-                &[
-                    batch.dist.arg(),
-                    Arg::U8s(&self.settled),
-                    Arg::U8s(&self.frontier),
-                    self.delta.arg(),
-                    Arg::U32s(&self.changed),
-                    nn,
-                    bb,
-                ],
-            )
-        }
+        let use_omega = (self.threshold == Threshold::Crauser) as u32;
+        cx.q.launch(
+            &self.relax,
+            items,
+            Some(cx.local("sssp_relax")?),
+            &[
+                &g.off,
+                &g.tgt,
+                &g.wt,
+                &batch.dist,
+                &self.settled,
+                &self.frontier,
+                &self.delta,
+                &nn,
+                &bb,
+                &g.m,
+            ],
+        )?;
+        cx.q.launch(
+            &self.minimum,
+            cx.b * gpt * lmin,
+            Some(lmin),
+            &[
+                &batch.dist,
+                &self.settled,
+                &g.minw,
+                &self.delta,
+                &Local(lmin * dsize),
+                &nn,
+                &(gpt as u32),
+                &use_omega,
+            ],
+        )?;
+        cx.q.launch(
+            &self.update,
+            items,
+            Some(cx.local("sssp_update")?),
+            &[
+                &batch.dist,
+                &self.settled,
+                &self.frontier,
+                &self.delta,
+                &self.changed,
+                &nn,
+                &bb,
+            ],
+        )
     }
 }
 
 impl Algorithm for Settle {
     fn solve(&mut self, cx: &Ctx<'_>, batch: &Batch, _sources: &[u32]) -> Result<usize> {
-        // SAFETY: sssp.cl's argument types (DistBuf = dist_t); b x n items.
-        unsafe {
-            cx.q.launch(
-                &self.init,
-                cx.n * cx.b,
-                Some(cx.local("sssp_init")?),
-                &[
-                    batch.dist.arg(),
-                    Arg::U8s(&self.settled),
-                    Arg::U8s(&self.frontier),
-                    Arg::U32s(&batch.src),
-                    Arg::U32(cx.n as u32),
-                    Arg::U32(cx.b as u32),
-                ],
-            )
-        }?;
+        cx.q.launch(
+            &self.init,
+            cx.n * cx.b,
+            Some(cx.local("sssp_init")?),
+            &[
+                &batch.dist,
+                &self.settled,
+                &self.frontier,
+                &batch.src,
+                &(cx.n as u32),
+                &(cx.b as u32),
+            ],
+        )?;
         cx.q.write(&mut self.changed, 0, &[0])?;
         iterate(
             self,

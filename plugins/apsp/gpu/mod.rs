@@ -20,10 +20,11 @@
 //! in [`GpuAlgorithm::spec`]. An algorithm whose distances are not batch-major `b·n + v` (or that
 //! summarizes on its own) overrides [`Algorithm::summaries`] and [`Algorithm::write_rows`].
 //!
-//! Launches are `unsafe` ([`Queue::launch`]): each passes the arguments in the order and with
-//! the types `kernels/sssp.cl` declares (a [`DistBuf`] is the width of `dist_t` for the build
-//! options of [`Setup::kernel`]), and every per-source buffer holds `batch × n` items (or
-//! `batch`, or `3 × batch`) while the kernels bound their items by the `n` and `b` they are given.
+//! Every launch is checked ([`Queue::launch`]): its arguments against the parameters
+//! `kernels/sssp.cl` declares (a [`DistBuf`] is the width of `dist_t` for the build options of
+//! [`Setup::kernel`]), and every buffer against what `kernels/sssp.toml` declares the kernel may
+//! index from the `n` and `b` it is given: every per-source buffer holds `batch × n` items (or
+//! `batch`, or `3 × batch`), the graph's arcs the `m` its offsets reach ([`GraphBuffers::m`]).
 
 mod buffers;
 mod crauser;
@@ -37,13 +38,13 @@ mod worklist;
 
 use super::{width, ApspJob, GpuAlgorithm};
 use crate::common::PathSummary;
+use buffers::Batch;
+use std::ops::Range;
 use tuccompi::device::{DBuf, Device, KernelSource, Queue};
-use tuccompi::plugin::{GpuHalf, RecordsOut, Worker};
+use tuccompi::plugin::{Gpu, RecordsOut, Worker};
 use tuccompi::sink::NpyRows;
 use tuccompi::tuning::{LaunchParams, Request, Setting, Shape, Tuner};
 use tuccompi::{Error, Result};
-use buffers::Batch;
-use std::ops::Range;
 
 pub use buffers::DistBuf;
 
@@ -94,6 +95,9 @@ pub struct GraphBuffers {
     pub wt: DBuf<u32>,
     /// Lightest arc out of each vertex (n; Crauser's ω).
     pub minw: DBuf<u32>,
+    /// The arcs the offsets reach (the last offset: `m`), which the kernels that walk the graph
+    /// are given for their launches' checks.
+    pub m: u32,
 }
 
 impl GraphBuffers {
@@ -109,6 +113,7 @@ impl GraphBuffers {
             tgt: upload(&g.targets)?,
             wt: upload(&g.weights)?,
             minw: upload(&g.min_out_weight())?,
+            m: g.offsets.last().copied().unwrap_or(0),
         })
     }
 }
@@ -329,119 +334,119 @@ impl ApspJob {
     }
 }
 
-impl GpuHalf for ApspJob {
-    type Shared = Shared;
-
-    fn kernels(&self) -> &'static [KernelSource] {
-        // The file of the algorithm that runs only (so `TUCCOMPI_KERNELS` needs only that one).
-        // `kernels/paths.cl` when predecessors are asked, `kernels/reach.cl` when the job folds
-        // its trees (`[apsp.reach]`).
-        match (
-            self.options.gpu_algorithm == GpuAlgorithm::Phast,
-            self.paths.is_some(),
-            self.reach.is_some(),
-        ) {
-            (true, false, false) => &[phast::KERNELS],
-            (true, true, false) => &[phast::KERNELS, paths::KERNELS],
-            (true, false, true) => &[phast::KERNELS, reach::KERNELS],
-            (true, true, true) => &[phast::KERNELS, paths::KERNELS, reach::KERNELS],
-            (false, false, false) => &[KERNELS],
-            (false, true, false) => &[KERNELS, paths::KERNELS],
-            (false, false, true) => &[KERNELS, reach::KERNELS],
-            (false, true, true) => &[KERNELS, paths::KERNELS, reach::KERNELS],
-        }
+/// The kernel files of the job's GPU half ([`Job::kernels`](tuccompi::plugin::Job::kernels)):
+/// the file of the algorithm that runs only (so `TUCCOMPI_KERNELS` needs only that one),
+/// `kernels/paths.cl` when predecessors are asked, `kernels/reach.cl` when the job folds its
+/// trees (`[apsp.reach]`).
+pub fn kernel_files(job: &ApspJob) -> &'static [KernelSource] {
+    match (
+        job.options.gpu_algorithm == GpuAlgorithm::Phast,
+        job.paths.is_some(),
+        job.reach.is_some(),
+    ) {
+        (true, false, false) => &[phast::KERNELS],
+        (true, true, false) => &[phast::KERNELS, paths::KERNELS],
+        (true, false, true) => &[phast::KERNELS, reach::KERNELS],
+        (true, true, true) => &[phast::KERNELS, paths::KERNELS, reach::KERNELS],
+        (false, false, false) => &[KERNELS],
+        (false, true, false) => &[KERNELS, paths::KERNELS],
+        (false, false, true) => &[KERNELS, reach::KERNELS],
+        (false, true, true) => &[KERNELS, paths::KERNELS, reach::KERNELS],
     }
+}
 
-    fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
-        // The tuner's refusals name their key (`[apsp] batch = 0`); this adds where it was set.
-        launch_params(self, device, tuner).map_err(|e| self.origins.locate(e))
+/// Launch parameters on `device` ([`Job::gpu_params`](tuccompi::plugin::Job::gpu_params)).
+pub fn params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
+    // The tuner's refusals name their key (`[apsp] batch = 0`); this adds where it was set.
+    launch_params(job, device, tuner).map_err(|e| job.origins.locate(e))
+}
+
+/// Set the half up on `device`: check that it fits, build the program, upload the graph (and
+/// the hierarchy for PHAST) once for its queues
+/// ([`Job::gpu_setup`](tuccompi::plugin::Job::gpu_setup) shares the result).
+pub fn setup(job: &ApspJob, device: &Device, params: &LaunchParams) -> Result<Shared> {
+    reach::check_device(job, device)?;
+    let g = &job.graph;
+    let phast = job.options.gpu_algorithm == GpuAlgorithm::Phast;
+    if job.wide && !device.info.int64_atomics && !phast {
+        return Err(Error::Device(format!(
+            "'{}' lacks 64-bit atomics (cl_khr_int64_base_atomics and _extended_atomics), which \
+             this graph needs: n x max weight = {} x {} does not fit 32 bits. Use CPU workers \
+             (units.opencl = \"none\") or another device",
+            device.info.name,
+            g.n,
+            g.max_weight()
+        )));
     }
-
-    fn setup(&self, device: &Device, params: &LaunchParams) -> Result<Shared> {
-        reach::check_device(self, device)?;
-        let g = &self.graph;
-        let phast = self.options.gpu_algorithm == GpuAlgorithm::Phast;
-        if self.wide && !device.info.int64_atomics && !phast {
-            return Err(Error::Device(format!(
-                "'{}' lacks 64-bit atomics (cl_khr_int64_base_atomics and _extended_atomics), which \
-                 this graph needs: n x max weight = {} x {} does not fit 32 bits. Use CPU workers \
-                 (units.opencl = \"none\") or another device",
-                device.info.name,
-                g.n,
-                g.max_weight()
-            )));
-        }
-        let n = g.n as u64;
-        let batch = params.batch.value as u64;
-        if phast {
-            // Its own memory check, indices and program (the CSR, unused, costs 4(2n + 2m)
-            // bytes and keeps one shared layout for every algorithm).
-            let hierarchy = phast::setup(self, device, params)?;
-            let q = device.queue()?;
-            return Ok(Shared {
-                graph: GraphBuffers::upload(device, &q, g)?,
-                phast: Some(hierarchy),
-                params: params.clone(),
-            });
-        }
-        if batch * n >= u32::MAX as u64 {
-            return Err(Error::Config(format!(
-                "[apsp] batch = {batch}: batch x n = {} must stay below 2^32; use a smaller batch",
-                batch * n
-            )));
-        }
-        let shared_bytes = (2 * n + 1 + 2 * g.m() as u64) * 4;
-        let total = shared_bytes + params.queues.value as u64 * batch * self.bytes_per_source();
-        let largest = (batch * n * self.dist_bytes()).max(g.m() as u64 * 4);
-        device.check_fits(
-            total,
-            largest,
-            &format!("APSP on {} vertices, batch {batch} ([apsp] batch)", g.n),
-        )?;
-        // Build now, so a kernel that fails to compile is reported once, with its log.
-        device.program(&KERNELS, self.build_options())?;
+    let n = g.n as u64;
+    let batch = params.batch.value as u64;
+    if phast {
+        // Its own memory check, indices and program (the CSR, unused, costs 4(2n + 2m)
+        // bytes and keeps one shared layout for every algorithm).
+        let hierarchy = phast::setup(job, device, params)?;
         let q = device.queue()?;
-        Ok(Shared {
+        return Ok(Shared {
             graph: GraphBuffers::upload(device, &q, g)?,
-            phast: None,
+            phast: Some(hierarchy),
             params: params.clone(),
-        })
+        });
     }
+    if batch * n >= u32::MAX as u64 {
+        return Err(Error::Config(format!(
+            "[apsp] batch = {batch}: batch x n = {} must stay below 2^32; use a smaller batch",
+            batch * n
+        )));
+    }
+    let shared_bytes = (2 * n + 1 + 2 * g.m() as u64) * 4;
+    let total = shared_bytes + params.queues.value as u64 * batch * job.bytes_per_source();
+    let largest = (batch * n * job.dist_bytes()).max(g.m() as u64 * 4);
+    device.check_fits(
+        total,
+        largest,
+        &format!("APSP on {} vertices, batch {batch} ([apsp] batch)", g.n),
+    )?;
+    // Build now, so a kernel that fails to compile is reported once, with its log.
+    device.program(&KERNELS, job.build_options())?;
+    let q = device.queue()?;
+    Ok(Shared {
+        graph: GraphBuffers::upload(device, &q, g)?,
+        phast: None,
+        params: params.clone(),
+    })
+}
 
-    fn worker<'a>(
-        &'a self,
-        device: &'a Device,
-        shared: &'a Shared,
-        queue: Queue,
-    ) -> Result<impl Worker + 'a> {
-        let setup = Setup {
-            device,
-            job: self,
-            params: &shared.params,
-        };
-        Ok(GpuWorker {
-            job: self,
-            sh: shared,
-            device,
-            batch: Batch::new(&setup)?,
-            algo: (self.options.gpu_algorithm.spec().make)(&setup)?,
-            paths: match &self.paths {
-                Some(p) => Some(paths::DevicePaths::new(
-                    device,
-                    &queue,
-                    &p.arcs,
-                    self.graph.n,
-                    shared.params.batch.value,
-                    self.wide,
-                )?),
-                None => None,
-            },
-            tracer: Default::default(),
-            q: queue,
-            redo: width::Redo::default(),
-            reach: reach::DeviceReach::new(self, device, shared.params.batch.value)?,
-        })
-    }
+/// A worker owning one queue of a device that [`setup`] prepared
+/// ([`Job::gpu_worker`](tuccompi::plugin::Job::gpu_worker)).
+pub fn worker<'a>(job: &'a ApspJob, gpu: Gpu<'a>) -> Result<Box<dyn Worker + 'a>> {
+    let shared: &'a Shared = gpu.data()?;
+    let (device, queue) = (gpu.device, gpu.queue);
+    let setup = Setup {
+        device,
+        job,
+        params: &shared.params,
+    };
+    Ok(Box::new(GpuWorker {
+        job,
+        sh: shared,
+        device,
+        batch: Batch::new(&setup)?,
+        algo: (job.options.gpu_algorithm.spec().make)(&setup)?,
+        paths: match &job.paths {
+            Some(p) => Some(paths::DevicePaths::new(
+                device,
+                &queue,
+                &p.arcs,
+                job.graph.n,
+                shared.params.batch.value,
+                job.wide,
+            )?),
+            None => None,
+        },
+        tracer: Default::default(),
+        q: queue,
+        redo: width::Redo::default(),
+        reach: reach::DeviceReach::new(job, device, shared.params.batch.value)?,
+    }))
 }
 
 struct GpuWorker<'a> {
@@ -516,7 +521,7 @@ impl Worker for GpuWorker<'_> {
     }
 }
 
-/// [`GpuHalf::params`] of the frontier algorithms and of GPU PHAST.
+/// [`params`] of the frontier algorithms and of GPU PHAST.
 fn launch_params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
     if job.options.gpu_algorithm == GpuAlgorithm::Phast {
         return phast::params(job, device, tuner);
@@ -526,7 +531,6 @@ fn launch_params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<Launch
     let n = g.n as u64;
     let shape = Shape {
         n: g.n,
-        mean_degree: g.m() as f64 / g.n.max(1) as f64,
         bytes_per_task: job.bytes_per_source(),
         shared_bytes: (2 * n + 1 + 2 * g.m() as u64) * 4,
     };

@@ -12,9 +12,9 @@
 use super::{Batch, Ctx};
 use crate::apsp::paths::{InArcs, Tracer, PENDING};
 use crate::apsp::phast::AnyHierarchy;
+use std::ops::Range;
 use tuccompi::device::{Arg, DBuf, Device, Kernel, KernelSource};
 use tuccompi::{Error, Result};
-use std::ops::Range;
 
 /// The predecessor kernel and its characterization.
 pub const KERNELS: KernelSource = KernelSource {
@@ -59,6 +59,8 @@ pub struct DevicePaths {
     pred: DBuf<u32>,
     /// Trees per launch.
     rows: usize,
+    /// The in-arcs the offsets reach (their last offset), for the launches' checks.
+    m: u32,
     host: Vec<u32>,
 }
 
@@ -95,6 +97,7 @@ impl DevicePaths {
             identity: upload(&identity)?,
             pred: DBuf::new(device, rows * n)?,
             rows,
+            m: arcs.offsets.last().copied().unwrap_or(0),
             host: vec![0; rows * n],
         })
     }
@@ -121,31 +124,27 @@ impl DevicePaths {
                 DistRef::Narrow(d) => Arg::U32s(d),
                 DistRef::Wide(d) => Arg::U64s(d),
             };
-            // SAFETY: paths_pred's order and types; r x n items, each reading distances at
-            // index[v] x vstride + j x jstride for v < n and j < b (inside the algorithm's
-            // buffer, whose layout the view states), in-arcs below their lengths, and writing
-            // below r x n words of pred.
-            unsafe {
-                cx.q.launch(
-                    &self.kernel,
-                    r * n,
-                    None,
-                    &[
-                        dist,
-                        Arg::U32s(index),
-                        Arg::U32(view.vstride as u32),
-                        Arg::U32(view.jstride as u32),
-                        Arg::U32s(&self.offsets),
-                        Arg::U32s(&self.tails),
-                        Arg::U32s(&self.weights),
-                        Arg::U32s(&batch.src),
-                        Arg::U32(n as u32),
-                        Arg::U32(j0 as u32),
-                        Arg::U32(r as u32),
-                        Arg::U32s(&self.pred),
-                    ],
-                )
-            }?;
+            // r x n items, each reading distances where the view says the algorithm keeps them.
+            cx.q.launch(
+                &self.kernel,
+                r * n,
+                None,
+                &[
+                    &dist,
+                    index,
+                    &(view.vstride as u32),
+                    &(view.jstride as u32),
+                    &self.offsets,
+                    &self.tails,
+                    &self.weights,
+                    &batch.src,
+                    &(n as u32),
+                    &(j0 as u32),
+                    &(r as u32),
+                    &self.pred,
+                    &self.m,
+                ],
+            )?;
             cx.q.read(&self.pred, 0, &mut self.host[..r * n])?;
             for i in 0..r {
                 let (j, t) = (j0 + i, tasks.start + j0 + i);

@@ -34,27 +34,29 @@
 //! (`benches/sweep_bytes.rs` models it) and, with levels folded, `w` per folded vertex (the
 //! summary's read) and `w` more per bottom vertex (its write).
 //!
-//! Launches are `unsafe` ([`Queue::launch`]): each passes the arguments in the order and with
-//! the types `kernels/phast.cl` declares (distances and weights of the job's width, matching
-//! `-DWIDE=1`), and every buffer holds what the kernel indexes: `held × stride(b)` distances and
-//! `held × ⌈stride(b)/32⌉` mask words for a batch of `b <= k` trees (no kernel touches them at a
-//! position from `held` on), `b` sources, `slices × b × 4` partial words (`(slices +
-//! fold_slices) × b × 4` with levels folded), `b × 4` sums, `b` overflow flags, rows
-//! `chunk × targets`.
+//! Every launch is checked ([`Queue::launch`]): its arguments against the parameters
+//! `kernels/phast.cl` declares (distances and weights of the job's width, matching `-DWIDE=1`),
+//! and every buffer against what `kernels/phast.toml` declares the kernel may index, from the
+//! launch's arguments: `held × stride(b)` distances and `held × ⌈stride(b)/32⌉` mask words for
+//! a batch of `b <= k` trees (no kernel touches them at a position from `held` on), `b`
+//! sources, `slices × b × 4` partial words (`(slices + fold_slices) × b × 4` with levels
+//! folded), `b × 4` sums, `b` overflow flags, rows `chunk × targets`. The kernels that walk the
+//! hierarchy are given its sizes for that check: its positions (`n`), the arcs its offsets
+//! reach (`arcs`, the host's last offset) and the positions a launch's levels end at.
 
 use super::sweep::{sweep_plan, SweepPlan, SweepRequest, FOLD_REGISTERS};
 use super::{Algorithm, Batch, Ctx, DistBuf, Setup, Spec};
 use crate::apsp::phast::{AnyHierarchy, ChWeight, Hierarchy};
 use crate::apsp::ApspJob;
 use crate::common::{PathSummary, RowWrite};
+use serde::{Deserialize, Serialize};
+use std::ops::Range;
 use tuccompi::device::Kernel;
-use tuccompi::device::{Arg, DBuf, Device, KernelSource, Queue, Scalar};
-use tuccompi::plugin::{GpuHalf, Record};
+use tuccompi::device::{Arg, DBuf, Device, KernelArg, KernelSource, Local, Queue, Scalar};
+use tuccompi::plugin::Record;
 use tuccompi::sink::NpyRows;
 use tuccompi::tuning::{Choice, LaunchParams, Request, Setting, Shape, Source, Tuner};
 use tuccompi::{Error, Result};
-use serde::{Deserialize, Serialize};
-use std::ops::Range;
 
 /// The PHAST kernels (`kernels/phast.cl`) and their characterization (`kernels/phast.toml`).
 pub const KERNELS: KernelSource = KernelSource {
@@ -106,8 +108,6 @@ pub const UPWARD_RULE: &str = "device when the distances' atomics exist, else ho
 
 /// A distance type the kernels take: u32, or u64 with `-DWIDE=1`.
 pub trait DevWeight: ChWeight + Scalar + RowWrite {
-    /// A buffer of this type as a kernel argument.
-    fn buf(b: &DBuf<Self>) -> Arg<'_>;
     /// A buffer of this type for the predecessor kernel.
     fn dist_ref(b: &DBuf<Self>) -> super::paths::DistRef<'_>;
     /// The job's hierarchy at this width.
@@ -115,9 +115,6 @@ pub trait DevWeight: ChWeight + Scalar + RowWrite {
 }
 
 impl DevWeight for u32 {
-    fn buf(b: &DBuf<u32>) -> Arg<'_> {
-        Arg::U32s(b)
-    }
     fn dist_ref(b: &DBuf<u32>) -> super::paths::DistRef<'_> {
         super::paths::DistRef::Narrow(b)
     }
@@ -130,9 +127,6 @@ impl DevWeight for u32 {
 }
 
 impl DevWeight for u64 {
-    fn buf(b: &DBuf<u64>) -> Arg<'_> {
-        Arg::U64s(b)
-    }
     fn dist_ref(b: &DBuf<u64>) -> super::paths::DistRef<'_> {
         super::paths::DistRef::Wide(b)
     }
@@ -174,6 +168,17 @@ fn no_hierarchy() -> Error {
 /// extra columns are trees without a source: all INF, never read back).
 fn stride(b: usize) -> usize {
     b.next_multiple_of(4)
+}
+
+/// The last of a CSR's offsets: the arcs they reach (what the kernels that walk the graph are
+/// given as `arcs`, for their launches' checks).
+fn last_offset(offsets: &[u32]) -> u32 {
+    offsets.last().copied().unwrap_or(0)
+}
+
+/// Arguments built as [`Arg`]s, as a launch takes them.
+fn refs<'a>(args: &'a [Arg<'a>]) -> Vec<&'a dyn KernelArg> {
+    args.iter().map(|a| a as &dyn KernelArg).collect()
 }
 
 /// Columns of the records and rows: the targets, else every vertex.
@@ -220,7 +225,6 @@ pub(super) fn params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<La
     let bytes_per_tree = held as u64 * 2 * w + (held as u64).div_ceil(8) + 64;
     let shape = Shape {
         n: s.n,
-        mean_degree: s.down as f64 / s.n.max(1) as f64,
         bytes_per_task: bytes_per_tree,
         shared_bytes: shared_bytes(&s, job.wide),
     };
@@ -246,7 +250,7 @@ pub(super) fn params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<La
             n: s.n,
             held,
             dist_bytes: w,
-            sharers: tuccompi::node::device_sharers(),
+            sharers: device.sharers(),
             sweep_bytes: w * (s.n + s.down) as u64,
             bytes_per_tree,
             shared_bytes: shape.shared_bytes,
@@ -724,15 +728,12 @@ impl<W: DevWeight> Phast<W> {
             let len = self.init.len();
             let local = cx.local("phast_reset")?;
             let items = len.div_ceil(local).min(4096) * local;
-            // SAFETY: phast_reset(d, len) writes d[0 .. len), init's length.
-            unsafe {
-                cx.q.launch(
-                    &self.reset,
-                    items,
-                    Some(local),
-                    &[W::buf(&self.init), Arg::U64(len as u64)],
-                )
-            }?;
+            cx.q.launch(
+                &self.reset,
+                items,
+                Some(local),
+                &[&self.init, &(len as u64)],
+            )?;
             cx.q.fill(&self.mask, 0)?;
         }
         self.dirty = true;
@@ -744,31 +745,30 @@ impl<W: DevWeight> Phast<W> {
         let up = self.up.as_ref().expect("phast_up kernel");
         let (dh, lu) = (Self::dh(cx), cx.local("phast_up")?);
         let cap = plan(&cx.sh.params).frontier.value;
-        // SAFETY: phast_up's order and types; one group per tree (b groups), src holds b
-        // sources, init and mask held x stride(b) (the kernel touches only positions below
-        // held), overflow b flags; two local lists of cap words.
-        unsafe {
-            cx.q.launch(
-                up,
-                cx.b * lu,
-                Some(lu),
-                &[
-                    Arg::U32s(&dh.uoff),
-                    Arg::U32s(&dh.uhead),
-                    dh.uw.arg(),
-                    W::buf(&self.init),
-                    Arg::U32s(&self.mask),
-                    Arg::U32s(&batch.src),
-                    Arg::U32s(&dh.pos),
-                    Arg::U32(stride(cx.b) as u32),
-                    Arg::Local(cap * 4),
-                    Arg::Local(cap * 4),
-                    Arg::U32(cap as u32),
-                    Arg::U32s(&self.overflow),
-                    Arg::U32(self.held as u32),
-                ],
-            )
-        }
+        let h = Self::h(cx);
+        // One group per tree (b groups); two local lists of cap words.
+        cx.q.launch(
+            up,
+            cx.b * lu,
+            Some(lu),
+            &[
+                &dh.uoff,
+                &dh.uhead,
+                &dh.uw.arg(),
+                &self.init,
+                &self.mask,
+                &batch.src,
+                &dh.pos,
+                &(stride(cx.b) as u32),
+                &Local::of::<u32>(cap),
+                &Local::of::<u32>(cap),
+                &(cap as u32),
+                &self.overflow,
+                &(self.held as u32),
+                &(h.n as u32),
+                &last_offset(&h.up_offsets),
+            ],
+        )
     }
 
     /// Host upward searches of `trees` ((column, task) pairs), uploaded and scattered.
@@ -797,25 +797,22 @@ impl<W: DevWeight> Phast<W> {
         cx.q.write(&mut self.hpos, 0, &hu.pos)?;
         cx.q.write(&mut self.htree, 0, &hu.tree)?;
         cx.q.write(&mut self.hval, 0, &hu.val)?;
-        // SAFETY: phast_scatter's order and types; count entries in hpos/htree/hval, each
-        // (tree < b; positions from held on are skipped) inside init (held x stride(b)) and mask.
-        unsafe {
-            cx.q.launch(
-                &self.scatter,
-                count,
-                Some(cx.local("phast_scatter")?),
-                &[
-                    W::buf(&self.init),
-                    Arg::U32s(&self.mask),
-                    Arg::U32s(&self.hpos),
-                    Arg::U32s(&self.htree),
-                    W::buf(&self.hval),
-                    Arg::U32(count as u32),
-                    Arg::U32(stride(cx.b) as u32),
-                    Arg::U32(self.held as u32),
-                ],
-            )
-        }
+        // Each entry's tree is below b (positions from held on are skipped).
+        cx.q.launch(
+            &self.scatter,
+            count,
+            Some(cx.local("phast_scatter")?),
+            &[
+                &self.init,
+                &self.mask,
+                &self.hpos,
+                &self.htree,
+                &self.hval,
+                &(count as u32),
+                &(stride(cx.b) as u32),
+                &(self.held as u32),
+            ],
+        )
     }
 
     /// The arguments the sweep's kernels (`phast_top`, `phast_sweep`, `phast_fold`,
@@ -826,9 +823,9 @@ impl<W: DevWeight> Phast<W> {
             Arg::U32s(&dh.doff),
             Arg::U32s(&dh.dtail),
             dh.dw.arg(),
-            W::buf(&self.init),
+            Arg::buf(&self.init),
             Arg::U32s(&self.mask),
-            W::buf(&self.dist),
+            Arg::buf(&self.dist),
         ]
     }
 
@@ -875,13 +872,13 @@ impl<W: DevWeight> Phast<W> {
                 Arg::U32(top as u32),
                 Arg::U32(k as u32),
                 Arg::U32(qpg as u32),
+                // Every position of the leading levels lies below it, above the bottom level.
+                Arg::U32(h.levels[top]),
+                Arg::U32(last_offset(&h.down_offsets)),
             ]);
-            // SAFETY: phast_top's order and types; bounds holds levels + 1 >= top + 1 words,
-            // every position is above the bottom level (< held) and tree < k, inside init/dist
-            // (held x k) and mask.
-            return unsafe {
-                cx.q.launch(&self.top, quads.div_ceil(qpg) * lt, Some(lt), &a)
-            };
+            return cx
+                .q
+                .launch(&self.top, quads.div_ceil(qpg) * lt, Some(lt), &refs(&a));
         };
         let (first, last) = (h.levels[l], h.levels[l + 1]);
         if let Some(f) = self.fold_from.filter(|&f| l >= f) {
@@ -889,19 +886,20 @@ impl<W: DevWeight> Phast<W> {
             return self.enqueue_fold(cx, batch, first, last, bottom, l > f);
         }
         let count = (last - first) as usize;
+        // Positions first..first+count, above the bottom level when it is folded (< held).
         let mut a = common.to_vec();
-        a.extend([Arg::U32(first), Arg::U32(count as u32), Arg::U32(k as u32)]);
-        // SAFETY: phast_sweep's order and types; items count x k/4, positions
-        // first..first+count above the bottom level when it is folded (< held), so every index
-        // is inside init/dist (held x k) and mask.
-        unsafe {
-            cx.q.launch(
-                &self.sweep,
-                count * k / 4,
-                Some(cx.local("phast_sweep")?),
-                &a,
-            )
-        }
+        a.extend([
+            Arg::U32(first),
+            Arg::U32(count as u32),
+            Arg::U32(k as u32),
+            Arg::U32(last_offset(&h.down_offsets)),
+        ]);
+        cx.q.launch(
+            &self.sweep,
+            count * k / 4,
+            Some(cx.local("phast_sweep")?),
+            &refs(&a),
+        )
     }
 
     /// Enqueue the fold of a folded level (positions `first..last`): `phast_fold`, which
@@ -916,7 +914,7 @@ impl<W: DevWeight> Phast<W> {
         bottom: bool,
         add: bool,
     ) -> Result<()> {
-        let dh = Self::dh(cx);
+        let (h, dh) = (Self::h(cx), Self::dh(cx));
         let slices = plan(&cx.sh.params).summary_slices.value;
         let fs = plan(&cx.sh.params).fold_slices.value;
         let mut a = self.pull_args(dh).to_vec();
@@ -937,22 +935,25 @@ impl<W: DevWeight> Phast<W> {
             ),
             Arg::U32s(&batch.src),
             Arg::U32s(&dh.pos),
+            Arg::U32(last_offset(&h.down_offsets)),
+            Arg::U32(h.n as u32),
         ]);
         let (kernel, name) = match bottom {
             true => (&self.fold_bottom, "phast_fold_bottom"),
             false => (&self.fold, "phast_fold"),
         };
-        // SAFETY: phast_fold's and phast_fold_bottom's order and types; items fold_slices x
-        // ceil(b/4), each pulling positions first..last < n over their tails (< first, so
-        // < held) at stride(b) in dist (held x stride(b)); phast_fold's positions are above
-        // the bottom level (< held: their init, mask and dist entries exist), phast_fold_bottom's
-        // are the bottom level's (from held on: it touches no init, mask or dist entry of
-        // theirs) and it reads b sources of batch.src and their positions; both read and
-        // write partials from row slices (base) below (slices + fold_slices) x b x 4 words
-        // (the buffer holds (slices + fold_slices) x k x 4 when fold_from is set).
-        unsafe {
-            cx.q.launch(kernel, fs * cx.b.div_ceil(4), Some(cx.local(name)?), &a)
-        }
+        // Items fold_slices x ceil(b/4), each pulling positions first..last over their tails
+        // (< first, so < held); phast_fold's positions are above the bottom level (< held:
+        // their init, mask and dist entries exist), phast_fold_bottom's are the bottom level's
+        // (from held on: it touches no init, mask or dist entry of theirs). Partials from row
+        // slices (base) on: the buffer holds (slices + fold_slices) x k x 4 words when
+        // fold_from is set.
+        cx.q.launch(
+            kernel,
+            fs * cx.b.div_ceil(4),
+            Some(cx.local(name)?),
+            &refs(&a),
+        )
     }
 
     /// Enqueue the summaries of the batch into `sums` (with levels folded, over the positions
@@ -963,51 +964,46 @@ impl<W: DevWeight> Phast<W> {
         // With targets, fold their positions in their order; else every position in memory
         // order (the same set, read sequentially), up to the first folded level.
         let (list, ident) = match &dh.tpos {
-            Some(t) => (t, 0),
+            Some(t) => (t, 0u32),
             None => (&dh.pos, 1),
         };
         let targets = match self.fold_from {
             Some(f) => Self::h(cx).levels[f] as usize,
             None => cols(cx.job),
         };
-        // SAFETY: phast_summary's order and types; items slices x ceil(b/4), each reading
-        // rows of positions < held (from `list`, cols(job) long; `targets` <= cols(job) of
-        // them, all above the first folded level when held < n) at stride(b) and writing its
-        // trees' partials below slices x b x 4 words.
-        unsafe {
-            cx.q.launch(
-                &self.summary,
-                slices * cx.b.div_ceil(4),
-                Some(cx.local("phast_summary")?),
-                &[
-                    W::buf(&self.dist),
-                    Arg::U32s(list),
-                    Arg::U32(ident),
-                    Arg::U32(targets as u32),
-                    Arg::U32(stride(cx.b) as u32),
-                    Arg::U32(cx.b as u32),
-                    Arg::U32(slices as u32),
-                    Arg::U64s(&self.partial),
-                ],
-            )
-        }?;
+        // Items slices x ceil(b/4), each reading rows of positions < held (from `list`,
+        // cols(job) long; `targets` <= cols(job) of them, all above the first folded level
+        // when held < n) and writing its trees' partials.
+        cx.q.launch(
+            &self.summary,
+            slices * cx.b.div_ceil(4),
+            Some(cx.local("phast_summary")?),
+            &[
+                &self.dist,
+                list,
+                &ident,
+                &(targets as u32),
+                &(stride(cx.b) as u32),
+                &(cx.b as u32),
+                &(slices as u32),
+                &self.partial,
+                &(self.held as u32),
+            ],
+        )?;
         let lr = cx.local("phast_reduce")?;
-        // SAFETY: phast_reduce's order and types; b groups (a power-of-two local size, the
-        // characterization says reduction), 4 x lr local words, sums holds b x 4 words.
-        unsafe {
-            cx.q.launch(
-                &self.reduce,
-                cx.b * lr,
-                Some(lr),
-                &[
-                    Arg::U64s(&self.partial),
-                    Arg::U32(partial_rows(&plan(&cx.sh.params), self.fold_from.is_some()) as u32),
-                    Arg::U32(cx.b as u32),
-                    Arg::U64s(&self.sums),
-                    Arg::Local(4 * lr * 8),
-                ],
-            )
-        }
+        // b groups of a power-of-two size (the characterization says reduction).
+        cx.q.launch(
+            &self.reduce,
+            cx.b * lr,
+            Some(lr),
+            &[
+                &self.partial,
+                &(partial_rows(&plan(&cx.sh.params), self.fold_from.is_some()) as u32),
+                &(cx.b as u32),
+                &self.sums,
+                &Local::of::<u64>(4 * lr),
+            ],
+        )
     }
 
     /// Read the sums of the batch.
@@ -1094,7 +1090,7 @@ impl<W: DevWeight> Algorithm for Phast<W> {
         debug_assert_eq!(self.held, cx.n, "every position holds a row");
         // Vertex-major over sweep positions: `d[p·stride(b) + j]`.
         super::reach::Layout {
-            dist: W::buf(&self.dist),
+            dist: Arg::buf(&self.dist),
             vstride: stride(cx.b),
             tstride: 1,
         }
@@ -1120,24 +1116,22 @@ impl<W: DevWeight> Algorithm for Phast<W> {
         let mut j0 = 0;
         while j0 < b {
             let r = chunk.min(b - j0);
-            // SAFETY: phast_rows' order and types; r x c items, each reading a position < n
-            // of `list` (c long) at stride(b) for a tree below b, writing below chunk x c.
-            unsafe {
-                cx.q.launch(
-                    &self.gather,
-                    r * c,
-                    Some(cx.local("phast_rows")?),
-                    &[
-                        W::buf(&self.dist),
-                        Arg::U32s(list),
-                        Arg::U32(c as u32),
-                        Arg::U32(stride(b) as u32),
-                        Arg::U32(j0 as u32),
-                        Arg::U32(r as u32),
-                        W::buf(buf),
-                    ],
-                )
-            }?;
+            // r x c items, each reading a position of `list` (c long) for a tree below b.
+            cx.q.launch(
+                &self.gather,
+                r * c,
+                Some(cx.local("phast_rows")?),
+                &[
+                    &self.dist,
+                    list,
+                    &(c as u32),
+                    &(stride(b) as u32),
+                    &(j0 as u32),
+                    &(r as u32),
+                    buf,
+                    &(self.held as u32),
+                ],
+            )?;
             cx.q.read(buf, 0, &mut host[..r * c])?;
             for i in 0..r {
                 W::write_row(rows, tasks.start + j0 + i, &host[i * c..(i + 1) * c])?;
@@ -1230,7 +1224,7 @@ pub fn profile(
             "the GPU PHAST profile times 32-bit distances only".into(),
         ));
     }
-    let mut params = job.params(device, &Tuner::new(Some(1), Default::default()))?;
+    let mut params = super::params(job, device, &Tuner::new(Some(1), Default::default()))?;
     if let Some(l) = up_local {
         params.local.get_mut("phast_up").expect("phast_up").value = l;
     }
@@ -1245,7 +1239,7 @@ pub fn profile(
         }
         params.set_knob("fold_levels", Choice::fixed(f, "profile"));
     }
-    let sh = job.setup(device, &params)?;
+    let sh = super::setup(job, device, &params)?;
     let setup = Setup {
         device,
         job,

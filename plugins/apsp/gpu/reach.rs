@@ -8,9 +8,10 @@
 //! sums may differ from a CPU's in the last bits: `[verify]` compares them within 1e-9), the
 //! nearest lists merged by (distance, column), the CPU half's order.
 //!
-//! Launches are `unsafe` ([`Queue::launch`]): each passes the arguments in the order and with
-//! the types `kernels/reach.cl` declares (distances of the job's width, matching `-DWIDE=1`);
-//! `list` holds `count` indices whose `index x vstride + j x tstride` lies inside the
+//! Every launch is checked ([`Queue::launch`]): its arguments against the parameters
+//! `kernels/reach.cl` declares (distances of the job's width, matching `-DWIDE=1`), and every
+//! buffer against what `kernels/reach.toml` declares: `list` holds `count` indices below `n`
+//! (vertices, or PHAST's positions), whose `index x vstride + j x tstride` lies inside the
 //! algorithm's distance buffer for every tree `j < b` ([`Layout`]), `radii` `nr` values,
 //! `weights` `count` values when weighted, and `partial` `b x slices x (2 nr + 2 nk)` words.
 
@@ -109,32 +110,29 @@ impl Pass {
     /// `self.host`.
     fn run(&mut self, kernel: &Kernel, cx: &Ctx<'_>, at: Layout<'_>) -> Result<()> {
         let items = cx.b * self.slices;
-        // SAFETY: reach_fold's order and types (module doc); every list index is a vertex or
-        // position below n, so each read is inside the layout's buffer for trees below b, and
-        // partial holds b x slices x words.
-        unsafe {
-            cx.q.launch(
-                kernel,
-                items,
-                None,
-                &[
-                    at.dist,
-                    Arg::U32s(&self.list),
-                    Arg::U32(self.count as u32),
-                    Arg::U32(at.vstride as u32),
-                    Arg::U32(at.tstride as u32),
-                    Arg::U32(cx.b as u32),
-                    Arg::U32(self.slices as u32),
-                    Arg::U64s(&self.radii),
-                    Arg::U32(self.nr as u32),
-                    Arg::F64s(&self.weights),
-                    Arg::U32(self.weighted as u32),
-                    Arg::U32(self.decay),
-                    Arg::U32(self.nk as u32),
-                    Arg::U64s(&self.partial),
-                ],
-            )
-        }?;
+        // Every list index is a vertex or a position below n.
+        cx.q.launch(
+            kernel,
+            items,
+            None,
+            &[
+                &at.dist,
+                &self.list,
+                &(self.count as u32),
+                &(at.vstride as u32),
+                &(at.tstride as u32),
+                &(cx.b as u32),
+                &(self.slices as u32),
+                &self.radii,
+                &(self.nr as u32),
+                &self.weights,
+                &(self.weighted as u32),
+                &self.decay,
+                &(self.nk as u32),
+                &self.partial,
+                &(cx.n as u32),
+            ],
+        )?;
         let len = items * self.words();
         cx.q.read(&self.partial, 0, &mut self.host[..len])
     }

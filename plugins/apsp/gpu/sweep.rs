@@ -53,8 +53,9 @@ pub struct SweepRequest<'a> {
     pub held: usize,
     /// Bytes of one distance.
     pub dist_bytes: u64,
-    /// Processes of this machine using the device ([`tuccompi::node::device_sharers`]): the
-    /// memory share is divided among them.
+    /// Processes of this machine using the device
+    /// ([`Device::sharers`](tuccompi::device::Device::sharers)): the memory share is divided
+    /// among them.
     pub sharers: usize,
     /// Bytes the sweep of one tree moves.
     pub sweep_bytes: u64,

@@ -7,8 +7,8 @@
 
 use super::buffers::{Batch, DistBuf};
 use super::{iterate, take_flag, Algorithm, Ctx, Setup, Spec};
+use tuccompi::device::DBuf;
 use tuccompi::device::Kernel;
-use tuccompi::device::{Arg, DBuf};
 use tuccompi::Result;
 
 /// The algorithm as [`GpuAlgorithm::TwoPhase`](crate::apsp::GpuAlgorithm::TwoPhase).
@@ -48,41 +48,29 @@ impl TwoPhase {
     fn step(&self, cx: &Ctx<'_>, batch: &Batch) -> Result<()> {
         let g = &cx.sh.graph;
         let items = cx.n * cx.b;
-        let (nn, bb) = (Arg::U32(cx.n as u32), Arg::U32(cx.b as u32));
-        // SAFETY: sssp.cl's argument types (DistBuf = dist_t); b x n items.
-        unsafe {
-            cx.q.launch(
-                &self.relax,
-                items,
-                Some(cx.local("tp_relax")?),
-                &[
-                    Arg::U32s(&g.off),
-                    Arg::U32s(&g.tgt),
-                    Arg::U32s(&g.wt),
-                    batch.dist.arg(),
-                    self.upd.arg(),
-                    Arg::U8s(&self.mask),
-                    nn,
-                    bb,
-                ],
-            )
-        }?;
-        // SAFETY: sssp.cl's argument types (DistBuf = dist_t); b x n items.
-        unsafe {
-            cx.q.launch(
-                &self.update,
-                items,
-                Some(cx.local("tp_update")?),
-                &[
-                    batch.dist.arg(),
-                    self.upd.arg(),
-                    Arg::U8s(&self.mask),
-                    Arg::U32s(&self.changed),
-                    nn,
-                    bb,
-                ],
-            )
-        }
+        let (nn, bb) = (cx.n as u32, cx.b as u32);
+        cx.q.launch(
+            &self.relax,
+            items,
+            Some(cx.local("tp_relax")?),
+            &[
+                &g.off,
+                &g.tgt,
+                &g.wt,
+                &batch.dist,
+                &self.upd,
+                &self.mask,
+                &nn,
+                &bb,
+                &g.m,
+            ],
+        )?;
+        cx.q.launch(
+            &self.update,
+            items,
+            Some(cx.local("tp_update")?),
+            &[&batch.dist, &self.upd, &self.mask, &self.changed, &nn, &bb],
+        )
     }
 }
 
@@ -92,22 +80,19 @@ impl Algorithm for TwoPhase {
         // the cost (a second init into it).
         let li = cx.local("sssp_init")?;
         for cost in [&batch.dist, &self.upd] {
-            // SAFETY: sssp.cl's argument types (DistBuf = dist_t); b x n items.
-            unsafe {
-                cx.q.launch(
-                    &self.init,
-                    cx.n * cx.b,
-                    Some(li),
-                    &[
-                        cost.arg(),
-                        Arg::U8s(&self.settled),
-                        Arg::U8s(&self.mask),
-                        Arg::U32s(&batch.src),
-                        Arg::U32(cx.n as u32),
-                        Arg::U32(cx.b as u32),
-                    ],
-                )
-            }?;
+            cx.q.launch(
+                &self.init,
+                cx.n * cx.b,
+                Some(li),
+                &[
+                    cost,
+                    &self.settled,
+                    &self.mask,
+                    &batch.src,
+                    &(cx.n as u32),
+                    &(cx.b as u32),
+                ],
+            )?;
         }
         cx.q.write(&mut self.changed, 0, &[0])?;
         iterate(

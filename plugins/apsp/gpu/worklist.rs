@@ -11,7 +11,7 @@ use super::buffers::{Batch, DistBuf};
 use super::{iteration_limit, Algorithm, Ctx, Setup, Spec};
 use crate::apsp::ApspJob;
 use tuccompi::device::Kernel;
-use tuccompi::device::{Arg, DBuf};
+use tuccompi::device::{Arg, DBuf, Local};
 use tuccompi::{Error, Result};
 
 /// The algorithm as [`GpuAlgorithm::Worklist`](crate::apsp::GpuAlgorithm::Worklist).
@@ -91,60 +91,55 @@ impl Worklist {
         // fuller group falls back to global appends).
         let lcap = 8 * lr;
         let slot = k % 3;
-        // SAFETY: sssp.cl's argument types (DistBuf = dist_t); b x n items.
-        unsafe {
-            cx.q.launch(
-                &self.round,
-                cx.sh.params.persistent_items(),
-                Some(lr),
-                &[
-                    Arg::U32s(&g.off),
-                    Arg::U32s(&g.tgt),
-                    Arg::U32s(&g.wt),
-                    batch.dist.arg(),
-                    Arg::U32s(&self.stamp),
-                    Arg::U32s(&self.lists[slot]),
-                    Arg::U32s(&self.lists[(slot + 1) % 3]),
-                    Arg::U32s(&self.counts),
-                    self.thresh.arg(),
-                    self.farmin.arg(),
-                    Arg::U32s(&self.active),
-                    Arg::Local(lcap * 4),
-                    self.delta_arg(cx),
-                    Arg::U32(slot as u32),
-                    Arg::U32(cx.n as u32),
-                    Arg::U32(cx.b as u32),
-                    Arg::U32(k as u32),
-                    Arg::U32(lcap as u32),
-                ],
-            )
-        }
+        cx.q.launch(
+            &self.round,
+            cx.sh.params.persistent_items(),
+            Some(lr),
+            &[
+                &g.off,
+                &g.tgt,
+                &g.wt,
+                &batch.dist,
+                &self.stamp,
+                &self.lists[slot],
+                &self.lists[(slot + 1) % 3],
+                &self.counts,
+                &self.thresh,
+                &self.farmin,
+                &self.active,
+                &Local::of::<u32>(lcap),
+                &self.delta_arg(cx),
+                &(slot as u32),
+                &(cx.n as u32),
+                &(cx.b as u32),
+                &(k as u32),
+                &(lcap as u32),
+                &g.m,
+            ],
+        )
     }
 }
 
 impl Algorithm for Worklist {
     fn solve(&mut self, cx: &Ctx<'_>, batch: &Batch, _sources: &[u32]) -> Result<usize> {
-        // SAFETY: sssp.cl's argument types (DistBuf = dist_t); b x n items.
-        unsafe {
-            cx.q.launch(
-                &self.init,
-                cx.n * cx.b,
-                Some(cx.local("wl_init")?),
-                &[
-                    batch.dist.arg(),
-                    Arg::U32s(&self.stamp),
-                    Arg::U32s(&self.lists[0]),
-                    Arg::U32s(&self.counts),
-                    Arg::U32s(&batch.src),
-                    self.thresh.arg(),
-                    self.farmin.arg(),
-                    Arg::U32s(&self.active),
-                    self.delta_arg(cx),
-                    Arg::U32(cx.n as u32),
-                    Arg::U32(cx.b as u32),
-                ],
-            )
-        }?;
+        cx.q.launch(
+            &self.init,
+            cx.n * cx.b,
+            Some(cx.local("wl_init")?),
+            &[
+                &batch.dist,
+                &self.stamp,
+                &self.lists[0],
+                &self.counts,
+                &batch.src,
+                &self.thresh,
+                &self.farmin,
+                &self.active,
+                &self.delta_arg(cx),
+                &(cx.n as u32),
+                &(cx.b as u32),
+            ],
+        )?;
         // Pipelined: the next block of rounds is enqueued before waiting for the frontier count
         // at the end of the previous one, so the device never idles while the host thread
         // catches up (rounds past the end are no-ops).

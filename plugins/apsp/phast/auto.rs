@@ -57,10 +57,10 @@ use super::ch::{Budget, ChError, ChParams, ChWeight, Hierarchy};
 use super::AnyHierarchy;
 use crate::apsp::GpuAlgorithm;
 use crate::graph::Csr;
-use tuccompi::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use tuccompi::{Error, Result};
 
 /// Sources whose upward search spaces `"auto"` samples.
 pub const SAMPLES: usize = 64;

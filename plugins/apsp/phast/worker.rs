@@ -7,11 +7,11 @@ use super::{AnyHierarchy, ChWeight, Hierarchy};
 use crate::apsp::width::Redo;
 use crate::apsp::{ApspJob, RowWrite};
 use crate::common::PathSummary;
+use std::ops::Range;
 use tuccompi::plugin::Record;
 use tuccompi::plugin::{RecordsOut, Worker};
 use tuccompi::tuning::{Choice, Source};
 use tuccompi::{Error, Result};
-use std::ops::Range;
 
 /// Trees per CPU sweep: `[apsp] cpu_batch`, else the tuning rule for `n` vertices of
 /// `value_bytes`-byte distances on this host.

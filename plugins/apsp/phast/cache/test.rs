@@ -197,7 +197,8 @@ fn a_killed_writers_temporary_is_swept_by_the_next_store() {
     let dir = path.parent().unwrap().to_path_buf();
     std::fs::create_dir_all(&dir).unwrap();
     // What a writer killed mid-write leaves: its temporary file, named by its (dead) pid.
-    let name = tuccompi::owned::temp_name_of(&path.file_name().unwrap().to_string_lossy(), 99999999);
+    let name =
+        tuccompi::owned::temp_name_of(&path.file_name().unwrap().to_string_lossy(), 99999999);
     std::fs::write(dir.join(&name), vec![7u8; 4096]).unwrap();
     let (h, key) = built::<u32>(&g);
     store(&path, &key, &h).unwrap();
