@@ -8,9 +8,9 @@ use crate::common::{
     distance_rows, load_dense, needs_wide, resolve_sources, write_summary_records, DenseInput,
     Dist, PathSummary, RowWrite,
 };
-use tuccompi::device::{Arg, DBuf, Device, KernelSource, Queue};
+use tuccompi::device::{DBuf, Device, KernelSource, Local, Queue};
 use tuccompi::plugin::{
-    CpuHalf, Gpu, GpuHalf, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker,
+    DeviceData, Details, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker,
 };
 use tuccompi::sink::{NpyRows, NpyType};
 use tuccompi::tuning::{Choice, LaunchParams, Request, Shape, Tuner};
@@ -137,11 +137,13 @@ impl Job for DdJob {
     fn tasks(&self) -> usize {
         self.sources.len()
     }
-    fn inputs(&self) -> Vec<std::path::PathBuf> {
-        self.inputs.clone()
-    }
-    fn check_lines(&self) -> Vec<(String, String)> {
-        self.check.clone()
+    fn details(&self) -> Details<'_> {
+        Details {
+            inputs: self.inputs.clone(),
+            check_lines: self.check.clone(),
+            bulk: self.rows.iter().collect(),
+            ..Details::default()
+        }
     }
     fn record_words(&self) -> usize {
         PathSummary::WORDS
@@ -149,14 +151,70 @@ impl Job for DdJob {
     fn describe(&self) -> serde_json::Value {
         serde_json::json!({ "name": self.name, "n": self.n, "distance_type": if self.wide { "u64" } else { "u32" } })
     }
-    fn cpu(&self) -> Option<&dyn CpuHalf> {
-        Some(self)
+    fn cpu_worker(&self) -> Result<Box<dyn Worker + '_>> {
+        Ok(if self.wide {
+            Box::new(CpuDd::<u64>::new(self))
+        } else {
+            Box::new(CpuDd::<u32>::new(self))
+        })
     }
-    fn gpu(&self) -> Option<Gpu<'_>> {
-        Some(Gpu::new(self))
+    fn kernels(&self) -> &'static [KernelSource] {
+        &[KERNELS]
     }
-    fn bulk_outputs(&self) -> Vec<&NpyRows> {
-        self.rows.iter().collect()
+    fn gpu_params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
+        let n = self.n as u64;
+        let mut p = tuner.params(
+            &device.info,
+            Request::new(
+                &KERNELS,
+                &["dd_sssp"],
+                Shape {
+                    n: self.n,
+                    bytes_per_task: n * 5,
+                    shared_bytes: n * n * 4,
+                },
+            ),
+        )?;
+        p.batch = Choice::fixed(
+            GPU_BATCH,
+            "one work-group per source: 256 sources per launch fill a GPU's compute units",
+        );
+        p.queues = Choice::fixed(1, "one queue: each launch already fills the device");
+        Ok(p)
+    }
+    fn gpu_setup(&self, device: &Device, params: &LaunchParams) -> Result<DeviceData> {
+        if self.wide {
+            return Err(Error::Device(format!(
+                "{}: n x max weight does not fit 32 bits, beyond the device kernel; run it on CPU workers (units.opencl = \"none\")",
+                self.name
+            )));
+        }
+        let nn = (self.n * self.n) as u64 * 4;
+        let batch = params.batch.value;
+        device.check_fits(
+            nn + (batch * self.n * 5) as u64,
+            nn,
+            &format!("a dense {} x {} matrix", self.n, self.n),
+        )?;
+        device.program(&KERNELS, "")?;
+        let q = device.queue()?;
+        let mut w = DBuf::<u32>::new(device, self.n * self.n)?;
+        q.write(&mut w, 0, &self.w)?;
+        Ok(DeviceData::new(w))
+    }
+    fn gpu_worker<'a>(&'a self, gpu: Gpu<'a>) -> Result<Box<dyn Worker + 'a>> {
+        let batch = gpu.batch();
+        Ok(Box::new(GpuDd {
+            job: self,
+            w: gpu.data::<DBuf<u32>>()?,
+            k: gpu.kernel(&KERNELS, "dd_sssp")?,
+            dist: gpu.buffer(batch * self.n)?,
+            done: gpu.buffer(batch * self.n)?,
+            src: gpu.buffer(batch)?,
+            batch,
+            local: gpu.local("dd_sssp")?,
+            q: gpu.queue,
+        }))
     }
     fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
         if let Some(rows) = &self.rows {
@@ -200,16 +258,6 @@ fn dense_sssp<D: Dist + From<u32>>(
     }
 }
 
-impl CpuHalf for DdJob {
-    fn worker(&self) -> Result<Box<dyn Worker + '_>> {
-        Ok(if self.wide {
-            Box::new(CpuDd::<u64>::new(self))
-        } else {
-            Box::new(CpuDd::<u32>::new(self))
-        })
-    }
-}
-
 struct CpuDd<'a, D> {
     job: &'a DdJob,
     dist: Vec<D>,
@@ -248,78 +296,6 @@ impl<D: Dist + From<u32> + RowWrite> Worker for CpuDd<'_, D> {
 /// Sources per launch on a device (one work-group each).
 const GPU_BATCH: usize = 256;
 
-impl GpuHalf for DdJob {
-    type Shared = (DBuf<u32>, LaunchParams);
-
-    fn kernels(&self) -> &'static [KernelSource] {
-        &[KERNELS]
-    }
-
-    fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
-        let n = self.n as u64;
-        let mut p = tuner.params(
-            &device.info,
-            Request::new(
-                &KERNELS,
-                &["dd_sssp"],
-                Shape {
-                    n: self.n,
-                    mean_degree: self.n as f64,
-                    bytes_per_task: n * 5,
-                    shared_bytes: n * n * 4,
-                },
-            ),
-        )?;
-        p.batch = Choice::fixed(
-            GPU_BATCH,
-            "one work-group per source: 256 sources per launch fill a GPU's compute units",
-        );
-        p.queues = Choice::fixed(1, "one queue: each launch already fills the device");
-        Ok(p)
-    }
-
-    fn setup(&self, device: &Device, params: &LaunchParams) -> Result<Self::Shared> {
-        if self.wide {
-            return Err(Error::Device(format!(
-                "{}: n x max weight does not fit 32 bits, beyond the device kernel; run it on CPU workers (units.opencl = \"none\")",
-                self.name
-            )));
-        }
-        let nn = (self.n * self.n) as u64 * 4;
-        let batch = params.batch.value;
-        device.check_fits(
-            nn + (batch * self.n * 5) as u64,
-            nn,
-            &format!("a dense {} x {} matrix", self.n, self.n),
-        )?;
-        device.program(&KERNELS, "")?;
-        let q = device.queue()?;
-        let mut w = DBuf::<u32>::new(device, self.n * self.n)?;
-        q.write(&mut w, 0, &self.w)?;
-        Ok((w, params.clone()))
-    }
-
-    fn worker<'a>(
-        &'a self,
-        device: &'a Device,
-        (w, params): &'a Self::Shared,
-        queue: Queue,
-    ) -> Result<impl Worker + 'a> {
-        let batch = params.batch.value;
-        Ok(GpuDd {
-            job: self,
-            w,
-            q: queue,
-            k: device.kernel(&KERNELS, "", "dd_sssp")?,
-            dist: DBuf::new(device, batch * self.n)?,
-            done: DBuf::new(device, batch * self.n)?,
-            src: DBuf::new(device, batch)?,
-            batch,
-            local: params.local("dd_sssp")?,
-        })
-    }
-}
-
 struct GpuDd<'a> {
     job: &'a DdJob,
     w: &'a DBuf<u32>,
@@ -343,23 +319,13 @@ impl Worker for GpuDd<'_> {
             self.q
                 .write(&mut self.src, 0, &self.job.sources[start..end])?;
             let l = self.local;
-            // SAFETY: dd_sssp's order and types; w is n x n, dist/done batch x n, src batch.
-            unsafe {
-                self.q.launch(
-                    &self.k,
-                    b * l,
-                    Some(l),
-                    &[
-                        Arg::U32s(self.w),
-                        Arg::U32s(&self.dist),
-                        Arg::U8s(&self.done),
-                        Arg::U32s(&self.src),
-                        Arg::Local(l * 4),
-                        Arg::Local(l * 4),
-                        Arg::U32(n as u32),
-                    ],
-                )
-            }?;
+            let local = Local::of::<u32>(l);
+            self.q.launch(
+                &self.k,
+                b * l,
+                Some(l),
+                &[self.w, &self.dist, &self.done, &self.src, &local, &local, &(n as u32)],
+            )?;
             for (i, t) in (start..end).enumerate() {
                 self.q.read(&self.dist, i * n, &mut row)?;
                 out.put(t, &PathSummary::of(&row));

@@ -30,7 +30,7 @@ use super::tile::{tile_shape, TileShape};
 use super::{FwJob, Val, KERNELS};
 use crate::common::PathSummary;
 use tuccompi::device::Kernel;
-use tuccompi::device::{Arg, DBuf, Device, Marker, Pinned, Queue};
+use tuccompi::device::{Arg, DBuf, Device, KernelArg, Marker, Pinned, Queue};
 use tuccompi::tuning::{characterizations, subset};
 use tuccompi::{Error, Result};
 use parking_lot::Mutex;
@@ -113,7 +113,8 @@ fn pad(q: &Queue, fill: &Kernel, m: &DBuf<i32>, device: &Device) -> Result<()> {
     let items = m.len().div_ceil(local).clamp(1, 4096) * local;
     // SAFETY: fw_fill(m, len, v) writes m[0 .. len), m's length, and reads nothing.
     unsafe {
-        q.launch(
+        super::gpu::launch(
+            q,
             fill,
             items,
             Some(local),
@@ -148,11 +149,10 @@ impl Launcher<'_> {
         // with m, ld, kb, then ng, r0, col_groups as each declares); m is ld x ld, and the
         // group counts of `round` address only whole group tiles inside it; the local size is
         // the one the kernels were built for (reqd_work_group_size from the same shape).
-        match &mut self.timed {
-            Some(t) => t.push((phase, unsafe {
-                self.q.launch_marked(k, groups * l, Some(l), args)
-            }?)),
-            None => unsafe { self.q.launch(k, groups * l, Some(l), args) }?,
+        let refs: Vec<&dyn KernelArg> = args.iter().map(|a| a as &dyn KernelArg).collect();
+        let marker = unsafe { self.q.launch_unchecked(k, groups * l, Some(l), &refs) }?;
+        if let Some(t) = &mut self.timed {
+            t.push((phase, marker));
         }
         Ok(())
     }

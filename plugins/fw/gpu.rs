@@ -6,11 +6,30 @@
 use super::blocked_gpu;
 use super::{FwJob, Matrix, Variant, KERNELS};
 use tuccompi::device::Kernel;
-use tuccompi::device::{Arg, DBuf, Device, KernelSource, Queue};
-use tuccompi::plugin::{GpuHalf, RecordsOut, Worker};
+use tuccompi::device::{Arg, DBuf, Device, KernelArg, KernelSource, Queue};
+use tuccompi::plugin::{DeviceData, Gpu, RecordsOut, Worker};
 use tuccompi::tuning::{Choice, LaunchParams, Request, Shape, Tuner};
 use tuccompi::{Error, Result};
 use std::ops::Range;
+
+/// [`Queue::launch_unchecked`] with `args` as the kernels' parameters are typed. The kernels
+/// of fw.cl index the matrix through offsets and sizes whose bounds the callers keep (the
+/// SAFETY comment at each call), which no extent of the arguments alone states.
+///
+/// # Safety
+///
+/// As for [`Queue::launch_unchecked`].
+pub(super) unsafe fn launch(
+    q: &Queue,
+    k: &Kernel,
+    global: usize,
+    local: Option<usize>,
+    args: &[Arg<'_>],
+) -> Result<()> {
+    let refs: Vec<&dyn KernelArg> = args.iter().map(|a| a as &dyn KernelArg).collect();
+    // SAFETY: this function's contract.
+    unsafe { q.launch_unchecked(k, global, local, &refs) }.map(drop)
+}
 
 /// Tile side in kernels/fw.cl.
 const T: usize = 16;
@@ -26,14 +45,12 @@ impl Variant {
     }
 }
 
-impl GpuHalf for FwJob {
-    type Shared = LaunchParams;
-
-    fn kernels(&self) -> &'static [KernelSource] {
+impl FwJob {
+    pub(super) fn kernel_files(&self) -> &'static [KernelSource] {
         &[KERNELS]
     }
 
-    fn params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
+    pub(super) fn params_on(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
         let nn = (self.n * self.n) as u64;
         let mut p = tuner.params(
             &device.info,
@@ -42,7 +59,6 @@ impl GpuHalf for FwJob {
                 self.variant.launched(),
                 Shape {
                     n: self.n * self.n,
-                    mean_degree: self.n as f64,
                     bytes_per_task: nn * 4,
                     shared_bytes: 0,
                 },
@@ -59,7 +75,7 @@ impl GpuHalf for FwJob {
         Ok(p)
     }
 
-    fn setup(&self, device: &Device, params: &LaunchParams) -> Result<LaunchParams> {
+    pub(super) fn setup_on(&self, device: &Device, params: &LaunchParams) -> Result<DeviceData> {
         if !self.input.narrow() {
             return Err(Error::Device(format!(
                 "{}: paths may exceed 2^28 in magnitude, beyond the devices' exact 32-bit Floyd-Warshall; run it on CPU workers (units.opencl = \"none\")",
@@ -79,7 +95,7 @@ impl GpuHalf for FwJob {
                 &format!("a dense {} x {} matrix (padded to {ld})", self.n, self.n),
             )?;
             device.program(&KERNELS, &blocked_gpu::build_options(shape))?;
-            return Ok(params.clone());
+            return Ok(DeviceData::none());
         }
         let nn = (self.n * self.n) as u64 * 4;
         let scratch = if self.variant == Variant::RKleene {
@@ -93,21 +109,17 @@ impl GpuHalf for FwJob {
             &format!("a dense {} x {} matrix", self.n, self.n),
         )?;
         device.program(&KERNELS, "")?;
-        Ok(params.clone())
+        let _ = params;
+        Ok(DeviceData::none())
     }
 
-    fn worker<'a>(
-        &'a self,
-        device: &'a Device,
-        params: &'a LaunchParams,
-        queue: Queue,
-    ) -> Result<impl Worker + 'a> {
-        Ok(GpuFw {
+    pub(super) fn worker_on<'a>(&'a self, gpu: Gpu<'a>) -> Result<Box<dyn Worker + 'a>> {
+        Ok(Box::new(GpuFw {
             job: self,
-            device,
-            params,
-            q: queue,
-        })
+            device: gpu.device,
+            params: gpu.params,
+            q: gpu.queue,
+        }))
     }
 }
 
@@ -152,7 +164,7 @@ impl Rk<'_> {
         let n = Arg::U32(self.n);
         // SAFETY: fw.cl's argument types; m is n x n, operands (half + 1)^2.
         unsafe {
-            self.q.launch(
+            launch(&self.q, 
                 &self.copy,
                 rows * inner,
                 Some(self.params.local("fw_copy")?),
@@ -169,7 +181,7 @@ impl Rk<'_> {
         }?;
         // SAFETY: fw.cl's argument types; m is n x n, operands (half + 1)^2.
         unsafe {
-            self.q.launch(
+            launch(&self.q, 
                 &self.copy,
                 inner * cols,
                 Some(self.params.local("fw_copy")?),
@@ -186,7 +198,7 @@ impl Rk<'_> {
         }?;
         // SAFETY: fw.cl's argument types; m is n x n, operands (half + 1)^2.
         unsafe {
-            self.q.launch(
+            launch(&self.q, 
                 &self.mp,
                 rows * cols,
                 Some(self.params.local("fw_minplus")?),
@@ -210,7 +222,7 @@ impl Rk<'_> {
         if s <= T {
             // SAFETY: fw.cl's argument types; m is n x n, operands (half + 1)^2.
             return unsafe {
-                self.q.launch(
+                launch(&self.q, 
                     &self.diag,
                     T * T,
                     Some(self.params.local("fw_diag")?),
@@ -264,7 +276,7 @@ impl Worker for GpuFw<'_> {
                 for p in 0..n {
                     // SAFETY: fw.cl's argument types; m is n x n, operands (half + 1)^2.
                     unsafe {
-                        self.q.launch(
+                        launch(&self.q, 
                             &k,
                             n * n,
                             Some(self.params.local("fw_naive")?),

@@ -18,7 +18,9 @@ use crate::common::{
     distance_rows, resolve_sources, write_summary, DenseInput, PathSummary, RowWrite,
 };
 use tuccompi::config::AutoOr;
-use tuccompi::plugin::{CpuHalf, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker};
+use tuccompi::device::{Device, KernelSource};
+use tuccompi::tuning::{LaunchParams, Tuner};
+use tuccompi::plugin::{DeviceData, Details, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker};
 use tuccompi::sink::{NpyRows, NpyType};
 use tuccompi::{Error, Result};
 use parking_lot::Mutex;
@@ -660,11 +662,15 @@ impl Job for FwJob {
     fn tasks(&self) -> usize {
         1
     }
-    fn inputs(&self) -> Vec<std::path::PathBuf> {
-        self.inputs.clone()
-    }
-    fn check_lines(&self) -> Vec<(String, String)> {
-        self.check.clone()
+    fn details(&self) -> Details<'_> {
+        Details {
+            inputs: self.inputs.clone(),
+            check_lines: self.check.clone(),
+            prefers_gpu: true,
+            multi_node: false,
+            bulk: self.rows.iter().collect(),
+            ..Details::default()
+        }
     }
     fn record_words(&self) -> usize {
         PathSummary::WORDS * self.sources.len()
@@ -676,20 +682,20 @@ impl Job for FwJob {
             "negative_weights": self.negative,
         })
     }
-    fn cpu(&self) -> Option<&dyn CpuHalf> {
-        Some(self)
+    fn cpu_worker(&self) -> Result<Box<dyn Worker + '_>> {
+        Ok(Box::new(CpuFw(self)))
     }
-    fn gpu(&self) -> Option<Gpu<'_>> {
-        Some(Gpu::new(self))
+    fn kernels(&self) -> &'static [KernelSource] {
+        self.kernel_files()
     }
-    fn prefers_gpu(&self) -> bool {
-        true
+    fn gpu_params(&self, device: &Device, tuner: &Tuner) -> Result<LaunchParams> {
+        self.params_on(device, tuner)
     }
-    fn multi_node(&self) -> bool {
-        false
+    fn gpu_setup(&self, device: &Device, params: &LaunchParams) -> Result<DeviceData> {
+        self.setup_on(device, params)
     }
-    fn bulk_outputs(&self) -> Vec<&NpyRows> {
-        self.rows.iter().collect()
+    fn gpu_worker<'a>(&'a self, gpu: Gpu<'a>) -> Result<Box<dyn Worker + 'a>> {
+        self.worker_on(gpu)
     }
     fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
         let summaries = records
@@ -714,12 +720,6 @@ impl Job for FwJob {
             checksum["gpu_seconds"] = t;
         }
         Ok(checksum)
-    }
-}
-
-impl CpuHalf for FwJob {
-    fn worker(&self) -> Result<Box<dyn Worker + '_>> {
-        Ok(Box::new(CpuFw(self)))
     }
 }
 
