@@ -9,7 +9,7 @@ use crate::util::*;
 use std::path::Path;
 use std::process::Command;
 use tuccompi::device::{discover, Filter};
-use tuccompi::plugin::{GpuHalf, Job, RecordsOut, Worker};
+use tuccompi::plugin::{Gpu, Job, RecordsOut, Worker};
 use tuccompi::tuning::{Choice, Tuner};
 use tuccompi::{node::Single, Plan, RunOptions};
 
@@ -144,7 +144,7 @@ fn collatz_gpu_worker_shapes() {
             "first": first, "count": count, "block": block
         }))
         .unwrap();
-        let mut params = GpuHalf::params(&job, &device, &Tuner::default()).unwrap();
+        let mut params = job.gpu_params(&device, &Tuner::default()).unwrap();
         params
             .local
             .insert("collatz_steps".into(), Choice::fixed(ls, "test"));
@@ -152,8 +152,9 @@ fn collatz_gpu_worker_shapes() {
             .local
             .insert("collatz_reduce".into(), Choice::fixed(lr, "test"));
         params.batch = Choice::fixed(batch, "test");
-        let shared = GpuHalf::setup(&job, &device, &params).unwrap();
-        let mut worker = GpuHalf::worker(&job, &device, &shared, device.queue().unwrap()).unwrap();
+        let data = job.gpu_setup(&device, &params).unwrap();
+        let gpu = Gpu::new(&device, &params, device.queue().unwrap(), &data);
+        let mut worker = job.gpu_worker(gpu).unwrap();
         let tasks = job.tasks();
         let mut records = vec![0u64; tasks * 3];
         let sizes = [2 * batch + 1, batch.saturating_sub(1).max(1), 1];

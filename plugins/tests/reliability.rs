@@ -9,11 +9,9 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use tuccompi::device::{Device, KernelSource, Queue};
+use tuccompi::device::{Device, KernelSource};
 use tuccompi::node::Single;
-use tuccompi::plugin::{
-    CpuHalf, Gpu, GpuHalf, Job, Plugin, PrepareCtx, Records, RecordsOut, Worker,
-};
+use tuccompi::plugin::{Details, Gpu, Job, Plugin, PrepareCtx, Records, RecordsOut, Worker};
 use tuccompi::runtime::{RunOptions, Unfinished};
 use tuccompi::sink::outdir;
 use tuccompi::tuning::{Choice, LaunchParams, Tuner};
@@ -105,11 +103,17 @@ impl Job for Planted {
     fn describe(&self) -> serde_json::Value {
         serde_json::json!({})
     }
-    fn cpu(&self) -> Option<&dyn CpuHalf> {
-        Some(self)
+    fn cpu_worker(&self) -> Result<Box<dyn Worker + '_>> {
+        Ok(Box::new(PlantedWorker(*self, false)))
     }
-    fn gpu(&self) -> Option<Gpu<'_>> {
-        Some(Gpu::new(self))
+    fn kernels(&self) -> &'static [KernelSource] {
+        &[STUB_KERNELS]
+    }
+    fn gpu_params(&self, _device: &Device, _tuner: &Tuner) -> Result<LaunchParams> {
+        Ok(test_params())
+    }
+    fn gpu_worker<'a>(&'a self, _gpu: Gpu<'a>) -> Result<Box<dyn Worker + 'a>> {
+        Ok(Box::new(PlantedWorker(*self, true)))
     }
     fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
         let text: String = (0..self.tasks)
@@ -132,33 +136,6 @@ impl Worker for PlantedWorker {
             out.record(t)[0] = if wrong { 0 } else { (t * t + 1) as u64 };
         }
         Ok(())
-    }
-}
-
-impl CpuHalf for Planted {
-    fn worker(&self) -> Result<Box<dyn Worker + '_>> {
-        Ok(Box::new(PlantedWorker(*self, false)))
-    }
-}
-
-impl GpuHalf for Planted {
-    type Shared = ();
-    fn kernels(&self) -> &'static [KernelSource] {
-        &[]
-    }
-    fn params(&self, _device: &Device, _tuner: &Tuner) -> Result<LaunchParams> {
-        Ok(test_params())
-    }
-    fn setup(&self, _device: &Device, _params: &LaunchParams) -> Result<()> {
-        Ok(())
-    }
-    fn worker<'a>(
-        &'a self,
-        _device: &'a Device,
-        _shared: &'a (),
-        _queue: Queue,
-    ) -> Result<impl Worker + 'a> {
-        Ok(PlantedWorker(*self, true))
     }
 }
 
@@ -925,17 +902,24 @@ impl Job for RowsJob {
     fn describe(&self) -> serde_json::Value {
         serde_json::json!({})
     }
-    fn tolerance(&self) -> tuccompi::plugin::Tolerance {
-        tuccompi::plugin::Tolerance::exact().f32(0.0, 1e-5)
+    fn details(&self) -> Details<'_> {
+        Details {
+            tolerance: tuccompi::plugin::Tolerance::exact().f32(0.0, 1e-5),
+            bulk: vec![&self.rows],
+            ..Details::default()
+        }
     }
-    fn bulk_outputs(&self) -> Vec<&tuccompi::sink::NpyRows> {
-        vec![&self.rows]
+    fn cpu_worker(&self) -> Result<Box<dyn Worker + '_>> {
+        Ok(Box::new(RowsWorker(self, self.cpu_off)))
     }
-    fn cpu(&self) -> Option<&dyn CpuHalf> {
-        Some(self)
+    fn kernels(&self) -> &'static [KernelSource] {
+        &[STUB_KERNELS]
     }
-    fn gpu(&self) -> Option<Gpu<'_>> {
-        Some(Gpu::new(self))
+    fn gpu_params(&self, _device: &Device, _tuner: &Tuner) -> Result<LaunchParams> {
+        Ok(test_params())
+    }
+    fn gpu_worker<'a>(&'a self, _gpu: Gpu<'a>) -> Result<Box<dyn Worker + 'a>> {
+        Ok(Box::new(RowsWorker(self, 0.0)))
     }
     fn finish(&self, _records: &Records, _dir: &Path) -> Result<serde_json::Value> {
         Ok(serde_json::json!({}))
@@ -952,33 +936,6 @@ impl Worker for RowsWorker<'_> {
             self.0.rows.write(t, &[v; 4])?;
         }
         Ok(())
-    }
-}
-
-impl CpuHalf for RowsJob {
-    fn worker(&self) -> Result<Box<dyn Worker + '_>> {
-        Ok(Box::new(RowsWorker(self, self.cpu_off)))
-    }
-}
-
-impl GpuHalf for RowsJob {
-    type Shared = ();
-    fn kernels(&self) -> &'static [KernelSource] {
-        &[]
-    }
-    fn params(&self, _device: &Device, _tuner: &Tuner) -> Result<LaunchParams> {
-        Ok(test_params())
-    }
-    fn setup(&self, _device: &Device, _params: &LaunchParams) -> Result<()> {
-        Ok(())
-    }
-    fn worker<'a>(
-        &'a self,
-        _device: &'a Device,
-        _shared: &'a (),
-        _queue: Queue,
-    ) -> Result<impl Worker + 'a> {
-        Ok(RowsWorker(self, 0.0))
     }
 }
 

@@ -15,10 +15,8 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use tuccompi::device::{Device, KernelSource, Queue};
-use tuccompi::plugin::{
-    CpuHalf, Gpu, GpuHalf, Job, Plugin, PrepareCtx, Records, RecordsOut, Worker,
-};
+use tuccompi::device::{Device, KernelSource};
+use tuccompi::plugin::{Gpu, Job, Plugin, PrepareCtx, Records, RecordsOut, Worker};
 use tuccompi::tuning::{Choice, LaunchParams, Tuner};
 use tuccompi::{node::Single, Error, Plan, Result, RunOptions};
 
@@ -90,11 +88,37 @@ impl Job for PacedJob {
     fn describe(&self) -> serde_json::Value {
         serde_json::json!({ "tasks": self.o.tasks })
     }
-    fn cpu(&self) -> Option<&dyn CpuHalf> {
-        Some(self)
+    fn cpu_worker(&self) -> Result<Box<dyn Worker + '_>> {
+        let id = self.made.fetch_add(1, Ordering::Relaxed);
+        let ms = self.o.cpu_ms[id.min(self.o.cpu_ms.len() - 1)];
+        Ok(Box::new(PacedJob::worker(self, id, 0.0, ms / 1e3)?))
     }
-    fn gpu(&self) -> Option<Gpu<'_>> {
-        Some(Gpu::new(self))
+    fn kernels(&self) -> &'static [KernelSource] {
+        &[crate::util::STUB_KERNELS]
+    }
+    fn gpu_params(&self, _device: &Device, _tuner: &Tuner) -> Result<LaunchParams> {
+        let fixed = |v: usize| Choice::fixed(v, "the paced test plugin");
+        Ok(LaunchParams {
+            local: Default::default(),
+            batch: fixed(self.o.gpu_batch),
+            groups_per_task: None,
+            queues: fixed(1),
+            persistent_items: None,
+            cache_key: None,
+            knobs: Default::default(),
+            rules: Vec::new(),
+        })
+    }
+    fn gpu_worker<'a>(&'a self, _gpu: Gpu<'a>) -> Result<Box<dyn Worker + 'a>> {
+        let id = self.made.fetch_add(1, Ordering::Relaxed);
+        let mut w = PacedJob::worker(
+            self,
+            id,
+            self.o.gpu_latency_ms / 1e3,
+            self.o.gpu_task_ms / 1e3,
+        )?;
+        w.gpu = true;
+        Ok(Box::new(w))
     }
     fn finish(&self, records: &Records, _dir: &Path) -> Result<serde_json::Value> {
         let mut sum = 0u64;
@@ -122,53 +146,6 @@ impl PacedJob {
             gpu: false,
         };
         w.maybe_fail(0)?;
-        Ok(w)
-    }
-}
-
-impl CpuHalf for PacedJob {
-    fn worker(&self) -> Result<Box<dyn Worker + '_>> {
-        let id = self.made.fetch_add(1, Ordering::Relaxed);
-        let ms = self.o.cpu_ms[id.min(self.o.cpu_ms.len() - 1)];
-        Ok(Box::new(PacedJob::worker(self, id, 0.0, ms / 1e3)?))
-    }
-}
-
-impl GpuHalf for PacedJob {
-    type Shared = ();
-    fn kernels(&self) -> &'static [KernelSource] {
-        &[]
-    }
-    fn params(&self, _device: &Device, _tuner: &Tuner) -> Result<LaunchParams> {
-        let fixed = |v: usize| Choice::fixed(v, "the paced test plugin");
-        Ok(LaunchParams {
-            local: Default::default(),
-            batch: fixed(self.o.gpu_batch),
-            groups_per_task: None,
-            queues: fixed(1),
-            persistent_items: None,
-            cache_key: None,
-            knobs: Default::default(),
-            rules: Vec::new(),
-        })
-    }
-    fn setup(&self, _device: &Device, _params: &LaunchParams) -> Result<()> {
-        Ok(())
-    }
-    fn worker<'a>(
-        &'a self,
-        _device: &'a Device,
-        _shared: &'a (),
-        _queue: Queue,
-    ) -> Result<impl Worker + 'a> {
-        let id = self.made.fetch_add(1, Ordering::Relaxed);
-        let mut w = PacedJob::worker(
-            self,
-            id,
-            self.o.gpu_latency_ms / 1e3,
-            self.o.gpu_task_ms / 1e3,
-        )?;
-        w.gpu = true;
         Ok(w)
     }
 }

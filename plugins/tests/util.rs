@@ -261,3 +261,11 @@ pub fn slow_graph(dir: &Path, name: &str) -> PathBuf {
     std::fs::write(&p, file).unwrap();
     p
 }
+
+/// The kernel file of the test plugins whose GPU halves run host code: a GPU half declares
+/// its kernels, and these build one stub (on PoCL in CI) and launch nothing.
+pub const STUB_KERNELS: tuccompi::device::KernelSource = tuccompi::device::KernelSource {
+    stem: "stub",
+    source: "__kernel void stub(__global uint* a) { a[0] = 0; }\n",
+    characterization: "[stub]\ndims = 1\naccess = \"coalesced\"\nload = \"low\"\nsharing = \"low\"\ngrid = \"items\"\nindexes = { a = \"1\" }\n",
+};
