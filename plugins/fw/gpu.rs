@@ -5,12 +5,12 @@
 
 use super::blocked_gpu;
 use super::{FwJob, Matrix, Variant, KERNELS};
+use std::ops::Range;
 use tuccompi::device::Kernel;
 use tuccompi::device::{Arg, DBuf, Device, KernelArg, KernelSource, Queue};
 use tuccompi::plugin::{DeviceData, Gpu, RecordsOut, Worker};
 use tuccompi::tuning::{Choice, LaunchParams, Request, Shape, Tuner};
 use tuccompi::{Error, Result};
-use std::ops::Range;
 
 /// [`Queue::launch_unchecked`] with `args` as the kernels' parameters are typed. The kernels
 /// of fw.cl index the matrix through offsets and sizes whose bounds the callers keep (the
@@ -164,7 +164,8 @@ impl Rk<'_> {
         let n = Arg::U32(self.n);
         // SAFETY: fw.cl's argument types; m is n x n, operands (half + 1)^2.
         unsafe {
-            launch(&self.q, 
+            launch(
+                self.q,
                 &self.copy,
                 rows * inner,
                 Some(self.params.local("fw_copy")?),
@@ -181,7 +182,8 @@ impl Rk<'_> {
         }?;
         // SAFETY: fw.cl's argument types; m is n x n, operands (half + 1)^2.
         unsafe {
-            launch(&self.q, 
+            launch(
+                self.q,
                 &self.copy,
                 inner * cols,
                 Some(self.params.local("fw_copy")?),
@@ -198,7 +200,8 @@ impl Rk<'_> {
         }?;
         // SAFETY: fw.cl's argument types; m is n x n, operands (half + 1)^2.
         unsafe {
-            launch(&self.q, 
+            launch(
+                self.q,
                 &self.mp,
                 rows * cols,
                 Some(self.params.local("fw_minplus")?),
@@ -222,7 +225,8 @@ impl Rk<'_> {
         if s <= T {
             // SAFETY: fw.cl's argument types; m is n x n, operands (half + 1)^2.
             return unsafe {
-                launch(&self.q, 
+                launch(
+                    self.q,
                     &self.diag,
                     T * T,
                     Some(self.params.local("fw_diag")?),
@@ -276,7 +280,8 @@ impl Worker for GpuFw<'_> {
                 for p in 0..n {
                     // SAFETY: fw.cl's argument types; m is n x n, operands (half + 1)^2.
                     unsafe {
-                        launch(&self.q, 
+                        launch(
+                            &self.q,
                             &k,
                             n * n,
                             Some(self.params.local("fw_naive")?),
