@@ -20,10 +20,10 @@
 use crate::apsp;
 use crate::common::geo::{self, Geo};
 use crate::graph::{Csr, EdgeList, Origin};
-use tuccompi::plugin::{DeviceCount, Job, Plugin, PrepareCtx};
-use tuccompi::{Error, Plan, Result, RunOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
+use tuccompi::plugin::{DeviceCount, Job, Plugin, PrepareCtx};
+use tuccompi::{Error, Plan, Result, RunOptions};
 
 /// The temporary directory [`scratch_dir`] makes (removed when dropped).
 pub use tempfile::TempDir;

@@ -28,7 +28,9 @@ fn child() {
     let args: Vec<String> = serde_json::from_str(&args).unwrap();
     let argv = std::iter::once("probe".to_string()).chain(args);
     let code = tuccompi::cli::main_from(argv, &[&probe::Probe]);
-    let n = (0..=255u8).find(|&n| ExitCode::from(n) == code).unwrap_or(1);
+    let n = (0..=255u8)
+        .find(|&n| ExitCode::from(n) == code)
+        .unwrap_or(1);
     std::process::exit(n as i32);
 }
 
@@ -119,7 +121,10 @@ fn check_reference(out: &Path, tasks: usize, cols: usize, seed: u64) {
         z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
         z ^= z >> 31;
         xor ^= z;
-        assert_eq!(lines.next(), Some(format!("{t},{z},{}", t as f32 / 4.0).as_str()));
+        assert_eq!(
+            lines.next(),
+            Some(format!("{t},{z},{}", t as f32 / 4.0).as_str())
+        );
     }
     assert_eq!(lines.next(), None);
     let u: Vec<u32> = read_npy(&out.join("rows_u32.npy"), tasks, cols);
@@ -127,7 +132,11 @@ fn check_reference(out: &Path, tasks: usize, cols: usize, seed: u64) {
     for t in 0..tasks {
         for c in 0..cols {
             assert_eq!(u[t * cols + c], (t * cols + c) as u32, "rows_u32[{t}][{c}]");
-            assert_eq!(f[t * cols + c], t as f32 + c as f32 / 2.0, "rows_f32[{t}][{c}]");
+            assert_eq!(
+                f[t * cols + c],
+                t as f32 + c as f32 / 2.0,
+                "rows_f32[{t}][{c}]"
+            );
         }
     }
     let report: serde_json::Value =
@@ -150,12 +159,27 @@ fn both_policies_and_both_halves_give_the_reference() {
     let (tasks, cols, seed) = (700, 5, 12345);
     let extra = format!("tasks = {tasks}\ncols = {cols}\nseed = {seed}");
     let mut modes: Vec<Vec<&str>> = vec![
-        vec!["units.opencl=\"none\"", "units.cpu_workers=3", "scheduler.policy=\"equitable\""],
-        vec!["units.opencl=\"none\"", "units.cpu_workers=3", "scheduler.policy=\"work-queue\""],
+        vec![
+            "units.opencl=\"none\"",
+            "units.cpu_workers=3",
+            "scheduler.policy=\"equitable\"",
+        ],
+        vec![
+            "units.opencl=\"none\"",
+            "units.cpu_workers=3",
+            "scheduler.policy=\"work-queue\"",
+        ],
     ];
     if opencl() {
-        for policy in ["scheduler.policy=\"equitable\"", "scheduler.policy=\"work-queue\""] {
-            modes.push(vec!["units.device_type=\"all\"", "units.cpu_workers=0", policy]);
+        for policy in [
+            "scheduler.policy=\"equitable\"",
+            "scheduler.policy=\"work-queue\"",
+        ] {
+            modes.push(vec![
+                "units.device_type=\"all\"",
+                "units.cpu_workers=0",
+                policy,
+            ]);
             modes.push(vec![
                 "units.device_type=\"all\"",
                 "units.cpu_workers=2",
@@ -204,7 +228,13 @@ fn a_killed_run_resumes_to_byte_identical_files() {
         format!("[run]\nplugin = \"probe\"\n[probe]\n{extra}\n"),
     )
     .unwrap();
-    let mut args = vec!["run", "probe.toml", "--quiet", "--set", "output.dir=\"cut\""];
+    let mut args = vec![
+        "run",
+        "probe.toml",
+        "--quiet",
+        "--set",
+        "output.dir=\"cut\"",
+    ];
     for s in sets {
         args.extend(["--set", s]);
     }
@@ -216,8 +246,14 @@ fn a_killed_run_resumes_to_byte_identical_files() {
     let journal = dir.join("cut/.tuccompi-partial/journal");
     let start = Instant::now();
     while std::fs::metadata(&journal).map_or(true, |m| m.len() < 200) {
-        assert!(start.elapsed() < Duration::from_secs(60), "no journal after 60 s");
-        assert!(child.try_wait().unwrap().is_none(), "the run ended before it was killed");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no journal after 60 s"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before it was killed"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     child.kill().unwrap();
@@ -235,7 +271,10 @@ fn a_killed_run_resumes_to_byte_identical_files() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("cut/report.json")).unwrap())
             .unwrap();
     let resumed_tasks = report["resumed_tasks"].as_u64().unwrap();
-    assert!(resumed_tasks > 0 && resumed_tasks < tasks as u64, "{report}");
+    assert!(
+        resumed_tasks > 0 && resumed_tasks < tasks as u64,
+        "{report}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -248,7 +287,11 @@ fn verify_finds_a_wrong_gpu_record() {
         return;
     }
     let dir = tmpdir("verify");
-    let sets = ["units.device_type=\"all\"", "units.cpu_workers=0", "verify.sample=60"];
+    let sets = [
+        "units.device_type=\"all\"",
+        "units.cpu_workers=0",
+        "verify.sample=60",
+    ];
     let good = run(&dir, "tasks = 60", "good", &sets, &["--quiet"]);
     assert_eq!(good.code, 0, "{}", good.err);
     let report = std::fs::read_to_string(dir.join("good/report.json")).unwrap();
@@ -271,12 +314,28 @@ fn verify_finds_a_wrong_gpu_record() {
 fn a_failing_units_tasks_are_retried_on_another() {
     let dir = tmpdir("retry");
     let cpu = ["units.opencl=\"none\"", "units.cpu_workers=2"];
-    let r = run(&dir, "tasks = 100\nfail = \"cpu-once\"", "retry", &cpu, &["--quiet"]);
+    let r = run(
+        &dir,
+        "tasks = 100\nfail = \"cpu-once\"",
+        "retry",
+        &cpu,
+        &["--quiet"],
+    );
     assert_eq!(r.code, 0, "{}", r.err);
-    assert!(r.err.contains("warning") && r.err.contains("fails on purpose"), "{}", r.err);
+    assert!(
+        r.err.contains("warning") && r.err.contains("fails on purpose"),
+        "{}",
+        r.err
+    );
     check_reference(&dir.join("retry"), 100, 4, 0);
     let abort = [cpu[0], cpu[1], "units.on_failure=\"abort\""];
-    let r = run(&dir, "tasks = 100\nfail = \"cpu-once\"", "abort", &abort, &["--quiet"]);
+    let r = run(
+        &dir,
+        "tasks = 100\nfail = \"cpu-once\"",
+        "abort",
+        &abort,
+        &["--quiet"],
+    );
     assert_eq!(r.code, 2, "{}", r.err);
     assert!(r.err.contains("fails on purpose"), "{}", r.err);
     assert!(!dir.join("abort/report.json").exists());
@@ -287,9 +346,19 @@ fn a_failing_units_tasks_are_retried_on_another() {
             "units.cpu_workers=2",
             "scheduler.policy=\"equitable\"",
         ];
-        let r = run(&dir, "tasks = 100\nfail = \"gpu\"", "gpu", &mixed, &["--quiet"]);
+        let r = run(
+            &dir,
+            "tasks = 100\nfail = \"gpu\"",
+            "gpu",
+            &mixed,
+            &["--quiet"],
+        );
         assert_eq!(r.code, 0, "{}", r.err);
-        assert!(r.err.contains("gpu0"), "the warning names the unit: {}", r.err);
+        assert!(
+            r.err.contains("gpu0"),
+            "the warning names the unit: {}",
+            r.err
+        );
         check_reference(&dir.join("gpu"), 100, 4, 0);
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -309,9 +378,16 @@ fn output_directory_rules() {
     let before = outputs(&dir.join("out"));
     let r = run(&dir, "tasks = 30", "out", &cpu, &["--quiet"]);
     assert_eq!(r.code, 2, "{}", r.err);
-    assert!(r.err.contains("notes.txt") && r.err.contains("output.dir"), "{}", r.err);
+    assert!(
+        r.err.contains("notes.txt") && r.err.contains("output.dir"),
+        "{}",
+        r.err
+    );
     assert!(before == outputs(&dir.join("out")));
-    assert_eq!(std::fs::read_to_string(dir.join("out/notes.txt")).unwrap(), "mine");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("out/notes.txt")).unwrap(),
+        "mine"
+    );
     // A file of the user's is never an output directory.
     std::fs::write(dir.join("file"), "x").unwrap();
     let r = run(&dir, "tasks = 10", "file", &cpu, &["--quiet"]);

@@ -8,12 +8,12 @@ use crate::common::input::{is_osm, name_path, Input};
 use crate::graph::osm::network::Extra;
 use crate::graph::osm::{read_network, Edge, OsmStats, SnapTo};
 use crate::graph::{read_co, Coords, Csr, Snap};
-use tuccompi::plugin::PrepareCtx;
-use tuccompi::sink::write_file;
-use tuccompi::{Error, Result};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
+use tuccompi::plugin::PrepareCtx;
+use tuccompi::sink::write_file;
+use tuccompi::{Error, Result};
 
 /// The places of an input's vertices, when it has any.
 #[derive(Debug, Clone)]

@@ -10,10 +10,10 @@
 //! plugins read it here ([`run_sources`]) and declare the file among their job's inputs, so
 //! that `--resume` refuses a changed id file.
 
-use tuccompi::config::{Plan, Sources};
-use tuccompi::{Error, Result};
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use tuccompi::config::{Plan, Sources};
+use tuccompi::{Error, Result};
 
 /// The most bytes an id file may have: far more ids than any run's sources or targets, small
 /// enough that a wrong path (a graph, `/dev/zero`) is refused rather than read whole.

@@ -4,11 +4,11 @@
 //! and for places `[input.osm]` (an OpenStreetMap extract's profile) or `input.coordinates`
 //! (a DIMACS `.co` file). Every error names the key and where it was set.
 
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
 use tuccompi::config::Plan;
 use tuccompi::node::share::Share;
 use tuccompi::{Error, Result};
-use serde::Deserialize;
-use std::path::{Path, PathBuf};
 
 /// Where the input comes from.
 #[derive(Debug, Clone)]

@@ -9,14 +9,14 @@ pub mod npz;
 
 use crate::common::ids::IdOrigins;
 use crate::common::input::{is_osm, name_path, Input, InputSpec};
-use tuccompi::config::{Plan, Sources};
 use crate::graph::{generate, read_graph_with, Csr, EdgeList, GenSpec, MatrixStats, NpyMatrix};
-use tuccompi::plugin::{PrepareCtx, Record, Records};
-use tuccompi::sink::{write_file, NpyRows, NpyType};
-use tuccompi::{Error, Result};
 use rayon::prelude::*;
 use std::fmt::Write as _;
 use std::path::Path;
+use tuccompi::config::{Plan, Sources};
+use tuccompi::plugin::{PrepareCtx, Record, Records};
+use tuccompi::sink::{write_file, NpyRows, NpyType};
+use tuccompi::{Error, Result};
 
 /// `[input.generate]` (the table `t` of the plan's input) as the generator's spec: an unknown
 /// key or a bad value is an error naming `input.generate.KEY` and where it was set.

@@ -5,10 +5,10 @@
 //! The archive goes to an exclusive temporary file beside its target and is renamed into place
 //! ([`owned::temp_beside`]), like every whole file a run writes.
 
-use tuccompi::sink::NpyType;
-use tuccompi::{owned, Error, Result};
 use std::io::Write;
 use std::path::Path;
+use tuccompi::sink::NpyType;
+use tuccompi::{owned, Error, Result};
 
 /// One array of an `.npz` archive.
 #[derive(Debug)]

@@ -8,15 +8,15 @@ use crate::common::{
     distance_rows, load_dense, needs_wide, resolve_sources, write_summary_records, DenseInput,
     Dist, PathSummary, RowWrite,
 };
+use std::ops::Range;
+use std::path::Path;
 use tuccompi::device::{DBuf, Device, KernelSource, Local, Queue};
 use tuccompi::plugin::{
-    DeviceData, Details, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker,
+    Details, DeviceData, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker,
 };
 use tuccompi::sink::{NpyRows, NpyType};
 use tuccompi::tuning::{Choice, LaunchParams, Request, Shape, Tuner};
 use tuccompi::{Error, Result};
-use std::ops::Range;
-use std::path::Path;
 
 /// The kernel (`kernels/dense_dijkstra.cl`) and its characterization.
 pub const KERNELS: KernelSource = KernelSource {
@@ -80,7 +80,8 @@ impl Plugin for DenseDijkstra {
                 // The CSR builder refuses negative weights (naming the line) and collapses
                 // parallel arcs.
                 let g = crate::graph::Csr::from_edges(list)?;
-                let mut w = tuccompi::filled(n * n, u32::MAX, &format!("a dense {n} x {n} matrix"))?;
+                let mut w =
+                    tuccompi::filled(n * n, u32::MAX, &format!("a dense {n} x {n} matrix"))?;
                 for u in 0..n {
                     for e in g.offsets[u] as usize..g.offsets[u + 1] as usize {
                         w[u * n + g.targets[e] as usize] = g.weights[e];
@@ -105,7 +106,8 @@ impl Plugin for DenseDijkstra {
                         u32::MAX
                     )));
                 }
-                let mut w = tuccompi::filled(n * n, u32::MAX, &format!("a dense {n} x {n} matrix"))?;
+                let mut w =
+                    tuccompi::filled(n * n, u32::MAX, &format!("a dense {n} x {n} matrix"))?;
                 // The diagonal reads as no arc (a self-loop never shortens a path).
                 m.fill(&mut w, u32::MAX, u32::MAX, |x| x as u32);
                 m.unchanged()?;
@@ -324,7 +326,15 @@ impl Worker for GpuDd<'_> {
                 &self.k,
                 b * l,
                 Some(l),
-                &[self.w, &self.dist, &self.done, &self.src, &local, &local, &(n as u32)],
+                &[
+                    self.w,
+                    &self.dist,
+                    &self.done,
+                    &self.src,
+                    &local,
+                    &local,
+                    &(n as u32),
+                ],
             )?;
             for (i, t) in (start..end).enumerate() {
                 self.q.read(&self.dist, i * n, &mut row)?;

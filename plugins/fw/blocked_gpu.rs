@@ -29,13 +29,13 @@
 use super::tile::{tile_shape, TileShape};
 use super::{FwJob, Val, KERNELS};
 use crate::common::PathSummary;
+use parking_lot::Mutex;
+use std::ops::Range;
+use std::time::Instant;
 use tuccompi::device::Kernel;
 use tuccompi::device::{Arg, DBuf, Device, KernelArg, Marker, Pinned, Queue};
 use tuccompi::tuning::{characterizations, subset};
 use tuccompi::{Error, Result};
-use parking_lot::Mutex;
-use std::ops::Range;
-use std::time::Instant;
 
 /// The kernels of the blocked variant, phases 1 to 3.
 pub(super) const PHASES: [&str; 3] = ["fwb_phase1", "fwb_phase2", "fwb_phase3"];

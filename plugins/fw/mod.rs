@@ -17,16 +17,18 @@ pub mod tile;
 use crate::common::{
     distance_rows, resolve_sources, write_summary, DenseInput, PathSummary, RowWrite,
 };
-use tuccompi::config::AutoOr;
-use tuccompi::device::{Device, KernelSource};
-use tuccompi::tuning::{LaunchParams, Tuner};
-use tuccompi::plugin::{DeviceData, Details, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker};
-use tuccompi::sink::{NpyRows, NpyType};
-use tuccompi::{Error, Result};
 use parking_lot::Mutex;
 use serde::Deserialize;
 use std::ops::Range;
 use std::path::Path;
+use tuccompi::config::AutoOr;
+use tuccompi::device::{Device, KernelSource};
+use tuccompi::plugin::{
+    Details, DeviceData, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker,
+};
+use tuccompi::sink::{NpyRows, NpyType};
+use tuccompi::tuning::{LaunchParams, Tuner};
+use tuccompi::{Error, Result};
 
 /// The dense kernels (`kernels/fw.cl`) and their characterization (`kernels/fw.toml`).
 const KERNELS: tuccompi::device::KernelSource = tuccompi::device::KernelSource {

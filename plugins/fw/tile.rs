@@ -8,9 +8,9 @@
 //! the shape, as the plugin's own parameters. The kernel's class comes from its
 //! characterization (`class = "product"` or `"closure"` in kernels/fw.toml).
 
+use std::collections::BTreeMap;
 use tuccompi::device::DeviceInfo;
 use tuccompi::tuning::{Choice, KernelChar, LaunchParams, Source};
-use std::collections::BTreeMap;
 
 /// What a register-tiled kernel does with its tile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -19,10 +19,10 @@
 //! the input again and replaces it.
 
 use super::Csr;
-use tuccompi::{Error, Result};
 use rayon::prelude::*;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use tuccompi::{Error, Result};
 use xxhash_rust::xxh3::{xxh3_128, Xxh3};
 
 const MAGIC: &[u8; 12] = b"TUCCOMPI-CSR";
@@ -95,7 +95,11 @@ impl Identity {
 /// The default directory: `$XDG_CACHE_HOME/tuccompi/graphs` (an absolute path), else
 /// `~/.cache/tuccompi/graphs`; `None` without either.
 pub fn default_dir() -> Option<PathBuf> {
-    Some(tuccompi::owned::cache_home()?.join("tuccompi").join("graphs"))
+    Some(
+        tuccompi::owned::cache_home()?
+            .join("tuccompi")
+            .join("graphs"),
+    )
 }
 
 /// Whether the cache may read and replace what is at `path`: nothing, an empty file, or a

@@ -7,11 +7,11 @@
 //! with the great-circle angle, so the nearest vector is the great-circle nearest vertex, with
 //! no trouble at the antimeridian or the poles. Planar coordinates are indexed as they are.
 
-use tuccompi::{Error, Result};
 use rstar::primitives::GeomWithData;
 use rstar::RTree;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+use tuccompi::{Error, Result};
 
 /// Coordinates of a graph's vertices, by internal (0-based) id.
 #[derive(Debug, Clone)]

@@ -12,8 +12,8 @@
 use super::read::{shown, Parser};
 use super::EdgeList;
 use crate::common::input::InputOptions;
-use tuccompi::{Error, Result};
 use std::io::Read;
+use tuccompi::{Error, Result};
 
 /// The default column names.
 const DEFAULT: [&str; 3] = ["source", "target", "weight"];

@@ -4,8 +4,8 @@
 //! the same graph on every platform and every future version (a crate's generator may change).
 
 use super::{EdgeList, Origin};
-use tuccompi::{Error, Result};
 use serde::{Deserialize, Serialize};
+use tuccompi::{Error, Result};
 
 /// Which family of graph to generate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -149,7 +149,8 @@ impl Csr {
         }
         let mut offsets = tuccompi::reserved(n + 1, &format!("the CSR of {}", list.origin.name))?;
         let mut targets = tuccompi::reserved(total, &format!("the arcs of {}", list.origin.name))?;
-        let mut weights = tuccompi::reserved(total, &format!("the weights of {}", list.origin.name))?;
+        let mut weights =
+            tuccompi::reserved(total, &format!("the weights of {}", list.origin.name))?;
         offsets.push(0u32);
         for u in 0..n {
             let row = &mut pairs[count[u] as usize..count[u + 1] as usize];

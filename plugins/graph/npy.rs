@@ -11,9 +11,9 @@
 //! Every complaint names the file, and the row and column of an entry.
 
 use crate::common::input::{InputOptions, NoArc};
-use tuccompi::{Error, Result};
 use rayon::prelude::*;
 use std::path::Path;
+use tuccompi::{Error, Result};
 
 /// The element types read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,9 +8,9 @@
 
 use super::{EdgeList, Origin};
 use crate::common::input::InputOptions;
-use tuccompi::{Error, Result};
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+use tuccompi::{Error, Result};
 
 /// Read a graph file; the format follows from the extension (a trailing `.gz` is decompressed).
 pub fn read_graph(path: &Path) -> Result<EdgeList> {

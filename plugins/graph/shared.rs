@@ -4,11 +4,11 @@
 //! 4-11% slower than one process; BENCHMARKS.md, "A minute of work").
 
 use super::Csr;
-use tuccompi::node::share::{write_new, Mapped, Share};
-use tuccompi::{Error, Result};
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
+use tuccompi::node::share::{write_new, Mapped, Share};
+use tuccompi::{Error, Result};
 
 /// The graph `build` makes, shared by the ranks of this machine through the node layer's
 /// machine-local bytes: one rank builds it and writes its arrays, every rank maps them

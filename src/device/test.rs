@@ -9,7 +9,8 @@ const TEST_KERNELS: KernelSource = KernelSource {
              size_t i = get_global_id(0);\n\
              if (i < n) a[i] = 2 * a[i] + x;\n\
              }\n",
-    characterization: "[axpy]\ndims = 1\naccess = \"coalesced\"\nload = \"low\"\nsharing = \"low\"\n\
+    characterization:
+        "[axpy]\ndims = 1\naccess = \"coalesced\"\nload = \"low\"\nsharing = \"low\"\n\
                        grid = \"items\"\nindexes = { a = \"n\" }\n",
 };
 
@@ -60,14 +61,12 @@ fn a_launch_computes_and_a_wrong_argument_count_is_refused() {
     let mut a = DBuf::<u32>::new(&dev, n).unwrap();
     let input: Vec<u32> = (0..n as u32).collect();
     q.write(&mut a, 0, &input).unwrap();
-    q.launch(&k, n, Some(64), &[&a, &5u32, &(n as u32)]).unwrap();
+    q.launch(&k, n, Some(64), &[&a, &5u32, &(n as u32)])
+        .unwrap();
     let mut out = vec![0u32; n];
     q.read(&a, 0, &mut out).unwrap();
     assert!(out.iter().enumerate().all(|(i, &v)| v == 2 * i as u32 + 5));
-    let err = q
-        .launch(&k, n, None, &[&a, &5u32])
-        .unwrap_err()
-        .to_string();
+    let err = q.launch(&k, n, None, &[&a, &5u32]).unwrap_err().to_string();
     assert!(
         err.contains("kernel 'axpy' (device_test.cl (embedded):1) takes 3 arguments")
             && err.contains("2 given"),
@@ -407,11 +406,17 @@ fn launches_are_checked_against_the_declared_extents() {
     let k = dev.kernel(&CHECKED_KERNELS, "", "sums").unwrap();
     let count = 1000u64;
     let mut x = DBuf::<u32>::new(&dev, 1000).unwrap();
-    q.write(&mut x, 0, &(0..1000u32).collect::<Vec<_>>()).unwrap();
+    q.write(&mut x, 0, &(0..1000u32).collect::<Vec<_>>())
+        .unwrap();
     let out = DBuf::<u64>::new(&dev, 4).unwrap();
     // 4 groups of 64: out holds 4, part 64 ulongs.
-    q.launch(&k, 256, Some(64), &[&x, &count, &out, &Local::of::<u64>(64)])
-        .unwrap();
+    q.launch(
+        &k,
+        256,
+        Some(64),
+        &[&x, &count, &out, &Local::of::<u64>(64)],
+    )
+    .unwrap();
     let mut sums = [0u64; 4];
     q.read(&out, 0, &mut sums).unwrap();
     assert_eq!(sums.iter().sum::<u64>(), 999 * 1000 / 2);
@@ -429,10 +434,16 @@ fn launches_are_checked_against_the_declared_extents() {
     );
     // count past the buffer.
     let e = refused(256, 64, &[&x, &1001u64, &out, &Local::of::<u64>(64)]);
-    assert!(e.contains("argument 0 'x' holds 1000 elements") && e.contains("1001"), "{e}");
+    assert!(
+        e.contains("argument 0 'x' holds 1000 elements") && e.contains("1001"),
+        "{e}"
+    );
     // Local memory of 32 ulongs for groups of 64.
     let e = refused(256, 64, &[&x, &count, &out, &Local::of::<u64>(32)]);
-    assert!(e.contains("'part' holds 256 bytes, but the kernel may index 512"), "{e}");
+    assert!(
+        e.contains("'part' holds 256 bytes, but the kernel may index 512"),
+        "{e}"
+    );
     // A reduction's group size is a power of two.
     let e = refused(240, 48, &[&x, &count, &out, &Local::of::<u64>(48)]);
     assert!(e.contains("power-of-two"), "{e}");
@@ -446,7 +457,10 @@ fn launches_are_checked_against_the_declared_extents() {
     );
     // The characterization's exact local size.
     let fixed = dev.kernel(&CHECKED_KERNELS, "", "fixed").unwrap();
-    let e = q.launch(&fixed, 64, Some(64), &[&a]).unwrap_err().to_string();
+    let e = q
+        .launch(&fixed, 64, Some(64), &[&a])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("exactly 32"), "{e}");
     q.launch(&fixed, 64, Some(32), &[&a]).unwrap();
     // The unchecked launch runs what the checks would refuse (here within bounds).

@@ -11,9 +11,9 @@ pub mod mpi;
 pub use crate::share;
 
 use crate::config::Plan;
-use crate::sink::Records;
 use crate::scheduler::{self, TaskSource, UnitInfo};
 use crate::sink::journal::Journal;
+use crate::sink::Records;
 use crate::thread::UnitStats;
 use crate::{Error, Result};
 use std::ops::Range;

@@ -44,12 +44,12 @@
 //! MPI calls are serialized: one mutex guards the communicator on each rank, and the library
 //! is initialized with at least `MPI_THREAD_SERIALIZED`.
 
-use crate::share::{self, shared_dir, Mapped, Share};
 use super::{host_name, injected_failure, merge, Node, Pace};
 use crate::config::{NodePolicy, Plan};
-use crate::sink::Records;
 use crate::scheduler::{self, Chunk, TaskSource, UnitInfo, WorkQueue};
+use crate::share::{self, shared_dir, Mapped, Share};
 use crate::sink::journal::Journal;
+use crate::sink::Records;
 use crate::thread::UnitStats;
 use crate::{Error, Result};
 use mpi::collective::SystemOperation;

@@ -17,11 +17,10 @@
 
 use crate::config::Plan;
 use crate::device::{DBuf, Device, DeviceInfo, Kernel, KernelSource, Queue, Scalar};
-use crate::sink::NpyRows;
 pub use crate::sink::records::{Field, FieldType, Record, Records, RecordsOut};
+use crate::sink::NpyRows;
 use crate::tuning::{
-    characterizations, default_candidates, kernel_names, Knob, LaunchParams, Request, Shape,
-    Tuner,
+    characterizations, default_candidates, kernel_names, Knob, LaunchParams, Request, Shape, Tuner,
 };
 use crate::{Error, Result};
 use std::any::Any;
@@ -652,4 +651,3 @@ impl Tolerance {
         }
     }
 }
-

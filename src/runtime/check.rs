@@ -32,7 +32,8 @@ pub fn output_status(plan: &Plan, job: &dyn Job) -> Result<OutputStatus> {
 /// Bytes a run's outputs take on disk: the bulk files (exact), the journal, summary and trace
 /// (per task), and 1 MiB for the report and the rest.
 pub fn output_bytes(plan: &Plan, job: &dyn Job) -> u64 {
-    let bulk: u64 = job.details().bulk.iter().map(|r| r.bytes()).sum::<u64>() + job.details().finish_bytes;
+    let bulk: u64 =
+        job.details().bulk.iter().map(|r| r.bytes()).sum::<u64>() + job.details().finish_bytes;
     output_bytes_of(plan, job.tasks(), job.record_words(), bulk)
 }
 

@@ -27,7 +27,14 @@ pub(super) fn select_devices_noting(plan: &Plan) -> Found {
             let divided = plan.units.opencl == DeviceSel::LocalRank;
             let sharers = crate::node::ranks_per_device(divided, ranks, d.len());
             d.iter().for_each(|dev| dev.set_sharers(sharers));
-            Ok((if divided { local_share(d, index, ranks) } else { d }, None))
+            Ok((
+                if divided {
+                    local_share(d, index, ranks)
+                } else {
+                    d
+                },
+                None,
+            ))
         }
         Err(e) if every && plan.units.cpu_workers > 0 => Ok((Vec::new(), Some(e.to_string()))),
         Err(e) => Err(e),

@@ -402,7 +402,8 @@ fn difference(
 /// the journal checksums per chunk).
 fn bulk_files(job: &dyn Job, partial: &Path) -> Result<Vec<journal::BulkFile>> {
     let tasks = job.tasks().max(1);
-    job.details().bulk
+    job.details()
+        .bulk
         .into_iter()
         .map(|r| {
             // Task t owns rows t·k .. (t+1)·k: one row per task for the graph plugins' trees,

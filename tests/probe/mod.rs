@@ -130,12 +130,17 @@ impl Job for ProbeJob {
         let cols = self.o.cols;
         Ok(worker(move |tasks, out| {
             if fails {
-                return Err(Error::Input("probe: this CPU worker fails on purpose".into()));
+                return Err(Error::Input(
+                    "probe: this CPU worker fails on purpose".into(),
+                ));
             }
             for t in tasks {
                 self.pause(1);
                 let t64 = t as u64;
-                out.put(t, &[mix(t64, self.o.seed), FieldType::f32_word(t as f32 * 0.25)]);
+                out.put(
+                    t,
+                    &[mix(t64, self.o.seed), FieldType::f32_word(t as f32 * 0.25)],
+                );
                 let u: Vec<u32> = (0..cols).map(|c| (t * cols + c) as u32).collect();
                 let f: Vec<f32> = (0..cols).map(|c| t as f32 + c as f32 * 0.5).collect();
                 self.rows_u32.write(t, &u)?;
@@ -153,11 +158,17 @@ impl Job for ProbeJob {
         let words = gpu.buffer::<u64>(2 * batch)?;
         let ru = gpu.buffer::<u32>(batch * cols)?;
         let rf = gpu.buffer::<f32>(batch * cols)?;
-        let (mut hw, mut hu, mut hf) = (vec![0u64; 2 * batch], vec![0u32; batch * cols], vec![0f32; batch * cols]);
+        let (mut hw, mut hu, mut hf) = (
+            vec![0u64; 2 * batch],
+            vec![0u32; batch * cols],
+            vec![0f32; batch * cols],
+        );
         let wrong = self.o.wrong.unwrap_or(u64::MAX);
         Ok(worker(move |tasks, out| {
             if self.o.fail == Fail::Gpu {
-                return Err(Error::Device("probe: this GPU worker fails on purpose".into()));
+                return Err(Error::Device(
+                    "probe: this GPU worker fails on purpose".into(),
+                ));
             }
             for start in tasks.clone().step_by(batch) {
                 let n = batch.min(tasks.end - start);
@@ -174,8 +185,10 @@ impl Job for ProbeJob {
                 self.pause(n);
                 for i in 0..n {
                     out.put(start + i, &[hw[2 * i], hw[2 * i + 1]]);
-                    self.rows_u32.write(start + i, &hu[i * cols..(i + 1) * cols])?;
-                    self.rows_f32.write(start + i, &hf[i * cols..(i + 1) * cols])?;
+                    self.rows_u32
+                        .write(start + i, &hu[i * cols..(i + 1) * cols])?;
+                    self.rows_f32
+                        .write(start + i, &hf[i * cols..(i + 1) * cols])?;
                 }
             }
             Ok(())

@@ -14,9 +14,9 @@
 //! ([`Suspects`]): none in a well-formed extract, whose blocks hold ascending, disjoint runs
 //! of ids. Any duplicate is among them: an id held twice is in the span of both its blocks.
 
-use tuccompi::Error;
 use std::collections::HashMap;
 use std::path::Path;
+use tuccompi::Error;
 use xxhash_rust::xxh3::Xxh3;
 
 /// A kind of OpenStreetMap object; ids are unique within a kind.

@@ -30,10 +30,10 @@ use duplicates::{Kind, Sighting};
 pub use network::{Edge, Network, Restriction};
 
 use super::{Coords, EdgeList};
-use tuccompi::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::Path;
+use tuccompi::{Error, Result};
 use xxhash_rust::xxh3::Xxh3;
 
 /// The travel mode: which ways count and which tags bind.

@@ -23,11 +23,11 @@
 use super::{haversine_m, OsmStats};
 use crate::graph::coords::{check_point, unit_vector};
 use crate::graph::{Coords, EdgeList, Origin, Snap};
-use tuccompi::Result;
 use rstar::primitives::{GeomWithData, Line};
 use rstar::RTree;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
+use tuccompi::Result;
 
 /// A piece of a routable way between two vertices.
 #[derive(Debug, Clone)]
