@@ -154,7 +154,7 @@ pub fn words_le<T: ZeroBits>(raw: &[u8], what: &str) -> Result<Vec<T>> {
 }
 
 /// An empty vector with room for `len` elements, or a clear error instead of aborting when the
-/// memory cannot be had (a generator asked for billions of vertices, say).
+/// memory cannot be had (an input asking for billions of elements, say).
 pub fn reserved<T>(len: usize, what: &str) -> Result<Vec<T>> {
     let mut v = Vec::new();
     v.try_reserve_exact(len)

@@ -292,13 +292,13 @@ mod test {
         let f = open(&p, "input.path", "a graph file", Some(9)).unwrap();
         let flags = rustix::fs::fcntl_getfl(&f).unwrap();
         assert!(!flags.contains(rustix::fs::OFlags::NONBLOCK));
-        let e = open(&p, "run.sources", "an id file", Some(8))
+        let e = open(&p, "run.tasks", "an id file", Some(8))
             .unwrap_err()
             .to_string();
         assert!(
             e.ends_with(
-                "g.gr: 9 bytes, more than the 8 bytes run.sources may hold (an id file); it is \
-                 not read: check that this is the file meant for run.sources"
+                "g.gr: 9 bytes, more than the 8 bytes run.tasks may hold (an id file); it is \
+                 not read: check that this is the file meant for run.tasks"
             ),
             "{e}"
         );

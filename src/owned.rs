@@ -10,7 +10,7 @@
 //!   carries this process's host and pid and a signature with the user's key
 //!   (`.NAME.tuccompi-HOST-PID.RANDOM-TAG.tmp`), so that a later run can remove what a killed
 //!   writer left ([`sweep_dead`]) and nothing else: a file merely named like one is kept.
-//! - An existing file of the run (the journal and `distances.npy` of a resumed run) is
+//! - An existing file of the run (the journal and the bulk rows of a resumed run) is
 //!   reopened with `O_NOFOLLOW` and used only when it is a regular file.
 //! - A file is removed only when it is a regular file at a name the caller identified as its
 //!   own (its record in the run's file list, its magic bytes); a directory or a link at that

@@ -631,6 +631,7 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin], name: &str) -> Re
     let plan = Plan::load(config, set)?.with_node_units()?;
     let registry: Vec<&dyn Plugin> = Vec::new();
     let plugin = runtime::resolve_plugin(&plan, &registry, extra)?;
+    let plan = plan.with_renamed_keys(plugin.renamed_keys())?;
     say!("config     {}", plan.config_path.display());
     say!("plugin     {} — {}", plugin.name(), plugin.description());
     // Before any preprocessing: a bad output.dir is refused at once.
@@ -716,16 +717,9 @@ fn check_scheduler(plan: &Plan) {
 /// `check`'s output lines: the directory and what is written, the space needed and free, and
 /// an unfinished run there (with the commands of binary `name` that continue or discard it).
 fn check_output(plan: &Plan, job: &dyn crate::plugin::Job, name: &str) -> Result<(), Error> {
-    // output.distances only where it is on: a plugin without a distance matrix has no use
-    // for the key.
     say!(
-        "output     {} ({}trace = {})",
+        "output     {} (trace = {})",
         plan.output.dir.display(),
-        if plan.output.distances {
-            "distances = true, "
-        } else {
-            ""
-        },
         plan.output.trace
     );
     let out = runtime::output_status(plan, job)?;

@@ -7,7 +7,7 @@ mod origin;
 mod raw;
 
 pub use origin::Origins;
-pub use raw::{AutoOr, DeviceSel, NodePolicy, OnFailure, OutputFormat, Policy, Sources};
+pub use raw::{AutoOr, DeviceSel, NodePolicy, OnFailure, Policy, Tasks};
 
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
@@ -49,12 +49,8 @@ pub struct SchedulerPlan {
 pub struct OutputPlan {
     /// Output directory (created if missing).
     pub dir: PathBuf,
-    /// Write the full distance matrix (`distances.npy`).
-    pub distances: bool,
     /// Write a Chrome-trace/Perfetto JSON file of the schedule.
     pub trace: bool,
-    /// `output.format`: text tables (`od.csv`) beside the numpy files, or not.
-    pub format: OutputFormat,
     /// Seconds between syncs of the journal (and of the bulk files before it); 0 = every chunk.
     pub sync_seconds: f64,
     /// Seconds between progress lines when stderr is not a terminal (a batch log); 0 = none.
@@ -110,9 +106,15 @@ pub struct Plan {
     pub overrides: Vec<String>,
     /// Plugin name.
     pub plugin: String,
-    /// Which tasks (sources) to run. A `{ file = PATH }` stays unread here: the plugin reads
-    /// it, declares it among its job's inputs, and names its lines in messages.
-    pub sources: Sources,
+    /// Which tasks to run (`run.tasks`). A `{ file = PATH }` stays unread here: the plugin
+    /// reads it, declares it among its job's inputs, and names its lines in messages.
+    pub tasks: Tasks,
+    /// Keys of `[run]` and `[output]` the framework does not know, by dotted key: the plugin's
+    /// own keys under their former names ([`Plan::with_renamed_keys`] moves them into its
+    /// table), or mistakes, refused then.
+    pub unclaimed: std::collections::BTreeMap<String, toml::Value>,
+    /// The keys [`Plan::with_renamed_keys`] moved, by former dotted key.
+    pub renamed: Vec<String>,
     /// Units.
     pub units: UnitsPlan,
     /// Scheduler.
@@ -136,7 +138,7 @@ pub struct Plan {
 pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
 
 /// The longest `--set` (or `TUCCOMPI_UNITS`) assignment, in bytes; the longest honest one is a
-/// `run.sources` list of some ten thousand ids.
+/// `run.tasks` list of some ten thousand ids.
 pub const MAX_SET_BYTES: usize = 1 << 20;
 /// The most dotted parts a `--set` key may have (a config's own keys have at most four).
 pub const MAX_KEY_PARTS: usize = 64;
@@ -276,27 +278,67 @@ impl Plan {
         let mut output = table(&mut t, "output");
         output.remove("dir");
         output.remove("sync_seconds");
-        output.insert("distances".into(), self.output.distances.into());
         output.insert("trace".into(), self.output.trace.into());
-        t.insert("output".into(), output.into());
         let mut run = table(&mut t, "run");
-        let sources = match &self.sources {
-            Sources::All => toml::Value::from("all"),
-            Sources::First(k) => toml::Value::Integer(*k as i64),
-            Sources::List(ids) => ids.iter().map(|&i| i as i64).collect::<Vec<_>>().into(),
-            Sources::Points(p) => p
-                .iter()
-                .map(|&[x, y]| toml::Value::from(vec![x, y]))
-                .collect::<Vec<_>>()
-                .into(),
-            Sources::File(p) => toml::Value::from(toml::Table::from_iter([(
-                "file".into(),
-                p.display().to_string().into(),
-            )])),
-        };
-        run.insert("sources".into(), sources);
+        run.insert("tasks".into(), self.tasks.to_toml());
+        // A key a plugin took over counts under its new name, as the plugin reads it.
+        for key in self.unclaimed.keys().chain(&self.renamed) {
+            if let Some((table, k)) = key.split_once('.') {
+                match table {
+                    "run" => run.remove(k),
+                    _ => output.remove(k),
+                };
+            }
+        }
+        if !self.plugin_options.is_empty() {
+            t.insert(self.plugin.clone(), self.plugin_options.clone().into());
+        }
+        t.insert("output".into(), output.into());
         t.insert("run".into(), run.into());
         t
+    }
+
+    /// This plan for plugin `plugin`, which took over the keys `renamed`, as (former dotted
+    /// key, key in its own table): each one the config still sets under its former name is
+    /// moved into the plugin's table, with a one-line warning naming the new key. A key of
+    /// `[run]` or `[output]` that neither the framework nor the plugin knows is refused,
+    /// naming it and where it was set; so is a key set under both names.
+    pub fn with_renamed_keys(&self, renamed: &[(&str, &str)]) -> Result<Plan> {
+        let mut plan = self.clone();
+        for (old, value) in &self.unclaimed {
+            let Some((_, new)) = renamed.iter().find(|(o, _)| o == old) else {
+                let table = old.split_once('.').map_or("run", |(t, _)| t);
+                let known = match table {
+                    "run" => "plugin, tasks",
+                    _ => "dir, trace, sync_seconds, progress_seconds",
+                };
+                return Err(self.origins.error(
+                    old,
+                    format!("{old}: unknown key; [{table}] takes {known}"),
+                ));
+            };
+            let full = format!("{}.{new}", self.plugin);
+            if plan.plugin_options.contains_key(*new) {
+                return Err(self.origins.error(
+                    old,
+                    format!(
+                        "{old} and {full} are both set: {old} is {full}'s former name; keep \
+                         {full}"
+                    ),
+                ));
+            }
+            tracing::warn!(
+                "{}: {old} is deprecated: write {full} (the former name works in this release)",
+                self.origins.of(old)
+            );
+            plan.plugin_options.insert(new.to_string(), value.clone());
+            plan.origins.alias(old, &full);
+            plan.renamed.push(old.clone());
+        }
+        plan.unclaimed.clear();
+        plan.other_tables
+            .insert(plan.plugin.clone(), plan.plugin_options.clone());
+        Ok(plan)
     }
 
     /// Apply node-local unit overrides from `TUCCOMPI_UNITS` (`"cpu_workers=8,opencl=none"`):
@@ -355,7 +397,7 @@ fn file_error(path: &Path, text: &str, e: toml::de::Error) -> Error {
 }
 
 /// An error that shows only once the overrides are applied: named by the key in the resolved
-/// text, placed where that key was set (`--set run.sources="al": run.sources: MESSAGE`).
+/// text, placed where that key was set (`--set run.tasks="al": run.tasks: MESSAGE`).
 fn override_error(origins: &Origins, resolved: &str, e: toml::de::Error) -> Error {
     let key = e
         .span()
@@ -378,12 +420,12 @@ fn override_error(origins: &Origins, resolved: &str, e: toml::de::Error) -> Erro
     }
 }
 
-/// Set a dotted key (`input.path`, `run.sources`, `apsp.batch`) in the TOML tree. The value is
+/// Set a dotted key (`input.path`, `run.tasks`, `apsp.batch`) in the TOML tree. The value is
 /// read as TOML (`64`, `true`, `[1, 2]`, `"x"`), and as a bare string when that fails (`all`).
 pub fn apply_override(tree: &mut toml::Table, assignment: &str) -> Result<()> {
     let Some((key, value)) = assignment.split_once('=') else {
         return Err(Error::Config(format!(
-            "--set {assignment}: expected KEY=VALUE, e.g. --set run.sources=64"
+            "--set {assignment}: expected KEY=VALUE, e.g. --set run.tasks=64"
         )));
     };
     let key = key.trim();

@@ -20,6 +20,8 @@ pub struct Origins {
     overrides: Vec<(String, String)>,
     /// How an override is introduced in messages (`--set`).
     label: &'static str,
+    /// Keys set under a former name, as (key, former key) ([`Origins::alias`]).
+    aliases: Vec<(String, String)>,
 }
 
 impl Origins {
@@ -36,7 +38,14 @@ impl Origins {
                 })
                 .collect(),
             label: "--set",
+            aliases: Vec::new(),
         }
+    }
+
+    /// `key` was set as `former` (a plugin's key under its former name): messages about
+    /// `key` name where `former` was set.
+    pub fn alias(&mut self, former: &str, key: &str) {
+        self.aliases.push((key.to_string(), former.to_string()));
     }
 
     /// The same, with overrides introduced as `label` (`entry` for `TUCCOMPI_UNITS`'s).
@@ -50,6 +59,11 @@ impl Origins {
     /// or of a key inside it (the table it completes) counts; the last such one wins, as it
     /// does when the overrides apply.
     pub fn of(&self, key: &str) -> String {
+        let aliased = self.aliases.iter().find_map(|(k, former)| {
+            let rest = key.strip_prefix(k.as_str())?;
+            (rest.is_empty() || rest.starts_with('.')).then(|| format!("{former}{rest}"))
+        });
+        let key = aliased.as_deref().unwrap_or(key);
         let related = |k: &str| {
             k == key
                 || key.strip_prefix(k).is_some_and(|r| r.starts_with('.'))
@@ -70,7 +84,7 @@ impl Origins {
     }
 
     /// `e` with the place its key was set in front, when it is a config error that starts with
-    /// a key and its value (`run.sources = 0, but ...`, `[apsp] batch = 0: ...`) as the checks
+    /// a key and its value (`run.tasks = 0, but ...`, `[apsp] batch = 0: ...`) as the checks
     /// after the plan (the plugins', the generator's, the tuner's) write them; other errors as
     /// they are.
     pub fn locate(&self, e: Error) -> Error {

@@ -39,93 +39,71 @@ impl AutoOr {
     }
 }
 
-/// `run.sources`: which tasks to run.
+/// `run.tasks`: which tasks to run, by their ids `0..tasks` in the plugin's numbering.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "toml::Value")]
-pub enum Sources {
-    /// Every vertex.
+pub enum Tasks {
+    /// Every task.
     All,
-    /// The first N vertex ids of the input's numbering.
+    /// The first N.
     First(u64),
-    /// These ids, in the input's numbering.
+    /// These ids.
     List(Vec<u64>),
-    /// These points (`[x, y]`: longitude and latitude for OpenStreetMap input, a `.co` file's
-    /// units otherwise), each snapped to its nearest vertex.
-    Points(Vec<[f64; 2]>),
-    /// `{ file = "PATH" }`: ids or points in a file, which the plugin reads (the framework
-    /// keeps the path; the built-ins read `.txt`, `.csv` and `.npy` id files).
+    /// `{ file = "PATH" }`: ids in a file, which the plugin reads (the framework keeps the
+    /// path).
     File(PathBuf),
 }
 
-impl TryFrom<toml::Value> for Sources {
+impl TryFrom<toml::Value> for Tasks {
     type Error = String;
     fn try_from(v: toml::Value) -> Result<Self, String> {
-        const WANT: &str = "expected \"all\", a count N, a list of vertex ids, a list of \
-                            [lon, lat] points or { file = \"PATH\" }";
+        const WANT: &str =
+            "expected \"all\", a count N, a list of task ids or { file = \"PATH\" }";
         match v {
-            toml::Value::String(s) if s == "all" => Ok(Sources::All),
-            toml::Value::Integer(i) if i >= 0 => Ok(Sources::First(i as u64)),
+            toml::Value::String(s) if s == "all" => Ok(Tasks::All),
+            toml::Value::Integer(i) if i >= 0 => Ok(Tasks::First(i as u64)),
             toml::Value::Table(t) => match (t.get("file"), t.len()) {
                 (Some(toml::Value::String(f)), 1) if !f.is_empty() => {
-                    Ok(Sources::File(PathBuf::from(f)))
+                    Ok(Tasks::File(PathBuf::from(f)))
                 }
                 _ => Err(format!(
                     "{WANT}; a table must be {{ file = \"PATH\" }} alone"
                 )),
             },
-            toml::Value::Array(a) if a.first().is_some_and(toml::Value::is_array) => a
-                .into_iter()
-                .enumerate()
-                .map(|(i, x)| {
-                    let num = |c: &toml::Value| match c {
-                        toml::Value::Float(f) if f.is_finite() => Some(*f),
-                        toml::Value::Integer(n) => Some(*n as f64),
-                        _ => None,
-                    };
-                    match x {
-                        toml::Value::Array(p) => match p.as_slice() {
-                            [x, y] => match (num(x), num(y)) {
-                                (Some(lon), Some(lat)) => Ok([lon, lat]),
-                                _ => Err(format!(
-                                    "{WANT}; point {} is not two finite numbers",
-                                    i + 1
-                                )),
-                            },
-                            _ => Err(format!(
-                                "{WANT}; point {} is not two finite numbers ([lon, lat])",
-                                i + 1
-                            )),
-                        },
-                        other => Err(format!(
-                            "{WANT}; entry {} ({other}) is not a [lon, lat] point (a list is \
-                             all ids or all points)",
-                            i + 1
-                        )),
-                    }
-                })
-                .collect::<Result<_, _>>()
-                .map(Sources::Points),
             toml::Value::Array(a) => a
                 .into_iter()
                 .map(|x| match x {
                     toml::Value::Integer(i) if i >= 0 => Ok(i as u64),
-                    other => Err(format!("{WANT}; list entry {other} is not a vertex id")),
+                    other => Err(format!("{WANT}; list entry {other} is not a task id")),
                 })
                 .collect::<Result<_, _>>()
-                .map(Sources::List),
+                .map(Tasks::List),
             other => Err(format!("{WANT}, found {other}")),
         }
     }
 }
 
-/// As the user would write it in words: `all`, `the first 64 ids`, `[1, 5, 9]` (long lists
-/// shortened to their first ids and a count).
-impl std::fmt::Display for Sources {
+impl Tasks {
+    /// The selection as TOML, as a config writes it.
+    pub fn to_toml(&self) -> toml::Value {
+        match self {
+            Tasks::All => toml::Value::from("all"),
+            Tasks::First(k) => toml::Value::Integer(*k as i64),
+            Tasks::List(ids) => ids.iter().map(|&i| i as i64).collect::<Vec<_>>().into(),
+            Tasks::File(p) => toml::Value::from(toml::Table::from_iter([(
+                "file".into(),
+                p.display().to_string().into(),
+            )])),
+        }
+    }
+}
+
+impl std::fmt::Display for Tasks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Sources::All => write!(f, "all"),
-            Sources::First(k) => write!(f, "the first {k} ids"),
-            Sources::List(ids) => {
+            Tasks::All => write!(f, "all"),
+            Tasks::First(k) => write!(f, "the first {k}"),
+            Tasks::List(ids) => {
                 const SHOWN: usize = 8;
                 let head: Vec<String> = ids.iter().take(SHOWN).map(u64::to_string).collect();
                 write!(f, "[{}", head.join(", "))?;
@@ -134,11 +112,7 @@ impl std::fmt::Display for Sources {
                 }
                 write!(f, "]")
             }
-            Sources::Points(p) => match p.as_slice() {
-                [one] => write!(f, "[[{}, {}]]", one[0], one[1]),
-                _ => write!(f, "{} points", p.len()),
-            },
-            Sources::File(p) => write!(f, "{{ file = {:?} }}", p.display().to_string()),
+            Tasks::File(p) => write!(f, "{{ file = {:?} }}", p.display().to_string()),
         }
     }
 }
@@ -216,16 +190,6 @@ pub enum OnFailure {
     Abort,
 }
 
-/// `output.format`: the formats of the tabular results besides `summary.csv`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum OutputFormat {
-    /// numpy files only (`distances.npy`, `od.npz`).
-    #[default]
-    Npy,
-    /// Also text: with `apsp.targets`, a long-format `od.csv` beside `od.npz`.
-    Csv,
-}
 
 /// Scheduling policy among nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -237,11 +201,14 @@ pub enum NodePolicy {
     Equitable,
 }
 
+/// `[run]`. Keys the framework does not know are kept (a plugin may have taken them over:
+/// [`crate::plugin::Plugin::renamed_keys`]) and refused when the plugin does not claim them.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(super) struct RawRun {
     plugin: String,
-    sources: Option<Sources>,
+    tasks: Option<Tasks>,
+    #[serde(flatten)]
+    other: BTreeMap<String, toml::Value>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -263,17 +230,16 @@ pub(super) struct RawScheduler {
     history: Option<bool>,
 }
 
+/// `[output]`; unknown keys are kept as in [`RawRun`].
 #[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
 pub(super) struct RawOutput {
     dir: Option<PathBuf>,
-    #[serde(default)]
-    distances: bool,
     #[serde(default)]
     trace: bool,
     sync_seconds: Option<f64>,
     progress_seconds: Option<f64>,
-    format: Option<OutputFormat>,
+    #[serde(flatten)]
+    other: BTreeMap<String, toml::Value>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -370,22 +336,26 @@ impl RawConfig {
             }
             AutoOr::N(n) => n,
         };
-        let sources = self.run.sources;
-        if let Some(Sources::List(ids)) = &sources {
+        let tasks = self.run.tasks;
+        if let Some(Tasks::List(ids)) = &tasks {
             let mut first_at = std::collections::HashMap::with_capacity(ids.len());
             for (i, &id) in ids.iter().enumerate() {
                 if let Some(&j) = first_at.get(&id) {
-                    // Duplicates would run the same task twice and write two summary rows
-                    // (and two distance rows) for one source.
+                    // Duplicates would run the same task twice and write two records for it.
                     return Err(Error::Config(format!(
-                        "{}: run.sources lists vertex id {id} twice (entries {} and {}); \
-                         each id is one task with one summary row, so list it once",
-                        at("run.sources"),
+                        "{}: run.tasks lists task {id} twice (entries {} and {}); list it once",
+                        at("run.tasks"),
                         j + 1,
                         i + 1
                     )));
                 }
                 first_at.insert(id, i);
+            }
+        }
+        let mut unclaimed = BTreeMap::new();
+        for (table, keys) in [("run", self.run.other), ("output", self.output.other)] {
+            for (k, v) in keys {
+                unclaimed.insert(format!("{table}.{k}"), v);
             }
         }
         let device_type = self
@@ -440,7 +410,9 @@ impl RawConfig {
             resolved_toml,
             overrides: Vec::new(),
             plugin: self.run.plugin,
-            sources: sources.unwrap_or(Sources::All),
+            tasks: tasks.unwrap_or(Tasks::All),
+            unclaimed,
+            renamed: Vec::new(),
             units: UnitsPlan {
                 cpu_workers,
                 cpu_workers_auto: self.units.cpu_workers.unwrap_or(AutoOr::Auto) == AutoOr::Auto,
@@ -460,9 +432,7 @@ impl RawConfig {
                     .output
                     .dir
                     .unwrap_or_else(|| default_output_dir(origins.path())),
-                distances: self.output.distances,
                 trace: self.output.trace,
-                format: self.output.format.unwrap_or_default(),
                 sync_seconds: match self.output.sync_seconds {
                     None => 2.0,
                     Some(s) if s.is_finite() && (0.0..=86_400.0).contains(&s) => s,

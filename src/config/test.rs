@@ -10,7 +10,7 @@ const MIN: &str = "[run]\nplugin = \"apsp\"\n[input]\npath = \"g.gr\"\n";
 #[test]
 fn defaults() {
     let p = plan(MIN, &[]).unwrap();
-    assert_eq!(p.sources, Sources::All);
+    assert_eq!(p.tasks, Tasks::All);
     assert_eq!(p.scheduler.policy, Policy::WorkQueue);
     assert!(p.units.cpu_workers >= 1);
     // `[input]` is a plugin's table, kept as written for the plugin that reads it.
@@ -33,21 +33,27 @@ fn overrides() {
     let p = plan(
         MIN,
         &[
-            "run.sources=64",
+            "run.tasks=64",
             "input.path=x.mtx",
             "scheduler.policy=equitable",
             "apsp.batch=7",
         ],
     )
     .unwrap();
-    assert_eq!(p.sources, Sources::First(64));
+    assert_eq!(p.tasks, Tasks::First(64));
     assert_eq!(p.scheduler.policy, Policy::Equitable);
     assert_eq!(p.plugin_options["batch"].as_integer(), Some(7));
-    let p = plan(MIN, &["run.sources=[3, 5]", "units.cpu_workers=0"]).unwrap();
-    assert_eq!(p.sources, Sources::List(vec![3, 5]));
+    let p = plan(MIN, &["run.tasks=[3, 5]", "units.cpu_workers=0"]).unwrap();
+    assert_eq!(p.tasks, Tasks::List(vec![3, 5]));
     assert_eq!(p.units.cpu_workers, 0);
-    let e = plan(MIN, &["run.sourcez=3"]).unwrap_err().to_string();
-    assert!(e.contains("sourcez"), "{e}");
+    // A key of [run] or [output] the framework does not know waits for the plugin, which
+    // refuses it unless it took it over.
+    let p = plan(MIN, &["run.sourcez=3"]).unwrap();
+    let e = p.with_renamed_keys(&[]).unwrap_err().to_string();
+    assert!(
+        e.starts_with("--set run.sourcez=3: run.sourcez: unknown key; [run] takes plugin, tasks"),
+        "{e}"
+    );
     let e = plan(MIN, &["nonsense"]).unwrap_err().to_string();
     assert!(e.contains("KEY=VALUE"), "{e}");
 }
@@ -58,7 +64,7 @@ fn bad_values_say_what_is_accepted() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("\"auto\" or a non-negative integer"), "{e}");
-    let e = plan(MIN, &["run.sources=-3"]).unwrap_err().to_string();
+    let e = plan(MIN, &["run.tasks=-3"]).unwrap_err().to_string();
     assert!(e.contains("\"all\""), "{e}");
     let e = plan(MIN, &["scheduler.chunk=0"]).unwrap_err().to_string();
     assert!(e.contains("scheduler.chunk = 0"), "{e}");
@@ -72,7 +78,7 @@ fn bad_values_say_what_is_accepted() {
 fn node_unit_overrides_touch_only_units() {
     // One test sets and clears the variable, so no other test sees it.
     std::env::set_var("TUCCOMPI_UNITS", "cpu_workers=5, opencl=none");
-    let p = plan(MIN, &["run.sources=9"]).unwrap().with_node_units();
+    let p = plan(MIN, &["run.tasks=9"]).unwrap().with_node_units();
     std::env::set_var("TUCCOMPI_UNITS", "policy=equitable");
     let bad = plan(MIN, &[]).unwrap().with_node_units();
     // Bytes that are not UTF-8 are refused, not taken for an unset variable.
@@ -91,9 +97,9 @@ fn node_unit_overrides_touch_only_units() {
         (
             p.units.cpu_workers,
             p.units.opencl.clone(),
-            p.sources.clone()
+            p.tasks.clone()
         ),
-        (5, DeviceSel::None, Sources::First(9))
+        (5, DeviceSel::None, Tasks::First(9))
     );
     let bad = bad.unwrap_err().to_string();
     assert!(
@@ -154,26 +160,26 @@ fn cpu_workers_far_above_the_cores_is_refused() {
 }
 
 #[test]
-fn duplicate_sources_are_refused_by_id_and_entry() {
-    let e = plan(MIN, &["run.sources=[4, 7, 9, 7]"])
+fn duplicate_tasks_are_refused_by_id_and_entry() {
+    let e = plan(MIN, &["run.tasks=[4, 7, 9, 7]"])
         .unwrap_err()
         .to_string();
     assert!(
         e.contains(
-            "--set run.sources=[4, 7, 9, 7]: run.sources lists vertex id 7 twice (entries 2 and 4)"
+            "--set run.tasks=[4, 7, 9, 7]: run.tasks lists task 7 twice (entries 2 and 4)"
         ),
         "{e}"
     );
-    assert!(plan(MIN, &["run.sources=[4, 7, 9]"]).is_ok());
+    assert!(plan(MIN, &["run.tasks=[4, 7, 9]"]).is_ok());
 }
 
 #[test]
 fn plan_values_print_as_words() {
-    assert_eq!(Sources::All.to_string(), "all");
-    assert_eq!(Sources::First(64).to_string(), "the first 64 ids");
-    assert_eq!(Sources::List(vec![3, 5]).to_string(), "[3, 5]");
+    assert_eq!(Tasks::All.to_string(), "all");
+    assert_eq!(Tasks::First(64).to_string(), "the first 64");
+    assert_eq!(Tasks::List(vec![3, 5]).to_string(), "[3, 5]");
     assert_eq!(
-        Sources::List((1..=10).collect()).to_string(),
+        Tasks::List((1..=10).collect()).to_string(),
         "[1, 2, 3, 4, 5, 6, 7, 8, ... (10 ids)]"
     );
     assert_eq!(DeviceSel::None.to_string(), "none");
@@ -192,16 +198,16 @@ fn messages_name_the_key_and_where_it_was_set() {
         e.starts_with("c.toml:6: units.cpu_workers: expected \"auto\""),
         "{e}"
     );
-    let text = "[run]\nplugin = \"apsp\"\nsources = \"al\"\n";
+    let text = "[run]\nplugin = \"apsp\"\ntasks = \"al\"\n";
     let e = plan(text, &[]).unwrap_err().to_string();
     assert!(
-        e.starts_with("c.toml:3: run.sources: expected \"all\""),
+        e.starts_with("c.toml:3: run.tasks: expected \"all\""),
         "{e}"
     );
     // From a --set: the assignment as typed and the key.
-    let e = plan(MIN, &["run.sources=\"al\""]).unwrap_err().to_string();
+    let e = plan(MIN, &["run.tasks=\"al\""]).unwrap_err().to_string();
     assert!(
-        e.starts_with("--set run.sources=\"al\": run.sources: expected \"all\""),
+        e.starts_with("--set run.tasks=\"al\": run.tasks: expected \"all\""),
         "{e}"
     );
     let e = plan(MIN, &["units.cpu_workers=-1"])
@@ -285,10 +291,10 @@ fn config_and_set_values_are_read_up_to_a_bound() {
             "{e}"
         );
     }
-    let long = format!("run.sources=[{}]", "1, ".repeat(MAX_SET_BYTES / 3));
+    let long = format!("run.tasks=[{}]", "1, ".repeat(MAX_SET_BYTES / 3));
     let e = plan(MIN, &[&long]).unwrap_err().to_string();
     assert!(
-        e.starts_with("--set run.sources=...: the value is") && e.contains("1024 KiB"),
+        e.starts_with("--set run.tasks=...: the value is") && e.contains("1024 KiB"),
         "{e}"
     );
     // A config that is not UTF-8 names its line.
@@ -308,15 +314,47 @@ fn config_and_set_values_are_read_up_to_a_bound() {
 
 #[test]
 fn key_lines_follow_tables_and_multi_line_values() {
-    let text = "# head\n[run]\nplugin = \"x\" # c\nsources = [\n  1,\n  2,\n]\n\n[input.generate]\nmodel = \"road\"\n[\"apsp\"]\n\"batch\" = 3\n";
+    let text = "# head\n[run]\nplugin = \"x\" # c\ntasks = [\n  1,\n  2,\n]\n\n[input.generate]\nmodel = \"road\"\n[\"apsp\"]\n\"batch\" = 3\n";
     assert_eq!(origin::key_line(text, "run.plugin"), Some(3));
-    assert_eq!(origin::key_line(text, "run.sources"), Some(4));
+    assert_eq!(origin::key_line(text, "run.tasks"), Some(4));
     assert_eq!(
         origin::key_at(text, text.find("2,").unwrap()),
-        (6, "run.sources".into())
+        (6, "run.tasks".into())
     );
     assert_eq!(origin::key_line(text, "input.generate.model"), Some(10));
     assert_eq!(origin::key_line(text, "input.generate.vertices"), Some(9));
     assert_eq!(origin::key_line(text, "apsp.batch"), Some(12));
     assert_eq!(origin::key_line(text, "units.opencl"), None);
+}
+
+/// A plugin's key under its former name in [run] or [output] moves into the plugin's table:
+/// the plan reads as if the new key were set (its messages name where the old one was), the
+/// run's identity holds the new key only, and setting both names is refused.
+#[test]
+fn renamed_keys_move_into_the_plugins_table() {
+    let text = format!("{MIN}[output]\ndistances = true\n");
+    let renamed = [("run.sources", "sources"), ("output.distances", "distances")];
+    let old = plan(&text, &["run.sources=[3, 5]"]).unwrap();
+    let p = old.with_renamed_keys(&renamed).unwrap();
+    assert_eq!(p.plugin_options["sources"], toml::Value::from(vec![3, 5]));
+    assert_eq!(p.plugin_options["distances"], toml::Value::from(true));
+    assert_eq!(p.origins.of("apsp.sources"), "--set run.sources=[3, 5]");
+    assert_eq!(p.origins.of("apsp.distances"), "c.toml:6");
+    // Applying it again changes nothing.
+    let again = p.with_renamed_keys(&renamed).unwrap();
+    assert_eq!(again.plugin_options, p.plugin_options);
+    // The identity: as a config with the new keys.
+    let new = plan(
+        &format!("{MIN}[apsp]\nsources = [3, 5]\ndistances = true\n"),
+        &[],
+    )
+    .unwrap()
+    .with_renamed_keys(&renamed)
+    .unwrap();
+    assert_eq!(p.result_config(), new.result_config());
+    assert!(!p.result_config()["run"].as_table().unwrap().contains_key("sources"));
+    // Both names.
+    let both = plan(&format!("{MIN}[apsp]\nsources = 4\n"), &["run.sources=4"]).unwrap();
+    let e = both.with_renamed_keys(&renamed).unwrap_err().to_string();
+    assert!(e.contains("run.sources and apsp.sources are both set"), "{e}");
 }

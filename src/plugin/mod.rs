@@ -42,6 +42,13 @@ pub trait Plugin: Sync {
     fn tables(&self) -> &'static [&'static str] {
         &[]
     }
+    /// Keys this plugin took over from the framework's `[run]` and `[output]` tables, as
+    /// (former dotted key, key in the plugin's own table): `("run.sources", "sources")`. A
+    /// config that still sets one under its former name runs as if it set the new one, with
+    /// a one-line warning naming it. Default none.
+    fn renamed_keys(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
 }
 
 /// What a plugin gets to prepare a job.

@@ -25,6 +25,7 @@ pub fn run_with_cache(
     node: &dyn Node,
 ) -> Result<Outcome> {
     let t0 = Instant::now();
+    let plan = &plan_for(plan, plugins, &opts.extra_plugins)?;
     // 0: the output directory and an unfinished run in it, before any preprocessing (rank 0;
     // checked again under the lock).
     let done_tasks = if node.rank() == 0 {

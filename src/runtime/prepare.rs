@@ -41,6 +41,14 @@ pub fn resolve_plugin<'a>(
         })
 }
 
+/// `plan` as its plugin (among `plugins` and `extra`) reads it: the plugin's keys set under
+/// their former names in `[run]` and `[output]` moved into its table, each with a warning
+/// ([`Plan::with_renamed_keys`]).
+pub fn plan_for(plan: &Plan, plugins: &[&dyn Plugin], extra: &[&dyn Plugin]) -> Result<Plan> {
+    let plugin = resolve_plugin(plan, plugins, extra)?;
+    plan.with_renamed_keys(plugin.renamed_keys())
+}
+
 /// Phase 1's result: the plugin and its prepared job.
 pub struct Prepared<'a> {
     /// The plugin.
@@ -121,6 +129,7 @@ pub(super) fn prepare_with<'a>(
     check_space: bool,
 ) -> Result<Prepared<'a>> {
     let plugin = resolve_plugin(plan, plugins, extra)?;
+    let plan = &plan.with_renamed_keys(plugin.renamed_keys())?;
     // The free-space check a plugin asks for before its expensive preprocessing: the bytes
     // an unfinished run already wrote in the partial folder count as written.
     let space = |size: OutputSize| -> Result<()> {

@@ -368,7 +368,7 @@ fn short(v: Option<&serde_json::Value>) -> String {
 }
 
 /// What differs in `key` between the unfinished run (`old`) and this one, in one line however
-/// long the values: for two lists (`run.sources`), their lengths and the first positions
+/// long the values: for two lists (`run.tasks`), their lengths and the first positions
 /// where they differ, never both whole lists.
 fn difference(
     key: &str,

@@ -46,7 +46,7 @@ const MAGIC: u64 = u64::from_le_bytes(*b"TUCJRNL2");
 /// First word of every entry of a version-1 journal (no rows' checksum).
 const MAGIC_V1: u64 = u64::from_le_bytes(*b"TUCJRNL1");
 
-/// A bulk output whose row `t` is task `t`'s (`distances.npy`): synced before each write of
+/// A bulk output whose row `t` is task `t`'s (rows of a matrix): synced before each write of
 /// entries, and the rows of each journaled chunk checksummed in its entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BulkFile {

@@ -638,8 +638,7 @@ pub fn check_space(dir: &Path, need: u64, free: u64) -> Result<()> {
     if need > free {
         return Err(Error::Output(format!(
             "the outputs need {} but only {} are free on the filesystem of {}; free some space, \
-             choose another output.dir, or write less (output.distances = false, fewer \
-             run.sources)",
+             choose another output.dir, or write less (fewer tasks, fewer optional outputs)",
             human_bytes(need),
             human_bytes(free),
             dir.display()
