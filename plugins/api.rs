@@ -246,7 +246,7 @@ pub fn out_of_memory(e: &Error) -> bool {
 
 /// `e` without the place of a plan made here: `<arguments>:LINE: ` in front of a message would
 /// name a line of the config text this module wrote, which the caller never saw. The message
-/// goes on with the key it is about (`run.sources ...`).
+/// goes on with the key it is about (`apsp.sources ...`).
 fn unplaced(e: Error) -> Error {
     match e {
         Error::Config(msg) => Error::Config(unplace(&msg)),
@@ -341,13 +341,13 @@ impl Plugin for InMemory<'_> {
     }
 }
 
-/// A list a run's config takes as a file (`run.sources`, `apsp.targets`,
+/// A list a run's config takes as a file (`apsp.sources`, `apsp.targets`,
 /// `apsp.reach.weights`), handed over in memory: [`run_apsp`] writes it as a `.npy` into the
 /// run's scratch directory and points the key at it (`{ file = "..." }`), which is much faster
 /// than an inline list of millions of entries. Messages name it `name`, not that file.
 #[derive(Debug, Clone, Copy)]
 pub struct List<'a> {
-    /// The dotted config key (`run.sources`).
+    /// The dotted config key (`apsp.sources`).
     pub key: &'a str,
     /// The caller's name of the list, for messages (`sources`).
     pub name: &'a str,
@@ -554,8 +554,13 @@ fn run_apsp_plan(
     let dir = scratch.join("out");
     let mut output = toml::Table::new();
     output.insert("dir".into(), dir.display().to_string().into());
-    output.insert("distances".into(), rows.into());
     config.insert("output".into(), toml::Value::Table(output));
+    if let toml::Value::Table(t) = config
+        .entry("apsp")
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+    {
+        t.insert("distances".into(), rows.into());
+    }
     let run = config
         .entry("run")
         .or_insert_with(|| toml::Value::Table(toml::Table::new()));
@@ -697,7 +702,7 @@ mod test {
         let g = graph(n, &a);
         let (sources, targets) = ([0u64, 17, 299], [1u64, 150, 299, 0]);
         let config: toml::Table = toml::from_str(&format!(
-            "[run]\nsources = {sources:?}\n[apsp]\ntargets = {targets:?}\n\
+            "[apsp]\nsources = {sources:?}\ntargets = {targets:?}\n\
              [units]\ncpu_workers = 2\nopencl = \"none\"\n"
         ))
         .unwrap();
@@ -803,19 +808,17 @@ mod test {
         };
         let mut inline = units.clone();
         inline.insert(
-            "run".into(),
-            toml::Value::Table(toml::from_str(&format!("sources = {sources:?}")).unwrap()),
-        );
-        inline.insert(
             "apsp".into(),
-            toml::Value::Table(toml::from_str(&format!("targets = {targets:?}")).unwrap()),
+            toml::Value::Table(
+                toml::from_str(&format!("sources = {sources:?}\ntargets = {targets:?}")).unwrap(),
+            ),
         );
         let want = run(inline, &[]).unwrap();
         let got = run(
             units.clone(),
             &[
                 List {
-                    key: "run.sources",
+                    key: "apsp.sources",
                     name: "sources",
                     values: Values::Ids(&sources),
                 },
@@ -843,7 +846,7 @@ mod test {
             reach,
             &[
                 List {
-                    key: "run.sources",
+                    key: "apsp.sources",
                     name: "sources",
                     values: Values::Ids(&[0]),
                 },
@@ -859,11 +862,11 @@ mod test {
         assert!(e.starts_with("weights: 2 weights for 200 targets"), "{e}");
         let mut bad = units;
         bad.insert(
-            "run".into(),
+            "apsp".into(),
             toml::Value::Table(toml::from_str("sources = [4, 4]").unwrap()),
         );
         let e = run(bad, &[]).unwrap_err().to_string();
-        assert!(e.starts_with("run.sources lists vertex id 4 twice"), "{e}");
+        assert!(e.starts_with("apsp.sources lists vertex id 4 twice"), "{e}");
         assert_eq!(unplace("<arguments>: x (<arguments>:12: y)"), "x (y)");
     }
 }

@@ -12,10 +12,11 @@
 use crate::encode;
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
-use tuccompi::config::{Plan, Sources};
+use tuccompi::config::Plan;
 use tuccompi_plugins::apsp::phast::cache as ch_cache;
 use tuccompi_plugins::apsp::phast::ch::{ChParams, ChWeight, Hierarchy};
 use tuccompi_plugins::common::input::{Input, InputOptions, InputSpec, NoArc};
+use tuccompi_plugins::common::Sources;
 use tuccompi_plugins::graph::{self, cache as graph_cache, osm, Csr, EdgeList, NpyMatrix};
 
 /// Inputs of text formats are at most this long; binary ones too.
@@ -91,6 +92,7 @@ const CONFIG: &[&str] = &[
     "[nodes]",
     "plugin",
     "sources",
+    "tasks",
     "path",
     "model",
     "vertices",
@@ -107,13 +109,15 @@ const CONFIG: &[&str] = &[
     "[1, 2, 3]",
     "[[1.0, 2.0]]",
     "#--set ",
-    "run.sources=",
+    "run.tasks=",
+    "apsp.sources=",
     "input.path=",
     "'''",
     "\"\"\"",
 ];
 const SET: &[&str] = &[
-    "run.sources=",
+    "run.tasks=",
+    "apsp.sources=",
     "run.plugin=",
     "input.path=",
     "input.generate.vertices=",
@@ -168,7 +172,7 @@ pub const TARGETS: &[Target] = &[
     Target { name: "tsv", about: ".tsv edge list with a header (and its .gz)", run: tsv, text: true, dict: CSV, cases: 4000 },
     Target { name: "gz", about: "gzip streams of every graph format and .co", run: gz, text: false, dict: &[], cases: 8000 },
     Target { name: "co", about: "DIMACS .co coordinates", run: co, text: true, dict: CO, cases: 10000 },
-    Target { name: "ids_txt", about: "id files: .txt (run.sources = { file })", run: ids_txt, text: true, dict: IDS, cases: 8000 },
+    Target { name: "ids_txt", about: "id files: .txt (apsp.sources = { file })", run: ids_txt, text: true, dict: IDS, cases: 8000 },
     Target { name: "ids_csv", about: "id and point files: .csv", run: ids_csv, text: true, dict: IDS, cases: 8000 },
     Target { name: "ids_npy", about: "id and point files: .npy", run: ids_npy, text: false, dict: NPY, cases: 8000 },
     Target { name: "npy", about: "tuccompi::npy::read, every element type", run: npy, text: false, dict: NPY, cases: 3000 },
@@ -375,7 +379,7 @@ pub fn co(data: &[u8]) -> bool {
                 .all(|p| p.is_some_and(|[x, y]| x.is_finite() && y.is_finite())));
             if n > 0 {
                 let first = c.points[0].expect("checked");
-                let s = c.index().snap(first, "run.sources", 0);
+                let s = c.index().snap(first, "apsp.sources", 0);
                 assert!(s.is_ok_and(|s| (s.vertex as usize) < n));
             }
             ok = true;
@@ -387,7 +391,7 @@ pub fn co(data: &[u8]) -> bool {
 // ---------------------------------------------------------------------------------------------
 // Id files.
 
-/// `run.sources = { file = NAME }` read as a run reads it (duplicates refused, naming lines),
+/// `apsp.sources = { file = NAME }` read as a run reads it (duplicates refused, naming lines),
 /// then resolved against a graph of 1000 vertices.
 fn ids(name: &str, data: &[u8]) -> bool {
     let path = file(name, data);
@@ -395,7 +399,7 @@ fn ids(name: &str, data: &[u8]) -> bool {
         let mut f = f.borrow_mut();
         if !f.ids_plans.iter().any(|(n, _)| n == name) {
             let text = format!(
-                "[run]\nplugin = \"apsp\"\nsources = {{ file = {:?} }}\n",
+                "[run]\nplugin = \"apsp\"\n[apsp]\nsources = {{ file = {:?} }}\n",
                 path.display().to_string()
             );
             let plan = Plan::from_toml(&text, Path::new("fuzz.toml"), &[])
@@ -403,7 +407,12 @@ fn ids(name: &str, data: &[u8]) -> bool {
             f.ids_plans.push((name.to_string(), plan));
         }
         let plan = &f.ids_plans.iter().find(|(n, _)| n == name).expect("made").1;
-        let Ok((sources, origins)) = tuccompi_plugins::common::ids::run_sources(plan) else {
+        let keys = tuccompi_plugins::common::sources::split_options::<
+            tuccompi_plugins::apsp::ApspOptions,
+        >(plan, "apsp")
+        .expect("the id files' config is valid")
+        .1;
+        let Ok((sources, origins)) = tuccompi_plugins::common::ids::sources(plan, &keys) else {
             return false;
         };
         match &sources {
@@ -413,7 +422,7 @@ fn ids(name: &str, data: &[u8]) -> bool {
                 if let Ok(v) = tuccompi_plugins::common::ids::resolve(
                     list,
                     origins.as_ref(),
-                    "run.sources",
+                    "apsp.sources",
                     n,
                     0,
                 ) {
@@ -560,7 +569,7 @@ pub fn osm_pbf(data: &[u8]) -> bool {
     if b & 32 != 0 && n > 0 {
         if let Some(Some(at)) = net.coords.points.first().copied() {
             let point = [at[0] + 1e-5, at[1] + 1e-5];
-            let _ = net.snap(&[("run.sources", &[point])]);
+            let _ = net.snap(&[("apsp.sources", &[point])]);
         }
     }
     if let Ok(turns) = opts.turns() {
@@ -614,7 +623,7 @@ pub fn config(data: &[u8]) -> bool {
 }
 
 /// The config `--set` lines apply to.
-const BASE: &str = "[run]\nplugin = \"apsp\"\nsources = 8\n\n[input.generate]\nmodel = \"road\"\n\
+const BASE: &str = "[run]\nplugin = \"apsp\"\ntasks = 8\n\n[input.generate]\nmodel = \"road\"\n\
                     vertices = 2000\n\n[output]\ndir = \"out\"\n";
 
 /// Each line a `--set KEY=VALUE` on a fixed config.

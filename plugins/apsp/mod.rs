@@ -3,7 +3,7 @@
 //! Every source vertex is one task. The CPU half is Dijkstra with a radix heap
 //! ([`dijkstra`]) or PHAST ([`phast`]); the GPU half ([`gpu`]) runs a batch of sources at once
 //! with PHAST or the work-list, Crauser, Martin or two-phase frontier algorithms. Both produce,
-//! per source, a record `[reached, sum_lo, sum_hi, max]` and, with `output.distances = true`,
+//! per source, a record `[reached, sum_lo, sum_hi, max]` and, with `apsp.distances = true`,
 //! the distance row.
 //!
 //! Distances are computed in u32 unless most trees provably need u64 ([`width`]): a u32 tree
@@ -21,13 +21,14 @@ pub mod targets;
 pub mod width;
 
 use crate::common::geo::{self, Geo};
+use crate::common::Sources;
 use crate::common::{resolve_sources, write_summary_records, Dist, PathSummary, RowWrite};
 use crate::graph::Csr;
 use dijkstra::Dijkstra;
 use serde::Deserialize;
 use std::ops::Range;
 use std::path::Path;
-use tuccompi::config::{AutoOr, Sources};
+use tuccompi::config::AutoOr;
 use tuccompi::device::{Device, KernelSource};
 use tuccompi::plugin::{
     Details, DeviceData, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker,
@@ -73,7 +74,7 @@ pub struct ApspOptions {
     /// The GPU algorithm that runs: `gpu_request` resolved in `prepare` (never read from TOML).
     #[serde(skip)]
     pub gpu_algorithm: GpuAlgorithm,
-    /// Whether `od.csv` is written beside `od.npz`: `output.format = "csv"` (set in `prepare`,
+    /// Whether `od.csv` is written beside `od.npz`: `apsp.format = "csv"` (set in `prepare`,
     /// never read from TOML).
     #[serde(skip)]
     pub od_csv: bool,
@@ -245,6 +246,9 @@ impl Plugin for Apsp {
     fn tables(&self) -> &'static [&'static str] {
         &["input"]
     }
+    fn renamed_keys(&self) -> &'static [(&'static str, &'static str)] {
+        crate::common::sources::RENAMED_KEYS
+    }
 }
 
 /// What loads a job's graph (and its places), given the `[lon, lat]` points the job snaps
@@ -259,10 +263,12 @@ pub fn prepare_with(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn
 }
 
 fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
-    let options: ApspOptions = ctx.options("apsp")?;
+    let (options, keys): (ApspOptions, _) =
+        crate::common::sources::split_options(ctx.plan, "apsp")?;
     options.check()?;
     // An id file's mistakes are found before the graph is read.
-    let (source_spec, source_origins) = crate::common::ids::run_sources(ctx.plan)?;
+    let (source_spec, source_origins) = crate::common::ids::sources(ctx.plan, &keys)?;
+    let source_key = keys.sources_key.as_str();
     // The files named for `check` and the run's identity, as the config names them.
     let input = crate::common::input::Input::of(ctx.plan)?;
     let (target_spec, target_origins) = match options.targets.clone() {
@@ -275,17 +281,23 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
     // Points snapped onto edges are part of the graph: known before it is built.
     let mut points: Vec<(&str, &[[f64; 2]])> = Vec::new();
     if let Sources::Points(p) = &source_spec {
-        points.push(("run.sources", p));
+        points.push((source_key, p));
     }
     if let Some(Sources::Points(p)) = &target_spec {
         points.push(("apsp.targets", p));
     }
     let (graph, places) = load(&points)?;
-    check_run_memory(ctx, &graph, &options, &source_spec)?;
+    check_run_memory(ctx, &graph, &options, &source_spec, source_key)?;
     let (sources, source_snaps) = match &source_spec {
-        Sources::Points(p) => geo::resolve(p, places.as_ref(), "run.sources")?,
+        Sources::Points(p) => geo::resolve(p, places.as_ref(), source_key)?,
         s => (
-            resolve_sources(s, source_origins.as_ref(), graph.n, graph.id_base)?,
+            resolve_sources(
+                source_key,
+                s,
+                source_origins.as_ref(),
+                graph.n,
+                graph.id_base,
+            )?,
             Vec::new(),
         ),
     };
@@ -315,14 +327,13 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
     let wide = width.wide;
     let cols = targets.as_ref().map_or(graph.n, Vec::len);
     // A run that folds its trees (`[apsp.reach]`) writes no matrix unless one is asked for.
-    let rows = if reach.is_some()
-        && !ctx.plan.output.distances
-        && ctx.plan.output.format != tuccompi::config::OutputFormat::Csv
-    {
+    let csv = keys.format == crate::common::TableFormat::Csv;
+    let rows = if reach.is_some() && !keys.distances && !csv {
         None
     } else {
         od::rows(
             ctx.plan,
+            &keys,
             targets.as_deref(),
             sources.len(),
             cols,
@@ -331,7 +342,6 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
     };
     let path_job = paths::prepare(&options, &graph, sources.len(), targets.as_deref())?;
     // The outputs' size is known now: a run that cannot fit is refused before the hierarchy.
-    let csv = ctx.plan.output.format == tuccompi::config::OutputFormat::Csv;
     ctx.check_space(tuccompi::plugin::OutputSize {
         tasks: sources.len(),
         record_words: PathSummary::WORDS + reach.as_ref().map_or(0, reach::Reach::words),
@@ -361,7 +371,7 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
     let choice = phast::auto::choose_for_job(&graph, wide, &request, ctx.share)?;
     let mut options = options;
     options.gpu_algorithm = choice.gpu;
-    options.od_csv = ctx.plan.output.format == tuccompi::config::OutputFormat::Csv;
+    options.od_csv = csv;
     let mut report = choice.report;
     if choice.cpu == phast::auto::CpuAlgorithm::Phast {
         let width = if wide { 8 } else { 4 };
@@ -377,8 +387,8 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
     };
     Ok(Box::new(ApspJob {
         graph,
-        check: crate::common::check_lines(ctx.plan, &input),
-        inputs: crate::common::input_files(ctx.plan, &input)
+        check: crate::common::check_lines(&keys, &input),
+        inputs: crate::common::input_files(&keys, &input)
             .into_iter()
             .chain(target_file)
             .chain(reach.as_ref().and_then(|r| r.file.clone()))
@@ -413,12 +423,14 @@ const WORKER_BYTES_PER_VERTEX: u64 = 24;
 const CH_BYTES: (u64, u64) = (96, 64);
 
 /// Refuse a run whose per-task and per-worker state cannot fit this machine's memory, before
-/// any of it is allocated (`run.sources = "all"` over a header's 200 million vertices).
+/// any of it is allocated (`apsp.sources = "all"` over a header's 200 million vertices).
+/// `key`: where the sources were given.
 fn check_run_memory(
     ctx: &PrepareCtx<'_>,
     graph: &Csr,
     options: &ApspOptions,
     sources: &Sources,
+    key: &str,
 ) -> Result<()> {
     let n = graph.n as u64;
     let tasks = match sources {
@@ -451,7 +463,7 @@ fn check_run_memory(
         &format!("apsp on {} ({n} vertices)", graph.name),
         need,
         &format!(
-            "run.sources = {}: {tasks} tasks x {TASK_BYTES} bytes, {workers} CPU workers x \
+            "{key} = {}: {tasks} tasks x {TASK_BYTES} bytes, {workers} CPU workers x \
              {n} vertices x {WORKER_BYTES_PER_VERTEX} bytes, and {} for a contraction hierarchy",
             sources,
             crate::graph::memory::gib(ch_bytes)

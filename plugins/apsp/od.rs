@@ -1,22 +1,22 @@
 //! The labelled origin-destination output of a run with `[apsp] targets`: `od.npz` (numpy's
 //! archive of `sources`, `targets`, `distances` and `unreachable`) and, with
-//! `output.format = "csv"`, the long-format `od.csv`.
+//! `apsp.format = "csv"`, the long-format `od.csv`.
 //!
 //! The distance rows are written at their offsets as chunks finish, into `distances.npy` (with
-//! `output.distances`) or into a hidden file of the staging folder (`.od-distances.npy`, never
+//! `apsp.distances`) or into a hidden file of the staging folder (`.od-distances.npy`, never
 //! committed), so an interrupted run resumes them like any bulk output. `od.npz` and `od.csv`
 //! are assembled from that file when every task is done, in `finish`: a resumed run ends with
 //! the same files as an uninterrupted one.
 
 use super::ApspJob;
 use crate::common::npz::{npy_scalar_max, npy_u64, write_npz, NpzEntry};
+use crate::common::{RunKeys, TableFormat};
 use std::io::Write;
 use std::path::Path;
-use tuccompi::config::OutputFormat;
 use tuccompi::sink::{write_stream, NpyRows, NpyType};
 use tuccompi::{Error, Result};
 
-/// The staging-folder name of the distance rows when `output.distances` is off: hidden, so the
+/// The staging-folder name of the distance rows when `apsp.distances` is off: hidden, so the
 /// commit leaves it behind (and removes it with the staging folder).
 pub const HIDDEN_ROWS: &str = ".od-distances.npy";
 
@@ -28,26 +28,27 @@ pub const MAX_CSV_PAIRS: u64 = 10_000_000;
 /// file `od.npz` is made from; `None` without either.
 pub fn rows(
     plan: &tuccompi::config::Plan,
+    keys: &RunKeys,
     targets: Option<&[u32]>,
     sources: usize,
     cols: usize,
     ty: NpyType,
 ) -> Result<Option<NpyRows>> {
-    if plan.output.format == OutputFormat::Csv {
+    if keys.format == TableFormat::Csv {
         let Some(ts) = targets else {
             return Err(plan.origins.error(
-                "output.format",
-                "output.format = \"csv\" writes od.csv, the long-format table of an \
-                 origin-destination run: set [apsp] targets, or remove output.format (summary.csv \
+                "apsp.format",
+                "apsp.format = \"csv\" writes od.csv, the long-format table of an \
+                 origin-destination run: set [apsp] targets, or remove apsp.format (summary.csv \
                  is always written)",
             ));
         };
         let pairs = sources as u64 * ts.len() as u64;
         if pairs > MAX_CSV_PAIRS {
             return Err(plan.origins.error(
-                "output.format",
+                "apsp.format",
                 format!(
-                    "output.format = \"csv\": {sources} sources x {} targets = {pairs} pairs, \
+                    "apsp.format = \"csv\": {sources} sources x {} targets = {pairs} pairs, \
                      more than od.csv takes ({MAX_CSV_PAIRS}); read od.npz instead \
                      (numpy.load), or ask for fewer sources or targets",
                     ts.len()
@@ -55,7 +56,7 @@ pub fn rows(
             ));
         }
     }
-    let name = match (plan.output.distances, targets) {
+    let name = match (keys.distances, targets) {
         (true, _) => "distances.npy",
         (false, Some(_)) => HIDDEN_ROWS,
         (false, None) => return Ok(None),

@@ -8,8 +8,8 @@
 
 use super::ApspJob;
 use crate::common::ids::IdOrigins;
+use crate::common::Sources;
 use crate::common::{Dist, PathSummary, RowWrite};
-use tuccompi::config::Sources;
 use tuccompi::{Error, Result};
 
 /// Resolve `[apsp] targets` (not "all") against a graph of `n` vertices numbered from `base`:

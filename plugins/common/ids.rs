@@ -1,4 +1,4 @@
-//! `run.sources` / `apsp.targets` given as `{ file = "PATH" }`: vertex ids or points read from a
+//! `apsp.sources` (or `run.tasks`) / `apsp.targets` given as `{ file = "PATH" }`: vertex ids or points read from a
 //! `.txt` (one id per line), a `.csv` with a header (column `id`, or columns `lon` and `lat`)
 //! or a `.npy` (a 1-D integer array of ids, or a k x 2 float array of points).
 //!
@@ -6,13 +6,15 @@
 //! checked against the graph only once it is read, long after the file: [`IdOrigins`] keeps
 //! where each id came from so that [`resolve`] can still name its line.
 //!
-//! The framework keeps `run.sources = { file = ... }` as a path ([`Sources::File`]); the
-//! plugins read it here ([`run_sources`]) and declare the file among their job's inputs, so
+//! The framework keeps `run.tasks = { file = ... }` as a path, as the plugins keep their own
+//! `sources = { file = ... }` ([`Sources::File`]); they read it here ([`sources`]) and
+//! declare the file among their job's inputs, so
 //! that `--resume` refuses a changed id file.
 
+use super::sources::{RunKeys, Sources};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use tuccompi::config::{Plan, Sources};
+use tuccompi::config::Plan;
 use tuccompi::{Error, Result};
 
 /// The most bytes an id file may have: far more ids than any run's sources or targets, small
@@ -55,12 +57,12 @@ impl IdOrigins {
     }
 }
 
-/// `run.sources` of `plan`, a file read into `List` or `Points`, with where each id came from
+/// The sources of a run (`keys.sources`), a file read into `List` or `Points`, with where each id came from
 /// (`None` for the inline forms and points). A file's errors name the key and where it was
 /// set; an id listed twice in a file is refused naming its two lines (inline lists are checked
 /// when the plan is made).
-pub fn run_sources(plan: &Plan) -> Result<(Sources, Option<IdOrigins>)> {
-    let (sources, origins) = load_with_origins(plan.sources.clone(), "run.sources")
+pub fn sources(plan: &Plan, keys: &RunKeys) -> Result<(Sources, Option<IdOrigins>)> {
+    let (sources, origins) = load_with_origins(keys.sources.clone(), &keys.sources_key)
         .map_err(|e| plan.origins.locate(e))?;
     if let (Sources::List(ids), Some(o)) = (&sources, &origins) {
         let mut first_at = std::collections::HashMap::with_capacity(ids.len());
@@ -72,8 +74,9 @@ pub fn run_sources(plan: &Plan) -> Result<(Sources, Option<IdOrigins>)> {
                     i,
                     format!(
                         "vertex id {id} is listed a second time (first at {}); each id of \
-                         run.sources is one task with one summary row, so list it once",
-                        o.place(j)
+                         {} is one task with one summary row, so list it once",
+                        o.place(j),
+                        keys.sources_key
                     ),
                 ));
             }
@@ -83,9 +86,9 @@ pub fn run_sources(plan: &Plan) -> Result<(Sources, Option<IdOrigins>)> {
     Ok((sources, origins))
 }
 
-/// The file `run.sources` names, if it names one (for the job's declared inputs).
-pub fn sources_file(plan: &Plan) -> Option<PathBuf> {
-    match &plan.sources {
+/// The file the sources are read from, if any (for the job's declared inputs).
+pub fn sources_file(keys: &RunKeys) -> Option<PathBuf> {
+    match &keys.sources {
         Sources::File(p) => Some(p.clone()),
         _ => None,
     }

@@ -6,14 +6,16 @@ pub mod geo;
 pub mod ids;
 pub mod input;
 pub mod npz;
+pub mod sources;
 
 use crate::common::ids::IdOrigins;
 use crate::common::input::{is_osm, name_path, Input, InputSpec};
+pub use crate::common::sources::{RunKeys, Sources, TableFormat};
 use crate::graph::{generate, read_graph_with, Csr, EdgeList, GenSpec, MatrixStats, NpyMatrix};
 use rayon::prelude::*;
 use std::fmt::Write as _;
 use std::path::Path;
-use tuccompi::config::{Plan, Sources};
+use tuccompi::config::Plan;
 use tuccompi::plugin::{PrepareCtx, Record, Records};
 use tuccompi::sink::{write_file, NpyRows, NpyType};
 use tuccompi::{Error, Result};
@@ -76,27 +78,27 @@ pub fn check_input_options(plan: &Plan, input: &Input, format: &str) -> Result<(
     Ok(())
 }
 
-/// The files a plan's `[input]` names (`input.path`, `input.coordinates`) and the id file of
-/// `run.sources = { file = ... }`: what a built-in job declares it reads
+/// The files a plan's `[input]` names (`input.path`, `input.coordinates`) and the sources' id
+/// file (`apsp.sources = { file = ... }`): what a built-in job declares it reads
 /// ([`Details::inputs`](tuccompi::plugin::Details::inputs)), so that `--resume` refuses when
 /// one changed.
-pub fn input_files(plan: &Plan, input: &Input) -> Vec<std::path::PathBuf> {
+pub fn input_files(keys: &RunKeys, input: &Input) -> Vec<std::path::PathBuf> {
     input
         .path()
         .map(Path::to_path_buf)
         .into_iter()
         .chain(input.coordinates.clone())
-        .chain(ids::sources_file(plan))
+        .chain(ids::sources_file(keys))
         .collect()
 }
 
 /// What `tuccompi check` prints of a built-in job's plan: its input and its sources.
-pub fn check_lines(plan: &Plan, input: &Input) -> Vec<(String, String)> {
+pub fn check_lines(keys: &RunKeys, input: &Input) -> Vec<(String, String)> {
     input
         .describe()
         .map(|d| ("input".to_string(), d))
         .into_iter()
-        .chain([("sources".to_string(), plan.sources.to_string())])
+        .chain([("sources".to_string(), keys.sources.to_string())])
         .collect()
 }
 
@@ -274,10 +276,12 @@ fn read_csr(plan: &Plan, input: &Input, store: bool) -> Result<Csr> {
     Ok(g)
 }
 
-/// Resolve `run.sources` against a graph of `n` vertices numbered from `base`: internal ids.
-/// `origins`: where the ids came from when read from a file ([`ids::run_sources`]),
-/// so that an id outside the graph is named with its file and line.
+/// Resolve the sources (given as `key`: `apsp.sources`, `run.tasks`) against a graph of `n`
+/// vertices numbered from `base`: internal ids. `origins`: where the ids came from when read
+/// from a file ([`ids::sources`]), so that an id outside the graph is named with its file and
+/// line.
 pub fn resolve_sources(
+    key: &str,
     sources: &Sources,
     origins: Option<&IdOrigins>,
     n: usize,
@@ -288,26 +292,24 @@ pub fn resolve_sources(
         Sources::First(k) => {
             if *k as usize > n || *k == 0 {
                 return Err(Error::Config(format!(
-                    "run.sources = {k}, but the graph has {n} vertices; use 1..={n} or \"all\""
+                    "{key} = {k}, but the graph has {n} vertices; use 1..={n} or \"all\""
                 )));
             }
             Ok((0..*k as u32).collect())
         }
         Sources::List(ids) => {
             if ids.is_empty() {
-                return Err(Error::Config(
-                    "run.sources = []: list at least one vertex id".into(),
-                ));
+                return Err(Error::Config(format!(
+                    "{key} = []: list at least one vertex id"
+                )));
             }
-            ids::resolve(ids, origins, "run.sources", n, base)
+            ids::resolve(ids, origins, key, n, base)
         }
-        Sources::Points(_) => Err(Error::Config(
-            "run.sources: points ([lon, lat]) are snapped by the apsp plugin only; list vertex \
-             ids"
-            .into(),
-        )),
+        Sources::Points(_) => Err(Error::Config(format!(
+            "{key}: points ([lon, lat]) are snapped by the apsp plugin only; list vertex ids"
+        ))),
         Sources::File(p) => Err(Error::Config(format!(
-            "run.sources: {{ file = {:?} }} was not read (ids::run_sources reads it)",
+            "{key}: {{ file = {:?} }} was not read (ids::sources reads it)",
             p.display().to_string()
         ))),
     }
@@ -530,15 +532,16 @@ pub fn write_summary_records(
     write_summary(dir, sources, id_base, n, targets, summaries)
 }
 
-/// Refuse `output.format = "csv"` in a plugin that writes no table besides `summary.csv` (only
+/// Refuse `format = "csv"` in a plugin that writes no table besides `summary.csv` (only
 /// `apsp` with targets writes `od.csv`).
-pub fn refuse_csv(plan: &Plan) -> Result<()> {
-    if plan.output.format == tuccompi::config::OutputFormat::Csv {
+pub fn refuse_csv(plan: &Plan, keys: &RunKeys) -> Result<()> {
+    if keys.format == TableFormat::Csv {
+        let key = format!("{}.format", plan.plugin);
         return Err(plan.origins.error(
-            "output.format",
+            &key,
             format!(
-                "output.format = \"csv\" writes od.csv for apsp with [apsp] targets; {} writes \
-                 summary.csv (always text) and distances.npy: remove output.format",
+                "{key} = \"csv\" writes od.csv for apsp with [apsp] targets; {} writes \
+                 summary.csv (always text) and distances.npy: remove {key}",
                 plan.plugin
             ),
         ));
@@ -546,17 +549,18 @@ pub fn refuse_csv(plan: &Plan) -> Result<()> {
     Ok(())
 }
 
-/// `distances.npy` for `sources × n` of `ty` when `output.distances` is set: declared here,
+/// `distances.npy` for `sources × n` of `ty` when `distances` is set: declared here,
 /// opened by the runtime in the run's staging folder when the run starts (see
 /// [`Details::bulk`](tuccompi::plugin::Details::bulk)).
 pub fn distance_rows(
     ctx: &PrepareCtx<'_>,
+    keys: &RunKeys,
     sources: usize,
     n: usize,
     ty: NpyType,
 ) -> Result<Option<NpyRows>> {
-    refuse_csv(ctx.plan)?;
-    if !ctx.plan.output.distances {
+    refuse_csv(ctx.plan, keys)?;
+    if !keys.distances {
         return Ok(None);
     }
     NpyRows::new("distances.npy", sources, n, ty).map(Some)

@@ -111,36 +111,44 @@ impl std::fmt::Display for Sources {
     }
 }
 
-
 impl Sources {
-    /// The sources of a run: the plugin's own `{table}.sources` when set, else `run.tasks`
-    /// read as vertex ids (both set, other than `run.tasks = "all"`, is refused). An id
-    /// listed twice is refused: it would run twice and write two summary rows.
-    pub fn of_run(plan: &Plan, table: &str, own: Option<&Sources>) -> Result<Sources> {
+    /// The sources of a run, and the key they were given as: the plugin's own
+    /// `{table}.sources` when set, else `run.tasks` read as vertex ids. Both set (other than
+    /// `run.tasks = "all"`): the later `--set` of the two wins over the file, as for one key;
+    /// both in the file is refused. An id listed twice is refused: it would run twice and
+    /// write two summary rows.
+    pub fn of_run(plan: &Plan, table: &str, own: Option<&Sources>) -> Result<(Sources, String)> {
         let key = format!("{table}.sources");
-        let sources = match (own, &plan.tasks) {
-            (Some(s), Tasks::All) => s.clone(),
-            (Some(_), _) => {
-                return Err(plan.origins.error(
-                    "run.tasks",
-                    format!(
-                        "run.tasks and {key} are both set: {key} says which vertices start \
-                         the trees; remove run.tasks"
-                    ),
-                ))
-            }
-            (None, Tasks::All) => Sources::All,
-            (None, Tasks::First(k)) => Sources::First(*k),
-            (None, Tasks::List(ids)) => Sources::List(ids.clone()),
-            (None, Tasks::File(p)) => Sources::File(p.clone()),
+        let tasks = match &plan.tasks {
+            Tasks::All => None,
+            Tasks::First(k) => Some(Sources::First(*k)),
+            Tasks::List(ids) => Some(Sources::List(ids.clone())),
+            Tasks::File(p) => Some(Sources::File(p.clone())),
+        };
+        let (sources, at) = match (own, tasks) {
+            (Some(s), None) => (s.clone(), key),
+            (None, None) => (Sources::All, key),
+            (None, Some(t)) => (t, "run.tasks".to_string()),
+            (Some(s), Some(t)) => match plan.origins.last_set(&["run.tasks", &key]) {
+                Some(0) => (t, "run.tasks".to_string()),
+                Some(_) => (s.clone(), key),
+                None => {
+                    return Err(plan.origins.error(
+                        "run.tasks",
+                        format!(
+                            "run.tasks and {key} are both set: {key} says which vertices \
+                             start the trees; remove run.tasks"
+                        ),
+                    ))
+                }
+            },
         };
         if let Sources::List(ids) = &sources {
             let mut first_at = std::collections::HashMap::with_capacity(ids.len());
             for (i, &id) in ids.iter().enumerate() {
-                if let Some(&j) = first_at.insert(id, i) {
-                    let at = if own.is_some() { key.as_str() } else { "run.tasks" };
+                if let Some(j) = first_at.insert(id, i) {
                     return Err(plan.origins.error(
-                        at,
+                        &at,
                         format!(
                             "{at} lists vertex id {id} twice (entries {} and {}); each id is \
                              one task with one summary row, so list it once",
@@ -151,6 +159,81 @@ impl Sources {
                 }
             }
         }
-        Ok(sources)
+        Ok((sources, at))
     }
+}
+
+/// The keys of a graph plugin's own table that its users once set in `[run]` and `[output]`,
+/// as ([`Plugin::renamed_keys`](tuccompi::plugin::Plugin::renamed_keys)) declares them: a
+/// config that still writes `run.sources = 64` runs as `apsp.sources = 64`, with a warning.
+pub const RENAMED_KEYS: &[(&str, &str)] = &[
+    ("run.sources", "sources"),
+    ("output.distances", "distances"),
+    ("output.format", "format"),
+];
+
+/// `format`: the tables a graph plugin writes besides `summary.csv`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum TableFormat {
+    /// numpy files only (`distances.npy`, `od.npz`).
+    #[default]
+    Npy,
+    /// Also text: with `apsp.targets`, a long-format `od.csv` beside `od.npz`.
+    Csv,
+}
+
+#[derive(Debug, serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawRunKeys {
+    sources: Option<Sources>,
+    #[serde(default)]
+    distances: bool,
+    #[serde(default)]
+    format: TableFormat,
+}
+
+/// What a graph plugin's table says about what it runs and writes, the same for every
+/// built-in: `sources` (or `run.tasks`), `distances` (write `distances.npy`) and `format`.
+#[derive(Debug, Clone)]
+pub struct RunKeys {
+    /// The sources, a file still unread ([`crate::common::ids::sources`] reads it).
+    pub sources: Sources,
+    /// The key they were given under, for messages: `apsp.sources`, or `run.tasks`.
+    pub sources_key: String,
+    /// Write the full distance matrix, `distances.npy`.
+    pub distances: bool,
+    /// Text tables beside the numpy files, or not.
+    pub format: TableFormat,
+}
+
+/// The plugin table `table`'s options as `T` (a `deny_unknown_fields` struct without the run
+/// keys) and its [`RunKeys`]: one table, read in two parts, each bad value named by its key.
+pub fn split_options<T: serde::de::DeserializeOwned>(
+    plan: &Plan,
+    table: &str,
+) -> Result<(T, RunKeys)> {
+    let mut own = if table == plan.plugin {
+        plan.plugin_options.clone()
+    } else {
+        plan.other_tables.get(table).cloned().unwrap_or_default()
+    };
+    let mut run = toml::Table::new();
+    for (_, key) in RENAMED_KEYS {
+        if let Some(v) = own.remove(*key) {
+            run.insert(key.to_string(), v);
+        }
+    }
+    let raw: RawRunKeys = plan.table(table, &run)?;
+    let options: T = plan.table(table, &own)?;
+    let (sources, sources_key) = Sources::of_run(plan, table, raw.sources.as_ref())?;
+    Ok((
+        options,
+        RunKeys {
+            sources,
+            sources_key,
+            distances: raw.distances,
+            format: raw.format,
+        },
+    ))
 }

@@ -48,6 +48,11 @@ impl std::fmt::Debug for DdJob {
     }
 }
 
+/// `[dense-dijkstra]` has none but the graph plugins' run keys.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoOptions {}
+
 impl Plugin for DenseDijkstra {
     fn name(&self) -> &'static str {
         "dense-dijkstra"
@@ -58,13 +63,12 @@ impl Plugin for DenseDijkstra {
     fn tables(&self) -> &'static [&'static str] {
         &["input"]
     }
+    fn renamed_keys(&self) -> &'static [(&'static str, &'static str)] {
+        crate::common::sources::RENAMED_KEYS
+    }
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
-        if !ctx.plan.plugin_options.is_empty() {
-            return Err(Error::Config(format!(
-                "[dense-dijkstra] takes no options; remove {:?}",
-                ctx.plan.plugin_options.keys().collect::<Vec<_>>()
-            )));
-        }
+        // No options of its own: `sources`, `distances` and `format` only.
+        let (NoOptions {}, keys) = crate::common::sources::split_options(ctx.plan, self.name())?;
         // Its tasks are rows, spread over the ranks: each reads rank 0's input.
         let given = crate::common::input::Input::on_this_rank(ctx.plan, ctx.share)?;
         let input = load_dense(ctx.plan, &given)?;
@@ -117,13 +121,13 @@ impl Plugin for DenseDijkstra {
         let wide = needs_wide(n, max_weight as u64);
         let (id_base, name) = (input.id_base(), input.name().to_string());
         drop(input);
-        let (sources, origins) = crate::common::ids::run_sources(ctx.plan)?;
-        let sources = resolve_sources(&sources, origins.as_ref(), n, id_base)?;
+        let (sources, origins) = crate::common::ids::sources(ctx.plan, &keys)?;
+        let sources = resolve_sources(&keys.sources_key, &sources, origins.as_ref(), n, id_base)?;
         let ty = if wide { NpyType::U64 } else { NpyType::U32 };
-        let rows = distance_rows(ctx, sources.len(), n, ty)?;
+        let rows = distance_rows(ctx, &keys, sources.len(), n, ty)?;
         Ok(Box::new(DdJob {
-            check: crate::common::check_lines(ctx.plan, &given),
-            inputs: crate::common::input_files(ctx.plan, &given),
+            check: crate::common::check_lines(&keys, &given),
+            inputs: crate::common::input_files(&keys, &given),
             n,
             w,
             sources,

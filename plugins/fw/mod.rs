@@ -368,11 +368,15 @@ impl Plugin for Fw {
     fn tables(&self) -> &'static [&'static str] {
         &["input"]
     }
+    fn renamed_keys(&self) -> &'static [(&'static str, &'static str)] {
+        crate::common::sources::RENAMED_KEYS
+    }
 }
 
 impl Fw {
     fn prepare_job(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
-        let options: FwOptions = ctx.options(self.name())?;
+        let (options, keys): (FwOptions, _) =
+            crate::common::sources::split_options(ctx.plan, self.name())?;
         if self.0 != Variant::Blocked
             && (options.register_tile.is_some()
                 || options.group.is_some()
@@ -447,8 +451,8 @@ impl Fw {
             (true, input) => Source::Held(Matrix::Narrow(dense(&input)?)),
             (false, input) => Source::Held(Matrix::Wide(dense(&input)?)),
         };
-        let (sources, origins) = crate::common::ids::run_sources(ctx.plan)?;
-        let sources = resolve_sources(&sources, origins.as_ref(), n, id_base)?;
+        let (sources, origins) = crate::common::ids::sources(ctx.plan, &keys)?;
+        let sources = resolve_sources(&keys.sources_key, &sources, origins.as_ref(), n, id_base)?;
         let ty = if negative {
             NpyType::I64
         } else if bound < u32::MAX as u128 {
@@ -456,7 +460,7 @@ impl Fw {
         } else {
             NpyType::U64
         };
-        let rows = distance_rows(ctx, sources.len(), n, ty)?;
+        let rows = distance_rows(ctx, &keys, sources.len(), n, ty)?;
         let gpu_tile = tile::TileRequest {
             block: options.tile.and_then(|t| t.value()),
             group: options.group.and_then(|t| t.value()),
@@ -468,8 +472,8 @@ impl Fw {
             strips: options.strips.and_then(|t| t.value()),
         };
         Ok(Box::new(FwJob {
-            check: crate::common::check_lines(ctx.plan, &given),
-            inputs: crate::common::input_files(ctx.plan, &given),
+            check: crate::common::check_lines(&keys, &given),
+            inputs: crate::common::input_files(&keys, &given),
             variant: self.0,
             n,
             input: matrix,

@@ -14,7 +14,7 @@ const VALUES: [&str; 4] = ["0", "1", "4611686018427387904", "-1"];
 
 /// The numeric keys of the plan's own tables.
 const PLAN_KEYS: &[&str] = &[
-    "run.sources",
+    "run.tasks",
     "units.cpu_workers",
     "units.concurrent_kernels",
     "scheduler.chunk",
@@ -346,13 +346,13 @@ fn run_sources_beyond_the_memory_is_refused_naming_the_input() {
     }
     let (_dir, c) = setup("apsp", &format!("p sp {n} 1\na 1 2 5\n"));
     let (code, e) = tuccompi_bounded(
-        &["check", &c, "--set", "run.sources=\"all\""],
+        &["check", &c, "--set", "apsp.sources=\"all\""],
         "sources = all",
     );
     assert!(
         code == 2
             && e.contains(&format!("g.gr ({n} vertices): needs about"))
-            && e.contains("run.sources = all"),
+            && e.contains("apsp.sources = all"),
         "{e}"
     );
 }
@@ -380,8 +380,8 @@ fn issue_24_messages_name_their_key() {
     let (_dir, c) = setup("apsp", GRAPH);
     for (set, want) in [
         (
-            "run.sources=\"al\"",
-            "--set run.sources=\"al\": run.sources: expected",
+            "apsp.sources=\"al\"",
+            "--set apsp.sources=\"al\": apsp.sources: expected",
         ),
         (
             "units.cpu_workers=-1",

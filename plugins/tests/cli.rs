@@ -128,8 +128,8 @@ fn source_out_of_range() {
         err.contains("vertex id 4 is out of range") && err.contains("1..=3"),
         "{err}"
     );
-    let (_, _, err) = tuccompi(&["check", &cfg, "--set", "run.sources=9"]);
-    assert!(err.contains("run.sources = 9"), "{err}");
+    let (_, _, err) = tuccompi(&["check", &cfg, "--set", "apsp.sources=9"]);
+    assert!(err.contains("apsp.sources = 9"), "{err}");
 }
 
 #[test]
@@ -287,10 +287,10 @@ fn too_many_cpu_workers_and_duplicate_sources() {
         err.contains("units.cpu_workers = 100000 is more than"),
         "{err}"
     );
-    let (code, _, err) = tuccompi(&["check", cfg, "--set", "run.sources=[1, 2, 1]"]);
+    let (code, _, err) = tuccompi(&["check", cfg, "--set", "apsp.sources=[1, 2, 1]"]);
     assert_ne!(code, 0);
     assert!(
-        err.contains("run.sources lists vertex id 1 twice (entries 1 and 3)"),
+        err.contains("apsp.sources lists vertex id 1 twice (entries 1 and 3)"),
         "{err}"
     );
 }
@@ -347,7 +347,7 @@ fn devices_found_while_the_input_loads() {
             "--set",
             &od,
             "--set",
-            "run.sources=64",
+            "apsp.sources=64",
             "--set",
             units,
         ]);
@@ -385,7 +385,7 @@ fn default_config_runs_and_writes_its_files() {
         "--set",
         &od,
         "--set",
-        "run.sources=16",
+        "apsp.sources=16",
         "--set",
         "output.trace=true",
     ]);
@@ -410,9 +410,9 @@ fn default_config_runs_and_writes_its_files() {
 /// A small APSP config on a generated road graph, CPU only, without `[output]`.
 fn small_apsp(sources: usize) -> String {
     format!(
-        "[run]\nplugin = \"apsp\"\nsources = {sources}\n[input.generate]\nmodel = \"road\"\n\
+        "[run]\nplugin = \"apsp\"\n[input.generate]\nmodel = \"road\"\n\
          vertices = 4000\n[units]\nopencl = \"none\"\ncpu_workers = 2\n[apsp]\n\
-         cpu_algorithm = \"dijkstra\"\n"
+         sources = {sources}\ncpu_algorithm = \"dijkstra\"\n"
     )
 }
 
@@ -448,7 +448,7 @@ fn a_config_from_standard_input_and_the_overrides_in_the_report() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tuccompi"))
         .current_dir(&cwd)
         .env("XDG_CACHE_HOME", cwd.join("cache"))
-        .args(["run", "-", "-q", "--set", "run.sources=3"])
+        .args(["run", "-", "-q", "--set", "apsp.sources=3"])
         .stdin(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -470,8 +470,8 @@ fn a_config_from_standard_input_and_the_overrides_in_the_report() {
     )
     .unwrap();
     assert_eq!(report["tasks"], 3);
-    assert_eq!(report["overrides"], serde_json::json!(["run.sources=3"]));
-    assert_eq!(report["effective_config"]["run"]["sources"], 3);
+    assert_eq!(report["overrides"], serde_json::json!(["apsp.sources=3"]));
+    assert_eq!(report["effective_config"]["apsp"]["sources"], 3);
     assert_eq!(
         report["effective_config"]["input"]["generate"]["vertices"],
         4000
@@ -773,8 +773,8 @@ fn a_large_input_is_read_once_then_from_the_graph_cache() {
     std::fs::write(
         &cfg,
         format!(
-            "[run]\nplugin = \"apsp\"\nsources = [1, 777, 250000]\n[input]\npath = {:?}\n\
-             [units]\nopencl = \"none\"\ncpu_workers = 2\n[apsp]\ncpu_algorithm = \"dijkstra\"\n\
+            "[run]\nplugin = \"apsp\"\n[input]\npath = {:?}\n\
+             [units]\nopencl = \"none\"\ncpu_workers = 2\n[apsp]\nsources = [1, 777, 250000]\ncpu_algorithm = \"dijkstra\"\n\
              [output]\ndir = \"out\"\n",
             input.display().to_string()
         ),
@@ -847,4 +847,74 @@ fn a_closed_stdout_pipe_ends_quietly_not_in_a_panic() {
         assert!(!err.contains("panicked"), "{cmd:?}: {err}");
         assert_eq!(out.status.code(), Some(0), "{cmd:?}: {err}");
     }
+}
+
+/// The graph plugins' keys under their former names (`run.sources`, `output.distances`) run as
+/// the new ones (`apsp.sources`, `apsp.distances`) with byte-identical outputs and one warning
+/// each naming the new key; `run.tasks` gives the sources too, and setting it beside
+/// `apsp.sources` in one file is refused.
+#[test]
+fn former_key_names_run_as_the_new_ones_with_a_warning() {
+    let cwd = tmpdir("cli-renamed");
+    let base = "[input.generate]\nmodel = \"road\"\nvertices = 900\n[units]\nopencl = \"none\"\n\
+                cpu_workers = 2\n";
+    let configs = [
+        (
+            "old",
+            format!(
+                "[run]\nplugin = \"apsp\"\nsources = [1, 5, 9]\n{base}[output]\ndir = \"old\"\n\
+                 distances = true\n"
+            ),
+        ),
+        (
+            "new",
+            format!(
+                "[run]\nplugin = \"apsp\"\n{base}[apsp]\nsources = [1, 5, 9]\ndistances = true\n\
+                 [output]\ndir = \"new\"\n"
+            ),
+        ),
+        (
+            "tasks",
+            format!(
+                "[run]\nplugin = \"apsp\"\ntasks = [1, 5, 9]\n{base}[apsp]\ndistances = true\n\
+                 [output]\ndir = \"tasks\"\n"
+            ),
+        ),
+    ];
+    let mut errs = Vec::new();
+    for (name, text) in &configs {
+        write(&cwd, &format!("{name}.toml"), text);
+        let (code, _, err) = tuccompi_in(&cwd, &["run", &format!("{name}.toml"), "-q"], &[]);
+        assert_eq!(code, 0, "{name}: {err}");
+        errs.push(err);
+    }
+    for file in ["summary.csv", "distances.npy"] {
+        let want = std::fs::read(cwd.join("new").join(file)).unwrap();
+        for dir in ["old", "tasks"] {
+            assert_eq!(
+                std::fs::read(cwd.join(dir).join(file)).unwrap(),
+                want,
+                "{dir}/{file}"
+            );
+        }
+    }
+    assert!(
+        errs[0].contains("old.toml:3: run.sources is deprecated: write apsp.sources")
+            && errs[0].contains("output.distances is deprecated: write apsp.distances"),
+        "{}",
+        errs[0]
+    );
+    assert!(!errs[1].contains("deprecated") && !errs[2].contains("deprecated"));
+    // Both in one file: which one is meant is unclear.
+    write(
+        &cwd,
+        "both.toml",
+        &configs[2].1.replace("distances = true", "sources = 4"),
+    );
+    let (code, _, err) = tuccompi_in(&cwd, &["check", "both.toml"], &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("run.tasks and apsp.sources are both set"),
+        "{err}"
+    );
 }

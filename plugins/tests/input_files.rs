@@ -101,7 +101,7 @@ fn fifo_input_is_refused_before_reading() {
         ),
         (
             apsp("path = \"r.gr\"", "sources = { file = \"ids.txt\" }\n"),
-            "ids.txt: is a named pipe (FIFO), not a regular file; run.sources must name",
+            "ids.txt: is a named pipe (FIFO), not a regular file; apsp.sources must name",
         ),
         (
             apsp(
@@ -116,7 +116,7 @@ fn fifo_input_is_refused_before_reading() {
         ),
         (
             apsp("path = \"r.gr\"", "sources = { file = \"/dev/zero\" }\n"),
-            "/dev/zero: is a character device, not a regular file; run.sources must name",
+            "/dev/zero: is a character device, not a regular file; apsp.sources must name",
         ),
     ];
     for (cfg, says) in cases {
@@ -172,7 +172,7 @@ fn an_id_file_too_large_or_a_device_is_refused_unread() {
         (
             "sparse.txt",
             format!(
-                "sparse.txt: {} bytes, more than the 1024 MiB run.sources may hold",
+                "sparse.txt: {} bytes, more than the 1024 MiB apsp.sources may hold",
                 50u64 << 30
             ),
         ),

@@ -265,7 +265,8 @@ fn every_dense_plugin_reads_npy_matrices_as_it_reads_the_same_graph_as_text() {
                     path.display().to_string()
                 )
             };
-            let sets = ["output.distances=true", "units.opencl=none"];
+            let distances = format!("{p}.distances=true");
+            let sets = [distances.as_str(), "units.opencl=none"];
             let want = run(&cfg(&dir.join("g.gr"), ""), &sets);
             let want_npy = std::fs::read(want.dir.join("distances.npy")).unwrap();
             let summary = std::fs::read_to_string(want.dir.join("summary.csv")).unwrap();
@@ -321,8 +322,8 @@ fn gpu_fw_blocked_streams_npy_matrices_as_the_cpu_reads_them() {
                 f.display().to_string()
             );
             for sources in ["\"all\"", "[97, 3, 4]"] {
-                let src = format!("run.sources={sources}");
-                let base = ["output.distances=true", src.as_str()];
+                let src = format!("fw-blocked.sources={sources}");
+                let base = ["fw-blocked.distances=true", src.as_str()];
                 let want = run(&cfg, &[&base[..], &["units.opencl=none"]].concat());
                 let got = run(
                     &cfg,
@@ -506,9 +507,9 @@ fn every_config_passes_check_and_the_dense_ones_run_on_a_npy_matrix() {
             String::from_utf8_lossy(&out.stderr)
         );
         seen.push(name.clone());
-        if DENSE
+        if let Some(plugin) = DENSE
             .iter()
-            .any(|p| text.contains(&format!("plugin = \"{p}\"")))
+            .find(|p| text.contains(&format!("plugin = \"{p}\"")))
         {
             let od = dir.join(format!("out-{name}"));
             let out = std::process::Command::new(env!("CARGO_BIN_EXE_tuccompi"))
@@ -525,7 +526,7 @@ fn every_config_passes_check_and_the_dense_ones_run_on_a_npy_matrix() {
                     "--set",
                     "units.opencl=\"none\"",
                 ])
-                .args(["--set", "run.sources=\"all\""])
+                .args(["--set", &format!("{plugin}.sources=\"all\"")])
                 .args([
                     "--set",
                     &format!("output.dir={:?}", od.display().to_string()),
@@ -577,17 +578,17 @@ fn an_id_outside_the_graph_is_named_by_its_file_and_line() {
         (
             file("s.txt", b"# sources\n3\n\n5\n16\n"),
             "\"all\"",
-            "s.txt:5: vertex id 16 (in run.sources) is out of range; this graph's ids are 0..=15",
+            "s.txt:5: vertex id 16 (in apsp.sources) is out of range; this graph's ids are 0..=15",
         ),
         (
             file("s.csv", b"name,id\na,1\nb,99\n"),
             "\"all\"",
-            "s.csv:3: vertex id 99 (in run.sources) is out of range",
+            "s.csv:3: vertex id 99 (in apsp.sources) is out of range",
         ),
         (
             file("s.npy", &npy_ids(&[1, 2, 3, 40, 5])),
             "\"all\"",
-            "s.npy: element 3 (counting from 0): vertex id 40 (in run.sources) is out of range",
+            "s.npy: element 3 (counting from 0): vertex id 40 (in apsp.sources) is out of range",
         ),
         (
             "[0, 1]".to_string(),
@@ -603,7 +604,7 @@ fn an_id_outside_the_graph_is_named_by_its_file_and_line() {
         (
             "[0, 16]".to_string(),
             "\"all\"",
-            "run.sources: vertex id 16 is out of range; this graph's ids are 0..=15",
+            "apsp.sources: vertex id 16 is out of range; this graph's ids are 0..=15",
         ),
     ];
     for (sources, targets, want) in &cases {
@@ -627,7 +628,7 @@ fn an_id_outside_the_graph_is_named_by_its_file_and_line() {
         .unwrap()
         .to_string();
     assert!(
-        e.contains("d.txt:2: vertex id 8 (in run.sources) is out of range"),
+        e.contains("d.txt:2: vertex id 8 (in fw-naive.sources) is out of range"),
         "{e}"
     );
     // A duplicate read from a file is named by its two lines.

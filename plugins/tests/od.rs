@@ -148,7 +148,7 @@ fn check_od(out: &Out, arcs: &[(u32, u32, i64)], wide: bool) {
 
 #[test]
 fn od_npz_labels_the_matrix_and_od_csv_lists_every_pair() {
-    let (out, arcs) = od_run(20, &["output.format=\"csv\""]);
+    let (out, arcs) = od_run(20, &["apsp.format=\"csv\""]);
     check_od(&out, &arcs, false);
     // The rows live in a hidden staging file when distances.npy is not asked for: neither it
     // nor distances.npy is in the output.
@@ -175,7 +175,7 @@ fn od_npz_labels_the_matrix_and_od_csv_lists_every_pair() {
 #[test]
 fn od_npz_follows_the_runs_distance_type_and_matches_distances_npy() {
     // Weights up to 2^31: 60 x 2^31 exceeds u32, so the run picks u64 rows.
-    let (out, arcs) = od_run(1 << 31, &["output.distances=true"]);
+    let (out, arcs) = od_run(1 << 31, &["apsp.distances=true"]);
     assert_eq!(out.report["input"]["distance_type"], "u64");
     check_od(&out, &arcs, true);
     let a = npz(&out.dir.join("od.npz"));
@@ -211,17 +211,17 @@ fn csv_format_is_refused_where_it_writes_nothing_or_too_much() {
     let dir = tmpdir("od-refuse");
     let g = dir.join("g.gr");
     std::fs::write(&g, text).unwrap();
-    let e = try_run(&apsp_file(&g, "[1]"), &["output.format=\"csv\""])
+    let e = try_run(&apsp_file(&g, "[1]"), &["apsp.format=\"csv\""])
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("output.format = \"csv\" writes od.csv") && e.contains("set [apsp] targets"),
+        e.contains("apsp.format = \"csv\" writes od.csv") && e.contains("set [apsp] targets"),
         "{e}"
     );
-    let e = try_run(&apsp_file(&g, "[1]"), &["output.format=\"xml\""])
+    let e = try_run(&apsp_file(&g, "[1]"), &["apsp.format=\"xml\""])
         .unwrap_err()
         .to_string();
-    assert!(e.contains("output.format") && e.contains("xml"), "{e}");
+    assert!(e.contains("apsp.format") && e.contains("xml"), "{e}");
     // 5,000 x 2,001 pairs: above the documented limit, refused before the run.
     let big = tmpdir("od-big");
     let out = big.join("out");
@@ -229,7 +229,7 @@ fn csv_format_is_refused_where_it_writes_nothing_or_too_much() {
         &apsp_gen("road", 5000, "", "\"all\""),
         &[
             "apsp.targets=2001",
-            "output.format=\"csv\"",
+            "apsp.format=\"csv\"",
             "units.opencl=none",
             "apsp.cpu_algorithm=\"dijkstra\"",
         ],
@@ -247,7 +247,7 @@ fn csv_format_is_refused_where_it_writes_nothing_or_too_much() {
         "[run]\nplugin = \"fw-naive\"\n[input]\npath = {:?}\n",
         g.display().to_string()
     );
-    let e = try_run(&cfg, &["output.format=\"csv\""])
+    let e = try_run(&cfg, &["fw-naive.format=\"csv\""])
         .unwrap_err()
         .to_string();
     assert!(e.contains("fw-naive writes summary.csv"), "{e}");

@@ -581,39 +581,55 @@ fn osm_keys_are_checked() {
         let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
         tuccompi::Plan::from_toml("[run]\nplugin = \"apsp\"\n", Path::new("t.toml"), &sets)
     };
-    let p = plan(&["run.sources=[[24.5, 60], [1, -2.5]]"]).unwrap();
+    let keys = |set: &str| {
+        plan(&[set]).and_then(|p| {
+            tuccompi_plugins::common::sources::split_options::<tuccompi_plugins::apsp::ApspOptions>(
+                &p, "apsp",
+            )
+            .map(|(_, keys)| keys)
+        })
+    };
+    let k = keys("apsp.sources=[[24.5, 60], [1, -2.5]]").unwrap();
     assert_eq!(
-        p.sources,
-        tuccompi::config::Sources::Points(vec![[24.5, 60.0], [1.0, -2.5]])
+        k.sources,
+        tuccompi_plugins::common::Sources::Points(vec![[24.5, 60.0], [1.0, -2.5]])
     );
+    assert_eq!(k.sources_key, "apsp.sources");
     for (set, want) in [
         (
-            "run.sources=[[1, 2, 3]]",
+            "apsp.sources=[[1, 2, 3]]",
             "point 1 is not two finite numbers",
         ),
         (
-            "run.sources=[[1, 2], 3]",
+            "apsp.sources=[[1, 2], 3]",
             "entry 2 (3) is not a [lon, lat] point",
         ),
         (
-            "run.sources={ path = \"x\" }",
+            "apsp.sources={ path = \"x\" }",
             "must be { file = \"PATH\" } alone",
         ),
     ] {
-        let e = plan(&[set]).unwrap_err().to_string();
+        let e = keys(set).unwrap_err().to_string();
         assert!(e.contains(want), "{set}: {e}");
     }
     // An id file is read by the plugins (the plan keeps its path).
-    let sources = |set: &str| tuccompi_plugins::common::ids::run_sources(&plan(&[set]).unwrap());
-    let e = sources("run.sources={ file = \"/nonexistent/ids.txt\" }")
+    let sources = |set: &str| {
+        let plan = plan(&[set]).unwrap();
+        let (_, keys) = tuccompi_plugins::common::sources::split_options::<
+            tuccompi_plugins::apsp::ApspOptions,
+        >(&plan, "apsp")
+        .unwrap();
+        tuccompi_plugins::common::ids::sources(&plan, &keys)
+    };
+    let e = sources("apsp.sources={ file = \"/nonexistent/ids.txt\" }")
         .unwrap_err()
         .to_string();
-    assert!(e.contains("run.sources: { file ="), "{e}");
+    assert!(e.contains("apsp.sources: { file ="), "{e}");
     // Duplicates from a file are refused as inline ones are.
     let dir = tmpdir("osm-dup");
     std::fs::write(dir.join("s.txt"), "3\n5\n3\n").unwrap();
     let e = sources(&format!(
-        "run.sources={{ file = {:?} }}",
+        "run.tasks={{ file = {:?} }}",
         dir.join("s.txt").display().to_string()
     ))
     .unwrap_err()
@@ -624,13 +640,13 @@ fn osm_keys_are_checked() {
     );
     // Points without places.
     let e = try_run(
-        "[run]\nplugin = \"apsp\"\nsources = [[1.0, 2.0]]\n[input.generate]\nmodel = \"road\"\nvertices = 16\n",
+        "[run]\nplugin = \"apsp\"\n[apsp]\nsources = [[1.0, 2.0]]\n[input.generate]\nmodel = \"road\"\nvertices = 16\n",
         &["units.opencl=none"],
     )
     .unwrap_err()
     .to_string();
     assert!(
-        e.contains("run.sources: points need vertex coordinates"),
+        e.contains("apsp.sources: points need vertex coordinates"),
         "{e}"
     );
 }

@@ -164,7 +164,7 @@ fn a_failed_run_leaves_the_earlier_result_byte_identical() {
     let on = [
         "units.opencl=none",
         "units.cpu_workers=2",
-        "output.distances=true",
+        "apsp.distances=true",
     ];
     run_in(&dir, &cfg, &on, &quiet()).unwrap();
     let before = snapshot(&dir);
@@ -173,7 +173,7 @@ fn a_failed_run_leaves_the_earlier_result_byte_identical() {
     let bad: [(&[&str], &str); 4] = [
         (&["input.path=/no/such/graph.gr"], "/no/such/graph.gr"),
         (&["units.cpu_workers=0"], "no computational units"),
-        (&["run.sources=[1, 99999]"], "out of range"),
+        (&["apsp.sources=[1, 99999]"], "out of range"),
         (&["output.sync_seconds=-1"], "output.sync_seconds"),
     ];
     for (sets, needle) in bad {
@@ -259,7 +259,7 @@ fn stale_files_of_another_run_do_not_survive() {
     run_in(
         &dir,
         &cfg,
-        &[&cpu[..], &["output.distances=true", "output.trace=true"]].concat(),
+        &[&cpu[..], &["apsp.distances=true", "output.trace=true"]].concat(),
         &quiet(),
     )
     .unwrap();
@@ -542,7 +542,7 @@ fn killed_mid_run_then_resumed_gives_byte_identical_outputs() {
         "units.opencl=none",
         "units.cpu_workers=2",
         "scheduler.chunk=16",
-        "output.distances=true",
+        "apsp.distances=true",
         "output.sync_seconds=0.05",
     ];
     interrupt_then_resume("rel-kill", &cfg, 3353, &sets, &|child, _| {
@@ -566,7 +566,7 @@ fn an_od_run_killed_mid_way_resumes_to_byte_identical_od_files() {
         "units.opencl=none",
         "units.cpu_workers=2",
         "scheduler.chunk=16",
-        "output.format=\"csv\"",
+        "apsp.format=\"csv\"",
         "output.sync_seconds=0.05",
         "apsp.cpu_algorithm=\"dijkstra\"",
     ];
@@ -676,13 +676,13 @@ fn resume_refuses_another_config_or_input() {
     let e = run_in(
         &dir,
         PLANTED,
-        &[&cpu[..], &["output.distances=true"]].concat(),
+        &[&cpu[..], &["output.trace=true"]].concat(),
         &opts(Unfinished::Resume),
     )
     .unwrap_err()
     .to_string();
     assert!(
-        e.contains("cannot resume") && e.contains("output.distances was false, is true"),
+        e.contains("cannot resume") && e.contains("output.trace was false, is true"),
         "{e}"
     );
     // Units are not part of what a run computes: resuming on others is fine (and fails again
@@ -998,7 +998,7 @@ fn the_size_check_refuses_an_output_too_big_for_the_disk() {
         "--set",
         &set,
         "--set",
-        "output.distances=true",
+        "apsp.distances=true",
         "--set",
         "units.opencl=none",
     ];
@@ -1266,7 +1266,7 @@ fn a_flipped_byte_in_a_journaled_row_is_recomputed_on_resume() {
         "units.opencl=none",
         "units.cpu_workers=2",
         "scheduler.chunk=16",
-        "output.distances=true",
+        "apsp.distances=true",
         "output.sync_seconds=0.05",
     ];
     let tasks = 3353;
@@ -1377,7 +1377,7 @@ fn a_stopped_commit_is_finished_only_when_proven_and_for_its_own_run() {
             .collect();
         a.push("--set".into());
         a.push(format!("output.dir={:?}", out.display().to_string()));
-        a.extend(["--set".into(), "output.distances=true".into()]);
+        a.extend(["--set".into(), "apsp.distances=true".into()]);
         a.extend(extra.iter().map(|s| s.to_string()));
         a
     };
@@ -1569,7 +1569,7 @@ fn a_dense_run_whose_finish_failed_resumes_to_the_same_outputs() {
     let cfg = "[run]\nplugin = \"fw-blocked\"\n[input.generate]\nmodel = \"complete\"\nvertices = 2000\nseed = 5\n";
     let sets = [
         "units.opencl=none",
-        "output.distances=true",
+        "fw-blocked.distances=true",
         "run.sources=[1999, 0, 700]",
     ];
     let whole = dir.join("whole");

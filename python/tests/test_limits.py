@@ -222,7 +222,7 @@ def test_errors_name_the_python_argument_not_a_config_line(tmp_path):
             call()
         msg = str(e.value)
         assert "<arguments>" not in msg and "tuccompi-" not in msg, msg
-        assert not any(k in msg for k in ("run.sources", "apsp.", "[apsp", "input.")), msg
+        assert not any(k in msg for k in ("run.sources", "run.tasks", "apsp.", "[apsp", "input.")), msg
         assert e.match(pattern), msg
 
 

@@ -60,6 +60,7 @@ def test_run_with_overrides_and_its_errors(tmp_path):
     (tmp_path / "gen.toml").write_text(textwrap.dedent(f"""
         [run]
         plugin = "apsp"
+        [apsp]
         sources = 4
         [input.generate]
         model = "road"
@@ -67,11 +68,11 @@ def test_run_with_overrides_and_its_errors(tmp_path):
         [output]
         dir = "{tmp_path / 'out'}"
     """))
-    report = tuccompi.run(tmp_path / "gen.toml", set=["run.sources=6"])
+    report = tuccompi.run(tmp_path / "gen.toml", set=["apsp.sources=6"])
     assert report["tasks"] == 6
     assert (tmp_path / "out" / "summary.csv").exists()
-    with pytest.raises(ValueError, match="run.sources"):
-        tuccompi.run(tmp_path / "gen.toml", set=["run.sources=-3"], restart=True)
+    with pytest.raises(ValueError, match="apsp.sources"):
+        tuccompi.run(tmp_path / "gen.toml", set=["apsp.sources=-3"], restart=True)
     with pytest.raises(FileNotFoundError, match="nope.toml"):
         tuccompi.run(tmp_path / "nope.toml")
 
@@ -169,7 +170,7 @@ def test_run_any_plugin_from_its_config(tmp_path):
     its distance matrix equals scipy's."""
     out = tmp_path / "fw"
     report = tuccompi.run(os.path.join(os.path.dirname(__file__), "..", "..", "configs", "fw-naive.toml"),
-                          set=["input.generate.vertices=64", "output.distances=true",
+                          set=["input.generate.vertices=64", "fw-naive.distances=true",
                                f'output.dir="{out}"', 'units.device_type="gpu"'])
     assert report["plugin"] == "fw-naive"
     d = np.load(out / "distances.npy")

@@ -162,7 +162,7 @@ def _check_n(n: Any, name: str = "n") -> int:
 
 #: The config key each Python argument sets, as the runtime's messages name them.
 _ARGUMENTS = {
-    "run.sources": "sources",
+    "apsp.sources": "sources",
     "apsp.targets": "targets",
     "units.cpu_workers": "cpu_workers",
     "units.opencl": "opencl",
@@ -509,11 +509,9 @@ class Graph:
         config = _config(options)
         lists = list(lists)
         inv_s = inv_t = ks = kt = None
-        if sources is None:
-            config.setdefault("run", {})["sources"] = "all"
-        else:
+        if sources is not None:
             kind, values, inv_s = self._ids(sources, "sources", True)
-            self._put(config, lists, "run.sources", "sources", kind, values)
+            self._put(config, lists, "apsp.sources", "sources", kind, values)
             ks = len(values)
         if targets is not None:
             kind, values, inv_t = self._ids(targets, "targets", unique_targets)

@@ -309,28 +309,44 @@ impl Plan {
             let Some((_, new)) = renamed.iter().find(|(o, _)| o == old) else {
                 let table = old.split_once('.').map_or("run", |(t, _)| t);
                 let known = match table {
-                    "run" => "plugin, tasks",
-                    _ => "dir, trace, sync_seconds, progress_seconds",
+                    "run" => "`plugin`, `tasks`",
+                    _ => "`dir`, `trace`, `sync_seconds`, `progress_seconds`",
                 };
-                return Err(self.origins.error(
-                    old,
-                    format!("{old}: unknown key; [{table}] takes {known}"),
-                ));
-            };
-            let full = format!("{}.{new}", self.plugin);
-            if plan.plugin_options.contains_key(*new) {
+                let key = old.split_once('.').map_or(old.as_str(), |(_, k)| k);
                 return Err(self.origins.error(
                     old,
                     format!(
-                        "{old} and {full} are both set: {old} is {full}'s former name; keep \
-                         {full}"
+                        "{old}: unknown field `{key}`, expected one of {known} (the {} plugin \
+                         takes none of [{table}]'s keys)",
+                        self.plugin
                     ),
                 ));
-            }
+            };
+            let full = format!("{}.{new}", self.plugin);
             tracing::warn!(
                 "{}: {old} is deprecated: write {full} (the former name works in this release)",
                 self.origins.of(old)
             );
+            if plan.plugin_options.contains_key(*new) {
+                // Both names: the later `--set` wins over the file, as it does for one name;
+                // both in the file is a contradiction.
+                match self.origins.last_set(&[old, &full]) {
+                    Some(0) => {}
+                    Some(_) => {
+                        plan.renamed.push(old.clone());
+                        continue;
+                    }
+                    None => {
+                        return Err(self.origins.error(
+                            old,
+                            format!(
+                                "{old} and {full} are both set: {old} is {full}'s former \
+                                 name; keep {full}"
+                            ),
+                        ))
+                    }
+                }
+            }
             plan.plugin_options.insert(new.to_string(), value.clone());
             plan.origins.alias(old, &full);
             plan.renamed.push(old.clone());

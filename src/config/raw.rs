@@ -57,8 +57,7 @@ pub enum Tasks {
 impl TryFrom<toml::Value> for Tasks {
     type Error = String;
     fn try_from(v: toml::Value) -> Result<Self, String> {
-        const WANT: &str =
-            "expected \"all\", a count N, a list of task ids or { file = \"PATH\" }";
+        const WANT: &str = "expected \"all\", a count N, a list of task ids or { file = \"PATH\" }";
         match v {
             toml::Value::String(s) if s == "all" => Ok(Tasks::All),
             toml::Value::Integer(i) if i >= 0 => Ok(Tasks::First(i as u64)),
@@ -189,7 +188,6 @@ pub enum OnFailure {
     /// Stop the run with the unit's error.
     Abort,
 }
-
 
 /// Scheduling policy among nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

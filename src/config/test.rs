@@ -51,7 +51,10 @@ fn overrides() {
     let p = plan(MIN, &["run.sourcez=3"]).unwrap();
     let e = p.with_renamed_keys(&[]).unwrap_err().to_string();
     assert!(
-        e.starts_with("--set run.sourcez=3: run.sourcez: unknown key; [run] takes plugin, tasks"),
+        e.starts_with(
+            "--set run.sourcez=3: run.sourcez: unknown field `sourcez`, expected one of \
+             `plugin`, `tasks`"
+        ),
         "{e}"
     );
     let e = plan(MIN, &["nonsense"]).unwrap_err().to_string();
@@ -94,11 +97,7 @@ fn node_unit_overrides_touch_only_units() {
     std::env::remove_var("TUCCOMPI_UNITS");
     let p = p.unwrap();
     assert_eq!(
-        (
-            p.units.cpu_workers,
-            p.units.opencl.clone(),
-            p.tasks.clone()
-        ),
+        (p.units.cpu_workers, p.units.opencl.clone(), p.tasks.clone()),
         (5, DeviceSel::None, Tasks::First(9))
     );
     let bad = bad.unwrap_err().to_string();
@@ -165,9 +164,7 @@ fn duplicate_tasks_are_refused_by_id_and_entry() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains(
-            "--set run.tasks=[4, 7, 9, 7]: run.tasks lists task 7 twice (entries 2 and 4)"
-        ),
+        e.contains("--set run.tasks=[4, 7, 9, 7]: run.tasks lists task 7 twice (entries 2 and 4)"),
         "{e}"
     );
     assert!(plan(MIN, &["run.tasks=[4, 7, 9]"]).is_ok());
@@ -333,7 +330,10 @@ fn key_lines_follow_tables_and_multi_line_values() {
 #[test]
 fn renamed_keys_move_into_the_plugins_table() {
     let text = format!("{MIN}[output]\ndistances = true\n");
-    let renamed = [("run.sources", "sources"), ("output.distances", "distances")];
+    let renamed = [
+        ("run.sources", "sources"),
+        ("output.distances", "distances"),
+    ];
     let old = plan(&text, &["run.sources=[3, 5]"]).unwrap();
     let p = old.with_renamed_keys(&renamed).unwrap();
     assert_eq!(p.plugin_options["sources"], toml::Value::from(vec![3, 5]));
@@ -352,9 +352,29 @@ fn renamed_keys_move_into_the_plugins_table() {
     .with_renamed_keys(&renamed)
     .unwrap();
     assert_eq!(p.result_config(), new.result_config());
-    assert!(!p.result_config()["run"].as_table().unwrap().contains_key("sources"));
-    // Both names.
-    let both = plan(&format!("{MIN}[apsp]\nsources = 4\n"), &["run.sources=4"]).unwrap();
+    assert!(!p.result_config()["run"]
+        .as_table()
+        .unwrap()
+        .contains_key("sources"));
+    // Both names: a later `--set` of either wins over the file; both in the file is refused.
+    let both = plan(&format!("{MIN}[apsp]\nsources = 4\n"), &["run.sources=7"]).unwrap();
+    let p = both.with_renamed_keys(&renamed).unwrap();
+    assert_eq!(p.plugin_options["sources"], toml::Value::from(7));
+    let both = plan(
+        &format!("{MIN}[output]\ndistances = true\n"),
+        &["apsp.distances=false"],
+    )
+    .unwrap();
+    let p = both.with_renamed_keys(&renamed).unwrap();
+    assert_eq!(p.plugin_options["distances"], toml::Value::from(false));
+    let both = plan(
+        &format!("{MIN}[output]\ndistances = true\n[apsp]\ndistances = false\n"),
+        &[],
+    )
+    .unwrap();
     let e = both.with_renamed_keys(&renamed).unwrap_err().to_string();
-    assert!(e.contains("run.sources and apsp.sources are both set"), "{e}");
+    assert!(
+        e.contains("output.distances and apsp.distances are both set"),
+        "{e}"
+    );
 }
