@@ -568,13 +568,14 @@ fn run_apsp_plan(
         t.insert("plugin".into(), "apsp".into());
     }
     let plan = plan_of(config)?;
+    let in_memory = InMemory(graph);
     let opts = RunOptions {
         quiet: true,
         interrupt: Some(interrupt),
+        plugins: vec![&in_memory],
         ..RunOptions::default()
     };
-    let outcome =
-        tuccompi::runtime::run(&plan, &[&InMemory(graph)], &opts, &tuccompi::node::Single)?;
+    let outcome = tuccompi::runtime::run(&plan, &opts, &tuccompi::node::Single)?;
     let summary = std::fs::read_to_string(dir.join("summary.csv"))
         .map_err(|e| Error::io(dir.join("summary.csv"), e))?;
     let (rows, shape) = if rows {

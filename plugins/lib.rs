@@ -37,8 +37,15 @@ pub fn registry() -> Vec<&'static dyn Plugin> {
     ]
 }
 
-/// Run `plan` with the built-in plugins ([`registry`]) and `opts.extra_plugins`:
-/// [`runtime::run`] with the registry handed to it.
+/// Run `plan` with the built-in plugins ([`registry`]) and `opts.plugins`: [`runtime::run`]
+/// with the registry in front of them.
 pub fn run(plan: &Plan, opts: &RunOptions<'_>, node: &dyn node::Node) -> Result<runtime::Outcome> {
-    runtime::run(plan, &registry(), opts, node)
+    let opts = RunOptions {
+        plugins: registry()
+            .into_iter()
+            .chain(opts.plugins.iter().copied())
+            .collect(),
+        ..*opts
+    };
+    runtime::run(plan, &opts, node)
 }

@@ -202,7 +202,7 @@ fn collatz_keys_load_or_are_refused_by_name() {
             let plan = Plan::from_toml(text, Path::new("c.toml"), &sets).unwrap();
             let opts = RunOptions {
                 quiet: true,
-                extra_plugins: vec![&collatz::Collatz],
+                plugins: vec![&collatz::Collatz],
                 ..Default::default()
             };
             if let Err(e) = tuccompi_plugins::run(&plan, &opts, &Single) {

@@ -79,7 +79,7 @@ fn plan(plugin: &str, table: &str, body: &str) -> tuccompi::Result<Plan> {
 fn core_tables() -> Vec<String> {
     let p = plan("apsp", PROBE, "x = 1").expect("a plugin table parses");
     let registry = tuccompi_plugins::registry();
-    let message = error_text(tuccompi::runtime::resolve_plugin(&p, &registry, &[]));
+    let message = error_text(tuccompi::runtime::resolve_plugin(&p, &registry));
     let list = message
         .split_once("known tables are ")
         .and_then(|(_, rest)| rest.split_once(" and plugin tables"))

@@ -24,7 +24,7 @@ fn run_collatz(sets: &[&str]) -> (serde_json::Value, Vec<[u64; 3]>) {
     let plan = Plan::from_toml(text, std::path::Path::new("c.toml"), &all).unwrap();
     let opts = RunOptions {
         quiet: true,
-        extra_plugins: vec![&collatz::Collatz],
+        plugins: vec![&collatz::Collatz],
         ..Default::default()
     };
     let checksum = tuccompi_plugins::run(&plan, &opts, &Single).unwrap().report["checksum"].clone();
@@ -403,7 +403,7 @@ fn run_options(sets: &[&str]) -> (f64, f64, String, serde_json::Value) {
     let plan = Plan::from_toml(text, std::path::Path::new("o.toml"), &all).unwrap();
     let opts = RunOptions {
         quiet: true,
-        extra_plugins: vec![&options::Options],
+        plugins: vec![&options::Options],
         ..Default::default()
     };
     let report = tuccompi_plugins::run(&plan, &opts, &Single).unwrap().report;

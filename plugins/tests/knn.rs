@@ -96,13 +96,13 @@ fn run(s: &Setup, sets: &[&str], opts: &RunOptions<'_>) -> tuccompi::Result<serd
     let plan = Plan::from_toml(&s.config, &s.dir.join("knn.toml"), &sets)?;
     let mut o = RunOptions {
         quiet: true,
-        extra_plugins: vec![&example::Knn],
+        plugins: vec![&example::Knn],
         unfinished: opts.unfinished,
         interrupt: opts.interrupt,
         ..Default::default()
     };
     o.quiet = true;
-    tuccompi::runtime::run(&plan, &[], &o, &Single).map(|o| o.report)
+    tuccompi::runtime::run(&plan, &o, &Single).map(|o| o.report)
 }
 
 /// The run's rows, read back with npyz, against the reference.

@@ -198,7 +198,7 @@ fn a_failed_run_leaves_the_earlier_result_byte_identical() {
     let dir = tmpdir("rel-fail-mid");
     let opts = |p: &'static Planted, unfinished| RunOptions {
         quiet: true,
-        extra_plugins: vec![p],
+        plugins: vec![p],
         unfinished,
         interrupt: None,
         discover_early: false,
@@ -666,7 +666,7 @@ fn resume_refuses_another_config_or_input() {
     ];
     let opts = |unfinished| RunOptions {
         quiet: true,
-        extra_plugins: vec![&FAILS],
+        plugins: vec![&FAILS],
         unfinished,
         interrupt: None,
         discover_early: false,
@@ -811,7 +811,7 @@ fn verify_detects_a_planted_wrong_record() {
     ];
     let opts = |p: &'static Planted| RunOptions {
         quiet: true,
-        extra_plugins: vec![p],
+        plugins: vec![p],
         ..Default::default()
     };
     // Every task checked: the planted one is found, named with its unit.
@@ -957,7 +957,7 @@ fn verify_compares_bulk_rows_and_never_writes_them() {
     ];
     let opts = |p: &'static RowsPlugin| RunOptions {
         quiet: true,
-        extra_plugins: vec![p],
+        plugins: vec![p],
         ..Default::default()
     };
     let cfg = "[run]\nplugin = \"rows\"\n";
@@ -1097,7 +1097,7 @@ fn a_file_at_the_partial_folder_is_refused_and_removed_by_restart() {
     };
     let opts = |unfinished| RunOptions {
         quiet: true,
-        extra_plugins: vec![&GOOD],
+        plugins: vec![&GOOD],
         unfinished,
         interrupt: None,
         discover_early: false,
@@ -1141,7 +1141,7 @@ fn links_planted_in_the_partial_folder_are_not_followed_on_resume() {
     };
     let opts = |p: &'static Planted, unfinished| RunOptions {
         quiet: true,
-        extra_plugins: vec![p],
+        plugins: vec![p],
         unfinished,
         interrupt: None,
         discover_early: false,
@@ -1474,7 +1474,7 @@ fn a_planted_commit_marker_is_refused_and_moves_nothing() {
     };
     let opts = |p: &'static Planted, unfinished| RunOptions {
         quiet: true,
-        extra_plugins: vec![p],
+        plugins: vec![p],
         unfinished,
         ..Default::default()
     };

@@ -208,7 +208,7 @@ fn paced(options: &str, sets: &[&str]) -> Result<serde_json::Value> {
     let plan = Plan::from_toml(&text, Path::new("paced.toml"), &all)?;
     let opts = RunOptions {
         quiet: true,
-        extra_plugins: vec![&Paced],
+        plugins: vec![&Paced],
         ..Default::default()
     };
     Ok(tuccompi_plugins::run(&plan, &opts, &Single)?.report)

@@ -95,7 +95,7 @@ fn tune_times_a_plugins_candidates_and_run_uses_the_winner() {
         sample: Some(8),
         repeat: 1,
     };
-    let (_, tuned) = tuccompi::runtime::tune(&plan, &[], &[&collatz::Collatz], options, |r| {
+    let (_, tuned) = tuccompi::runtime::tune(&plan, &[&collatz::Collatz], options, |r| {
         rows.push(r.clone())
     })
     .unwrap();
@@ -119,7 +119,7 @@ fn tune_times_a_plugins_candidates_and_run_uses_the_winner() {
     // The next run reads the winner from the cache.
     let opts = RunOptions {
         quiet: true,
-        extra_plugins: vec![&collatz::Collatz],
+        plugins: vec![&collatz::Collatz],
         ..Default::default()
     };
     let outcome = tuccompi_plugins::run(&plan, &opts, &Single).unwrap();
@@ -170,7 +170,7 @@ fn tune_stores_a_half_without_a_cache_name_under_the_default_key() {
         repeat: 1,
     };
     let (rows, tuned) =
-        tuccompi::runtime::tune(&plan, &[], &[&options::Options], options, |_| {}).unwrap();
+        tuccompi::runtime::tune(&plan, &[&options::Options], options, |_| {}).unwrap();
     assert!(!rows.is_empty());
     let dev = &tuned[0];
     assert!(
@@ -180,7 +180,7 @@ fn tune_stores_a_half_without_a_cache_name_under_the_default_key() {
     );
     let opts = RunOptions {
         quiet: true,
-        extra_plugins: vec![&options::Options],
+        plugins: vec![&options::Options],
         ..Default::default()
     };
     let outcome = tuccompi_plugins::run(&plan, &opts, &Single).unwrap();

@@ -459,7 +459,7 @@ fn tune(
     // folder removed first.
     signals::install().map_err(|e| Error::Node(format!("signal handling: {e}")))?;
     let mut header = false;
-    let (_, tuned) = runtime::tune(&plan, &[], extra, options, |row| {
+    let (_, tuned) = runtime::tune(&plan, extra, options, |row| {
         if !std::mem::replace(&mut header, true) {
             say!("{}", row.table_header());
         }
@@ -539,7 +539,7 @@ fn run_options<'a>(
         before_writing: Some(&signals::begin_writing),
         discover_early: true,
         speed_history: true,
-        extra_plugins: extra.to_vec(),
+        plugins: extra.to_vec(),
     })
 }
 
@@ -554,7 +554,7 @@ fn run(
     node::refuse_launcher_without_mpi()?;
     let opts = run_options(quiet, unfinished, extra)?;
     let plan = Plan::load(config, set)?.with_node_units()?;
-    let outcome = runtime::run(&plan, &[], &opts, &node::Single)?;
+    let outcome = runtime::run(&plan, &opts, &node::Single)?;
     if !quiet {
         print_outcome(&plan, &outcome.report);
     }
@@ -573,7 +573,7 @@ fn run(
     let world = node::mpi::MpiNode::init()?;
     let opts = run_options(quiet, unfinished, extra)?;
     let plan = world.load_plan(config, set)?.with_node_units()?;
-    let outcome = runtime::run(&plan, &[], &opts, &world).map_err(|e| match e {
+    let outcome = runtime::run(&plan, &opts, &world).map_err(|e| match e {
         // Every rank has finished its part; rank 0 says how to resume.
         Error::Interrupted { .. } => e,
         e if world.size() > 1 => world.fail(e),
@@ -629,14 +629,13 @@ fn print_outcome(plan: &Plan, report: &serde_json::Value) {
 fn check(config: &Path, set: &[String], extra: &[&dyn Plugin], name: &str) -> Result<(), Error> {
     node::refuse_launcher_without_mpi()?;
     let plan = Plan::load(config, set)?.with_node_units()?;
-    let registry: Vec<&dyn Plugin> = Vec::new();
-    let plugin = runtime::resolve_plugin(&plan, &registry, extra)?;
+    let plugin = runtime::resolve_plugin(&plan, extra)?;
     let plan = plan.with_renamed_keys(plugin.renamed_keys())?;
     say!("config     {}", plan.config_path.display());
     say!("plugin     {} — {}", plugin.name(), plugin.description());
     // Before any preprocessing: a bad output.dir is refused at once.
     crate::sink::outdir::validate(&plan.output.dir)?;
-    let prepared = runtime::prepare(&plan, &registry, extra, 1)?;
+    let prepared = runtime::prepare(&plan, extra, 1)?;
     let job = prepared.job.as_ref();
     say!("           {}  ({} tasks)", job.describe(), job.tasks());
     // What the plugin says of its plan (its input, the tasks it chose), aligned as ours.

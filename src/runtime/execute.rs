@@ -3,29 +3,23 @@
 use super::*;
 use std::path::PathBuf;
 
-/// Run a plan on this node (and, under MPI, with the other nodes), with `plugins` (the
-/// registry) and `opts.extra_plugins` to choose from: the four phases. GPU halves' tuners read
-/// the tuning cache.
-pub fn run(
-    plan: &Plan,
-    plugins: &[&dyn Plugin],
-    opts: &RunOptions<'_>,
-    node: &dyn Node,
-) -> Result<Outcome> {
-    run_with_cache(plan, plugins, opts, CacheUse::Read, node)
+/// Run a plan on this node (and, under MPI, with the other nodes), its plugin found among
+/// `opts.plugins`: the four phases. GPU halves' tuners read the tuning cache.
+pub fn run(plan: &Plan, opts: &RunOptions<'_>, node: &dyn Node) -> Result<Outcome> {
+    run_with_cache(plan, opts, CacheUse::Read, node)
 }
 
 /// [`run`], with the tuners reading the tuning cache or not (`tune` ignores it, so the
 /// prediction it compares against is the rules' own).
 pub fn run_with_cache(
     plan: &Plan,
-    plugins: &[&dyn Plugin],
     opts: &RunOptions<'_>,
     cache: CacheUse,
     node: &dyn Node,
 ) -> Result<Outcome> {
     let t0 = Instant::now();
-    let plan = &plan_for(plan, plugins, &opts.extra_plugins)?;
+    let plugins = &opts.plugins;
+    let plan = &plan_for(plan, plugins)?;
     // 0: the output directory and an unfinished run in it, before any preprocessing (rank 0;
     // checked again under the lock).
     let done_tasks = if node.rank() == 0 {
@@ -143,7 +137,6 @@ fn prepare_discovering<'a>(
         let prepared = prepare_sharing(
             plan,
             plugins,
-            &opts.extra_plugins,
             node.size(),
             node.share(),
             done_tasks,

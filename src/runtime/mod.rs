@@ -84,9 +84,9 @@ pub enum Unfinished {
 pub struct RunOptions<'a> {
     /// No progress bar.
     pub quiet: bool,
-    /// Plugins beyond the registry passed to [`run`] (a user's own, from an example or another
-    /// crate).
-    pub extra_plugins: Vec<&'a dyn Plugin>,
+    /// The plugins the plan's `run.plugin` names one of: a binary's own (the built-ins of
+    /// `tuccompi-plugins`, a user's plugin).
+    pub plugins: Vec<&'a dyn Plugin>,
     /// What to do with an unfinished run in the output directory.
     pub unfinished: Unfinished,
     /// Set (by a signal handler) to stop: no more chunks are handed out, running ones finish,
@@ -114,9 +114,9 @@ impl std::fmt::Debug for RunOptions<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "RunOptions(quiet={}, extra={}, unfinished={:?}, interrupt={}, before_writing={}, discover_early={}, speed_history={})",
+            "RunOptions(quiet={}, plugins={}, unfinished={:?}, interrupt={}, before_writing={}, discover_early={}, speed_history={})",
             self.quiet,
-            self.extra_plugins.len(),
+            self.plugins.len(),
             self.unfinished,
             self.interrupt.is_some(),
             self.before_writing.is_some(),

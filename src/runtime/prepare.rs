@@ -2,14 +2,10 @@
 
 use super::*;
 
-/// Find plugin `plan.plugin` among `plugins` and `extra`; every plugin table in the config must
-/// name one of them.
-pub fn resolve_plugin<'a>(
-    plan: &Plan,
-    plugins: &[&'a dyn Plugin],
-    extra: &[&'a dyn Plugin],
-) -> Result<&'a dyn Plugin> {
-    let all: Vec<&'a dyn Plugin> = plugins.iter().chain(extra).copied().collect();
+/// Find plugin `plan.plugin` among `plugins`; every plugin table in the config must name one
+/// of them.
+pub fn resolve_plugin<'a>(plan: &Plan, plugins: &[&'a dyn Plugin]) -> Result<&'a dyn Plugin> {
+    let all = plugins;
     let names: Vec<&str> = all.iter().map(|p| p.name()).collect();
     let mut tables: Vec<&str> = names.clone();
     for t in all.iter().flat_map(|p| p.tables()) {
@@ -29,8 +25,9 @@ pub fn resolve_plugin<'a>(
             ));
         }
     }
-    all.into_iter()
+    all.iter()
         .find(|p| p.name() == plan.plugin)
+        .copied()
         .ok_or_else(|| {
             Error::Config(format!(
                 "{}: run.plugin = \"{}\" is not a known plugin; `tuccompi plugins` lists them ({})",
@@ -41,11 +38,11 @@ pub fn resolve_plugin<'a>(
         })
 }
 
-/// `plan` as its plugin (among `plugins` and `extra`) reads it: the plugin's keys set under
+/// `plan` as its plugin (among `plugins`) reads it: the plugin's keys set under
 /// their former names in `[run]` and `[output]` moved into its table, each with a warning
 /// ([`Plan::with_renamed_keys`]).
-pub fn plan_for(plan: &Plan, plugins: &[&dyn Plugin], extra: &[&dyn Plugin]) -> Result<Plan> {
-    let plugin = resolve_plugin(plan, plugins, extra)?;
+pub fn plan_for(plan: &Plan, plugins: &[&dyn Plugin]) -> Result<Plan> {
+    let plugin = resolve_plugin(plan, plugins)?;
     plan.with_renamed_keys(plugin.renamed_keys())
 }
 
@@ -68,21 +65,16 @@ impl std::fmt::Debug for Prepared<'_> {
     }
 }
 
-/// Phase 1: resolve the plugin among `plugins` and `extra` and prepare its job (config,
+/// Phase 1: resolve the plugin among `plugins` and prepare its job (config,
 /// plugin, input, sources) for a run on `nodes` nodes. Writes nothing, caches included
 /// (`tuccompi check`).
-pub fn prepare<'a>(
-    plan: &Plan,
-    plugins: &[&'a dyn Plugin],
-    extra: &[&'a dyn Plugin],
-    nodes: usize,
-) -> Result<Prepared<'a>> {
+pub fn prepare<'a>(plan: &Plan, plugins: &[&'a dyn Plugin], nodes: usize) -> Result<Prepared<'a>> {
     let devices = || {
         select_devices_noting(plan)
             .map(|(d, _)| DeviceCount::of(&d))
             .unwrap_or_default()
     };
-    prepare_with(plan, plugins, extra, nodes, None, true, 0, &devices, false)
+    prepare_with(plan, plugins, nodes, None, true, 0, &devices, false)
 }
 
 /// [`prepare`], the ranks of one machine sharing bytes (the built-ins: one copy of the input
@@ -96,7 +88,6 @@ pub fn prepare<'a>(
 pub fn prepare_sharing<'a>(
     plan: &Plan,
     plugins: &[&'a dyn Plugin],
-    extra: &[&'a dyn Plugin],
     nodes: usize,
     share: Option<&dyn crate::share::Share>,
     done_tasks: usize,
@@ -106,7 +97,6 @@ pub fn prepare_sharing<'a>(
     prepare_with(
         plan,
         plugins,
-        extra,
         nodes,
         share,
         false,
@@ -120,7 +110,6 @@ pub fn prepare_sharing<'a>(
 pub(super) fn prepare_with<'a>(
     plan: &Plan,
     plugins: &[&'a dyn Plugin],
-    extra: &[&'a dyn Plugin],
     nodes: usize,
     share: Option<&dyn crate::share::Share>,
     dry_run: bool,
@@ -128,7 +117,7 @@ pub(super) fn prepare_with<'a>(
     devices: &(dyn Fn() -> DeviceCount + Sync),
     check_space: bool,
 ) -> Result<Prepared<'a>> {
-    let plugin = resolve_plugin(plan, plugins, extra)?;
+    let plugin = resolve_plugin(plan, plugins)?;
     let plan = &plan.with_renamed_keys(plugin.renamed_keys())?;
     // The free-space check a plugin asks for before its expensive preprocessing: the bytes
     // an unfinished run already wrote in the partial folder count as written.

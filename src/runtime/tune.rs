@@ -144,17 +144,16 @@ impl TuneTable {
     }
 }
 
-/// Tune the plugin `plan.plugin` (found among `plugins` and `extra`) on every device the plan
+/// Tune the plugin `plan.plugin` (found among `plugins`) on every device the plan
 /// selects; `print` sees each row as it is timed (its [`TuneRow::table_line`] aligned with
 /// every other row of the session). Writes the tuning cache ([`crate::tuning::cache_path`]).
 pub fn tune(
     plan: &Plan,
     plugins: &[&dyn Plugin],
-    extra: &[&dyn Plugin],
     opts: TuneOptions,
     mut print: impl FnMut(&TuneRow),
 ) -> Result<(Vec<TuneRow>, Vec<Tuned>)> {
-    let prepared = prepare(plan, plugins, extra, 1)?;
+    let prepared = prepare(plan, plugins, 1)?;
     let job = prepared.job.as_ref();
     let selection = tune_selection(plan, &prepared)?;
     let scratch = crate::owned::Scratch::new("tuccompi-tune-")?;
