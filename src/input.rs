@@ -20,7 +20,7 @@
 //! it through [`open`]: only a regular file is read, checked before any byte is, and never
 //! with an open that can block. An input is opened more than once (fingerprinted for
 //! `--resume` and the graph cache, then parsed, an `.osm.pbf` in two passes), which a named
-//! pipe (`<(zcat x.gr.gz)`), `/dev/stdin` or a device cannot give: the first read would
+//! pipe (`<(zcat x.gz)`), `/dev/stdin` or a device cannot give: the first read would
 //! drain it and the next open wait for a writer forever. So they are refused, saying to
 //! write the stream to a file first.
 
@@ -62,8 +62,8 @@ fn refuse(path: &Path, key: &str, what: &str, kind: &str) -> Error {
         "{}: is {kind}, not a regular file; {key} must name {what}. tuccompi opens an input \
          more than once (its fingerprint for --resume, then the reading), which a pipe, a \
          socket or a device cannot give, so it reads none of it: write it to a regular file \
-         first (`zcat x.gr.gz > x.gr` instead of `<(zcat x.gr.gz)` or /dev/stdin), or name \
-         the .gz file itself (graph and .co files are read compressed)",
+         first (`zcat x.gz > x` instead of `<(zcat x.gz)` or /dev/stdin), or name the .gz \
+         file itself where the reader takes it compressed",
         path.display()
     ))
 }
@@ -329,7 +329,7 @@ mod test {
             e.contains(
                 "pipe.gr: is a named pipe (FIFO), not a regular file; input.path must \
                  name a graph file"
-            ) && e.contains("zcat x.gr.gz > x.gr"),
+            ) && e.contains("zcat x.gz > x"),
             "{e}"
         );
         let e = open(Path::new("/dev/null"), "input.path", "a graph file", None)

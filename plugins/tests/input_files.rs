@@ -125,7 +125,7 @@ fn fifo_input_is_refused_before_reading() {
         assert_eq!(code, Some(2), "{cfg}\n{err}");
         assert!(err.contains(says), "{says}\n{err}");
         assert!(
-            err.contains("write it to a regular file first (`zcat x.gr.gz > x.gr`"),
+            err.contains("write it to a regular file first (`zcat x.gz > x`"),
             "{err}"
         );
         assert!(!cwd.join("out").exists(), "{cfg}: an output directory");

@@ -42,6 +42,34 @@ pub struct SchedulerPlan {
     /// Start the work queue from the speed history and store the run's models in it (when
     /// the caller keeps one: [`crate::RunOptions::speed_history`]).
     pub history: bool,
+    /// The equitable policy's shares: equal, or proportional to the units' known speeds.
+    pub shares: Shares,
+}
+
+impl SchedulerPlan {
+    /// The defaults of policy `policy`: automatic chunks, the history on, equal shares.
+    pub fn with_policy(policy: Policy) -> Self {
+        SchedulerPlan {
+            policy,
+            chunk: None,
+            gpu_chunk: None,
+            history: true,
+            shares: Shares::Equal,
+        }
+    }
+}
+
+/// `scheduler.shares`: how the equitable policy splits the tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Shares {
+    /// One equal share per unit, as the TuCCompi thesis defines the policy.
+    #[default]
+    Equal,
+    /// Shares proportional to each unit's speed as the speed history holds it (a work-queue
+    /// run of the same job stores it): the thesis' equitable policy "correctly tuned
+    /// accordingly with the load distribution".
+    Speed,
 }
 
 /// Where results go.

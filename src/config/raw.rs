@@ -226,6 +226,7 @@ pub(super) struct RawScheduler {
     chunk: Option<AutoOr>,
     gpu_chunk: Option<AutoOr>,
     history: Option<bool>,
+    shares: Option<super::Shares>,
 }
 
 /// `[output]`; unknown keys are kept as in [`RawRun`].
@@ -310,45 +311,13 @@ pub(super) fn default_output_dir(config: &Path) -> PathBuf {
 }
 
 impl RawConfig {
+    /// The plan this file describes: defaults filled in, each value checked in turn (the first
+    /// value refused is the error).
     pub(super) fn validate(self, origins: Origins, resolved_toml: String) -> Result<Plan> {
-        let at = |key: &str| origins.of(key);
-        let cores = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1);
-        let cpu_workers = match self.units.cpu_workers.unwrap_or(AutoOr::Auto) {
-            AutoOr::Auto => cores,
-            AutoOr::N(n) if n > max_cpu_workers(cores) => {
-                // Each worker is a thread with its own per-task state (O(n) for a graph), and
-                // CPU-bound workers beyond the cores only take turns: 100,000 of them exhaust
-                // memory or threads long before they help.
-                return Err(Error::Config(format!(
-                    "{}: units.cpu_workers = {n} is more than this process can use: it may \
-                     run on {cores} cores, and tuccompi allows up to {} workers here (4 per core, \
-                     at least {MIN_WORKER_CAP}); use \"auto\" (one per core) or at most {}. Under \
-                     mpirun the cores a rank may use depend on binding: `--bind-to none` gives \
-                     it the whole node",
-                    at("units.cpu_workers"),
-                    max_cpu_workers(cores),
-                    max_cpu_workers(cores)
-                )));
-            }
-            AutoOr::N(n) => n,
-        };
+        let cpu_workers = cpu_workers(self.units.cpu_workers, &origins)?;
         let tasks = self.run.tasks;
         if let Some(Tasks::List(ids)) = &tasks {
-            let mut first_at = std::collections::HashMap::with_capacity(ids.len());
-            for (i, &id) in ids.iter().enumerate() {
-                if let Some(&j) = first_at.get(&id) {
-                    // Duplicates would run the same task twice and write two records for it.
-                    return Err(Error::Config(format!(
-                        "{}: run.tasks lists task {id} twice (entries {} and {}); list it once",
-                        at("run.tasks"),
-                        j + 1,
-                        i + 1
-                    )));
-                }
-                first_at.insert(id, i);
-            }
+            check_task_ids(ids, &origins)?;
         }
         let mut unclaimed = BTreeMap::new();
         for (table, keys) in [("run", self.run.other), ("output", self.output.other)] {
@@ -356,53 +325,49 @@ impl RawConfig {
                 unclaimed.insert(format!("{table}.{k}"), v);
             }
         }
-        let device_type = self
-            .units
-            .device_type
-            .unwrap_or_else(|| "gpu".into())
-            .to_lowercase();
-        if !["gpu", "cpu", "accelerator", "all"].contains(&device_type.as_str()) {
-            return Err(Error::Config(format!(
-                "{}: units.device_type = \"{device_type}\": use \"gpu\", \"cpu\", \"accelerator\" or \"all\"",
-                at("units.device_type")
-            )));
-        }
-        let positive = |key: &str, v: Option<AutoOr>| -> Result<Option<usize>> {
-            match v.and_then(AutoOr::value) {
-                Some(0) => Err(Error::Config(format!(
-                    "{}: {key} = 0: use \"auto\" or N >= 1",
-                    at(key)
-                ))),
-                other => Ok(other),
-            }
+        let device_type = device_type(self.units.device_type, &origins)?;
+        let concurrent_kernels = concurrent_kernels(self.units.concurrent_kernels, &origins)?;
+        let (plugin_options, extra) =
+            plugin_tables(self.plugin_tables, &self.run.plugin, &origins)?;
+        let units = UnitsPlan {
+            cpu_workers,
+            cpu_workers_auto: self.units.cpu_workers.unwrap_or(AutoOr::Auto) == AutoOr::Auto,
+            opencl: self.units.opencl.unwrap_or(DeviceSel::All),
+            device_type,
+            concurrent_kernels,
+            on_failure: self.units.on_failure.unwrap_or(OnFailure::Retry),
         };
-        let concurrent_kernels =
-            positive("units.concurrent_kernels", self.units.concurrent_kernels)?;
-        if let Some(k) = concurrent_kernels.filter(|&k| k > MAX_QUEUES_PER_DEVICE) {
-            // Each queue is a unit with its own host thread; devices run a handful of hardware
-            // queues at most, so more only adds threads.
-            return Err(Error::Config(format!(
-                "{}: units.concurrent_kernels = {k}: at most {MAX_QUEUES_PER_DEVICE} queues \
-                 per device (each is a unit with its own host thread); use \"auto\" (the tuner \
-                 picks 1 or 4) or 1..={MAX_QUEUES_PER_DEVICE}",
-                at("units.concurrent_kernels")
-            )));
-        }
-        let mut plugin_options = toml::Table::new();
-        let mut extra = BTreeMap::new();
-        for (name, value) in self.plugin_tables {
-            let toml::Value::Table(t) = value else {
-                return Err(Error::Config(format!(
-                    "{}: unknown top-level key '{name}'; known tables are [run] [units] [scheduler] \
-                     [output] [nodes] [verify] and the plugins' tables",
-                    at(&name)
-                )));
-            };
-            if name == self.run.plugin {
-                plugin_options = t.clone();
-            }
-            extra.insert(name, t);
-        }
+        let scheduler = SchedulerPlan {
+            policy: self.scheduler.policy.unwrap_or(Policy::WorkQueue),
+            chunk: positive(&origins, "scheduler.chunk", self.scheduler.chunk)?,
+            gpu_chunk: positive(&origins, "scheduler.gpu_chunk", self.scheduler.gpu_chunk)?,
+            history: self.scheduler.history.unwrap_or(true),
+            shares: self.scheduler.shares.unwrap_or_default(),
+        };
+        let dir = self
+            .output
+            .dir
+            .unwrap_or_else(|| default_output_dir(origins.path()));
+        let (sync_seconds, progress_seconds) = output_seconds(
+            self.output.sync_seconds,
+            self.output.progress_seconds,
+            &origins,
+        )?;
+        let output = OutputPlan {
+            dir,
+            trace: self.output.trace,
+            sync_seconds,
+            progress_seconds,
+        };
+        let nodes = NodesPlan {
+            policy: self.nodes.policy.unwrap_or(NodePolicy::MasterSlave),
+            master_computes: self.nodes.master_computes.unwrap_or(true),
+            chunk: positive(&origins, "nodes.chunk", self.nodes.chunk)?,
+        };
+        let verify = VerifyPlan {
+            sample: self.verify.sample.unwrap_or(AutoOr::Auto).value(),
+            tolerances: tolerances(&self.verify, &origins)?,
+        };
         Ok(Plan {
             config_path: origins.path().to_path_buf(),
             resolved_toml,
@@ -411,76 +376,181 @@ impl RawConfig {
             tasks: tasks.unwrap_or(Tasks::All),
             unclaimed,
             renamed: Vec::new(),
-            units: UnitsPlan {
-                cpu_workers,
-                cpu_workers_auto: self.units.cpu_workers.unwrap_or(AutoOr::Auto) == AutoOr::Auto,
-                opencl: self.units.opencl.unwrap_or(DeviceSel::All),
-                device_type,
-                concurrent_kernels,
-                on_failure: self.units.on_failure.unwrap_or(OnFailure::Retry),
-            },
-            scheduler: SchedulerPlan {
-                policy: self.scheduler.policy.unwrap_or(Policy::WorkQueue),
-                chunk: positive("scheduler.chunk", self.scheduler.chunk)?,
-                gpu_chunk: positive("scheduler.gpu_chunk", self.scheduler.gpu_chunk)?,
-                history: self.scheduler.history.unwrap_or(true),
-            },
-            output: OutputPlan {
-                dir: self
-                    .output
-                    .dir
-                    .unwrap_or_else(|| default_output_dir(origins.path())),
-                trace: self.output.trace,
-                sync_seconds: match self.output.sync_seconds {
-                    None => 2.0,
-                    Some(s) if s.is_finite() && (0.0..=86_400.0).contains(&s) => s,
-                    Some(s) => {
-                        return Err(Error::Config(format!(
-                            "{}: output.sync_seconds = {s}: use seconds between 0 (sync at \
-                             every chunk) and 86400",
-                            at("output.sync_seconds")
-                        )))
-                    }
-                },
-                progress_seconds: match self.output.progress_seconds {
-                    None => 10.0,
-                    Some(s) if s.is_finite() && (0.0..=86_400.0).contains(&s) => s,
-                    Some(s) => {
-                        return Err(Error::Config(format!(
-                            "{}: output.progress_seconds = {s}: use seconds between 0 (no \
-                             progress lines in logs) and 86400",
-                            at("output.progress_seconds")
-                        )))
-                    }
-                },
-            },
-            nodes: NodesPlan {
-                policy: self.nodes.policy.unwrap_or(NodePolicy::MasterSlave),
-                master_computes: self.nodes.master_computes.unwrap_or(true),
-                chunk: positive("nodes.chunk", self.nodes.chunk)?,
-            },
-            verify: VerifyPlan {
-                sample: self.verify.sample.unwrap_or(AutoOr::Auto).value(),
-                tolerances: {
-                    let v = &self.verify;
-                    let bound = |key: &str, x: Option<f64>| match x {
-                        Some(t) if !(t.is_finite() && t >= 0.0) => Err(Error::Config(format!(
-                            "{}: {key} = {t}: a tolerance is a finite number >= 0 (0: exact)",
-                            at(key)
-                        ))),
-                        _ => Ok(x),
-                    };
-                    FloatTolerances {
-                        f32_absolute: bound("verify.f32_absolute", v.f32_absolute)?,
-                        f32_relative: bound("verify.f32_relative", v.f32_relative)?,
-                        f64_absolute: bound("verify.f64_absolute", v.f64_absolute)?,
-                        f64_relative: bound("verify.f64_relative", v.f64_relative)?,
-                    }
-                },
-            },
+            units,
+            scheduler,
+            output,
+            nodes,
+            verify,
             plugin_options,
             other_tables: extra,
             origins,
         })
     }
+}
+
+/// `units.cpu_workers` as a number of workers: one per core for `"auto"`, refused above
+/// [`max_cpu_workers`].
+fn cpu_workers(v: Option<AutoOr>, origins: &Origins) -> Result<usize> {
+    let at = |key: &str| origins.of(key);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    match v.unwrap_or(AutoOr::Auto) {
+        AutoOr::Auto => Ok(cores),
+        AutoOr::N(n) if n > max_cpu_workers(cores) => {
+            // Each worker is a thread with its own per-task state (O(n) for a graph), and
+            // CPU-bound workers beyond the cores only take turns: 100,000 of them exhaust
+            // memory or threads long before they help.
+            Err(Error::Config(format!(
+                "{}: units.cpu_workers = {n} is more than this process can use: it may \
+                 run on {cores} cores, and tuccompi allows up to {} workers here (4 per core, \
+                 at least {MIN_WORKER_CAP}); use \"auto\" (one per core) or at most {}. Under \
+                 mpirun the cores a rank may use depend on binding: `--bind-to none` gives \
+                 it the whole node",
+                at("units.cpu_workers"),
+                max_cpu_workers(cores),
+                max_cpu_workers(cores)
+            )))
+        }
+        AutoOr::N(n) => Ok(n),
+    }
+}
+
+/// Refuse a `run.tasks` list that names a task twice.
+fn check_task_ids(ids: &[u64], origins: &Origins) -> Result<()> {
+    let at = |key: &str| origins.of(key);
+    let mut first_at = std::collections::HashMap::with_capacity(ids.len());
+    for (i, &id) in ids.iter().enumerate() {
+        if let Some(&j) = first_at.get(&id) {
+            // Duplicates would run the same task twice and write two records for it.
+            return Err(Error::Config(format!(
+                "{}: run.tasks lists task {id} twice (entries {} and {}); list it once",
+                at("run.tasks"),
+                j + 1,
+                i + 1
+            )));
+        }
+        first_at.insert(id, i);
+    }
+    Ok(())
+}
+
+/// `units.device_type` in lower case (`"gpu"` when absent), refused unless it names a type.
+fn device_type(v: Option<String>, origins: &Origins) -> Result<String> {
+    let at = |key: &str| origins.of(key);
+    let device_type = v.unwrap_or_else(|| "gpu".into()).to_lowercase();
+    if !["gpu", "cpu", "accelerator", "all"].contains(&device_type.as_str()) {
+        return Err(Error::Config(format!(
+            "{}: units.device_type = \"{device_type}\": use \"gpu\", \"cpu\", \"accelerator\" or \"all\"",
+            at("units.device_type")
+        )));
+    }
+    Ok(device_type)
+}
+
+/// An `"auto" | N` key's explicit value, refused when it is 0.
+fn positive(origins: &Origins, key: &str, v: Option<AutoOr>) -> Result<Option<usize>> {
+    let at = |key: &str| origins.of(key);
+    match v.and_then(AutoOr::value) {
+        Some(0) => Err(Error::Config(format!(
+            "{}: {key} = 0: use \"auto\" or N >= 1",
+            at(key)
+        ))),
+        other => Ok(other),
+    }
+}
+
+/// `units.concurrent_kernels`' explicit value, refused when 0 or above
+/// [`MAX_QUEUES_PER_DEVICE`].
+fn concurrent_kernels(v: Option<AutoOr>, origins: &Origins) -> Result<Option<usize>> {
+    let at = |key: &str| origins.of(key);
+    let concurrent_kernels = positive(origins, "units.concurrent_kernels", v)?;
+    if let Some(k) = concurrent_kernels.filter(|&k| k > MAX_QUEUES_PER_DEVICE) {
+        // Each queue is a unit with its own host thread; devices run a handful of hardware
+        // queues at most, so more only adds threads.
+        return Err(Error::Config(format!(
+            "{}: units.concurrent_kernels = {k}: at most {MAX_QUEUES_PER_DEVICE} queues \
+             per device (each is a unit with its own host thread); use \"auto\" (the tuner \
+             picks 1 or 4) or 1..={MAX_QUEUES_PER_DEVICE}",
+            at("units.concurrent_kernels")
+        )));
+    }
+    Ok(concurrent_kernels)
+}
+
+/// The tables other than the fixed ones: the run's plugin's options (empty without its
+/// table) and every table by name; a top-level key that is not a table is refused.
+fn plugin_tables(
+    tables: BTreeMap<String, toml::Value>,
+    plugin: &str,
+    origins: &Origins,
+) -> Result<(toml::Table, BTreeMap<String, toml::Table>)> {
+    let at = |key: &str| origins.of(key);
+    let mut plugin_options = toml::Table::new();
+    let mut extra = BTreeMap::new();
+    for (name, value) in tables {
+        let toml::Value::Table(t) = value else {
+            return Err(Error::Config(format!(
+                "{}: unknown top-level key '{name}'; known tables are [run] [units] [scheduler] \
+                 [output] [nodes] [verify] and the plugins' tables",
+                at(&name)
+            )));
+        };
+        if name == plugin {
+            plugin_options = t.clone();
+        }
+        extra.insert(name, t);
+    }
+    Ok((plugin_options, extra))
+}
+
+/// `output.sync_seconds` and `output.progress_seconds` (2 and 10 when absent), each refused
+/// outside 0..=86400 seconds.
+fn output_seconds(
+    sync_seconds: Option<f64>,
+    progress_seconds: Option<f64>,
+    origins: &Origins,
+) -> Result<(f64, f64)> {
+    let at = |key: &str| origins.of(key);
+    let sync_seconds = match sync_seconds {
+        None => 2.0,
+        Some(s) if s.is_finite() && (0.0..=86_400.0).contains(&s) => s,
+        Some(s) => {
+            return Err(Error::Config(format!(
+                "{}: output.sync_seconds = {s}: use seconds between 0 (sync at \
+                 every chunk) and 86400",
+                at("output.sync_seconds")
+            )))
+        }
+    };
+    let progress_seconds = match progress_seconds {
+        None => 10.0,
+        Some(s) if s.is_finite() && (0.0..=86_400.0).contains(&s) => s,
+        Some(s) => {
+            return Err(Error::Config(format!(
+                "{}: output.progress_seconds = {s}: use seconds between 0 (no \
+                 progress lines in logs) and 86400",
+                at("output.progress_seconds")
+            )))
+        }
+    };
+    Ok((sync_seconds, progress_seconds))
+}
+
+/// The `verify` tolerances, each refused unless a finite number >= 0.
+fn tolerances(v: &RawVerify, origins: &Origins) -> Result<FloatTolerances> {
+    let at = |key: &str| origins.of(key);
+    let bound = |key: &str, x: Option<f64>| match x {
+        Some(t) if !(t.is_finite() && t >= 0.0) => Err(Error::Config(format!(
+            "{}: {key} = {t}: a tolerance is a finite number >= 0 (0: exact)",
+            at(key)
+        ))),
+        _ => Ok(x),
+    };
+    Ok(FloatTolerances {
+        f32_absolute: bound("verify.f32_absolute", v.f32_absolute)?,
+        f32_relative: bound("verify.f32_relative", v.f32_relative)?,
+        f64_absolute: bound("verify.f64_absolute", v.f64_absolute)?,
+        f64_relative: bound("verify.f64_relative", v.f64_relative)?,
+    })
 }

@@ -317,7 +317,7 @@ impl Node for Single {
         units: &[UnitInfo],
         _journal: Option<Arc<Journal>>,
     ) -> Result<Box<dyn TaskSource + '_>> {
-        Ok(scheduler::source(plan.scheduler.policy, 0..tasks, units))
+        Ok(scheduler::source(&plan.scheduler, 0..tasks, units))
     }
     fn forward_records(&self, _unit: usize, _tasks: Range<usize>, _records: &[u64]) -> Result<()> {
         Err(Error::Node(

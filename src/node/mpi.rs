@@ -978,8 +978,7 @@ impl Node for MpiNode {
             }
             return Ok(Box::new(Remote {
                 node: self,
-                share: (!master_slave)
-                    .then(|| scheduler::source(plan.scheduler.policy, share, units)),
+                share: (!master_slave).then(|| scheduler::source(&plan.scheduler, share, units)),
                 stopped: std::sync::atomic::AtomicBool::new(false),
             }));
         }
@@ -1014,7 +1013,7 @@ impl Node for MpiNode {
             let queue = Arc::new(WorkQueue::new(0..tasks, &all));
             (Box::new(Shared(queue.clone())), Some(queue))
         } else {
-            (scheduler::source(plan.scheduler.policy, share, units), None)
+            (scheduler::source(&plan.scheduler, share, units), None)
         };
         let cap = plan.nodes.chunk;
         let served = self.served.clone();

@@ -23,7 +23,8 @@ impl SpeedHistory {
         let on = opts.speed_history
             && !node.under_mpi()
             && plan.scheduler.history
-            && plan.scheduler.policy == Policy::WorkQueue;
+            && (plan.scheduler.policy == Policy::WorkQueue
+                || plan.scheduler.shares == crate::config::Shares::Speed);
         let path = on.then(crate::scheduler::history::path).flatten();
         let Some(path) = path else {
             return SpeedHistory {

@@ -7,7 +7,7 @@
 //!
 //! 1. [`prepare`]: resolve the plugin among those the caller hands over (`main` passes the
 //!    built-in registry; the runtime knows no plugin by name), read the input and resolve the
-//!    sources (the plugin's `prepare`). Nothing is written.
+//!    tasks (the plugin's `prepare`). Nothing is written.
 //! 2. [`select_units`]: the OpenCL devices and CPU workers the plan selects. Nothing is
 //!    written. `tuccompi check` runs these two and [`output_status`], and stops there.
 //! 3. execute: check the output directory and its free space (still touching nothing), set

@@ -50,7 +50,7 @@ pub fn plan_for(plan: &Plan, plugins: &[&dyn Plugin]) -> Result<Plan> {
 pub struct Prepared<'a> {
     /// The plugin.
     pub plugin: &'a dyn Plugin,
-    /// Its job: input read, sources resolved, nothing written.
+    /// Its job: input read, tasks resolved, nothing written.
     pub job: Box<dyn Job>,
 }
 
@@ -66,7 +66,7 @@ impl std::fmt::Debug for Prepared<'_> {
 }
 
 /// Phase 1: resolve the plugin among `plugins` and prepare its job (config,
-/// plugin, input, sources) for a run on `nodes` nodes. Writes nothing, caches included
+/// plugin, input, tasks) for a run on `nodes` nodes. Writes nothing, caches included
 /// (`tuccompi check`).
 pub fn prepare<'a>(plan: &Plan, plugins: &[&'a dyn Plugin], nodes: usize) -> Result<Prepared<'a>> {
     let devices = || {
@@ -77,8 +77,7 @@ pub fn prepare<'a>(plan: &Plan, plugins: &[&'a dyn Plugin], nodes: usize) -> Res
     prepare_with(plan, plugins, nodes, None, true, 0, &devices, false)
 }
 
-/// [`prepare`], the ranks of one machine sharing bytes (the built-ins: one copy of the input
-/// graph) through `share`.
+/// [`prepare`], the ranks of one machine sharing bytes (the built-ins: one copy of the input) through `share`.
 ///
 /// `done_tasks`: the tasks an unfinished run that this one resumes has done; `devices`: the
 /// OpenCL devices the plan selects, counted (asked only by preprocessing that weighs them);

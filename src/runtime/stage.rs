@@ -406,8 +406,8 @@ fn bulk_files(job: &dyn Job, partial: &Path) -> Result<Vec<journal::BulkFile>> {
         .bulk
         .into_iter()
         .map(|r| {
-            // Task t owns rows t·k .. (t+1)·k: one row per task for the graph plugins' trees,
-            // the whole matrix for a one-task dense plugin.
+            // Task t owns rows t·k .. (t+1)·k: one row per task, or every row for a one-task
+            // job.
             if r.rows() % tasks != 0 {
                 return Err(Error::Output(format!(
                     "{}: {} rows for {} tasks; a bulk output holds the same number of rows for \

@@ -31,7 +31,7 @@ mod test;
 pub use equitable::Equitable;
 pub use queue::{Estimate, WorkQueue};
 
-use crate::config::Policy;
+use crate::config::{Policy, SchedulerPlan, Shares};
 use std::ops::Range;
 use std::time::Instant;
 
@@ -165,6 +165,10 @@ pub struct UnitInfo {
     /// probing, and the unit's own chunks take over as they finish.
     #[serde(default)]
     pub prior: Option<Estimate>,
+    /// The most tasks it asks for at once (a device's batch), when known: where a speed is
+    /// read off its model ([`speed_weights`]).
+    #[serde(default)]
+    pub chunk: Option<usize>,
 }
 
 impl UnitInfo {
@@ -174,6 +178,7 @@ impl UnitInfo {
             kind: UnitKind::Cpu,
             class: class.into(),
             prior: None,
+            chunk: None,
         }
     }
     /// A device queue of class `class` (the device).
@@ -182,7 +187,13 @@ impl UnitInfo {
             kind: UnitKind::Device,
             class: class.into(),
             prior: None,
+            chunk: None,
         }
+    }
+    /// The same unit, asking for at most `chunk` tasks at once.
+    pub fn with_chunk(mut self, chunk: usize) -> Self {
+        self.chunk = Some(chunk);
+        self
     }
     /// The same unit, with the cost model an earlier run measured.
     pub fn with_prior(mut self, prior: Option<Estimate>) -> Self {
@@ -213,10 +224,59 @@ impl Clock for WallClock {
     }
 }
 
-/// Build the source for a policy over `tasks` for `units`.
-pub fn source(policy: Policy, tasks: Range<usize>, units: &[UnitInfo]) -> Box<dyn TaskSource> {
-    match policy {
-        Policy::Equitable => Box::new(Equitable::new(tasks, &vec![1.0; units.len()])),
+/// Build the source for the plan's policy over `tasks` for `units`. Equitable shares are
+/// equal, or (`scheduler.shares = "speed"`) proportional to each unit's known speed
+/// ([`speed_weights`]); without a speed for every unit they are equal, and a warning says
+/// which unit has none.
+pub fn source(
+    plan: &SchedulerPlan,
+    tasks: Range<usize>,
+    units: &[UnitInfo],
+) -> Box<dyn TaskSource> {
+    match plan.policy {
+        Policy::Equitable => {
+            let weights = match plan.shares {
+                Shares::Equal => vec![1.0; units.len()],
+                Shares::Speed => speed_weights(units).unwrap_or_else(|why| {
+                    tracing::warn!("scheduler.shares = \"speed\": {why}; equal shares instead");
+                    vec![1.0; units.len()]
+                }),
+            };
+            Box::new(Equitable::new(tasks, &weights))
+        }
         Policy::WorkQueue => Box::new(WorkQueue::new(tasks, units)),
     }
 }
+
+/// Each unit's speed in tasks per second, from the cost model an earlier run measured
+/// ([`UnitInfo::prior`], or a unit of its class's): the weights of speed-proportional
+/// equitable shares. A model is read at the unit's chunk ([`UnitInfo::chunk`], else
+/// [`SPEED_CHUNK`] tasks), its per-chunk latency spread over them. The error names the first
+/// unit with no model.
+pub fn speed_weights(units: &[UnitInfo]) -> Result<Vec<f64>, String> {
+    units
+        .iter()
+        .enumerate()
+        .map(|(i, u)| {
+            let model = u.prior.or_else(|| {
+                units
+                    .iter()
+                    .filter(|v| v.class == u.class)
+                    .find_map(|v| v.prior)
+            });
+            let k = u.chunk.unwrap_or(SPEED_CHUNK).max(1);
+            match model {
+                Some(m) if m.time(k) > 0.0 && m.time(k).is_finite() => Ok(k as f64 / m.time(k)),
+                _ => Err(format!(
+                    "no speed is known for unit {i} ({}): a work-queue run of the same job \
+                     stores one (scheduler.history)",
+                    u.class
+                )),
+            }
+        })
+        .collect()
+}
+
+/// The chunk a cost model is read at for a unit's speed when its chunk is not known
+/// ([`speed_weights`]).
+pub const SPEED_CHUNK: usize = 64;

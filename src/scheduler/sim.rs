@@ -83,7 +83,7 @@ impl SimUnit {
     /// A device queue of class `class` running batches of up to `batch` tasks.
     pub(crate) fn gpu(class: &str, latency: f64, per_task: f64, batch: usize) -> Self {
         SimUnit {
-            info: UnitInfo::device(class),
+            info: UnitInfo::device(class).with_chunk(batch),
             latency,
             per_task,
             want: batch,

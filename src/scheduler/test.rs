@@ -751,3 +751,68 @@ fn a_cpu_worker_does_not_plan_on_a_devices_model_from_history_alone() {
         "prior is provisional off passes: {off} s"
     );
 }
+
+/// `scheduler.shares = "speed"`: equitable shares weighted by the models a work-queue run
+/// stored (the speed history) come near the ideal makespan on mixed units, where equal shares
+/// leave the GPU idle; a unit with no model makes the shares equal again, naming it.
+#[test]
+fn speed_shares_from_the_history_come_near_the_ideal() {
+    use crate::config::{SchedulerPlan, Shares};
+    let speed = SchedulerPlan {
+        shares: Shares::Speed,
+        ..SchedulerPlan::with_policy(Policy::Equitable)
+    };
+    let equal = SchedulerPlan::with_policy(Policy::Equitable);
+    for (name, mut units, tasks) in scenarios()
+        .into_iter()
+        .filter(|s| ["1 GPU + 15 CPUs", "2 GPUs + 30 CPUs"].contains(&s.0))
+    {
+        let n = units.len();
+        for u in units.iter_mut().filter(|u| u.info.kind == UnitKind::Cpu) {
+            u.want = (tasks / (n * 16)).clamp(1, 64);
+        }
+        let models = learned(&units, tasks);
+        let infos: Vec<UnitInfo> = units
+            .iter()
+            .zip(&models)
+            .map(|(u, m)| u.info.clone().with_prior(*m))
+            .collect();
+        let ideal = sim::ideal(&units, tasks);
+        let makespan = |plan: &SchedulerPlan| {
+            let clock = VirtualClock::default();
+            let src = super::source(plan, 0..tasks, &infos);
+            sim::run(src.as_ref(), &clock, &units, 0..tasks).makespan
+        };
+        let (by_speed, by_count) = (makespan(&speed), makespan(&equal));
+        eprintln!(
+            "{name}: speed shares {:.3} of ideal, equal shares {:.3}",
+            by_speed / ideal,
+            by_count / ideal
+        );
+        assert!(
+            by_speed <= 1.10 * ideal,
+            "{name}: {by_speed} against {ideal}"
+        );
+        assert!(
+            by_count > 1.5 * by_speed,
+            "{name}: {by_count} against {by_speed}"
+        );
+    }
+    // A unit whose class has no model: equal shares, and the reason names it.
+    let mut infos = vec![
+        UnitInfo::device("gpu0").with_prior(Some(Estimate {
+            latency: 0.0,
+            per_task: 0.001,
+        })),
+        UnitInfo::cpu("cpu"),
+    ];
+    let e = super::speed_weights(&infos).unwrap_err();
+    assert!(e.contains("unit 1 (cpu)"), "{e}");
+    // A class-mate's model counts for the unit.
+    infos.push(UnitInfo::cpu("cpu").with_prior(Some(Estimate {
+        latency: 0.0,
+        per_task: 0.004,
+    })));
+    let w = super::speed_weights(&infos).unwrap();
+    assert!((w[0] / w[1] - 4.0).abs() < 1e-9 && w[1] == w[2], "{w:?}");
+}

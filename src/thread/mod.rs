@@ -86,7 +86,9 @@ impl Unit<'_> {
     pub fn info(&self) -> UnitInfo {
         match &self.spec {
             UnitSpec::Cpu => UnitInfo::cpu("cpu"),
-            UnitSpec::Gpu { device, .. } => UnitInfo::device(device.info.name.clone()),
+            UnitSpec::Gpu { device, .. } => {
+                UnitInfo::device(device.info.name.clone()).with_chunk(self.chunk)
+            }
         }
     }
 }

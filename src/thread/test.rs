@@ -109,7 +109,11 @@ fn run(
         data: vec![u64::MAX; job.tasks],
     });
     let infos = vec![scheduler::UnitInfo::cpu("cpu"); units.len()];
-    let source = scheduler::source(policy, 0..job.tasks, &infos);
+    let source = scheduler::source(
+        &crate::config::SchedulerPlan::with_policy(policy),
+        0..job.tasks,
+        &infos,
+    );
     // These tests are about a failure ending the run (units.on_failure = "abort"); the retry
     // path is tested in tests/scheduling.rs.
     let ran = run_units(
@@ -137,7 +141,7 @@ fn done_tasks_are_skipped_and_finished_chunks_reported_with_their_records() {
     });
     let reported = Mutex::new(vec![0u8; 300]);
     let source = scheduler::source(
-        Policy::WorkQueue,
+        &crate::config::SchedulerPlan::with_policy(Policy::WorkQueue),
         0..300,
         &[
             scheduler::UnitInfo::cpu("cpu"),
@@ -185,7 +189,7 @@ fn a_failing_finished_callback_stops_the_run_with_its_error() {
         data: vec![0; 100],
     });
     let source = scheduler::source(
-        Policy::WorkQueue,
+        &crate::config::SchedulerPlan::with_policy(Policy::WorkQueue),
         0..100,
         &[scheduler::UnitInfo::cpu("cpu")],
     );
@@ -328,7 +332,11 @@ fn a_job_without_a_cpu_half_gets_a_clear_error() {
         words: 0,
         data: vec![],
     });
-    let source = scheduler::source(Policy::WorkQueue, 0..1, &[scheduler::UnitInfo::cpu("cpu")]);
+    let source = scheduler::source(
+        &crate::config::SchedulerPlan::with_policy(Policy::WorkQueue),
+        0..1,
+        &[scheduler::UnitInfo::cpu("cpu")],
+    );
     let err = run_units(
         &NoCpu,
         &cpu_units(1, 1),
@@ -357,7 +365,11 @@ fn every_worker_is_made_before_the_first_chunk_and_released_by_the_caller() {
         data: vec![u64::MAX; job.tasks],
     });
     let infos = vec![scheduler::UnitInfo::cpu("cpu"); units.len()];
-    let source = scheduler::source(Policy::WorkQueue, 0..job.tasks, &infos);
+    let source = scheduler::source(
+        &crate::config::SchedulerPlan::with_policy(Policy::WorkQueue),
+        0..job.tasks,
+        &infos,
+    );
     let before = Instant::now();
     let ran = run_units(
         &job,
@@ -390,7 +402,11 @@ fn the_start_wakes_device_queues_first_and_every_unit_at_one_time() {
     // Three CPU workers arrive at the gate before two device queues (a device's set-up is the
     // longest); the devices are woken first, and every unit gets the same start time.
     let start = Start::default();
-    let source = scheduler::source(Policy::WorkQueue, 0..10, &[]);
+    let source = scheduler::source(
+        &crate::config::SchedulerPlan::with_policy(Policy::WorkQueue),
+        0..10,
+        &[],
+    );
     let kinds = [false, false, true, false, true];
     let got = std::thread::scope(|s| {
         let threads: Vec<_> = kinds
@@ -456,7 +472,11 @@ fn the_run_ends_with_its_last_records_not_when_waiting_units_leave() {
     });
     let infos = vec![scheduler::UnitInfo::cpu("cpu"); units.len()];
     let source = SlowLeave {
-        inner: scheduler::source(Policy::WorkQueue, 0..job.tasks, &infos),
+        inner: scheduler::source(
+            &crate::config::SchedulerPlan::with_policy(Policy::WorkQueue),
+            0..job.tasks,
+            &infos,
+        ),
         linger: Duration::from_millis(400),
     };
     let ran = run_units(

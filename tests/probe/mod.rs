@@ -34,7 +34,7 @@ pub enum Fail {
     None,
     /// Every GPU worker, at its first chunk.
     Gpu,
-    /// The first CPU worker made, at its first chunk.
+    /// The first chunk any CPU worker runs.
     CpuOnce,
 }
 
@@ -126,10 +126,10 @@ impl Job for ProbeJob {
         Ok(serde_json::json!({ "mix_xor": xor }))
     }
     fn cpu_worker(&self) -> Result<Box<dyn Worker + '_>> {
-        let fails = self.o.fail == Fail::CpuOnce && !self.failed_once.swap(true, Ordering::SeqCst);
         let cols = self.o.cols;
         Ok(worker(move |tasks, out| {
-            if fails {
+            // The first chunk any CPU worker runs: a worker that never gets one cannot fail.
+            if self.o.fail == Fail::CpuOnce && !self.failed_once.swap(true, Ordering::SeqCst) {
                 return Err(Error::Input(
                     "probe: this CPU worker fails on purpose".into(),
                 ));
