@@ -341,16 +341,19 @@ fn time_device(
     let mut current = plan.predicted.clone();
     time(&current)?;
     for k in &plan.knobs {
-        let mut best = (time(&current)?, current[&k.name]);
-        for &v in &k.values {
+        let mut times = vec![(current[&k.name], time(&current)?)];
+        // A batch larger than the sample would time the sample in one partial batch: it is
+        // not measured, so not chosen.
+        let values = k
+            .values
+            .iter()
+            .filter(|&&v| k.name != BATCH || v <= plan.sample);
+        for &v in values {
             let mut s = current.clone();
             s.insert(k.name.clone(), v);
-            let t = time(&s)?;
-            if t < best.0 {
-                best = (t, v);
-            }
+            times.push((v, time(&s)?));
         }
-        current.insert(k.name.clone(), best.1);
+        current.insert(k.name.clone(), pick(&times));
     }
     if !time(&current)?.is_finite() {
         return Err(Error::Device(format!(
@@ -366,6 +369,23 @@ fn time_device(
             best: current,
         },
     ))
+}
+
+/// Candidates whose times are within this fraction of the fastest are taken as equal: a
+/// sweep's repeated medians differ by a few percent.
+pub const TUNE_NOISE: f64 = 0.03;
+
+/// The value `tune` keeps among `(value, seconds)`: the smallest whose time is within
+/// [`TUNE_NOISE`] of the fastest (a smaller batch or group costs less when the guess is
+/// wrong: fewer tasks per chunk at a run's end, less memory).
+pub fn pick(times: &[(usize, f64)]) -> usize {
+    let fastest = times.iter().map(|&(_, t)| t).fold(f64::INFINITY, f64::min);
+    times
+        .iter()
+        .filter(|&&(_, t)| t.is_finite() && t <= fastest * (1.0 + TUNE_NOISE))
+        .map(|&(v, _)| v)
+        .min()
+        .unwrap_or(times[0].0)
 }
 
 /// The median seconds of `repeat` runs of the job's first `sample` tasks through its GPU half
@@ -415,6 +435,16 @@ mod test {
             failed: (seconds == f64::INFINITY).then(|| "local size 1024 > 512\nat launch".into()),
             columns,
         }
+    }
+
+    /// Of candidates within noise the smallest is kept (two batches 1% apart: the smaller);
+    /// a clear winner is kept whatever its size; a candidate that failed never is.
+    #[test]
+    fn tune_keeps_the_smallest_candidate_within_noise() {
+        assert_eq!(pick(&[(8192, 1.00), (32768, 0.99), (1024, 1.30)]), 8192);
+        assert_eq!(pick(&[(8192, 1.00), (32768, 0.80)]), 32768);
+        assert_eq!(pick(&[(256, f64::INFINITY), (512, 1.0)]), 512);
+        assert_eq!(pick(&[(64, 1.0), (32, 1.0 + TUNE_NOISE / 2.0)]), 32);
     }
 
     #[test]
