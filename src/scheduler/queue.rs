@@ -25,8 +25,8 @@
 //! 4. **Probe.** A unit starts from the model an earlier run measured, when the runtime has one
 //!    ([`UnitInfo::prior`]). Otherwise, before a unit (or its class) has an estimate, it takes
 //!    a probe: 1 task on a CPU worker (one group of tasks, for a worker that runs several
-//!    together: [`TaskSource::granule`]); on a device a batch, or the device queues' even split
-//!    of what is left when that is less. **Short while unmeasured:** while some unit is still
+//!    together: [`TaskSource::granule`]); on a device a batch shared by its queues (rule *one
+//!    device*), or the device queues' even split of what is left when that is less. **Short while unmeasured:** while some unit is still
 //!    unmeasured, no unit takes a chunk longer than the run has lasted so far, so nothing big
 //!    is handed out on half the facts. Without an earlier run's model, a workspace of a few
 //!    batches can therefore end later than its ideal (a probe decides where the first tasks
@@ -647,7 +647,7 @@ impl WorkQueue {
             // as k and read as k times too slow.
             UnitKind::Cpu if self.rules.groups => me.granule.min(ask.want).min(ask.left).max(1),
             UnitKind::Cpu => 1,
-            UnitKind::Device => Self::device_probe(st, ask.left, ask.want),
+            UnitKind::Device => Self::device_probe(st, Some(ask.unit), ask.left, ask.want),
         }
     }
 
@@ -696,7 +696,7 @@ impl WorkQueue {
         // model, its latency most of a chunk, would make it a few tasks at a launch each).
         let floor = match me_state.kind {
             UnitKind::Device if self.rules.device_floor => {
-                Self::device_probe(st, ask.left, ask.want)
+                Self::device_probe(st, None, ask.left, ask.want)
             }
             _ => 1,
         };
@@ -729,13 +729,25 @@ impl WorkQueue {
 
     /// A device's probe: what is left split among the devices' queues, up to a batch (a
     /// smaller batch would cost as much).
-    fn device_probe(st: &State, left: usize, want: usize) -> usize {
-        let queues = st
+    ///
+    /// Rule *one device* (`unit`: the probing queue): the queues of a device probe one batch
+    /// together, each its part, rather than a batch each: a device no faster than a CPU worker
+    /// with 4 queues otherwise took 4 batches of the costliest tasks first and ended at 2.8x
+    /// the ideal (test `scheduling_matrix`). The *device floor* keeps a batch per queue
+    /// (`unit` = `None`).
+    fn device_probe(st: &State, unit: Option<usize>, left: usize, want: usize) -> usize {
+        let active = st
             .units
             .iter()
-            .filter(|u| !u.out && u.kind == UnitKind::Device)
-            .count();
-        left.div_ceil(queues.max(1)).clamp(1, want)
+            .filter(|u| !u.out && u.kind == UnitKind::Device);
+        let queues = active.clone().count();
+        let mates = unit.map_or(1, |me| {
+            let class = st.units[me].class;
+            active.filter(|u| u.class == class).count()
+        });
+        left.div_ceil(queues.max(1))
+            .min(want.div_ceil(mates.max(1)))
+            .clamp(1, want)
     }
 
     fn take(st: &mut State, k: usize, end: usize) -> Range<usize> {

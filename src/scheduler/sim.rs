@@ -62,6 +62,9 @@ pub(crate) struct SimUnit {
     /// Its first chunk takes this much longer (per-worker state built on first use: fresh
     /// pages, cold caches).
     pub(crate) setup: f64,
+    /// Task `t` costs `weights[t]` times `per_task` (uneven tasks: rows of a fractal, the
+    /// costly ones first); `None`: every task 1.
+    pub(crate) weights: Option<std::sync::Arc<Vec<f64>>>,
 }
 
 impl SimUnit {
@@ -78,6 +81,7 @@ impl SimUnit {
             start: 0.0,
             granule: 1,
             setup: 0.0,
+            weights: None,
         }
     }
     /// A device queue of class `class` running batches of up to `batch` tasks.
@@ -93,7 +97,13 @@ impl SimUnit {
             start: 0.0,
             granule: 1,
             setup: 0.0,
+            weights: None,
         }
+    }
+    /// The same unit, task `t` costing `weights[t]` times its per-task time.
+    pub(crate) fn weighted(mut self, weights: &std::sync::Arc<Vec<f64>>) -> Self {
+        self.weights = Some(weights.clone());
+        self
     }
     /// The same unit, pausing for `secs` at time `at`.
     pub(crate) fn stalls(mut self, at: f64, secs: f64) -> Self {
@@ -140,7 +150,8 @@ impl SimUnit {
                     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
                     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
                     z ^= z >> 31;
-                    1.0 + self.noise * ((z >> 11) as f64 / (1u64 << 52) as f64 - 1.0)
+                    let w = self.weights.as_ref().map_or(1.0, |w| w[task]);
+                    w * (1.0 + self.noise * ((z >> 11) as f64 / (1u64 << 52) as f64 - 1.0))
                 })
                 .sum::<f64>();
         let extra = match self.hiccup {

@@ -816,3 +816,138 @@ fn speed_shares_from_the_history_come_near_the_ideal() {
     let w = super::speed_weights(&infos).unwrap();
     assert!((w[0] / w[1] - 4.0).abs() < 1e-9 && w[1] == w[2], "{w:?}");
 }
+
+/// Task costs of the scheduling matrix, over `n` tasks: every task alike, the costly first
+/// (fractal rows), the costly last, and a heavy tail (one task in 61 costs 40).
+fn cost_profiles(n: usize) -> Vec<(&'static str, std::sync::Arc<Vec<f64>>)> {
+    let x = |t: usize| t as f64 / n as f64;
+    vec![
+        ("uniform", vec![1.0; n]),
+        (
+            "falling",
+            (0..n).map(|t| 0.1 + 3.8 * (1.0 - x(t)).powi(2)).collect(),
+        ),
+        ("rising", (0..n).map(|t| 0.1 + 3.8 * x(t).powi(2)).collect()),
+        (
+            "heavy tail",
+            (0..n)
+                .map(|t| if t % 61 == 7 { 40.0 } else { 1.0 })
+                .collect(),
+        ),
+    ]
+    .into_iter()
+    .map(|(name, w)| (name, std::sync::Arc::new(w)))
+    .collect()
+}
+
+/// Greedy one-task-at-a-time dispatch with no overhead: each task to the unit that is free
+/// first, as fine-grained work stealing (rayon) comes to on identical workers.
+fn greedy_makespan(units: &[SimUnit], weights: &[f64]) -> f64 {
+    let mut free = vec![0.0f64; units.len()];
+    for &w in weights {
+        let (i, _) = free
+            .iter()
+            .enumerate()
+            .min_by(|a, b| a.1.total_cmp(b.1))
+            .unwrap();
+        free[i] += w * units[i].per_task;
+    }
+    free.into_iter().fold(0.0, f64::max)
+}
+
+/// CPU workers alone on uneven tasks: the work queue within 5% of fine-grained greedy
+/// dispatch (the work-stealing bound) on every cost profile.
+#[test]
+fn cpu_workers_on_uneven_tasks_come_near_work_stealing() {
+    let tasks = 8192;
+    let mut report = Vec::new();
+    for (name, weights) in cost_profiles(tasks) {
+        let units: Vec<SimUnit> = (0..16)
+            .map(|_| SimUnit::cpu(CPU / 64.0).weighted(&weights))
+            .collect();
+        let clock = VirtualClock::default();
+        let infos: Vec<UnitInfo> = units.iter().map(|u| u.info.clone()).collect();
+        let q = WorkQueue::with_clock(0..tasks, &infos, Box::new(clock.clone()), Rules::default());
+        let out = sim::run(&q, &clock, &units, 0..tasks);
+        let bound = greedy_makespan(&units, &weights);
+        report.push((name, out.makespan / bound, out.chunks.iter().sum::<usize>()));
+    }
+    eprintln!("{report:?}");
+    for (name, ratio, _) in &report {
+        assert!(
+            *ratio <= 1.05,
+            "{name}: {ratio:.3} of greedy dispatch: {report:?}"
+        );
+    }
+}
+
+/// The scheduling matrix: cost profiles x CPU:GPU speed ratios (1:1 to 1:100) x 1 or 4 queues
+/// per device x 1-2 GPUs, 15 CPU workers, each queue simulated as a unit of its own with its
+/// share of the device's speed. Printed with `--nocapture`; the bounds are what the queue
+/// holds (BENCHMARKS.md, scheduling matrix), so that a change that loses ground fails: a mixed
+/// run within 1% of its fastest unit alone (the worst cell: a heavy tail, 1:100, 4 queues,
+/// 1.006), and within 1.5x of the ideal (the worst: a heavy tail on devices no faster than a
+/// CPU worker, 1.40). Before rule *one device* (each queue probing a whole batch) costly tasks
+/// first on such devices ended at 2.98x the ideal, and costly tasks last at 1:100 with 4
+/// queues at 1.049x the GPU alone.
+#[test]
+fn scheduling_matrix() {
+    let tasks = 16_384;
+    let mut rows = Vec::new();
+    let mut bad = Vec::new();
+    for (profile, weights) in cost_profiles(tasks) {
+        let total: f64 = weights.iter().sum();
+        let mean = total / tasks as f64;
+        for ratio in [1.0, 10.0, 100.0] {
+            for queues in [1usize, 4] {
+                for gpus in [1usize, 2] {
+                    let cpu_task = CPU / 16.0;
+                    // A device runs `ratio` CPU workers' speed; its queues share it.
+                    let per_task = cpu_task / ratio * queues as f64;
+                    let (latency, batch) = (2e-3, 256);
+                    let mut units: Vec<SimUnit> = (0..gpus * queues)
+                        .map(|g| {
+                            SimUnit::gpu(&format!("gpu{}", g / queues), latency, per_task, batch)
+                                .weighted(&weights)
+                        })
+                        .collect();
+                    units.extend((0..15).map(|_| SimUnit::cpu(cpu_task).weighted(&weights)));
+                    let clock = VirtualClock::default();
+                    let infos: Vec<UnitInfo> = units.iter().map(|u| u.info.clone()).collect();
+                    let q = WorkQueue::with_clock(
+                        0..tasks,
+                        &infos,
+                        Box::new(clock.clone()),
+                        Rules::default(),
+                    );
+                    let got = sim::run(&q, &clock, &units, 0..tasks).makespan;
+                    // The fastest unit alone: one device with all its queues, or one CPU worker.
+                    let device_alone = total * cpu_task / ratio
+                        + (tasks.div_ceil(batch * queues)) as f64 * latency;
+                    let alone = device_alone.min(total * cpu_task);
+                    // The ideal of tasks of the mean cost, batch latencies included.
+                    let mean_units: Vec<SimUnit> = units
+                        .iter()
+                        .map(|u| SimUnit {
+                            per_task: u.per_task * mean,
+                            weights: None,
+                            ..u.clone()
+                        })
+                        .collect();
+                    let ideal = sim::ideal(&mean_units, tasks);
+                    let cell = format!("{profile}, 1:{ratio}, {queues} queues, {gpus} GPUs");
+                    rows.push(format!(
+                        "{cell}: {:.3} of the fastest unit alone, {:.3} of ideal",
+                        got / alone,
+                        got / ideal
+                    ));
+                    if got > alone * 1.01 || got > 1.5 * ideal {
+                        bad.push(rows.last().unwrap().clone());
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("{}", rows.join("\n"));
+    assert!(bad.is_empty(), "{bad:#?}");
+}
