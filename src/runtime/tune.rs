@@ -373,12 +373,12 @@ fn time_device(
 
 /// Candidates whose times are within this fraction of the fastest are taken as equal: a
 /// sweep's repeated medians differ by a few percent.
-pub const TUNE_NOISE: f64 = 0.03;
+pub(crate) const TUNE_NOISE: f64 = 0.03;
 
 /// The value `tune` keeps among `(value, seconds)`: the smallest whose time is within
 /// [`TUNE_NOISE`] of the fastest (a smaller batch or group costs less when the guess is
 /// wrong: fewer tasks per chunk at a run's end, less memory).
-pub fn pick(times: &[(usize, f64)]) -> usize {
+pub(crate) fn pick(times: &[(usize, f64)]) -> usize {
     let fastest = times.iter().map(|&(_, t)| t).fold(f64::INFINITY, f64::min);
     times
         .iter()

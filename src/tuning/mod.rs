@@ -719,7 +719,7 @@ impl GenericRule {
             GenericRule::GroupsPerTask => "4 groups per compute unit spread over the batch, at least 1 and no more than n / local",
             GenericRule::BatchWorkList => "GPU: 2^28 / n rounded down to a power of two, within 256..1024 (frontiers are sparse, so only many sources fill the device; on an H100 osm-bremen-dist ran best at 1024, osm-moscow at 512); CPU devices: 16; capped by 40% of device memory over all queues",
             GenericRule::PersistentGrid => "GPU: compute units x 2048 items (every resident thread of an NVIDIA SM / AMD CU); CPU devices: compute units x local size",
-            GenericRule::Queues => "GPU: 4 when one batch fills under a quarter of the device (small kernels overlap), else 1: on an H100 through NVIDIA OpenCL, kernels that fill the device ran slower from 2, 4 and 8 queues than from one (BENCHMARKS.md); CPU devices: 1 (one queue already uses every core)",
+            GenericRule::Queues => "1 on every device: no kernel measured ran faster from several queues than from one (on an H200 through NVIDIA OpenCL the kNN example's kernels ran one after another from 4 queues, each twice as long: 3.7-4.9 s against 2.3 s; collatz 0.399-0.403 s against 0.397 s; the work list 0.51x at 4 queues on an H100); units.concurrent_kernels sets more",
         }
     }
 
@@ -819,7 +819,7 @@ pub fn predict(
     config_local: Option<usize>,
 ) -> LaunchParams {
     let local = predict_local(chars, dev, config_local);
-    let queues = predict_queues(chars, dev, shape, config_queues);
+    let queues = predict_queues(config_queues);
     let batch = predict_batch(chars, dev, shape, config_batch, queues.value);
     let gpu = dev.kind == "gpu";
     // The largest local size among the kernels of one grid kind (64 when there are none).
@@ -938,12 +938,7 @@ fn predict_local(
 }
 
 /// The in-order queues per device: `units.concurrent_kernels`, else rule *queues*.
-fn predict_queues(
-    chars: &BTreeMap<String, KernelChar>,
-    dev: &DeviceInfo,
-    shape: Shape,
-    config_queues: Option<usize>,
-) -> Choice {
+fn predict_queues(config_queues: Option<usize>) -> Choice {
     if let Some(q) = config_queues {
         return Choice {
             value: q,
@@ -951,12 +946,9 @@ fn predict_queues(
             reason: "units.concurrent_kernels".into(),
         };
     }
-    let gpu = dev.kind == "gpu";
-    let fill = dev.compute_units as usize * dev.max_work_group.max(1) * if gpu { 16 } else { 1 };
-    let small = !chars.values().any(|c| c.grid == Grid::Persistent)
-        && shape.n.saturating_mul(fill_batch(dev, shape.n)) < fill / 4;
+    // No kernel measured ran faster from several queues than from one (rule *queues*).
     Choice {
-        value: if gpu && small { 4 } else { 1 },
+        value: 1,
         source: Source::Predicted,
         reason: GenericRule::Queues.what().into(),
     }
