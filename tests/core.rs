@@ -396,6 +396,30 @@ fn output_directory_rules() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `run.tasks` for a plugin that reads no task selection is refused, naming the key and the
+/// plugin, rather than ignored (every task would run); `"all"` is what it runs anyway.
+#[test]
+fn a_task_selection_the_plugin_does_not_read_is_refused() {
+    let dir = tmpdir("tasks");
+    let cpu = ["units.opencl=\"none\"", "units.cpu_workers=2"];
+    for set in ["run.tasks=[3, 1]", "run.tasks=5"] {
+        let sets = [cpu[0], cpu[1], set];
+        let r = run(&dir, "tasks = 10", "out", &sets, &["--quiet"]);
+        assert_eq!(r.code, 2, "{set}: {}", r.err);
+        assert!(
+            r.err.contains("run.tasks") && r.err.contains("the probe plugin runs every task"),
+            "{set}: {}",
+            r.err
+        );
+        assert!(!dir.join("out/report.json").exists());
+    }
+    let sets = [cpu[0], cpu[1], "run.tasks=\"all\""];
+    let r = run(&dir, "tasks = 10", "out", &sets, &["--quiet"]);
+    assert_eq!(r.code, 0, "{}", r.err);
+    check_reference(&dir.join("out"), 10, 4, 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// MPI ranks (the `mpi` feature, under `mpirun -np 3`): the ranks share the tasks and rank 0
 /// writes the reference's files.
 #[cfg(feature = "mpi")]

@@ -249,6 +249,9 @@ impl Plugin for Apsp {
     fn renamed_keys(&self) -> &'static [(&'static str, &'static str)] {
         crate::common::sources::RENAMED_KEYS
     }
+    fn selects_tasks(&self) -> bool {
+        true
+    }
 }
 
 /// What loads a job's graph (and its places), given the `[lon, lat]` points the job snaps

@@ -66,6 +66,9 @@ impl Plugin for DenseDijkstra {
     fn renamed_keys(&self) -> &'static [(&'static str, &'static str)] {
         crate::common::sources::RENAMED_KEYS
     }
+    fn selects_tasks(&self) -> bool {
+        true
+    }
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         // No options of its own: `sources`, `distances` and `format` only.
         let (NoOptions {}, keys) = crate::common::sources::split_options(ctx.plan, self.name())?;

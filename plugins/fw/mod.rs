@@ -371,6 +371,9 @@ impl Plugin for Fw {
     fn renamed_keys(&self) -> &'static [(&'static str, &'static str)] {
         crate::common::sources::RENAMED_KEYS
     }
+    fn selects_tasks(&self) -> bool {
+        true
+    }
 }
 
 impl Fw {

@@ -630,7 +630,7 @@ fn check(config: &Path, set: &[String], extra: &[&dyn Plugin], name: &str) -> Re
     node::refuse_launcher_without_mpi()?;
     let plan = Plan::load(config, set)?.with_node_units()?;
     let plugin = runtime::resolve_plugin(&plan, extra)?;
-    let plan = plan.with_renamed_keys(plugin.renamed_keys())?;
+    let plan = runtime::plan_for(&plan, extra)?;
     say!("config     {}", plan.config_path.display());
     say!("plugin     {} — {}", plugin.name(), plugin.description());
     // Before any preprocessing: a bad output.dir is refused at once.

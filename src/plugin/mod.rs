@@ -49,6 +49,13 @@ pub trait Plugin: Sync {
     fn renamed_keys(&self) -> &'static [(&'static str, &'static str)] {
         &[]
     }
+    /// Whether this plugin reads `run.tasks` (which of its tasks run; the graph plugins take
+    /// them as source vertex ids). A plugin that does not runs every task, and a config that
+    /// sets `run.tasks` to anything but `"all"` for it is refused rather than ignored.
+    /// Default false.
+    fn selects_tasks(&self) -> bool {
+        false
+    }
 }
 
 /// What a plugin gets to prepare a job.

@@ -43,6 +43,17 @@ pub fn resolve_plugin<'a>(plan: &Plan, plugins: &[&'a dyn Plugin]) -> Result<&'a
 /// ([`Plan::with_renamed_keys`]).
 pub fn plan_for(plan: &Plan, plugins: &[&dyn Plugin]) -> Result<Plan> {
     let plugin = resolve_plugin(plan, plugins)?;
+    if plan.tasks != crate::config::Tasks::All && !plugin.selects_tasks() {
+        return Err(plan.origins.error(
+            "run.tasks",
+            format!(
+                "run.tasks = {}: the {} plugin runs every task of its job and reads no task \
+                 selection; remove run.tasks (or set it to \"all\")",
+                plan.tasks,
+                plugin.name()
+            ),
+        ));
+    }
     plan.with_renamed_keys(plugin.renamed_keys())
 }
 
