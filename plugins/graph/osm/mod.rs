@@ -628,99 +628,202 @@ pub fn read_network(path: &Path, opts: OsmOptions) -> Result<Network> {
     };
     // Pass 1: the ways and the restriction relations, each id once ([`duplicates`]), and
     // where the node ids lie for pass 2's duplicate check.
-    let mut ways: Vec<KeptWay> = Vec::new();
-    let mut restrictions: Vec<Restriction> = Vec::new();
-    let mut used: std::collections::HashSet<i64> = std::collections::HashSet::new();
-    let mut seen_ways = duplicates::Seen::default();
-    let mut seen_relations = duplicates::Seen::default();
-    let mut spans = duplicates::NodeSpans::default();
-    each_element(path, |block, table, el| {
-        match el {
-            osmpbf::Element::Node(n) => spans.add(block, n.id()),
-            osmpbf::Element::DenseNode(n) => spans.add(block, n.id()),
-            osmpbf::Element::Way(w) => {
-                let mut h = Xxh3::new();
-                duplicates::tags(
-                    &mut h,
-                    table,
-                    w.raw_tags().map(|(k, v)| (k as i64, v as i64)),
-                );
-                for &d in w.raw_refs() {
-                    h.update(&d.to_le_bytes());
-                }
-                let version = w.info().version();
-                match seen_ways.check(w.id(), h.digest(), version) {
-                    Sighting::New => {}
-                    Sighting::Again => {
-                        stats.ways_duplicate += 1;
-                        return Ok(());
-                    }
-                    Sighting::Conflict(before) => {
-                        return Err(duplicates::conflict(
-                            path,
-                            Kind::Way,
-                            w.id(),
-                            before,
-                            version,
-                            &format!(
-                                "has {} node refs and {} tags",
-                                w.raw_refs().len(),
-                                w.raw_tags().len()
-                            ),
-                        ))
-                    }
-                }
-                read_way(&w, opts.profile, &mut stats, &mut ways, &mut used);
-            }
-            osmpbf::Element::Relation(r) => {
-                let mut h = Xxh3::new();
-                duplicates::tags(
-                    &mut h,
-                    table,
-                    r.raw_tags().map(|(k, v)| (k as i64, v as i64)),
-                );
-                let mut members = 0u64;
-                for m in r.members() {
-                    h.update(&[m.member_type as u8]);
-                    h.update(&m.member_id.to_le_bytes());
-                    duplicates::string(&mut h, table, m.role_sid as i64);
-                    members += 1;
-                }
-                h.update(&members.to_le_bytes());
-                let version = r.info().version();
-                match seen_relations.check(r.id(), h.digest(), version) {
-                    Sighting::New => {}
-                    Sighting::Again => {
-                        stats.relations_duplicate += 1;
-                        return Ok(());
-                    }
-                    Sighting::Conflict(before) => {
-                        return Err(duplicates::conflict(
-                            path,
-                            Kind::Relation,
-                            r.id(),
-                            before,
-                            version,
-                            &format!("has {members} members and {} tags", r.raw_tags().len()),
-                        ))
-                    }
-                }
-                if !turns {
-                    stats.relations_unused += 1;
-                    return Ok(());
-                }
-                match read_restriction(&r) {
-                    RestrictionRead::Use(r) => restrictions.extend(r),
-                    RestrictionRead::ViaWay => stats.restrictions_via_way += 1,
-                    RestrictionRead::Unusable => stats.restrictions_unusable += 1,
-                    RestrictionRead::NotForProfile => stats.relations_unused += 1,
-                }
-            }
-        }
-        Ok(())
-    })?;
+    let WayPass {
+        ways,
+        restrictions,
+        used,
+        spans,
+        ..
+    } = WayPass::read(path, opts.profile, turns, &mut stats)?;
     // Pass 2: the coordinates of the nodes the kept ways use, each id once.
     let suspects = spans.suspects();
+    let (at, off_globe) = read_nodes(path, &used, &suspects, &mut stats)?;
+    drop((used, suspects));
+    warn_duplicates(path, &stats);
+    let (ways, first_off_globe) = clip_ways(ways, &at, &off_globe, &mut stats);
+    stats.ways_used = ways
+        .iter()
+        .enumerate()
+        .filter(|&(i, w)| i == 0 || ways[i - 1].id != w.id)
+        .count() as u64;
+    let corrupt = skipped(&stats, true);
+    if !corrupt.is_empty() {
+        let example = first_off_globe.map_or(String::new(), |(id, [lon, lat])| {
+            format!("; node {id} is at longitude {lon}, latitude {lat}")
+        });
+        tracing::warn!(
+            "{}: corrupt data skipped: {}{example} (counted in report.json's input.places.osm)",
+            path.display(),
+            corrupt.join(", ")
+        );
+    }
+    let kept = vertex_ids(&ways);
+    if kept.is_empty() {
+        return Err(no_routable_way(path, opts.profile, &stats));
+    }
+    let index: HashMap<i64, u32> = kept
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| (id, i as u32))
+        .collect();
+    let edges = edges_of(&ways, &at, &index, opts.weight, &mut stats);
+    let coords = Coords {
+        spherical: true,
+        points: kept.iter().map(|id| Some(at[id])).collect(),
+        osm_ids: Some(kept),
+        source: path.display().to_string(),
+    };
+    Ok(Network::new(
+        path.display().to_string(),
+        edges,
+        coords,
+        restrictions,
+        stats,
+    ))
+}
+
+/// Pass 1: the ways and the restriction relations, each id once ([`duplicates`]), and
+/// where the node ids lie for pass 2's duplicate check.
+#[derive(Default)]
+struct WayPass {
+    ways: Vec<KeptWay>,
+    restrictions: Vec<Restriction>,
+    used: std::collections::HashSet<i64>,
+    seen_ways: duplicates::Seen,
+    seen_relations: duplicates::Seen,
+    spans: duplicates::NodeSpans,
+}
+
+impl WayPass {
+    /// Run pass 1 over `path`: the routable ways for `profile`, the turn restrictions (when
+    /// `turns`), the nodes the ways use, counted in `stats`.
+    fn read(path: &Path, profile: Profile, turns: bool, stats: &mut OsmStats) -> Result<WayPass> {
+        let mut pass = WayPass::default();
+        each_element(path, |block, table, el| {
+            match el {
+                osmpbf::Element::Node(n) => pass.spans.add(block, n.id()),
+                osmpbf::Element::DenseNode(n) => pass.spans.add(block, n.id()),
+                osmpbf::Element::Way(w) => pass.way(path, table, &w, profile, stats)?,
+                osmpbf::Element::Relation(r) => pass.relation(path, table, &r, turns, stats)?,
+            }
+            Ok(())
+        })?;
+        Ok(pass)
+    }
+
+    /// One way: skipped when seen before with the same content (refused when the content
+    /// differs), else read ([`read_way`]).
+    fn way(
+        &mut self,
+        path: &Path,
+        table: &[Vec<u8>],
+        w: &osmpbf::Way<'_>,
+        profile: Profile,
+        stats: &mut OsmStats,
+    ) -> Result<()> {
+        let mut h = Xxh3::new();
+        duplicates::tags(
+            &mut h,
+            table,
+            w.raw_tags().map(|(k, v)| (k as i64, v as i64)),
+        );
+        for &d in w.raw_refs() {
+            h.update(&d.to_le_bytes());
+        }
+        let version = w.info().version();
+        match self.seen_ways.check(w.id(), h.digest(), version) {
+            Sighting::New => {}
+            Sighting::Again => {
+                stats.ways_duplicate += 1;
+                return Ok(());
+            }
+            Sighting::Conflict(before) => {
+                return Err(duplicates::conflict(
+                    path,
+                    Kind::Way,
+                    w.id(),
+                    before,
+                    version,
+                    &format!(
+                        "has {} node refs and {} tags",
+                        w.raw_refs().len(),
+                        w.raw_tags().len()
+                    ),
+                ))
+            }
+        }
+        read_way(w, profile, stats, &mut self.ways, &mut self.used);
+        Ok(())
+    }
+
+    /// One relation: skipped when seen before with the same content (refused when the content
+    /// differs), else read as a turn restriction when `turns` ([`read_restriction`]) and
+    /// counted by what it is.
+    fn relation(
+        &mut self,
+        path: &Path,
+        table: &[Vec<u8>],
+        r: &osmpbf::Relation<'_>,
+        turns: bool,
+        stats: &mut OsmStats,
+    ) -> Result<()> {
+        let mut h = Xxh3::new();
+        duplicates::tags(
+            &mut h,
+            table,
+            r.raw_tags().map(|(k, v)| (k as i64, v as i64)),
+        );
+        let mut members = 0u64;
+        for m in r.members() {
+            h.update(&[m.member_type as u8]);
+            h.update(&m.member_id.to_le_bytes());
+            duplicates::string(&mut h, table, m.role_sid as i64);
+            members += 1;
+        }
+        h.update(&members.to_le_bytes());
+        let version = r.info().version();
+        match self.seen_relations.check(r.id(), h.digest(), version) {
+            Sighting::New => {}
+            Sighting::Again => {
+                stats.relations_duplicate += 1;
+                return Ok(());
+            }
+            Sighting::Conflict(before) => {
+                return Err(duplicates::conflict(
+                    path,
+                    Kind::Relation,
+                    r.id(),
+                    before,
+                    version,
+                    &format!("has {members} members and {} tags", r.raw_tags().len()),
+                ))
+            }
+        }
+        if !turns {
+            stats.relations_unused += 1;
+            return Ok(());
+        }
+        match read_restriction(r) {
+            RestrictionRead::Use(r) => self.restrictions.extend(r),
+            RestrictionRead::ViaWay => stats.restrictions_via_way += 1,
+            RestrictionRead::Unusable => stats.restrictions_unusable += 1,
+            RestrictionRead::NotForProfile => stats.relations_unused += 1,
+        }
+        Ok(())
+    }
+}
+
+/// Where pass 2 puts each node the kept ways use: on the globe, or off it (corrupt data).
+type NodePlaces = (HashMap<i64, [f64; 2]>, HashMap<i64, [f64; 2]>);
+
+/// Pass 2: the coordinates of the nodes the kept ways use (`used`), each id once (the
+/// `suspects`, ids that may be held twice, checked for duplicates), counted in `stats`.
+fn read_nodes(
+    path: &Path,
+    used: &std::collections::HashSet<i64>,
+    suspects: &duplicates::Suspects,
+    stats: &mut OsmStats,
+) -> Result<NodePlaces> {
     let mut seen_nodes = duplicates::Seen::default();
     let mut at: HashMap<i64, [f64; 2]> = HashMap::with_capacity(used.len());
     // Used nodes placed off the globe (corrupt data), kept apart from the missing ones.
@@ -732,31 +835,8 @@ pub fn read_network(path: &Path, opts: OsmOptions) -> Result<Network> {
             _ => return Ok(()),
         };
         if suspects.contains(id) {
-            let mut h = Xxh3::new();
-            let version = match &el {
-                osmpbf::Element::Node(n) => {
-                    h.update(&n.nano_lat().to_le_bytes());
-                    h.update(&n.nano_lon().to_le_bytes());
-                    duplicates::tags(
-                        &mut h,
-                        table,
-                        n.raw_tags().map(|(k, v)| (k as i64, v as i64)),
-                    );
-                    n.info().version()
-                }
-                osmpbf::Element::DenseNode(n) => {
-                    h.update(&n.nano_lat().to_le_bytes());
-                    h.update(&n.nano_lon().to_le_bytes());
-                    duplicates::tags(
-                        &mut h,
-                        table,
-                        n.raw_tags().map(|(k, v)| (k as i64, v as i64)),
-                    );
-                    n.info().map(|i| i.version())
-                }
-                _ => None,
-            };
-            match seen_nodes.check(id, h.digest(), version) {
+            let (digest, version) = node_digest(table, &el);
+            match seen_nodes.check(id, digest, version) {
                 Sighting::New => {}
                 Sighting::Again => {
                     stats.nodes_duplicate += 1;
@@ -786,7 +866,40 @@ pub fn read_network(path: &Path, opts: OsmOptions) -> Result<Network> {
         }
         Ok(())
     })?;
-    drop((used, suspects, seen_nodes));
+    Ok((at, off_globe))
+}
+
+/// A node's content hash for the duplicate check (its place and tags) and its version.
+fn node_digest(table: &[Vec<u8>], el: &osmpbf::Element<'_>) -> (u64, Option<i32>) {
+    let mut h = Xxh3::new();
+    let version = match el {
+        osmpbf::Element::Node(n) => {
+            h.update(&n.nano_lat().to_le_bytes());
+            h.update(&n.nano_lon().to_le_bytes());
+            duplicates::tags(
+                &mut h,
+                table,
+                n.raw_tags().map(|(k, v)| (k as i64, v as i64)),
+            );
+            n.info().version()
+        }
+        osmpbf::Element::DenseNode(n) => {
+            h.update(&n.nano_lat().to_le_bytes());
+            h.update(&n.nano_lon().to_le_bytes());
+            duplicates::tags(
+                &mut h,
+                table,
+                n.raw_tags().map(|(k, v)| (k as i64, v as i64)),
+            );
+            n.info().map(|i| i.version())
+        }
+        _ => None,
+    };
+    (h.digest(), version)
+}
+
+/// One warning when objects were held twice with the same content (each read once).
+fn warn_duplicates(path: &Path, stats: &OsmStats) {
     let twice = stats.nodes_duplicate + stats.ways_duplicate + stats.relations_duplicate;
     if twice > 0 {
         tracing::warn!(
@@ -799,6 +912,16 @@ pub fn read_network(path: &Path, opts: OsmOptions) -> Result<Network> {
             stats.relations_duplicate
         );
     }
+}
+
+/// The kept ways cut to the nodes the file places (`at`), counted in `stats`; with the first
+/// node placed off the globe, for the warning.
+fn clip_ways(
+    ways: Vec<KeptWay>,
+    at: &HashMap<i64, [f64; 2]>,
+    off_globe: &HashMap<i64, [f64; 2]>,
+    stats: &mut OsmStats,
+) -> (Vec<KeptWay>, Option<(i64, [f64; 2])>) {
     // A way with a node placed off the globe is dropped whole (corrupt data); one cut by the
     // extract's border keeps each run of two or more consecutive nodes the file holds.
     let mut first_off_globe: Option<(i64, [f64; 2])> = None;
@@ -830,25 +953,14 @@ pub fn read_network(path: &Path, opts: OsmOptions) -> Result<Network> {
             stats.ways_missing_node += 1;
         }
     }
-    let ways = parts;
-    stats.ways_used = ways
-        .iter()
-        .enumerate()
-        .filter(|&(i, w)| i == 0 || ways[i - 1].id != w.id)
-        .count() as u64;
-    let corrupt = skipped(&stats, true);
-    if !corrupt.is_empty() {
-        let example = first_off_globe.map_or(String::new(), |(id, [lon, lat])| {
-            format!("; node {id} is at longitude {lon}, latitude {lat}")
-        });
-        tracing::warn!(
-            "{}: corrupt data skipped: {}{example} (counted in report.json's input.places.osm)",
-            path.display(),
-            corrupt.join(", ")
-        );
-    }
+    (parts, first_off_globe)
+}
+
+/// The OSM ids of the graph's vertices, ascending: the nodes that end a way or that two ways
+/// (or one twice) use.
+fn vertex_ids(ways: &[KeptWay]) -> Vec<i64> {
     let mut uses: HashMap<i64, u32> = HashMap::new();
-    for w in &ways {
+    for w in ways {
         let last = w.refs.len() - 1;
         for (i, &r) in w.refs.iter().enumerate() {
             // Ends count twice: they are vertices whatever else uses them.
@@ -861,27 +973,36 @@ pub fn read_network(path: &Path, opts: OsmOptions) -> Result<Network> {
         .map(|(&id, _)| id)
         .collect();
     kept.sort_unstable();
-    if kept.is_empty() {
-        let mut counts = vec![format!("{} ways", stats.ways)];
-        counts.extend(skipped(&stats, false));
-        return Err(Error::Input(format!(
-            "{}: no way is routable for profile \"{}\" ({}); check the profile ([input.osm] \
-             profile = \"car\" | \"bike\" | \"foot\") and that the extract holds roads",
-            path.display(),
-            serde_json::to_value(opts.profile)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
-            counts.join(", ")
-        )));
-    }
-    let index: HashMap<i64, u32> = kept
-        .iter()
-        .enumerate()
-        .map(|(i, &id)| (id, i as u32))
-        .collect();
+    kept
+}
+
+/// The error for an extract with no way routable for `profile`, with what was skipped.
+fn no_routable_way(path: &Path, profile: Profile, stats: &OsmStats) -> Error {
+    let mut counts = vec![format!("{} ways", stats.ways)];
+    counts.extend(skipped(stats, false));
+    Error::Input(format!(
+        "{}: no way is routable for profile \"{}\" ({}); check the profile ([input.osm] \
+         profile = \"car\" | \"bike\" | \"foot\") and that the extract holds roads",
+        path.display(),
+        serde_json::to_value(profile)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+        counts.join(", ")
+    ))
+}
+
+/// The edges between consecutive vertices (`index`) along each way, weighted by `weight` over
+/// the way's geometry (`at`); weights raised to 1 counted in `stats`.
+fn edges_of(
+    ways: &[KeptWay],
+    at: &HashMap<i64, [f64; 2]>,
+    index: &HashMap<i64, u32>,
+    weight: Weight,
+    stats: &mut OsmStats,
+) -> Vec<Edge> {
     let mut edges = Vec::new();
-    for w in &ways {
+    for w in ways {
         let mut from = index[&w.refs[0]];
         let mut metres = 0.0;
         let mut geometry = vec![at[&w.refs[0]]];
@@ -889,7 +1010,7 @@ pub fn read_network(path: &Path, opts: OsmOptions) -> Result<Network> {
             metres += haversine_m(at[&pair[0]], at[&pair[1]]);
             geometry.push(at[&pair[1]]);
             if let Some(&to) = index.get(&pair[1]) {
-                let exact = match opts.weight {
+                let exact = match weight {
                     Weight::Distance => metres * 10.0,
                     // km/h -> m/ds: kmh / 36.
                     Weight::Time => metres / (w.kmh / 36.0),
@@ -915,19 +1036,7 @@ pub fn read_network(path: &Path, opts: OsmOptions) -> Result<Network> {
             }
         }
     }
-    let coords = Coords {
-        spherical: true,
-        points: kept.iter().map(|id| Some(at[id])).collect(),
-        osm_ids: Some(kept),
-        source: path.display().to_string(),
-    };
-    Ok(Network::new(
-        path.display().to_string(),
-        edges,
-        coords,
-        restrictions,
-        stats,
-    ))
+    edges
 }
 
 /// The non-zero skip counts of `stats` in words (`2 skipped for a missing node`); with
