@@ -930,15 +930,35 @@ fn build_with<W: ChWeight, S: ChWeight>(
     if g.m() >= ANNOUNCE_ARCS {
         progress.start();
     }
+    let mut c = Contraction::<S>::start(g, p, budget, cap)?;
+    while !c.remaining.is_empty() {
+        progress.round(n - c.remaining.len(), c.shortcuts, c.round);
+        c.contract_round()?;
+    }
+    let h = c.finish::<W>(g);
+    if let Ok(h) = &h {
+        progress.end(h.info.shortcuts);
+    }
+    h
+}
+
+/// An overlay arc's weight in `S`.
+#[inline]
+fn overlay_weight<S: ChWeight>(w: u32) -> S {
     // Arc weights are at most the distance bound, which S holds.
-    let weight = |w: u32| S::from_u64(w as u64).expect("an arc weight fits the overlay");
+    S::from_u64(w as u64).expect("an arc weight fits the overlay")
+}
+
+/// The overlay of `g` before any contraction, and whether it is symmetric ([`symmetric`]).
+fn overlay_of<S: ChWeight>(g: &Csr) -> (Overlay<S>, bool) {
+    let n = g.n;
     // The overlay's lists, each allocated with its exact size; in-lists from the transpose.
     let out: Vec<Vec<(u32, S)>> = (0..n)
         .into_par_iter()
         .map(|u| {
             let (a, b) = (g.offsets[u] as usize, g.offsets[u + 1] as usize);
             (a..b)
-                .map(|e| (g.targets[e], weight(g.weights[e])))
+                .map(|e| (g.targets[e], overlay_weight(g.weights[e])))
                 .collect()
         })
         .collect();
@@ -947,90 +967,219 @@ fn build_with<W: ChWeight, S: ChWeight>(
         // Every in-list is its vertex's out-list.
         out.par_iter().cloned().collect()
     } else {
-        // The transpose by a parallel sort of (head, tail, weight): each in-list holds its
-        // tails ascending.
-        let mut flat: Vec<(u32, u32, S)> = (0..n)
-            .into_par_iter()
-            .flat_map_iter(|u| {
-                (g.offsets[u] as usize..g.offsets[u + 1] as usize)
-                    .map(move |e| (g.targets[e], u as u32, weight(g.weights[e])))
-            })
-            .collect();
-        flat.par_sort_unstable_by_key(|&(v, u, w)| (v, u, w.to_u64()));
-        // Where each head's run starts; each run becomes its head's list.
-        let starts: Vec<usize> = (0..flat.len())
-            .into_par_iter()
-            .filter(|&i| i == 0 || flat[i].0 != flat[i - 1].0)
-            .collect();
-        let mut inn: Vec<Vec<(u32, S)>> = empty_lists(n);
-        let lists = Scatter::new(&mut inn);
-        starts.par_iter().enumerate().for_each(|(k, &a)| {
-            let b = starts.get(k + 1).copied().unwrap_or(flat.len());
-            // SAFETY: every run has its own head.
-            *unsafe { lists.at(flat[a].0 as usize) } =
-                flat[a..b].iter().map(|&(_, u, w)| (u, w)).collect();
-        });
-        inn
+        in_lists(g)
     };
-    let mut ov = Overlay { out, inn };
-    const LIVE: u32 = u32::MAX;
-    let mut round_of = vec![LIVE; n];
-    let mut level = vec![0u32; n];
-    let pool = Pool::new();
-    let work = Work {
-        done: AtomicU64::new(0),
-        budget: budget.map_or(u64::MAX, |b| b.work),
-    };
-    let poor = |what, used, budget, remaining| ChError::Poor {
-        what,
-        used,
-        budget,
+    (Overlay { out, inn }, mirror)
+}
+
+/// The in-lists of `g`, each allocated with its exact size.
+fn in_lists<S: ChWeight>(g: &Csr) -> Vec<Vec<(u32, S)>> {
+    let n = g.n;
+    // The transpose by a parallel sort of (head, tail, weight): each in-list holds its
+    // tails ascending.
+    let mut flat: Vec<(u32, u32, S)> = (0..n)
+        .into_par_iter()
+        .flat_map_iter(|u| {
+            (g.offsets[u] as usize..g.offsets[u + 1] as usize)
+                .map(move |e| (g.targets[e], u as u32, overlay_weight(g.weights[e])))
+        })
+        .collect();
+    flat.par_sort_unstable_by_key(|&(v, u, w)| (v, u, w.to_u64()));
+    // Where each head's run starts; each run becomes its head's list.
+    let starts: Vec<usize> = (0..flat.len())
+        .into_par_iter()
+        .filter(|&i| i == 0 || flat[i].0 != flat[i - 1].0)
+        .collect();
+    let mut inn: Vec<Vec<(u32, S)>> = empty_lists(n);
+    let lists = Scatter::new(&mut inn);
+    starts.par_iter().enumerate().for_each(|(k, &a)| {
+        let b = starts.get(k + 1).copied().unwrap_or(flat.len());
+        // SAFETY: every run has its own head.
+        *unsafe { lists.at(flat[a].0 as usize) } =
+            flat[a..b].iter().map(|&(_, u, w)| (u, w)).collect();
+    });
+    inn
+}
+
+impl<S> Overlay<S> {
+    /// Arcs of `x` still in the overlay, out and in.
+    #[inline]
+    fn degree(&self, x: u32) -> usize {
+        self.out[x as usize].len() + self.inn[x as usize].len()
+    }
+}
+
+/// `round_of` of a vertex not contracted yet, and `touched_at` of one no round touched yet.
+const LIVE: u32 = u32::MAX;
+
+/// A build under way: the overlay still to contract, the hierarchy's arcs and levels so far,
+/// the priorities and the state of the witness searches, rewritten round by round.
+struct Contraction<'a, S> {
+    p: &'a ChParams,
+    budget: Option<Budget>,
+    cap: u64,
+    n: usize,
+    mirror: bool,
+    /// Settle limit of the simulations that estimate priorities.
+    sim: u32,
+    ov: Overlay<S>,
+    round_of: Vec<u32>,
+    level: Vec<u32>,
+    pool: Pool,
+    work: Work,
+    prio: Vec<i64>,
+    /// Shortcuts each vertex's last simulation estimated.
+    sim_added: Vec<u32>,
+    /// Each vertex's degree at its last simulation.
+    sim_deg: Vec<u32>,
+    up: Vec<Vec<(u32, S)>>,
+    down: Vec<Vec<(u32, S)>>,
+    remaining: Vec<u32>,
+    shortcuts: u64,
+    round: u32,
+    touched_at: Vec<AtomicU32>,
+    blocked: Blocked,
+}
+
+/// [`ChError::Poor`] for witness-search work past its budget, `remaining` of `n` vertices
+/// still to contract.
+fn work_over(work: &Work, remaining: usize, n: usize) -> ChError {
+    ChError::Poor {
+        what: "witness-search work (arcs scanned)",
+        used: work.used(),
+        budget: work.budget,
         remaining,
         n,
-    };
-    let over = |work: &Work, remaining| {
-        poor(
-            "witness-search work (arcs scanned)",
-            work.used(),
-            work.budget,
-            remaining,
-        )
-    };
-    let sim = p.settle_limit.min(SIMULATION_SETTLE_LIMIT);
-    let all: Vec<u32> = (0..n as u32).collect();
-    let (added, _) = searches(&ov, &all, None, sim, p, cap, &work, &pool, false, mirror);
-    let mut prio: Vec<i64> = added
-        .iter()
-        .enumerate()
-        .map(|(v, &a)| priority(a, ov.out[v].len() + ov.inn[v].len(), 0))
-        .collect();
-    let mut sim_added: Vec<u32> = added.iter().map(|&a| a as u32).collect();
-    // The shortcut estimate of each vertex's last simulation and its degree then: a touched
-    // vertex is simulated again only when its degree moved by more than RESIMULATE_PERCENT
-    // (its level and degree enter its priority at once either way).
-    let mut sim_deg: Vec<u32> = (0..n)
-        .into_par_iter()
-        .map(|v| (ov.out[v].len() + ov.inn[v].len()) as u32)
-        .collect();
-    drop(added);
-    if work.over() {
-        return Err(over(&work, n));
     }
-    let mut up: Vec<Vec<(u32, S)>> = empty_lists(n);
-    let mut down: Vec<Vec<(u32, S)>> = empty_lists(n);
-    let mut remaining = all;
-    let mut shortcuts = 0u64;
-    let mut round = 0u32;
-    let touched_at: Vec<AtomicU32> = (0..n)
-        .into_par_iter()
-        .map(|_| AtomicU32::new(LIVE))
-        .collect();
-    let blocked = Blocked((0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect());
-    while !remaining.is_empty() {
-        progress.round(n - remaining.len(), shortcuts, round);
+}
+
+impl<'a, S: ChWeight> Contraction<'a, S> {
+    /// The build's start: the overlay of `g`, no vertex contracted, each vertex's priority from
+    /// a simulation of its contraction.
+    fn start(g: &Csr, p: &'a ChParams, budget: Option<Budget>, cap: u64) -> Result<Self, ChError> {
+        let n = g.n;
+        let (ov, mirror) = overlay_of::<S>(g);
+        let round_of = vec![LIVE; n];
+        let level = vec![0u32; n];
+        let pool = Pool::new();
+        let work = Work {
+            done: AtomicU64::new(0),
+            budget: budget.map_or(u64::MAX, |b| b.work),
+        };
+        let sim = p.settle_limit.min(SIMULATION_SETTLE_LIMIT);
+        let all: Vec<u32> = (0..n as u32).collect();
+        let (added, _) = searches(&ov, &all, None, sim, p, cap, &work, &pool, false, mirror);
+        let prio: Vec<i64> = added
+            .iter()
+            .enumerate()
+            .map(|(v, &a)| priority(a, ov.out[v].len() + ov.inn[v].len(), 0))
+            .collect();
+        let sim_added: Vec<u32> = added.iter().map(|&a| a as u32).collect();
+        // The shortcut estimate of each vertex's last simulation and its degree then: a touched
+        // vertex is simulated again only when its degree moved by more than RESIMULATE_PERCENT
+        // (its level and degree enter its priority at once either way).
+        let sim_deg: Vec<u32> = (0..n)
+            .into_par_iter()
+            .map(|v| (ov.out[v].len() + ov.inn[v].len()) as u32)
+            .collect();
+        drop(added);
+        if work.over() {
+            return Err(work_over(&work, n, n));
+        }
+        Ok(Contraction {
+            p,
+            budget,
+            cap,
+            n,
+            mirror,
+            sim,
+            ov,
+            round_of,
+            level,
+            pool,
+            work,
+            prio,
+            sim_added,
+            sim_deg,
+            up: empty_lists(n),
+            down: empty_lists(n),
+            remaining: all,
+            shortcuts: 0,
+            round: 0,
+            touched_at: (0..n)
+                .into_par_iter()
+                .map(|_| AtomicU32::new(LIVE))
+                .collect(),
+            blocked: Blocked((0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect()),
+        })
+    }
+
+    /// One round: contract an independent set of the remaining vertices, move their arcs into
+    /// the hierarchy and update their neighbours; an error when the build passes its budget.
+    fn contract_round(&mut self) -> Result<(), ChError> {
+        let sel = self.select();
+        self.mark(&sel);
+        let (_, mut new) = searches(
+            &self.ov,
+            &sel,
+            Some(&self.blocked),
+            self.p.settle_limit,
+            self.p,
+            self.cap,
+            &self.work,
+            &self.pool,
+            true,
+            self.mirror,
+        );
+        let blocked = &self.blocked;
+        sel.par_iter().for_each(|&v| blocked.clear(v));
+        self.shortcuts += new.len() as u64;
+        if let Some(b) = self.budget.filter(|b| self.shortcuts > b.shortcuts) {
+            return Err(ChError::Poor {
+                what: "shortcuts",
+                used: self.shortcuts,
+                budget: b.shortcuts,
+                remaining: self.remaining.len(),
+                n: self.n,
+            });
+        }
+        if self.work.over() {
+            return Err(work_over(
+                &self.work,
+                self.remaining.len() + sel.len(),
+                self.n,
+            ));
+        }
+        // Move the contracted vertices' arcs into the hierarchy; their neighbours (each
+        // handled by one task) drop them, gain the shortcuts and rise above them in level.
+        self.take_arcs(&sel);
+        let touched = self.touched(&sel);
+        new.par_sort_unstable();
+        // The shortcuts by head, for the in-lists; in a symmetric overlay the shortcuts into
+        // a vertex are the reverses of those out of it.
+        let by_head = (!self.mirror).then(|| {
+            let mut b: Vec<Shortcut> = new.par_iter().map(|&(u, w, via)| (w, u, via)).collect();
+            b.par_sort_unstable();
+            b
+        });
+        let by_head = by_head.as_deref().unwrap_or(&new);
+        self.rewire(&touched, &new, by_head);
+        drop(new);
+        self.resimulate(&touched);
+        if self.work.over() {
+            return Err(work_over(&self.work, self.remaining.len(), self.n));
+        }
+        self.round += 1;
+        Ok(())
+    }
+
+    /// The round's vertices: those remaining whose key is below every neighbour's (an
+    /// independent set).
+    fn select(&self) -> Vec<u32> {
+        let (prio, ov, mirror) = (&self.prio, &self.ov, self.mirror);
         let key = |v: u32| (prio[v as usize], tie(v), v);
         // (A symmetric overlay's in-lists are its out-lists.)
-        let sel: Vec<u32> = remaining
+        self.remaining
             .par_iter()
             .copied()
             .filter(|&v| {
@@ -1038,50 +1187,45 @@ fn build_with<W: ChWeight, S: ChWeight>(
                 let inn: &[(u32, S)] = if mirror { &[] } else { &ov.inn[vi] };
                 ov.out[vi].iter().chain(inn).all(|&(x, _)| key(x) > k)
             })
-            .collect();
+            .collect()
+    }
+
+    /// Mark the round's vertices `sel` contracted in this round and blocked for its witness
+    /// searches; they leave `remaining`.
+    fn mark(&mut self, sel: &[u32]) {
+        let (blocked, round) = (&self.blocked, self.round);
         {
-            let r = Scatter::new(&mut round_of);
+            let r = Scatter::new(&mut self.round_of);
             sel.par_iter().for_each(|&v| {
                 // SAFETY: the vertices of `sel` are distinct.
                 *unsafe { r.at(v as usize) } = round;
                 blocked.set(v);
             });
         }
-        remaining.retain(|&v| round_of[v as usize] != round);
-        let (_, mut new) = searches(
-            &ov,
-            &sel,
-            Some(&blocked),
-            p.settle_limit,
-            p,
-            cap,
-            &work,
-            &pool,
-            true,
-            mirror,
+        let round_of = &self.round_of;
+        self.remaining.retain(|&v| round_of[v as usize] != round);
+    }
+
+    /// Move the overlay's lists of the round's vertices `sel` into the hierarchy's.
+    fn take_arcs(&mut self, sel: &[u32]) {
+        let (uo, dn) = (Scatter::new(&mut self.up), Scatter::new(&mut self.down));
+        let (oo, oi) = (
+            Scatter::new(&mut self.ov.out),
+            Scatter::new(&mut self.ov.inn),
         );
-        sel.par_iter().for_each(|&v| blocked.clear(v));
-        shortcuts += new.len() as u64;
-        if let Some(b) = budget.filter(|b| shortcuts > b.shortcuts) {
-            return Err(poor("shortcuts", shortcuts, b.shortcuts, remaining.len()));
-        }
-        if work.over() {
-            return Err(over(&work, remaining.len() + sel.len()));
-        }
-        // Move the contracted vertices' arcs into the hierarchy; their neighbours (each
-        // handled by one task) drop them, gain the shortcuts and rise above them in level.
-        {
-            let (uo, dn) = (Scatter::new(&mut up), Scatter::new(&mut down));
-            let (oo, oi) = (Scatter::new(&mut ov.out), Scatter::new(&mut ov.inn));
-            sel.par_iter().for_each(|&v| {
-                let vi = v as usize;
-                // SAFETY: the vertices of `sel` are distinct.
-                unsafe {
-                    *uo.at(vi) = std::mem::take(oo.at(vi));
-                    *dn.at(vi) = std::mem::take(oi.at(vi));
-                }
-            });
-        }
+        sel.par_iter().for_each(|&v| {
+            let vi = v as usize;
+            // SAFETY: the vertices of `sel` are distinct.
+            unsafe {
+                *uo.at(vi) = std::mem::take(oo.at(vi));
+                *dn.at(vi) = std::mem::take(oi.at(vi));
+            }
+        });
+    }
+
+    /// The neighbours of the round's vertices `sel`, ascending.
+    fn touched(&self, sel: &[u32]) -> Vec<u32> {
+        let (up, down, touched_at, round) = (&self.up, &self.down, &self.touched_at, self.round);
         // Each neighbour once (the first to swap in this round's number keeps it).
         let mut touched: Vec<u32> = sel
             .par_iter()
@@ -1090,55 +1234,60 @@ fn build_with<W: ChWeight, S: ChWeight>(
             .filter(|&x| touched_at[x as usize].swap(round, Ordering::Relaxed) != round)
             .collect();
         touched.par_sort_unstable();
-        new.par_sort_unstable();
-        // The shortcuts by head, for the in-lists; in a symmetric overlay the shortcuts into
-        // a vertex are the reverses of those out of it.
-        let by_head = (!mirror).then(|| {
-            let mut b: Vec<Shortcut> = new.par_iter().map(|&(u, w, via)| (w, u, via)).collect();
-            b.par_sort_unstable();
-            b
-        });
-        let by_head = by_head.as_deref().unwrap_or(&new);
-        {
-            // The touched vertices are distinct and none was contracted this round (the
-            // round is an independent set), so each task rewrites its own vertex's lists and
-            // level and reads only the contracted vertices' levels.
-            let (oo, oi) = (Scatter::new(&mut ov.out), Scatter::new(&mut ov.inn));
-            let lvs = Scatter::new(&mut level);
-            let gone = |y: u32| round_of[y as usize] == round;
-            let s = |via: u64| S::from_u64(via).expect("a shortcut fits the overlay");
-            // `touched`, `new` and `by_head` are sorted by vertex: a chunk of touched vertices
-            // finds its first shortcuts by binary search, then walks on.
-            touched.par_chunks(1024).for_each(|xs| {
-                let from = |list: &[Shortcut]| list.partition_point(|t| t.0 < xs[0]);
-                let (mut a, mut b) = (from(&new), from(by_head));
-                for &x in xs {
-                    let outs = run_of(&new, &mut a, x);
-                    let ins = run_of(by_head, &mut b, x);
-                    let xi = x as usize;
-                    // SAFETY: `touched` holds distinct vertices, and the contracted vertices
-                    // whose levels are read below are not among them (shared reads only).
-                    let (o, i, lv) = unsafe { (oo.at(xi), oi.at(xi), lvs.at(xi)) };
-                    for &(y, _) in o.iter().chain(i.iter()) {
-                        if gone(y) {
-                            // SAFETY: `y` was contracted this round, so it is not in `touched`
-                            // and no task holds it.
-                            *lv = (*lv).max(unsafe { lvs.get(y as usize) } + 1);
-                        }
-                    }
-                    o.retain(|&(y, _)| !gone(y));
-                    i.retain(|&(y, _)| !gone(y));
-                    for &(_, w, via) in outs {
-                        upsert(o, w, s(via));
-                    }
-                    for &(_, u, via) in ins {
-                        upsert(i, u, s(via));
+        touched
+    }
+
+    /// The `touched` neighbours drop their arcs to this round's vertices, gain the shortcuts
+    /// `new` (sorted by tail) and `by_head` (sorted by head) and rise above them in level.
+    fn rewire(&mut self, touched: &[u32], new: &[Shortcut], by_head: &[Shortcut]) {
+        // The touched vertices are distinct and none was contracted this round (the
+        // round is an independent set), so each task rewrites its own vertex's lists and
+        // level and reads only the contracted vertices' levels.
+        let (oo, oi) = (
+            Scatter::new(&mut self.ov.out),
+            Scatter::new(&mut self.ov.inn),
+        );
+        let lvs = Scatter::new(&mut self.level);
+        let (round_of, round) = (&self.round_of, self.round);
+        let gone = |y: u32| round_of[y as usize] == round;
+        let s = |via: u64| S::from_u64(via).expect("a shortcut fits the overlay");
+        // `touched`, `new` and `by_head` are sorted by vertex: a chunk of touched vertices
+        // finds its first shortcuts by binary search, then walks on.
+        touched.par_chunks(1024).for_each(|xs| {
+            let from = |list: &[Shortcut]| list.partition_point(|t| t.0 < xs[0]);
+            let (mut a, mut b) = (from(new), from(by_head));
+            for &x in xs {
+                let outs = run_of(new, &mut a, x);
+                let ins = run_of(by_head, &mut b, x);
+                let xi = x as usize;
+                // SAFETY: `touched` holds distinct vertices, and the contracted vertices
+                // whose levels are read below are not among them (shared reads only).
+                let (o, i, lv) = unsafe { (oo.at(xi), oi.at(xi), lvs.at(xi)) };
+                for &(y, _) in o.iter().chain(i.iter()) {
+                    if gone(y) {
+                        // SAFETY: `y` was contracted this round, so it is not in `touched`
+                        // and no task holds it.
+                        *lv = (*lv).max(unsafe { lvs.get(y as usize) } + 1);
                     }
                 }
-            });
-        }
-        drop(new);
-        let deg = |x: u32| ov.out[x as usize].len() + ov.inn[x as usize].len();
+                o.retain(|&(y, _)| !gone(y));
+                i.retain(|&(y, _)| !gone(y));
+                for &(_, w, via) in outs {
+                    upsert(o, w, s(via));
+                }
+                for &(_, u, via) in ins {
+                    upsert(i, u, s(via));
+                }
+            }
+        });
+    }
+
+    /// New priorities of the `touched` neighbours, simulating again those whose degree moved
+    /// enough ([`RESIMULATE_PERCENT`]).
+    fn resimulate(&mut self, touched: &[u32]) {
+        let ov = &self.ov;
+        let deg = |x: u32| ov.degree(x);
+        let sim_deg = &self.sim_deg;
         let stale: Vec<u32> = touched
             .par_iter()
             .copied()
@@ -1150,9 +1299,23 @@ fn build_with<W: ChWeight, S: ChWeight>(
                     || now * 100 > then * (100 + tol)
             })
             .collect();
-        let (added, _) = searches(&ov, &stale, None, sim, p, cap, &work, &pool, false, mirror);
+        let (added, _) = searches(
+            ov,
+            &stale,
+            None,
+            self.sim,
+            self.p,
+            self.cap,
+            &self.work,
+            &self.pool,
+            false,
+            self.mirror,
+        );
         {
-            let (sa, sd) = (Scatter::new(&mut sim_added), Scatter::new(&mut sim_deg));
+            let (sa, sd) = (
+                Scatter::new(&mut self.sim_added),
+                Scatter::new(&mut self.sim_deg),
+            );
             stale.par_iter().zip(&added).for_each(|(&x, &a)| {
                 // SAFETY: `stale` holds distinct vertices.
                 unsafe {
@@ -1162,35 +1325,48 @@ fn build_with<W: ChWeight, S: ChWeight>(
             });
         }
         {
-            let pr = Scatter::new(&mut prio);
+            let (sim_added, level) = (&self.sim_added, &self.level);
+            let pr = Scatter::new(&mut self.prio);
             touched.par_iter().for_each(|&x| {
                 let xi = x as usize;
                 // SAFETY: `touched` holds distinct vertices.
                 *unsafe { pr.at(xi) } = priority(sim_added[xi] as usize, deg(x), level[xi]);
             });
         }
-        if work.over() {
-            return Err(over(&work, remaining.len()));
-        }
-        round += 1;
     }
-    drop((pool, ov, prio, round_of, touched_at, blocked));
-    let h = assemble(
-        n,
-        up,
-        down,
-        &level,
-        &breadth_first(g),
-        ChInfo {
-            arcs: g.m() as u64,
+
+    /// The hierarchy of the finished build: the overlay's state dropped, the vertices
+    /// renumbered and the arcs laid out ([`assemble`]).
+    fn finish<W: ChWeight>(self, g: &Csr) -> Result<Hierarchy<W>, ChError> {
+        let Contraction {
+            n,
+            ov,
+            round_of,
+            level,
+            pool,
+            prio,
+            up,
+            down,
             shortcuts,
-            rounds: round,
-        },
-    );
-    if let Ok(h) = &h {
-        progress.end(h.info.shortcuts);
+            round,
+            touched_at,
+            blocked,
+            ..
+        } = self;
+        drop((pool, ov, prio, round_of, touched_at, blocked));
+        assemble(
+            n,
+            up,
+            down,
+            &level,
+            &breadth_first(g),
+            ChInfo {
+                arcs: g.m() as u64,
+                shortcuts,
+                rounds: round,
+            },
+        )
     }
-    h
 }
 
 /// Breadth-first ranks over the input's arcs, a search from each vertex not yet reached in id
