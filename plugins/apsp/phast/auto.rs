@@ -522,63 +522,9 @@ pub fn choose_for_job(
 
 /// Decide the algorithms of a run on `g` and get the hierarchy PHAST needs.
 pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
-    let cpu_req = req.cpu.unwrap_or(CpuAlgorithm::Dijkstra);
-    let mut gpu_req = req.gpu.unwrap_or(GpuRequest::Fixed(GpuAlgorithm::Worklist));
-    // The GPU half of PHAST, when it exists and can serve this run.
-    let gpu_phast = GPU_PHAST.filter(|_| GPU_PHAST_TARGETS || !req.targets);
-    if gpu_phast.is_none() {
-        match gpu_req {
-            GpuRequest::Phast => {
-                return Err(Error::Config(if GPU_PHAST.is_some() {
-                    "[apsp] gpu_algorithm = \"phast\" does not support [apsp] targets yet: use \
-                     \"auto\" or \"worklist\" on GPUs, or leave targets = \"all\""
-                        .into()
-                } else {
-                    "[apsp] gpu_algorithm = \"phast\": this build has no GPU half of PHAST; use \
-                     \"auto\" or \"worklist\" (cpu_algorithm = \"phast\" runs PHAST on CPU cores)"
-                        .into()
-                }))
-            }
-            GpuRequest::Auto => gpu_req = GpuRequest::Fixed(GpuAlgorithm::Worklist),
-            GpuRequest::Fixed(_) => {}
-        }
-    }
-    let explicit = cpu_req == CpuAlgorithm::Phast || gpu_req == GpuRequest::Phast;
-    let auto = cpu_req == CpuAlgorithm::Auto || gpu_req == GpuRequest::Auto;
-    let resolve = |phast: bool| {
-        let cpu = match cpu_req {
-            CpuAlgorithm::Auto if phast => CpuAlgorithm::Phast,
-            CpuAlgorithm::Auto => CpuAlgorithm::Dijkstra,
-            fixed => fixed,
-        };
-        let gpu = match (gpu_req, gpu_phast) {
-            (GpuRequest::Auto | GpuRequest::Phast, Some(g)) if phast => g,
-            (GpuRequest::Fixed(a), _) => a,
-            _ => GpuAlgorithm::Worklist,
-        };
-        (cpu, gpu)
-    };
-    // `auto` tried PHAST and gave it up after spending time on the hierarchy: one line at
-    // the default verbosity, so the time spent is not a mystery.
-    let warn_fallback = |why: &str| {
-        tracing::warn!(
-            "apsp: {why}; running Dijkstra on CPUs and the work list on GPUs instead of PHAST \
-             (apsp.cpu_algorithm / apsp.gpu_algorithm = \"phast\" insists, \"dijkstra\" / \
-             \"worklist\" skips the attempt)"
-        )
-    };
-    let fallback = |reason: String, report: serde_json::Value| {
-        let (cpu, gpu) = resolve(false);
-        Ok(Choice {
-            cpu,
-            gpu,
-            reason,
-            hierarchy: None,
-            report,
-        })
-    };
-    if !explicit && !auto {
-        return fallback("as configured".into(), serde_json::json!({}));
+    let asked = Asked::of(req)?;
+    if !asked.explicit && !asked.auto {
+        return asked.fallback("as configured".into(), serde_json::json!({}));
     }
     let params = ChParams::default();
     // The graph's fingerprint, once: it names the cache file and checks what is read there.
@@ -587,29 +533,7 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
     } else {
         Key::of::<u32>(g, &params)
     };
-    let path = cache_file(&key, req.cache_path);
-    // What is at the cache path must be a hierarchy (or nothing) to be read or replaced: a
-    // configured path holding anything else (a user's file, a link) is refused before any
-    // work; in the default directory it is left alone with a warning.
-    let path = match path.map(|p| (cache::ownable(&p), p)) {
-        Some((Err(what), p)) if req.cache_path.is_some() => {
-            return Err(Error::Config(format!(
-                "[apsp] hierarchy = {:?}: it is {what}; tuccompi reads and replaces only a \
-                 hierarchy file there: name another file (a new one is created), or remove \
-                 this one",
-                p.display().to_string()
-            )))
-        }
-        Some((Err(what), p)) => {
-            tracing::warn!(
-                "{}: it is {what}, not a hierarchy: left alone, the hierarchy is not cached",
-                p.display()
-            );
-            None
-        }
-        Some((Ok(()), p)) => Some(p),
-        None => None,
-    };
+    let path = usable_cache_file(&key, req.cache_path)?;
     let cache = Cache {
         path: path.as_deref(),
         store: req.store,
@@ -618,100 +542,10 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
     let verdicts = path.clone();
     let mut budget = None;
     let mut forecast_report = serde_json::json!({});
-    if !explicit {
-        let verdict = path.as_deref().and_then(Verdict::load);
-        let cached = verdict.is_none()
-            && path
-                .as_deref()
-                .is_some_and(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0));
-        if !cached {
-            let t = Instant::now();
-            let sample = sample_trees(g, req.sources);
-            let cpu_phast = cpu_req == CpuAlgorithm::Auto;
-            let gpu_phast = gpu_req == GpuRequest::Auto && gpu_phast.is_some();
-            let devices = match req.gpu {
-                Some(_) => (req.gpus)(),
-                None => Default::default(),
-            };
-            let gpus = devices.gpus;
-            // CPU-type OpenCL devices (PoCL) count as cores, taking PHAST as the GPUs do.
-            let cpus = req.cpu.map_or(0, |_| req.cpu_workers);
-            let threads = rayon::current_num_threads();
-            let f = Forecast::of(
-                sample,
-                g.m(),
-                threads,
-                req.pending,
-                [(cpus, cpu_phast), (devices.cpu_units, gpu_phast)],
-                gpus,
-                gpu_phast,
-            );
-            forecast_report = serde_json::json!({
-                "forecast": {
-                    "dijkstra_tree_cpu_seconds": sample.tree_cpu,
-                    "dijkstra_tree_wall_seconds": sample.tree_wall,
-                    "core_share": sample.share,
-                    "build_threads": threads,
-                    "tasks": req.pending,
-                    "cpu_workers": cpus,
-                    "gpus": gpus,
-                    "cpu_device_units": devices.cpu_units,
-                    "without_seconds": f.without,
-                    "build_seconds": f.build,
-                    "phast_seconds": f.phast,
-                    "work_budget": f.work,
-                    "sample_seconds": t.elapsed().as_secs_f64(),
-                    // The run forecast for the algorithms chosen, beside the measured run
-                    // phase (`phase_seconds.run`) and, when built, the measured build.
-                    "chosen": if f.pays() { "phast" } else { "without" },
-                    "run_seconds": if f.pays() { f.phast } else { f.without },
-                }
-            });
-            if !f.pays() {
-                return fallback(
-                    format!(
-                        "auto: a contraction hierarchy would not pay back for {} tasks on {cpus} \
-                         CPU workers and {gpus} GPUs{} (forecast: {})",
-                        req.pending,
-                        match devices.cpu_units {
-                            0 => String::new(),
-                            u => format!(" (and CPU OpenCL devices of {u} compute units)"),
-                        },
-                        f.words()
-                    ),
-                    forecast_report,
-                );
-            }
-            let structural = Budget::for_graph(g.n, g.m());
-            let b = Budget {
-                work: structural.work.min(f.work),
-                ..structural
-            };
-            if let Some(v) = verdict {
-                if v.stops(b.work) {
-                    return fallback(
-                        format!("auto: {} (a cached verdict: {})", v.reason, v.file),
-                        forecast_report,
-                    );
-                }
-            }
-            if !req.store {
-                // `tuccompi check` builds nothing it does not need: it says what `run` does.
-                return fallback(
-                    format!(
-                        "auto: `run` builds a contraction hierarchy here and takes PHAST if it \
-                         is good (forecast: {}); `check` builds none, so it shows the plan \
-                         without it",
-                        f.words()
-                    ),
-                    forecast_report,
-                );
-            }
-            tracing::info!("apsp: building a contraction hierarchy ({})", f.words());
-            budget = Some(b);
-        } else {
-            // A file is there: read it (a miss is rebuilt within the structural budget).
-            budget = Some(Budget::for_graph(g.n, g.m()));
+    if !asked.explicit {
+        match asked.attempt(g, req, path.as_deref(), &mut forecast_report) {
+            Attempt::Within(b) => budget = Some(b),
+            Attempt::Without(reason) => return asked.fallback(reason, forecast_report),
         }
     }
     let t = Instant::now();
@@ -745,56 +579,318 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
             if let (ChError::Poor { used, .. }, Some(file), true) = (&e, &verdicts, req.store) {
                 Verdict::store(file, &e.to_string(), *used, false);
             }
-            return fallback(
+            return asked.fallback(
                 format!("auto: {e}"),
                 merge(serde_json::json!({ "preprocess_seconds": seconds })),
             );
         }
         Err(Obtain::Fail(e)) => return Err(e),
     };
-    let mut report = merge(report);
-    let (shortcuts, arcs, levels) = match &h {
-        AnyHierarchy::Narrow(h) => (h.info.shortcuts, h.info.arcs, h.num_levels()),
-        AnyHierarchy::Wide(h) => (h.info.shortcuts, h.info.arcs, h.num_levels()),
-    };
-    let upward = match &h {
-        AnyHierarchy::Narrow(h) => upward_space(h, SAMPLES),
-        AnyHierarchy::Wide(h) => upward_space(h, SAMPLES),
-    };
-    report["preprocess_seconds"] = serde_json::json!(seconds);
-    report["shortcuts"] = serde_json::json!(shortcuts);
-    report["shortcuts_per_arc"] = serde_json::json!(shortcuts as f64 / arcs.max(1) as f64);
-    report["levels"] = serde_json::json!(levels);
-    report["upward_search_mean"] = serde_json::json!(upward);
-    let shape = format!(
-        "{:.2} shortcuts per arc, {levels} levels, upward search {upward:.0} of {} vertices",
-        shortcuts as f64 / arcs.max(1) as f64,
-        g.n
-    );
-    if !explicit && upward > (g.n as f64 / 8.0).max(1.0) {
-        warn_fallback(&format!("auto: the hierarchy is poor ({shape})"));
-        if let (Some(file), true) = (&verdicts, req.store) {
-            let why = format!("the hierarchy is poor ({shape})");
-            Verdict::store(file, &why, u64::MAX, true);
+    asked.with_hierarchy(g, h, merge(report), seconds, verdicts.as_deref(), req)
+}
+
+/// `auto` tried PHAST and gave it up after spending time on the hierarchy: one line at
+/// the default verbosity, so the time spent is not a mystery.
+fn warn_fallback(why: &str) {
+    tracing::warn!(
+        "apsp: {why}; running Dijkstra on CPUs and the work list on GPUs instead of PHAST \
+         (apsp.cpu_algorithm / apsp.gpu_algorithm = \"phast\" insists, \"dijkstra\" / \
+         \"worklist\" skips the attempt)"
+    )
+}
+
+/// The cache file for `key` ([`cache_file`]), when what is there may be read and replaced.
+fn usable_cache_file(key: &Key, configured: Option<&Path>) -> Result<Option<PathBuf>> {
+    let path = cache_file(key, configured);
+    // What is at the cache path must be a hierarchy (or nothing) to be read or replaced: a
+    // configured path holding anything else (a user's file, a link) is refused before any
+    // work; in the default directory it is left alone with a warning.
+    let path = match path.map(|p| (cache::ownable(&p), p)) {
+        Some((Err(what), p)) if configured.is_some() => {
+            return Err(Error::Config(format!(
+                "[apsp] hierarchy = {:?}: it is {what}; tuccompi reads and replaces only a \
+                 hierarchy file there: name another file (a new one is created), or remove \
+                 this one",
+                p.display().to_string()
+            )))
         }
-        return fallback(
-            format!("auto: the hierarchy is poor ({shape}: over n/8 vertices per upward search)"),
-            report,
-        );
-    }
-    let (cpu, gpu) = resolve(true);
-    let reason = if explicit && !auto {
-        format!("as configured ({shape})")
-    } else {
-        format!("auto: the hierarchy is good ({shape})")
+        Some((Err(what), p)) => {
+            tracing::warn!(
+                "{}: it is {what}, not a hierarchy: left alone, the hierarchy is not cached",
+                p.display()
+            );
+            None
+        }
+        Some((Ok(()), p)) => Some(p),
+        None => None,
     };
-    Ok(Choice {
-        cpu,
-        gpu,
-        reason,
-        hierarchy: Some(h),
-        report,
-    })
+    Ok(path)
+}
+
+/// The algorithms a run asks for, as [`choose`] reads them.
+#[derive(Clone, Copy)]
+struct Asked {
+    /// The CPU algorithm asked for (Dijkstra when no CPU worker runs).
+    cpu: CpuAlgorithm,
+    /// The GPU algorithm asked for (the work list when no OpenCL device is wanted).
+    gpu: GpuRequest,
+    /// The GPU half of PHAST, when it exists and can serve this run.
+    gpu_phast: Option<GpuAlgorithm>,
+    /// Whether PHAST is asked for by name.
+    explicit: bool,
+    /// Whether `"auto"` decides.
+    auto: bool,
+}
+
+/// What `"auto"` does before obtaining a hierarchy.
+enum Attempt {
+    /// Obtain it (read or build it) within this budget.
+    Within(Budget),
+    /// Run without it, for this reason.
+    Without(String),
+}
+
+impl Asked {
+    /// What `req` asks for; a GPU PHAST that cannot serve the run is refused when asked for
+    /// by name and not tried under `"auto"`.
+    fn of(req: &Request<'_>) -> Result<Asked> {
+        let cpu_req = req.cpu.unwrap_or(CpuAlgorithm::Dijkstra);
+        let mut gpu_req = req.gpu.unwrap_or(GpuRequest::Fixed(GpuAlgorithm::Worklist));
+        // The GPU half of PHAST, when it exists and can serve this run.
+        let gpu_phast = GPU_PHAST.filter(|_| GPU_PHAST_TARGETS || !req.targets);
+        if gpu_phast.is_none() {
+            match gpu_req {
+                GpuRequest::Phast => {
+                    return Err(Error::Config(if GPU_PHAST.is_some() {
+                        "[apsp] gpu_algorithm = \"phast\" does not support [apsp] targets yet: use \
+                         \"auto\" or \"worklist\" on GPUs, or leave targets = \"all\""
+                            .into()
+                    } else {
+                        "[apsp] gpu_algorithm = \"phast\": this build has no GPU half of PHAST; use \
+                         \"auto\" or \"worklist\" (cpu_algorithm = \"phast\" runs PHAST on CPU cores)"
+                            .into()
+                    }))
+                }
+                GpuRequest::Auto => gpu_req = GpuRequest::Fixed(GpuAlgorithm::Worklist),
+                GpuRequest::Fixed(_) => {}
+            }
+        }
+        let explicit = cpu_req == CpuAlgorithm::Phast || gpu_req == GpuRequest::Phast;
+        let auto = cpu_req == CpuAlgorithm::Auto || gpu_req == GpuRequest::Auto;
+        Ok(Asked {
+            cpu: cpu_req,
+            gpu: gpu_req,
+            gpu_phast,
+            explicit,
+            auto,
+        })
+    }
+
+    /// The CPU and GPU algorithms that run, with PHAST where `"auto"` may take it (`phast`)
+    /// or without.
+    fn resolve(&self, phast: bool) -> (CpuAlgorithm, GpuAlgorithm) {
+        let Asked {
+            cpu: cpu_req,
+            gpu: gpu_req,
+            gpu_phast,
+            ..
+        } = *self;
+        let cpu = match cpu_req {
+            CpuAlgorithm::Auto if phast => CpuAlgorithm::Phast,
+            CpuAlgorithm::Auto => CpuAlgorithm::Dijkstra,
+            fixed => fixed,
+        };
+        let gpu = match (gpu_req, gpu_phast) {
+            (GpuRequest::Auto | GpuRequest::Phast, Some(g)) if phast => g,
+            (GpuRequest::Fixed(a), _) => a,
+            _ => GpuAlgorithm::Worklist,
+        };
+        (cpu, gpu)
+    }
+
+    /// The choice without a hierarchy, for `reason`.
+    fn fallback(&self, reason: String, report: serde_json::Value) -> Result<Choice> {
+        let (cpu, gpu) = self.resolve(false);
+        Ok(Choice {
+            cpu,
+            gpu,
+            reason,
+            hierarchy: None,
+            report,
+        })
+    }
+
+    /// Under `"auto"`, whether to obtain the hierarchy (from the cache at `path`, else built)
+    /// and within which budget; the forecast, when one is made, goes to `forecast_report`.
+    fn attempt(
+        &self,
+        g: &Csr,
+        req: &Request<'_>,
+        path: Option<&Path>,
+        forecast_report: &mut serde_json::Value,
+    ) -> Attempt {
+        let verdict = path.and_then(Verdict::load);
+        let cached = verdict.is_none()
+            && path.is_some_and(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0));
+        if cached {
+            // A file is there: read it (a miss is rebuilt within the structural budget).
+            return Attempt::Within(Budget::for_graph(g.n, g.m()));
+        }
+        let (f, devices, cpus) = self.forecast(g, req, forecast_report);
+        let gpus = devices.gpus;
+        if !f.pays() {
+            return Attempt::Without(format!(
+                "auto: a contraction hierarchy would not pay back for {} tasks on {cpus} \
+                 CPU workers and {gpus} GPUs{} (forecast: {})",
+                req.pending,
+                match devices.cpu_units {
+                    0 => String::new(),
+                    u => format!(" (and CPU OpenCL devices of {u} compute units)"),
+                },
+                f.words()
+            ));
+        }
+        let structural = Budget::for_graph(g.n, g.m());
+        let b = Budget {
+            work: structural.work.min(f.work),
+            ..structural
+        };
+        if let Some(v) = verdict {
+            if v.stops(b.work) {
+                return Attempt::Without(format!(
+                    "auto: {} (a cached verdict: {})",
+                    v.reason, v.file
+                ));
+            }
+        }
+        if !req.store {
+            // `tuccompi check` builds nothing it does not need: it says what `run` does.
+            return Attempt::Without(format!(
+                "auto: `run` builds a contraction hierarchy here and takes PHAST if it \
+                 is good (forecast: {}); `check` builds none, so it shows the plan \
+                 without it",
+                f.words()
+            ));
+        }
+        tracing::info!("apsp: building a contraction hierarchy ({})", f.words());
+        Attempt::Within(b)
+    }
+
+    /// The forecast of the run with and without a hierarchy ([`Forecast`]) from trees sampled
+    /// now, with the OpenCL devices and CPU workers it counted; its facts go to `report`.
+    fn forecast(
+        &self,
+        g: &Csr,
+        req: &Request<'_>,
+        report: &mut serde_json::Value,
+    ) -> (Forecast, tuccompi::plugin::DeviceCount, usize) {
+        let Asked {
+            cpu: cpu_req,
+            gpu: gpu_req,
+            gpu_phast,
+            ..
+        } = *self;
+        let t = Instant::now();
+        let sample = sample_trees(g, req.sources);
+        let cpu_phast = cpu_req == CpuAlgorithm::Auto;
+        let gpu_phast = gpu_req == GpuRequest::Auto && gpu_phast.is_some();
+        let devices = match req.gpu {
+            Some(_) => (req.gpus)(),
+            None => Default::default(),
+        };
+        let gpus = devices.gpus;
+        // CPU-type OpenCL devices (PoCL) count as cores, taking PHAST as the GPUs do.
+        let cpus = req.cpu.map_or(0, |_| req.cpu_workers);
+        let threads = rayon::current_num_threads();
+        let f = Forecast::of(
+            sample,
+            g.m(),
+            threads,
+            req.pending,
+            [(cpus, cpu_phast), (devices.cpu_units, gpu_phast)],
+            gpus,
+            gpu_phast,
+        );
+        *report = serde_json::json!({
+            "forecast": {
+                "dijkstra_tree_cpu_seconds": sample.tree_cpu,
+                "dijkstra_tree_wall_seconds": sample.tree_wall,
+                "core_share": sample.share,
+                "build_threads": threads,
+                "tasks": req.pending,
+                "cpu_workers": cpus,
+                "gpus": gpus,
+                "cpu_device_units": devices.cpu_units,
+                "without_seconds": f.without,
+                "build_seconds": f.build,
+                "phast_seconds": f.phast,
+                "work_budget": f.work,
+                "sample_seconds": t.elapsed().as_secs_f64(),
+                // The run forecast for the algorithms chosen, beside the measured run
+                // phase (`phase_seconds.run`) and, when built, the measured build.
+                "chosen": if f.pays() { "phast" } else { "without" },
+                "run_seconds": if f.pays() { f.phast } else { f.without },
+            }
+        });
+        (f, devices, cpus)
+    }
+
+    /// The choice with the hierarchy `h`, obtained in `seconds`: its shape in `report`; PHAST
+    /// unless `"auto"` finds the hierarchy poor (a verdict then kept at `verdicts`).
+    fn with_hierarchy(
+        &self,
+        g: &Csr,
+        h: AnyHierarchy,
+        mut report: serde_json::Value,
+        seconds: f64,
+        verdicts: Option<&Path>,
+        req: &Request<'_>,
+    ) -> Result<Choice> {
+        let (shortcuts, arcs, levels) = match &h {
+            AnyHierarchy::Narrow(h) => (h.info.shortcuts, h.info.arcs, h.num_levels()),
+            AnyHierarchy::Wide(h) => (h.info.shortcuts, h.info.arcs, h.num_levels()),
+        };
+        let upward = match &h {
+            AnyHierarchy::Narrow(h) => upward_space(h, SAMPLES),
+            AnyHierarchy::Wide(h) => upward_space(h, SAMPLES),
+        };
+        report["preprocess_seconds"] = serde_json::json!(seconds);
+        report["shortcuts"] = serde_json::json!(shortcuts);
+        report["shortcuts_per_arc"] = serde_json::json!(shortcuts as f64 / arcs.max(1) as f64);
+        report["levels"] = serde_json::json!(levels);
+        report["upward_search_mean"] = serde_json::json!(upward);
+        let shape = format!(
+            "{:.2} shortcuts per arc, {levels} levels, upward search {upward:.0} of {} vertices",
+            shortcuts as f64 / arcs.max(1) as f64,
+            g.n
+        );
+        if !self.explicit && upward > (g.n as f64 / 8.0).max(1.0) {
+            warn_fallback(&format!("auto: the hierarchy is poor ({shape})"));
+            if let (Some(file), true) = (verdicts, req.store) {
+                let why = format!("the hierarchy is poor ({shape})");
+                Verdict::store(file, &why, u64::MAX, true);
+            }
+            return self.fallback(
+                format!(
+                    "auto: the hierarchy is poor ({shape}: over n/8 vertices per upward search)"
+                ),
+                report,
+            );
+        }
+        let (cpu, gpu) = self.resolve(true);
+        let reason = if self.explicit && !self.auto {
+            format!("as configured ({shape})")
+        } else {
+            format!("auto: the hierarchy is good ({shape})")
+        };
+        Ok(Choice {
+            cpu,
+            gpu,
+            reason,
+            hierarchy: Some(h),
+            report,
+        })
+    }
 }
 
 /// The cache file for this graph: `[apsp] hierarchy`, else one named by the key in the user's
