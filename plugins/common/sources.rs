@@ -93,15 +93,7 @@ impl std::fmt::Display for Sources {
         match self {
             Sources::All => write!(f, "all"),
             Sources::First(k) => write!(f, "the first {k} ids"),
-            Sources::List(ids) => {
-                const SHOWN: usize = 8;
-                let head: Vec<String> = ids.iter().take(SHOWN).map(u64::to_string).collect();
-                write!(f, "[{}", head.join(", "))?;
-                if ids.len() > SHOWN {
-                    write!(f, ", ... ({} ids)", ids.len())?;
-                }
-                write!(f, "]")
-            }
+            Sources::List(ids) => tuccompi::config::write_ids(f, ids),
             Sources::Points(p) => match p.as_slice() {
                 [one] => write!(f, "[[{}, {}]]", one[0], one[1]),
                 _ => write!(f, "{} points", p.len()),

@@ -7,7 +7,7 @@ mod origin;
 mod raw;
 
 pub use origin::Origins;
-pub use raw::{AutoOr, DeviceSel, NodePolicy, OnFailure, Policy, Tasks};
+pub use raw::{write_ids, AutoOr, DeviceSel, NodePolicy, OnFailure, Policy, Tasks};
 
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};

@@ -97,20 +97,24 @@ impl Tasks {
     }
 }
 
+/// A list of ids as a message shows it: `[1, 5, 9]`, a long one cut to its first 8 ids and its
+/// count (`[1, 2, ... (5000 ids)]`).
+pub fn write_ids(f: &mut std::fmt::Formatter<'_>, ids: &[u64]) -> std::fmt::Result {
+    const SHOWN: usize = 8;
+    let head: Vec<String> = ids.iter().take(SHOWN).map(u64::to_string).collect();
+    write!(f, "[{}", head.join(", "))?;
+    if ids.len() > SHOWN {
+        write!(f, ", ... ({} ids)", ids.len())?;
+    }
+    write!(f, "]")
+}
+
 impl std::fmt::Display for Tasks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Tasks::All => write!(f, "all"),
             Tasks::First(k) => write!(f, "the first {k}"),
-            Tasks::List(ids) => {
-                const SHOWN: usize = 8;
-                let head: Vec<String> = ids.iter().take(SHOWN).map(u64::to_string).collect();
-                write!(f, "[{}", head.join(", "))?;
-                if ids.len() > SHOWN {
-                    write!(f, ", ... ({} ids)", ids.len())?;
-                }
-                write!(f, "]")
-            }
+            Tasks::List(ids) => write_ids(f, ids),
             Tasks::File(p) => write!(f, "{{ file = {:?} }}", p.display().to_string()),
         }
     }
