@@ -80,6 +80,31 @@ impl Seen {
             Some((_, v)) => Sighting::Conflict(v),
         }
     }
+
+    /// [`Seen::check`] as the reader acts on it: `Ok(true)` for a new object, `Ok(false)` for
+    /// a copy of one already read (counted in `duplicates`, to be skipped), and the
+    /// [`conflict`] refusal for `kind` in `path` when the contents differ (`detail`, made only
+    /// then, says what the second copy holds).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn first_sighting(
+        &mut self,
+        path: &Path,
+        kind: Kind,
+        id: i64,
+        hash: u64,
+        version: Option<i32>,
+        duplicates: &mut u64,
+        detail: impl FnOnce() -> String,
+    ) -> tuccompi::Result<bool> {
+        match self.check(id, hash, version) {
+            Sighting::New => Ok(true),
+            Sighting::Again => {
+                *duplicates += 1;
+                Ok(false)
+            }
+            Sighting::Conflict(before) => Err(conflict(path, kind, id, before, version, &detail())),
+        }
+    }
 }
 
 /// The refusal of a file holding `kind` `id` twice with different contents: `before` and `now`

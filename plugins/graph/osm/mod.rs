@@ -25,7 +25,7 @@
 mod duplicates;
 pub mod network;
 
-use duplicates::{Kind, Sighting};
+use duplicates::Kind;
 
 pub use network::{Edge, Network, Restriction};
 
@@ -731,26 +731,23 @@ impl WayPass {
             h.update(&d.to_le_bytes());
         }
         let version = w.info().version();
-        match self.seen_ways.check(w.id(), h.digest(), version) {
-            Sighting::New => {}
-            Sighting::Again => {
-                stats.ways_duplicate += 1;
-                return Ok(());
-            }
-            Sighting::Conflict(before) => {
-                return Err(duplicates::conflict(
-                    path,
-                    Kind::Way,
-                    w.id(),
-                    before,
-                    version,
-                    &format!(
-                        "has {} node refs and {} tags",
-                        w.raw_refs().len(),
-                        w.raw_tags().len()
-                    ),
-                ))
-            }
+        let new = self.seen_ways.first_sighting(
+            path,
+            Kind::Way,
+            w.id(),
+            h.digest(),
+            version,
+            &mut stats.ways_duplicate,
+            || {
+                format!(
+                    "has {} node refs and {} tags",
+                    w.raw_refs().len(),
+                    w.raw_tags().len()
+                )
+            },
+        )?;
+        if !new {
+            return Ok(());
         }
         read_way(w, profile, stats, &mut self.ways, &mut self.used);
         Ok(())
@@ -782,22 +779,17 @@ impl WayPass {
         }
         h.update(&members.to_le_bytes());
         let version = r.info().version();
-        match self.seen_relations.check(r.id(), h.digest(), version) {
-            Sighting::New => {}
-            Sighting::Again => {
-                stats.relations_duplicate += 1;
-                return Ok(());
-            }
-            Sighting::Conflict(before) => {
-                return Err(duplicates::conflict(
-                    path,
-                    Kind::Relation,
-                    r.id(),
-                    before,
-                    version,
-                    &format!("has {members} members and {} tags", r.raw_tags().len()),
-                ))
-            }
+        let new = self.seen_relations.first_sighting(
+            path,
+            Kind::Relation,
+            r.id(),
+            h.digest(),
+            version,
+            &mut stats.relations_duplicate,
+            || format!("has {members} members and {} tags", r.raw_tags().len()),
+        )?;
+        if !new {
+            return Ok(());
         }
         if !turns {
             stats.relations_unused += 1;
@@ -836,22 +828,17 @@ fn read_nodes(
         };
         if suspects.contains(id) {
             let (digest, version) = node_digest(table, &el);
-            match seen_nodes.check(id, digest, version) {
-                Sighting::New => {}
-                Sighting::Again => {
-                    stats.nodes_duplicate += 1;
-                    return Ok(());
-                }
-                Sighting::Conflict(before) => {
-                    return Err(duplicates::conflict(
-                        path,
-                        Kind::Node,
-                        id,
-                        before,
-                        version,
-                        &format!("is at longitude {lon:.7}, latitude {lat:.7} (or has other tags)"),
-                    ))
-                }
+            let new = seen_nodes.first_sighting(
+                path,
+                Kind::Node,
+                id,
+                digest,
+                version,
+                &mut stats.nodes_duplicate,
+                || format!("is at longitude {lon:.7}, latitude {lat:.7} (or has other tags)"),
+            )?;
+            if !new {
+                return Ok(());
             }
         }
         stats.nodes += 1;
