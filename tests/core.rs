@@ -102,15 +102,18 @@ fn opencl() -> bool {
     }
 }
 
-/// The outputs' bytes: probe.csv and both row files.
-fn outputs(out: &Path) -> [Vec<u8>; 3] {
-    ["probe.csv", "rows_u32.npy", "rows_f32.npy"]
-        .map(|f| std::fs::read(out.join(f)).unwrap_or_else(|e| panic!("{f}: {e}")))
+/// The outputs' bytes: probe.csv (none under `rows_only`) and both row files.
+fn outputs(out: &Path) -> [Option<Vec<u8>>; 3] {
+    let csv = std::fs::read(out.join("probe.csv")).ok();
+    let [u, f] = ["rows_u32.npy", "rows_f32.npy"]
+        .map(|f| std::fs::read(out.join(f)).unwrap_or_else(|e| panic!("{f}: {e}")));
+    [csv, Some(u), Some(f)]
 }
 
 /// Check `out`'s files against the definition of the probe (computed here, not by the
 /// plugin's code): every record, every row, and the report's checksum.
 fn check_reference(out: &Path, tasks: usize, cols: usize, seed: u64) {
+    check_rows(out, tasks, cols);
     let csv = std::fs::read_to_string(out.join("probe.csv")).unwrap();
     let mut lines = csv.lines();
     assert_eq!(lines.next(), Some("task,mix,quarter"));
@@ -127,6 +130,13 @@ fn check_reference(out: &Path, tasks: usize, cols: usize, seed: u64) {
         );
     }
     assert_eq!(lines.next(), None);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["checksum"]["mix_xor"].as_u64(), Some(xor));
+}
+
+/// Check `out`'s two row files against the probe's definition.
+fn check_rows(out: &Path, tasks: usize, cols: usize) {
     let u: Vec<u32> = read_npy(&out.join("rows_u32.npy"), tasks, cols);
     let f: Vec<f32> = read_npy(&out.join("rows_f32.npy"), tasks, cols);
     for t in 0..tasks {
@@ -139,9 +149,6 @@ fn check_reference(out: &Path, tasks: usize, cols: usize, seed: u64) {
             );
         }
     }
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
-    assert_eq!(report["checksum"]["mix_xor"].as_u64(), Some(xor));
 }
 
 fn read_npy<T: npyz::Deserialize>(p: &Path, rows: usize, cols: usize) -> Vec<T> {
@@ -211,9 +218,20 @@ fn both_policies_and_both_halves_give_the_reference() {
 /// byte-identical to an uninterrupted run's, running only the tasks left.
 #[test]
 fn a_killed_run_resumes_to_byte_identical_files() {
-    let dir = tmpdir("kill");
+    killed_and_resumed("kill", "");
+}
+
+/// The same for a job without records (its results only in rows, the default `finish`).
+#[test]
+fn a_killed_run_without_records_resumes_to_byte_identical_files() {
+    killed_and_resumed("kill-rows", "rows_only = true");
+}
+
+fn killed_and_resumed(tag: &str, probe_keys: &str) {
+    let dir = tmpdir(tag);
+    let rows_only = !probe_keys.is_empty();
     let (tasks, cols) = (240, 3);
-    let extra = format!("tasks = {tasks}\ncols = {cols}\ntask_ms = 15");
+    let extra = format!("tasks = {tasks}\ncols = {cols}\ntask_ms = 15\n{probe_keys}");
     let sets = [
         "units.opencl=\"none\"",
         "units.cpu_workers=2",
@@ -266,7 +284,11 @@ fn a_killed_run_resumes_to_byte_identical_files() {
     let resumed = run(&dir, &extra, "cut", &sets, &["--quiet", "--resume"]);
     assert_eq!(resumed.code, 0, "{}", resumed.err);
     assert!(outputs(&dir.join("whole")) == outputs(&dir.join("cut")));
-    check_reference(&dir.join("cut"), tasks, cols, 0);
+    if rows_only {
+        check_rows(&dir.join("cut"), tasks, cols);
+    } else {
+        check_reference(&dir.join("cut"), tasks, cols, 0);
+    }
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("cut/report.json")).unwrap())
             .unwrap();
@@ -301,6 +323,65 @@ fn verify_finds_a_wrong_gpu_record() {
     assert!(
         bad.err.contains("17") && bad.err.contains("mix"),
         "the message names the task and the field: {}",
+        bad.err
+    );
+    assert!(!dir.join("bad/report.json").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A job without records: its rows are the reference on every unit mix, the default `finish`'s
+/// checksum is the xxh3 of each row file (computed here), and `[verify]` compares the rows
+/// themselves, naming a wrong task.
+#[test]
+fn a_job_without_records_is_checksummed_and_verified_by_its_rows() {
+    let dir = tmpdir("rows-only");
+    let (tasks, cols) = (300, 4);
+    let extra = format!("tasks = {tasks}\ncols = {cols}\nrows_only = true");
+    let mut mixes = vec![vec!["units.opencl=\"none\"", "units.cpu_workers=2"]];
+    if opencl() {
+        mixes.push(vec!["units.device_type=\"all\"", "units.cpu_workers=1"]);
+    }
+    for (i, sets) in mixes.iter().enumerate() {
+        let out = format!("out{i}");
+        let r = run(&dir, &extra, &out, sets, &["--quiet"]);
+        assert_eq!(r.code, 0, "{sets:?}: {}", r.err);
+        let out = dir.join(out);
+        check_rows(&out, tasks, cols);
+        assert!(!out.join("probe.csv").exists());
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap())
+                .unwrap();
+        let sums = &report["checksum"];
+        assert_eq!(sums["tasks"].as_u64(), Some(tasks as u64), "{report}");
+        assert!(sums.get("records").is_none(), "{report}");
+        for f in ["rows_u32.npy", "rows_f32.npy"] {
+            let want = xxhash_rust::xxh3::xxh3_64(&std::fs::read(out.join(f)).unwrap());
+            assert_eq!(
+                sums[f].as_str(),
+                Some(format!("{want:016x}").as_str()),
+                "{f}"
+            );
+        }
+    }
+    if !opencl() {
+        return;
+    }
+    let sets = [
+        "units.device_type=\"all\"",
+        "units.cpu_workers=0",
+        "verify.sample=60",
+    ];
+    let bad = run(
+        &dir,
+        "tasks = 60\nrows_only = true\nwrong = 23",
+        "bad",
+        &sets,
+        &["--quiet"],
+    );
+    assert_ne!(bad.code, 0, "{}", bad.err);
+    assert!(
+        bad.err.contains("23"),
+        "the message names the task: {}",
         bad.err
     );
     assert!(!dir.join("bad/report.json").exists());

@@ -606,3 +606,103 @@ fn check_and_report_speak_the_plugins_terms() {
         );
     }
 }
+
+/// Escape counts of the mandel example's image, written here apart from the plugin: the
+/// iteration on (re, im) pairs, stopping once |z|^2 exceeds 4.
+fn mandel_reference(w: usize, h: usize, max_iter: u32) -> Vec<u32> {
+    let mut counts = Vec::with_capacity(w * h);
+    for r in 0..h {
+        let ci = -1.25 + r as f64 * (2.5 / h as f64);
+        for i in 0..w {
+            let cr = -2.0 + i as f64 * (2.5 / w as f64);
+            let (mut zr, mut zi, mut n) = (0.0f64, 0.0f64, 0u32);
+            loop {
+                let (rr, ii) = (zr * zr, zi * zi);
+                if n == max_iter || rr + ii > 4.0 {
+                    break;
+                }
+                zi = 2.0 * zr * zi + ci;
+                zr = rr - ii + cr;
+                n += 1;
+            }
+            counts.push(n);
+        }
+    }
+    counts
+}
+
+/// The mandel example (results in a bulk file only, no records) gives the reference's counts,
+/// byte for byte the same file on CPU workers, the GPU half alone and both, under both policies.
+#[test]
+fn mandel_rows_equal_the_reference_on_every_unit_mix() {
+    let (w, h, max_iter) = (96usize, 80usize, 300u32);
+    let want = mandel_reference(w, h, max_iter);
+    assert_eq!(
+        want[(h / 2) * w + w * 4 / 5],
+        max_iter,
+        "c = 0 is inside the set"
+    );
+    assert_eq!(want[0], 1, "c = -2 - 1.25i leaves at once");
+    let mut mixes = vec![vec!["units.opencl=none", "units.cpu_workers=3"]];
+    if opencl() {
+        for policy in [
+            "scheduler.policy=\"equitable\"",
+            "scheduler.policy=\"work-queue\"",
+        ] {
+            mixes.push(vec![
+                "units.device_type=\"all\"",
+                "units.cpu_workers=0",
+                policy,
+            ]);
+            mixes.push(vec![
+                "units.device_type=\"all\"",
+                "units.cpu_workers=2",
+                policy,
+            ]);
+        }
+    }
+    let mut first: Option<Vec<u8>> = None;
+    for sets in mixes {
+        let dir = tmpdir("mandel");
+        let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        all.push(format!("output.dir={:?}", dir.display().to_string()));
+        let text = format!("[run]\nplugin = \"mandel\"\n[mandel]\nwidth = {w}\nheight = {h}\nmax_iter = {max_iter}\n");
+        let plan = Plan::from_toml(&text, Path::new("m.toml"), &all).unwrap();
+        let opts = RunOptions {
+            quiet: true,
+            plugins: vec![&mandel::Mandel],
+            ..Default::default()
+        };
+        tuccompi_plugins::run(&plan, &opts, &Single).unwrap();
+        let bytes = std::fs::read(dir.join("counts.npy")).unwrap();
+        let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
+        assert_eq!(npy.shape(), &[h as u64, w as u64]);
+        assert!(
+            npy.into_vec::<u32>().unwrap() == want,
+            "{sets:?}: other counts than the reference"
+        );
+        match &first {
+            None => first = Some(bytes),
+            Some(f) => assert!(f == &bytes, "{sets:?}: other bytes than the first mix's"),
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// A 0 in a `NonZeroU32` option is refused naming the key.
+#[test]
+fn mandel_refuses_a_zero_naming_the_key() {
+    let text = "[run]\nplugin = \"mandel\"\n[mandel]\nwidth = 8\nheight = 0\nmax_iter = 10\n";
+    let dir = tmpdir("mandel-zero");
+    let out = format!("output.dir={:?}", dir.display().to_string());
+    let plan = Plan::from_toml(text, Path::new("m.toml"), &[out]).unwrap();
+    let opts = RunOptions {
+        quiet: true,
+        plugins: vec![&mandel::Mandel],
+        ..Default::default()
+    };
+    let e = tuccompi_plugins::run(&plan, &opts, &Single)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("mandel.height") && e.contains("nonzero"), "{e}");
+}

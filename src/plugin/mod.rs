@@ -154,19 +154,26 @@ impl PrepareCtx<'_> {
 
 /// One prepared run of a plugin: its tasks, its halves, its outputs.
 ///
-/// Required: [`tasks`](Job::tasks), [`record_words`](Job::record_words),
-/// [`finish`](Job::finish), and a half: [`cpu_worker`](Job::cpu_worker), and/or
-/// [`kernels`](Job::kernels) with [`gpu_worker`](Job::gpu_worker) for a GPU half.
+/// Required: [`tasks`](Job::tasks) and a half: [`cpu_worker`](Job::cpu_worker), and/or
+/// [`kernels`](Job::kernels) with [`gpu_worker`](Job::gpu_worker) for a GPU half. A job whose
+/// results are rows of a file ([`Details::bulk`]) needs no records and no `finish`.
 pub trait Job: Sync {
     /// Number of tasks (the workspace).
     fn tasks(&self) -> usize;
     /// `u64` words each task writes into its record ([`Record::WORDS`] of its record type).
-    fn record_words(&self) -> usize;
+    /// Default 0: a job whose results are all in its bulk files ([`Details::bulk`]).
+    fn record_words(&self) -> usize {
+        0
+    }
     /// Turn the records of every task into output files under `dir` (the run's staging
     /// directory; its files move into the output directory when the run succeeds,
     /// [`crate::sink::write_file`] writes one); return the checksum object for
     /// `report.json`. Called once, on the root node, after every task finished.
-    fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value>;
+    /// Default: writes nothing and returns [`checksums`] (the xxh3 of the records and of each
+    /// bulk file).
+    fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
+        checksums(self.tasks(), records, &self.details().bulk, dir)
+    }
     /// Input facts for the report (sizes, options), as JSON. Default none.
     fn describe(&self) -> serde_json::Value {
         serde_json::json!({})
@@ -294,6 +301,27 @@ impl Default for Details<'_> {
     }
 }
 
+/// The default [`Job::finish`]'s checksum object: the `tasks` count, the xxh3-64 (hex) of the
+/// records' words (little-endian) when a task has any, and of each bulk file in `dir`, under
+/// its name: `{"tasks": 384, "counts.npy": "9f0c..."}`.
+pub fn checksums(
+    tasks: usize,
+    records: &Records,
+    bulk: &[&NpyRows],
+    dir: &Path,
+) -> Result<serde_json::Value> {
+    let mut sums = serde_json::json!({ "tasks": tasks });
+    if records.words > 0 {
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        records.data.iter().for_each(|w| h.update(&w.to_le_bytes()));
+        sums["records"] = format!("{:016x}", h.digest()).into();
+    }
+    for b in bulk {
+        sums[b.name()] = crate::sink::outdir::hash_path(&dir.join(b.name()))?.into();
+    }
+    Ok(sums)
+}
+
 /// The speed history's key of `job` ([`Details::workload`]).
 pub(crate) fn workload(job: &dyn Job) -> serde_json::Value {
     fn strip(v: &mut serde_json::Value) {
@@ -388,6 +416,15 @@ impl<'a> Gpu<'a> {
     /// Tasks per batch chosen for this device.
     pub fn batch(&self) -> usize {
         self.params.batch.value
+    }
+    /// `tasks` cut into consecutive ranges of at most [`batch`](Gpu::batch) tasks, one launch
+    /// each: `for sub in gpu.batches(tasks) { ... }`.
+    pub fn batches(&self, tasks: Range<usize>) -> impl Iterator<Item = Range<usize>> {
+        let batch = self.batch().max(1);
+        tasks
+            .clone()
+            .step_by(batch)
+            .map(move |s| s..(s + batch).min(tasks.end))
     }
 }
 

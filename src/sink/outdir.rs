@@ -163,8 +163,17 @@ impl FileProof {
 
 /// xxh3-64 of a file's content (at most [`HASHED_BYTES`] + 1 bytes are read), in hex.
 fn hash_file(f: File, path: &Path) -> Result<String> {
+    hash_upto(f, path, HASHED_BYTES + 1)
+}
+
+/// The xxh3-64 (hex) of the whole plain file at `path` (never through a link).
+pub fn hash_path(path: &Path) -> Result<String> {
+    hash_upto(owned::reopen(path, false, "")?, path, u64::MAX)
+}
+
+fn hash_upto(f: File, path: &Path, limit: u64) -> Result<String> {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
-    let mut r = f.take(HASHED_BYTES + 1);
+    let mut r = f.take(limit);
     let mut buf = vec![0u8; 1 << 16];
     loop {
         match r.read(&mut buf) {
