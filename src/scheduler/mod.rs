@@ -61,6 +61,26 @@ pub trait TaskSource: Sync {
     /// thread panics); `tasks` is empty when a unit is taken out without a chunk (its worker
     /// could not be made).
     fn failed(&self, unit: usize, tasks: Range<usize>);
+    /// `unit`, a CPU worker between two groups of its chunk, has run `done` in `secs` seconds
+    /// and has `rest` (the chunk's end) still to run: the tail of `rest` the source takes
+    /// back for units that wait with nothing to run (empty: run it all). Called only while
+    /// [`starving`](TaskSource::starving). The default takes nothing.
+    fn reclaim(
+        &self,
+        _unit: usize,
+        _done: Range<usize>,
+        _secs: f64,
+        rest: Range<usize>,
+    ) -> Range<usize> {
+        rest.end..rest.end
+    }
+    /// Whether some unit waits with nothing left to hand out (then [`reclaim`] may take back
+    /// the tail of a chunk in progress). A cheap check, made between a CPU worker's groups.
+    ///
+    /// [`reclaim`]: TaskSource::reclaim
+    fn starving(&self) -> bool {
+        false
+    }
     /// Unit `unit` runs `tasks` tasks together for about the cost of one
     /// ([`crate::plugin::Worker::granule`]); said once, before its first request. Sources that
     /// size no chunks ignore it.
@@ -119,6 +139,26 @@ impl<'a> Chunk<'a> {
     /// The tasks to run.
     pub fn tasks(&self) -> Range<usize> {
         self.tasks.clone()
+    }
+    /// Seconds since the chunk was handed out, on the source's clock.
+    pub fn elapsed(&self) -> f64 {
+        (self.source.now() - self.start).max(0.0)
+    }
+    /// Between two groups, the unit has run `done` (from the chunk's start) and `at..` is
+    /// left: the source may take a tail of it back ([`TaskSource::reclaim`]); the chunk then
+    /// ends where that tail starts, and that end is returned.
+    pub fn reclaim(&mut self, at: usize) -> usize {
+        if at >= self.tasks.end || !self.source.starving() {
+            return self.tasks.end;
+        }
+        let done = self.tasks.start..at;
+        let back = self
+            .source
+            .reclaim(self.unit, done, self.elapsed(), at..self.tasks.end);
+        if !back.is_empty() {
+            self.tasks.end = back.start;
+        }
+        self.tasks.end
     }
     /// The unit could not run these tasks: they go back to the source.
     pub fn fail(mut self) {

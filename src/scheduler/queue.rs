@@ -166,6 +166,10 @@ pub(crate) struct Rules {
     /// earlier run's alone (no chunk of its own yet) counts as unmeasured for the cap of
     /// *short while unmeasured*. Off only in the simulator's test of the policy without it.
     pub prior_is_provisional: bool,
+    /// Rule *give back*: while a unit waits with nothing left to hand out, a CPU worker gives
+    /// back the tail of its chunk between two groups. Off only in the simulator's test of the
+    /// policy without it.
+    pub give_back: bool,
 }
 
 impl Default for Rules {
@@ -181,6 +185,7 @@ impl Default for Rules {
             prior_gives_way: true,
             device_floor: true,
             prior_is_provisional: true,
+            give_back: true,
         }
     }
 }
@@ -267,6 +272,8 @@ struct UnitState {
     /// Got `None` and has not asked again since: it waits (`wait_for_work`). A unit between
     /// two chunks is not waiting: it is about to ask.
     waiting: bool,
+    /// Waiting because nothing was left to hand out (rule *give back*).
+    starved: bool,
     /// Failed: gets nothing more.
     out: bool,
     /// Tasks it runs together for the cost of one group ([`TaskSource::granule`]).
@@ -301,8 +308,9 @@ struct State {
     /// Tasks given back by failed units (served first).
     returned: Vec<Range<usize>>,
     units: Vec<UnitState>,
-    /// Bumped whenever a unit fails (waiting units may get its tasks).
-    failures: u64,
+    /// Bumped whenever tasks come back (a unit failed, or gave back the tail of its chunk):
+    /// waiting units may get them.
+    returns: u64,
 }
 
 impl State {
@@ -399,6 +407,8 @@ pub struct WorkQueue {
     start_time: AtomicU64,
     clock: Box<dyn Clock>,
     stopped: AtomicBool,
+    /// Some unit is starved ([`TaskSource::starving`]), kept with the units' flags.
+    starving: AtomicBool,
     rules: Rules,
 }
 
@@ -460,6 +470,7 @@ impl WorkQueue {
                     samples,
                     in_flight: None,
                     waiting: false,
+                    starved: false,
                     out: false,
                     granule: 1,
                     chunks: 0,
@@ -471,13 +482,14 @@ impl WorkQueue {
                 next: tasks.start,
                 returned: Vec::new(),
                 units,
-                failures: 0,
+                returns: 0,
             }),
             changed: Condvar::new(),
             end: tasks.end,
             start_time: AtomicU64::new(clock.now().to_bits()),
             clock,
             stopped: AtomicBool::new(false),
+            starving: AtomicBool::new(false),
             rules,
         }
     }
@@ -750,6 +762,62 @@ impl WorkQueue {
             .clamp(1, want)
     }
 
+    fn note_starving(&self, st: &State) {
+        let any = st.units.iter().any(|u| u.starved && u.waiting && !u.out);
+        self.starving.store(any, Ordering::Relaxed);
+    }
+
+    /// Rule *give back*: of the `rest` tasks left in `unit`'s chunk (a CPU worker that ran
+    /// `done` of them in `secs`), how many it keeps while other units starve. A starved device
+    /// takes the longest tail it finishes no later than the worker finishes what it keeps
+    /// (the worker's rate from this chunk, its tasks' neighbours); starved CPU workers split
+    /// the rest evenly with it (work stealing's half, for one thief).
+    fn tail_kept(&self, st: &State, unit: usize, done: usize, secs: f64, rest: usize) -> usize {
+        let starved = |kind| {
+            st.units.iter().enumerate().filter(move |(j, u)| {
+                *j != unit && u.starved && u.waiting && !u.out && u.kind == kind
+            })
+        };
+        if rest < 2 {
+            return rest;
+        }
+        let est = self.all_estimates(st);
+        let rate = if done > 0 && secs > 0.0 {
+            secs / done as f64
+        } else {
+            est[unit].map_or(0.0, |e| e.per_task)
+        };
+        // The device that finishes m tasks soonest, in chunks of at most its cap.
+        let device_time = |m: usize| {
+            starved(UnitKind::Device)
+                .map(|(j, u)| match est[j] {
+                    Some(e) => {
+                        let cap = u.want.max(1);
+                        m.div_ceil(cap) as f64 * e.latency + m as f64 * e.per_task
+                    }
+                    None => 0.0, // unmeasured, yet idle: it may as well run them
+                })
+                .fold(f64::INFINITY, f64::min)
+        };
+        if device_time(1).is_finite() {
+            // The largest tail m with device_time(m) <= rate * (rest - m), by bisection.
+            let (mut lo, mut hi) = (0, rest);
+            while lo < hi {
+                let m = (lo + hi).div_ceil(2);
+                if device_time(m) <= rate * (rest - m) as f64 {
+                    lo = m;
+                } else {
+                    hi = m - 1;
+                }
+            }
+            if lo > 0 {
+                return rest - lo;
+            }
+        }
+        let thieves = starved(UnitKind::Cpu).count();
+        rest - rest * thieves / (thieves + 1)
+    }
+
     fn take(st: &mut State, k: usize, end: usize) -> Range<usize> {
         if let Some(last) = st.returned.last_mut() {
             let r = last.start..(last.start + k).min(last.end);
@@ -778,6 +846,8 @@ impl TaskSource for WorkQueue {
         let left = st.left(self.end);
         // Until it gets a chunk, this unit waits (and asks again later).
         st.units[unit].waiting = true;
+        st.units[unit].starved = left == 0 && self.rules.give_back;
+        self.note_starving(&st);
         if left == 0 {
             return None;
         }
@@ -789,6 +859,7 @@ impl TaskSource for WorkQueue {
         }
         st.units[unit].waiting = false;
         let r = Self::take(&mut st, k, self.end);
+        self.note_starving(&st);
         st.units[unit].in_flight = Some((now, r.len()));
         drop(st);
         Some(Chunk::new(self, unit, r))
@@ -819,15 +890,44 @@ impl TaskSource for WorkQueue {
     fn granule(&self, unit: usize, tasks: usize) {
         self.state.lock().units[unit].granule = tasks.max(1);
     }
+    fn starving(&self) -> bool {
+        self.starving.load(Ordering::Relaxed)
+    }
+    fn reclaim(
+        &self,
+        unit: usize,
+        done: Range<usize>,
+        secs: f64,
+        rest: Range<usize>,
+    ) -> Range<usize> {
+        let mut st = self.state.lock();
+        let keep = if self.stopped.load(Ordering::Relaxed) {
+            rest.len()
+        } else {
+            self.tail_kept(&st, unit, done.len(), secs, rest.len())
+        };
+        let back = rest.start + keep..rest.end;
+        if back.is_empty() {
+            return back;
+        }
+        if let Some((_, k)) = &mut st.units[unit].in_flight {
+            *k = k.saturating_sub(back.len());
+        }
+        st.returned.push(back.clone());
+        st.returns += 1;
+        self.changed.notify_all();
+        back
+    }
     fn failed(&self, unit: usize, tasks: Range<usize>) {
         let mut st = self.state.lock();
         let u = &mut st.units[unit];
         u.in_flight = None;
         u.out = true;
+        u.starved = false;
         if !tasks.is_empty() {
             st.returned.push(tasks);
         }
-        st.failures += 1;
+        st.returns += 1;
         self.changed.notify_all();
     }
     fn left_over(&self) -> usize {
@@ -835,7 +935,7 @@ impl TaskSource for WorkQueue {
     }
     fn wait_for_work(&self, unit: usize) -> bool {
         let mut st = self.state.lock();
-        let seen = st.failures;
+        let seen = st.returns;
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs_f64(RECHECK);
         loop {
             if self.stopped.load(Ordering::Relaxed) || st.units[unit].out {
@@ -843,9 +943,11 @@ impl TaskSource for WorkQueue {
             }
             let left = st.left(self.end);
             if left == 0 && st.in_flight() == 0 {
+                st.units[unit].starved = false;
+                self.note_starving(&st);
                 return false;
             }
-            if st.failures != seen {
+            if st.returns != seen {
                 return true;
             }
             // Nobody else will change anything: ask again (the queue then gives this unit

@@ -137,11 +137,13 @@ impl SimUnit {
         self
     }
 
-    /// When its chunk number `n` of tasks `tasks`, started at `t`, ends.
-    fn end(&self, t: f64, tasks: Range<usize>, n: usize) -> f64 {
+    /// When its chunk number `n` of tasks `tasks`, started at `t`, ends; `first`: the chunk's
+    /// first group (a CPU worker runs its chunk a group at a time), which alone pays the
+    /// chunk's latency, first-chunk setup and hiccups.
+    fn end(&self, t: f64, tasks: Range<usize>, n: usize, first: bool) -> f64 {
         // A group costs as much as `granule` tasks however few it holds.
         let padding = tasks.len().div_ceil(self.granule) * self.granule - tasks.len();
-        let setup = if n == 0 { self.setup } else { 0.0 };
+        let setup = if n == 0 && first { self.setup } else { 0.0 };
         let cost: f64 = padding as f64
             + tasks
                 .map(|task| {
@@ -155,10 +157,11 @@ impl SimUnit {
                 })
                 .sum::<f64>();
         let extra = match self.hiccup {
-            Some((every, secs)) if n % every == every - 1 => secs,
+            Some((every, secs)) if first && n % every == every - 1 => secs,
             _ => 0.0,
         };
-        let work = self.latency + cost * self.per_task + extra + setup;
+        let latency = if first { self.latency } else { 0.0 };
+        let work = latency + cost * self.per_task + extra + setup;
         match self.stall {
             Some((at, secs)) if t >= at && t < at + secs => at + secs + work,
             Some((at, secs)) if t < at && t + work > at => t + work + secs,
@@ -233,6 +236,8 @@ pub(crate) fn run(
     clock.set(0.0);
     let n = units.len();
     let mut held: Vec<Option<Chunk<'_>>> = (0..n).map(|_| None).collect();
+    // Where a CPU worker is in its chunk: the end of the group it runs.
+    let mut at = vec![0usize; n];
     let mut waiting = vec![false; n];
     let mut asked = vec![0.0; n];
     let mut started = vec![0usize; n];
@@ -252,16 +257,65 @@ pub(crate) fn run(
             // Not started: its first ask is an event without a chunk.
             events.push(Reverse((Time(units[u].start), u)));
         } else {
-            *w = !ask(source, units, u, 0.0, &mut held, &mut events, &mut started);
+            *w = !ask(
+                source,
+                units,
+                u,
+                0.0,
+                &mut held,
+                &mut events,
+                &mut started,
+                &mut at,
+            );
         }
     }
     while let Some(Reverse((Time(t), u))) = events.pop() {
         clock.set(t);
-        let Some(c) = held[u].take() else {
-            waiting[u] = !ask(source, units, u, t, &mut held, &mut events, &mut started);
+        let Some(mut c) = held[u].take() else {
+            waiting[u] = !ask(
+                source,
+                units,
+                u,
+                t,
+                &mut held,
+                &mut events,
+                &mut started,
+                &mut at,
+            );
             asked[u] = t;
             continue;
         };
+        // A CPU worker between two groups: the source may take the rest back, then the worker
+        // runs its next group (as the thread layer does).
+        if at[u] < c.tasks().end {
+            let before = c.tasks().end;
+            let end = c.reclaim(at[u]);
+            if end < before {
+                for (w, wait) in waiting.iter_mut().enumerate() {
+                    if *wait && w != u {
+                        asked[w] = t;
+                        *wait = !ask(
+                            source,
+                            units,
+                            w,
+                            t,
+                            &mut held,
+                            &mut events,
+                            &mut started,
+                            &mut at,
+                        );
+                    }
+                }
+            }
+            if at[u] < end {
+                let next = group_end(&units[u], at[u], &c.tasks());
+                let e = units[u].end(t, at[u]..next, started[u], false);
+                at[u] = next;
+                events.push(Reverse((Time(e), u)));
+                held[u] = Some(c);
+                continue;
+            }
+        }
         for task in c.tasks() {
             runs[task - tasks.start] += 1;
         }
@@ -269,13 +323,31 @@ pub(crate) fn run(
         out.chunks[u] += 1;
         out.makespan = out.makespan.max(t);
         drop(c);
-        waiting[u] = !ask(source, units, u, t, &mut held, &mut events, &mut started);
+        waiting[u] = !ask(
+            source,
+            units,
+            u,
+            t,
+            &mut held,
+            &mut events,
+            &mut started,
+            &mut at,
+        );
         asked[u] = t;
         // Waiting units plan again every RECHECK seconds, as in the thread layer.
         for (w, wait) in waiting.iter_mut().enumerate() {
             if *wait && w != u && t >= asked[w] + RECHECK {
                 asked[w] = t;
-                *wait = !ask(source, units, w, t, &mut held, &mut events, &mut started);
+                *wait = !ask(
+                    source,
+                    units,
+                    w,
+                    t,
+                    &mut held,
+                    &mut events,
+                    &mut started,
+                    &mut at,
+                );
             }
         }
     }
@@ -292,6 +364,15 @@ pub(crate) fn run(
 
 type Events = BinaryHeap<Reverse<(Time, usize)>>;
 
+/// Where the group `unit` starts at `from` in `chunk` ends: a CPU worker's group, a device's
+/// whole chunk.
+fn group_end(unit: &SimUnit, from: usize, chunk: &Range<usize>) -> usize {
+    match unit.info.kind {
+        super::UnitKind::Cpu => from.saturating_add(unit.granule).min(chunk.end),
+        _ => chunk.end,
+    }
+}
+
 /// Unit `u` asks for a chunk at time `t`; false if it got none.
 #[allow(clippy::too_many_arguments)]
 fn ask<'a>(
@@ -302,10 +383,13 @@ fn ask<'a>(
     held: &mut [Option<Chunk<'a>>],
     events: &mut Events,
     started: &mut [usize],
+    at: &mut [usize],
 ) -> bool {
     match source.next(u, units[u].want) {
         Some(c) => {
-            events.push(Reverse((Time(units[u].end(t, c.tasks(), started[u])), u)));
+            let first = c.tasks().start..group_end(&units[u], c.tasks().start, &c.tasks());
+            at[u] = first.end;
+            events.push(Reverse((Time(units[u].end(t, first, started[u], true)), u)));
             started[u] += 1;
             held[u] = Some(c);
             true

@@ -259,10 +259,16 @@ pub fn run_units<'a>(
                         .ok();
                     let t0 = start.ready(matches!(unit.spec, UnitSpec::Gpu { .. }));
                     let mut worker = worker?;
+                    // A CPU worker runs its chunk a group at a time, so that it can give back
+                    // the rest between two groups (rule *give back*); a device, a batch.
+                    let group = match unit.spec {
+                        UnitSpec::Cpu => worker.granule().max(1),
+                        UnitSpec::Gpu { .. } => usize::MAX,
+                    };
                     let mut buf = Vec::new();
                     'pull: loop {
                         // The chunk reports its time to the source when dropped below.
-                        let Some(chunk) = source.next(index, unit.chunk) else {
+                        let Some(mut chunk) = source.next(index, unit.chunk) else {
                             if source.wait_for_work(index) {
                                 continue;
                             }
@@ -270,12 +276,29 @@ pub fn run_units<'a>(
                         };
                         let pulled = chunk.tasks();
                         for range in done.pending(pulled) {
+                            // The chunk may have ended earlier: its tail was given back.
+                            let mut range = range.start..range.end.min(chunk.tasks().end);
+                            if range.is_empty() {
+                                break;
+                            }
                             let start = t0.elapsed();
                             buf.clear();
                             buf.resize(range.len() * words, 0);
-                            let mut out = RecordsOut::new(range.start, words, &mut buf);
                             let r = catch_unwind(AssertUnwindSafe(|| {
-                                worker.run(range.clone(), &mut out)
+                                let mut at = range.start;
+                                while at < range.end {
+                                    let to = at.saturating_add(group).min(range.end);
+                                    let span =
+                                        (at - range.start) * words..(to - range.start) * words;
+                                    let mut out = RecordsOut::new(at, words, &mut buf[span]);
+                                    worker.run(at..to, &mut out)?;
+                                    at = to;
+                                    if at < range.end {
+                                        range.end = chunk.reclaim(at).clamp(at, range.end);
+                                    }
+                                }
+                                buf.truncate(range.len() * words);
+                                Ok::<_, Error>(())
                             }));
                             let msg = match r {
                                 Ok(Ok(())) => None,
