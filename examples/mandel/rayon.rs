@@ -26,7 +26,7 @@ fn main() -> std::io::Result<()> {
     let mut f = npyz::WriteOptions::new()
         .default_dtype()
         .shape(&shape)
-        .writer(std::fs::File::create(out)?)
+        .writer(std::io::BufWriter::new(std::fs::File::create(out)?))
         .begin_nd()?;
     f.extend(counts)?;
     f.finish()

@@ -44,6 +44,9 @@ pub struct SchedulerPlan {
     pub history: bool,
     /// The equitable policy's shares: equal, or proportional to the units' known speeds.
     pub shares: Shares,
+    /// The work queue's rule *give back*: a CPU worker gives back the rest of its chunk while
+    /// a unit waits with nothing to run (`scheduler.give_back`, default true).
+    pub give_back: bool,
 }
 
 impl SchedulerPlan {
@@ -55,6 +58,7 @@ impl SchedulerPlan {
             gpu_chunk: None,
             history: true,
             shares: Shares::Equal,
+            give_back: true,
         }
     }
 }

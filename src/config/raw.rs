@@ -231,6 +231,7 @@ pub(super) struct RawScheduler {
     gpu_chunk: Option<AutoOr>,
     history: Option<bool>,
     shares: Option<super::Shares>,
+    give_back: Option<bool>,
 }
 
 /// `[output]`; unknown keys are kept as in [`RawRun`].
@@ -347,6 +348,7 @@ impl RawConfig {
             gpu_chunk: positive(&origins, "scheduler.gpu_chunk", self.scheduler.gpu_chunk)?,
             history: self.scheduler.history.unwrap_or(true),
             shares: self.scheduler.shares.unwrap_or_default(),
+            give_back: self.scheduler.give_back.unwrap_or(true),
         };
         let dir = self
             .output

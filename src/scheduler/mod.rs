@@ -284,7 +284,7 @@ pub fn source(
             };
             Box::new(Equitable::new(tasks, &weights))
         }
-        Policy::WorkQueue => Box::new(WorkQueue::new(tasks, units)),
+        Policy::WorkQueue => Box::new(WorkQueue::new(tasks, units).give_back(plan.give_back)),
     }
 }
 

@@ -74,6 +74,21 @@
 //!    alone (simulator test `a_cpu_worker_does_not_plan_on_a_devices_model_from_history_alone`:
 //!    3.9 s -> 1.10 s).
 //!
+//! 10. **Give back.** A CPU worker runs its chunk a group at a time ([`TaskSource::granule`]);
+//!     between two groups, while some unit waits (nothing left to hand out, or its plan gave it
+//!     nothing), it may give back the rest ([`TaskSource::reclaim`]). A waiting device takes
+//!     the longest tail it finishes no later than the worker would finish what it keeps, the
+//!     worker's rate measured on this chunk (its tasks' neighbours, not the model); otherwise
+//!     waiting CPU workers split the rest evenly with it, as work stealing does (not while
+//!     *CPUs out* holds). What is given back is the recipients' next chunks whatever their
+//!     plans say. The models go wrong where task costs vary: CPU workers measured on the
+//!     cheap rows of a Mandelbrot image took chunks of costly ones, and a mixed run took
+//!     1.1-2.5 s against 0.41-0.49 s for the GPU alone on the H200 machine (the first run of
+//!     the job); 16 CPU workers starting from such a model took 10.5-12.2 s against plain
+//!     rayon's 9.1-9.9 s, and 8.4-8.7 s with the rule (BENCHMARKS.md, scheduling; simulator
+//!     tests `a_mixed_run_on_uneven_rows_is_not_slower_than_the_gpu_alone`,
+//!     `cpu_workers_with_a_wrong_prior_steal_each_others_tails`).
+//!
 //! Complexity: a request costs O(units · 60) (a bisection for `T`) under the queue's lock.
 
 use super::{Chunk, Clock, TaskSource, UnitInfo, UnitKind, WallClock};
@@ -272,8 +287,11 @@ struct UnitState {
     /// Got `None` and has not asked again since: it waits (`wait_for_work`). A unit between
     /// two chunks is not waiting: it is about to ask.
     waiting: bool,
-    /// Waiting because nothing was left to hand out (rule *give back*).
+    /// Waiting: nothing was left to hand out, or its plan gave it nothing (rule *give back*).
     starved: bool,
+    /// Tasks another unit gave back for this one (rule *give back*): its next chunks, whatever
+    /// its plan says (the giver decided with its own measured rate).
+    gifts: Vec<Range<usize>>,
     /// Failed: gets nothing more.
     out: bool,
     /// Tasks it runs together for the cost of one group ([`TaskSource::granule`]).
@@ -314,8 +332,23 @@ struct State {
 }
 
 impl State {
+    /// Tasks not handed out yet, gifts included.
     fn left(&self, end: usize) -> usize {
+        let gifts = self.units.iter().flat_map(|u| &u.gifts);
+        self.pool(end) + gifts.map(|r| r.len()).sum::<usize>()
+    }
+    /// Tasks any unit may take: not handed out and not given to a unit.
+    fn pool(&self, end: usize) -> usize {
         end - self.next + self.returned.iter().map(|r| r.len()).sum::<usize>()
+    }
+    /// What `unit` may take: the pool and its gifts.
+    fn left_for(&self, unit: usize, end: usize) -> usize {
+        self.pool(end)
+            + self.units[unit]
+                .gifts
+                .iter()
+                .map(|r| r.len())
+                .sum::<usize>()
     }
     fn in_flight(&self) -> usize {
         self.units.iter().filter(|u| u.in_flight.is_some()).count()
@@ -436,6 +469,12 @@ impl WorkQueue {
         )
     }
 
+    /// The same queue, with rule *give back* on or off.
+    pub fn give_back(mut self, on: bool) -> Self {
+        self.rules.give_back = on;
+        self
+    }
+
     /// A queue timed by `clock` (the simulator's virtual clock) under `rules`.
     pub(crate) fn with_clock(
         tasks: Range<usize>,
@@ -471,6 +510,7 @@ impl WorkQueue {
                     in_flight: None,
                     waiting: false,
                     starved: false,
+                    gifts: Vec::new(),
                     out: false,
                     granule: 1,
                     chunks: 0,
@@ -771,15 +811,23 @@ impl WorkQueue {
     /// `done` of them in `secs`), how many it keeps while other units starve. A starved device
     /// takes the longest tail it finishes no later than the worker finishes what it keeps
     /// (the worker's rate from this chunk, its tasks' neighbours); starved CPU workers split
-    /// the rest evenly with it (work stealing's half, for one thief).
-    fn tail_kept(&self, st: &State, unit: usize, done: usize, secs: f64, rest: usize) -> usize {
+    /// the rest evenly with it (work stealing's half, for one thief). Returns what it keeps
+    /// and the units the tail goes to.
+    fn tail_kept(
+        &self,
+        st: &State,
+        unit: usize,
+        done: usize,
+        secs: f64,
+        rest: usize,
+    ) -> (usize, Vec<usize>) {
         let starved = |kind| {
             st.units.iter().enumerate().filter(move |(j, u)| {
                 *j != unit && u.starved && u.waiting && !u.out && u.kind == kind
             })
         };
         if rest < 2 {
-            return rest;
+            return (rest, Vec::new());
         }
         let est = self.all_estimates(st);
         let rate = if done > 0 && secs > 0.0 {
@@ -793,29 +841,44 @@ impl WorkQueue {
                 .map(|(j, u)| match est[j] {
                     Some(e) => {
                         let cap = u.want.max(1);
-                        m.div_ceil(cap) as f64 * e.latency + m as f64 * e.per_task
+                        (
+                            m.div_ceil(cap) as f64 * e.latency + m as f64 * e.per_task,
+                            j,
+                        )
                     }
-                    None => 0.0, // unmeasured, yet idle: it may as well run them
+                    None => (0.0, j), // unmeasured, yet idle: it may as well run them
                 })
-                .fold(f64::INFINITY, f64::min)
+                .fold((f64::INFINITY, 0), |a, b| if b.0 < a.0 { b } else { a })
         };
-        if device_time(1).is_finite() {
+        let (t1, device) = device_time(1);
+        if t1.is_finite() {
             // The largest tail m with device_time(m) <= rate * (rest - m), by bisection.
             let (mut lo, mut hi) = (0, rest);
             while lo < hi {
                 let m = (lo + hi).div_ceil(2);
-                if device_time(m) <= rate * (rest - m) as f64 {
+                if device_time(m).0 <= rate * (rest - m) as f64 {
                     lo = m;
                 } else {
                     hi = m - 1;
                 }
             }
             if lo > 0 {
-                return rest - lo;
+                return (rest - lo, vec![device]);
             }
         }
-        let thieves = starved(UnitKind::Cpu).count();
-        rest - rest * thieves / (thieves + 1)
+        // CPU thieves, unless rule *CPUs out* keeps the CPU workers out (the tail then stays
+        // with this worker rather than spreading over more of them).
+        let ask = Ask {
+            unit,
+            left: rest,
+            want: rest,
+            now: self.clock.now(),
+        };
+        if self.plan(st, &est, ask).cpus_out {
+            return (rest, Vec::new());
+        }
+        let thieves: Vec<usize> = starved(UnitKind::Cpu).map(|(j, _)| j).collect();
+        (rest - rest * thieves.len() / (thieves.len() + 1), thieves)
     }
 
     fn take(st: &mut State, k: usize, end: usize) -> Range<usize> {
@@ -843,10 +906,25 @@ impl TaskSource for WorkQueue {
         if self.stopped.load(Ordering::Relaxed) || st.units[unit].out {
             return None;
         }
-        let left = st.left(self.end);
+        if let Some(g) = st.units[unit].gifts.pop() {
+            let r = g.start..g.start + g.len().min(want.max(1));
+            if r.end < g.end {
+                st.units[unit].gifts.push(r.end..g.end);
+            }
+            let u = &mut st.units[unit];
+            (u.waiting, u.starved, u.want) = (false, false, want.max(1));
+            u.in_flight = Some((self.clock.now(), r.len()));
+            self.note_starving(&st);
+            drop(st);
+            return Some(Chunk::new(self, unit, r));
+        }
+        let left = st.pool(self.end);
         // Until it gets a chunk, this unit waits (and asks again later).
         st.units[unit].waiting = true;
-        st.units[unit].starved = left == 0 && self.rules.give_back;
+        // Starved until it gets a chunk: with nothing left to hand out, or told to wait by
+        // its plan (whose models may be wrong: the units that run chunks then decide, with
+        // the rates they measure now, whether to give it their tails).
+        st.units[unit].starved = self.rules.give_back;
         self.note_starving(&st);
         if left == 0 {
             return None;
@@ -857,7 +935,7 @@ impl TaskSource for WorkQueue {
         if k == 0 {
             return None;
         }
-        st.units[unit].waiting = false;
+        (st.units[unit].waiting, st.units[unit].starved) = (false, false);
         let r = Self::take(&mut st, k, self.end);
         self.note_starving(&st);
         st.units[unit].in_flight = Some((now, r.len()));
@@ -901,19 +979,30 @@ impl TaskSource for WorkQueue {
         rest: Range<usize>,
     ) -> Range<usize> {
         let mut st = self.state.lock();
-        let keep = if self.stopped.load(Ordering::Relaxed) {
-            rest.len()
+        let (keep, to) = if self.stopped.load(Ordering::Relaxed) {
+            (rest.len(), Vec::new())
         } else {
             self.tail_kept(&st, unit, done.len(), secs, rest.len())
         };
         let back = rest.start + keep..rest.end;
+        tracing::trace!(
+            "give back: unit {unit} ran {} tasks in {secs:.4} s, keeps {keep} of {}, {to:?} take the rest",
+            done.len(),
+            rest.len()
+        );
         if back.is_empty() {
             return back;
         }
         if let Some((_, k)) = &mut st.units[unit].in_flight {
             *k = k.saturating_sub(back.len());
         }
-        st.returned.push(back.clone());
+        // Each recipient an even part of the tail, in order.
+        let mut from = back.start;
+        for (i, &j) in to.iter().enumerate() {
+            let part = (back.end - from) / (to.len() - i);
+            st.units[j].gifts.push(from..from + part);
+            from += part;
+        }
         st.returns += 1;
         self.changed.notify_all();
         back
@@ -924,6 +1013,8 @@ impl TaskSource for WorkQueue {
         u.in_flight = None;
         u.out = true;
         u.starved = false;
+        let gifts = std::mem::take(&mut u.gifts);
+        st.returned.extend(gifts);
         if !tasks.is_empty() {
             st.returned.push(tasks);
         }
@@ -952,7 +1043,8 @@ impl TaskSource for WorkQueue {
             }
             // Nobody else will change anything: ask again (the queue then gives this unit
             // the work rather than wait for nobody).
-            if left > 0 && (!st.others_active(unit) || std::time::Instant::now() >= deadline) {
+            let mine = st.left_for(unit, self.end);
+            if mine > 0 && (!st.others_active(unit) || std::time::Instant::now() >= deadline) {
                 // Plan again: another unit may have slowed down.
                 return true;
             }

@@ -993,12 +993,73 @@ fn a_mixed_run_on_uneven_rows_is_not_slower_than_the_gpu_alone() {
     let rows = 8192;
     let weights = mandelbrot_rows(rows, 64, 2000);
     let (gpu_row, cpu_row, latency, batch) = (46e-6, 14.6e-3, 5e-5, 64);
-    let gpu = SimUnit::gpu("H200", latency, gpu_row, batch).weighted(&weights);
-    let alone = run_under(std::slice::from_ref(&gpu), rows, Rules::default()).makespan;
-    let mut units = vec![gpu];
-    units.extend((0..15).map(|_| SimUnit::cpu(cpu_row).weighted(&weights)));
-    let ideal = 1.0 / (1.0 / alone + 15.0 / (cpu_row * rows as f64));
-    let on = run_under(&units, rows, Rules::default());
+    // The GPU's first chunk as measured, and 30 ms slower (a first launch), which makes the
+    // GPU look slow to the plan for most of so short a run.
+    for warm_up in [0.0, 0.03] {
+        let gpu = SimUnit::gpu("H200", latency, gpu_row, batch)
+            .weighted(&weights)
+            .grouped(1, warm_up);
+        let alone = run_under(std::slice::from_ref(&gpu), rows, Rules::default()).makespan;
+        let mut units = vec![gpu];
+        units.extend((0..15).map(|_| SimUnit::cpu(cpu_row).weighted(&weights)));
+        let ideal = 1.0 / (1.0 / alone + 15.0 / (cpu_row * rows as f64));
+        let on = run_under(&units, rows, Rules::default());
+        let off = run_under(
+            &units,
+            rows,
+            Rules {
+                give_back: false,
+                ..Rules::default()
+            },
+        );
+        eprintln!(
+            "warm-up {warm_up} s: GPU alone {:.3} s, ideal sum {:.3} s; GPU + 15 CPU workers {:.3} s \
+             ({} CPU rows), give back off {:.3} s ({} CPU rows)",
+            alone,
+            ideal,
+            on.makespan,
+            on.tasks[1..].iter().sum::<usize>(),
+            off.makespan,
+            off.tasks[1..].iter().sum::<usize>()
+        );
+        // What is left: the row each CPU worker runs when the GPU runs out (a middle row costs
+        // up to 3.4 mean rows, 50 ms on a core), which it cannot give back.
+        assert!(
+            on.makespan <= 1.2 * alone,
+            "{} s against {alone} s",
+            on.makespan
+        );
+        assert!(
+            off.makespan > 1.5 * alone,
+            "give back off passes: {} s",
+            off.makespan
+        );
+    }
+}
+
+/// Rule *give back* among CPU workers: 16 workers on the Mandelbrot rows, each starting from
+/// an earlier run's model that reads them 5 times too fast (the history of a run whose chunks
+/// were cheap rows). Seen on the H200 machine: chunks of 200-380 rows planned on that model
+/// left half the workers idle for the last third of the run (9.6-9.7 s against 7.1 s without
+/// the history). Idle workers now take half of a busy worker's rest, as work stealing does.
+#[test]
+fn cpu_workers_with_a_wrong_prior_steal_each_others_tails() {
+    let rows = 8192;
+    let weights = mandelbrot_rows(rows, 64, 2000);
+    let cpu_row = 14.6e-3;
+    let prior = Some(Estimate {
+        latency: 0.0,
+        per_task: cpu_row / 5.0,
+    });
+    let units: Vec<SimUnit> = (0..16)
+        .map(|_| {
+            let mut u = SimUnit::cpu(cpu_row).weighted(&weights);
+            u.info = u.info.clone().with_prior(prior);
+            u
+        })
+        .collect();
+    let bound = greedy_makespan(&units, &weights);
+    let on = run_under(&units, rows, Rules::default()).makespan;
     let off = run_under(
         &units,
         rows,
@@ -1006,27 +1067,13 @@ fn a_mixed_run_on_uneven_rows_is_not_slower_than_the_gpu_alone() {
             give_back: false,
             ..Rules::default()
         },
-    );
+    )
+    .makespan;
     eprintln!(
-        "GPU alone {:.3} s, ideal sum {:.3} s; GPU + 15 CPU workers {:.3} s ({} CPU rows), \
-         give back off {:.3} s ({} CPU rows)",
-        alone,
-        ideal,
-        on.makespan,
-        on.tasks[1..].iter().sum::<usize>(),
-        off.makespan,
-        off.tasks[1..].iter().sum::<usize>()
+        "16 CPU workers, wrong prior: {:.3} of the work-stealing bound ({:.3} with give back off)",
+        on / bound,
+        off / bound
     );
-    // What is left: the row each CPU worker runs when the GPU runs out (a middle row costs up
-    // to 3.4 mean rows, 50 ms on a core), which it cannot give back: 1.16x here.
-    assert!(
-        on.makespan <= 1.2 * alone,
-        "{} s against {alone} s",
-        on.makespan
-    );
-    assert!(
-        off.makespan > 1.5 * alone,
-        "give back off passes: {} s",
-        off.makespan
-    );
+    assert!(on <= 1.05 * bound, "{on} s against {bound} s");
+    assert!(off > 1.1 * bound, "give back off passes: {off} s");
 }
