@@ -588,6 +588,11 @@ fn run(
 /// The closing line: what ran, on how many units of how many ranks, in how long, where the
 /// results are; failed units and where their tasks went.
 fn print_outcome(plan: &Plan, report: &serde_json::Value) {
+    say!("{}", outcome_line(plan, report));
+}
+
+/// The closing line's text.
+fn outcome_line(plan: &Plan, report: &serde_json::Value) -> String {
     let nodes = report["nodes"].as_array();
     // Every rank's units (`nodes[].units` counts them), not only rank 0's.
     let units = nodes
@@ -596,8 +601,25 @@ fn print_outcome(plan: &Plan, report: &serde_json::Value) {
         .unwrap_or_else(|| report["units"].as_array().map_or(0, |u| u.len() as u64));
     let ranks = nodes.map_or(1, |n| n.len());
     let failed = report["failures"].as_array().map_or(0, |f| f.len());
-    say!(
-        "{}: {} tasks on {}{} in {:.3} s; checksum {}; results in {}{}",
+    // Units the work queue left out (it planned the run faster without them), said once.
+    let idle = report["units"].as_array().map_or(0, |u| {
+        u.iter()
+            .filter(|u| {
+                u["tasks"].as_u64() == Some(0) && u.get("failed").is_none_or(|f| f.is_null())
+            })
+            .count()
+    });
+    let idle = if idle > 0 && report["tasks"].as_u64().is_some_and(|t| t > 0) {
+        format!(
+            "; {} ran no task (the scheduler found the other units faster than they could \
+             help; report.json: units)",
+            count(idle, "unit")
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{}: {} tasks on {}{} in {:.3} s; checksum {}; results in {}{}{idle}",
         report["plugin"].as_str().unwrap_or(""),
         report["tasks"],
         count(units as usize, "unit"),
@@ -619,7 +641,7 @@ fn print_outcome(plan: &Plan, report: &serde_json::Value) {
         } else {
             String::new()
         }
-    );
+    )
 }
 
 /// `check`: validate the config, load the input, and print the resolved plan (the plugin and
@@ -820,6 +842,31 @@ fn print_launch_plan(p: &LaunchParams) {
 #[cfg(test)]
 mod test {
     use super::*;
+
+    /// The closing line says when units ran no task (and not when they failed, which it says
+    /// otherwise).
+    #[test]
+    fn the_closing_line_names_units_that_ran_no_task() {
+        let plan = Plan::from_toml("[run]\nplugin = \"x\"\n", Path::new("x.toml"), &[]).unwrap();
+        let report = |tasks: [u64; 3], failed: bool| {
+            let units: Vec<serde_json::Value> = tasks
+                .iter()
+                .enumerate()
+                .map(|(i, &t)| {
+                    let failed = (failed && i == 2).then_some("broke");
+                    serde_json::json!({ "name": format!("cpu{i}"), "tasks": t, "failed": failed })
+                })
+                .collect();
+            serde_json::json!({ "plugin": "x", "tasks": tasks.iter().sum::<u64>(), "units": units,
+                "failures": if failed { vec!["broke"] } else { vec![] }, "checksum": {} })
+        };
+        let line = outcome_line(&plan, &report([10, 0, 0], false));
+        assert!(line.contains("; 2 units ran no task"), "{line}");
+        let line = outcome_line(&plan, &report([10, 5, 0], true));
+        assert!(!line.contains("ran no task"), "{line}");
+        let line = outcome_line(&plan, &report([10, 5, 1], false));
+        assert!(!line.contains("ran no task"), "{line}");
+    }
 
     /// `text` with the framework's own names taken out (its output folder, cache folder and log
     /// target, which every binary shares): what is left must not say `tuccompi`.

@@ -502,3 +502,88 @@ fn the_run_ends_with_its_last_records_not_when_waiting_units_leave() {
         .fold(0.0, f64::max);
     assert!(((last - ran.started).as_secs_f64() * 1e6 - end_us).abs() < 1.0);
 }
+
+/// A source that hands out 0..100 and, while it says it starves, takes back the rest of that
+/// first chunk after the worker's second task, then hands that tail out as the next chunk.
+struct Reclaiming {
+    starving: bool,
+    handed: Mutex<Vec<Range<usize>>>,
+    taken: Mutex<Option<Range<usize>>>,
+    asked: Mutex<Vec<(Range<usize>, Range<usize>)>>,
+}
+
+impl scheduler::TaskSource for Reclaiming {
+    fn next(&self, unit: usize, _want: usize) -> Option<scheduler::Chunk<'_>> {
+        let mut handed = self.handed.lock();
+        let r = match (handed.len(), self.taken.lock().take()) {
+            (0, _) => 0..100,
+            (_, Some(tail)) => tail,
+            _ => return None,
+        };
+        handed.push(r.clone());
+        Some(scheduler::Chunk::new(self, unit, r))
+    }
+    fn stop(&self) {}
+    fn failed(&self, _: usize, _: Range<usize>) {}
+    fn starving(&self) -> bool {
+        self.starving
+    }
+    fn reclaim(&self, _: usize, done: Range<usize>, _: f64, rest: Range<usize>) -> Range<usize> {
+        self.asked.lock().push((done.clone(), rest.clone()));
+        if done.len() == 2 && self.handed.lock().len() == 1 {
+            *self.taken.lock() = Some(rest.clone());
+            rest
+        } else {
+            rest.end..rest.end
+        }
+    }
+}
+
+/// Rule *give back* in the thread layer: a CPU worker runs its chunk a task (group) at a time
+/// and asks the source between two; a tail taken back is not run in that chunk, the chunk is
+/// reported as what ran, and the tail runs once, later. A source that does not starve is never
+/// asked, and the chunk is one report.
+#[test]
+fn a_cpu_worker_gives_back_the_rest_of_its_chunk_between_two_tasks() {
+    for starving in [true, false] {
+        let job = Squares::new(100);
+        let source = Reclaiming {
+            starving,
+            handed: Mutex::new(Vec::new()),
+            taken: Mutex::new(None),
+            asked: Mutex::new(Vec::new()),
+        };
+        let records = Mutex::new(Records {
+            words: 1,
+            data: vec![u64::MAX; 100],
+        });
+        let reported = Mutex::new(Vec::new());
+        run_units(
+            &job,
+            &cpu_units(1, 100),
+            &source,
+            &records,
+            &indicatif::ProgressBar::hidden(),
+            OnFailure::Abort,
+            &DoneSet::new(100),
+            &|_, r, _| {
+                reported.lock().push(r);
+                Ok(())
+            },
+        )
+        .unwrap();
+        let records = records.into_inner();
+        for t in 0..100 {
+            assert_eq!(records.read::<[u64; 1]>(t), [(t * t) as u64], "task {t}");
+        }
+        assert_eq!(job.runs.load(Ordering::Relaxed), 100, "every task once");
+        let reported = reported.into_inner();
+        if starving {
+            assert_eq!(reported, vec![0..2, 2..100]);
+            assert_eq!(source.asked.lock()[..2], [(0..1, 1..100), (0..2, 2..100)]);
+        } else {
+            assert_eq!(reported, vec![0..100]);
+            assert!(source.asked.lock().is_empty());
+        }
+    }
+}
