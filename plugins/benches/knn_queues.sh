@@ -3,6 +3,7 @@
 # beside the CPU workers, alternated REPS times in one command (seconds of the run phase,
 # report.json's run_seconds), with every run's indices.npy checked identical.
 #   KNN=target/release/knn REPS=3 sh plugins/benches/knn_queues.sh /tmp/knnq
+#   (ONLY=mixed: the GPU alone and GPU + CPU workers, after the same warm-ups)
 set -e
 KNN=$(realpath "${KNN:-target/release/knn}")
 REPS=${REPS:-3}
@@ -52,6 +53,11 @@ one "warm-up: gpu + cpus work-queue"
 one "warm-up: cpus work-queue" --set units.opencl=\"none\"
 for rep in $(seq "$REPS"); do
     echo "--- rep $rep"
+    if [ "${ONLY:-}" = mixed ]; then # the GPU alone against GPU + CPU workers only
+        one "gpu (auto queues) work-queue" $GPU
+        one "gpu + cpus work-queue"
+        continue
+    fi
     one "gpu (auto queues) work-queue" $GPU
     one "gpu (auto queues) equitable" $GPU $EQ
     one "gpu 4 queues equitable" $GPU $G4 $EQ
