@@ -467,9 +467,9 @@ fn every_config_passes_check_and_the_dense_ones_run_on_a_npy_matrix() {
                 continue;
             }
         }
-        // The examples' plugins (collatz, options) are their own binaries' (tests/example.rs
+        // The examples' plugins (collatz, options, knn, mandel) are their own binaries' (tests/example.rs
         // runs them).
-        if ["collatz", "options", "knn"]
+        if ["collatz", "options", "knn", "mandel"]
             .iter()
             .any(|p| text.contains(&format!("plugin = \"{p}\"")))
         {

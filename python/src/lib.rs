@@ -28,8 +28,8 @@ use pyo3::types::{PyByteArray, PyBytes};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tuccompi_plugins::api;
 use tuccompi::Error;
+use tuccompi_plugins::api;
 
 mod log;
 
@@ -228,10 +228,20 @@ fn run_apsp<'py>(
         .collect::<PyResult<Vec<_>>>()?;
     let g = graph.0.clone();
     let scratch = Scratch::new().map_err(to_py)?;
+    // The run's own error comes back as a value: a result too large for the scratch folder is
+    // told as the result's size, not as the command line's output.dir advice.
     let r = in_thread(py, move |stop| {
         let lists: Vec<api::List<'_>> = lists.iter().map(OwnedList::list).collect();
-        api::run_apsp(&g, config, &lists, rows, stop, Some(scratch.path()))
-    })?;
+        Ok(api::run_apsp(
+            &g,
+            config,
+            &lists,
+            rows,
+            stop,
+            Some(scratch.path()),
+        ))
+    })?
+    .map_err(result_to_py)?;
     let shape = (r.shape[0], r.shape[1]);
     let rows = match r.rows {
         None => None,
@@ -457,6 +467,37 @@ fn to_py(e: Error) -> PyErr {
     }
 }
 
+/// The Python exception of a [`run_apsp`] error: the runtime's free-space refusal (`the outputs
+/// need X but only Y are free on the filesystem of DIR; ...`, worded for `tuccompi run` and its
+/// `output.dir`) is a MemoryError about the result's size, since the result passes through the
+/// call's scratch folder under `$TMPDIR` on its way into memory; any other error as [`to_py`].
+fn result_to_py(e: Error) -> PyErr {
+    if let Error::Output(msg) = &e {
+        let sizes = msg
+            .strip_prefix("the outputs need ")
+            .and_then(|rest| rest.split_once(" but only "))
+            .and_then(|(need, rest)| Some((need, rest.split_once(" are free on ")?.0)));
+        if let Some((need, free)) = sizes {
+            return PyMemoryError::new_err(format!(
+                "the result needs about {need} (its distances as the run computes them, \
+                 before they are read into memory), but only {free} are free on the filesystem \
+                 of the temporary folder it passes through ({}, $TMPDIR); ask for fewer \
+                 sources or targets (summary() and reach() keep no matrix), or set TMPDIR to a \
+                 larger disk",
+                std::env::temp_dir().display()
+            ));
+        }
+    }
+    to_py(e)
+}
+
+/// Bytes this process can still have (MemAvailable, lowered to a cgroup's limit), or `None`
+/// where that cannot be read: what a result is checked against before a run.
+#[pyfunction]
+fn available_memory() -> Option<u64> {
+    tuccompi_plugins::graph::memory::available()
+}
+
 /// The scratch directories of the runs still working: [`wait_runs`] removes those whose run
 /// outlasts its wait.
 static SCRATCH: parking_lot::Mutex<Vec<std::path::PathBuf>> = parking_lot::Mutex::new(Vec::new());
@@ -550,5 +591,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_config, m)?)?;
     m.add_function(wrap_pyfunction!(plugins, m)?)?;
     m.add_function(wrap_pyfunction!(wait_runs, m)?)?;
+    m.add_function(wrap_pyfunction!(available_memory, m)?)?;
     Ok(())
 }

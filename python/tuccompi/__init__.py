@@ -71,9 +71,10 @@ _DEVICE_TYPES = ("gpu", "cpu", "accelerator", "all")
 _POLICIES = ("work-queue", "equitable")
 
 
-def _int64(values: Any, name: str) -> np.ndarray:
+def _int64(values: Any, name: str, what: str = "weights") -> np.ndarray:
     """``values`` as a 1-D int64 array; a ValueError naming ``name``, the index and the value
-    if that is not exact."""
+    if that is not exact. ``what``: ``"weights"`` (a fraction gets weight_scale= advice),
+    ``"ids"`` (vertex ids) or ``"offsets"`` (CSR row offsets)."""
     a = np.asarray(values)
     if a.ndim != 1:
         raise ValueError(f"{name}: a 1-D array is expected, got shape {a.shape}")
@@ -89,6 +90,12 @@ def _int64(values: Any, name: str) -> np.ndarray:
         r = np.rint(a)
         if a.size and not np.array_equal(r, a):
             i = int(np.flatnonzero(r != a)[0])
+            if what == "ids":
+                raise ValueError(f"{name}[{i}] = {a[i]}: not an integer; vertex ids must be "
+                                 f"integers")
+            if what == "offsets":
+                raise ValueError(f"{name}[{i}] = {a[i]}: not an integer; CSR row offsets must "
+                                 f"be integers")
             raise ValueError(
                 f"{name}[{i}] = {a[i]}: not an integer; give weight_scale= to scale and round "
                 f"the weights (as input.weight_scale does), e.g. weight_scale=1000"
@@ -102,6 +109,25 @@ def _int64(values: Any, name: str) -> np.ndarray:
     if a.size == 0:
         return np.zeros(0, dtype="<i8")
     raise ValueError(f"{name}: numbers are expected, got dtype {a.dtype}")
+
+
+def _whole_numbers(values: Any, name: str) -> "list[int]":
+    """``values`` (``radii``, ``isochrones``) as Python ints: a ValueError naming the value when
+    one is not a whole number (an integral float, 2.0, is taken as 2); they are distances in
+    the graph's integer weight units, never truncated."""
+    out = []
+    for i, x in enumerate(np.asarray(values, dtype=object).reshape(-1)):
+        if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+            out.append(int(x))
+        elif (isinstance(x, (float, np.floating)) and math.isfinite(x)
+              and float(x).is_integer()):
+            out.append(int(x))
+        else:
+            shown = x if isinstance(x, (float, np.floating)) else repr(x)
+            raise ValueError(
+                f"{name}[{i}] = {shown}: not a whole number; {name} are in the graph's integer "
+                f"weight units (decimetres or deciseconds for OpenStreetMap graphs)")
+    return out
 
 
 def _finite(a: np.ndarray, name: str) -> None:
@@ -324,8 +350,8 @@ class Graph:
         """From compressed sparse rows: the arcs out of ``u`` go to ``indices[indptr[u]:indptr[u+1]]``
         with weights ``weights[...]`` (scipy's ``csr_matrix.indptr``, ``.indices``, ``.data``).
         Vertex ids are 0-based."""
-        p = _int64(indptr, "indptr")
-        i = _int64(indices, "indices")
+        p = _int64(indptr, "indptr", "offsets")
+        i = _int64(indices, "indices", "ids")
         w = _weights(weights, "weights", weight_scale)
         return cls(_native.graph_from_csr(p.tobytes(), i.tobytes(), w.tobytes(), str(name)))
 
@@ -352,8 +378,8 @@ class Graph:
         """From arc arrays: ``sources[i] -> targets[i]`` of weight ``weights[i]``, ids 0-based.
         ``n``: the number of vertices (default: the largest id + 1). ``directed=False`` adds
         each edge in both directions."""
-        t = _int64(sources, "sources")
-        h = _int64(targets, "targets")
+        t = _int64(sources, "sources", "ids")
+        h = _int64(targets, "targets", "ids")
         w = _weights(weights, "weights", weight_scale)
         return cls._of_arcs(t, h, w, n, directed, ("sources", "targets", "weights"), name)
 
@@ -371,8 +397,8 @@ class Graph:
                     f"{', '.join(map(str, columns)) or 'none'})"
                 )
         names = (f"column {source!r}", f"column {target!r}", f"column {weight!r}")
-        t = _int64(frame[source].to_numpy(), names[0])
-        h = _int64(frame[target].to_numpy(), names[1])
+        t = _int64(frame[source].to_numpy(), names[0], "ids")
+        h = _int64(frame[target].to_numpy(), names[1], "ids")
         w = _weights(frame[weight].to_numpy(), names[2], weight_scale)
         return cls._of_arcs(t, h, w, n, directed, names, name)
 
@@ -471,12 +497,15 @@ class Graph:
             raise ValueError(f"{name}: vertex ids are integers, got dtype {a.dtype}")
         if a.dtype.kind == "f" and not np.array_equal(a, np.rint(a)):
             i = int(np.flatnonzero(a != np.rint(a))[0])
-            raise ValueError(f"{name}[{i}] = {a[i]}: vertex ids are integers")
+            raise ValueError(f"{name}[{i}] = {a[i]}: not an integer; vertex ids must be integers")
         # Checked on the values as given, before any conversion could wrap them.
         lo, hi = self.id_base, self.id_base + self.n - 1
         bad = np.flatnonzero((a < lo) | (a > hi))
         if bad.size:
             i = int(bad[0])
+            if self.n == 0:
+                raise ValueError(f"{name}[{i}] = {a[i]} is not a vertex of {self.name}: the graph "
+                                 f"has no vertices")
             raise ValueError(f"{name}[{i}] = {a[i]} is not a vertex of {self.name} (ids {lo}..{hi})")
         a = np.ascontiguousarray(a, dtype="<i8")
         if not unique:
@@ -526,6 +555,21 @@ class Graph:
         self._tables = dict(tables)
         return matrix, summary, (inv_s, ks), (inv_t, kt)
 
+    def _check_result(self, sources: Any, targets: Any) -> None:
+        """A MemoryError, before the run, when the distance matrix asked for cannot fit in the
+        memory this machine has available (:data:`_RESULT_BYTES` a distance)."""
+        def entries(ids: Any) -> int:
+            return self.n if ids is None else 1 if np.ndim(ids) == 0 else len(ids)
+        rows, cols = entries(sources), entries(targets)
+        need = rows * cols * _RESULT_BYTES
+        avail = _available_memory()
+        if avail is not None and need > avail:
+            raise MemoryError(
+                f"the result, {rows} x {cols} distances, needs about {_gib(need)} in memory "
+                f"({_RESULT_BYTES} bytes a distance: the float64 matrix and the run's rows read "
+                f"back), but this machine has {_gib(avail)} available; ask for fewer sources or "
+                f"targets (summary() and reach() keep no matrix)")
+
     @_ends_on_signal
     def paths(self, sources: Any, targets: Any, **options: Any) -> Any:
         """The shortest path of every (source, target) pair, as a pandas DataFrame in row
@@ -534,7 +578,7 @@ class Graph:
         source to the target in the graph's numbering (empty when unreachable). What
         ``[apsp] paths = true`` writes to ``paths.csv``; every path's arcs sum to its
         distance. Repeated ids are allowed (each distinct pair is run once). Run options: see
-        :func:`run_options`. Needs pandas."""
+        :data:`RUN_OPTIONS`. Needs pandas."""
         import io
         import pandas as pd
         if targets is None:
@@ -562,23 +606,33 @@ class Graph:
         ``targets`` (default every vertex), the count and the (decayed) sum of ``weights``
         (one per target; default 1 each) within each of ``radii``; the ``nearest`` targets
         with their distances; and the count of vertices within each of ``isochrones``.
-        ``decay``: ``"flat"``, ``"linear"`` or ``"exp"``, as pandana's. What ``[apsp.reach]``
-        writes: a dict of pandas DataFrames under ``"reach"``, ``"nearest"``,
-        ``"isochrones"`` (those asked for), as ``reach.csv``, ``nearest.csv`` and
-        ``isochrones.csv``; with ``isochrone_ids=True`` also ``"isochrone_ids"``: per source
+        ``decay``: ``"flat"``, ``"linear"`` or ``"exp"``, as pandana's. ``radii`` and
+        ``isochrones`` are whole numbers in the graph's integer weight units (decimetres, or
+        deciseconds with ``osm={"weight": "time"}``, for OpenStreetMap graphs); a fraction is a
+        ValueError. What ``[apsp.reach]`` writes: a dict of pandas DataFrames under
+        ``"reach"``, ``"nearest"``, ``"isochrones"`` (those asked for), as ``reach.csv``,
+        ``nearest.csv`` and
+        ``isochrones.csv``; in ``"nearest"`` the ``target_k`` ids and ``index_k`` positions
+        are int64, -1 where a source reaches fewer than ``k`` targets (``distance_k`` is NaN
+        there); with ``isochrone_ids=True`` also ``"isochrone_ids"``: per source
         and limit, ``vertices``, a numpy array of the ids within it. A repeated source gets its
         rows repeated; a repeated target counts once per entry (two points of interest at one
-        vertex). Run options: see :func:`run_options`. Needs pandas."""
+        vertex). Run options: see :data:`RUN_OPTIONS`. Needs pandas."""
         import io
         import pandas as pd
         table: Dict[str, Any] = {}
         if len(radii):
-            table["radii"] = [int(r) for r in radii]
+            table["radii"] = _whole_numbers(radii, "radii")
             table["decay"] = decay
         if nearest:
+            if (isinstance(nearest, (bool, np.bool_))
+                    or not isinstance(nearest, (int, np.integer, float, np.floating))
+                    or not float(nearest).is_integer()):
+                raise ValueError(f"nearest = {nearest!r}: a count of targets (an integer) is "
+                                 f"expected")
             table["nearest"] = int(nearest)
         if len(isochrones):
-            table["isochrones"] = [int(x) for x in isochrones]
+            table["isochrones"] = _whole_numbers(isochrones, "isochrones")
         if isochrone_ids:
             table["isochrone_ids"] = True
         if not table:
@@ -595,6 +649,12 @@ class Graph:
         out = {name[:-4]: pd.read_csv(io.StringIO(text))
                for name, text in self._tables.items()
                if name not in ("paths.csv", "isochrone_ids.csv")}
+        if "nearest" in out:
+            # Ids as int64, -1 where a source reaches fewer targets than asked.
+            near = out["nearest"]
+            for col in near.columns:
+                if col.startswith(("target_", "index_")):
+                    near[col] = near[col].fillna(-1).astype(np.int64)
         if "isochrone_ids.csv" in self._tables:
             ids = pd.read_csv(io.StringIO(self._tables["isochrone_ids.csv"]),
                               keep_default_na=False, dtype={"vertices": str})
@@ -620,9 +680,10 @@ class Graph:
         no path; ``integer=True`` returns the exact unsigned integers the run computed (uint32
         or uint64) with ``UNREACHABLE_U32``/``UNREACHABLE_U64`` there; ``as_frame=True``
         returns a pandas DataFrame labelled by the ids, NaN where there is no path.
-        Run options: see :func:`run_options`."""
+        Run options: see :data:`RUN_OPTIONS`."""
         if targets is None:
             raise ValueError("targets: None; give the target ids (distances() gives every vertex)")
+        self._check_result(sources, targets)
         m, _, (inv_s, _), (inv_t, _) = self._run(sources, targets, True, options)
         return _matrix(m, integer, unreachable, as_frame, sources, targets, inv_s, inv_t)
 
@@ -632,6 +693,7 @@ class Graph:
         """The distance rows from ``sources`` (default: every vertex; repeats allowed) to every
         vertex, shape (len(sources), n); column ``j`` is internal vertex ``j`` (id
         ``j + id_base``). As :meth:`od` for ``integer`` and ``unreachable``."""
+        self._check_result(sources, None)
         m, _, (inv_s, _), _ = self._run(sources, None, True, options)
         return _matrix(m, integer, unreachable, False, sources, None, inv_s, None)
 
@@ -652,6 +714,21 @@ class Graph:
             import pandas as pd
             return pd.DataFrame(cols)
         return cols
+
+
+#: Bytes a distance of an od/distances result takes in memory at its peak: the float64 matrix
+#: returned and the run's (32- or 64-bit) rows it is made from.
+_RESULT_BYTES = 16
+
+
+def _available_memory() -> Optional[int]:
+    """Bytes this process can still have (MemAvailable, lowered to a cgroup's limit), or None
+    where that cannot be read."""
+    return _native.available_memory()
+
+
+def _gib(b: int) -> str:
+    return f"{b / 2**30:.1f} GiB"
 
 
 def _matrix(m: Any, integer: bool, unreachable: float, as_frame: bool, sources: Any,
