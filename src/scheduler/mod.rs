@@ -113,6 +113,8 @@ pub struct Chunk<'a> {
     tasks: Range<usize>,
     start: f64,
     settled: bool,
+    /// When it last asked [`TaskSource::reclaim`] (seconds into the chunk).
+    asked: Option<f64>,
 }
 
 impl std::fmt::Debug for Chunk<'_> {
@@ -134,6 +136,7 @@ impl<'a> Chunk<'a> {
             unit,
             tasks,
             settled: false,
+            asked: None,
         }
     }
     /// The tasks to run.
@@ -147,14 +150,21 @@ impl<'a> Chunk<'a> {
     /// Between two groups, the unit has run `done` (from the chunk's start) and `at..` is
     /// left: the source may take a tail of it back ([`TaskSource::reclaim`]); the chunk then
     /// ends where that tail starts, and that end is returned.
+    /// It asks at most every [`RECLAIM_EVERY`] seconds, so that workers of tiny tasks do not
+    /// queue on the source's lock.
     pub fn reclaim(&mut self, at: usize) -> usize {
         if at >= self.tasks.end || !self.source.starving() {
             return self.tasks.end;
         }
+        let secs = self.elapsed();
+        if self.asked.is_some_and(|t| secs - t < RECLAIM_EVERY) {
+            return self.tasks.end;
+        }
+        self.asked = Some(secs);
         let done = self.tasks.start..at;
         let back = self
             .source
-            .reclaim(self.unit, done, self.elapsed(), at..self.tasks.end);
+            .reclaim(self.unit, done, secs, at..self.tasks.end);
         if !back.is_empty() {
             self.tasks.end = back.start;
         }
@@ -166,6 +176,9 @@ impl<'a> Chunk<'a> {
         self.source.failed(self.unit, self.tasks.clone());
     }
 }
+
+/// Seconds between a chunk's asks to give back its rest ([`Chunk::reclaim`]).
+pub const RECLAIM_EVERY: f64 = 1e-3;
 
 impl Drop for Chunk<'_> {
     fn drop(&mut self) {
