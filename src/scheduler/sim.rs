@@ -235,13 +235,16 @@ pub(crate) fn run(
 ) -> Outcome {
     clock.set(0.0);
     let n = units.len();
-    let mut held: Vec<Option<Chunk<'_>>> = (0..n).map(|_| None).collect();
-    // Where a CPU worker is in its chunk: the end of the group it runs.
-    let mut at = vec![0usize; n];
+    let mut sim = Sim {
+        source,
+        units,
+        held: (0..n).map(|_| None).collect(),
+        at: vec![0; n],
+        started: vec![0; n],
+        events: BinaryHeap::new(),
+    };
     let mut waiting = vec![false; n];
     let mut asked = vec![0.0; n];
-    let mut started = vec![0usize; n];
-    let mut events: Events = BinaryHeap::new();
     let mut out = Outcome {
         makespan: 0.0,
         tasks: vec![0; n],
@@ -255,64 +258,38 @@ pub(crate) fn run(
     for (u, w) in waiting.iter_mut().enumerate() {
         if units[u].start > 0.0 {
             // Not started: its first ask is an event without a chunk.
-            events.push(Reverse((Time(units[u].start), u)));
+            sim.events.push(Reverse((Time(units[u].start), u)));
         } else {
-            *w = !ask(
-                source,
-                units,
-                u,
-                0.0,
-                &mut held,
-                &mut events,
-                &mut started,
-                &mut at,
-            );
+            *w = !sim.ask(u, 0.0);
         }
     }
-    while let Some(Reverse((Time(t), u))) = events.pop() {
+    while let Some(Reverse((Time(t), u))) = sim.events.pop() {
         clock.set(t);
-        let Some(mut c) = held[u].take() else {
-            waiting[u] = !ask(
-                source,
-                units,
-                u,
-                t,
-                &mut held,
-                &mut events,
-                &mut started,
-                &mut at,
-            );
+        let Some(mut c) = sim.held[u].take() else {
+            waiting[u] = !sim.ask(u, t);
             asked[u] = t;
             continue;
         };
-        // A CPU worker between two groups: the source may take the rest back, then the worker
-        // runs its next group (as the thread layer does).
-        if at[u] < c.tasks().end {
+        // A CPU worker between two groups: the source may take the rest back (the waiting
+        // units then ask at once), then the worker runs its next group, as the thread layer
+        // does.
+        if sim.at[u] < c.tasks().end {
             let before = c.tasks().end;
-            let end = c.reclaim(at[u]);
+            let end = c.reclaim(sim.at[u]);
             if end < before {
                 for (w, wait) in waiting.iter_mut().enumerate() {
                     if *wait && w != u {
                         asked[w] = t;
-                        *wait = !ask(
-                            source,
-                            units,
-                            w,
-                            t,
-                            &mut held,
-                            &mut events,
-                            &mut started,
-                            &mut at,
-                        );
+                        *wait = !sim.ask(w, t);
                     }
                 }
             }
-            if at[u] < end {
-                let next = group_end(&units[u], at[u], &c.tasks());
-                let e = units[u].end(t, at[u]..next, started[u], false);
-                at[u] = next;
-                events.push(Reverse((Time(e), u)));
-                held[u] = Some(c);
+            if sim.at[u] < end {
+                let next = group_end(&units[u], sim.at[u], &c.tasks());
+                let e = units[u].end(t, sim.at[u]..next, sim.started[u], false);
+                sim.at[u] = next;
+                sim.events.push(Reverse((Time(e), u)));
+                sim.held[u] = Some(c);
                 continue;
             }
         }
@@ -323,31 +300,13 @@ pub(crate) fn run(
         out.chunks[u] += 1;
         out.makespan = out.makespan.max(t);
         drop(c);
-        waiting[u] = !ask(
-            source,
-            units,
-            u,
-            t,
-            &mut held,
-            &mut events,
-            &mut started,
-            &mut at,
-        );
+        waiting[u] = !sim.ask(u, t);
         asked[u] = t;
         // Waiting units plan again every RECHECK seconds, as in the thread layer.
         for (w, wait) in waiting.iter_mut().enumerate() {
             if *wait && w != u && t >= asked[w] + RECHECK {
                 asked[w] = t;
-                *wait = !ask(
-                    source,
-                    units,
-                    w,
-                    t,
-                    &mut held,
-                    &mut events,
-                    &mut started,
-                    &mut at,
-                );
+                *wait = !sim.ask(w, t);
             }
         }
     }
@@ -362,6 +321,36 @@ pub(crate) fn run(
     out
 }
 
+/// The simulated units' state: the chunk each holds, where a CPU worker is in it (the end of
+/// the group it runs), how many chunks each started, and the events to come.
+struct Sim<'a> {
+    source: &'a dyn TaskSource,
+    units: &'a [SimUnit],
+    held: Vec<Option<Chunk<'a>>>,
+    at: Vec<usize>,
+    started: Vec<usize>,
+    events: Events,
+}
+
+impl Sim<'_> {
+    /// Unit `u` asks for a chunk at time `t`; false if it got none.
+    fn ask(&mut self, u: usize, t: f64) -> bool {
+        let unit = &self.units[u];
+        match self.source.next(u, unit.want) {
+            Some(c) => {
+                let first = c.tasks().start..group_end(unit, c.tasks().start, &c.tasks());
+                self.at[u] = first.end;
+                let end = unit.end(t, first, self.started[u], true);
+                self.events.push(Reverse((Time(end), u)));
+                self.started[u] += 1;
+                self.held[u] = Some(c);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 type Events = BinaryHeap<Reverse<(Time, usize)>>;
 
 /// Where the group `unit` starts at `from` in `chunk` ends: a CPU worker's group, a device's
@@ -370,31 +359,6 @@ fn group_end(unit: &SimUnit, from: usize, chunk: &Range<usize>) -> usize {
     match unit.info.kind {
         super::UnitKind::Cpu => from.saturating_add(unit.granule).min(chunk.end),
         _ => chunk.end,
-    }
-}
-
-/// Unit `u` asks for a chunk at time `t`; false if it got none.
-#[allow(clippy::too_many_arguments)]
-fn ask<'a>(
-    source: &'a dyn TaskSource,
-    units: &[SimUnit],
-    u: usize,
-    t: f64,
-    held: &mut [Option<Chunk<'a>>],
-    events: &mut Events,
-    started: &mut [usize],
-    at: &mut [usize],
-) -> bool {
-    match source.next(u, units[u].want) {
-        Some(c) => {
-            let first = c.tasks().start..group_end(&units[u], c.tasks().start, &c.tasks());
-            at[u] = first.end;
-            events.push(Reverse((Time(units[u].end(t, first, started[u], true)), u)));
-            started[u] += 1;
-            held[u] = Some(c);
-            true
-        }
-        None => false,
     }
 }
 
