@@ -1010,7 +1010,8 @@ impl Node for MpiNode {
                 }
             }
             offsets.push(all.len());
-            let queue = Arc::new(WorkQueue::new(0..tasks, &all));
+            let queue =
+                Arc::new(WorkQueue::new(0..tasks, &all).give_back(plan.scheduler.give_back));
             (Box::new(Shared(queue.clone())), Some(queue))
         } else {
             (scheduler::source(&plan.scheduler, share, units), None)

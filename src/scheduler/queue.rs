@@ -925,14 +925,15 @@ impl TaskSource for WorkQueue {
         // its plan (whose models may be wrong: the units that run chunks then decide, with
         // the rates they measure now, whether to give it their tails).
         st.units[unit].starved = self.rules.give_back;
-        self.note_starving(&st);
         if left == 0 {
+            self.note_starving(&st);
             return None;
         }
         st.units[unit].want = want.max(1);
         let now = self.clock.now();
         let k = self.chunk_size(&st, unit, left, now);
         if k == 0 {
+            self.note_starving(&st);
             return None;
         }
         (st.units[unit].waiting, st.units[unit].starved) = (false, false);

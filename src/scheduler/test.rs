@@ -981,6 +981,18 @@ fn mandelbrot_rows(rows: usize, cols: usize, max_iter: u32) -> std::sync::Arc<Ve
     std::sync::Arc::new(w.into_iter().map(|x| x / mean).collect())
 }
 
+/// `units` on `tasks` under the default rules, and with rule *give back* off.
+fn with_and_without_give_back(units: &[SimUnit], tasks: usize) -> (sim::Outcome, sim::Outcome) {
+    let off = Rules {
+        give_back: false,
+        ..Rules::default()
+    };
+    (
+        run_under(units, tasks, Rules::default()),
+        run_under(units, tasks, off),
+    )
+}
+
 /// Rule *give back*, calibrated on the mandel example on one H200 + 16 cores (8,192 rows of
 /// 8,192 pixels, up to 2,000 iterations, the rows in their natural order: the GPU alone 0.35-0.41
 /// s, plain rayon on 16 cores 7.3-7.8 s, so a CPU worker runs a row in 14.6 ms on average
@@ -1003,15 +1015,7 @@ fn a_mixed_run_on_uneven_rows_is_not_slower_than_the_gpu_alone() {
         let mut units = vec![gpu];
         units.extend((0..15).map(|_| SimUnit::cpu(cpu_row).weighted(&weights)));
         let ideal = 1.0 / (1.0 / alone + 15.0 / (cpu_row * rows as f64));
-        let on = run_under(&units, rows, Rules::default());
-        let off = run_under(
-            &units,
-            rows,
-            Rules {
-                give_back: false,
-                ..Rules::default()
-            },
-        );
+        let (on, off) = with_and_without_give_back(&units, rows);
         eprintln!(
             "warm-up {warm_up} s: GPU alone {:.3} s, ideal sum {:.3} s; GPU + 15 CPU workers {:.3} s \
              ({} CPU rows), give back off {:.3} s ({} CPU rows)",
@@ -1059,16 +1063,8 @@ fn cpu_workers_with_a_wrong_prior_steal_each_others_tails() {
         })
         .collect();
     let bound = greedy_makespan(&units, &weights);
-    let on = run_under(&units, rows, Rules::default()).makespan;
-    let off = run_under(
-        &units,
-        rows,
-        Rules {
-            give_back: false,
-            ..Rules::default()
-        },
-    )
-    .makespan;
+    let (on, off) = with_and_without_give_back(&units, rows);
+    let (on, off) = (on.makespan, off.makespan);
     eprintln!(
         "16 CPU workers, wrong prior: {:.3} of the work-stealing bound ({:.3} with give back off)",
         on / bound,
