@@ -47,6 +47,9 @@ pub struct Graph {
     pub csr: Csr,
     /// The vertices' places, when the input has them.
     pub geo: Option<Geo>,
+    /// The session every run on this graph is a job of ([`tuccompi::Session`]): its devices,
+    /// programs, speed history and the hierarchy stay between calls.
+    pub session: tuccompi::Session,
 }
 
 impl Graph {
@@ -128,6 +131,7 @@ impl Graph {
         Ok(Graph {
             csr: Csr::from_edges(&list)?,
             geo: None,
+            session: tuccompi::Session::new(),
         })
     }
 
@@ -197,10 +201,15 @@ impl Graph {
             done_tasks: 0,
             devices: &devices,
             space: None,
+            kept: None,
         };
         let input = crate::common::input::Input::of(&plan)?;
         let (csr, geo) = geo::load_input(&ctx, &input, &[])?;
-        Ok(Graph { csr, geo })
+        Ok(Graph {
+            csr,
+            geo,
+            session: tuccompi::Session::new(),
+        })
     }
 
     /// A copy of the places (the runtime takes its job's by value).
@@ -575,7 +584,7 @@ fn run_apsp_plan(
         plugins: vec![&in_memory],
         ..RunOptions::default()
     };
-    let outcome = tuccompi::runtime::run(&plan, &opts, &tuccompi::node::Single)?;
+    let outcome = graph.session.run_with(&plan, opts)?;
     let summary = std::fs::read_to_string(dir.join("summary.csv"))
         .map_err(|e| Error::io(dir.join("summary.csv"), e))?;
     let (rows, shape) = if rows {

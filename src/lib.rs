@@ -31,6 +31,7 @@ pub mod owned;
 pub mod plugin;
 pub mod runtime;
 pub mod scheduler;
+pub mod session;
 pub mod share;
 pub mod sink;
 pub mod thread;
@@ -39,6 +40,7 @@ pub mod tuning;
 pub use config::Plan;
 pub use error::{filled, reserved, words_le, zeros, Error, Result, ZeroBits};
 pub use runtime::RunOptions;
+pub use session::Session;
 
 /// The name the running program's messages start with (`knn: warning: ...`): the binary's own,
 /// as [`cli::main`] was started, else `tuccompi`.

@@ -546,3 +546,57 @@ mod mpi {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// Two jobs one after the other, then two at once, in one session: every output is the
+/// reference's, the devices are discovered once, and no program is built again.
+#[test]
+fn jobs_of_one_session_share_its_devices_and_programs() {
+    let dir = tmpdir("session");
+    let gpu = opencl();
+    let units = if gpu {
+        "[units]\nopencl = \"all\"\ndevice_type = \"all\"\ncpu_workers = 1\n"
+    } else {
+        "[units]\nopencl = \"none\"\ncpu_workers = 2\n"
+    };
+    let plan = |seed: u64, out: &str| {
+        let cfg = dir.join(format!("{out}.toml"));
+        std::fs::write(
+            &cfg,
+            format!(
+                "[run]\nplugin = \"probe\"\n{}[output]\ndir = {:?}\n[probe]\ntasks = 300\nseed = {seed}\n",
+                units,
+                dir.join(out)
+            ),
+        )
+        .unwrap();
+        tuccompi::Plan::load(&cfg, &[]).unwrap()
+    };
+    let session = tuccompi::Session::new();
+    session.run(&plan(1, "a"), &[&probe::Probe]).unwrap();
+    check_reference(&dir.join("a"), 300, 4, 1);
+    let builds: Vec<usize> = session.devices().iter().map(|d| d.builds()).collect();
+    session.run(&plan(2, "b"), &[&probe::Probe]).unwrap();
+    check_reference(&dir.join("b"), 300, 4, 2);
+    let (c, d) = (plan(3, "c"), plan(4, "d"));
+    std::thread::scope(|s| {
+        let jobs = [
+            s.spawn(|| session.run(&c, &[&probe::Probe])),
+            s.spawn(|| session.run(&d, &[&probe::Probe])),
+        ];
+        for j in jobs {
+            j.join().unwrap().unwrap();
+        }
+    });
+    check_reference(&dir.join("c"), 300, 4, 3);
+    check_reference(&dir.join("d"), 300, 4, 4);
+    if gpu {
+        assert_eq!(session.discoveries(), 1, "the devices are discovered once");
+        assert!(
+            builds.iter().all(|&b| b >= 1),
+            "the first job built its programs"
+        );
+        let again: Vec<usize> = session.devices().iter().map(|d| d.builds()).collect();
+        assert_eq!(again, builds, "later jobs build no program again");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

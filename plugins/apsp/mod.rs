@@ -187,7 +187,7 @@ pub struct ApspJob {
     /// The distance matrix, when requested.
     pub rows: Option<NpyRows>,
     /// The contraction hierarchy, when a PHAST half runs.
-    pub hierarchy: Option<phast::AnyHierarchy>,
+    pub hierarchy: Option<std::sync::Arc<phast::AnyHierarchy>>,
     /// The CPU algorithm that runs.
     pub cpu_algorithm: phast::auto::CpuAlgorithm,
     /// Why these algorithms, and the hierarchy's facts (for the report).
@@ -370,6 +370,7 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
         cache_path: options.hierarchy.as_deref(),
         store: !ctx.dry_run,
         targets: targets.is_some(),
+        kept: ctx.kept,
     };
     let choice = phast::auto::choose_for_job(&graph, wide, &request, ctx.share)?;
     let mut options = options;

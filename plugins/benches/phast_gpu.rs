@@ -98,7 +98,7 @@ fn main() -> tuccompi::Result<()> {
             ..Default::default()
         },
         rows: None,
-        hierarchy: Some(hierarchy),
+        hierarchy: Some(std::sync::Arc::new(hierarchy)),
         graph,
         cpu_algorithm: CpuAlgorithm::Dijkstra,
         choice: serde_json::Value::Null,

@@ -328,3 +328,69 @@ fn generated_graphs_and_rows() {
         assert_eq!(wide, cfg.contains("4_294_967_295"));
     }
 }
+
+/// Two GPU PHAST jobs on one graph in one session: the second takes the hierarchy the first
+/// read (`"source": "session"`), uploads nothing (the device keeps the first job's buffers),
+/// builds no program, and both equal Dijkstra.
+#[test]
+fn a_session_keeps_the_hierarchy_on_the_host_and_on_the_device() {
+    if !opencl() {
+        return;
+    }
+    private_cache();
+    let cfg = apsp_gen("road", 900, "seed = 5", "\"all\"");
+    let want = cpu_reference(&cfg);
+    let cache = tmpdir("session-h").join("h.ch").display().to_string();
+    let session = tuccompi::Session::new();
+    let job = |tag: &str| {
+        let dir = tmpdir(tag);
+        let sets = [
+            "units.device_type=\"all\"".to_string(),
+            "units.cpu_workers=0".to_string(),
+            "apsp.gpu_algorithm=\"phast\"".to_string(),
+            format!("apsp.hierarchy={cache:?}"),
+            format!("output.dir={:?}", dir.display().to_string()),
+        ];
+        let plan =
+            tuccompi::Plan::from_toml(&cfg, std::path::Path::new("test.toml"), &sets).unwrap();
+        let opts = tuccompi::RunOptions {
+            quiet: true,
+            plugins: tuccompi_plugins::registry(),
+            ..Default::default()
+        };
+        let out = session.run_with(&plan, opts).unwrap();
+        Out {
+            dir,
+            report: out.report,
+        }
+    };
+    let first = job("session-1");
+    assert_ne!(first.report["input"]["algorithm"]["source"], "session");
+    assert_eq!(first.summary(), want);
+    let devices = session.devices();
+    assert!(!devices.is_empty());
+    let builds: Vec<usize> = devices.iter().map(|d| d.builds()).collect();
+    let made: Vec<usize> = devices.iter().map(|d| d.kept().made()).collect();
+    assert!(
+        made.iter().all(|&m| m == 1),
+        "each device kept the hierarchy once: {made:?}"
+    );
+    let second = job("session-2");
+    assert_eq!(
+        second.report["input"]["algorithm"]["source"], "session",
+        "{}",
+        second.report["input"]["algorithm"]
+    );
+    assert_eq!(second.summary(), want);
+    assert_eq!(
+        devices.iter().map(|d| d.kept().made()).collect::<Vec<_>>(),
+        made,
+        "nothing uploaded again"
+    );
+    assert_eq!(
+        devices.iter().map(|d| d.builds()).collect::<Vec<_>>(),
+        builds,
+        "nothing built again"
+    );
+    assert_eq!(session.kept().made(), 1, "the host hierarchy was read once");
+}

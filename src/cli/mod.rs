@@ -530,6 +530,7 @@ fn run_options<'a>(
     quiet: bool,
     unfinished: runtime::Unfinished,
     extra: &[&'a dyn Plugin],
+    session: &'a crate::Session,
 ) -> Result<RunOptions<'a>, Error> {
     let stop = signals::install().map_err(|e| Error::Node(format!("signal handling: {e}")))?;
     Ok(RunOptions {
@@ -540,6 +541,7 @@ fn run_options<'a>(
         discover_early: true,
         speed_history: true,
         plugins: extra.to_vec(),
+        session: Some(session),
     })
 }
 
@@ -552,7 +554,9 @@ fn run(
     extra: &[&dyn Plugin],
 ) -> Result<(), Error> {
     node::refuse_launcher_without_mpi()?;
-    let opts = run_options(quiet, unfinished, extra)?;
+    // One session, one job.
+    let session = crate::Session::new();
+    let opts = run_options(quiet, unfinished, extra, &session)?;
     let plan = Plan::load(config, set)?.with_node_units()?;
     let outcome = runtime::run(&plan, &opts, &node::Single)?;
     if !quiet {
@@ -571,7 +575,9 @@ fn run(
 ) -> Result<(), Error> {
     use crate::node::Node;
     let world = node::mpi::MpiNode::init()?;
-    let opts = run_options(quiet, unfinished, extra)?;
+    // One session, one job.
+    let session = crate::Session::new();
+    let opts = run_options(quiet, unfinished, extra, &session)?;
     let plan = world.load_plan(config, set)?.with_node_units()?;
     let outcome = runtime::run(&plan, &opts, &world).map_err(|e| match e {
         // Every rank has finished its part; rank 0 says how to resume.

@@ -114,6 +114,11 @@ pub struct Device {
     /// The processes of this machine that use this device, as the runtime chose them (1 for a
     /// process alone): [`Device::check_fits`] divides device memory by it.
     sharers: std::sync::atomic::AtomicUsize,
+    /// Buffers plugins keep on the device between the jobs of a session ([`Device::keep`]),
+    /// at most half its memory; released before the context.
+    kept: crate::session::Kept,
+    /// Programs built on it so far ([`Device::builds`]).
+    builds: std::sync::atomic::AtomicUsize,
 }
 
 /// Held while devices are listed and while contexts are created or released. PoCL initializes
@@ -124,6 +129,7 @@ static SETUP: Mutex<()> = Mutex::new(());
 
 impl Drop for Device {
     fn drop(&mut self) {
+        self.kept.clear();
         let _setup = SETUP.lock();
         self.programs.lock().clear();
         // SAFETY: dropped once, here; no other use of the context follows.
@@ -309,6 +315,7 @@ pub fn discover(filter: &Filter) -> Result<Vec<Arc<Device>>> {
         let context = Context::from_device(&ClDevice::new(id))
             .map_err(|e| cl_err(&format!("creating a context on '{}'", info.name), e))?;
         let opened = [listed, t.elapsed().as_secs_f64()];
+        let kept = crate::session::Kept::with_limit((info.global_mem / 2).max(1));
         Ok(Arc::new(Device {
             index,
             info,
@@ -317,6 +324,8 @@ pub fn discover(filter: &Filter) -> Result<Vec<Arc<Device>>> {
             programs: Mutex::new(HashMap::new()),
             opened,
             sharers: std::sync::atomic::AtomicUsize::new(1),
+            kept,
+            builds: std::sync::atomic::AtomicUsize::new(0),
         }))
     };
     std::thread::scope(|s| {
@@ -367,6 +376,8 @@ impl Device {
                 file.origin, self.info.name
             )));
         }
+        self.builds
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut program = ClProgram::create_from_source(&self.context, &file.source)
             .map_err(|e| cl_err(&format!("creating program {}", file.origin), e))?;
         // PoCL's clang writes its diagnostic count on the process's stderr (module stderr):
@@ -511,7 +522,43 @@ impl Device {
     /// `what` says what they are for. Leaves 10% of global memory for the driver, and divides
     /// the rest among the machine's processes that use the device ([`Device::sharers`]).
     pub fn check_fits(&self, bytes: u64, largest: u64, what: &str) -> Result<()> {
-        fits(&self.info, bytes, largest, self.sharers(), what)
+        fits(&self.info, bytes, largest, self.sharers(), what)?;
+        // What earlier jobs of a session kept here goes when this one would not fit beside it
+        // (a job still using a kept buffer holds it until it ends).
+        let kept = self.kept.bytes();
+        if kept > 0 && fits(&self.info, bytes + kept, largest, self.sharers(), what).is_err() {
+            tracing::debug!(
+                "'{}': {kept} bytes kept by earlier jobs released for {what}",
+                self.info.name
+            );
+            self.kept.clear();
+        }
+        Ok(())
+    }
+
+    /// The buffers kept on this device under `key` (an input's fingerprint with the
+    /// parameters of its layout), else those `make()` uploads (with their size in bytes),
+    /// kept for the next jobs of the session that holds this device: a second job on the same
+    /// data neither rebuilds nor uploads it. At most half the device's memory is kept, the
+    /// least recently used released first ([`crate::session::Kept`]); a run of its own drops
+    /// them with the device at its end.
+    pub fn keep<T: std::any::Any + Send + Sync>(
+        &self,
+        key: &str,
+        make: impl FnOnce() -> Result<(T, u64)>,
+    ) -> Result<Arc<T>> {
+        self.kept.get_or_make(key, make)
+    }
+
+    /// Programs built on this device so far: each (kernel file, options) is built once per
+    /// device and reused by every later job of its session.
+    pub fn builds(&self) -> usize {
+        self.builds.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// What [`Device::keep`] holds on this device.
+    pub fn kept(&self) -> &crate::session::Kept {
+        &self.kept
     }
 
     /// The processes of this machine that use this device (at least 1), as the runtime chose

@@ -76,6 +76,9 @@ pub struct PrepareCtx<'a> {
     /// The runtime's early free-space check ([`PrepareCtx::check_space`]); `None` where no
     /// check is due (`check`, ranks other than 0).
     pub space: Option<&'a (dyn Fn(OutputSize) -> Result<()> + Sync)>,
+    /// The host data of the session this job is one of ([`PrepareCtx::keep`]); `None` for a
+    /// run of its own.
+    pub kept: Option<&'a crate::session::Kept>,
 }
 
 /// What a job will write, known once its input is read and before its expensive
@@ -127,6 +130,21 @@ impl std::fmt::Debug for PrepareCtx<'_> {
 }
 
 impl PrepareCtx<'_> {
+    /// What the session keeps under `key`, else `make()`'s value (with its size in bytes),
+    /// kept for the session's next jobs ([`crate::session::Kept::get_or_make`]). Key it by
+    /// what the value is made from (the input's fingerprint and the parameters), since jobs
+    /// on other inputs share the store. A run of its own makes the value every time.
+    pub fn keep<T: std::any::Any + Send + Sync>(
+        &self,
+        key: &str,
+        make: impl FnOnce() -> Result<(T, u64)>,
+    ) -> Result<std::sync::Arc<T>> {
+        match self.kept {
+            Some(k) => k.get_or_make(key, make),
+            None => make().map(|(v, _)| std::sync::Arc::new(v)),
+        }
+    }
+
     /// The plugin's own config table (`[table]`) as `T` (a serde struct; use
     /// `#[serde(deny_unknown_fields)]` so a misspelt key is an error naming it).
     /// A bad value is an error naming `table.key` and where it was set ([`Plan::options`]).

@@ -40,8 +40,8 @@ pub fn run_with_cache(
     let (prepared, found) = prepare_discovering(plan, plugins, opts, node, done_tasks);
     let prepared = prepared.map_err(|e| node.fail(e))?;
     injected_rank_failure(node)?;
-    let selection =
-        select_units_from(plan, &prepared, node.size(), found).map_err(|e| node.fail(e))?;
+    let selection = select_units_from(plan, &prepared, node.size(), found, opts.session)
+        .map_err(|e| node.fail(e))?;
     let prepare_seconds = t0.elapsed().as_secs_f64();
     // 3: execute.
     let mut ex = execute(plan, opts, cache, node, &prepared, &selection)?;
@@ -119,14 +119,15 @@ fn prepare_discovering<'a>(
 ) -> (Result<Prepared<'a>>, Option<Found>) {
     let early = opts.discover_early && plan.units.opencl != DeviceSel::None;
     std::thread::scope(|s| {
-        let pending = Mutex::new(early.then(|| s.spawn(|| select_devices_noting(plan))));
+        let pending =
+            Mutex::new(early.then(|| s.spawn(|| select_devices_noting(plan, opts.session))));
         let found: std::sync::OnceLock<Found> = std::sync::OnceLock::new();
         let join = || {
             found.get_or_init(|| match pending.lock().take() {
                 Some(h) => h.join().unwrap_or_else(|_| {
                     Err(Error::Device("OpenCL device discovery panicked".into()))
                 }),
-                None => select_devices_noting(plan),
+                None => select_devices_noting(plan, opts.session),
             })
         };
         let devices = || match join() {
@@ -142,6 +143,7 @@ fn prepare_discovering<'a>(
             done_tasks,
             &devices,
             node.rank() == 0,
+            opts.session.map(crate::Session::kept),
         );
         // Discovered here or by the preparation: hand it on (else select_units discovers).
         if early {

@@ -5,38 +5,50 @@ use super::*;
 /// The speed history of a run: each unit's starting model (from an earlier run of the same
 /// work on the same kind of unit, else none: the queue probes) and, after the run, the models
 /// it measured ([`crate::scheduler::history`]).
-pub(super) struct SpeedHistory {
+pub(super) struct SpeedHistory<'s> {
     pub(super) store: Option<crate::scheduler::history::History>,
+    /// The session's history (in memory), read before the file's and stored beside it.
+    session: Option<&'s parking_lot::Mutex<crate::scheduler::history::History>>,
     pub(super) keys: Vec<String>,
     pub(super) priors: Vec<Option<Estimate>>,
 }
 
-impl SpeedHistory {
+impl<'s> SpeedHistory<'s> {
     pub(super) fn open(
         plan: &Plan,
-        opts: &RunOptions<'_>,
+        opts: &RunOptions<'s>,
         prepared: &Prepared<'_>,
         units: &[Unit<'_>],
         node: &dyn Node,
     ) -> Self {
         // Under MPI the node layer's sources measure nothing they could report: no history.
-        let on = opts.speed_history
-            && !node.under_mpi()
+        let on = !node.under_mpi()
             && plan.scheduler.history
             && (plan.scheduler.policy == Policy::WorkQueue
                 || plan.scheduler.shares == crate::config::Shares::Speed);
-        let path = on.then(crate::scheduler::history::path).flatten();
-        let Some(path) = path else {
-            return SpeedHistory {
-                store: None,
-                keys: Vec::new(),
-                priors: vec![None; units.len()],
-            };
+        let session = opts.session.filter(|_| on).map(|s| &s.history);
+        let path = (on && opts.speed_history)
+            .then(crate::scheduler::history::path)
+            .flatten();
+        let store = match path {
+            Some(path) => {
+                let (store, note) = crate::scheduler::history::History::load(&path);
+                if let Some(n) = note {
+                    tracing::warn!("{n}");
+                }
+                store
+            }
+            // A session without the file: its own history alone.
+            None if session.is_some() => crate::scheduler::history::History::default(),
+            None => {
+                return SpeedHistory {
+                    store: None,
+                    session: None,
+                    keys: Vec::new(),
+                    priors: vec![None; units.len()],
+                }
+            }
         };
-        let (store, note) = crate::scheduler::history::History::load(&path);
-        if let Some(n) = note {
-            tracing::warn!("{n}");
-        }
         let workload = crate::plugin::workload(&*prepared.job).to_string();
         let cpus = units
             .iter()
@@ -61,9 +73,18 @@ impl SpeedHistory {
                 crate::scheduler::history::key(prepared.plugin.name(), &workload, &class)
             })
             .collect();
-        let priors = keys.iter().map(|k| store.get(k)).collect();
+        // What this session measured first: it is this process's own units, now.
+        let priors = keys
+            .iter()
+            .map(|k| {
+                session
+                    .and_then(|s| s.lock().get(k))
+                    .or_else(|| store.get(k))
+            })
+            .collect();
         SpeedHistory {
             store: Some(store),
+            session,
             keys,
             priors,
         }
@@ -123,6 +144,9 @@ impl SpeedHistory {
                 per_task: sum.per_task / n,
             };
             store.put(key.to_string(), mean, tasks);
+            if let Some(s) = self.session {
+                s.lock().put(key.to_string(), mean, tasks);
+            }
         }
         if let Err(e) = store.save() {
             tracing::warn!("the speed history could not be stored: {e}");

@@ -108,20 +108,25 @@ pub struct RunOptions<'a> {
     /// run's models are stored at its end (unless `scheduler.history = false`). The command
     /// line sets it; off by default, so a library caller (a test) writes no cache.
     pub speed_history: bool,
+    /// The session this run is a job of ([`crate::Session::run`] sets it): its devices (with
+    /// their contexts, programs and kept data) and its speed history, instead of the run's
+    /// own. `None`: a run of its own, from cold.
+    pub session: Option<&'a crate::Session>,
 }
 
 impl std::fmt::Debug for RunOptions<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "RunOptions(quiet={}, plugins={}, unfinished={:?}, interrupt={}, before_writing={}, discover_early={}, speed_history={})",
+            "RunOptions(quiet={}, plugins={}, unfinished={:?}, interrupt={}, before_writing={}, discover_early={}, speed_history={}, session={})",
             self.quiet,
             self.plugins.len(),
             self.unfinished,
             self.interrupt.is_some(),
             self.before_writing.is_some(),
             self.discover_early,
-            self.speed_history
+            self.speed_history,
+            self.session.is_some()
         )
     }
 }

@@ -81,11 +81,11 @@ impl std::fmt::Debug for Prepared<'_> {
 /// (`tuccompi check`).
 pub fn prepare<'a>(plan: &Plan, plugins: &[&'a dyn Plugin], nodes: usize) -> Result<Prepared<'a>> {
     let devices = || {
-        select_devices_noting(plan)
+        select_devices_noting(plan, None)
             .map(|(d, _)| DeviceCount::of(&d))
             .unwrap_or_default()
     };
-    prepare_with(plan, plugins, nodes, None, true, 0, &devices, false)
+    prepare_with(plan, plugins, nodes, None, true, 0, &devices, false, None)
 }
 
 /// [`prepare`], the ranks of one machine sharing bytes (the built-ins: one copy of the input) through `share`.
@@ -103,6 +103,7 @@ pub fn prepare_sharing<'a>(
     done_tasks: usize,
     devices: &(dyn Fn() -> DeviceCount + Sync),
     check_space: bool,
+    kept: Option<&crate::session::Kept>,
 ) -> Result<Prepared<'a>> {
     prepare_with(
         plan,
@@ -113,6 +114,7 @@ pub fn prepare_sharing<'a>(
         done_tasks,
         devices,
         check_space,
+        kept,
     )
 }
 
@@ -126,6 +128,7 @@ pub(super) fn prepare_with<'a>(
     done_tasks: usize,
     devices: &(dyn Fn() -> DeviceCount + Sync),
     check_space: bool,
+    kept: Option<&crate::session::Kept>,
 ) -> Result<Prepared<'a>> {
     let plugin = resolve_plugin(plan, plugins)?;
     let plan = &plan.with_renamed_keys(plugin.renamed_keys())?;
@@ -145,6 +148,7 @@ pub(super) fn prepare_with<'a>(
         devices,
         space: (check_space && !dry_run)
             .then_some(&space as &(dyn Fn(OutputSize) -> Result<()> + Sync)),
+        kept,
     })?;
     if nodes > 1 && !job.details().multi_node {
         return Err(Error::Config(format!(

@@ -5,12 +5,13 @@ use super::*;
 /// The OpenCL devices a plan selects, or `None` when it asks for none. `Err` only when the
 /// config names devices explicitly (or asks for no CPU workers) and none can be opened.
 pub fn select_devices(plan: &Plan) -> Result<Vec<Arc<device::Device>>> {
-    select_devices_noting(plan).map(|(d, _)| d)
+    select_devices_noting(plan, None).map(|(d, _)| d)
 }
 
 /// [`select_devices`], and why none was found when the plan asked for every device and
-/// there is none (the run then goes on with CPU workers).
-pub(super) fn select_devices_noting(plan: &Plan) -> Found {
+/// there is none (the run then goes on with CPU workers). A job of a `session` gets the
+/// session's devices, discovered by its first job that used this filter.
+pub(super) fn select_devices_noting(plan: &Plan, session: Option<&crate::Session>) -> Found {
     let names = match &plan.units.opencl {
         DeviceSel::None => return Ok((Vec::new(), None)),
         DeviceSel::All | DeviceSel::LocalRank => Vec::new(),
@@ -22,7 +23,11 @@ pub(super) fn select_devices_noting(plan: &Plan) -> Found {
     };
     let every = matches!(plan.units.opencl, DeviceSel::All | DeviceSel::LocalRank);
     let (index, ranks) = crate::node::local_rank();
-    match device::discover(&filter) {
+    let discovered = match session {
+        Some(s) => s.devices_for(&format!("{filter:?}"), || device::discover(&filter)),
+        None => device::discover(&filter),
+    };
+    match discovered {
         Ok(d) => {
             let divided = plan.units.opencl == DeviceSel::LocalRank;
             let sharers = crate::node::ranks_per_device(divided, ranks, d.len());
@@ -121,7 +126,7 @@ pub struct Selection {
 /// Phase 2: the units a plan selects for a prepared job on a run of `nodes` nodes. Opens no
 /// device context beyond discovery and writes nothing.
 pub fn select_units(plan: &Plan, prepared: &Prepared<'_>, nodes: usize) -> Result<Selection> {
-    select_units_from(plan, prepared, nodes, None)
+    select_units_from(plan, prepared, nodes, None, None)
 }
 
 /// The devices a plan selects, and why none was found (see [`select_devices_noting`]).
@@ -134,12 +139,13 @@ pub(super) fn select_units_from(
     prepared: &Prepared<'_>,
     nodes: usize,
     found: Option<Found>,
+    session: Option<&crate::Session>,
 ) -> Result<Selection> {
     let job = prepared.job.as_ref();
     let name = prepared.plugin.name();
     let mut device_note = None;
     let devices = if crate::plugin::has_gpu(job) {
-        let (devices, note) = found.unwrap_or_else(|| select_devices_noting(plan))?;
+        let (devices, note) = found.unwrap_or_else(|| select_devices_noting(plan, session))?;
         if let Some(why) = note {
             // The device layer's message names the filter when devices exist but none
             // matches; otherwise (no OpenCL at all) name it here.

@@ -122,7 +122,7 @@ impl GraphBuffers {
 #[derive(Debug)]
 pub struct Shared {
     /// The graph.
-    pub graph: GraphBuffers,
+    pub graph: std::sync::Arc<GraphBuffers>,
     /// The contraction hierarchy, for PHAST.
     pub phast: Option<phast::DeviceHierarchy>,
     /// The launch parameters.
@@ -384,9 +384,8 @@ pub fn setup(job: &ApspJob, device: &Device, params: &LaunchParams) -> Result<Sh
         // Its own memory check, indices and program (the CSR, unused, costs 4(2n + 2m)
         // bytes and keeps one shared layout for every algorithm).
         let hierarchy = phast::setup(job, device, params)?;
-        let q = device.queue()?;
         return Ok(Shared {
-            graph: GraphBuffers::upload(device, &q, g)?,
+            graph: hierarchy.graph(),
             phast: Some(hierarchy),
             params: params.clone(),
         });
@@ -409,7 +408,7 @@ pub fn setup(job: &ApspJob, device: &Device, params: &LaunchParams) -> Result<Sh
     device.program(&KERNELS, job.build_options())?;
     let q = device.queue()?;
     Ok(Shared {
-        graph: GraphBuffers::upload(device, &q, g)?,
+        graph: std::sync::Arc::new(GraphBuffers::upload(device, &q, g)?),
         phast: None,
         params: params.clone(),
     })

@@ -199,7 +199,7 @@ fn read_all(cx: &Ctx<'_>, view: &DistView<'_>) -> Result<Vec<u64>> {
 /// Tree `j`'s distances by vertex id from the host copy `all`.
 fn row_of(cx: &Ctx<'_>, view: &DistView<'_>, all: &[u64], j: usize) -> Vec<u64> {
     let at = |i: usize| all[i * view.vstride + j * view.jstride];
-    let pos = match (view.index, cx.job.hierarchy.as_ref()) {
+    let pos = match (view.index, cx.job.hierarchy.as_deref()) {
         (Some(_), Some(AnyHierarchy::Narrow(h))) => &h.pos,
         (Some(_), Some(AnyHierarchy::Wide(h))) => &h.pos,
         _ => return (0..cx.n).map(at).collect(),

@@ -153,7 +153,7 @@ fn sizes(job: &ApspJob) -> Result<Sizes> {
         up,
         level_sizes: levels.windows(2).map(|w| w[1] - w[0]).collect(),
     };
-    Ok(match job.hierarchy.as_ref() {
+    Ok(match job.hierarchy.as_deref() {
         Some(AnyHierarchy::Narrow(h)) => s(h.n, h.down_tails.len(), h.up_heads.len(), &h.levels),
         Some(AnyHierarchy::Wide(h)) => s(h.n, h.down_tails.len(), h.up_heads.len(), &h.levels),
         None => return Err(no_hierarchy()),
@@ -211,7 +211,7 @@ pub(super) fn params(job: &ApspJob, device: &Device, tuner: &Tuner) -> Result<La
     let folds = job.summaries_only()
         && o.gpu_fold_levels.and_then(|f| f.value()) != Some(0)
         && s.level_sizes.len() > 1
-        && match job.hierarchy.as_ref() {
+        && match job.hierarchy.as_deref() {
             Some(AnyHierarchy::Narrow(h)) => bottom_is_free(h),
             Some(AnyHierarchy::Wide(h)) => bottom_is_free(h),
             None => false,
@@ -390,9 +390,38 @@ fn build_options(wide: bool, device_up: bool, dev: &tuccompi::device::DeviceInfo
 const NVIDIA_NARROW: &str = "-cl-nv-maxrregcount=48";
 const _: () = assert!(FOLD_REGISTERS == 48, "NVIDIA_NARROW names FOLD_REGISTERS");
 
-/// The hierarchy on one device, shared by its queues.
+/// The hierarchy on one device, shared by its queues: the buffers of the hierarchy (kept on
+/// the device for the session's next jobs on the same hierarchy, [`Device::keep`]) and this
+/// job's targets.
 #[derive(Debug)]
 pub struct DeviceHierarchy {
+    kept: std::sync::Arc<KeptHierarchy>,
+    /// The targets' sweep positions in their order (`[apsp] targets`).
+    tpos: Option<DBuf<u32>>,
+}
+
+impl std::ops::Deref for DeviceHierarchy {
+    type Target = KeptHierarchy;
+    fn deref(&self) -> &KeptHierarchy {
+        &self.kept
+    }
+}
+
+impl DeviceHierarchy {
+    /// The graph's CSR on the device (kept with the hierarchy).
+    pub fn graph(&self) -> std::sync::Arc<super::GraphBuffers> {
+        self.kept.graph.clone()
+    }
+}
+
+/// What [`DeviceHierarchy`] keeps on a device between jobs.
+#[derive(Debug)]
+pub struct KeptHierarchy {
+    /// The host hierarchy these buffers hold: kept alive with them, so that the key naming it
+    /// by address never names another.
+    _source: std::sync::Arc<AnyHierarchy>,
+    /// The graph (unused by PHAST; every algorithm shares one layout).
+    graph: std::sync::Arc<super::GraphBuffers>,
     doff: DBuf<u32>,
     dtail: DBuf<u32>,
     dw: DistBuf,
@@ -402,8 +431,6 @@ pub struct DeviceHierarchy {
     /// Sweep position of each vertex (the upward searches' starts; the rows' gather list
     /// without targets).
     pos: DBuf<u32>,
-    /// The targets' sweep positions in their order (`[apsp] targets`).
-    tpos: Option<DBuf<u32>>,
     /// Level boundaries.
     bounds: DBuf<u32>,
 }
@@ -414,15 +441,18 @@ pub(super) fn setup(
     device: &Device,
     params: &LaunchParams,
 ) -> Result<DeviceHierarchy> {
-    match job.hierarchy.as_ref() {
-        Some(AnyHierarchy::Narrow(h)) => setup_typed(job, h, device, params),
-        Some(AnyHierarchy::Wide(h)) => setup_typed(job, h, device, params),
-        None => Err(no_hierarchy()),
+    let Some(src) = job.hierarchy.as_ref() else {
+        return Err(no_hierarchy());
+    };
+    match &**src {
+        AnyHierarchy::Narrow(h) => setup_typed(job, src, h, device, params),
+        AnyHierarchy::Wide(h) => setup_typed(job, src, h, device, params),
     }
 }
 
 fn setup_typed<W: DevWeight>(
     job: &ApspJob,
+    src: &std::sync::Arc<AnyHierarchy>,
     h: &Hierarchy<W>,
     device: &Device,
     params: &LaunchParams,
@@ -482,17 +512,30 @@ fn setup_typed<W: DevWeight>(
         }
         None => None,
     };
-    Ok(DeviceHierarchy {
-        doff: upload(device, &q, &h.down_offsets)?,
-        dtail: upload(device, &q, &h.down_tails)?,
-        dw: weights(&h.down_weights)?,
-        uoff: upload(device, &q, &h.up_offsets)?,
-        uhead: upload(device, &q, &h.up_heads)?,
-        uw: weights(&h.up_weights)?,
-        pos: upload(device, &q, &h.pos)?,
-        tpos,
-        bounds: upload(device, &q, &h.levels)?,
-    })
+    // The same hierarchy (the one the session keeps on the host) at the same width: the
+    // buffers an earlier job of the session uploaded.
+    let key = format!(
+        "apsp phast hierarchy {:p} wide={}",
+        std::sync::Arc::as_ptr(src),
+        job.wide
+    );
+    let kept = device.keep(&key, || {
+        let k = KeptHierarchy {
+            _source: src.clone(),
+            graph: std::sync::Arc::new(super::GraphBuffers::upload(device, &q, &job.graph)?),
+            doff: upload(device, &q, &h.down_offsets)?,
+            dtail: upload(device, &q, &h.down_tails)?,
+            dw: weights(&h.down_weights)?,
+            uoff: upload(device, &q, &h.up_offsets)?,
+            uhead: upload(device, &q, &h.up_heads)?,
+            uw: weights(&h.up_weights)?,
+            pos: upload(device, &q, &h.pos)?,
+            bounds: upload(device, &q, &h.levels)?,
+        };
+        let bytes = src.bytes() + 4 * (2 * job.graph.n as u64 + 2 * job.graph.m() as u64);
+        Ok((k, bytes))
+    })?;
+    Ok(DeviceHierarchy { kept, tpos })
 }
 
 fn make(setup: &Setup<'_>) -> Result<Box<dyn Algorithm>> {
@@ -636,7 +679,7 @@ impl<W: DevWeight> Phast<W> {
         };
         let (fold_from, held) = job
             .hierarchy
-            .as_ref()
+            .as_deref()
             .and_then(W::of)
             .map_or((None, n), |h| Self::folding(h, &plan(p)));
         Ok(Phast {
@@ -707,7 +750,7 @@ impl<W: DevWeight> Phast<W> {
     fn h<'a>(cx: &Ctx<'a>) -> &'a Hierarchy<W> {
         cx.job
             .hierarchy
-            .as_ref()
+            .as_deref()
             .and_then(W::of)
             .expect("GPU PHAST runs with a hierarchy of the job's width")
     }

@@ -200,15 +200,16 @@ impl DeviceReach {
         let kernel = device.kernel(&KERNELS, &options, "reach_fold")?;
         let q = device.queue()?;
         // Indices into the algorithm's distances: PHAST's are sweep positions.
-        let index: Box<dyn Fn(u32) -> u32> = match (job.options.gpu_algorithm, &job.hierarchy) {
-            (GpuAlgorithm::Phast, Some(crate::apsp::phast::AnyHierarchy::Narrow(h))) => {
-                Box::new(move |v| h.pos[v as usize])
-            }
-            (GpuAlgorithm::Phast, Some(crate::apsp::phast::AnyHierarchy::Wide(h))) => {
-                Box::new(move |v| h.pos[v as usize])
-            }
-            _ => Box::new(|v| v),
-        };
+        let index: Box<dyn Fn(u32) -> u32> =
+            match (job.options.gpu_algorithm, job.hierarchy.as_deref()) {
+                (GpuAlgorithm::Phast, Some(crate::apsp::phast::AnyHierarchy::Narrow(h))) => {
+                    Box::new(move |v| h.pos[v as usize])
+                }
+                (GpuAlgorithm::Phast, Some(crate::apsp::phast::AnyHierarchy::Wide(h))) => {
+                    Box::new(move |v| h.pos[v as usize])
+                }
+                _ => Box::new(|v| v),
+            };
         let n = job.graph.n as u32;
         let cols: Vec<u32> = match &job.targets {
             Some(ts) => ts.iter().map(|&v| index(v)).collect(),

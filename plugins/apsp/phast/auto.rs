@@ -156,6 +156,10 @@ pub struct Request<'a> {
     pub store: bool,
     /// Whether `[apsp] targets` limits the records and rows.
     pub targets: bool,
+    /// The session's host data ([`tuccompi::plugin::PrepareCtx::kept`]): a hierarchy kept
+    /// there by an earlier job on the same graph is used as it is, and one read or built here
+    /// is kept for the next.
+    pub kept: Option<&'a tuccompi::session::Kept>,
 }
 
 impl std::fmt::Debug for Request<'_> {
@@ -411,8 +415,8 @@ pub struct Choice {
     pub gpu: GpuAlgorithm,
     /// Why, in one sentence, for `check` and `report.json`.
     pub reason: String,
-    /// The hierarchy, when a PHAST half runs.
-    pub hierarchy: Option<AnyHierarchy>,
+    /// The hierarchy, when a PHAST half runs (shared with the session that keeps it).
+    pub hierarchy: Option<std::sync::Arc<AnyHierarchy>>,
     /// Facts for the report: where the hierarchy came from, its shape, `preprocess_seconds`.
     pub report: serde_json::Value,
 }
@@ -433,7 +437,7 @@ impl Choice {
     /// then the hierarchy as a cache file holds it (keyed by `g`).
     pub fn to_bytes(&self, g: &Csr) -> Vec<u8> {
         let params = ChParams::default();
-        let (width, tail) = match &self.hierarchy {
+        let (width, tail) = match self.hierarchy.as_deref() {
             None => (0, Vec::new()),
             Some(AnyHierarchy::Narrow(h)) => (4, cache::to_bytes(&Key::of::<u32>(g, &params), h)),
             Some(AnyHierarchy::Wide(h)) => (8, cache::to_bytes(&Key::of::<u64>(g, &params), h)),
@@ -469,12 +473,12 @@ impl Choice {
         let miss = |m: Miss| bad(format!("its hierarchy: {m}"));
         let hierarchy = match head.width {
             0 => None,
-            4 => Some(AnyHierarchy::Narrow(
+            4 => Some(std::sync::Arc::new(AnyHierarchy::Narrow(
                 cache::from_bytes(tail, &Key::of::<u32>(g, &params)).map_err(miss)?,
-            )),
-            8 => Some(AnyHierarchy::Wide(
+            ))),
+            8 => Some(std::sync::Arc::new(AnyHierarchy::Wide(
                 cache::from_bytes(tail, &Key::of::<u64>(g, &params)).map_err(miss)?,
-            )),
+            ))),
             w => return Err(bad(format!("a hierarchy of {w}-byte weights"))),
         };
         let mut report = head.report;
@@ -534,6 +538,15 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
         Key::of::<u32>(g, &params)
     };
     let path = usable_cache_file(&key, req.cache_path)?;
+    // Kept by an earlier job of this session: no forecast, no reading, no build.
+    let kept_key = format!("apsp hierarchy {}", key.file_name());
+    if let Some(h) = req.kept.and_then(|k| k.get::<AnyHierarchy>(&kept_key)) {
+        let report = serde_json::json!({
+            "width": if wide { 64 } else { 32 },
+            "source": "session",
+        });
+        return asked.with_hierarchy(g, h, report, 0.0, path.as_deref(), req);
+    }
     let cache = Cache {
         path: path.as_deref(),
         store: req.store,
@@ -585,6 +598,13 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
             );
         }
         Err(Obtain::Fail(e)) => return Err(e),
+    };
+    let h = match req.kept {
+        Some(k) => {
+            let bytes = h.bytes();
+            k.get_or_make(&kept_key, || Ok((h, bytes)))?
+        }
+        None => std::sync::Arc::new(h),
     };
     asked.with_hierarchy(g, h, merge(report), seconds, verdicts.as_deref(), req)
 }
@@ -840,17 +860,17 @@ impl Asked {
     fn with_hierarchy(
         &self,
         g: &Csr,
-        h: AnyHierarchy,
+        h: std::sync::Arc<AnyHierarchy>,
         mut report: serde_json::Value,
         seconds: f64,
         verdicts: Option<&Path>,
         req: &Request<'_>,
     ) -> Result<Choice> {
-        let (shortcuts, arcs, levels) = match &h {
+        let (shortcuts, arcs, levels) = match &*h {
             AnyHierarchy::Narrow(h) => (h.info.shortcuts, h.info.arcs, h.num_levels()),
             AnyHierarchy::Wide(h) => (h.info.shortcuts, h.info.arcs, h.num_levels()),
         };
-        let upward = match &h {
+        let upward = match &*h {
             AnyHierarchy::Narrow(h) => upward_space(h, SAMPLES),
             AnyHierarchy::Wide(h) => upward_space(h, SAMPLES),
         };

@@ -25,6 +25,20 @@ pub enum AnyHierarchy {
 }
 
 impl AnyHierarchy {
+    /// Bytes it holds in memory.
+    pub fn bytes(&self) -> u64 {
+        fn of<W>(h: &Hierarchy<W>) -> u64 {
+            let w = std::mem::size_of::<W>() as u64;
+            let (n, arcs) = (h.n as u64, (h.up_heads.len() + h.down_tails.len()) as u64);
+            // order, pos, two offset arrays, levels; heads/tails and weights.
+            4 * (4 * n + 2 + h.levels.len() as u64) + arcs * (4 + w)
+        }
+        match self {
+            AnyHierarchy::Narrow(h) => of(h),
+            AnyHierarchy::Wide(h) => of(h),
+        }
+    }
+
     /// Build the hierarchy of `graph` at the width `wide` says, with the default parameters
     /// and no budget (no cache: [`auto::choose`] is the plugin's way in).
     pub fn build(graph: &crate::graph::Csr, wide: bool) -> tuccompi::Result<Self> {

@@ -126,7 +126,7 @@ fn a_choice_crosses_to_another_rank_whole_and_only_for_its_graph() {
             cpu: CpuAlgorithm::Phast,
             gpu: GpuAlgorithm::Phast,
             reason: "explicit".into(),
-            hierarchy: Some(AnyHierarchy::build(&a, wide).unwrap()),
+            hierarchy: Some(std::sync::Arc::new(AnyHierarchy::build(&a, wide).unwrap())),
             report: serde_json::json!({"source": "built", "levels": 7}),
         };
         let bytes = c.to_bytes(&a);
@@ -136,8 +136,8 @@ fn a_choice_crosses_to_another_rank_whole_and_only_for_its_graph() {
         assert_eq!(back.report["levels"], 7);
         assert_eq!(back.report["from_rank_0"], true);
         match (
-            c.hierarchy.as_ref().unwrap(),
-            back.hierarchy.as_ref().unwrap(),
+            c.hierarchy.as_deref().unwrap(),
+            back.hierarchy.as_deref().unwrap(),
         ) {
             (AnyHierarchy::Narrow(x), AnyHierarchy::Narrow(y)) => {
                 assert_eq!(
@@ -325,6 +325,7 @@ fn the_report_sets_the_forecast_beside_what_happened() {
         cache_path: Some(&cache_path),
         store: true,
         targets: false,
+        kept: None,
     };
     let c = choose(&g, false, &req).unwrap();
     let f = &c.report["forecast"];

@@ -172,6 +172,7 @@ fn a_hierarchy_path_holding_another_file_or_a_link_is_refused_never_replaced() {
             cache_path: Some(p),
             store: true,
             targets: false,
+            kept: None,
         };
         let e = choose(&g, false, &req).unwrap_err().to_string();
         assert!(
