@@ -41,8 +41,13 @@ fn run_collatz(sets: &[&str]) -> (serde_json::Value, Vec<[u64; 3]>) {
 }
 
 fn reference() -> serde_json::Value {
+    reference_from(1000)
+}
+
+/// The checksum of 300,000 numbers from `first`, each number's steps from `collatz::steps`.
+fn reference_from(first: u64) -> serde_json::Value {
     let (mut total, mut best, mut arg) = (0u64, 0u64, 0u64);
-    for x in 1000..301_000u64 {
+    for x in first..first + 300_000 {
         let s = collatz::steps(x) as u64;
         total += s;
         if s > best {
@@ -50,6 +55,25 @@ fn reference() -> serde_json::Value {
         }
     }
     serde_json::json!({ "total_steps": total, "max_steps": best, "argmax": arg })
+}
+
+/// What `examples/collatz/session.rs` does (two jobs in one session, on every unit the machine
+/// has): both checksums are the reference's, and the second job discovers no device.
+#[test]
+fn collatz_two_jobs_in_one_session() {
+    let session = tuccompi::Session::new();
+    for first in [1_000u64, 2_000_000] {
+        let dir = tmpdir("collatz-session");
+        let config = format!(
+            "[run]\nplugin = \"collatz\"\n[collatz]\nfirst = {first}\ncount = 300000\n\
+             block = 7000\n[units]\ndevice_type = \"all\"\n[output]\ndir = {:?}\n",
+            dir.display().to_string()
+        );
+        let plan = Plan::from_toml(&config, std::path::Path::new("s.toml"), &[]).unwrap();
+        let outcome = session.run(&plan, &[&collatz::Collatz]).unwrap();
+        assert_eq!(outcome.report["checksum"], reference_from(first), "from {first}");
+    }
+    assert!(session.discoveries() <= 1, "{}", session.discoveries());
 }
 
 /// Per block of `first .. first + count`: (sum of steps, most steps, the smallest number taking
