@@ -191,3 +191,27 @@ def test_reach_counts_equal_a_limited_scipy_dijkstra(rome):
         np.testing.assert_array_equal(row.vertices, np.flatnonzero(f <= 1500) + 1)
     with pytest.raises(ValueError, match="radii, nearest or isochrones"):
         g.reach(sources)
+
+
+def test_two_threads_on_one_graph_get_exact_results(rome):
+    """A graph keeps one session: two threads calling od on it at once share its units and
+    its hierarchy, and each gets its own exact matrix."""
+    import threading
+    path, ref, _ = rome
+    g = tuccompi.read_graph(path)
+    g.od([1], [2])  # the session's hierarchy, once
+    rng = np.random.default_rng(11)
+    jobs = [(rng.choice(np.arange(1, g.n + 1), 40, replace=False),
+             rng.choice(np.arange(1, g.n + 1), 90, replace=False)) for _ in range(2)]
+    got = [None, None]
+
+    def call(i):
+        got[i] = g.od(*jobs[i], opencl="none", cpu_workers=1)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for (s, t), d in zip(jobs, got):
+        np.testing.assert_array_equal(d, reference(ref, s - 1, t - 1))

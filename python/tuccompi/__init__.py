@@ -552,8 +552,9 @@ class Graph:
             report, matrix, summary, tables = _native.run_apsp(
                 self._g, json.dumps(config), lists, rows)
         self.last_report = json.loads(report)
+        # The call's own tables: another thread's call on this graph cannot replace them.
         self._tables = dict(tables)
-        return matrix, summary, (inv_s, ks), (inv_t, kt)
+        return matrix, summary, (inv_s, ks), (inv_t, kt), self._tables
 
     def _check_result(self, sources: Any, targets: Any) -> None:
         """A MemoryError, before the run, when the distance matrix asked for cannot fit in the
@@ -583,9 +584,9 @@ class Graph:
         import pandas as pd
         if targets is None:
             raise ValueError("targets: None; give the target ids")
-        _, _, (inv_s, ks), (inv_t, kt) = self._run(sources, targets, False, options,
-                                                   {"paths": True})
-        frame = pd.read_csv(io.StringIO(self._tables["paths.csv"]), keep_default_na=False,
+        _, _, (inv_s, ks), (inv_t, kt), tables = self._run(sources, targets, False, options,
+                                                           {"paths": True})
+        frame = pd.read_csv(io.StringIO(tables["paths.csv"]), keep_default_na=False,
                             dtype={"path": str})
         frame["distance"] = pd.to_numeric(frame["distance"]).astype(float)
         frame["hops"] = pd.to_numeric(frame["hops"]).astype("Int64")
@@ -644,10 +645,11 @@ class Graph:
                 raise ValueError(f"weights: a 1-D array (one per target), got shape {w.shape}")
             lists.append(("apsp.reach.weights", "weights", "numbers",
                           np.ascontiguousarray(w, dtype="<f8").tobytes()))
-        _, _, (inv_s, ks), _ = self._run(sources, targets, False, options, {"reach": table},
-                                         unique_targets=False, lists=lists)
+        _, _, (inv_s, ks), _, tables = self._run(sources, targets, False, options,
+                                                 {"reach": table}, unique_targets=False,
+                                                 lists=lists)
         out = {name[:-4]: pd.read_csv(io.StringIO(text))
-               for name, text in self._tables.items()
+               for name, text in tables.items()
                if name not in ("paths.csv", "isochrone_ids.csv")}
         if "nearest" in out:
             # Ids as int64, -1 where a source reaches fewer targets than asked.
@@ -655,8 +657,8 @@ class Graph:
             for col in near.columns:
                 if col.startswith(("target_", "index_")):
                     near[col] = near[col].fillna(-1).astype(np.int64)
-        if "isochrone_ids.csv" in self._tables:
-            ids = pd.read_csv(io.StringIO(self._tables["isochrone_ids.csv"]),
+        if "isochrone_ids.csv" in tables:
+            ids = pd.read_csv(io.StringIO(tables["isochrone_ids.csv"]),
                               keep_default_na=False, dtype={"vertices": str})
             ids["vertices"] = [np.array(v.split(), dtype=np.int64) for v in ids["vertices"]]
             out["isochrone_ids"] = ids
@@ -684,7 +686,7 @@ class Graph:
         if targets is None:
             raise ValueError("targets: None; give the target ids (distances() gives every vertex)")
         self._check_result(sources, targets)
-        m, _, (inv_s, _), (inv_t, _) = self._run(sources, targets, True, options)
+        m, _, (inv_s, _), (inv_t, _), _ = self._run(sources, targets, True, options)
         return _matrix(m, integer, unreachable, as_frame, sources, targets, inv_s, inv_t)
 
     @_ends_on_signal
@@ -694,7 +696,7 @@ class Graph:
         vertex, shape (len(sources), n); column ``j`` is internal vertex ``j`` (id
         ``j + id_base``). As :meth:`od` for ``integer`` and ``unreachable``."""
         self._check_result(sources, None)
-        m, _, (inv_s, _), _ = self._run(sources, None, True, options)
+        m, _, (inv_s, _), _, _ = self._run(sources, None, True, options)
         return _matrix(m, integer, unreachable, False, sources, None, inv_s, None)
 
     @_ends_on_signal
@@ -705,8 +707,8 @@ class Graph:
         (float, NaN when nothing but the source is reached). A dict of numpy arrays, or a
         pandas DataFrame with ``as_frame=True``. No matrix is kept: any number of sources. A
         repeated source gets its row repeated; a repeated target counts once per entry."""
-        _, text, (inv_s, _), _ = self._run(sources, targets, False, options,
-                                           unique_targets=False)
+        _, text, (inv_s, _), _, _ = self._run(sources, targets, False, options,
+                                              unique_targets=False)
         cols = _summary(text)
         if inv_s is not None:
             cols = {k: v[inv_s] for k, v in cols.items()}
