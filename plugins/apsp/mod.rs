@@ -17,6 +17,7 @@ pub mod od;
 pub mod paths;
 pub mod phast;
 pub mod reach;
+pub mod route;
 pub mod targets;
 pub mod width;
 

@@ -1,0 +1,506 @@
+//! Point-to-point shortest paths on a contraction hierarchy ([`Hierarchy`]), with the routes
+//! unpacked into arcs of the original graph.
+//!
+//! A query is the classic bidirectional CH search: a forward Dijkstra from `s` over the upward
+//! arcs and a backward Dijkstra from `t` over the arcs into it (the downward arcs, stored by
+//! head), both climbing to smaller sweep positions only. Every shortest path has a shortest
+//! up-down form whose top is settled by both sides, so each side stops once its heap's minimum
+//! reaches the best meeting distance found. The cost is the two search spaces (a few hundred
+//! vertices on road graphs), not `n`: [`Search`] keeps its arrays between queries and tells
+//! the live entries by generation stamps.
+//!
+//! A route is the chain of hierarchy arcs through the meeting vertex, each unpacked: an arc
+//! `x -> y` of weight `c` is an arc of the graph of that weight, or a shortcut made when a
+//! middle vertex `m` (contracted before both, so `m > max(x, y)`) was contracted, with arcs
+//! `x -> m` (downward) and `m -> y` (upward) whose weights sum to `c`. Shortcuts keep no
+//! middle, so [`Router`] indexes the downward arcs by tail to find one. Saturated weights
+//! (a u32 hierarchy of a graph whose distances pass u32) cannot be split exactly: such an arc
+//! is unpacked by a Dijkstra in the graph, counted in [`Search::fallbacks`].
+
+use super::phast::ch::{ChWeight, Hierarchy};
+use crate::graph::Csr;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+/// What queries need beside the hierarchy: its downward arcs indexed by tail (for each position
+/// `x`, the arcs `x -> m`, `m > x`, heads ascending), to find shortcuts' middles.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Router<W> {
+    offsets: Vec<u32>,
+    heads: Vec<u32>,
+    weights: Vec<W>,
+}
+
+impl<W: ChWeight> Router<W> {
+    /// The index of `h`'s downward arcs by tail (a counting sort). O(n + arcs).
+    pub fn new(h: &Hierarchy<W>) -> Router<W> {
+        let n = h.n;
+        let mut offsets = vec![0u32; n + 1];
+        for &q in &h.down_tails {
+            offsets[q as usize + 1] += 1;
+        }
+        for p in 0..n {
+            offsets[p + 1] += offsets[p];
+        }
+        let mut at: Vec<u32> = offsets[..n].to_vec();
+        let mut heads = vec![0u32; h.down_tails.len()];
+        let mut weights = vec![W::ZERO; h.down_tails.len()];
+        // Heads visited ascending: each tail's list comes out sorted.
+        for p in 0..n {
+            for e in h.down_offsets[p] as usize..h.down_offsets[p + 1] as usize {
+                let q = h.down_tails[e] as usize;
+                heads[at[q] as usize] = p as u32;
+                weights[at[q] as usize] = h.down_weights[e];
+                at[q] += 1;
+            }
+        }
+        Router {
+            offsets,
+            heads,
+            weights,
+        }
+    }
+
+    /// The downward arcs out of position `x`: heads (ascending) and weights.
+    fn out(&self, x: u32) -> (&[u32], &[W]) {
+        let r = self.offsets[x as usize] as usize..self.offsets[x as usize + 1] as usize;
+        (&self.heads[r.clone()], &self.weights[r])
+    }
+}
+
+/// No parent: the search's start.
+const NONE: u32 = u32::MAX;
+
+/// One direction's Dijkstra over positions. `dist[p]` and `parent[p]` hold only while
+/// `stamp[p] == gen`; `parent[p]` is `(position it was reached from, arc index)`.
+#[derive(Debug, Clone)]
+struct Side<W> {
+    dist: Vec<W>,
+    parent: Vec<(u32, u32)>,
+    stamp: Vec<u32>,
+    gen: u32,
+    heap: BinaryHeap<Reverse<(W, u32)>>,
+}
+
+impl<W: ChWeight> Side<W> {
+    fn new(n: usize) -> Self {
+        Side {
+            dist: vec![W::INF; n],
+            parent: vec![(NONE, NONE); n],
+            stamp: vec![0; n],
+            gen: 0,
+            heap: BinaryHeap::new(),
+        }
+    }
+
+    /// Forget the last search (O(1), O(n) once every 2^32 searches) and start one at `p`.
+    fn start(&mut self, p: u32) {
+        self.heap.clear();
+        self.gen = self.gen.wrapping_add(1);
+        if self.gen == 0 {
+            self.stamp.fill(0);
+            self.gen = 1;
+        }
+        self.set(p, W::ZERO, (NONE, NONE));
+    }
+
+    #[inline(always)]
+    fn get(&self, p: u32) -> W {
+        if self.stamp[p as usize] == self.gen {
+            self.dist[p as usize]
+        } else {
+            W::INF
+        }
+    }
+
+    #[inline(always)]
+    fn set(&mut self, p: u32, d: W, parent: (u32, u32)) {
+        let i = p as usize;
+        (self.stamp[i], self.dist[i], self.parent[i]) = (self.gen, d, parent);
+        self.heap.push(Reverse((d, p)));
+    }
+
+    /// The tree's arcs from `p` back to the start, as `(p, parent, arc index)`: forward the arc
+    /// `parent -> p`, backward `p -> parent`.
+    fn back(&self, mut p: u32) -> impl Iterator<Item = (u32, u32, usize)> + '_ {
+        std::iter::from_fn(move || {
+            let (q, e) = self.parent[p as usize];
+            (q != NONE).then(|| (std::mem::replace(&mut p, q), q, e as usize))
+        })
+    }
+
+    /// The smallest live key, when below `bound`.
+    fn min_below(&self, bound: W) -> Option<W> {
+        self.heap.peek().map(|r| r.0 .0).filter(|&d| d < bound)
+    }
+
+    /// Pop one entry; when it is live, relax its arcs (`forward`: upward arcs out of it, else
+    /// downward arcs into it) and return it with its distance.
+    fn step(&mut self, h: &Hierarchy<W>, forward: bool) -> Option<(u32, W)> {
+        let Reverse((d, p)) = self.heap.pop()?;
+        if d != self.get(p) {
+            return None; // stale
+        }
+        let pi = p as usize;
+        let (offsets, ends, weights) = if forward {
+            (&h.up_offsets, &h.up_heads, &h.up_weights)
+        } else {
+            (&h.down_offsets, &h.down_tails, &h.down_weights)
+        };
+        for e in offsets[pi] as usize..offsets[pi + 1] as usize {
+            let q = ends[e];
+            let nd = d.sat_add(weights[e]);
+            if nd < self.get(q) {
+                self.set(q, nd, (p, e as u32));
+            }
+        }
+        Some((p, d))
+    }
+}
+
+/// One thread's query state, reused across queries: per direction, distances, stamps and parent
+/// arcs over positions and a binary heap. (2·(W + 12)·n bytes; a query touches only its search
+/// spaces.)
+#[derive(Debug, Clone)]
+pub struct Search<W> {
+    fwd: Side<W>,
+    bwd: Side<W>,
+    /// Hierarchy arcs unpacked by a Dijkstra in the graph since this state was made (no exact
+    /// middle: saturated weights, or a hierarchy not from this graph). 0 on a correct
+    /// hierarchy whose distances fit `W`.
+    pub fallbacks: u64,
+    stack: Vec<(u32, u32, u64)>,
+}
+
+impl<W: ChWeight> Search<W> {
+    /// State for a hierarchy of `n` vertices. O(n).
+    pub fn new(n: usize) -> Self {
+        Search {
+            fwd: Side::new(n),
+            bwd: Side::new(n),
+            fallbacks: 0,
+            stack: Vec::new(),
+        }
+    }
+}
+
+/// The bidirectional query: the distance and the meeting position (`NONE` when unreachable).
+fn query<W: ChWeight>(h: &Hierarchy<W>, s: u32, t: u32, search: &mut Search<W>) -> (W, u32) {
+    let (f, b) = (&mut search.fwd, &mut search.bwd);
+    f.start(h.pos[s as usize]);
+    b.start(h.pos[t as usize]);
+    let (mut best, mut meet) = (W::INF, NONE);
+    loop {
+        // The side with the smaller key steps; a side whose key reached `best` is done.
+        let forward = match (f.min_below(best), b.min_below(best)) {
+            (None, None) => break,
+            (Some(x), Some(y)) => x <= y,
+            (x, _) => x.is_some(),
+        };
+        let (me, other) = if forward {
+            (&mut *f, &*b)
+        } else {
+            (&mut *b, &*f)
+        };
+        if let Some((p, d)) = me.step(h, forward) {
+            let o = other.get(p);
+            if o != W::INF && d.sat_add(o) < best {
+                (best, meet) = (d.sat_add(o), p);
+            }
+        }
+    }
+    (best, meet)
+}
+
+/// The shortest-path distance from `s` to `t` (vertex ids of the graph `h` was built from;
+/// `W::INF` when unreachable, 0 when `s == t`). O(S log S), S the two upward search spaces.
+pub fn distance<W: ChWeight>(
+    h: &Hierarchy<W>,
+    r: &Router<W>,
+    s: u32,
+    t: u32,
+    search: &mut Search<W>,
+) -> W {
+    debug_assert_eq!(r.offsets.len(), h.n + 1);
+    query(h, s, t, search).0
+}
+
+/// The distance from `s` to `t` and a shortest path as vertex ids of `g` (the graph `h` was
+/// built from), `s` and `t` included (`[s]` when `s == t`); `None` when `t` is unreachable.
+/// The path is a chain of arcs of `g` whose weights sum to the distance (unless the distance
+/// saturated at `W::CEIL`). O(S log S + L·d), L the path's arcs, d the degrees met unpacking.
+///
+/// # Panics
+/// When an arc of `h` has no path in `g` (`h` was not built from `g`).
+pub fn route<W: ChWeight>(
+    h: &Hierarchy<W>,
+    r: &Router<W>,
+    g: &Csr,
+    s: u32,
+    t: u32,
+    search: &mut Search<W>,
+) -> Option<(W, Vec<u32>)> {
+    let mut path = Vec::new();
+    let d = route_into(h, r, g, s, t, search, &mut path);
+    (d != W::INF).then_some((d, path))
+}
+
+/// [`route`] appending the path to `out` (nothing when unreachable); returns the distance.
+fn route_into<W: ChWeight>(
+    h: &Hierarchy<W>,
+    r: &Router<W>,
+    g: &Csr,
+    s: u32,
+    t: u32,
+    search: &mut Search<W>,
+    out: &mut Vec<u32>,
+) -> W {
+    let (best, meet) = query(h, s, t, search);
+    if meet == NONE {
+        return best;
+    }
+    // The hierarchy arcs of the up-down path: (tail, head, weight), in path order. The forward
+    // chain is read from the meeting vertex back to s, so it goes on the stack as it comes
+    // (the stack pops the arc nearest s first); the backward chain in reverse after it.
+    let Search {
+        fwd,
+        bwd,
+        stack,
+        fallbacks,
+    } = search;
+    stack.clear();
+    stack.extend(
+        bwd.back(meet)
+            .map(|(p, q, e)| (p, q, h.down_weights[e].to_u64())),
+    );
+    stack.reverse();
+    stack.extend(
+        fwd.back(meet)
+            .map(|(p, q, e)| (q, p, h.up_weights[e].to_u64())),
+    );
+    out.push(s);
+    unpack(h, r, g, stack, out, fallbacks);
+    debug_assert_eq!(out.last(), Some(&t));
+    best
+}
+
+/// Unpack the hierarchy arcs on `stack` (popped first = nearest the path's start) into
+/// original vertex ids, each arc's head appended to `out`.
+fn unpack<W: ChWeight>(
+    h: &Hierarchy<W>,
+    r: &Router<W>,
+    g: &Csr,
+    stack: &mut Vec<(u32, u32, u64)>,
+    out: &mut Vec<u32>,
+    fallbacks: &mut u64,
+) {
+    while let Some((x, y, c)) = stack.pop() {
+        let (u, v) = (h.order[x as usize], h.order[y as usize]);
+        if has_arc(g, u, v, c) {
+            out.push(v);
+        } else if let Some((m, a)) = middle(h, r, x, y, c) {
+            // Positions only grow down the split: the loop ends within the height.
+            stack.push((m, y, c - a));
+            stack.push((x, m, a));
+        } else {
+            *fallbacks += 1;
+            let bound = if c >= W::CEIL.to_u64() { u64::MAX } else { c };
+            if !dijkstra_path(g, u, v, bound, out) {
+                panic!(
+                    "hierarchy arc {u} -> {v} of weight {c} has no such path in {}: the \
+                     hierarchy was not built from this graph",
+                    g.name
+                );
+            }
+        }
+    }
+}
+
+/// Whether `g` has an arc `u -> v` of weight exactly `c`. O(out-degree of `u`).
+fn has_arc(g: &Csr, u: u32, v: u32, c: u64) -> bool {
+    let r = g.offsets[u as usize] as usize..g.offsets[u as usize + 1] as usize;
+    (g.targets[r.clone()].iter().zip(&g.weights[r])).any(|(&h, &w)| h == v && w as u64 == c)
+}
+
+/// A middle of the shortcut `x -> y` of weight `c`: a position `m > max(x, y)` with a downward
+/// arc `x -> m` of weight `a` and an upward arc `m -> y` of weight `c - a`, as `(m, a)`.
+/// O(k log k'), k the downward arcs out of `x`, k' the upward ones out of each `m`.
+fn middle<W: ChWeight>(
+    h: &Hierarchy<W>,
+    r: &Router<W>,
+    x: u32,
+    y: u32,
+    c: u64,
+) -> Option<(u32, u64)> {
+    let (heads, weights) = r.out(x);
+    let from = heads.partition_point(|&m| m <= y);
+    for (&m, &a) in heads[from..].iter().zip(&weights[from..]) {
+        let a = a.to_u64();
+        if a > c {
+            continue;
+        }
+        let (lo, hi) = (
+            h.up_offsets[m as usize] as usize,
+            h.up_offsets[m as usize + 1] as usize,
+        );
+        let up = &h.up_heads[lo..hi];
+        let mut e = lo + up.partition_point(|&q| q < y);
+        while e < hi && h.up_heads[e] == y {
+            if h.up_weights[e].to_u64() == c - a {
+                return Some((m, a));
+            }
+            e += 1;
+        }
+    }
+    None
+}
+
+/// Dijkstra in `g` from `u` until `v` is settled, no further than `bound`; appends the path's
+/// vertices after `u` to `out`. False when `v` is not within `bound`. O(S log S), S the
+/// vertices within the distance (hash maps: no O(n) state).
+fn dijkstra_path(g: &Csr, u: u32, v: u32, bound: u64, out: &mut Vec<u32>) -> bool {
+    let mut seen: HashMap<u32, (u64, u32)> = HashMap::from([(u, (0, NONE))]);
+    let mut heap = BinaryHeap::from([Reverse((0u64, u))]);
+    while let Some(Reverse((d, x))) = heap.pop() {
+        if d != seen[&x].0 {
+            continue;
+        }
+        if x == v {
+            let at = out.len();
+            let mut y = v;
+            while y != u {
+                out.push(y);
+                y = seen[&y].1;
+            }
+            out[at..].reverse();
+            return true;
+        }
+        let r = g.offsets[x as usize] as usize..g.offsets[x as usize + 1] as usize;
+        for (&y, &w) in g.targets[r.clone()].iter().zip(&g.weights[r]) {
+            let nd = d + w as u64;
+            if nd <= bound && seen.get(&y).is_none_or(|&(dy, _)| nd < dy) {
+                seen.insert(y, (nd, x));
+                heap.push(Reverse((nd, y)));
+            }
+        }
+    }
+    false
+}
+
+/// Distances from `s` to each of `targets` into `out` (same length): one complete upward
+/// search from `s`, kept, then per target a backward search that stops against it. Cheaper
+/// than a PHAST sweep for a row of few targets. O(S log S) per target plus the forward search.
+pub fn one_to_many<W: ChWeight>(
+    h: &Hierarchy<W>,
+    r: &Router<W>,
+    s: u32,
+    targets: &[u32],
+    search: &mut Search<W>,
+    out: &mut [W],
+) {
+    debug_assert_eq!(targets.len(), out.len());
+    debug_assert_eq!(r.offsets.len(), h.n + 1);
+    let (f, b) = (&mut search.fwd, &mut search.bwd);
+    f.start(h.pos[s as usize]);
+    while !f.heap.is_empty() {
+        f.step(h, true);
+    }
+    for (&t, o) in targets.iter().zip(out.iter_mut()) {
+        // The forward distances are final: a backward vertex settled meets them exactly.
+        b.start(h.pos[t as usize]);
+        let mut best = W::INF;
+        while b.min_below(best).is_some() {
+            if let Some((p, d)) = b.step(h, false) {
+                let fd = f.get(p);
+                if fd != W::INF {
+                    best = best.min(d.sat_add(fd));
+                }
+            }
+        }
+        *o = best;
+    }
+}
+
+/// Answers of [`pairs`], in pair order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pairs<W> {
+    /// Distance of each pair (`W::INF` when unreachable).
+    pub distances: Vec<W>,
+    /// With paths: pair `i`'s path is `vertices[offsets[i]..offsets[i + 1]]` (`pairs + 1`
+    /// entries); empty without.
+    pub offsets: Vec<u64>,
+    /// The paths' vertex ids, concatenated (an unreachable pair's path is empty).
+    pub vertices: Vec<u32>,
+}
+
+/// One query per pair `origins[i] -> destinations[i]` (valid ids of `g`, equal lengths), with
+/// the paths when `paths`; the pairs split into `threads` contiguous blocks, one thread and one
+/// [`Search`] each. O(pairs · query + threads · n).
+pub fn pairs<W: ChWeight>(
+    h: &Hierarchy<W>,
+    r: &Router<W>,
+    g: &Csr,
+    origins: &[u32],
+    destinations: &[u32],
+    paths: bool,
+    threads: usize,
+) -> Pairs<W> {
+    debug_assert_eq!(origins.len(), destinations.len());
+    debug_assert!(origins
+        .iter()
+        .chain(destinations)
+        .all(|&v| (v as usize) < g.n));
+    let k = origins.len();
+    let block = k.div_ceil(threads.max(1)).max(1);
+    let mut distances = vec![W::INF; k];
+    // One block's work: its distances, and its paths' lengths and vertices.
+    let run = |from: usize, d: &mut [W]| -> (Vec<u64>, Vec<u32>) {
+        let mut search = Search::new(h.n);
+        let (mut lens, mut vertices) = (Vec::new(), Vec::new());
+        for (i, d) in (from..).zip(d.iter_mut()) {
+            let (s, t) = (origins[i], destinations[i]);
+            if paths {
+                let at = vertices.len();
+                *d = route_into(h, r, g, s, t, &mut search, &mut vertices);
+                lens.push((vertices.len() - at) as u64);
+            } else {
+                *d = distance(h, r, s, t, &mut search);
+            }
+        }
+        (lens, vertices)
+    };
+    let blocks: Vec<(Vec<u64>, Vec<u32>)> = if k <= block {
+        vec![run(0, &mut distances)]
+    } else {
+        std::thread::scope(|sc| {
+            let run = &run;
+            let handles: Vec<_> = distances
+                .chunks_mut(block)
+                .enumerate()
+                .map(|(i, d)| sc.spawn(move || run(i * block, d)))
+                .collect();
+            (handles.into_iter())
+                .map(|j| j.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        })
+    };
+    let (mut offsets, mut vertices) = (Vec::new(), Vec::new());
+    if paths {
+        offsets.reserve(k + 1);
+        offsets.push(0u64);
+        for (lens, vs) in blocks {
+            for l in lens {
+                offsets.push(offsets.last().unwrap() + l);
+            }
+            vertices.extend(vs);
+        }
+    }
+    Pairs {
+        distances,
+        offsets,
+        vertices,
+    }
+}
+
+#[cfg(test)]
+mod test;

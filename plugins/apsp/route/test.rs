@@ -1,0 +1,360 @@
+//! Point-to-point queries against plain Dijkstra (plugins/apsp/dijkstra.rs, which knows no
+//! hierarchy): every distance of awkward generated graphs in both weight types, every route a
+//! chain of the graph's arcs of the right length, `one_to_many` rows, `pairs` over threads,
+//! and random pairs on a real road graph.
+
+use super::*;
+use crate::apsp::dijkstra::Dijkstra;
+use crate::apsp::phast::ch::ChParams;
+use crate::graph::{generate, read_graph, EdgeList, GenModel, GenSpec, Origin};
+
+fn csr(n: usize, arcs: Vec<(u32, u32, i64)>) -> Csr {
+    Csr::from_edges(&EdgeList {
+        n,
+        arcs,
+        id_base: 0,
+        origin: Origin {
+            name: "test graph".into(),
+            ..Origin::default()
+        },
+    })
+    .unwrap()
+}
+
+fn gen(model: GenModel, n: u64, degree: f64, seed: u64, lo: u32, hi: u32) -> Csr {
+    let spec = GenSpec {
+        model,
+        vertices: n,
+        degree: Some(degree),
+        seed,
+        min_weight: Some(lo),
+        max_weight: Some(hi),
+    };
+    Csr::from_edges(&generate(&spec).unwrap()).unwrap()
+}
+
+/// A real graph of `../shared/data`, or `None` (saying the test did not run) when absent; with
+/// `TUCCOMPI_REQUIRE_DATA` set absence fails (as in plugins/apsp/phast/ch/test.rs).
+fn real(name: &str) -> Option<Csr> {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/data")
+        .join(name);
+    if !p.exists() {
+        if std::env::var_os("TUCCOMPI_REQUIRE_DATA").is_some() {
+            panic!(
+                "TUCCOMPI_REQUIRE_DATA is set but {} is missing",
+                p.display()
+            );
+        }
+        eprintln!("NOT RUN: {} not found", p.display());
+        return None;
+    }
+    Some(Csr::from_edges(&read_graph(&p).unwrap()).unwrap())
+}
+
+/// SplitMix64, for sampling pairs.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> u32 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (((z ^ (z >> 31)) as u128 * n as u128) >> 64) as u32
+    }
+}
+
+/// The lightest arc `u -> v` of `g`.
+fn arc(g: &Csr, u: u32, v: u32) -> Option<u64> {
+    let r = g.offsets[u as usize] as usize..g.offsets[u as usize + 1] as usize;
+    (g.targets[r.clone()].iter().zip(&g.weights[r]))
+        .filter(|&(&h, _)| h == v)
+        .map(|(_, &w)| w as u64)
+        .min()
+}
+
+/// `path` is a chain of `g`'s arcs from `s` to `t`; returns its length.
+fn walk(g: &Csr, s: u32, t: u32, path: &[u32]) -> u64 {
+    assert_eq!(
+        path.first(),
+        Some(&s),
+        "route {path:?} does not start at {s}"
+    );
+    assert_eq!(path.last(), Some(&t), "route {path:?} does not end at {t}");
+    path.windows(2)
+        .map(|w| arc(g, w[0], w[1]).unwrap_or_else(|| panic!("no arc {} -> {}", w[0], w[1])))
+        .sum()
+}
+
+/// `want` (Dijkstra's distance) against `distance` and `route` from `s` to `t`.
+fn check_pair<W: ChWeight>(
+    g: &Csr,
+    h: &Hierarchy<W>,
+    r: &Router<W>,
+    search: &mut Search<W>,
+    (s, t): (u32, u32),
+    want: W,
+) {
+    let d = distance(h, r, s, t, search);
+    assert_eq!(d, want, "{}: distance {s} -> {t}", g.name);
+    match route(h, r, g, s, t, search) {
+        None => assert_eq!(want, W::INF, "{}: no route {s} -> {t}", g.name),
+        Some((d, path)) => {
+            assert_eq!(d, want, "{}: route distance {s} -> {t}", g.name);
+            let len = walk(g, s, t, &path);
+            if want < W::CEIL {
+                assert_eq!(len, want.to_u64(), "{}: route {s} -> {t}: {path:?}", g.name);
+            } else {
+                assert!(len >= want.to_u64(), "{}: route {s} -> {t}", g.name);
+            }
+            if s == t {
+                assert_eq!(path, [s]);
+            }
+        }
+    }
+}
+
+/// Every pair of `g` on a `W` hierarchy; returns the fallbacks.
+fn every_pair<W: ChWeight>(g: &Csr) -> u64 {
+    let h = Hierarchy::<W>::build(g, &ChParams::default(), None).unwrap();
+    let r = Router::new(&h);
+    let mut search = Search::new(h.n);
+    let mut dj = Dijkstra::<W>::new(g.n);
+    for s in 0..g.n as u32 {
+        let row = dj.run(g, s).to_vec();
+        for t in 0..g.n as u32 {
+            check_pair(g, &h, &r, &mut search, (s, t), row[t as usize]);
+        }
+    }
+    search.fallbacks
+}
+
+/// Every pair in u64 and, where the distances fit, in u32; no arc needs a fallback.
+fn exact_everywhere(g: &Csr) {
+    assert_eq!(every_pair::<u64>(g), 0, "{}: fallbacks in u64", g.name);
+    if g.distance_bound() < u32::MAX as u128 {
+        assert_eq!(every_pair::<u32>(g), 0, "{}: fallbacks in u32", g.name);
+    }
+}
+
+#[test]
+fn router_indexes_every_downward_arc_by_tail() {
+    let g = gen(GenModel::Road, 400, 0.0, 3, 1, 20);
+    let h = Hierarchy::<u32>::build(&g, &ChParams::default(), None).unwrap();
+    let r = Router::new(&h);
+    let mut by_head = Vec::new();
+    for x in 0..h.n as u32 {
+        let (heads, weights) = r.out(x);
+        assert!(heads.windows(2).all(|m| m[0] < m[1]), "heads of {x}");
+        for (&m, &w) in heads.iter().zip(weights) {
+            assert!(m > x);
+            by_head.push((m, x, w));
+        }
+    }
+    by_head.sort_unstable();
+    let mut want = Vec::new();
+    for p in 0..h.n {
+        for e in h.down_offsets[p] as usize..h.down_offsets[p + 1] as usize {
+            want.push((p as u32, h.down_tails[e], h.down_weights[e]));
+        }
+    }
+    assert_eq!(by_head, want);
+}
+
+#[test]
+fn exact_routes_on_generated_graphs_with_zero_weights() {
+    for seed in 1..=3 {
+        exact_everywhere(&gen(GenModel::Uniform, 150, 2.5, seed, 0, 5));
+        // Weights 0..=3 on a grid: many shortest paths of equal length.
+        exact_everywhere(&gen(GenModel::Road, 196, 0.0, seed, 0, 3));
+        exact_everywhere(&gen(GenModel::Rmat, 128, 4.0, seed, 0, 20));
+    }
+}
+
+#[test]
+fn exact_routes_on_sparse_directed_disconnected_graphs() {
+    for seed in 1..=3 {
+        exact_everywhere(&gen(GenModel::Uniform, 200, 1.0, seed, 1, 9));
+    }
+    // Two components, a zero-weight cycle, parallel arcs, two equal paths 3 -> 5, a one-way
+    // chain, isolated vertices.
+    let g = csr(
+        11,
+        vec![
+            (0, 1, 0),
+            (1, 2, 0),
+            (2, 0, 0),
+            (0, 2, 5),
+            (0, 2, 3),
+            (2, 3, 7),
+            (3, 4, 1),
+            (4, 3, 1),
+            (4, 5, 2),
+            (3, 9, 2),
+            (9, 5, 1),
+            (6, 7, 2),
+            (7, 6, 2),
+            (7, 8, 0),
+        ],
+    );
+    exact_everywhere(&g);
+    exact_everywhere(&csr(1, vec![]));
+    exact_everywhere(&csr(3, vec![]));
+}
+
+#[test]
+fn exact_routes_with_distances_that_need_u64() {
+    for seed in 1..=2 {
+        let g = gen(GenModel::Uniform, 120, 2.0, seed, 3_000_000_000, u32::MAX);
+        assert_eq!(every_pair::<u64>(&g), 0);
+    }
+    let arcs = (0..20u32)
+        .flat_map(|i| [(i, i + 1, 4_000_000_000i64), (i + 1, i, 1)])
+        .collect();
+    assert_eq!(every_pair::<u64>(&csr(21, arcs)), 0);
+}
+
+/// A u32 hierarchy of a graph whose distances pass u32 stores heavy shortcuts as `CEIL`: the
+/// distances saturate like Dijkstra's in u32, and the routes are still chains from s to t (the
+/// arcs that cannot be split exactly are found by the fallback).
+#[test]
+fn saturated_u32_hierarchy_still_routes() {
+    let arcs = (0..20u32)
+        .flat_map(|i| [(i, i + 1, 4_000_000_000i64), (i + 1, i, 1)])
+        .collect();
+    let fallbacks = every_pair::<u32>(&csr(21, arcs));
+    let g = gen(GenModel::Uniform, 120, 2.0, 1, 1_000_000_000, u32::MAX);
+    let fallbacks = fallbacks + every_pair::<u32>(&g);
+    // The chain's two-arc shortcuts (8e9) are stored as CEIL: only the fallback splits them.
+    assert!(fallbacks > 0);
+    eprintln!("saturated u32 hierarchies: {fallbacks} fallbacks");
+}
+
+#[test]
+fn one_to_many_matches_dijkstra_rows() {
+    for g in [
+        gen(GenModel::Road, 900, 0.0, 5, 0, 30),
+        gen(GenModel::Uniform, 300, 1.5, 2, 0, 10),
+    ] {
+        let h = Hierarchy::<u32>::build(&g, &ChParams::default(), None).unwrap();
+        let r = Router::new(&h);
+        let mut search = Search::new(h.n);
+        let mut dj = Dijkstra::<u32>::new(g.n);
+        let mut rng = Rng(g.n as u64);
+        for _ in 0..30 {
+            let s = rng.below(g.n);
+            let row = dj.run(&g, s).to_vec();
+            // Repeats and s itself included.
+            let mut targets: Vec<u32> = (0..40).map(|_| rng.below(g.n)).collect();
+            targets.extend([s, targets[0]]);
+            let mut out = vec![0u32; targets.len()];
+            one_to_many(&h, &r, s, &targets, &mut search, &mut out);
+            for (&t, &d) in targets.iter().zip(&out) {
+                assert_eq!(d, row[t as usize], "{}: {s} -> {t}", g.name);
+            }
+        }
+        // Every target of one source, in u64 too.
+        let h64 = Hierarchy::<u64>::build(&g, &ChParams::default(), None).unwrap();
+        let r64 = Router::new(&h64);
+        let mut search64 = Search::new(h64.n);
+        let all: Vec<u32> = (0..g.n as u32).collect();
+        let mut out = vec![0u64; g.n];
+        one_to_many(&h64, &r64, 7, &all, &mut search64, &mut out);
+        assert_eq!(out, Dijkstra::<u64>::new(g.n).run(&g, 7));
+    }
+}
+
+#[test]
+fn pairs_over_threads_match_single_queries() {
+    // Unreachable pairs included (mean out-degree 1).
+    let g = gen(GenModel::Uniform, 500, 1.2, 4, 0, 10);
+    let h = Hierarchy::<u64>::build(&g, &ChParams::default(), None).unwrap();
+    let r = Router::new(&h);
+    let mut rng = Rng(99);
+    let origins: Vec<u32> = (0..301).map(|_| rng.below(g.n)).collect();
+    let destinations: Vec<u32> = (0..301).map(|_| rng.below(g.n)).collect();
+    let mut search = Search::new(h.n);
+    let single: Vec<Option<(u64, Vec<u32>)>> = origins
+        .iter()
+        .zip(&destinations)
+        .map(|(&s, &t)| route(&h, &r, &g, s, t, &mut search))
+        .collect();
+    assert!(single.iter().any(Option::is_none) && single.iter().any(Option::is_some));
+    for threads in [1, 3, 8, 1000] {
+        let p = pairs(&h, &r, &g, &origins, &destinations, true, threads);
+        assert_eq!(p.offsets.len(), origins.len() + 1);
+        assert_eq!(p.offsets[0], 0);
+        assert_eq!(*p.offsets.last().unwrap() as usize, p.vertices.len());
+        for (i, want) in single.iter().enumerate() {
+            let path = &p.vertices[p.offsets[i] as usize..p.offsets[i + 1] as usize];
+            match want {
+                None => {
+                    assert_eq!(p.distances[i], u64::MAX, "pair {i}");
+                    assert!(path.is_empty(), "pair {i}");
+                }
+                Some((d, v)) => {
+                    assert_eq!(p.distances[i], *d, "pair {i}, {threads} threads");
+                    assert_eq!(path, v, "pair {i}, {threads} threads");
+                }
+            }
+        }
+        let q = pairs(&h, &r, &g, &origins, &destinations, false, threads);
+        assert_eq!(q.distances, p.distances);
+        assert!(q.offsets.is_empty() && q.vertices.is_empty());
+    }
+    let none = pairs(&h, &r, &g, &[], &[], true, 4);
+    assert_eq!(
+        (none.distances.len(), none.offsets, none.vertices.len()),
+        (0, vec![0], 0)
+    );
+}
+
+/// 200 random pairs of osm-bremen-dist against Dijkstra, routes checked; prints the mean time
+/// of a query (`--nocapture`).
+#[test]
+fn random_pairs_on_bremen() {
+    let Some(g) = real("osm-bremen-dist.gr.gz") else {
+        return;
+    };
+    let h = Hierarchy::<u32>::build(&g, &ChParams::default(), None).unwrap();
+    let t0 = std::time::Instant::now();
+    let r = Router::new(&h);
+    let router_time = t0.elapsed();
+    let mut search = Search::new(h.n);
+    let mut dj = Dijkstra::<u32>::new(g.n);
+    let mut rng = Rng(2024);
+    let pairs_: Vec<(u32, u32)> = (0..200).map(|_| (rng.below(g.n), rng.below(g.n))).collect();
+    for &(s, t) in &pairs_ {
+        let want = dj.run(&g, s)[t as usize];
+        check_pair(&g, &h, &r, &mut search, (s, t), want);
+    }
+    assert_eq!(search.fallbacks, 0);
+    // Timings (no assertion): distance, route, and `pairs` on 4 threads.
+    let t0 = std::time::Instant::now();
+    let mut sum = 0u64;
+    for _ in 0..10 {
+        for &(s, t) in &pairs_ {
+            sum = sum.wrapping_add(distance(&h, &r, s, t, &mut search) as u64);
+        }
+    }
+    let per_distance = t0.elapsed() / 2000;
+    let t0 = std::time::Instant::now();
+    let mut arcs = 0;
+    for &(s, t) in &pairs_ {
+        arcs += route(&h, &r, &g, s, t, &mut search).map_or(0, |(_, p)| p.len());
+    }
+    let per_route = t0.elapsed() / 200;
+    let t0 = std::time::Instant::now();
+    let (o, d): (Vec<u32>, Vec<u32>) = pairs_.iter().copied().unzip();
+    let p = pairs(&h, &r, &g, &o, &d, true, 4);
+    let pairs_time = t0.elapsed();
+    assert_eq!(p.vertices.len(), arcs);
+    eprintln!(
+        "osm-bremen-dist ({} vertices): Router::new {router_time:?}; distance {per_distance:?} \
+         per query (checksum {sum}); route {per_route:?} per query ({:.0} vertices per \
+         path); pairs (200, paths, 4 threads) {pairs_time:?}",
+        g.n,
+        arcs as f64 / 200.0
+    );
+}
