@@ -398,6 +398,188 @@ pub fn run_apsp(
     }
 }
 
+/// Answers of [`Graph::routes`], one per (origin, destination) pair, in pair order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Routes {
+    /// Each pair's distance; `u64::MAX` when the destination is unreachable.
+    pub distances: Vec<u64>,
+    /// With paths: pair `i`'s path is `vertices[offsets[i]..offsets[i + 1]]` (`pairs + 1`
+    /// entries); empty without.
+    pub offsets: Vec<u64>,
+    /// The paths' internal vertex ids (0-based), concatenated; an unreachable pair's is empty.
+    pub vertices: Vec<u32>,
+    /// Where the hierarchy came from for this call: "session" (kept by an earlier call or
+    /// run on this graph), "cache" or "built".
+    pub hierarchy: String,
+}
+
+/// Points snapped to vertices ([`Graph::snap`]), one per point.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapped {
+    /// The vertex each point snapped to (internal id).
+    pub vertices: Vec<u32>,
+    /// The distance from each point to its vertex: metres (great-circle) for longitude and
+    /// latitude, the coordinates' own units otherwise.
+    pub distances: Vec<f64>,
+}
+
+/// A hierarchy of the graph with the index its route unpacking needs, kept in the graph's
+/// session.
+struct Resident<W> {
+    hierarchy: std::sync::Arc<apsp::phast::AnyHierarchy>,
+    router: apsp::route::Router<W>,
+}
+
+impl Graph {
+    /// The shortest distance of each pair `origins[i] -> destinations[i]` (internal ids, equal
+    /// lengths), and its path when `paths`: a bidirectional query on the contraction
+    /// hierarchy per pair, the pairs spread over the machine's cores, shortcuts unpacked into
+    /// arcs of the graph. The hierarchy is the one the graph's runs use (kept in its session,
+    /// else read from the hierarchy cache or built once); nothing is written but that cache.
+    ///
+    /// Distances are computed in 32 bits; a pair whose distance reaches the 32-bit ceiling is
+    /// answered again on a 64-bit hierarchy (made the first time one is needed).
+    pub fn routes(&self, origins: &[u32], destinations: &[u32], paths: bool) -> Result<Routes> {
+        if origins.len() != destinations.len() {
+            return Err(Error::Input(format!(
+                "origins has {} entries and destinations has {}: give one destination per \
+                 origin",
+                origins.len(),
+                destinations.len()
+            )));
+        }
+        if let Some(&v) = origins.iter().chain(destinations).find(|&&v| v as usize >= self.csr.n) {
+            return Err(Error::Input(format!(
+                "vertex {v} is not a vertex of {} ({} vertices)",
+                self.csr.name, self.csr.n
+            )));
+        }
+        // From a restricted via vertex, a route starts at its departure copy (turn
+        // restrictions), as the runs' sources do.
+        let departing = geo::departures(self.geo.as_ref(), origins.to_vec());
+        let origins = &departing[..];
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let (narrow, hierarchy) = self.resident::<u32>()?;
+        let h = match &*narrow.hierarchy {
+            apsp::phast::AnyHierarchy::Narrow(h) => h,
+            apsp::phast::AnyHierarchy::Wide(_) => unreachable!("a u32 hierarchy was asked for"),
+        };
+        let got = apsp::route::pairs(h, &narrow.router, &self.csr, origins, destinations, paths, threads);
+        let mut routes = Routes {
+            distances: got.distances.iter().map(|&d| if d == u32::MAX { u64::MAX } else { d as u64 }).collect(),
+            offsets: got.offsets,
+            vertices: got.vertices,
+            hierarchy,
+        };
+        // Saturated in 32 bits: those pairs again in 64.
+        let ceil: Vec<usize> = (0..origins.len())
+            .filter(|&i| routes.distances[i] == crate::common::NARROW_CEIL)
+            .collect();
+        if !ceil.is_empty() {
+            let (wide, _) = self.resident::<u64>()?;
+            let apsp::phast::AnyHierarchy::Wide(h) = &*wide.hierarchy else {
+                unreachable!("a u64 hierarchy was asked for")
+            };
+            let o: Vec<u32> = ceil.iter().map(|&i| origins[i]).collect();
+            let d: Vec<u32> = ceil.iter().map(|&i| destinations[i]).collect();
+            let again = apsp::route::pairs(h, &wide.router, &self.csr, &o, &d, paths, threads);
+            for (j, &i) in ceil.iter().enumerate() {
+                routes.distances[i] = again.distances[j];
+            }
+            if paths {
+                let mut offsets = vec![0u64];
+                let mut vertices = Vec::with_capacity(routes.vertices.len());
+                let mut redone = ceil.iter().enumerate().peekable();
+                for i in 0..origins.len() {
+                    let path = match redone.peek() {
+                        Some(&(j, &r)) if r == i => {
+                            redone.next();
+                            &again.vertices[again.offsets[j] as usize..again.offsets[j + 1] as usize]
+                        }
+                        _ => &routes.vertices
+                            [routes.offsets[i] as usize..routes.offsets[i + 1] as usize],
+                    };
+                    vertices.extend_from_slice(path);
+                    offsets.push(vertices.len() as u64);
+                }
+                routes.offsets = offsets;
+                routes.vertices = vertices;
+            }
+        }
+        if let (Some(geo), true) = (&self.geo, paths) {
+            // Shown in road vertices, as paths.csv: a turn-restriction copy as its via vertex,
+            // once.
+            let (mut offsets, mut vertices) = (vec![0u64], Vec::with_capacity(routes.vertices.len()));
+            for w in routes.offsets.windows(2) {
+                let at = vertices.len();
+                for &v in &routes.vertices[w[0] as usize..w[1] as usize] {
+                    let r = geo.road_vertex(v);
+                    if vertices.len() == at || vertices.last() != Some(&r) {
+                        vertices.push(r);
+                    }
+                }
+                offsets.push(vertices.len() as u64);
+            }
+            routes.offsets = offsets;
+            routes.vertices = vertices;
+        }
+        Ok(routes)
+    }
+
+    /// Each of `points` (`[x, y]`: `[lon, lat]` for OpenStreetMap) snapped to its nearest
+    /// vertex, as the runs' point lists are in Python. `what` names the list in messages.
+    pub fn snap(&self, points: &[[f64; 2]], what: &str) -> Result<Snapped> {
+        let (vertices, snaps) = geo::resolve(points, self.geo.as_ref(), what)?;
+        Ok(Snapped {
+            vertices,
+            distances: snaps.iter().map(|s| s.distance).collect(),
+        })
+    }
+
+    /// The graph's hierarchy of weight type `W` with its route index, kept in the session, and
+    /// where the hierarchy came from.
+    fn resident<W: apsp::phast::ChWeight>(&self) -> Result<(std::sync::Arc<Resident<W>>, String)> {
+        let wide = std::mem::size_of::<W>() == 8;
+        let key = format!("api route index, {} bits", 8 * std::mem::size_of::<W>());
+        if let Some(r) = self.session.kept().get::<Resident<W>>(&key) {
+            return Ok((r, "session".into()));
+        }
+        let none = DeviceCount::default;
+        let request = apsp::phast::auto::Request {
+            cpu: Some(apsp::phast::auto::CpuAlgorithm::Phast),
+            gpu: None,
+            sources: &[],
+            pending: 0,
+            cpu_workers: 1,
+            gpus: &none,
+            cache_path: None,
+            store: true,
+            targets: false,
+            kept: Some(self.session.kept()),
+        };
+        let choice = apsp::phast::auto::choose(&self.csr, wide, &request)?;
+        let source = choice.report["source"].as_str().unwrap_or("built").to_string();
+        let hierarchy = choice.hierarchy.ok_or_else(|| {
+            Error::Input(format!("{}: no contraction hierarchy for its routes", self.csr.name))
+        })?;
+        let router = match (&*hierarchy, wide) {
+            // W is the hierarchy's weight type here; the Any round trip names it.
+            (apsp::phast::AnyHierarchy::Narrow(h), false) => {
+                let r: Box<dyn std::any::Any> = Box::new(apsp::route::Router::new(h));
+                *r.downcast::<apsp::route::Router<W>>().expect("W is u32")
+            }
+            (apsp::phast::AnyHierarchy::Wide(h), true) => {
+                let r: Box<dyn std::any::Any> = Box::new(apsp::route::Router::new(h));
+                *r.downcast::<apsp::route::Router<W>>().expect("W is u64")
+            }
+            _ => unreachable!("the hierarchy has the width asked for"),
+        };
+        let bytes = 8 * hierarchy.bytes() / 10;
+        let r = self.session.kept().get_or_make(&key, || Ok((Resident { hierarchy, router }, bytes)))?;
+        Ok((r, source))
+    }
+}
+
 /// A private temporary directory under `$TMPDIR` (mode 0700, created exclusive), removed when
 /// dropped.
 pub fn scratch_dir() -> Result<TempDir> {

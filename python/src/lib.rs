@@ -251,6 +251,76 @@ fn run_apsp<'py>(
     Ok((r.report.to_string(), rows, r.summary, r.tables))
 }
 
+/// The shortest distance of each pair `origins[i] -> destinations[i]` (0-based int64 ids as
+/// bytes, equal lengths) on the graph's resident hierarchy (`api::Graph::routes`): the
+/// distances as little-endian u64 bytes (`u64::MAX` unreachable), and with `paths` the path
+/// offsets (u64, pairs + 1) and vertices (u32, 0-based), and where the hierarchy came from.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn route<'py>(
+    py: Python<'py>,
+    graph: &Graph,
+    origins: &[u8],
+    destinations: &[u8],
+    paths: bool,
+) -> PyResult<(
+    Bound<'py, PyByteArray>,
+    Option<(Bound<'py, PyByteArray>, Bound<'py, PyByteArray>)>,
+    String,
+)> {
+    let ids = |bytes: &[u8], what: &str| -> PyResult<Vec<u32>> {
+        words(bytes, what)?
+            .into_iter()
+            .map(|v| {
+                u32::try_from(v).map_err(|_| PyValueError::new_err(format!("{what}: {v} is not a vertex id")))
+            })
+            .collect()
+    };
+    let (o, d) = (ids(origins, "origins")?, ids(destinations, "destinations")?);
+    let g = graph.0.clone();
+    let r = in_thread(py, move |_| g.routes(&o, &d, paths))?;
+    let distances = bytearray(py, &r.distances, u64::to_le_bytes)?;
+    let paths = if paths {
+        Some((
+            bytearray(py, &r.offsets, u64::to_le_bytes)?,
+            bytearray(py, &r.vertices, u32::to_le_bytes)?,
+        ))
+    } else {
+        None
+    };
+    Ok((distances, paths, r.hierarchy))
+}
+
+/// Points (little-endian float64 x, y pairs) snapped to their nearest vertex: the vertices
+/// (0-based, u32 bytes) and the distances to them (f64 bytes).
+#[pyfunction]
+fn snap<'py>(
+    py: Python<'py>,
+    graph: &Graph,
+    points: &[u8],
+    name: &str,
+) -> PyResult<(Bound<'py, PyByteArray>, Bound<'py, PyByteArray>)> {
+    let p = points_of(points, name)?;
+    let g = graph.0.clone();
+    let what = name.to_string();
+    let s = in_thread(py, move |_| g.snap(&p, &what))?;
+    Ok((
+        bytearray(py, &s.vertices, u32::to_le_bytes)?,
+        bytearray(py, &s.distances, f64::to_le_bytes)?,
+    ))
+}
+
+/// `[x, y]` points from little-endian float64 pairs.
+fn points_of(bytes: &[u8], name: &str) -> PyResult<Vec<[f64; 2]>> {
+    values(bytes, name, "point (2 x float64)", |b: [u8; 16]| {
+        let (x, y) = b.split_at(8);
+        [
+            f64::from_le_bytes(x.try_into().expect("8 bytes")),
+            f64::from_le_bytes(y.try_into().expect("8 bytes")),
+        ]
+    })
+}
+
 /// `values` as a bytearray of little-endian bytes, allocated by Python (MemoryError when it
 /// cannot be had).
 fn bytearray<'py, T: Copy, const N: usize>(
@@ -281,13 +351,7 @@ impl OwnedList {
     fn new(key: String, name: String, kind: &str, bytes: &[u8]) -> PyResult<OwnedList> {
         let values = match kind {
             "ids" => OwnedValues::Ids(words(bytes, &name)?),
-            "points" => OwnedValues::Points(values(bytes, &name, "point (2 x float64)", |b: [u8; 16]| {
-                let (x, y) = b.split_at(8);
-                [
-                    f64::from_le_bytes(x.try_into().expect("8 bytes")),
-                    f64::from_le_bytes(y.try_into().expect("8 bytes")),
-                ]
-            })?),
+            "points" => OwnedValues::Points(points_of(bytes, &name)?),
             "numbers" => OwnedValues::Numbers(values(bytes, &name, "float64", f64::from_le_bytes)?),
             other => {
                 return Err(PyValueError::new_err(format!(
@@ -588,6 +652,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(graph_from_csr, m)?)?;
     m.add_function(wrap_pyfunction!(read_graph, m)?)?;
     m.add_function(wrap_pyfunction!(run_apsp, m)?)?;
+    m.add_function(wrap_pyfunction!(route, m)?)?;
+    m.add_function(wrap_pyfunction!(snap, m)?)?;
     m.add_function(wrap_pyfunction!(run_config, m)?)?;
     m.add_function(wrap_pyfunction!(plugins, m)?)?;
     m.add_function(wrap_pyfunction!(wait_runs, m)?)?;

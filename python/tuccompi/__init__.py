@@ -60,6 +60,12 @@ _MAX_WEIGHT = 2**32 - 1
 #: list of a million ids costs seconds to pass through the config; a file costs milliseconds).
 _INLINE_IDS = 4096
 
+#: ``od`` (without run options or ``integer``) answers at most this many pairs by one
+#: point-to-point query each (:meth:`Graph.route`); more by a run of the apsp plugin's sweeps.
+#: A query on a city's road graph costs tens of microseconds; a run's start, tens of
+#: milliseconds.
+_PAIRS_AT_MOST = 1024
+
 #: The marker of an unreachable target in a uint32 distance matrix (``integer=True``).
 UNREACHABLE_U32 = int(np.iinfo(np.uint32).max)
 #: The marker of an unreachable target in a uint64 distance matrix (``integer=True``).
@@ -670,6 +676,66 @@ class Graph:
                 out[key] = frame.iloc[rows].reset_index(drop=True)
         return out
 
+    def _vertices(self, values: Any, name: str) -> np.ndarray:
+        """0-based int64 vertex ids of a list of ids (the graph's numbering) or of (k, 2)
+        points, each snapped to its nearest vertex."""
+        kind, v, _ = self._ids(values, name, False)
+        if kind == "points":
+            return self.snap(v, name=name)["vertex"] - self.id_base
+        return v - self.id_base
+
+    def snap(self, points: Any, *, name: str = "points") -> Dict[str, np.ndarray]:
+        """Each of ``points`` (a (k, 2) float array: longitude, latitude for OpenStreetMap
+        graphs, the ``.co`` file's own plane otherwise) snapped to its nearest vertex, as
+        :meth:`od`, :meth:`route` and the other calls snap points: a dict of numpy arrays,
+        ``vertex`` (int64, the graph's numbering) and ``distance`` (float64: metres on the
+        sphere for longitude and latitude, the coordinates' units otherwise)."""
+        a = np.asarray(points, dtype=np.float64)
+        if a.ndim != 2 or a.shape[1] != 2:
+            raise ValueError(f"{name}: a (k, 2) array of points is expected, got shape {a.shape}")
+        if self._g.places() is None:
+            raise ValueError(f"{name}: points need vertex coordinates (an OpenStreetMap extract, "
+                             f"or a .gr file read with coordinates=\"x.co\")")
+        with _named_as_arguments():
+            v, d = _native.snap(self._g, np.ascontiguousarray(a, dtype="<f8").tobytes(), name)
+        return {"vertex": np.frombuffer(v, dtype="<u4").astype(np.int64) + self.id_base,
+                "distance": np.frombuffer(d, dtype="<f8").copy()}
+
+    def route(self, origins: Any, destinations: Any, *, paths: bool = False,
+              integer: bool = False, unreachable: float = math.inf) -> Any:
+        """The shortest distance of each trip ``origins[i] -> destinations[i]`` (equal-length
+        lists of vertex ids in the graph's numbering, or (k, 2) arrays of points snapped to
+        their nearest vertex): one query per pair on the graph's contraction hierarchy, which
+        the graph keeps in memory after its first use (read from the hierarchy cache, or built
+        once), the pairs spread over the machine's cores. Nothing is written.
+
+        Returns a float64 array of the distances (``unreachable`` where there is no path;
+        ``integer=True``: uint64 with ``UNREACHABLE_U64`` there). With ``paths=True``, returns
+        ``(distances, paths)``, ``paths`` a list of int64 arrays of vertex ids from the origin to
+        the destination (empty when unreachable), each a chain of arcs whose weights sum to its
+        distance."""
+        o = self._vertices(origins, "origins")
+        d = self._vertices(destinations, "destinations")
+        if len(o) != len(d):
+            raise ValueError(f"origins has {len(o)} entries and destinations {len(d)}: give one "
+                             f"destination per origin (od() gives every origin x destination)")
+        with _named_as_arguments():
+            dist, walks, source = _native.route(self._g, o.astype("<i8").tobytes(),
+                                                d.astype("<i8").tobytes(), bool(paths))
+        self.last_report = {"plugin": "apsp", "mode": "pairs", "pairs": len(o),
+                            "hierarchy": source}
+        raw = np.frombuffer(dist, dtype="<u8")
+        if integer:
+            out = raw.copy()
+        else:
+            out = raw.astype(np.float64)
+            out[raw == UNREACHABLE_U64] = unreachable
+        if not paths:
+            return out
+        offsets = np.frombuffer(walks[0], dtype="<u8").astype(np.int64)
+        vertices = np.frombuffer(walks[1], dtype="<u4").astype(np.int64) + self.id_base
+        return out, [vertices[offsets[i]:offsets[i + 1]] for i in range(len(o))]
+
     @_ends_on_signal
     def od(self, sources: Any, targets: Any, *, integer: bool = False,
            unreachable: float = math.inf, as_frame: bool = False, **options: Any) -> Any:
@@ -682,10 +748,24 @@ class Graph:
         no path; ``integer=True`` returns the exact unsigned integers the run computed (uint32
         or uint64) with ``UNREACHABLE_U32``/``UNREACHABLE_U64`` there; ``as_frame=True``
         returns a pandas DataFrame labelled by the ids, NaN where there is no path.
-        Run options: see :data:`RUN_OPTIONS`."""
+        Run options: see :data:`RUN_OPTIONS`. Without run options or ``integer``, a matrix of
+        at most 1,024 entries is answered by one point-to-point query per entry on the graph's
+        resident hierarchy (:meth:`route`; ``last_report["mode"]`` is ``"pairs"``), a larger
+        one by a run of the apsp plugin."""
         if targets is None:
             raise ValueError("targets: None; give the target ids (distances() gives every vertex)")
         self._check_result(sources, targets)
+        if not options and not integer:
+            # auto: few pairs are answered by point-to-point queries on the graph's resident
+            # hierarchy, in memory; more by the run's sweeps.
+            o, d = self._vertices(sources, "sources"), self._vertices(targets, "targets")
+            if len(o) * len(d) <= _PAIRS_AT_MOST:
+                raw = self.route(np.repeat(o, len(d)) + self.id_base,
+                                 np.tile(d, len(o)) + self.id_base, integer=True)
+                self.last_report["reason"] = (f"auto: {len(o)} x {len(d)} pairs, at most "
+                                              f"{_PAIRS_AT_MOST}: one query per pair")
+                m = (raw.astype("<u8").tobytes(), "<u8", (len(o), len(d)))
+                return _matrix(m, False, unreachable, as_frame, sources, targets, None, None)
         m, _, (inv_s, _), (inv_t, _), _ = self._run(sources, targets, True, options)
         return _matrix(m, integer, unreachable, as_frame, sources, targets, inv_s, inv_t)
 

@@ -70,6 +70,16 @@ class Graph:
     def __len__(self) -> int: ...
     def csr(self) -> Tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32], npt.NDArray[np.uint32]]: ...
     def to_scipy(self) -> Any: ...
+    def snap(self, points: Any, *, name: str = ...) -> Dict[str, npt.NDArray[Any]]: ...
+    def route(
+        self,
+        origins: _Ids,
+        destinations: _Ids,
+        *,
+        paths: bool = ...,
+        integer: bool = ...,
+        unreachable: float = ...,
+    ) -> Any: ...
     def od(
         self,
         sources: _Ids,
