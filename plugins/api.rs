@@ -448,7 +448,11 @@ impl Graph {
                 destinations.len()
             )));
         }
-        if let Some(&v) = origins.iter().chain(destinations).find(|&&v| v as usize >= self.csr.n) {
+        if let Some(&v) = origins
+            .iter()
+            .chain(destinations)
+            .find(|&&v| v as usize >= self.csr.n)
+        {
             return Err(Error::Input(format!(
                 "vertex {v} is not a vertex of {} ({} vertices)",
                 self.csr.name, self.csr.n
@@ -464,9 +468,21 @@ impl Graph {
             apsp::phast::AnyHierarchy::Narrow(h) => h,
             apsp::phast::AnyHierarchy::Wide(_) => unreachable!("a u32 hierarchy was asked for"),
         };
-        let got = apsp::route::pairs(h, &narrow.router, &self.csr, origins, destinations, paths, threads);
+        let got = apsp::route::pairs(
+            h,
+            &narrow.router,
+            &self.csr,
+            origins,
+            destinations,
+            paths,
+            threads,
+        );
         let mut routes = Routes {
-            distances: got.distances.iter().map(|&d| if d == u32::MAX { u64::MAX } else { d as u64 }).collect(),
+            distances: got
+                .distances
+                .iter()
+                .map(|&d| if d == u32::MAX { u64::MAX } else { d as u64 })
+                .collect(),
             offsets: got.offsets,
             vertices: got.vertices,
             hierarchy,
@@ -494,10 +510,13 @@ impl Graph {
                     let path = match redone.peek() {
                         Some(&(j, &r)) if r == i => {
                             redone.next();
-                            &again.vertices[again.offsets[j] as usize..again.offsets[j + 1] as usize]
+                            &again.vertices
+                                [again.offsets[j] as usize..again.offsets[j + 1] as usize]
                         }
-                        _ => &routes.vertices
-                            [routes.offsets[i] as usize..routes.offsets[i + 1] as usize],
+                        _ => {
+                            &routes.vertices
+                                [routes.offsets[i] as usize..routes.offsets[i + 1] as usize]
+                        }
                     };
                     vertices.extend_from_slice(path);
                     offsets.push(vertices.len() as u64);
@@ -509,7 +528,8 @@ impl Graph {
         if let (Some(geo), true) = (&self.geo, paths) {
             // Shown in road vertices, as paths.csv: a turn-restriction copy as its via vertex,
             // once.
-            let (mut offsets, mut vertices) = (vec![0u64], Vec::with_capacity(routes.vertices.len()));
+            let (mut offsets, mut vertices) =
+                (vec![0u64], Vec::with_capacity(routes.vertices.len()));
             for w in routes.offsets.windows(2) {
                 let at = vertices.len();
                 for &v in &routes.vertices[w[0] as usize..w[1] as usize] {
@@ -556,11 +576,18 @@ impl Graph {
             store: true,
             targets: false,
             kept: Some(self.session.kept()),
+            pair_targets: None,
         };
         let choice = apsp::phast::auto::choose(&self.csr, wide, &request)?;
-        let source = choice.report["source"].as_str().unwrap_or("built").to_string();
+        let source = choice.report["source"]
+            .as_str()
+            .unwrap_or("built")
+            .to_string();
         let hierarchy = choice.hierarchy.ok_or_else(|| {
-            Error::Input(format!("{}: no contraction hierarchy for its routes", self.csr.name))
+            Error::Input(format!(
+                "{}: no contraction hierarchy for its routes",
+                self.csr.name
+            ))
         })?;
         let router = match (&*hierarchy, wide) {
             // W is the hierarchy's weight type here; the Any round trip names it.
@@ -575,7 +602,10 @@ impl Graph {
             _ => unreachable!("the hierarchy has the width asked for"),
         };
         let bytes = 8 * hierarchy.bytes() / 10;
-        let r = self.session.kept().get_or_make(&key, || Ok((Resident { hierarchy, router }, bytes)))?;
+        let r = self
+            .session
+            .kept()
+            .get_or_make(&key, || Ok((Resident { hierarchy, router }, bytes)))?;
         Ok((r, source))
     }
 }

@@ -7,7 +7,9 @@ use std::path::Path;
 use tuccompi::{Plan, Session};
 
 fn main() -> tuccompi::Result<()> {
-    let out = std::env::args().nth(1).unwrap_or_else(|| "out/collatz-session".into());
+    let out = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "out/collatz-session".into());
     let session = Session::new();
     for first in [1_000, 2_000_000] {
         let dir = Path::new(&out).join(format!("from-{first}"));

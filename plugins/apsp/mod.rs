@@ -14,6 +14,7 @@
 pub mod dijkstra;
 pub mod gpu;
 pub mod od;
+pub mod pairs;
 pub mod paths;
 pub mod phast;
 pub mod reach;
@@ -203,6 +204,9 @@ pub struct ApspJob {
     pub reach: Option<reach::Reach>,
     /// Predecessors and paths, when asked for.
     pub paths: Option<paths::PathsJob>,
+    /// The hierarchy's route index, made by the first pair-query worker
+    /// (`cpu_algorithm = "pairs"`).
+    pub router: std::sync::OnceLock<pairs::AnyRouter>,
 }
 
 /// An APSP job's places: the input's coordinates (OpenStreetMap or `.co`) and the sources' and
@@ -372,6 +376,12 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
         store: !ctx.dry_run,
         targets: targets.is_some(),
         kept: ctx.kept,
+        // An origin-destination run alone (no folds, no paths) may be answered by pair
+        // queries.
+        pair_targets: targets
+            .as_ref()
+            .filter(|_| reach.is_none() && path_job.is_none())
+            .map(Vec::len),
     };
     let choice = phast::auto::choose_for_job(&graph, wide, &request, ctx.share)?;
     let mut options = options;
@@ -415,6 +425,7 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
         },
         reach,
         paths: path_job,
+        router: std::sync::OnceLock::new(),
     }))
 }
 
@@ -536,8 +547,12 @@ impl Job for ApspJob {
         }
     }
     fn cpu_worker(&self) -> Result<Box<dyn Worker + '_>> {
-        if let (phast::auto::CpuAlgorithm::Phast, Some(h)) = (self.cpu_algorithm, &self.hierarchy) {
-            return phast::worker::cpu_worker(self, h);
+        match (self.cpu_algorithm, &self.hierarchy) {
+            (phast::auto::CpuAlgorithm::Phast, Some(h)) => {
+                return phast::worker::cpu_worker(self, h)
+            }
+            (phast::auto::CpuAlgorithm::Pairs, Some(h)) => return pairs::cpu_worker(self, h),
+            _ => {}
         }
         Ok(if self.wide {
             Box::new(CpuWorker::<u64> {

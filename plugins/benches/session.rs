@@ -11,7 +11,10 @@ use std::time::Instant;
 use tuccompi::{node::Single, Plan, RunOptions, Session};
 
 fn main() -> tuccompi::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
     let (Some(config), Some(jobs)) = (args.first(), args.get(1)) else {
         eprintln!("usage: session CONFIG JOBS [KEY=VALUE ...]");
         std::process::exit(2);

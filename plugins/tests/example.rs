@@ -71,7 +71,11 @@ fn collatz_two_jobs_in_one_session() {
         );
         let plan = Plan::from_toml(&config, std::path::Path::new("s.toml"), &[]).unwrap();
         let outcome = session.run(&plan, &[&collatz::Collatz]).unwrap();
-        assert_eq!(outcome.report["checksum"], reference_from(first), "from {first}");
+        assert_eq!(
+            outcome.report["checksum"],
+            reference_from(first),
+            "from {first}"
+        );
     }
     assert!(session.discoveries() <= 1, "{}", session.discoveries());
 }

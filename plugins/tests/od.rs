@@ -302,3 +302,36 @@ fn numpy_loads_od_npz() {
         Some(format!("[{}]", rows.join(", ")).as_str())
     );
 }
+
+/// Pair queries (`cpu_algorithm = "pairs"`) give the reference's matrix and summaries, in u32
+/// and in u64 (weights up to 2^31: a u32 row overflows and is redone); `auto` takes them for
+/// few targets and sweeps for many; a run they cannot answer is refused naming the key.
+#[test]
+fn pair_queries_answer_an_od_run_and_auto_takes_them_for_few_targets() {
+    for (maxw, wide) in [(20, false), (1 << 31, true)] {
+        let (out, arcs) = od_run(
+            maxw,
+            &["apsp.cpu_algorithm=\"pairs\"", "units.cpu_workers=2"],
+        );
+        assert_eq!(out.report["input"]["cpu_algorithm"], "pairs");
+        check_od(&out, &arcs, wide);
+    }
+    // auto, the hierarchy cached (a first run builds it): one target on a road graph of 3,000
+    // vertices is worth pair queries, 600 are not.
+    let cfg = apsp_gen("road", 3000, "seed = 3", "[1, 2, 3, 4, 5, 6, 7, 8]");
+    run(&cfg, &["units.opencl=none", "apsp.cpu_algorithm=\"phast\""]);
+    let few = run(&format!("{cfg}[apsp]\ntargets = [2999]\n"), &["units.opencl=none"]);
+    assert_eq!(few.report["input"]["cpu_algorithm"], "pairs", "{}", few.report["input"]);
+    let many = run(&format!("{cfg}[apsp]\ntargets = 600\n"), &["units.opencl=none"]);
+    assert_eq!(many.report["input"]["cpu_algorithm"], "phast", "{}", many.report["input"]);
+    let sweep = dijkstra(&format!("{cfg}[apsp]\ntargets = [2999]\n"), &[]);
+    assert_eq!(few.summary(), sweep.summary());
+    // Folds or paths: refused by name.
+    let e = try_run(
+        &format!("{cfg}[apsp]\ntargets = [2999]\ncpu_algorithm = \"pairs\"\n[apsp.reach]\nradii = [100]\n"),
+        &["units.opencl=none"],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("cpu_algorithm = \"pairs\""), "{e}");
+}

@@ -71,7 +71,7 @@ UNREACHABLE_U32 = int(np.iinfo(np.uint32).max)
 #: The marker of an unreachable target in a uint64 distance matrix (``integer=True``).
 UNREACHABLE_U64 = int(np.iinfo(np.uint64).max)
 
-_CPU_ALGORITHMS = ("auto", "dijkstra", "phast")
+_CPU_ALGORITHMS = ("auto", "dijkstra", "phast", "pairs")
 _GPU_ALGORITHMS = ("auto", "phast", "worklist", "crauser", "martin", "two-phase")
 _DEVICE_TYPES = ("gpu", "cpu", "accelerator", "all")
 _POLICIES = ("work-queue", "equitable")

@@ -93,7 +93,7 @@ class Graph:
         device_type: Optional[Literal["gpu", "cpu", "accelerator", "all"]] = ...,
         concurrent_kernels: Optional[_Units] = ...,
         policy: Optional[Literal["work-queue", "equitable"]] = ...,
-        cpu_algorithm: Optional[Literal["auto", "dijkstra", "phast"]] = ...,
+        cpu_algorithm: Optional[Literal["auto", "dijkstra", "phast", "pairs"]] = ...,
         gpu_algorithm: Optional[str] = ...,
         hierarchy: Optional[_Path] = ...,
     ) -> Any: ...
@@ -108,7 +108,7 @@ class Graph:
         device_type: Optional[Literal["gpu", "cpu", "accelerator", "all"]] = ...,
         concurrent_kernels: Optional[_Units] = ...,
         policy: Optional[Literal["work-queue", "equitable"]] = ...,
-        cpu_algorithm: Optional[Literal["auto", "dijkstra", "phast"]] = ...,
+        cpu_algorithm: Optional[Literal["auto", "dijkstra", "phast", "pairs"]] = ...,
         gpu_algorithm: Optional[str] = ...,
         hierarchy: Optional[_Path] = ...,
     ) -> npt.NDArray[Any]: ...
@@ -123,7 +123,7 @@ class Graph:
         device_type: Optional[Literal["gpu", "cpu", "accelerator", "all"]] = ...,
         concurrent_kernels: Optional[_Units] = ...,
         policy: Optional[Literal["work-queue", "equitable"]] = ...,
-        cpu_algorithm: Optional[Literal["auto", "dijkstra", "phast"]] = ...,
+        cpu_algorithm: Optional[Literal["auto", "dijkstra", "phast", "pairs"]] = ...,
         gpu_algorithm: Optional[str] = ...,
         hierarchy: Optional[_Path] = ...,
     ) -> Any: ...
@@ -137,7 +137,7 @@ class Graph:
         device_type: Optional[Literal["gpu", "cpu", "accelerator", "all"]] = ...,
         concurrent_kernels: Optional[_Units] = ...,
         policy: Optional[Literal["work-queue", "equitable"]] = ...,
-        cpu_algorithm: Optional[Literal["auto", "dijkstra", "phast"]] = ...,
+        cpu_algorithm: Optional[Literal["auto", "dijkstra", "phast", "pairs"]] = ...,
         gpu_algorithm: Optional[str] = ...,
         hierarchy: Optional[_Path] = ...,
     ) -> Any: ...
@@ -157,7 +157,7 @@ class Graph:
         device_type: Optional[Literal["gpu", "cpu", "accelerator", "all"]] = ...,
         concurrent_kernels: Optional[_Units] = ...,
         policy: Optional[Literal["work-queue", "equitable"]] = ...,
-        cpu_algorithm: Optional[Literal["auto", "dijkstra", "phast"]] = ...,
+        cpu_algorithm: Optional[Literal["auto", "dijkstra", "phast", "pairs"]] = ...,
         gpu_algorithm: Optional[str] = ...,
         hierarchy: Optional[_Path] = ...,
     ) -> Dict[str, Any]: ...

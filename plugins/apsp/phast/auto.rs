@@ -76,6 +76,9 @@ pub enum CpuAlgorithm {
     Dijkstra,
     /// PHAST over a contraction hierarchy, k sources at once.
     Phast,
+    /// One upward search per source and one backward search per target on the hierarchy
+    /// (origin-destination runs with few targets: [`crate::apsp::pairs`]).
+    Pairs,
 }
 
 impl TryFrom<String> for CpuAlgorithm {
@@ -85,8 +88,9 @@ impl TryFrom<String> for CpuAlgorithm {
             "auto" => Ok(CpuAlgorithm::Auto),
             "dijkstra" => Ok(CpuAlgorithm::Dijkstra),
             "phast" => Ok(CpuAlgorithm::Phast),
+            "pairs" => Ok(CpuAlgorithm::Pairs),
             _ => Err(format!(
-                "cpu_algorithm = {s:?}: use \"auto\", \"dijkstra\" or \"phast\""
+                "cpu_algorithm = {s:?}: use \"auto\", \"dijkstra\", \"phast\" or \"pairs\""
             )),
         }
     }
@@ -160,6 +164,9 @@ pub struct Request<'a> {
     /// there by an earlier job on the same graph is used as it is, and one read or built here
     /// is kept for the next.
     pub kept: Option<&'a tuccompi::session::Kept>,
+    /// The targets of an origin-destination run that pair queries could answer (no folds, no
+    /// paths): `auto` weighs them against a sweep.
+    pub pair_targets: Option<usize>,
 }
 
 impl std::fmt::Debug for Request<'_> {
@@ -695,7 +702,16 @@ impl Asked {
                 GpuRequest::Fixed(_) => {}
             }
         }
-        let explicit = cpu_req == CpuAlgorithm::Phast || gpu_req == GpuRequest::Phast;
+        if cpu_req == CpuAlgorithm::Pairs && req.pair_targets.is_none() {
+            return Err(Error::Config(
+                "[apsp] cpu_algorithm = \"pairs\" answers an origin-destination run (apsp.targets, \
+                 without [apsp.reach], paths or predecessors); use \"auto\", \"phast\" or \
+                 \"dijkstra\" for this run"
+                    .into(),
+            ));
+        }
+        let explicit = matches!(cpu_req, CpuAlgorithm::Phast | CpuAlgorithm::Pairs)
+            || gpu_req == GpuRequest::Phast;
         let auto = cpu_req == CpuAlgorithm::Auto || gpu_req == GpuRequest::Auto;
         Ok(Asked {
             cpu: cpu_req,
@@ -717,7 +733,7 @@ impl Asked {
         } = *self;
         let cpu = match cpu_req {
             CpuAlgorithm::Auto if phast => CpuAlgorithm::Phast,
-            CpuAlgorithm::Auto => CpuAlgorithm::Dijkstra,
+            CpuAlgorithm::Auto | CpuAlgorithm::Pairs if !phast => CpuAlgorithm::Dijkstra,
             fixed => fixed,
         };
         let gpu = match (gpu_req, gpu_phast) {
@@ -897,12 +913,25 @@ impl Asked {
                 report,
             );
         }
-        let (cpu, gpu) = self.resolve(true);
-        let reason = if self.explicit && !self.auto {
+        let (mut cpu, gpu) = self.resolve(true);
+        let mut reason = if self.explicit && !self.auto {
             format!("as configured ({shape})")
         } else {
             format!("auto: the hierarchy is good ({shape})")
         };
+        // Few targets: a backward search each beats a sweep over every vertex.
+        if let (CpuAlgorithm::Auto, Some(t)) = (self.cpu, req.pair_targets) {
+            let pairs = t as f64 * upward * PAIR_COST;
+            report["pairs_cost_per_source"] = serde_json::json!(pairs);
+            if pairs < g.n as f64 {
+                cpu = CpuAlgorithm::Pairs;
+                reason = format!(
+                    "{reason}; {t} targets: pair queries on CPUs ({t} x upward search {upward:.0} \
+                     x {PAIR_COST} < {} vertices a sweep visits)",
+                    g.n
+                );
+            }
+        }
         Ok(Choice {
             cpu,
             gpu,
@@ -1066,6 +1095,13 @@ fn obtain<W: ChWeight>(
     }
     Ok((h, report))
 }
+
+/// What a target's backward search costs against a sweep's visit of one vertex, per vertex of
+/// the upward search (`auto` answers a source's row by pair queries when targets x upward
+/// search x this < n). On osm-moscow (upward search 242 of 411,992 vertices; 2-core machine,
+/// `plugins/benches/pairs.sh`) a target's backward search took 9-13 us and a PHAST tree
+/// 0.4-0.5 ms: even at about 40 targets.
+pub const PAIR_COST: f64 = 40.0;
 
 /// Mean number of vertices an upward search from `samples` evenly spread sources reaches.
 ///

@@ -326,6 +326,7 @@ fn the_report_sets_the_forecast_beside_what_happened() {
         store: true,
         targets: false,
         kept: None,
+        pair_targets: None,
     };
     let c = choose(&g, false, &req).unwrap();
     let f = &c.report["forecast"];

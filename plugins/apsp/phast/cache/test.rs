@@ -173,6 +173,7 @@ fn a_hierarchy_path_holding_another_file_or_a_link_is_refused_never_replaced() {
             store: true,
             targets: false,
             kept: None,
+            pair_targets: None,
         };
         let e = choose(&g, false, &req).unwrap_err().to_string();
         assert!(

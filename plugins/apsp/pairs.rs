@@ -1,0 +1,105 @@
+//! The apsp plugin's pair-query CPU worker (`cpu_algorithm = "pairs"`, or `"auto"` for an
+//! origin-destination run with few targets): each source's row over the targets from one
+//! upward search and one backward search per target on the contraction hierarchy
+//! ([`crate::apsp::route::one_to_many`]), instead of a sweep over every vertex.
+
+use super::phast::{AnyHierarchy, ChWeight, Hierarchy};
+use super::route::{one_to_many, Router, Search};
+use super::width::{overflowed, Redo};
+use super::{ApspJob, RowWrite};
+use crate::common::PathSummary;
+use std::ops::Range;
+use tuccompi::plugin::{RecordsOut, Worker};
+use tuccompi::{Error, Result};
+
+/// A [`Router`] of either weight type, made once per job and shared by its workers.
+#[derive(Debug)]
+pub enum AnyRouter {
+    /// For a u32 hierarchy.
+    Narrow(Router<u32>),
+    /// For a u64 hierarchy.
+    Wide(Router<u64>),
+}
+
+impl AnyRouter {
+    /// The router of `h`. O(n + arcs).
+    pub fn of(h: &AnyHierarchy) -> AnyRouter {
+        match h {
+            AnyHierarchy::Narrow(h) => AnyRouter::Narrow(Router::new(h)),
+            AnyHierarchy::Wide(h) => AnyRouter::Wide(Router::new(h)),
+        }
+    }
+}
+
+/// A pair-query worker for `job` (which has targets) over `h`.
+pub fn cpu_worker<'a>(job: &'a ApspJob, h: &'a AnyHierarchy) -> Result<Box<dyn Worker + 'a>> {
+    let Some(targets) = job.targets.as_deref() else {
+        return Err(Error::Config(
+            "[apsp] cpu_algorithm = \"pairs\" answers an origin-destination run: give \
+             apsp.targets, or use \"phast\" or \"dijkstra\""
+                .into(),
+        ));
+    };
+    let router = job.router.get_or_init(|| AnyRouter::of(h));
+    Ok(match (h, router) {
+        (AnyHierarchy::Narrow(h), AnyRouter::Narrow(r)) => {
+            Box::new(PairsWorker::new(job, h, r, targets))
+        }
+        (AnyHierarchy::Wide(h), AnyRouter::Wide(r)) => {
+            Box::new(PairsWorker::new(job, h, r, targets))
+        }
+        _ => unreachable!("the router is made from the job's hierarchy"),
+    })
+}
+
+struct PairsWorker<'a, W> {
+    job: &'a ApspJob,
+    h: &'a Hierarchy<W>,
+    r: &'a Router<W>,
+    targets: &'a [u32],
+    search: Search<W>,
+    row: Vec<W>,
+    redo: Redo,
+}
+
+impl<'a, W: ChWeight> PairsWorker<'a, W> {
+    fn new(job: &'a ApspJob, h: &'a Hierarchy<W>, r: &'a Router<W>, targets: &'a [u32]) -> Self {
+        PairsWorker {
+            job,
+            h,
+            r,
+            targets,
+            search: Search::new(h.n),
+            row: vec![W::INF; targets.len()],
+            redo: Redo::default(),
+        }
+    }
+}
+
+impl<W: ChWeight + RowWrite> Worker for PairsWorker<'_, W> {
+    fn run(&mut self, range: Range<usize>, out: &mut RecordsOut<'_>) -> Result<()> {
+        for t in range {
+            let s = self.job.sources[t];
+            one_to_many(
+                self.h,
+                self.r,
+                s,
+                self.targets,
+                &mut self.search,
+                &mut self.row,
+            );
+            let summary = PathSummary::of(&self.row);
+            // A u32 distance at CEIL overflowed: the tree again in u64.
+            if overflowed(self.job, &summary) {
+                let s = self.redo.tree(self.job, t)?;
+                crate::apsp::reach::put_redone(self.job, out, t, &s);
+                continue;
+            }
+            crate::apsp::reach::put::<W>(self.job, out, t, &summary, |_| W::INF);
+            if let Some(rows) = &self.job.rows {
+                W::write_row(rows, t, &self.row)?;
+            }
+        }
+        Ok(())
+    }
+}
