@@ -204,9 +204,9 @@ pub struct ApspJob {
     pub reach: Option<reach::Reach>,
     /// Predecessors and paths, when asked for.
     pub paths: Option<paths::PathsJob>,
-    /// The hierarchy's route index, made by the first pair-query worker
-    /// (`cpu_algorithm = "pairs"`).
-    pub router: std::sync::OnceLock<pairs::AnyRouter>,
+    /// The hierarchy's route index, when the CPU workers answer by pair queries
+    /// (`cpu_algorithm = "pairs"`; kept in a session).
+    pub router: Option<std::sync::Arc<pairs::JobRouter>>,
 }
 
 /// An APSP job's places: the input's coordinates (OpenStreetMap or `.co`) and the sources' and
@@ -400,6 +400,10 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
         Some(Sources::File(f)) => Some(f.clone()),
         _ => None,
     };
+    let router = match (choice.cpu, &choice.hierarchy) {
+        (phast::auto::CpuAlgorithm::Pairs, Some(h)) => Some(pairs::router_for(ctx, h)?),
+        _ => None,
+    };
     Ok(Box::new(ApspJob {
         graph,
         check: crate::common::check_lines(&keys, &input),
@@ -425,7 +429,7 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
         },
         reach,
         paths: path_job,
-        router: std::sync::OnceLock::new(),
+        router,
     }))
 }
 

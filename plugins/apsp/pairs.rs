@@ -9,7 +9,8 @@ use super::width::{overflowed, Redo};
 use super::{ApspJob, RowWrite};
 use crate::common::PathSummary;
 use std::ops::Range;
-use tuccompi::plugin::{RecordsOut, Worker};
+use std::sync::Arc;
+use tuccompi::plugin::{PrepareCtx, RecordsOut, Worker};
 use tuccompi::{Error, Result};
 
 /// A [`Router`] of either weight type, made once per job and shared by its workers.
@@ -31,6 +32,31 @@ impl AnyRouter {
     }
 }
 
+/// A job's router with the hierarchy it indexes (kept alive with it, so that the session key
+/// naming the hierarchy by address never names another).
+#[derive(Debug)]
+pub struct JobRouter {
+    /// The router.
+    pub router: AnyRouter,
+    _source: Arc<AnyHierarchy>,
+}
+
+/// The router of `h` for a job: the one the session keeps for this hierarchy, else made (and
+/// kept). O(n + arcs) the first time.
+pub fn router_for(ctx: &PrepareCtx<'_>, h: &Arc<AnyHierarchy>) -> Result<Arc<JobRouter>> {
+    let key = format!("apsp pair router {:p}", Arc::as_ptr(h));
+    ctx.keep(&key, || {
+        let bytes = h.bytes() / 2;
+        Ok((
+            JobRouter {
+                router: AnyRouter::of(h),
+                _source: h.clone(),
+            },
+            bytes,
+        ))
+    })
+}
+
 /// A pair-query worker for `job` (which has targets) over `h`.
 pub fn cpu_worker<'a>(job: &'a ApspJob, h: &'a AnyHierarchy) -> Result<Box<dyn Worker + 'a>> {
     let Some(targets) = job.targets.as_deref() else {
@@ -40,7 +66,12 @@ pub fn cpu_worker<'a>(job: &'a ApspJob, h: &'a AnyHierarchy) -> Result<Box<dyn W
                 .into(),
         ));
     };
-    let router = job.router.get_or_init(|| AnyRouter::of(h));
+    let Some(router) = job.router.as_ref().map(|r| &r.router) else {
+        return Err(Error::Config(
+            "the pair-query worker of a job prepared without its router (a bug in tuccompi)"
+                .into(),
+        ));
+    };
     Ok(match (h, router) {
         (AnyHierarchy::Narrow(h), AnyRouter::Narrow(r)) => {
             Box::new(PairsWorker::new(job, h, r, targets))

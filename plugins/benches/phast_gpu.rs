@@ -107,7 +107,7 @@ fn main() -> tuccompi::Result<()> {
         paths: None,
         origins: Default::default(),
         reach: None,
-        router: Default::default(),
+        router: None,
     };
     println!(
         "{:>5} {:>4} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>7} {:>10} {:>8}",

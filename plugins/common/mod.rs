@@ -207,6 +207,21 @@ pub fn load_dense(plan: &Plan, input: &Input) -> Result<DenseInput> {
 /// The input graph as a CSR: under MPI, built by one rank of each machine and mapped read-only
 /// by the others (one copy per machine, in memory and in the caches).
 pub fn load_csr(ctx: &PrepareCtx<'_>, input: &Input) -> Result<Csr> {
+    // A job of a session: the graph an earlier job read from this very file (its path, size,
+    // time, inode and sampled content) with the same `[input]`, kept in the session.
+    let identity = input
+        .path()
+        .filter(|_| ctx.kept.is_some() && ctx.share.is_none())
+        .and_then(|p| crate::graph::cache::Identity::of(p).ok());
+    if let Some(id) = identity {
+        let key = format!("input graph {} {input:?}", id.file_name());
+        let g = ctx.keep(&key, || {
+            let g = read_csr(ctx.plan, input, !ctx.dry_run)?;
+            let bytes = 4 * (g.offsets.len() + g.targets.len() + g.weights.len()) as u64;
+            Ok((g, bytes))
+        })?;
+        return Ok((*g).clone());
+    }
     let mut build = || read_csr(ctx.plan, input, !ctx.dry_run);
     match ctx.share {
         Some(s) => crate::graph::share_csr(s, &mut build),
