@@ -389,6 +389,40 @@ pub fn run_apsp(
     interrupt: &AtomicBool,
     scratch: Option<&Path>,
 ) -> Result<Results> {
+    let control = Control {
+        interrupt,
+        progress: None,
+    };
+    run_apsp_watched(graph, config, lists, rows, &control, scratch)
+}
+
+/// How a caller watches and stops a run: its stop flag ([`tuccompi::RunOptions::interrupt`])
+/// and its progress callback ([`tuccompi::RunOptions::progress`]).
+pub struct Control<'a> {
+    /// Once set, the run stops after its running chunks.
+    pub interrupt: &'a AtomicBool,
+    /// Called with (tasks done, tasks) while the run goes.
+    pub progress: Option<&'a (dyn Fn(u64, u64) + Sync)>,
+}
+
+impl std::fmt::Debug for Control<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Control")
+            .field("interrupt", &self.interrupt)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}
+
+/// [`run_apsp`] with a progress callback beside the stop flag.
+pub fn run_apsp_watched(
+    graph: &Graph,
+    config: toml::Table,
+    lists: &[List<'_>],
+    rows: bool,
+    interrupt: &Control<'_>,
+    scratch: Option<&Path>,
+) -> Result<Results> {
     match scratch {
         Some(dir) => run_apsp_in(graph, config, lists, rows, interrupt, dir),
         None => {
@@ -629,7 +663,7 @@ fn run_apsp_in(
     config: toml::Table,
     lists: &[List<'_>],
     rows: bool,
-    interrupt: &AtomicBool,
+    interrupt: &Control<'_>,
     scratch: &Path,
 ) -> Result<Results> {
     let mut files = Vec::with_capacity(lists.len());
@@ -648,7 +682,7 @@ fn with_lists<'a>(
     mut config: toml::Table,
     lists: &[List<'a>],
     rows: bool,
-    interrupt: &AtomicBool,
+    interrupt: &Control<'_>,
     scratch: &Path,
     files: &mut Vec<(PathBuf, &'a str)>,
 ) -> Result<Results> {
@@ -761,7 +795,7 @@ fn run_apsp_plan(
     graph: &Graph,
     mut config: toml::Table,
     rows: bool,
-    interrupt: &AtomicBool,
+    interrupt: &Control<'_>,
     scratch: &Path,
 ) -> Result<Results> {
     for key in ["input", "output"] {
@@ -792,7 +826,8 @@ fn run_apsp_plan(
     let in_memory = InMemory(graph);
     let opts = RunOptions {
         quiet: true,
-        interrupt: Some(interrupt),
+        interrupt: Some(interrupt.interrupt),
+        progress: interrupt.progress,
         plugins: vec![&in_memory],
         ..RunOptions::default()
     };

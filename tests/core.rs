@@ -600,3 +600,37 @@ fn jobs_of_one_session_share_its_devices_and_programs() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `RunOptions::progress` is called while the units run, with tasks done never going back, and
+/// last with every task done.
+#[test]
+fn a_progress_callback_sees_the_run_advance_to_its_end() {
+    let dir = tmpdir("progress");
+    let cfg = dir.join("p.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[run]\nplugin = \"probe\"\n[units]\nopencl = \"none\"\ncpu_workers = 2\n[output]\ndir = {:?}\n[probe]\ntasks = 200\ntask_ms = 3\n",
+            dir.join("out")
+        ),
+    )
+    .unwrap();
+    let plan = tuccompi::Plan::load(&cfg, &[]).unwrap();
+    let seen = std::sync::Mutex::new(Vec::new());
+    let call = |done: u64, total: u64| seen.lock().unwrap().push((done, total));
+    let opts = tuccompi::RunOptions {
+        quiet: true,
+        plugins: vec![&probe::Probe],
+        progress: Some(&call),
+        ..Default::default()
+    };
+    tuccompi::Session::new().run_with(&plan, opts).unwrap();
+    check_reference(&dir.join("out"), 200, 4, 0);
+    let seen = seen.into_inner().unwrap();
+    assert!(seen.len() >= 2, "{seen:?}");
+    assert!(seen.windows(2).all(|w| w[0].0 <= w[1].0), "{seen:?}");
+    assert!(seen.iter().all(|&(_, t)| t == 200));
+    assert_eq!(seen.last(), Some(&(200, 200)));
+    assert!(seen[0].0 < 200, "a call came while the run went: {seen:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -68,8 +68,7 @@ pub fn cpu_worker<'a>(job: &'a ApspJob, h: &'a AnyHierarchy) -> Result<Box<dyn W
     };
     let Some(router) = job.router.as_ref().map(|r| &r.router) else {
         return Err(Error::Config(
-            "the pair-query worker of a job prepared without its router (a bug in tuccompi)"
-                .into(),
+            "the pair-query worker of a job prepared without its router (a bug in tuccompi)".into(),
         ));
     };
     Ok(match (h, router) {

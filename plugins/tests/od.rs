@@ -320,10 +320,24 @@ fn pair_queries_answer_an_od_run_and_auto_takes_them_for_few_targets() {
     // vertices is worth pair queries, 600 are not.
     let cfg = apsp_gen("road", 3000, "seed = 3", "[1, 2, 3, 4, 5, 6, 7, 8]");
     run(&cfg, &["units.opencl=none", "apsp.cpu_algorithm=\"phast\""]);
-    let few = run(&format!("{cfg}[apsp]\ntargets = [2999]\n"), &["units.opencl=none"]);
-    assert_eq!(few.report["input"]["cpu_algorithm"], "pairs", "{}", few.report["input"]);
-    let many = run(&format!("{cfg}[apsp]\ntargets = 600\n"), &["units.opencl=none"]);
-    assert_eq!(many.report["input"]["cpu_algorithm"], "phast", "{}", many.report["input"]);
+    let few = run(
+        &format!("{cfg}[apsp]\ntargets = [2999]\n"),
+        &["units.opencl=none"],
+    );
+    assert_eq!(
+        few.report["input"]["cpu_algorithm"], "pairs",
+        "{}",
+        few.report["input"]
+    );
+    let many = run(
+        &format!("{cfg}[apsp]\ntargets = 600\n"),
+        &["units.opencl=none"],
+    );
+    assert_eq!(
+        many.report["input"]["cpu_algorithm"], "phast",
+        "{}",
+        many.report["input"]
+    );
     let sweep = dijkstra(&format!("{cfg}[apsp]\ntargets = [2999]\n"), &[]);
     assert_eq!(few.summary(), sweep.summary());
     // Folds or paths: refused by name.

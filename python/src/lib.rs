@@ -25,7 +25,7 @@ use pyo3::exceptions::{
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyByteArray, PyBytes};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tuccompi::Error;
@@ -215,6 +215,7 @@ fn run_apsp<'py>(
     config_json: &str,
     lists: Vec<(String, String, String, PyBackedBytes)>,
     rows: bool,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<(
     String,
     Option<(Bound<'py, PyByteArray>, &'static str, (usize, usize))>,
@@ -230,18 +231,40 @@ fn run_apsp<'py>(
     let scratch = Scratch::new().map_err(to_py)?;
     // The run's own error comes back as a value: a result too large for the scratch folder is
     // told as the result's size, not as the command line's output.dir advice.
-    let r = in_thread(py, move |stop| {
+    // The run's thread stores (done, tasks); the waiting thread hands changes to `progress`.
+    let state = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+    let seen = state.clone();
+    let work = move |stop: &AtomicBool| {
         let lists: Vec<api::List<'_>> = lists.iter().map(OwnedList::list).collect();
-        Ok(api::run_apsp(
+        let store = |done: u64, tasks: u64| {
+            seen[1].store(tasks, Ordering::Relaxed);
+            seen[0].store(done, Ordering::Relaxed);
+        };
+        let control = api::Control {
+            interrupt: stop,
+            progress: Some(&store),
+        };
+        Ok(api::run_apsp_watched(
             &g,
             config,
             &lists,
             rows,
-            stop,
+            &control,
             Some(scratch.path()),
         ))
-    })?
-    .map_err(result_to_py)?;
+    };
+    let mut last = (0, 0);
+    let mut tick = |py: Python<'_>| -> PyResult<()> {
+        let now = (state[0].load(Ordering::Relaxed), state[1].load(Ordering::Relaxed));
+        match &progress {
+            Some(f) if now != last && now.1 > 0 => {
+                last = now;
+                f.call1(py, now).map(|_| ())
+            }
+            _ => Ok(()),
+        }
+    };
+    let r = in_thread_ticking(py, work, &mut tick)?.map_err(result_to_py)?;
     let shape = (r.shape[0], r.shape[1]);
     let rows = match r.rows {
         None => None,
@@ -464,6 +487,17 @@ fn in_thread<T: Send + 'static>(
     py: Python<'_>,
     work: impl FnOnce(&AtomicBool) -> tuccompi::Result<T> + Send + 'static,
 ) -> PyResult<T> {
+    in_thread_ticking(py, work, &mut |_| Ok(()))
+}
+
+/// [`in_thread`], calling `tick` with the GIL at each wake-up and once at the end (a progress
+/// callback): its error (a KeyboardInterrupt raised in it, say) stops the work as a signal
+/// does.
+fn in_thread_ticking<T: Send + 'static>(
+    py: Python<'_>,
+    work: impl FnOnce(&AtomicBool) -> tuccompi::Result<T> + Send + 'static,
+    tick: &mut dyn FnMut(Python<'_>) -> PyResult<()>,
+) -> PyResult<T> {
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = crossbeam_channel::bounded(1);
     let flag = stop.clone();
@@ -485,8 +519,9 @@ fn in_thread<T: Send + 'static>(
     loop {
         let got = py.detach(|| rx.recv_timeout(POLL));
         log::forward(py);
+        let ticked = tick(py);
         match got {
-            Ok(Ok(r)) => return r.map_err(to_py),
+            Ok(Ok(r)) => return ticked.and(r.map_err(to_py)),
             Ok(Err(panic)) => {
                 let what = panic
                     .downcast_ref::<String>()
@@ -498,7 +533,7 @@ fn in_thread<T: Send + 'static>(
                 )));
             }
             Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                if let Err(e) = py.check_signals() {
+                if let Err(e) = ticked.and_then(|()| py.check_signals()) {
                     stop.store(true, Ordering::Relaxed);
                     // The run's running chunks finish; its temporary files go with it.
                     let _ = py.detach(|| rx.recv_timeout(STOP_WAIT));

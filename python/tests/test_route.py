@@ -99,3 +99,27 @@ def test_snap_and_route_from_points():
     a, b = pts[:25], pts[25:]
     np.testing.assert_array_equal(g.route(a, b), g.route(snapped["vertex"][:25],
                                                          snapped["vertex"][25:]))
+
+
+def test_progress_reaches_the_callback_and_the_log(rome, caplog):
+    path, ref = rome
+    g = tuccompi.read_graph(path)
+    seen = []
+    sources = np.arange(1, 3354, 3)
+    d = g.distances(sources, progress=lambda done, total: seen.append((done, total)),
+                    cpu_workers=2, opencl="none")
+    np.testing.assert_array_equal(d, reference(ref, sources - 1))
+    assert seen and seen[-1] == (len(sources), len(sources))
+    assert all(a[0] <= b[0] for a, b in zip(seen, seen[1:]))
+    with pytest.raises(ValueError, match="progress"):
+        g.summary(progress="yes")
+    import logging
+    try:
+        import tqdm  # noqa: F401
+        pytest.skip("tqdm is installed: progress=True draws a bar instead of log lines")
+    except ImportError:
+        pass
+    with caplog.at_level(logging.INFO, logger="tuccompi"):
+        g.summary(sources, progress=True)
+    assert any(f"progress: {len(sources)}/{len(sources)} tasks" in r.getMessage()
+               for r in caplog.records)

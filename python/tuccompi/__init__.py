@@ -541,6 +541,8 @@ class Graph:
         """Run apsp: ``(matrix, summary text, sources, targets)``, the last two each
         ``(inverse, count)``: the inverse as :meth:`_ids` gives it and the count of entries run
         (the distinct ids; None for every vertex)."""
+        options = dict(options)
+        progress = _progress(options.pop("progress", None))
         config = _config(options)
         lists = list(lists)
         inv_s = inv_t = ks = kt = None
@@ -554,9 +556,13 @@ class Graph:
             kt = len(values)
         if apsp:
             config.setdefault("apsp", {}).update(apsp)
-        with _named_as_arguments():
-            report, matrix, summary, tables = _native.run_apsp(
-                self._g, json.dumps(config), lists, rows)
+        try:
+            with _named_as_arguments():
+                report, matrix, summary, tables = _native.run_apsp(
+                    self._g, json.dumps(config), lists, rows, progress)
+        finally:
+            if progress is not None and hasattr(progress, "close"):
+                progress.close()
         self.last_report = json.loads(report)
         # The call's own tables: another thread's call on this graph cannot replace them.
         self._tables = dict(tables)
@@ -803,6 +809,48 @@ class Graph:
 _RESULT_BYTES = 16
 
 
+class _Bar:
+    """``progress=True``: a tqdm bar when tqdm is installed, else a log line (logger
+    ``tuccompi``, INFO) every five seconds."""
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+        self._last = 0.0
+        try:
+            from tqdm.auto import tqdm
+            self._bar = tqdm(total=0, unit="task", desc="tuccompi")
+        except ImportError:
+            pass
+
+    def __call__(self, done: int, total: int) -> None:
+        import time
+        if self._bar is not None:
+            self._bar.total = total
+            self._bar.n = done
+            self._bar.refresh()
+        elif time.monotonic() - self._last >= 5.0 or done == total:
+            self._last = time.monotonic()
+            logging.getLogger("tuccompi").info("progress: %d/%d tasks (%.1f%%)", done, total,
+                                               100.0 * done / max(total, 1))
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def _progress(progress: Any) -> Any:
+    """The callback a run reports its progress to: ``None``/``False`` none, ``True`` a bar
+    (:class:`_Bar`), a callable ``f(done, total)`` itself."""
+    if progress is None or progress is False:
+        return None
+    if progress is True:
+        return _Bar()
+    if not callable(progress):
+        raise ValueError(f"progress = {progress!r}: True (a tqdm bar, or log lines), or a "
+                         f"callable f(done, total)")
+    return progress
+
+
 def _available_memory() -> Optional[int]:
     """Bytes this process can still have (MemAvailable, lowered to a cgroup's limit), or None
     where that cannot be read."""
@@ -924,9 +972,11 @@ RUN_OPTIONS = {
     "device_type": "units.device_type: \"gpu\" (the default), \"cpu\" (PoCL), \"accelerator\", \"all\"",
     "concurrent_kernels": "units.concurrent_kernels: queues per device (\"auto\")",
     "policy": "scheduler.policy: \"work-queue\" (the default) or \"equitable\"",
-    "cpu_algorithm": "apsp.cpu_algorithm: \"auto\" (the default), \"dijkstra\", \"phast\"",
+    "cpu_algorithm": "apsp.cpu_algorithm: \"auto\" (the default), \"dijkstra\", \"phast\", \"pairs\"",
     "gpu_algorithm": "apsp.gpu_algorithm: \"auto\" (the default), \"phast\", \"worklist\", ...",
     "hierarchy": "apsp.hierarchy: the hierarchy cache file (default: the command line's cache)",
+    "progress": "no config key: True shows a tqdm bar (log lines at INFO without tqdm); a "
+                "callable f(done, total) is called as tasks finish",
 }
 
 

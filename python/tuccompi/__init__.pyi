@@ -96,6 +96,7 @@ class Graph:
         cpu_algorithm: Optional[Literal["auto", "dijkstra", "phast", "pairs"]] = ...,
         gpu_algorithm: Optional[str] = ...,
         hierarchy: Optional[_Path] = ...,
+        progress: Any = ...,
     ) -> Any: ...
     def distances(
         self,
@@ -111,6 +112,7 @@ class Graph:
         cpu_algorithm: Optional[Literal["auto", "dijkstra", "phast", "pairs"]] = ...,
         gpu_algorithm: Optional[str] = ...,
         hierarchy: Optional[_Path] = ...,
+        progress: Any = ...,
     ) -> npt.NDArray[Any]: ...
     def summary(
         self,
@@ -126,6 +128,7 @@ class Graph:
         cpu_algorithm: Optional[Literal["auto", "dijkstra", "phast", "pairs"]] = ...,
         gpu_algorithm: Optional[str] = ...,
         hierarchy: Optional[_Path] = ...,
+        progress: Any = ...,
     ) -> Any: ...
     def paths(
         self,
@@ -140,6 +143,7 @@ class Graph:
         cpu_algorithm: Optional[Literal["auto", "dijkstra", "phast", "pairs"]] = ...,
         gpu_algorithm: Optional[str] = ...,
         hierarchy: Optional[_Path] = ...,
+        progress: Any = ...,
     ) -> Any: ...
     def reach(
         self,
@@ -160,6 +164,7 @@ class Graph:
         cpu_algorithm: Optional[Literal["auto", "dijkstra", "phast", "pairs"]] = ...,
         gpu_algorithm: Optional[str] = ...,
         hierarchy: Optional[_Path] = ...,
+        progress: Any = ...,
     ) -> Dict[str, Any]: ...
 
 def read_graph(

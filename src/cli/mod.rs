@@ -542,6 +542,7 @@ fn run_options<'a>(
         speed_history: true,
         plugins: extra.to_vec(),
         session: Some(session),
+        progress: None,
     })
 }
 

@@ -522,6 +522,17 @@ pub(super) fn run_chunks(
                     interrupted.store(true, Ordering::Relaxed);
                     source.stop();
                 }
+                if let Some(call) = opts.progress {
+                    let (over, progress) = (over_rx.clone(), progress.clone());
+                    s.spawn(move || {
+                        while let Err(crossbeam_channel::RecvTimeoutError::Timeout) =
+                            over.recv_timeout(PROGRESS_EVERY)
+                        {
+                            call(progress.position(), tasks as u64);
+                        }
+                        call(progress.position(), tasks as u64);
+                    });
+                }
                 if let Some(every) = log_every {
                     let (over, progress) = (over_rx.clone(), progress.clone());
                     let before = done.count() as u64;

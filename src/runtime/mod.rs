@@ -112,13 +112,20 @@ pub struct RunOptions<'a> {
     /// their contexts, programs and kept data) and its speed history, instead of the run's
     /// own. `None`: a run of its own, from cold.
     pub session: Option<&'a crate::Session>,
+    /// Called with (tasks done, tasks) every [`PROGRESS_EVERY`] while the units run, and once
+    /// when they stop (a library caller's progress: Python's callback and bar). Tasks an
+    /// unfinished run resumed count as done.
+    pub progress: Option<&'a (dyn Fn(u64, u64) + Sync)>,
 }
+
+/// How often [`RunOptions::progress`] is called while a run goes.
+pub const PROGRESS_EVERY: Duration = Duration::from_millis(200);
 
 impl std::fmt::Debug for RunOptions<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "RunOptions(quiet={}, plugins={}, unfinished={:?}, interrupt={}, before_writing={}, discover_early={}, speed_history={}, session={})",
+            "RunOptions(quiet={}, plugins={}, unfinished={:?}, interrupt={}, before_writing={}, discover_early={}, speed_history={}, session={}, progress={})",
             self.quiet,
             self.plugins.len(),
             self.unfinished,
@@ -126,7 +133,8 @@ impl std::fmt::Debug for RunOptions<'_> {
             self.before_writing.is_some(),
             self.discover_early,
             self.speed_history,
-            self.session.is_some()
+            self.session.is_some(),
+            self.progress.is_some()
         )
     }
 }
