@@ -13,28 +13,111 @@
 //! `x -> y` of weight `c` is an arc of the graph of that weight, or a shortcut made when a
 //! middle vertex `m` (contracted before both, so `m > max(x, y)`) was contracted, with arcs
 //! `x -> m` (downward) and `m -> y` (upward) whose weights sum to `c`. Shortcuts keep no
-//! middle, so [`Router`] indexes the downward arcs by tail to find one. Saturated weights
-//! (a u32 hierarchy of a graph whose distances pass u32) cannot be split exactly: such an arc
-//! is unpacked by a Dijkstra in the graph, counted in [`Search::fallbacks`].
+//! middle, so [`Router`] indexes the downward arcs by tail to find one, and memoizes what it
+//! finds per hierarchy arc (that the arc is one of the graph's, or the two arcs a shortcut
+//! splits into): the first route through an arc pays the search (hundreds of candidates at the
+//! top of the hierarchy), later ones read one memo entry per arc, a level of the unpacking at
+//! a time. Saturated weights (a u32 hierarchy of a graph whose distances pass u32) cannot be
+//! split exactly: such an arc is unpacked by a Dijkstra in the graph, counted in
+//! [`Search::fallbacks`].
 
 use super::phast::ch::{ChWeight, Hierarchy};
 use crate::graph::Csr;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// What queries need beside the hierarchy: its downward arcs indexed by tail (for each position
-/// `x`, the arcs `x -> m`, `m > x`, heads ascending), to find shortcuts' middles.
-#[derive(Debug, Clone, PartialEq)]
+/// `x`, the arcs `x -> m`, `m > x`, heads ascending), to find shortcuts' middles, and the memo
+/// of each hierarchy arc's unpacking, filled by the routes as they meet the arcs.
+///
+/// The memo is shared by the threads that route with one router (relaxed atomics: every
+/// thread that unpacks an arc finds the same answer, so any value read is either "not yet
+/// known" or that answer). It records which arcs are arcs of the graph routed in: a router
+/// serves routes in the graph its hierarchy was built from only (as [`route`] requires).
+/// Clones copy the memo; equality compares the index only.
+#[derive(Debug)]
 pub struct Router<W> {
     offsets: Vec<u32>,
     heads: Vec<u32>,
     weights: Vec<W>,
+    /// Per upward arc (indexed as `h.up_heads`), then per downward arc (as `h.down_tails`):
+    /// what the arc is, as [`Known::encode`] writes it (8 bytes an arc).
+    up_memo: Vec<AtomicU64>,
+    down_memo: Vec<AtomicU64>,
+}
+
+/// What the memo knows of a hierarchy arc `x -> y` of weight `c`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Known {
+    /// Not unpacked yet.
+    Unknown,
+    /// An arc of the graph of weight `c` into this vertex (`order[y]`).
+    Original(u32),
+    /// A shortcut, split at a middle `m` into the downward arc `x -> m` (this index in
+    /// `h.down_*`) and the upward arc `m -> y` (this index in `h.up_*`).
+    Split(u32, u32),
+    /// No exact middle: unpacked by the Dijkstra fallback, every time.
+    NoMiddle,
+}
+
+impl Known {
+    /// 0 for `Unknown` (the memo starts zeroed); a split as `(down + 1) << 32 | up` (an arc
+    /// index is below `u32::MAX`: the offsets are u32); else the high word 0 and the low word
+    /// 1 (`NoMiddle`) or the vertex plus 2 (`Original`; ids are below `u32::MAX - 1`).
+    fn encode(self) -> u64 {
+        match self {
+            Known::Unknown => 0,
+            Known::NoMiddle => 1,
+            Known::Original(v) => v as u64 + 2,
+            Known::Split(down, up) => (down as u64 + 1) << 32 | up as u64,
+        }
+    }
+
+    #[inline(always)]
+    fn decode(m: u64) -> Known {
+        match ((m >> 32) as u32, m as u32) {
+            (0, 0) => Known::Unknown,
+            (0, 1) => Known::NoMiddle,
+            (0, v) => Known::Original(v - 2),
+            (down, up) => Known::Split(down - 1, up),
+        }
+    }
+}
+
+impl<W: Clone> Clone for Router<W> {
+    fn clone(&self) -> Self {
+        let copy = |m: &[AtomicU64]| m.iter().map(|a| AtomicU64::new(a.load(Relaxed))).collect();
+        Router {
+            offsets: self.offsets.clone(),
+            heads: self.heads.clone(),
+            weights: self.weights.clone(),
+            up_memo: copy(&self.up_memo),
+            down_memo: copy(&self.down_memo),
+        }
+    }
+}
+
+impl<W: PartialEq> PartialEq for Router<W> {
+    fn eq(&self, o: &Self) -> bool {
+        (&self.offsets, &self.heads, &self.weights) == (&o.offsets, &o.heads, &o.weights)
+    }
+}
+
+/// `len` memo entries, all `Known::Unknown`.
+fn unknowns(len: usize) -> Vec<AtomicU64> {
+    (0..len).map(|_| AtomicU64::new(0)).collect()
 }
 
 impl<W: ChWeight> Router<W> {
-    /// The index of `h`'s downward arcs by tail (a counting sort). O(n + arcs).
+    /// The index of `h`'s downward arcs by tail (a counting sort), and an empty memo. O(n +
+    /// arcs).
     pub fn new(h: &Hierarchy<W>) -> Router<W> {
         let n = h.n;
+        assert!(
+            n < u32::MAX as usize - 1,
+            "vertex ids must leave room for the memo's marks"
+        );
         let mut offsets = vec![0u32; n + 1];
         for &q in &h.down_tails {
             offsets[q as usize + 1] += 1;
@@ -58,6 +141,18 @@ impl<W: ChWeight> Router<W> {
             offsets,
             heads,
             weights,
+            up_memo: unknowns(h.up_heads.len()),
+            down_memo: unknowns(h.down_tails.len()),
+        }
+    }
+
+    /// The memo of the arc `e` (upward when `up`, else downward).
+    #[inline(always)]
+    fn memo(&self, e: u32, up: bool) -> &AtomicU64 {
+        if up {
+            &self.up_memo[e as usize]
+        } else {
+            &self.down_memo[e as usize]
         }
     }
 
@@ -122,10 +217,10 @@ impl<W: ChWeight> Side<W> {
 
     /// The tree's arcs from `p` back to the start, as `(p, parent, arc index)`: forward the arc
     /// `parent -> p`, backward `p -> parent`.
-    fn back(&self, mut p: u32) -> impl Iterator<Item = (u32, u32, usize)> + '_ {
+    fn back(&self, mut p: u32) -> impl Iterator<Item = (u32, u32, u32)> + '_ {
         std::iter::from_fn(move || {
             let (q, e) = self.parent[p as usize];
-            (q != NONE).then(|| (std::mem::replace(&mut p, q), q, e as usize))
+            (q != NONE).then(|| (std::mem::replace(&mut p, q), q, e))
         })
     }
 
@@ -169,7 +264,63 @@ pub struct Search<W> {
     /// middle: saturated weights, or a hierarchy not from this graph). 0 on a correct
     /// hierarchy whose distances fit `W`.
     pub fallbacks: u64,
-    stack: Vec<(u32, u32, u64)>,
+    unpacking: Unpacking,
+}
+
+/// A route's unpacking, reused across queries: the route as a linked list of arcs still to
+/// unpack and vertices, refined a round at a time (every arc still to unpack is replaced by
+/// its two arcs, or by the vertices it stands for). A round reads the memo of all its arcs
+/// first, so that their cache misses overlap: the latency is the unpacking's depth, not its
+/// size.
+#[derive(Debug, Clone, Default)]
+struct Unpacking {
+    /// The list: its nodes and the next of each (`NONE` at the end). Node 0 is the first.
+    nodes: Vec<(Node, u32)>,
+    /// The nodes to unpack this round and the next.
+    round: Vec<u32>,
+    next: Vec<u32>,
+    /// The memos of this round's arcs.
+    memos: Vec<u64>,
+    /// A fallback's path.
+    path: Vec<u32>,
+}
+
+/// A node of an [`Unpacking`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Node {
+    /// A hierarchy arc still to unpack.
+    Arc(Link),
+    /// A vertex of the route (an id of the graph).
+    Vertex(u32),
+}
+
+/// A hierarchy arc to unpack: `h.up_*[e]` when `up`, else `h.down_*[e]`, and the end its
+/// arrays do not hold (an upward arc's tail, a downward arc's head), or `NONE` when the memo
+/// gave the arc (found in the offsets then, if needed: only the first unpacking needs it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Link {
+    e: u32,
+    end: u32,
+    up: bool,
+}
+
+impl Link {
+    /// Positions `x -> y` and weight of the arc. O(1), O(log n) without `end`.
+    fn arc<W: ChWeight>(self, h: &Hierarchy<W>) -> (u32, u32, u64) {
+        let e = self.e as usize;
+        // The position whose range of `offsets` holds `e`.
+        let owner = |offsets: &[u32]| match self.end {
+            NONE => (offsets.partition_point(|&o| o as usize <= e) - 1) as u32,
+            end => end,
+        };
+        if self.up {
+            let x = owner(&h.up_offsets);
+            (x, h.up_heads[e], h.up_weights[e].to_u64())
+        } else {
+            let y = owner(&h.down_offsets);
+            (h.down_tails[e], y, h.down_weights[e].to_u64())
+        }
+    }
 }
 
 impl<W: ChWeight> Search<W> {
@@ -179,7 +330,7 @@ impl<W: ChWeight> Search<W> {
             fwd: Side::new(n),
             bwd: Side::new(n),
             fallbacks: 0,
-            stack: Vec::new(),
+            unpacking: Unpacking::default(),
         }
     }
 }
@@ -228,7 +379,9 @@ pub fn distance<W: ChWeight>(
 /// The distance from `s` to `t` and a shortest path as vertex ids of `g` (the graph `h` was
 /// built from), `s` and `t` included (`[s]` when `s == t`); `None` when `t` is unreachable.
 /// The path is a chain of arcs of `g` whose weights sum to the distance (unless the distance
-/// saturated at `W::CEIL`). O(S log S + L·d), L the path's arcs, d the degrees met unpacking.
+/// saturated at `W::CEIL`). O(S log S + L), L the path's arcs, once `r`'s memo knows the
+/// hierarchy arcs met unpacking (an arc's first time: O(d log d'), d the downward arcs out of
+/// its tail, d' the upward arcs out of each).
 ///
 /// # Panics
 /// When an arc of `h` has no path in `g` (`h` was not built from `g`).
@@ -259,60 +412,154 @@ fn route_into<W: ChWeight>(
     if meet == NONE {
         return best;
     }
-    // The hierarchy arcs of the up-down path: (tail, head, weight), in path order. The forward
-    // chain is read from the meeting vertex back to s, so it goes on the stack as it comes
-    // (the stack pops the arc nearest s first); the backward chain in reverse after it.
+    // The hierarchy arcs of the up-down path, in path order: the backward chain is read from
+    // the meeting vertex to t, the forward one from it back to s.
     let Search {
         fwd,
         bwd,
-        stack,
+        unpacking: u,
         fallbacks,
     } = search;
-    stack.clear();
-    stack.extend(
-        bwd.back(meet)
-            .map(|(p, q, e)| (p, q, h.down_weights[e].to_u64())),
-    );
-    stack.reverse();
-    stack.extend(
-        fwd.back(meet)
-            .map(|(p, q, e)| (q, p, h.up_weights[e].to_u64())),
-    );
+    u.nodes.clear();
+    u.nodes.extend(fwd.back(meet).map(|(_, q, e)| {
+        let link = Link {
+            e,
+            end: q,
+            up: true,
+        };
+        (Node::Arc(link), NONE)
+    }));
+    u.nodes.reverse();
+    u.nodes.extend(bwd.back(meet).map(|(_, q, e)| {
+        let link = Link {
+            e,
+            end: q,
+            up: false,
+        };
+        (Node::Arc(link), NONE)
+    }));
+    let k = u.nodes.len() as u32;
+    for (i, node) in (1..).zip(&mut u.nodes) {
+        node.1 = if i < k { i } else { NONE };
+    }
     out.push(s);
-    unpack(h, r, g, stack, out, fallbacks);
+    unpack(h, r, g, u, out, fallbacks);
     debug_assert_eq!(out.last(), Some(&t));
     best
 }
 
-/// Unpack the hierarchy arcs on `stack` (popped first = nearest the path's start) into
-/// original vertex ids, each arc's head appended to `out`.
+/// Unpack the list `u.nodes` (arcs, in path order) into original vertex ids, each arc's head
+/// appended to `out`; what each arc is (an arc of `g`, a shortcut and its two arcs, or
+/// neither) is read from `r`'s memo, found and memoized the first time.
 fn unpack<W: ChWeight>(
     h: &Hierarchy<W>,
     r: &Router<W>,
     g: &Csr,
-    stack: &mut Vec<(u32, u32, u64)>,
+    u: &mut Unpacking,
     out: &mut Vec<u32>,
     fallbacks: &mut u64,
 ) {
-    while let Some((x, y, c)) = stack.pop() {
-        let (u, v) = (h.order[x as usize], h.order[y as usize]);
-        if has_arc(g, u, v, c) {
-            out.push(v);
-        } else if let Some((m, a)) = middle(h, r, x, y, c) {
-            // Positions only grow down the split: the loop ends within the height.
-            stack.push((m, y, c - a));
-            stack.push((x, m, a));
-        } else {
-            *fallbacks += 1;
-            let bound = if c >= W::CEIL.to_u64() { u64::MAX } else { c };
-            if !dijkstra_path(g, u, v, bound, out) {
-                panic!(
-                    "hierarchy arc {u} -> {v} of weight {c} has no such path in {}: the \
-                     hierarchy was not built from this graph",
-                    g.name
-                );
+    let Unpacking {
+        nodes,
+        round,
+        next,
+        memos,
+        path,
+    } = u;
+    let arc = |node: Node| match node {
+        Node::Arc(link) => link,
+        Node::Vertex(_) => unreachable!("a round holds arcs"),
+    };
+    round.clear();
+    round.extend(0..nodes.len() as u32);
+    // Positions only grow down a split: the rounds end within the height.
+    while !round.is_empty() {
+        // The round's memos first: loads that do not wait on one another.
+        memos.clear();
+        memos.extend(round.iter().map(|&i| {
+            let link = arc(nodes[i as usize].0);
+            r.memo(link.e, link.up).load(Relaxed)
+        }));
+        next.clear();
+        for (&i, &memo) in round.iter().zip(memos.iter()) {
+            let (node, after) = nodes[i as usize];
+            let link = arc(node);
+            // The middle's position when found here (the memo keeps the arcs only).
+            let mut m = NONE;
+            let mut known = Known::decode(memo);
+            if known == Known::Unknown {
+                // Any thread that gets here finds the same answer: the order of the stores
+                // does not matter.
+                let (x, y, c) = link.arc(h);
+                let v = h.order[y as usize];
+                known = if has_arc(g, h.order[x as usize], v, c) {
+                    Known::Original(v)
+                } else if let Some(mid) = middle(h, r, x, y, c) {
+                    m = mid;
+                    let (down, up) = split(h, x, m, y, c).expect("a middle splits its arc");
+                    Known::Split(down, up)
+                } else {
+                    Known::NoMiddle
+                };
+                r.memo(link.e, link.up).store(known.encode(), Relaxed);
+            }
+            match known {
+                Known::Original(v) => nodes[i as usize].0 = Node::Vertex(v),
+                Known::Split(down, up) => {
+                    let j = nodes.len() as u32;
+                    let (down, up) = (
+                        Link {
+                            e: down,
+                            end: m,
+                            up: false,
+                        },
+                        Link {
+                            e: up,
+                            end: m,
+                            up: true,
+                        },
+                    );
+                    nodes[i as usize] = (Node::Arc(down), j);
+                    nodes.push((Node::Arc(up), after));
+                    next.extend([i, j]);
+                }
+                Known::Unknown => unreachable!("found above"),
+                Known::NoMiddle => {
+                    *fallbacks += 1;
+                    let (x, y, c) = link.arc(h);
+                    let (u, v) = (h.order[x as usize], h.order[y as usize]);
+                    let bound = if c >= W::CEIL.to_u64() { u64::MAX } else { c };
+                    path.clear();
+                    if !dijkstra_path(g, u, v, bound, path) {
+                        panic!(
+                            "hierarchy arc {u} -> {v} of weight {c} has no such path in {}: \
+                             the hierarchy was not built from this graph",
+                            g.name
+                        );
+                    }
+                    // The path's vertices in the arc's place (at least one: `v`).
+                    let mut at = i;
+                    nodes[at as usize].0 = Node::Vertex(path[0]);
+                    for &w in &path[1..] {
+                        let j = nodes.len() as u32;
+                        nodes[at as usize].1 = j;
+                        nodes.push((Node::Vertex(w), after));
+                        at = j;
+                    }
+                }
             }
         }
+        std::mem::swap(round, next);
+    }
+    // The vertices, in list order.
+    let mut i = if nodes.is_empty() { NONE } else { 0 };
+    while i != NONE {
+        let (node, after) = nodes[i as usize];
+        match node {
+            Node::Vertex(v) => out.push(v),
+            Node::Arc(_) => unreachable!("every arc is unpacked"),
+        }
+        i = after;
     }
 }
 
@@ -323,36 +570,51 @@ fn has_arc(g: &Csr, u: u32, v: u32, c: u64) -> bool {
 }
 
 /// A middle of the shortcut `x -> y` of weight `c`: a position `m > max(x, y)` with a downward
-/// arc `x -> m` of weight `a` and an upward arc `m -> y` of weight `c - a`, as `(m, a)`.
-/// O(k log k'), k the downward arcs out of `x`, k' the upward ones out of each `m`.
-fn middle<W: ChWeight>(
-    h: &Hierarchy<W>,
-    r: &Router<W>,
-    x: u32,
-    y: u32,
-    c: u64,
-) -> Option<(u32, u64)> {
+/// arc `x -> m` of weight `a` and an upward arc `m -> y` of weight `c - a`. The first such `m`
+/// (ascending). O(k log k'), k the downward arcs out of `x`, k' the upward ones out of each
+/// `m`.
+fn middle<W: ChWeight>(h: &Hierarchy<W>, r: &Router<W>, x: u32, y: u32, c: u64) -> Option<u32> {
     let (heads, weights) = r.out(x);
     let from = heads.partition_point(|&m| m <= y);
-    for (&m, &a) in heads[from..].iter().zip(&weights[from..]) {
-        let a = a.to_u64();
-        if a > c {
-            continue;
-        }
-        let (lo, hi) = (
-            h.up_offsets[m as usize] as usize,
-            h.up_offsets[m as usize + 1] as usize,
-        );
-        let up = &h.up_heads[lo..hi];
-        let mut e = lo + up.partition_point(|&q| q < y);
-        while e < hi && h.up_heads[e] == y {
-            if h.up_weights[e].to_u64() == c - a {
-                return Some((m, a));
+    (heads[from..].iter().zip(&weights[from..]))
+        .find(|&(&m, &a)| a.to_u64() <= c && up_arc(h, m, y, c - a.to_u64()).is_some())
+        .map(|(&m, _)| m)
+}
+
+/// The arcs that split the shortcut `x -> y` of weight `c` at its middle `m`, as indices: the
+/// downward arc `x -> m` (in `h.down_*`) and the upward arc `m -> y` (in `h.up_*`) whose
+/// weights sum to `c`: the first such downward arc (in storage order), as [`middle`] meets
+/// them through the router. O(log k), k the arcs at `m`.
+fn split<W: ChWeight>(h: &Hierarchy<W>, x: u32, m: u32, y: u32, c: u64) -> Option<(u32, u32)> {
+    let (lo, hi) = (
+        h.down_offsets[m as usize] as usize,
+        h.down_offsets[m as usize + 1] as usize,
+    );
+    let mut e = lo + h.down_tails[lo..hi].partition_point(|&q| q < x);
+    while e < hi && h.down_tails[e] == x {
+        let a = h.down_weights[e].to_u64();
+        if a <= c {
+            if let Some(f) = up_arc(h, m, y, c - a) {
+                return Some((e as u32, f));
             }
-            e += 1;
         }
+        e += 1;
     }
     None
+}
+
+/// The upward arc `m -> y` of weight `w`, as its index in `h.up_*`. O(log k), k the upward
+/// arcs out of `m`.
+fn up_arc<W: ChWeight>(h: &Hierarchy<W>, m: u32, y: u32, w: u64) -> Option<u32> {
+    let (lo, hi) = (
+        h.up_offsets[m as usize] as usize,
+        h.up_offsets[m as usize + 1] as usize,
+    );
+    let from = lo + h.up_heads[lo..hi].partition_point(|&q| q < y);
+    (from..hi)
+        .take_while(|&e| h.up_heads[e] == y)
+        .find(|&e| h.up_weights[e].to_u64() == w)
+        .map(|e| e as u32)
 }
 
 /// Dijkstra in `g` from `u` until `v` is settled, no further than `bound`; appends the path's

@@ -7,6 +7,7 @@ use super::*;
 use crate::apsp::dijkstra::Dijkstra;
 use crate::apsp::phast::ch::ChParams;
 use crate::graph::{generate, read_graph, EdgeList, GenModel, GenSpec, Origin};
+use std::sync::atomic::Ordering::Relaxed;
 
 fn csr(n: usize, arcs: Vec<(u32, u32, i64)>) -> Csr {
     Csr::from_edges(&EdgeList {
@@ -98,7 +99,12 @@ fn check_pair<W: ChWeight>(
 ) {
     let d = distance(h, r, s, t, search);
     assert_eq!(d, want, "{}: distance {s} -> {t}", g.name);
-    match route(h, r, g, s, t, search) {
+    check_route(g, (s, t), want, route(h, r, g, s, t, search));
+}
+
+/// `got`, a route from `s` to `t`, against Dijkstra's distance `want`.
+fn check_route<W: ChWeight>(g: &Csr, (s, t): (u32, u32), want: W, got: Option<(W, Vec<u32>)>) {
+    match got {
         None => assert_eq!(want, W::INF, "{}: no route {s} -> {t}", g.name),
         Some((d, path)) => {
             assert_eq!(d, want, "{}: route distance {s} -> {t}", g.name);
@@ -356,5 +362,188 @@ fn random_pairs_on_bremen() {
          path); pairs (200, paths, 4 threads) {pairs_time:?}",
         g.n,
         arcs as f64 / 200.0
+    );
+}
+
+/// Routes of `pairs_` on a `W` hierarchy of `g`, with the router's memo: from a cold router,
+/// the same warm, with half the memo forgotten (warm splits over cold arcs, whose far ends are
+/// found in the offsets), from a clone, and from several threads at once on one cold router;
+/// all the same, every one checked against Dijkstra; the fallbacks are counted alike cold and
+/// warm. Returns the fallbacks of one pass.
+fn memo_keeps_routes<W: ChWeight>(g: &Csr, pairs_: &[(u32, u32)]) -> u64 {
+    let h = Hierarchy::<W>::build(g, &ChParams::default(), None).unwrap();
+    let memo = |r: &Router<W>| -> Vec<u64> {
+        (r.up_memo.iter().chain(&r.down_memo))
+            .map(|m| m.load(Relaxed))
+            .collect()
+    };
+    let r = Router::new(&h);
+    assert!(memo(&r).iter().all(|&m| m == 0));
+    let mut search = Search::new(h.n);
+    let mut routes = |r: &Router<W>| -> Vec<Option<(W, Vec<u32>)>> {
+        (pairs_.iter())
+            .map(|&(s, t)| route(&h, r, g, s, t, &mut search))
+            .collect()
+    };
+    let cold = routes(&r);
+    let filled = memo(&r);
+    assert!(filled.iter().any(|&m| m != 0), "{}: no memo", g.name);
+    let warm = routes(&r);
+    assert_eq!(warm, cold, "{}: warm memo", g.name);
+    for (m, _) in (r.up_memo.iter().chain(&r.down_memo))
+        .zip(0..)
+        .filter(|(_, i)| i % 2 == 0)
+    {
+        m.store(0, Relaxed);
+    }
+    assert_eq!(routes(&r), cold, "{}: half the memo", g.name);
+    assert_eq!(memo(&r), filled, "{}: memo refilled", g.name);
+    let copy = r.clone();
+    assert!(copy == r && memo(&copy) == filled);
+    assert_eq!(routes(&copy), cold, "{}: cloned memo", g.name);
+    let fallbacks = search.fallbacks;
+    assert_eq!(fallbacks % 4, 0, "{}: fallbacks of 4 passes", g.name);
+    let mut dj = Dijkstra::<W>::new(g.n);
+    for (&(s, t), got) in pairs_.iter().zip(cold) {
+        let want = dj.run(g, s)[t as usize];
+        check_route(g, (s, t), want, got);
+    }
+    // Threads at once on one cold router, then warm: the answers of one thread.
+    let (o, d): (Vec<u32>, Vec<u32>) = pairs_.iter().copied().unzip();
+    let want = pairs(&h, &Router::new(&h), g, &o, &d, true, 1);
+    let shared = Router::new(&h);
+    std::thread::scope(|sc| {
+        let calls: Vec<_> = (0..4)
+            .map(|_| sc.spawn(|| pairs(&h, &shared, g, &o, &d, true, 3)))
+            .collect();
+        for c in calls {
+            assert_eq!(c.join().unwrap(), want, "{}: threads, cold memo", g.name);
+        }
+    });
+    assert_eq!(memo(&shared), filled, "{}: memo filled by threads", g.name);
+    let again = pairs(&h, &shared, g, &o, &d, true, 5);
+    assert_eq!(again, want, "{}: threads, warm memo", g.name);
+    fallbacks / 4
+}
+
+#[test]
+fn memo_changes_no_route() {
+    fn shared<T: Send + Sync>() {}
+    shared::<Router<u32>>();
+    shared::<Router<u64>>();
+    for g in [
+        gen(GenModel::Road, 900, 0.0, 7, 0, 30),
+        gen(GenModel::Uniform, 300, 2.0, 3, 0, 5),
+        gen(GenModel::Rmat, 256, 4.0, 2, 1, 20),
+        gen(GenModel::Uniform, 400, 1.2, 4, 0, 10),
+    ] {
+        let mut rng = Rng(g.n as u64);
+        let pairs_: Vec<(u32, u32)> = (0..300).map(|_| (rng.below(g.n), rng.below(g.n))).collect();
+        assert_eq!(memo_keeps_routes::<u32>(&g, &pairs_), 0, "{}", g.name);
+        assert_eq!(memo_keeps_routes::<u64>(&g, &pairs_), 0, "{}", g.name);
+    }
+    // Saturated shortcuts: the fallback, every time, memo or not.
+    let arcs = (0..20u32)
+        .flat_map(|i| [(i, i + 1, 4_000_000_000i64), (i + 1, i, 1)])
+        .collect();
+    let g = csr(21, arcs);
+    let all: Vec<(u32, u32)> = (0..21).flat_map(|s| (0..21).map(move |t| (s, t))).collect();
+    assert!(memo_keeps_routes::<u32>(&g, &all) > 0);
+}
+
+#[test]
+fn memo_words_and_arc_ends() {
+    for k in [
+        Known::Unknown,
+        Known::NoMiddle,
+        Known::Original(0),
+        Known::Original(u32::MAX - 2),
+        Known::Split(0, 0),
+        Known::Split(0, u32::MAX),
+        Known::Split(u32::MAX - 1, 7),
+    ] {
+        assert_eq!(Known::decode(k.encode()), k);
+    }
+    assert_eq!(Known::Unknown.encode(), 0);
+    // An arc's far end from the offsets (isolated positions included) is the stored one.
+    let g = gen(GenModel::Uniform, 300, 1.0, 5, 1, 9);
+    let h = Hierarchy::<u32>::build(&g, &ChParams::default(), None).unwrap();
+    for p in 0..h.n as u32 {
+        let pi = p as usize;
+        for e in h.up_offsets[pi]..h.up_offsets[pi + 1] {
+            let want = (p, h.up_heads[e as usize], h.up_weights[e as usize] as u64);
+            for end in [p, NONE] {
+                assert_eq!(Link { e, end, up: true }.arc(&h), want);
+            }
+        }
+        for e in h.down_offsets[pi]..h.down_offsets[pi + 1] {
+            let want = (
+                h.down_tails[e as usize],
+                p,
+                h.down_weights[e as usize] as u64,
+            );
+            for end in [p, NONE] {
+                assert_eq!(Link { e, end, up: false }.arc(&h), want);
+            }
+        }
+    }
+}
+
+/// Timings of `pairs` on osm-moscow (1,000 seeded random pairs, 2 threads, one router):
+/// distances only and with paths, first calls (the paths' with a cold unpacking memo) then the
+/// best of five more, wall and CPU time (all threads: steadier when the machine is shared).
+/// Prints the figures; no assertion on times. `--ignored --nocapture`.
+#[test]
+#[ignore]
+fn pairs_timing_on_moscow() {
+    let Some(g) = real("osm-moscow.gr.gz") else {
+        return;
+    };
+    let t0 = std::time::Instant::now();
+    let h = Hierarchy::<u32>::build(&g, &ChParams::default(), None).unwrap();
+    let build = t0.elapsed();
+    let t0 = std::time::Instant::now();
+    let r = Router::new(&h);
+    let router_time = t0.elapsed();
+    let t0 = std::time::Instant::now();
+    let search = Search::<u32>::new(h.n);
+    let search_time = t0.elapsed();
+    drop(search);
+    let mut rng = Rng(1000);
+    let (o, d): (Vec<u32>, Vec<u32>) = (0..1000).map(|_| (rng.below(g.n), rng.below(g.n))).unzip();
+    let cpu = || {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+        std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+    };
+    let time = |paths: bool| {
+        let (t0, c0) = (std::time::Instant::now(), cpu());
+        let p = pairs(&h, &r, &g, &o, &d, paths, 2);
+        ((t0.elapsed(), cpu() - c0), p)
+    };
+    let (dist1, q1) = time(false);
+    let (path1, p1) = time(true);
+    let best = |a: &mut (std::time::Duration, std::time::Duration), b: (_, _)| {
+        *a = (a.0.min(b.0), a.1.min(b.1))
+    };
+    let never = (std::time::Duration::MAX, std::time::Duration::MAX);
+    let (mut dist2, mut path2) = (never, never);
+    for _ in 0..5 {
+        let (t, q) = time(false);
+        assert_eq!(q, q1);
+        best(&mut dist2, t);
+        let (t, p) = time(true);
+        assert_eq!(p, p1);
+        best(&mut path2, t);
+    }
+    assert_eq!(q1.distances, p1.distances);
+    eprintln!(
+        "osm-moscow ({} vertices, {} up + {} down arcs; build {build:?}, Router::new \
+         {router_time:?}, Search::new {search_time:?}): 1,000 pairs on 2 threads: distances \
+         (wall, CPU) {dist1:?} first, {dist2:?} best of 5 more; paths {path1:?} first (cold \
+         memo), {path2:?} best of 5 more; {:.0} vertices per path",
+        g.n,
+        h.up_heads.len(),
+        h.down_tails.len(),
+        p1.vertices.len() as f64 / 1000.0
     );
 }
