@@ -635,7 +635,9 @@ impl Graph {
             }
             _ => unreachable!("the hierarchy has the width asked for"),
         };
-        let bytes = 8 * hierarchy.bytes() / 10;
+        // The hierarchy, and the router: its downward arcs again, by tail, and a memo word per
+        // arc (together about the hierarchy's size).
+        let bytes = 2 * hierarchy.bytes();
         let r = self
             .session
             .kept()
