@@ -142,6 +142,9 @@ def test_repeated_ids_equal_the_distinct_rows_expanded():
     distinct_s, inv_s = np.unique(sources, return_inverse=True)
     distinct_t, inv_t = np.unique(targets, return_inverse=True)
     np.testing.assert_array_equal(d, g.od(distinct_s, distinct_t)[inv_s][:, inv_t])
+    # So few entries are answered by pair queries; a run (any run option) runs each distinct
+    # source once.
+    np.testing.assert_array_equal(d, g.od(sources, targets, cpu_workers=2))
     assert g.last_report["tasks"] == len(distinct_s)
     f = g.od(sources, targets, as_frame=True)
     assert list(f.index) == list(sources) and list(f.columns) == list(targets)
