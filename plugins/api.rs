@@ -18,6 +18,7 @@
 //! alone, and a list's message names the list as the caller does, not its file.
 
 use crate::apsp;
+use crate::apsp::gpu::phast::DevWeight;
 use crate::common::geo::{self, Geo};
 use crate::graph::{Csr, EdgeList, Origin};
 use std::path::{Path, PathBuf};
@@ -464,6 +465,21 @@ struct Resident<W> {
     router: apsp::route::Router<W>,
 }
 
+impl<W: DevWeight> Resident<W> {
+    /// [`apsp::route::pairs`] on this hierarchy.
+    fn pairs(
+        &self,
+        g: &Csr,
+        origins: &[u32],
+        destinations: &[u32],
+        paths: bool,
+        threads: usize,
+    ) -> apsp::route::Pairs<W> {
+        let h = W::of(&self.hierarchy).expect("kept at its own width");
+        apsp::route::pairs(h, &self.router, g, origins, destinations, paths, threads)
+    }
+}
+
 impl Graph {
     /// The shortest distance of each pair `origins[i] -> destinations[i]` (internal ids, equal
     /// lengths), and its path when `paths`: a bidirectional query on the contraction
@@ -498,19 +514,7 @@ impl Graph {
         let origins = &departing[..];
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let (narrow, hierarchy) = self.resident::<u32>()?;
-        let h = match &*narrow.hierarchy {
-            apsp::phast::AnyHierarchy::Narrow(h) => h,
-            apsp::phast::AnyHierarchy::Wide(_) => unreachable!("a u32 hierarchy was asked for"),
-        };
-        let got = apsp::route::pairs(
-            h,
-            &narrow.router,
-            &self.csr,
-            origins,
-            destinations,
-            paths,
-            threads,
-        );
+        let got = narrow.pairs(&self.csr, origins, destinations, paths, threads);
         let mut routes = Routes {
             distances: got
                 .distances
@@ -527,12 +531,9 @@ impl Graph {
             .collect();
         if !ceil.is_empty() {
             let (wide, _) = self.resident::<u64>()?;
-            let apsp::phast::AnyHierarchy::Wide(h) = &*wide.hierarchy else {
-                unreachable!("a u64 hierarchy was asked for")
-            };
             let o: Vec<u32> = ceil.iter().map(|&i| origins[i]).collect();
             let d: Vec<u32> = ceil.iter().map(|&i| destinations[i]).collect();
-            let again = apsp::route::pairs(h, &wide.router, &self.csr, &o, &d, paths, threads);
+            let again = wide.pairs(&self.csr, &o, &d, paths, threads);
             for (j, &i) in ceil.iter().enumerate() {
                 routes.distances[i] = again.distances[j];
             }
@@ -592,7 +593,7 @@ impl Graph {
 
     /// The graph's hierarchy of weight type `W` with its route index, kept in the session, and
     /// where the hierarchy came from.
-    fn resident<W: apsp::phast::ChWeight>(&self) -> Result<(std::sync::Arc<Resident<W>>, String)> {
+    fn resident<W: DevWeight>(&self) -> Result<(std::sync::Arc<Resident<W>>, String)> {
         let wide = std::mem::size_of::<W>() == 8;
         let key = format!("api route index, {} bits", 8 * std::mem::size_of::<W>());
         if let Some(r) = self.session.kept().get::<Resident<W>>(&key) {
@@ -623,18 +624,8 @@ impl Graph {
                 self.csr.name
             ))
         })?;
-        let router = match (&*hierarchy, wide) {
-            // W is the hierarchy's weight type here; the Any round trip names it.
-            (apsp::phast::AnyHierarchy::Narrow(h), false) => {
-                let r: Box<dyn std::any::Any> = Box::new(apsp::route::Router::new(h));
-                *r.downcast::<apsp::route::Router<W>>().expect("W is u32")
-            }
-            (apsp::phast::AnyHierarchy::Wide(h), true) => {
-                let r: Box<dyn std::any::Any> = Box::new(apsp::route::Router::new(h));
-                *r.downcast::<apsp::route::Router<W>>().expect("W is u64")
-            }
-            _ => unreachable!("the hierarchy has the width asked for"),
-        };
+        let router =
+            apsp::route::Router::new(W::of(&hierarchy).expect("choose gives the width asked for"));
         // The hierarchy, and the router: its downward arcs again, by tail, and a memo word per
         // arc (together about the hierarchy's size).
         let bytes = 2 * hierarchy.bytes();

@@ -420,24 +420,11 @@ fn route_into<W: ChWeight>(
         unpacking: u,
         fallbacks,
     } = search;
+    let arc = |up: bool| move |(_, end, e)| (Node::Arc(Link { e, end, up }), NONE);
     u.nodes.clear();
-    u.nodes.extend(fwd.back(meet).map(|(_, q, e)| {
-        let link = Link {
-            e,
-            end: q,
-            up: true,
-        };
-        (Node::Arc(link), NONE)
-    }));
+    u.nodes.extend(fwd.back(meet).map(arc(true)));
     u.nodes.reverse();
-    u.nodes.extend(bwd.back(meet).map(|(_, q, e)| {
-        let link = Link {
-            e,
-            end: q,
-            up: false,
-        };
-        (Node::Arc(link), NONE)
-    }));
+    u.nodes.extend(bwd.back(meet).map(arc(false)));
     let k = u.nodes.len() as u32;
     for (i, node) in (1..).zip(&mut u.nodes) {
         node.1 = if i < k { i } else { NONE };

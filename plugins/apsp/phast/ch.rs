@@ -1506,4 +1506,4 @@ fn assemble<W: ChWeight, S: ChWeight>(
 }
 
 #[cfg(test)]
-mod test;
+pub(crate) mod test;

@@ -5,53 +5,10 @@
 
 use super::*;
 use crate::apsp::dijkstra::Dijkstra;
+use crate::apsp::phast::ch::test::{csr, gen, real};
 use crate::apsp::phast::ch::ChParams;
-use crate::graph::{generate, read_graph, EdgeList, GenModel, GenSpec, Origin};
+use crate::graph::GenModel;
 use std::sync::atomic::Ordering::Relaxed;
-
-fn csr(n: usize, arcs: Vec<(u32, u32, i64)>) -> Csr {
-    Csr::from_edges(&EdgeList {
-        n,
-        arcs,
-        id_base: 0,
-        origin: Origin {
-            name: "test graph".into(),
-            ..Origin::default()
-        },
-    })
-    .unwrap()
-}
-
-fn gen(model: GenModel, n: u64, degree: f64, seed: u64, lo: u32, hi: u32) -> Csr {
-    let spec = GenSpec {
-        model,
-        vertices: n,
-        degree: Some(degree),
-        seed,
-        min_weight: Some(lo),
-        max_weight: Some(hi),
-    };
-    Csr::from_edges(&generate(&spec).unwrap()).unwrap()
-}
-
-/// A real graph of `../shared/data`, or `None` (saying the test did not run) when absent; with
-/// `TUCCOMPI_REQUIRE_DATA` set absence fails (as in plugins/apsp/phast/ch/test.rs).
-fn real(name: &str) -> Option<Csr> {
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/data")
-        .join(name);
-    if !p.exists() {
-        if std::env::var_os("TUCCOMPI_REQUIRE_DATA").is_some() {
-            panic!(
-                "TUCCOMPI_REQUIRE_DATA is set but {} is missing",
-                p.display()
-            );
-        }
-        eprintln!("NOT RUN: {} not found", p.display());
-        return None;
-    }
-    Some(Csr::from_edges(&read_graph(&p).unwrap()).unwrap())
-}
 
 /// SplitMix64, for sampling pairs.
 struct Rng(u64);

@@ -57,7 +57,8 @@ fn check_sources<W: ChWeight>(g: &Csr, h: &Hierarchy<W>, sources: impl Iterator<
     }
 }
 
-fn csr(n: usize, arcs: Vec<(u32, u32, i64)>) -> Csr {
+/// A CSR of `n` vertices from `arcs` (also route's tests).
+pub(crate) fn csr(n: usize, arcs: Vec<(u32, u32, i64)>) -> Csr {
     Csr::from_edges(&EdgeList {
         n,
         arcs,
@@ -70,7 +71,8 @@ fn csr(n: usize, arcs: Vec<(u32, u32, i64)>) -> Csr {
     .unwrap()
 }
 
-fn gen(model: GenModel, n: u64, degree: f64, seed: u64, lo: u32, hi: u32) -> Csr {
+/// A generated graph (also route's tests).
+pub(crate) fn gen(model: GenModel, n: u64, degree: f64, seed: u64, lo: u32, hi: u32) -> Csr {
     let spec = GenSpec {
         model,
         vertices: n,
@@ -216,7 +218,7 @@ fn deterministic_across_thread_counts() {
     assert_eq!(one, three);
 }
 
-fn real(name: &str) -> Option<Csr> {
+pub(crate) fn real(name: &str) -> Option<Csr> {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../shared/data")
         .join(name);
