@@ -612,6 +612,8 @@ impl Graph {
             targets: false,
             kept: Some(self.session.kept()),
             pair_targets: None,
+            restrict: None,
+            sweep: apsp::phast::auto::SweepRequest::Full,
         };
         let choice = apsp::phast::auto::choose(&self.csr, wide, &request)?;
         let source = choice.report["source"]

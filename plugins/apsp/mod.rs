@@ -85,6 +85,10 @@ pub struct ApspOptions {
     pub cpu_algorithm: phast::auto::CpuAlgorithm,
     /// PHAST trees per CPU sweep ("auto" = the tuning rule, from the cache size).
     pub cpu_batch: Option<AutoOr>,
+    /// Which part of the hierarchy the CPU sweeps visit when targets are set: "auto" (the
+    /// targets' selection whenever the outputs allow it), "full" or "restricted".
+    #[serde(default)]
+    pub sweep: phast::auto::SweepRequest,
     /// Targets of the summary and of distances.npy: "all" (default), the first N vertices, or
     /// a list of vertex ids in the input's numbering.
     pub targets: Option<Sources>,
@@ -207,6 +211,9 @@ pub struct ApspJob {
     /// The hierarchy's route index, when the CPU workers answer by pair queries
     /// (`cpu_algorithm = "pairs"`; kept in a session).
     pub router: Option<std::sync::Arc<pairs::JobRouter>>,
+    /// The part of the hierarchy the CPU sweeps visit, when restricted to the targets
+    /// ([`phast::restrict`]).
+    pub selection: Option<std::sync::Arc<phast::restrict::Selection>>,
 }
 
 /// An APSP job's places: the input's coordinates (OpenStreetMap or `.co`) and the sources' and
@@ -364,6 +371,18 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
                 places.is_some(),
             ),
     })?;
+    // The outputs read the trees at the targets only: the CPU sweeps may skip the rest.
+    let restrictable = targets
+        .as_deref()
+        .filter(|_| path_job.is_none() && reach.as_ref().is_none_or(|r| r.isochrones.is_empty()));
+    if options.sweep == phast::auto::SweepRequest::Restricted && restrictable.is_none() {
+        return Err(tuccompi::Error::Config(
+            "[apsp] sweep = \"restricted\": a sweep restricted to the targets needs [apsp] \
+             targets and no output that reads whole trees (paths, predecessors, [apsp.reach] \
+             isochrones): set sweep = \"auto\" or \"full\""
+                .into(),
+        ));
+    }
     let units = &ctx.plan.units;
     let request = phast::auto::Request {
         cpu: (units.cpu_workers > 0).then_some(options.cpu_algorithm),
@@ -382,8 +401,19 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
             .as_ref()
             .filter(|_| reach.is_none() && path_job.is_none())
             .map(Vec::len),
+        restrict: restrictable,
+        sweep: options.sweep,
     };
-    let choice = phast::auto::choose_for_job(&graph, wide, &request, ctx.share)?;
+    let mut choice = phast::auto::choose_for_job(&graph, wide, &request, ctx.share)?;
+    // Another MPI rank decided: the selection is made here, as that rank made it.
+    if let (true, None, Some(h), Some(t)) = (
+        choice.report["sweep"] == "restricted",
+        &choice.selection,
+        &choice.hierarchy,
+        restrictable,
+    ) {
+        choice.selection = Some(std::sync::Arc::new(phast::restrict::Selection::of(h, t)));
+    }
     let mut options = options;
     options.gpu_algorithm = choice.gpu;
     options.od_csv = csv;
@@ -391,7 +421,8 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
     if choice.cpu == phast::auto::CpuAlgorithm::Phast {
         let width = if wide { 8 } else { 4 };
         let batch = options.cpu_batch.and_then(|b| b.value());
-        report["cpu_batch"] = serde_json::json!(phast::worker::cpu_batch(batch, graph.n, width)?);
+        let swept = choice.selection.as_ref().map_or(graph.n, |s| s.len());
+        report["cpu_batch"] = serde_json::json!(phast::worker::cpu_batch(batch, swept, width)?);
     }
     report["cpu_algorithm"] = serde_json::json!(choice.cpu);
     report["gpu_algorithm"] = serde_json::json!(choice.gpu);
@@ -430,6 +461,7 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
         reach,
         paths: path_job,
         router,
+        selection: choice.selection.filter(|_| choice.cpu == phast::auto::CpuAlgorithm::Phast),
     }))
 }
 

@@ -3,7 +3,10 @@
 # of 10,000 sources on osm-moscow (issue 37's job), with tuccompi ([apsp.reach], the counts
 # folded per source inside the run) and with scipy (dijkstra(indices=..., limit=2000) in
 # chunks, then counting); the counts are compared equal and the times printed in seconds.
-#   plugins/benches/reach.sh TUCCOMPI_BINARY DATA_FOLDER [GRAPH [SOURCES [POIS]]]
+# The warm run is repeated with the CPU sweeps over every vertex (`apsp.sweep = "full"`) and
+# restricted to the POIs' selection ("auto"), and with the binary OLD when it is set (a build
+# from before restricted sweeps); their reach.csv must be identical.
+#   [OLD=BIN] [CPU_ONLY=1] plugins/benches/reach.sh TUCCOMPI_BINARY DATA_FOLDER [GRAPH [SOURCES [POIS]]]
 # GRAPH defaults to osm-moscow.gr.gz (rome99.gr.gz works for a quick try); needs python3 with
 # numpy and scipy. Writes only under a fresh ${TMPDIR:-/tmp}/tuccompi-reach-bench.XXXXXX.
 set -eu
@@ -28,13 +31,33 @@ path = "$DATA/$GRAPH"
 targets = { file = "$W/pois.txt" }
 [apsp.reach]
 radii = [500, 1000, 2000]
+nearest = 3
 TOML
+[ -n "${CPU_ONLY:-}" ] && printf '[units]\nopencl = "none"\n' >> "$W/reach.toml"
 for pass in cold warm; do
   rm -rf "$W/out"
   t0=$(date +%s.%N)
   "$BIN" -q run "$W/reach.toml" --set "output.dir=\"$W/out\""
   t1=$(date +%s.%N)
   echo "tuccompi ($pass: hierarchy $( [ $pass = cold ] && echo built || echo cached )): $(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }") s wall"
+done
+# Warm runs side by side: full sweeps, restricted sweeps, the old build.
+for run in full auto ${OLD:+old}; do
+  bin=$BIN; set=(--set "apsp.sweep=\"$run\"")
+  [ "$run" = old ] && { bin=$(realpath "$OLD"); set=(); }
+  rm -rf "$W/o-$run"
+  t0=$(date +%s.%N)
+  "$bin" -q run "$W/reach.toml" --set "output.dir=\"$W/o-$run\"" "${set[@]}"
+  t1=$(date +%s.%N)
+  python3 - "$W/o-$run/report.json" "$run" "$(awk "BEGIN { print $t1 - $t0 }")" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); a = r["input"].get("algorithm", {})
+print(f"tuccompi sweep={sys.argv[2]:5}: {float(sys.argv[3]):.2f} s wall, run phase "
+      f"{r['run_seconds']:.2f} s ({a.get('sweep', 'full')}: "
+      f"{a.get('restricted_vertices', r['input']['n'])} of {r['input']['n']} vertices)")
+PY
+  cmp "$W/o-full/reach.csv" "$W/o-$run/reach.csv"
+  cmp "$W/o-full/nearest.csv" "$W/o-$run/nearest.csv"
 done
 python3 - "$W/out/report.json" <<'PY'
 import json, sys

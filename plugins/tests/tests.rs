@@ -23,6 +23,7 @@ mod phast_cpu;
 mod phast_gpu;
 mod reach;
 mod reliability;
+mod restricted;
 mod scheduling;
 mod tune;
 mod width;

@@ -167,6 +167,39 @@ pub struct Request<'a> {
     /// The targets of an origin-destination run that pair queries could answer (no folds, no
     /// paths): `auto` weighs them against a sweep.
     pub pair_targets: Option<usize>,
+    /// The targets (internal ids) when every output of the run reads the trees at the targets
+    /// only (no isochrones, no paths): the CPU sweeps may then be restricted to them
+    /// ([`super::restrict`]), as `[apsp] sweep` allows.
+    pub restrict: Option<&'a [u32]>,
+    /// `[apsp] sweep`.
+    pub sweep: SweepRequest,
+}
+
+/// `[apsp] sweep`: which part of the hierarchy the CPU PHAST sweeps visit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case", try_from = "String")]
+pub enum SweepRequest {
+    /// Restricted to the targets' selection whenever the run's outputs allow it.
+    #[default]
+    Auto,
+    /// Every vertex.
+    Full,
+    /// Restricted, or the run is refused when its outputs need whole trees.
+    Restricted,
+}
+
+impl TryFrom<String> for SweepRequest {
+    type Error = String;
+    fn try_from(s: String) -> std::result::Result<Self, String> {
+        match s.as_str() {
+            "auto" => Ok(SweepRequest::Auto),
+            "full" => Ok(SweepRequest::Full),
+            "restricted" => Ok(SweepRequest::Restricted),
+            _ => Err(format!(
+                "sweep = {s:?}: use \"auto\", \"full\" or \"restricted\""
+            )),
+        }
+    }
 }
 
 impl std::fmt::Debug for Request<'_> {
@@ -426,6 +459,9 @@ pub struct Choice {
     pub hierarchy: Option<std::sync::Arc<AnyHierarchy>>,
     /// Facts for the report: where the hierarchy came from, its shape, `preprocess_seconds`.
     pub report: serde_json::Value,
+    /// The part of the hierarchy the CPU sweeps visit, when restricted to the targets (made
+    /// where the choice is made; not sent to other MPI ranks, which make their own).
+    pub selection: Option<std::sync::Arc<super::restrict::Selection>>,
 }
 
 /// What [`Choice::to_bytes`] writes before the hierarchy.
@@ -496,6 +532,7 @@ impl Choice {
             reason: head.reason,
             hierarchy,
             report,
+            selection: None,
         })
     }
 }
@@ -753,6 +790,7 @@ impl Asked {
             reason,
             hierarchy: None,
             report,
+            selection: None,
         })
     }
 
@@ -919,25 +957,51 @@ impl Asked {
         } else {
             format!("auto: the hierarchy is good ({shape})")
         };
-        // Few targets: a backward search each beats a sweep over every vertex.
+        // Targets only: the CPU sweeps visit the part of the hierarchy the targets need.
+        let mut selection = None;
+        let restrict = req.restrict.filter(|_| {
+            req.cpu.is_some()
+                && req.sweep != SweepRequest::Full
+                && matches!(cpu, CpuAlgorithm::Phast | CpuAlgorithm::Auto)
+        });
+        let t = Instant::now();
+        if let Some(targets) = restrict {
+            selection = Some(super::restrict::Selection::of(&h, targets));
+        }
+        let swept = selection
+            .as_ref()
+            .map_or(g.n, super::restrict::Selection::len);
+        // Few targets: a backward search each beats a sweep.
         if let (CpuAlgorithm::Auto, Some(t)) = (self.cpu, req.pair_targets) {
             let pairs = t as f64 * upward * PAIR_COST;
             report["pairs_cost_per_source"] = serde_json::json!(pairs);
-            if pairs < g.n as f64 {
+            if pairs < swept as f64 {
                 cpu = CpuAlgorithm::Pairs;
                 reason = format!(
                     "{reason}; {t} targets: pair queries on CPUs ({t} x upward search {upward:.0} \
-                     x {PAIR_COST} < {} vertices a sweep visits)",
-                    g.n
+                     x {PAIR_COST} < {swept} vertices a sweep visits)"
                 );
+                selection = None;
             }
         }
+        if let Some(sel) = &selection {
+            report["sweep"] = serde_json::json!("restricted");
+            report["restricted_vertices"] = serde_json::json!(sel.len());
+            report["selection_seconds"] = serde_json::json!(t.elapsed().as_secs_f64());
+            reason = format!(
+                "{reason}; CPU sweeps restricted to the {} of {} vertices the targets need",
+                sel.len(),
+                g.n
+            );
+        }
+        let selection = selection.map(std::sync::Arc::new);
         Ok(Choice {
             cpu,
             gpu,
             reason,
             hierarchy: Some(h),
             report,
+            selection,
         })
     }
 }

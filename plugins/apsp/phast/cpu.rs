@@ -23,7 +23,12 @@ pub const SUPPORTED_K: [usize; 6] = [1, 2, 4, 8, 16, 32];
 /// Per-worker PHAST state, reused across batches.
 #[derive(Debug)]
 pub struct Sweeper<'h, W: ChWeight> {
+    /// The hierarchy the upward searches run on.
     h: &'h Hierarchy<W>,
+    /// The hierarchy swept: `h`, or a selection of it toward fixed targets
+    /// ([`super::restrict`]), whose positions `local` maps `h`'s to.
+    swept_h: &'h Hierarchy<W>,
+    local: Option<&'h [u32]>,
     k: usize,
     /// Trees of the last batch.
     lanes: usize,
@@ -47,6 +52,29 @@ pub struct Sweeper<'h, W: ChWeight> {
 impl<'h, W: ChWeight> Sweeper<'h, W> {
     /// State for batches of up to `k` trees (`k` one of [`SUPPORTED_K`]) over `h`.
     pub fn new(h: &'h Hierarchy<W>, k: usize) -> tuccompi::Result<Self> {
+        Self::over(h, h, None, k)
+    }
+
+    /// State for batches of up to `k` trees over `h` that sweep only `sub`, the selection of
+    /// `h` toward a set of targets ([`super::restrict::Selection`]: `local` maps `h`'s
+    /// positions to `sub`'s). Only the distances to the selected vertices are defined
+    /// afterwards ([`Self::dist`] and [`Self::row`] at the targets).
+    pub fn restricted(
+        h: &'h Hierarchy<W>,
+        sub: &'h Hierarchy<W>,
+        local: &'h [u32],
+        k: usize,
+    ) -> tuccompi::Result<Self> {
+        assert_eq!(local.len(), h.n, "a selection of another hierarchy");
+        Self::over(h, sub, Some(local), k)
+    }
+
+    fn over(
+        h: &'h Hierarchy<W>,
+        swept_h: &'h Hierarchy<W>,
+        local: Option<&'h [u32]>,
+        k: usize,
+    ) -> tuccompi::Result<Self> {
         if !SUPPORTED_K.contains(&k) {
             return Err(tuccompi::Error::Config(format!(
                 "PHAST trees at once = {k}: use one of {SUPPORTED_K:?}"
@@ -54,17 +82,23 @@ impl<'h, W: ChWeight> Sweeper<'h, W> {
         }
         Ok(Sweeper {
             h,
+            swept_h,
+            local,
             k,
             lanes: 0,
             // Every sweep writes a position's row before any arc reads it: no fill needed.
             // The pages are the OS's on first touch: [`Self::touch`] takes them before a run.
-            d: tuccompi::zeros(h.n * k, "PHAST distances (n x trees at once)")?,
+            d: tuccompi::zeros(swept_h.n * k, "PHAST distances (n x trees at once)")?,
             up: tuccompi::filled(h.n, W::INF, "PHAST upward search")?,
             touched: Vec::new(),
             heap: BinaryHeap::new(),
             seeds: Vec::new(),
             fused: None,
-            stored: h.down_tails.iter().max().map_or(0, |&q| q as usize + 1),
+            stored: swept_h
+                .down_tails
+                .iter()
+                .max()
+                .map_or(0, |&q| q as usize + 1),
             swept: false,
         })
     }
@@ -74,7 +108,7 @@ impl<'h, W: ChWeight> Sweeper<'h, W> {
     /// runtime makes every worker before its run's clock starts, and a first sweep that maps
     /// n·k distances' pages took 2-3 times as long as the later ones. O(n·k).
     pub fn touch(&mut self, tally: bool) {
-        let positions = if tally { self.stored } else { self.h.n };
+        let positions = if tally { self.stored } else { self.swept_h.n };
         self.d[..positions * self.k].fill(W::ZERO);
     }
 
@@ -100,14 +134,25 @@ impl<'h, W: ChWeight> Sweeper<'h, W> {
     /// [`Self::summarize`] with no targets may be asked.
     pub fn run_with(&mut self, sources: &[u32], tally: bool) {
         assert!(sources.len() <= self.k, "more sources than trees at once");
+        assert!(
+            !(tally && self.local.is_some()),
+            "summaries over every vertex from a restricted sweep"
+        );
         self.lanes = sources.len();
         self.swept = true;
         self.seeds.clear();
         for (j, &s) in sources.iter().enumerate() {
             self.upward(j as u32, self.h.pos[s as usize]);
         }
+        if let Some(local) = self.local {
+            // Seeds outside the selection reach no target.
+            self.seeds.retain_mut(|s| {
+                s.0 = local[s.0 as usize];
+                s.0 != u32::MAX
+            });
+        }
         self.seeds.sort_unstable_by_key(|s| (s.0, s.1));
-        let (h, d, seeds, stored) = (self.h, &mut self.d[..], &self.seeds[..], self.stored);
+        let (h, d, seeds, stored) = (self.swept_h, &mut self.d[..], &self.seeds[..], self.stored);
         self.fused = match self.k {
             1 => sweep_k::<W, 1>(tally, h, d, seeds, stored),
             2 => sweep_k::<W, 2>(tally, h, d, seeds, stored),
@@ -156,7 +201,9 @@ impl<'h, W: ChWeight> Sweeper<'h, W> {
     pub fn dist(&self, j: usize, v: u32) -> W {
         assert!(self.fused.is_none(), "distances of a summaries-only sweep");
         assert!(self.swept, "distances before any sweep");
-        self.d[self.h.pos[v as usize] as usize * self.k + j]
+        let p = self.swept_h.pos[v as usize];
+        debug_assert!(p != u32::MAX, "vertex {v} is outside the restricted sweep");
+        self.d[p as usize * self.k + j]
     }
 
     /// Per-tree records `[reached, sum_lo, sum_hi, max]` of the last batch over `targets`
@@ -169,18 +216,46 @@ impl<'h, W: ChWeight> Sweeper<'h, W> {
             records[..self.lanes].copy_from_slice(&acc[..self.lanes]);
             return;
         }
+        assert!(
+            t.is_some() || self.local.is_none(),
+            "summaries over every vertex from a restricted sweep"
+        );
+        let n = self.swept_h.n;
         let acc = match self.k {
-            1 => Tally::<1>::over(d, t, self.h.n),
-            2 => Tally::<2>::over(d, t, self.h.n),
-            4 => Tally::<4>::over(d, t, self.h.n),
-            8 => Tally::<8>::over(d, t, self.h.n),
-            16 => Tally::<16>::over(d, t, self.h.n),
-            32 => Tally::<32>::over(d, t, self.h.n),
+            1 => Tally::<1>::over(d, t, n),
+            2 => Tally::<2>::over(d, t, n),
+            4 => Tally::<4>::over(d, t, n),
+            8 => Tally::<8>::over(d, t, n),
+            16 => Tally::<16>::over(d, t, n),
+            32 => Tally::<32>::over(d, t, n),
             _ => unreachable!("k checked in new"),
         };
         for (j, r) in records.iter_mut().enumerate().take(self.lanes) {
             *r = [acc[j][0], acc[j][1], acc[j][2], acc[j][3]];
         }
+    }
+
+    /// The last batch's distances at the sweep positions `tpos` (of the hierarchy swept: see
+    /// [`Self::swept_pos`]), tree-major: `out[j·T + i]` is tree `j`'s distance to `tpos[i]`
+    /// (T = `tpos.len()`). One read of a position's k lanes serves every tree.
+    pub fn gather(&self, tpos: &[u32], out: &mut Vec<W>) {
+        assert!(self.fused.is_none(), "distances of a summaries-only sweep");
+        assert!(self.swept, "distances before any sweep");
+        let (t, k, lanes) = (tpos.len(), self.k, self.lanes);
+        out.clear();
+        out.resize(t * lanes, W::INF);
+        for (i, &p) in tpos.iter().enumerate() {
+            let row = &self.d[p as usize * k..p as usize * k + lanes];
+            for (j, &x) in row.iter().enumerate() {
+                out[j * t + i] = x;
+            }
+        }
+    }
+
+    /// The sweep position of each vertex id in the hierarchy swept (`u32::MAX` outside a
+    /// restricted sweep's selection).
+    pub fn swept_pos(&self) -> &'h [u32] {
+        &self.swept_h.pos
     }
 
     /// Distance row of tree `j` of the last batch in the input's numbering: `row[i]` is the
@@ -189,8 +264,9 @@ impl<'h, W: ChWeight> Sweeper<'h, W> {
         assert!(self.fused.is_none(), "distances of a summaries-only sweep");
         assert!(self.swept, "distances before any sweep");
         row.clear();
-        let (pos, k) = (&self.h.pos, self.k);
+        let (pos, k) = (&self.swept_h.pos, self.k);
         match targets {
+            None if self.local.is_some() => panic!("a whole row from a restricted sweep"),
             None => row.extend(pos.iter().map(|&p| self.d[p as usize * k + j])),
             Some(t) => row.extend(t.iter().map(|&v| self.d[pos[v as usize] as usize * k + j])),
         }

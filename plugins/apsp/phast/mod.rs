@@ -2,7 +2,8 @@
 //! as a small upward Dijkstra plus one linear sweep over a contraction hierarchy.
 //!
 //! [`ch`] builds the hierarchy (renumbered into sweep order, with levels for a GPU sweep) and
-//! [`cache`] keeps it on disk; [`auto`] decides when PHAST runs. The CPU half ([`cpu`], wired
+//! [`cache`] keeps it on disk; [`auto`] decides when PHAST runs; [`restrict`] selects the part
+//! of it that sweeps toward fixed targets need. The CPU half ([`cpu`], wired
 //! into the plugin by [`worker`]) sweeps k trees at once with distances vertex-major.
 
 pub mod auto;
@@ -10,6 +11,7 @@ pub mod cache;
 pub mod ch;
 pub mod cpu;
 pub mod host_cache;
+pub mod restrict;
 pub mod worker;
 
 pub use ch::{ChWeight, Hierarchy};

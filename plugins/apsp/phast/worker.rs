@@ -31,10 +31,26 @@ pub fn cpu_batch(config: Option<usize>, n: usize, value_bytes: usize) -> Result<
 }
 
 /// A PHAST worker for `job` over `h`.
+/// With a selection toward the job's targets (`job.selection`), it sweeps only that.
 pub fn cpu_worker<'a>(job: &'a ApspJob, h: &'a AnyHierarchy) -> Result<Box<dyn Worker + 'a>> {
-    Ok(match h {
-        AnyHierarchy::Narrow(h) => Box::new(PhastWorker::new(job, h)?),
-        AnyHierarchy::Wide(h) => Box::new(PhastWorker::new(job, h)?),
+    let sel = job.selection.as_deref();
+    let sub = sel.map(|s| &s.sub);
+    Ok(match (h, sub) {
+        (AnyHierarchy::Narrow(h), None) => Box::new(PhastWorker::new(job, h, None)?),
+        (AnyHierarchy::Wide(h), None) => Box::new(PhastWorker::new(job, h, None)?),
+        (AnyHierarchy::Narrow(h), Some(AnyHierarchy::Narrow(sub))) => {
+            Box::new(PhastWorker::new(job, h, sel.map(|s| (sub, &s.local[..])))?)
+        }
+        (AnyHierarchy::Wide(h), Some(AnyHierarchy::Wide(sub))) => {
+            Box::new(PhastWorker::new(job, h, sel.map(|s| (sub, &s.local[..])))?)
+        }
+        _ => {
+            return Err(Error::Output(
+                "the targets' selection and the hierarchy differ in width (a bug in tuccompi; \
+                 please report it)"
+                    .into(),
+            ))
+        }
     })
 }
 
@@ -48,27 +64,38 @@ struct PhastWorker<'a, W: ChWeight> {
     batch: Vec<u32>,
     redo: Redo,
     tracer: crate::apsp::paths::Tracer,
+    /// With folds over the targets only (no isochrones): the batch's distances at the targets,
+    /// tree-major ([`Sweeper::gather`]), and the column numbers `0..T` the fold reads them by.
+    gathered: Option<(Vec<W>, Vec<u32>)>,
 }
 
 /// A CPU PHAST worker's distances up to this size are mapped when it is made (above).
 pub const TOUCH_BYTES: usize = 64 << 20;
 
 impl<'a, W: ChWeight> PhastWorker<'a, W> {
-    fn new(job: &'a ApspJob, h: &'a Hierarchy<W>) -> Result<Self> {
+    fn new(
+        job: &'a ApspJob,
+        h: &'a Hierarchy<W>,
+        sel: Option<(&'a Hierarchy<W>, &'a [u32])>,
+    ) -> Result<Self> {
+        let swept = sel.map_or(h, |s| s.0);
         let k = cpu_batch(
             job.options.cpu_batch.and_then(|b| b.value()),
-            h.n,
+            swept.n,
             std::mem::size_of::<W>(),
         )?
         .value;
-        let mut sw = Sweeper::new(h, k)?;
+        let mut sw = match sel {
+            Some((sub, local)) => Sweeper::restricted(h, sub, local, k)?,
+            None => Sweeper::new(h, k)?,
+        };
         // The runtime makes every worker before the run starts: map the pages its sweeps write
         // now, not in its first chunk, where that first chunk is short against the mapping
         // (city graphs: a 20 ms run's first chunks took 2-3 times their later ones). A country
         // graph's distances (n·k words: 0.8 GB at 26M vertices) are mapped by the sweeps of the
         // workers that get chunks: touching every worker's took a second and 6 GB of memory
         // for a 16-task run, and a sweep there is long against its page faults.
-        if h.n * k * std::mem::size_of::<W>() <= TOUCH_BYTES {
+        if swept.n * k * std::mem::size_of::<W>() <= TOUCH_BYTES {
             sw.touch(job.summaries_only());
         }
         Ok(PhastWorker {
@@ -77,12 +104,18 @@ impl<'a, W: ChWeight> PhastWorker<'a, W> {
             tpos: job
                 .targets
                 .as_ref()
-                .map(|t| t.iter().map(|&v| h.pos[v as usize]).collect()),
+                .map(|t| t.iter().map(|&v| swept.pos[v as usize]).collect()),
             recs: vec![[0; 4]; k],
             row: Vec::new(),
             batch: Vec::with_capacity(k),
             redo: Redo::default(),
             tracer: Default::default(),
+            gathered: match (&job.targets, &job.reach) {
+                (Some(t), Some(r)) if r.isochrones.is_empty() => {
+                    Some((Vec::new(), (0..t.len() as u32).collect()))
+                }
+                _ => None,
+            },
         })
     }
 }
@@ -101,6 +134,9 @@ impl<W: ChWeight + RowWrite> Worker for PhastWorker<'_, W> {
             self.batch.extend_from_slice(&self.job.sources[start..end]);
             self.sw.run_with(&self.batch, self.job.summaries_only());
             self.sw.summarize(self.tpos.as_deref(), &mut self.recs);
+            if let (Some((g, _)), Some(tpos)) = (&mut self.gathered, &self.tpos) {
+                self.sw.gather(tpos, g);
+            }
             for (j, t) in (start..end).enumerate() {
                 // A u32 tree with a distance at CEIL overflowed: redone in u64.
                 if self.recs[j][3] == W::CEIL.to_u64() {
@@ -110,7 +146,22 @@ impl<W: ChWeight + RowWrite> Worker for PhastWorker<'_, W> {
                 }
                 let s = PathSummary::from_words(&self.recs[j]);
                 let sw = &self.sw;
-                crate::apsp::reach::put(self.job, out, t, &s, |v| sw.dist(j, v));
+                match (&self.gathered, &self.job.reach) {
+                    // Folded by column from the gathered rows: the same targets in the same
+                    // order, read from one contiguous row.
+                    (Some((g, cols)), Some(r)) => {
+                        let row = &g[j * cols.len()..(j + 1) * cols.len()];
+                        let rec = out.record(t);
+                        s.to_words(&mut rec[..PathSummary::WORDS]);
+                        r.fold(
+                            Some(cols),
+                            cols.len(),
+                            |c| row[c as usize],
+                            &mut rec[PathSummary::WORDS..],
+                        );
+                    }
+                    _ => crate::apsp::reach::put(self.job, out, t, &s, |v| sw.dist(j, v)),
+                }
                 if let Some(rows) = &self.job.rows {
                     self.sw.row(j, self.job.targets.as_deref(), &mut self.row);
                     W::write_row(rows, t, &self.row)?;

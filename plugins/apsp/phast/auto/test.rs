@@ -128,6 +128,7 @@ fn a_choice_crosses_to_another_rank_whole_and_only_for_its_graph() {
             reason: "explicit".into(),
             hierarchy: Some(std::sync::Arc::new(AnyHierarchy::build(&a, wide).unwrap())),
             report: serde_json::json!({"source": "built", "levels": 7}),
+            selection: None,
         };
         let bytes = c.to_bytes(&a);
         let back = Choice::from_bytes(&bytes, &a).unwrap();
@@ -172,6 +173,7 @@ fn a_choice_crosses_to_another_rank_whole_and_only_for_its_graph() {
         reason: "as configured".into(),
         hierarchy: None,
         report: serde_json::json!({}),
+        selection: None,
     };
     let back = Choice::from_bytes(&c.to_bytes(&a), &b).unwrap();
     assert!(back.hierarchy.is_none() && back.gpu == GpuAlgorithm::Worklist);
@@ -327,6 +329,8 @@ fn the_report_sets_the_forecast_beside_what_happened() {
         targets: false,
         kept: None,
         pair_targets: None,
+        restrict: None,
+        sweep: Default::default(),
     };
     let c = choose(&g, false, &req).unwrap();
     let f = &c.report["forecast"];

@@ -174,6 +174,8 @@ fn a_hierarchy_path_holding_another_file_or_a_link_is_refused_never_replaced() {
             targets: false,
             kept: None,
             pair_targets: None,
+            restrict: None,
+            sweep: Default::default(),
         };
         let e = choose(&g, false, &req).unwrap_err().to_string();
         assert!(
