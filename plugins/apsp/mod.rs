@@ -13,6 +13,7 @@
 
 pub mod dijkstra;
 pub mod gpu;
+pub mod isochrone;
 pub mod od;
 pub mod pairs;
 pub mod paths;

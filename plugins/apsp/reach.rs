@@ -14,7 +14,10 @@
 //!   distance `<= limit`.
 //!
 //! [`Job::finish`](tuccompi::plugin::Job::finish) writes them as `reach.csv`, `nearest.csv` and
-//! `isochrones.csv`, one row per source. The CPU halves fold their host rows here ([`put`],
+//! `isochrones.csv`, one row per source; asked for, also `isochrone_ids.csv` (the vertices
+//! within each limit) and `isochrones.geojson` (the reachable network within each limit,
+//! buffered into polygons: [`super::isochrone`]), both from each source's tree made again on
+//! the CPU. The CPU halves fold their host rows here ([`put`],
 //! [`Reach::fold`]); the GPU half folds on the device (`gpu/reach.rs`, `kernels/reach.cl`) and
 //! only the folded words come back.
 //!
@@ -96,6 +99,13 @@ pub struct ReachOptions {
     /// within it.
     #[serde(default)]
     pub isochrone_ids: bool,
+    /// Also write `isochrones.geojson`: for each source and limit, the reachable network
+    /// buffered by `isochrone_width` ([`super::isochrone`]).
+    #[serde(default)]
+    pub isochrone_polygons: bool,
+    /// The polygons' buffer width: metres for longitude/latitude places, a `.co` file's units
+    /// otherwise (default [`super::isochrone::DEFAULT_WIDTH`]).
+    pub isochrone_width: Option<f64>,
 }
 
 /// The reductions of a job, checked and with their weights read.
@@ -115,6 +125,8 @@ pub struct Reach {
     pub file: Option<PathBuf>,
     /// Whether `isochrone_ids.csv` is written.
     pub isochrone_ids: bool,
+    /// The width of the polygons of `isochrones.geojson`, when they are written.
+    pub isochrone_polygons: Option<f64>,
 }
 
 impl Reach {
@@ -184,7 +196,34 @@ impl Reach {
                 key("isochrone_ids = true")
             )));
         }
+        if o.isochrone_polygons && o.isochrones.is_empty() {
+            return Err(Error::Config(format!(
+                "{}: polygons of the area within each isochrone limit need the limits: set \
+                 isochrones = [600, 1200] too",
+                key("isochrone_polygons = true")
+            )));
+        }
+        if let Some(w) = o.isochrone_width {
+            if !o.isochrone_polygons {
+                return Err(Error::Config(format!(
+                    "{} is the buffer width of the isochrone polygons, which are not asked \
+                     for: set isochrone_polygons = true, or remove isochrone_width",
+                    key("isochrone_width")
+                )));
+            }
+            if !(w.is_finite() && w > 0.0) {
+                return Err(Error::Config(format!(
+                    "{} = {w}: the polygons' buffer width must be a positive number (metres \
+                     for OpenStreetMap input, the .co file's units otherwise; default {})",
+                    key("isochrone_width"),
+                    super::isochrone::DEFAULT_WIDTH
+                )));
+            }
+        }
         Ok(Some(Reach {
+            isochrone_polygons: o
+                .isochrone_polygons
+                .then(|| o.isochrone_width.unwrap_or(super::isochrone::DEFAULT_WIDTH)),
             isochrone_ids: o.isochrone_ids,
             radii: o.radii,
             decay: o.decay,
@@ -193,6 +232,18 @@ impl Reach {
             isochrones: o.isochrones,
             file: o.weights.map(|w| w.file),
         }))
+    }
+
+    /// Refuse isochrone polygons on an input without places (`geo`: the input's), naming the
+    /// key: the polygons are drawn from them.
+    pub fn check_places(&self, geo: Option<&crate::common::geo::Geo>, graph: &str) -> Result<()> {
+        match (self.isochrone_polygons, geo) {
+            (Some(_), None) => Err(super::isochrone::no_places(
+                "[apsp.reach] isochrone_polygons = true",
+                graph,
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Words each task's record holds after its [`PathSummary`]: a count and a sum per radius,
@@ -521,7 +572,21 @@ pub fn finish_bytes(job: &ApspJob) -> u64 {
     // A u64 id or count is at most 20 digits, a sum at most 24 characters, plus a comma.
     let per_source =
         21 + 45 * r.radii.len() as u64 + 42 * r.nearest as u64 + 21 * r.isochrones.len() as u64;
-    job.sources.len() as u64 * per_source + 4096
+    // isochrone_ids.csv: a count and every vertex id within a limit, at most 11 bytes each.
+    let ids = if r.isochrone_ids {
+        r.isochrones.len() as u64 * (64 + 11 * job.graph.n as u64)
+    } else {
+        0
+    };
+    // isochrones.geojson: an estimate, as a ring's length is known once drawn: up to 16
+    // corners per arc of the graph, at most 65,536 per feature, 26 bytes each.
+    let polygons = if r.isochrone_polygons.is_some() {
+        let corners = (16 * job.graph.m() as u64).min(1 << 16);
+        r.isochrones.len() as u64 * (256 + 26 * corners)
+    } else {
+        0
+    };
+    job.sources.len() as u64 * (per_source + ids + polygons) + 4096
 }
 
 /// Write `reach.csv`, `nearest.csv` and `isochrones.csv` (those asked) into `dir` from the
@@ -613,6 +678,17 @@ pub fn write(job: &ApspJob, records: &Records, dir: &Path) -> Result<serde_json:
             write_isochrone_ids(job, r, &folded, &source_id, dir)?;
             report.insert("isochrone_ids".into(), "isochrone_ids.csv".into());
         }
+        if let Some(width) = r.isochrone_polygons {
+            let coarsened = write_isochrone_polygons(job, r, width, &folded, &source_id, dir)?;
+            report.insert("isochrone_polygons".into(), "isochrones.geojson".into());
+            report.insert("isochrone_width".into(), serde_json::json!(width));
+            if coarsened > 0 {
+                report.insert(
+                    "isochrone_polygons_coarsened".into(),
+                    serde_json::json!(coarsened),
+                );
+            }
+        }
     }
     Ok(serde_json::Value::Object(report))
 }
@@ -667,6 +743,78 @@ fn write_isochrone_ids(
             },
         )
     })
+}
+
+/// `isochrones.geojson`: one Feature per source and limit in task order, the reachable
+/// network within the limit buffered by `width` ([`super::isochrone`]), from each source's tree
+/// made again on the CPU as for [`write_isochrone_ids`], each tree's count within the limit
+/// checked against the count the run folded. Returns how many polygons were drawn on cells
+/// coarsened to fit [`super::isochrone::MAX_CELLS`] (each also logged).
+fn write_isochrone_polygons(
+    job: &ApspJob,
+    r: &Reach,
+    width: f64,
+    folded: &[Folded],
+    source_id: &(dyn Fn(usize) -> u64 + Sync),
+    dir: &Path,
+) -> Result<usize> {
+    use super::isochrone;
+    use std::io::Write as _;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let name = "isochrones.geojson";
+    let Some(geo) = job.geo.geo.as_ref() else {
+        return Err(isochrone::no_places(
+            "[apsp.reach] isochrone_polygons = true",
+            &job.graph.name,
+        ));
+    };
+    let canvas = isochrone::Canvas::new(&job.graph, geo, width);
+    let coarsened = AtomicUsize::new(0);
+    tuccompi::sink::write_stream(dir, name, |w| {
+        let out = |e: std::io::Error| Error::Output(format!("{name}: {e}"));
+        w.write_all(isochrone::collection_head(geo, width).as_bytes())
+            .map_err(out)?;
+        crate::common::write_in_order(
+            w,
+            name,
+            job.sources.len(),
+            || super::dijkstra::Dijkstra::<u64>::new(job.graph.n),
+            |dj, t| {
+                let s = job.sources[t];
+                let dist = dj.run(&job.graph, s);
+                let isos = canvas.of_tree(s, source_id(t), dist, &r.isochrones)?;
+                let mut text = String::new();
+                for (j, iso) in isos.iter().enumerate() {
+                    if iso.vertices != folded[t].iso[j] {
+                        return Err(Error::Output(format!(
+                            "{name}: source {} has {} vertices within {}, its tree counted {} \
+                             (a bug in tuccompi; please report it)",
+                            iso.source, iso.vertices, iso.limit, folded[t].iso[j]
+                        )));
+                    }
+                    if iso.drawn.coarsened {
+                        coarsened.fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!(
+                            "{name}: the isochrone of source {} within {} covers more than \
+                             {} cells of {}: drawn on cells of {:.1} (the feature's cell)",
+                            iso.source,
+                            iso.limit,
+                            isochrone::MAX_CELLS,
+                            width / 2.0,
+                            iso.drawn.cell
+                        );
+                    }
+                    if t > 0 || j > 0 {
+                        text.push_str(",\n");
+                    }
+                    isochrone::feature(&mut text, iso, width, geo.coords.spherical);
+                }
+                Ok(text)
+            },
+        )?;
+        w.write_all(b"\n]}\n").map_err(out)
+    })?;
+    Ok(coarsened.into_inner())
 }
 
 #[cfg(test)]

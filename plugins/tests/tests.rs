@@ -12,6 +12,7 @@ mod docs;
 mod example;
 mod input_files;
 mod inputs;
+mod isochrones;
 mod knn;
 mod many_gpu;
 mod mpi;
