@@ -164,7 +164,8 @@ impl<'h, W: ChWeight> Sweeper<'h, W> {
         };
     }
 
-    /// Dijkstra from position `ps` over upward arcs; settled positions become seeds of lane j.
+    /// Dijkstra from position `ps` over upward arcs, stalled on demand; settled positions
+    /// become seeds of lane j.
     fn upward(&mut self, j: u32, ps: u32) {
         let h = self.h;
         self.up[ps as usize] = W::ZERO;
@@ -172,6 +173,21 @@ impl<'h, W: ChWeight> Sweeper<'h, W> {
         self.heap.push(Reverse((W::ZERO, ps)));
         while let Some(Reverse((dp, p))) = self.heap.pop() {
             if dp != self.up[p as usize] {
+                continue;
+            }
+            // Stall on demand: a higher vertex reaches p by a downward arc for less, so p's
+            // distance is not this one, and the sweep pulls the right one over that arc;
+            // nothing above p is reached for less through p either.
+            let (a, b) = (
+                h.down_offsets[p as usize] as usize,
+                h.down_offsets[p as usize + 1] as usize,
+            );
+            let up = &self.up;
+            if h.down_tails[a..b]
+                .iter()
+                .zip(&h.down_weights[a..b])
+                .any(|(&q, &w)| up[q as usize].sat_add(w) < dp)
+            {
                 continue;
             }
             self.seeds.push((p, j, dp));
