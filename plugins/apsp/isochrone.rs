@@ -16,7 +16,9 @@
 //!    mid-latitudes); a `.co` file's places are a plane already, and the width is in its
 //!    units.
 //! 3. *The grid*: square cells of side `c = width / 2` over `S`'s bounding box grown by the
-//!    width and a cell. When that grid would exceed [`MAX_CELLS`] cells, `c` grows by 25% steps
+//!    width and a cell, their corners at multiples of `c` from the source (so one source's
+//!    polygons at several limits share their cells, and a larger limit's holds a smaller's but
+//!    for step 4's filled corners). When that grid would exceed [`MAX_CELLS`] cells, `c` grows by 25% steps
 //!    until it fits (the feature's `cell` says the side used; the report counts them).
 //! 4. *The buffer*: a cell is inside when its centre lies within `r = max(width, c / sqrt 2)` of
 //!    `S` (each segment visits only the rows and columns it can reach). Where two inside cells
@@ -474,8 +476,9 @@ pub fn draw(segments: &[[Point; 2]], width: f64, max_cells: usize) -> Result<Dra
     let (mut w, mut h);
     loop {
         let pad = radius(c) + c;
-        w = ((hi[0] - lo[0] + 2.0 * pad) / c).ceil() as usize + 1;
-        h = ((hi[1] - lo[1] + 2.0 * pad) / c).ceil() as usize + 1;
+        // One more cell each way than the box needs: the grid is aligned on the origin.
+        w = ((hi[0] - lo[0] + 2.0 * pad) / c).ceil() as usize + 2;
+        h = ((hi[1] - lo[1] + 2.0 * pad) / c).ceil() as usize + 2;
         if w.saturating_mul(h) <= max_cells.max(16) {
             break;
         }
@@ -483,11 +486,18 @@ pub fn draw(segments: &[[Point; 2]], width: f64, max_cells: usize) -> Result<Dra
     }
     let r = radius(c);
     let pad = r + c;
+    // Cells aligned on the plane's origin (the source): the polygons of one source at several
+    // limits are drawn on the same cells, so a larger limit's area holds a smaller's (but for
+    // filled corners).
+    let (x0, y0) = (
+        ((lo[0] - pad) / c).floor() * c,
+        ((lo[1] - pad) / c).floor() * c,
+    );
     let mut grid = Grid {
         w,
         h,
-        x0: lo[0] - pad,
-        y0: lo[1] - pad,
+        x0,
+        y0,
         c,
         inside: vec![false; w * h],
     };

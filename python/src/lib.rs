@@ -255,7 +255,10 @@ fn run_apsp<'py>(
     };
     let mut last = (0, 0);
     let mut tick = |py: Python<'_>| -> PyResult<()> {
-        let now = (state[0].load(Ordering::Relaxed), state[1].load(Ordering::Relaxed));
+        let now = (
+            state[0].load(Ordering::Relaxed),
+            state[1].load(Ordering::Relaxed),
+        );
         match &progress {
             Some(f) if now != last && now.1 > 0 => {
                 last = now;
@@ -295,7 +298,8 @@ fn route<'py>(
         words(bytes, what)?
             .into_iter()
             .map(|v| {
-                u32::try_from(v).map_err(|_| PyValueError::new_err(format!("{what}: {v} is not a vertex id")))
+                u32::try_from(v)
+                    .map_err(|_| PyValueError::new_err(format!("{what}: {v} is not a vertex id")))
             })
             .collect()
     };
@@ -312,6 +316,106 @@ fn route<'py>(
         None
     };
     Ok((distances, paths, r.hierarchy))
+}
+
+/// Isochrone polygons (`apsp::isochrone`, the command line's `isochrones.geojson`) of each of
+/// `sources` (0-based int64 ids as bytes) for each of `limits`, buffered by `width`: a GeoJSON
+/// FeatureCollection's text, one feature per source and limit in that order, in the graph's
+/// coordinates (longitude/latitude, or a `.co` file's plane).
+#[pyfunction]
+fn isochrones(
+    py: Python<'_>,
+    graph: &Graph,
+    sources: &[u8],
+    limits: Vec<u64>,
+    width: f64,
+) -> PyResult<String> {
+    use tuccompi_plugins::apsp::isochrone;
+    use tuccompi_plugins::common::geo;
+    let ids = vertex_ids(sources, "sources", graph.0.csr.n)?;
+    let g = graph.0.clone();
+    in_thread(py, move |_| {
+        let Some(places) = g.geo.as_ref() else {
+            return Err(isochrone::no_places("polygons=True", &g.csr.name));
+        };
+        if !(width.is_finite() && width > 0.0) {
+            return Err(Error::Config(format!(
+                "width = {width}: the polygons' buffer width must be a positive number (metres \
+                 for longitude/latitude, the .co file's units otherwise)"
+            )));
+        }
+        // From a restricted via vertex, the tree starts at its departure copy, as a run's
+        // sources do; outputs name it by its junction.
+        let starts = geo::departures(Some(places), ids.clone());
+        let labels: Vec<u64> = geo::source_labels(Some(places), &starts)
+            .iter()
+            .map(|&v| v as u64 + g.csr.id_base)
+            .collect();
+        let isos = isochrone::of_sources(&g.csr, places, &starts, &labels, &limits, width)?;
+        let mut text = isochrone::collection_head(places, width);
+        for (k, iso) in isos.iter().enumerate() {
+            if k > 0 {
+                text.push_str(",\n");
+            }
+            isochrone::feature(&mut text, iso, width, places.coords.spherical);
+        }
+        text.push_str("\n]}\n");
+        Ok(text)
+    })
+}
+
+/// The lines of paths (`offsets`: u64 bytes, paths + 1 entries; `vertices`: 0-based u32
+/// bytes, as [`route`] gives them), along the network's edges where it has their geometry
+/// (OpenStreetMap), else straight between the vertices' places: each path's points start at
+/// `2 * point_offsets[i]` of the f64 bytes returned (x, y each), with the point offsets (u64
+/// bytes, paths + 1); an empty path, or one through a vertex without a place, has none.
+#[pyfunction]
+fn path_lines<'py>(
+    py: Python<'py>,
+    graph: &Graph,
+    offsets: &[u8],
+    vertices: &[u8],
+) -> PyResult<(Bound<'py, PyByteArray>, Bound<'py, PyByteArray>)> {
+    use tuccompi_plugins::apsp::isochrone::ArcShapes;
+    let offsets = values(offsets, "offsets", "uint64", u64::from_le_bytes)?;
+    let vertices = values(vertices, "vertices", "uint32", u32::from_le_bytes)?;
+    let g = graph.0.clone();
+    let (points, starts) = in_thread(py, move |_| {
+        let Some(geo) = g.geo.as_ref() else {
+            return Err(Error::Config(format!(
+                "geometry=True: {} has no vertex places: read an OpenStreetMap extract, or a .gr \
+                 file with coordinates=\"x.co\"",
+                g.csr.name
+            )));
+        };
+        let shapes = ArcShapes::of(geo);
+        let (mut points, mut starts, mut line) = (Vec::new(), vec![0u64], Vec::new());
+        for w in offsets.windows(2) {
+            let path = vertices.get(w[0] as usize..w[1] as usize).unwrap_or(&[]);
+            if shapes.path_line(geo, path, &mut line) {
+                points.extend(line.iter().flatten().copied());
+            }
+            starts.push(points.len() as u64 / 2);
+        }
+        Ok((points, starts))
+    })?;
+    Ok((
+        bytearray(py, &points, f64::to_le_bytes)?,
+        bytearray(py, &starts, u64::to_le_bytes)?,
+    ))
+}
+
+/// 0-based vertex ids from int64 bytes, each checked against the `n` vertices.
+fn vertex_ids(bytes: &[u8], what: &str, n: usize) -> PyResult<Vec<u32>> {
+    words(bytes, what)?
+        .into_iter()
+        .map(|v| match u32::try_from(v) {
+            Ok(u) if (u as usize) < n => Ok(u),
+            _ => Err(PyValueError::new_err(format!(
+                "{what}: {v} is not a vertex of a graph of {n} vertices"
+            ))),
+        })
+        .collect()
 }
 
 /// Points (little-endian float64 x, y pairs) snapped to their nearest vertex: the vertices
@@ -689,6 +793,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_apsp, m)?)?;
     m.add_function(wrap_pyfunction!(route, m)?)?;
     m.add_function(wrap_pyfunction!(snap, m)?)?;
+    m.add_function(wrap_pyfunction!(isochrones, m)?)?;
+    m.add_function(wrap_pyfunction!(path_lines, m)?)?;
     m.add_function(wrap_pyfunction!(run_config, m)?)?;
     m.add_function(wrap_pyfunction!(plugins, m)?)?;
     m.add_function(wrap_pyfunction!(wait_runs, m)?)?;

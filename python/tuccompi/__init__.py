@@ -707,8 +707,108 @@ class Graph:
         return {"vertex": np.frombuffer(v, dtype="<u4").astype(np.int64) + self.id_base,
                 "distance": np.frombuffer(d, dtype="<f8").copy()}
 
+    def _crs(self) -> Optional[str]:
+        """The coordinate reference system of the graph's places for geopandas: "EPSG:4326"
+        (WGS84 longitude/latitude) for OpenStreetMap input, None for a ``.co`` file's plane."""
+        p = self._g.places()
+        return "EPSG:4326" if p is not None and p[1] else None
+
+    def _require_places(self, what: str) -> None:
+        if self._g.places() is None:
+            raise ValueError(f"{what}: {self.name} has no vertex places: read an OpenStreetMap "
+                             f"extract, or a .gr file with coordinates=\"x.co\"")
+
+    def _features(self, features: list, geodataframe: Optional[bool]) -> Any:
+        """GeoJSON-like feature dicts as a geopandas GeoDataFrame (``geodataframe`` True, or None
+        and geopandas importable) in the graph's coordinate system, else as they are."""
+        if geodataframe is False:
+            return features
+        try:
+            import geopandas
+        except ImportError:
+            if geodataframe:
+                raise ImportError("geodataframe=True needs geopandas (pip install "
+                                  "'tuccompi[geo]')") from None
+            return features
+        columns = list(features[0]["properties"]) if features else []
+        return geopandas.GeoDataFrame.from_features(features, crs=self._crs(),
+                                                    columns=columns + ["geometry"])
+
+    @_ends_on_signal
+    def isochrones(self, sources: Any, limits: Sequence[int], *, polygons: bool = True,
+                   width: float = 50.0, geodataframe: Optional[bool] = None) -> Any:
+        """The area reachable from each of ``sources`` (vertex ids, or (k, 2) points snapped to
+        their nearest vertex) within each of ``limits`` (whole numbers in the graph's weight
+        units: decimetres or deciseconds for OpenStreetMap graphs), as polygons: what
+        ``[apsp.reach] isochrone_polygons = true`` writes to ``isochrones.geojson``, drawn the
+        same way (docs/roads.md, "Isochrone polygons"): the reachable network (every arc whose
+        tail is within the limit, the reached fraction of an arc that crosses it) buffered by
+        ``width`` (metres for longitude/latitude, the ``.co`` file's units for a plane) on a grid
+        of cells of ``width / 2``, outer rings counter-clockwise and holes clockwise.
+
+        Coordinates are the graph's: WGS84 longitude/latitude for OpenStreetMap graphs (crs
+        "EPSG:4326"), a ``.co`` file's own plane otherwise (no crs). Returns a geopandas
+        GeoDataFrame when geopandas is installed (``geodataframe=None``; ``True`` requires it,
+        ``False`` never uses it), else a list of GeoJSON Feature dicts; one row or feature per
+        source and limit, sources major, with ``source``, ``limit``, ``vertices`` (the count
+        within the limit), ``width`` and ``cell`` (the grid's cell side; larger than
+        ``width / 2`` where an area would need more than 4,194,304 cells) and a Polygon or
+        MultiPolygon geometry. Each source's tree is a Dijkstra on the CPU cores.
+
+        ``polygons=False`` returns the vertices within each limit instead (a DataFrame:
+        ``source``, ``limit``, ``count``, ``vertices``, an id array), as
+        ``reach(isochrone_ids=True)`` does; needs pandas."""
+        lims = _whole_numbers(limits, "limits")
+        if not lims:
+            raise ValueError("limits: empty; give at least one limit")
+        bad = [x for x in lims if x <= 0]
+        if bad:
+            raise ValueError(f"limits: {bad[0]} is not a positive distance in the graph's "
+                             f"weight units")
+        if not polygons:
+            return self.reach(sources, isochrones=lims, isochrone_ids=True)["isochrone_ids"]
+        if (isinstance(width, (bool, np.bool_)) or not isinstance(width, (int, float, np.number))
+                or not math.isfinite(width) or width <= 0):
+            raise ValueError(f"width = {width!r}: the polygons' buffer width, a positive number "
+                             f"(metres for longitude/latitude, the .co file's units otherwise)")
+        self._require_places("isochrones")
+        ids = self._vertices(sources, "sources")
+        with _named_as_arguments():
+            text = _native.isochrones(self._g, ids.astype("<i8").tobytes(), lims, float(width))
+        collection = json.loads(text)
+        self.last_report = {"plugin": "apsp", "mode": "isochrones", "sources": len(ids),
+                            "limits": lims, "width": float(width),
+                            "coordinates": collection["coordinates"]}
+        return self._features(collection["features"], geodataframe)
+
+    def _route_features(self, o: np.ndarray, d: np.ndarray, dist: np.ndarray, walks: Any,
+                        paths: bool, geodataframe: Optional[bool]) -> Any:
+        """Routes as LineString features (see :meth:`route`, ``geometry=True``)."""
+        xy, starts = _native.path_lines(self._g, bytes(walks[0]), bytes(walks[1]))
+        pts = np.frombuffer(xy, dtype="<f8").reshape(-1, 2)
+        at = np.frombuffer(starts, dtype="<u8").astype(np.int64)
+        offsets = np.frombuffer(walks[0], dtype="<u8").astype(np.int64)
+        vertices = np.frombuffer(walks[1], dtype="<u4").astype(np.int64) + self.id_base
+        features = []
+        for i in range(len(o)):
+            line = pts[at[i]:at[i + 1]]
+            reached = dist[i] != UNREACHABLE_U64 and len(line) > 0
+            props: Dict[str, Any] = {
+                "origin": int(o[i]) + self.id_base,
+                "destination": int(d[i]) + self.id_base,
+                "distance": float(dist[i]) if dist[i] != UNREACHABLE_U64 else math.nan,
+            }
+            if paths:
+                props["path"] = vertices[offsets[i]:offsets[i + 1]]
+            features.append({
+                "type": "Feature", "properties": props,
+                "geometry": ({"type": "LineString", "coordinates": line.tolist()}
+                             if reached else None)})
+        return self._features(features, geodataframe)
+
     def route(self, origins: Any, destinations: Any, *, paths: bool = False,
-              integer: bool = False, unreachable: float = math.inf) -> Any:
+              integer: bool = False, unreachable: float = math.inf, geometry: bool = False,
+              geodataframe: Optional[bool] = None) -> Any:
         """The shortest distance of each trip ``origins[i] -> destinations[i]`` (equal-length
         lists of vertex ids in the graph's numbering, or (k, 2) arrays of points snapped to
         their nearest vertex): one query per pair on the graph's contraction hierarchy, which
@@ -719,18 +819,33 @@ class Graph:
         ``integer=True``: uint64 with ``UNREACHABLE_U64`` there). With ``paths=True``, returns
         ``(distances, paths)``, ``paths`` a list of int64 arrays of vertex ids from the origin to
         the destination (empty when unreachable), each a chain of arcs whose weights sum to its
-        distance."""
+        distance.
+
+        With ``geometry=True`` (graphs with places), returns the routes as lines instead: a
+        geopandas GeoDataFrame when geopandas is installed (``geodataframe`` as for
+        :meth:`isochrones`), else a list of GeoJSON Feature dicts, one per pair, with
+        ``origin``, ``destination``, ``distance`` (NaN when unreachable), with ``paths=True``
+        also ``path`` (an id array), and a LineString through the route's vertices, along the
+        ways' geometry for OpenStreetMap graphs (as ``paths.geojson``), straight between the
+        vertices' places otherwise (None when unreachable; a trip to itself is its place
+        twice). Coordinates: WGS84 longitude/latitude for OpenStreetMap graphs (crs
+        "EPSG:4326"), a ``.co`` file's own plane otherwise (no crs)."""
         o = self._vertices(origins, "origins")
         d = self._vertices(destinations, "destinations")
         if len(o) != len(d):
             raise ValueError(f"origins has {len(o)} entries and destinations {len(d)}: give one "
                              f"destination per origin (od() gives every origin x destination)")
+        if geometry:
+            self._require_places("geometry=True")
         with _named_as_arguments():
             dist, walks, source = _native.route(self._g, o.astype("<i8").tobytes(),
-                                                d.astype("<i8").tobytes(), bool(paths))
+                                                d.astype("<i8").tobytes(),
+                                                bool(paths or geometry))
         self.last_report = {"plugin": "apsp", "mode": "pairs", "pairs": len(o),
                             "hierarchy": source}
         raw = np.frombuffer(dist, dtype="<u8")
+        if geometry:
+            return self._route_features(o, d, raw, walks, paths, geodataframe)
         if integer:
             out = raw.copy()
         else:

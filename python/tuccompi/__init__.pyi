@@ -79,6 +79,17 @@ class Graph:
         paths: bool = ...,
         integer: bool = ...,
         unreachable: float = ...,
+        geometry: bool = ...,
+        geodataframe: Optional[bool] = ...,
+    ) -> Any: ...
+    def isochrones(
+        self,
+        sources: _Ids,
+        limits: Sequence[int],
+        *,
+        polygons: bool = ...,
+        width: float = ...,
+        geodataframe: Optional[bool] = ...,
     ) -> Any: ...
     def od(
         self,
