@@ -274,6 +274,8 @@ impl Reach {
         // Sorted by (distance, column): a later column of equal distance never displaces one.
         let mut near: Vec<(u64, u64)> = Vec::with_capacity(k + 1);
         let cols = targets.map_or(n, <[u32]>::len);
+        // Unweighted and flat: each sum is its count (exactly, in f64), added up at the end.
+        let plain = self.weights.is_none() && self.decay == Decay::Flat;
         if r > 0 || k > 0 {
             for i in 0..cols {
                 let v = targets.map_or(i as u32, |t| t[i]);
@@ -282,10 +284,16 @@ impl Reach {
                     continue;
                 }
                 let d = d.to_u64();
-                for (j, &radius) in self.radii.iter().enumerate() {
-                    if d <= radius {
-                        count[j] += 1;
-                        sum[j] += self.weight(i) * self.decay.factor(d, radius);
+                if plain {
+                    for (c, &radius) in count.iter_mut().zip(&self.radii) {
+                        *c += u64::from(d <= radius);
+                    }
+                } else {
+                    for (j, &radius) in self.radii.iter().enumerate() {
+                        if d <= radius {
+                            count[j] += 1;
+                            sum[j] += self.weight(i) * self.decay.factor(d, radius);
+                        }
                     }
                 }
                 if k > 0 && (near.len() < k || d < near[k - 1].0) {
@@ -293,6 +301,11 @@ impl Reach {
                     near.insert(at, (d, i as u64));
                     near.truncate(k);
                 }
+            }
+        }
+        if plain {
+            for (s, &c) in sum.iter_mut().zip(&count) {
+                *s = c as f64;
             }
         }
         let mut iso = [0u64; MAX_RADII];
