@@ -302,7 +302,9 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
     if let Some(Sources::Points(p)) = &target_spec {
         points.push(("apsp.targets", p));
     }
+    let t_read = std::time::Instant::now();
     let (graph, places) = load(&points)?;
+    let read_seconds = t_read.elapsed().as_secs_f64();
     check_run_memory(ctx, &graph, &options, &source_spec, source_key)?;
     let (sources, source_snaps) = match &source_spec {
         Sources::Points(p) => geo::resolve(p, places.as_ref(), source_key)?,
@@ -339,6 +341,9 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
         options.reach.clone(),
         targets.as_ref().map_or(graph.n, Vec::len),
     )?;
+    if let Some(r) = &reach {
+        r.check_places(places.as_ref(), &graph.name)?;
+    }
     let width = width::choose(&graph, &sources, targets.as_deref());
     let wide = width.wide;
     let cols = targets.as_ref().map_or(graph.n, Vec::len);
@@ -419,6 +424,9 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
     options.gpu_algorithm = choice.gpu;
     options.od_csv = csv;
     let mut report = choice.report;
+    // The cold start's parts: the input read (parsed, from the graph cache or the session),
+    // then the hierarchy (`preprocess_seconds`).
+    report["read_seconds"] = serde_json::json!(read_seconds);
     if choice.cpu == phast::auto::CpuAlgorithm::Phast {
         let width = if wide { 8 } else { 4 };
         let batch = options.cpu_batch.and_then(|b| b.value());

@@ -108,6 +108,7 @@ fn main() -> tuccompi::Result<()> {
         origins: Default::default(),
         reach: None,
         router: None,
+        selection: None,
     };
     println!(
         "{:>5} {:>4} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>7} {:>10} {:>8}",
