@@ -325,6 +325,31 @@ pub struct Results {
     /// The run's other text tables, by file name (`paths.csv`, `reach.csv`, `nearest.csv`,
     /// `isochrones.csv`, when the config asks for them), in name order.
     pub tables: Vec<(String, String)>,
+    /// The pairs' paths in the compact form, when the config asks for them (`[apsp] paths =
+    /// true` with `paths_format = "npy"`; `tables` then has no `paths.csv`).
+    pub paths: Option<CompactPaths>,
+}
+
+/// The paths of an origin-destination run as arrays (`path_offsets.npy` and
+/// `path_vertices.npy`): pair `i`, sources major as `paths.csv`'s rows and the distance rows
+/// order them (`i = source_row · targets + target_column`), is
+/// `vertices[offsets[i]..offsets[i + 1]]`, source first; an unreachable pair's is empty.
+#[derive(Debug)]
+pub struct CompactPaths {
+    /// Pairs + 1 offsets into `vertices`, from 0.
+    pub offsets: Vec<u64>,
+    /// The paths' vertex ids in the graph's numbering (as `paths.csv` writes them: a
+    /// turn-restriction copy as its road vertex), concatenated.
+    pub vertices: Ids,
+}
+
+/// Vertex ids in the width the run wrote them: u32 when every id fits, else u64.
+#[derive(Debug)]
+pub enum Ids {
+    /// 32-bit ids.
+    U32(Vec<u32>),
+    /// 64-bit ids.
+    U64(Vec<u64>),
 }
 
 /// `apsp` on a graph from memory: [`Plugin`] whose `prepare` takes the graph it holds instead
@@ -817,6 +842,9 @@ fn run_apsp_plan(
     if let toml::Value::Table(t) = run {
         t.insert("plugin".into(), "apsp".into());
     }
+    // `[apsp] paths_format` passes through as the caller set it: "npy" makes the paths come
+    // back as arrays (`Results::paths`), which no text parse stands between; the default
+    // keeps `paths.csv` in `tables`, which the Python `paths()` reads today.
     let plan = plan_of(config)?;
     let in_memory = InMemory(graph);
     let opts = RunOptions {
@@ -848,13 +876,52 @@ fn run_apsp_plan(
             tables.push((name.to_string(), text));
         }
     }
+    let paths = read_compact_paths(&dir)?;
     Ok(Results {
         report: outcome.report,
         rows,
         shape,
         summary,
         tables,
+        paths,
     })
+}
+
+/// The compact paths a run wrote into `dir`, if it wrote them.
+fn read_compact_paths(dir: &Path) -> Result<Option<CompactPaths>> {
+    let (offsets, vertices) = (dir.join("path_offsets.npy"), dir.join("path_vertices.npy"));
+    if !offsets.exists() {
+        return Ok(None);
+    }
+    let open = |path: &Path| -> Result<npyz::NpyFile<std::io::BufReader<std::fs::File>>> {
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        npyz::NpyFile::new(std::io::BufReader::with_capacity(1 << 20, file))
+            .map_err(|e| Error::io(path, e))
+    };
+    let offsets_vec = open(&offsets)?
+        .into_vec::<u64>()
+        .map_err(|e| Error::io(&offsets, e))?;
+    let npy = open(&vertices)?;
+    let bad = |e: std::io::Error| Error::io(&vertices, e);
+    let ids = match npy.dtype() {
+        npyz::DType::Plain(t) if t.size_field() == 4 => Ids::U32(npy.into_vec().map_err(bad)?),
+        _ => Ids::U64(npy.into_vec().map_err(bad)?),
+    };
+    let len = match &ids {
+        Ids::U32(v) => v.len(),
+        Ids::U64(v) => v.len(),
+    };
+    if offsets_vec.last() != Some(&(len as u64)) {
+        return Err(Error::Output(format!(
+            "{}: the offsets end at {:?}, not at the {len} vertices (a bug in tuccompi)",
+            offsets.display(),
+            offsets_vec.last()
+        )));
+    }
+    Ok(Some(CompactPaths {
+        offsets: offsets_vec,
+        vertices: ids,
+    }))
 }
 
 /// A `distances.npy` the run wrote, whole.

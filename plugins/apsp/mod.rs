@@ -133,6 +133,9 @@ pub struct ApspOptions {
     /// OpenStreetMap input); needs `targets` ([`paths`]).
     #[serde(default)]
     pub paths: bool,
+    /// How `paths` are written: "csv" (the default: `paths.csv`, `paths.geojson`) or "npy"
+    /// (`path_offsets.npy` and `path_vertices.npy`, [`paths::PathsFormat`]).
+    pub paths_format: Option<paths::PathsFormat>,
 }
 
 impl ApspOptions {

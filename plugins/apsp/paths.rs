@@ -25,10 +25,21 @@
 //! every target back to its source from it. The file costs `4·n` bytes per source on disk
 //! while the run lasts (1.6 MB a source on osm-moscow) and is never committed. Each walk is
 //! checked: its arcs exist and their weights sum to the pair's distance exactly.
+//!
+//! **The compact form** (`[apsp] paths_format = "npy"`, [`PathsFormat`]) writes the same
+//! walks as two arrays instead of text: `path_offsets.npy` (u64, pairs + 1 entries) and
+//! `path_vertices.npy` (the ids in the input's numbering, u32 when they fit, else u64), pair
+//! `i` (sources major, `paths.csv`'s row order) being `vertices[offsets[i]..offsets[i + 1]]`,
+//! empty when unreachable. `finish` walks blocks of sources in parallel and appends their ids
+//! in order, so the vertex count is known only at the end: the file's header is written last,
+//! into room reserved for the longest one (a 1-D header's length does not depend on its
+//! count). No geometry is written in this form. O(pairs + path vertices) after the trees.
 
 use super::ApspJob;
 use crate::common::Dist;
 use crate::graph::Csr;
+use rayon::prelude::*;
+use serde::Deserialize;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
@@ -50,6 +61,37 @@ pub const PENDING: u32 = u32::MAX - 1;
 /// The staging-folder name of the whole predecessor rows `paths.csv` is walked from: hidden,
 /// so the commit leaves it behind.
 pub const TREES: &str = ".paths-trees.npy";
+
+/// `[apsp] paths_format`: how `[apsp] paths = true` writes the pairs' paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(try_from = "String")]
+pub enum PathsFormat {
+    /// `paths.csv` (and `paths.geojson` for inputs with longitude/latitude places): text.
+    #[default]
+    Csv,
+    /// `path_offsets.npy` and `path_vertices.npy`: offsets plus vertex ids (module doc).
+    Npy,
+}
+
+impl TryFrom<String> for PathsFormat {
+    type Error = String;
+    fn try_from(s: String) -> std::result::Result<Self, String> {
+        match s.as_str() {
+            "csv" => Ok(PathsFormat::Csv),
+            "npy" => Ok(PathsFormat::Npy),
+            _ => Err(format!(
+                "paths_format = {s:?}: use \"csv\" (paths.csv, the default) or \"npy\" \
+                 (path_offsets.npy and path_vertices.npy)"
+            )),
+        }
+    }
+}
+
+/// The compact form's offsets file: u64, pairs + 1 entries.
+pub const OFFSETS: &str = "path_offsets.npy";
+
+/// The compact form's vertices file: the paths' ids, concatenated.
+pub const VERTICES: &str = "path_vertices.npy";
 
 /// The original graph's arcs by head: `tails[offsets[v]..offsets[v+1]]` are the tails of the
 /// arcs into `v` (sorted by tail), `weights` theirs.
@@ -225,16 +267,22 @@ pub struct PathsJob {
     pub predecessors: Option<NpyRows>,
     /// [`TREES`] (`[apsp] paths`): sources x n predecessor rows, internal ids.
     pub trees: Option<NpyRows>,
+    /// How `finish` writes the paths from the trees.
+    pub format: PathsFormat,
+    /// The compact form's id type ([`vertex_type`]).
+    pub ids: NpyType,
 }
 
 /// Which of `[apsp] predecessors` / `paths` a run asks for, checked: paths need targets and fit
-/// `paths.csv`'s limit. `None` when neither is asked for.
+/// `paths.csv`'s limit (the compact form has none but the disk's; `paths_format` alone
+/// changes nothing). `None` when neither is asked for.
 pub fn prepare(
     options: &super::ApspOptions,
     g: &Csr,
     sources: usize,
     targets: Option<&[u32]>,
 ) -> Result<Option<PathsJob>> {
+    let format = options.paths_format.unwrap_or_default();
     if !options.predecessors && !options.paths {
         return Ok(None);
     }
@@ -248,11 +296,12 @@ pub fn prepare(
             ));
         };
         let pairs = sources as u64 * ts.len() as u64;
-        if pairs > super::od::MAX_CSV_PAIRS {
+        if format == PathsFormat::Csv && pairs > super::od::MAX_CSV_PAIRS {
             return Err(Error::Config(format!(
                 "[apsp] paths = true: {sources} sources x {} targets = {pairs} pairs, more than \
-                 paths.csv takes ({}); ask for fewer sources or targets, or for whole trees \
-                 with [apsp] predecessors = true",
+                 paths.csv takes ({}); set [apsp] paths_format = \"npy\" (path_offsets.npy \
+                 and path_vertices.npy, no limit), ask for fewer sources or targets, or for \
+                 whole trees with [apsp] predecessors = true",
                 ts.len(),
                 super::od::MAX_CSV_PAIRS
             )));
@@ -271,7 +320,19 @@ pub fn prepare(
         arcs: InArcs::of(g),
         predecessors,
         trees,
+        format,
+        ids: vertex_type(g),
     }))
+}
+
+/// `path_vertices.npy`'s element type: u32 when every id of the input's numbering fits, else
+/// u64.
+fn vertex_type(g: &Csr) -> NpyType {
+    if (g.n.max(1) as u64 - 1 + g.id_base) <= u32::MAX as u64 {
+        NpyType::U32
+    } else {
+        NpyType::U64
+    }
 }
 
 /// `predecessors.npy`'s element type: int32 as scipy's, int64 when the ids do not fit.
@@ -291,8 +352,10 @@ pub fn rows_bytes(job: Option<&PathsJob>) -> u64 {
     })
 }
 
-/// An estimate of the bytes of `paths.csv` and `paths.geojson` (`geo`: an input with places),
-/// written by `finish`: a pair's path taken as `2·√n` vertices of 8 bytes (24 in GeoJSON).
+/// An estimate of the bytes of the paths `finish` writes, a pair's path taken as `2·√n`
+/// vertices: `paths.csv` (8 bytes a vertex, 48 a row) and `paths.geojson` (`geo`: an input with
+/// places; 24 bytes a vertex), or the compact form (the vertices' width each, 8 bytes of
+/// offset a pair).
 pub fn text_bytes(
     job: Option<&PathsJob>,
     sources: usize,
@@ -300,13 +363,18 @@ pub fn text_bytes(
     n: usize,
     geo: bool,
 ) -> u64 {
-    match (job.and_then(|p| p.trees.as_ref()), targets) {
-        (Some(_), Some(ts)) => {
-            let hops = 2 * (n as f64).sqrt() as u64 + 2;
-            let per = 48 + 8 * hops + if geo { 24 * hops + 80 } else { 0 };
-            sources as u64 * ts.len() as u64 * per
+    let Some(p) = job.filter(|p| p.trees.is_some()) else {
+        return 0;
+    };
+    let Some(ts) = targets else { return 0 };
+    let pairs = sources as u64 * ts.len() as u64;
+    let hops = 2 * (n as f64).sqrt() as u64 + 2;
+    match p.format {
+        PathsFormat::Csv => pairs * (48 + 8 * hops + if geo { 24 * hops + 80 } else { 0 }),
+        PathsFormat::Npy => {
+            let width = p.ids.size() as u64;
+            2 * 128 + 8 * (pairs + 1) + pairs * width * (hops + 1)
         }
-        _ => 0,
     }
 }
 
@@ -425,7 +493,8 @@ fn read_row(rows: &NpyRows, t: usize, buf: &mut Vec<u8>) -> Result<()> {
 }
 
 /// One pair's walk: the path's vertices (internal ids, source first) into `path`, its length
-/// returned; `None` when the target is unreachable (`pred` has no entry for it).
+/// returned; `None` when the target is unreachable (`pred` has no entry for it; `path` left
+/// empty).
 fn walk(g: &Csr, pred: &[u32], s: u32, target: u32, path: &mut Vec<u32>) -> Result<Option<u64>> {
     path.clear();
     if target != s && pred[target as usize] == NONE {
@@ -454,9 +523,9 @@ fn walk(g: &Csr, pred: &[u32], s: u32, target: u32, path: &mut Vec<u32>) -> Resu
     Ok(Some(length))
 }
 
-/// One pair as the text writers see it: source and target in the input's numbering, the
-/// distance (`None` = unreachable) and the path (internal ids, source first; empty when
-/// unreachable), and whether it is the run's first pair.
+/// One pair as the writers see it: source and target in the input's numbering, the distance
+/// (`None` = unreachable) and the path (internal ids, source first; empty when unreachable),
+/// and whether it is the run's first pair.
 struct PairOf<'a> {
     src: u64,
     tgt: u64,
@@ -465,45 +534,56 @@ struct PairOf<'a> {
     first: bool,
 }
 
+/// A thread's buffers for walking one source's pairs after another.
+#[derive(Default)]
+struct Walker {
+    bytes: Vec<u8>,
+    pred: Vec<u32>,
+    dist: Vec<u8>,
+    path: Vec<u32>,
+}
+
 /// Task `t`'s pairs in target order, walked from its finished predecessor and distance rows,
-/// each appended to one text by `f`. Every path's arc weights sum to its pair's distance, or
-/// this is an error.
-fn source_text(
+/// each handed to `f`. Every path's arc weights sum to its pair's distance, or this is an
+/// error. O(n + the pairs' path vertices · log(degree)).
+fn source_pairs(
     job: &ApspJob,
     trees: &NpyRows,
     targets: &[u32],
     dist_rows: &NpyRows,
     t: usize,
-    f: &(impl Fn(&mut String, PairOf<'_>) + Sync),
-) -> Result<String> {
+    wk: &mut Walker,
+    mut f: impl FnMut(PairOf<'_>),
+) -> Result<()> {
     let g = &job.graph;
     let base = g.id_base;
-    let (mut pred_bytes, mut dist_bytes, mut path) = (Vec::new(), Vec::new(), Vec::new());
-    read_row(trees, t, &mut pred_bytes)?;
-    let pred: Vec<u32> = pred_bytes
-        .chunks_exact(4)
-        .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
-        .collect();
-    read_row(dist_rows, t, &mut dist_bytes)?;
+    read_row(trees, t, &mut wk.bytes)?;
+    wk.pred.clear();
+    wk.pred.extend(
+        wk.bytes
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes"))),
+    );
+    read_row(dist_rows, t, &mut wk.dist)?;
     let wide = dist_rows.ty() != NpyType::U32;
     let s = job.sources[t];
     // Inputs with turn-restriction copies name them by their junctions.
     let geo = job.geo.geo.as_ref().filter(|g| !g.departure.is_empty());
-    let mut text = String::new();
+    let path = &mut wk.path;
     for (i, &target) in targets.iter().enumerate() {
         let d = if wide {
-            let b = &dist_bytes[8 * i..8 * i + 8];
+            let b = &wk.dist[8 * i..8 * i + 8];
             let d = u64::from_le_bytes(b.try_into().expect("8 bytes"));
             (d != u64::MAX).then_some(d)
         } else {
-            let b = &dist_bytes[4 * i..4 * i + 4];
+            let b = &wk.dist[4 * i..4 * i + 4];
             let d = u32::from_le_bytes(b.try_into().expect("4 bytes"));
             (d != u32::MAX).then_some(d as u64)
         };
-        let length = walk(g, &pred, s, target, &mut path)?;
+        let length = walk(g, &wk.pred, s, target, path)?;
         // Shown in road vertices: a turn-restriction copy as its via vertex, once.
         if let Some(geo) = geo {
-            for v in &mut path {
+            for v in path.iter_mut() {
                 *v = geo.road_vertex(*v);
             }
             path.dedup();
@@ -512,23 +592,19 @@ fn source_text(
         let (src, tgt) = (road(s) as u64 + base, road(target) as u64 + base);
         if length != d {
             return Err(Error::Output(format!(
-                "paths.csv: the path from {src} to {tgt} has length {length:?}, its distance \
-                 is {d:?} (a bug in tuccompi; please report it)"
+                "paths: the path from {src} to {tgt} has length {length:?}, its distance is \
+                 {d:?} (a bug in tuccompi; please report it)"
             )));
         }
-        let first = t == 0 && i == 0;
-        f(
-            &mut text,
-            PairOf {
-                src,
-                tgt,
-                d,
-                path: &path,
-                first,
-            },
-        );
+        f(PairOf {
+            src,
+            tgt,
+            d,
+            path,
+            first: t == 0 && i == 0,
+        });
     }
-    Ok(text)
+    Ok(())
 }
 
 /// Every pair's text (`f`) into `w` in row order: sources walked in parallel, a few per
@@ -542,17 +618,15 @@ fn write_pairs(
     name: &str,
     f: impl Fn(&mut String, PairOf<'_>) + Sync,
 ) -> Result<()> {
-    crate::common::write_in_order(
-        w,
-        name,
-        job.sources.len(),
-        || (),
-        |_, t| source_text(job, trees, targets, dist_rows, t, &f),
-    )
+    crate::common::write_in_order(w, name, job.sources.len(), Walker::default, |wk, t| {
+        let mut text = String::new();
+        source_pairs(job, trees, targets, dist_rows, t, wk, |p| f(&mut text, p))?;
+        Ok(text)
+    })
 }
 
-/// Write `paths.csv` (and `paths.geojson` for inputs with longitude/latitude places) from the
-/// finished predecessor rows and distance rows.
+/// Write the paths from the finished predecessor rows and distance rows: `paths.csv` (and
+/// `paths.geojson` for inputs with longitude/latitude places), or the compact form.
 pub fn write(job: &ApspJob, dir: &Path) -> Result<()> {
     let Some(p) = &job.paths else { return Ok(()) };
     if let Some(rows) = &p.predecessors {
@@ -562,6 +636,9 @@ pub fn write(job: &ApspJob, dir: &Path) -> Result<()> {
         return Ok(());
     };
     trees.sync()?;
+    if p.format == PathsFormat::Npy {
+        return write_compact(job, p, trees, targets, dist_rows, dir);
+    }
     let base = job.graph.id_base;
     write_stream(dir, "paths.csv", |w| {
         writeln!(w, "source,target,distance,hops,path")
@@ -608,6 +685,306 @@ pub fn write(job: &ApspJob, dir: &Path) -> Result<()> {
             w.write_all(b"\n]}\n").map_err(out)
         })?;
     }
+    Ok(())
+}
+
+/// The `.npy` header of a 1-D array of `len` elements of `ty` (u32 or u64), from npyz.
+pub fn header_1d(ty: NpyType, len: u64) -> Result<Vec<u8>> {
+    fn of<T: npyz::AutoSerialize>(len: u64) -> std::io::Result<Vec<u8>> {
+        use npyz::WriterBuilder;
+        let mut bytes = Vec::new();
+        // Dropped before any element: only the header is written.
+        let _ = npyz::WriteOptions::<T>::new()
+            .default_dtype()
+            .shape(&[len])
+            .writer(&mut bytes)
+            .begin_nd()?;
+        Ok(bytes)
+    }
+    let bytes = if ty == NpyType::U32 {
+        of::<u32>(len)
+    } else {
+        of::<u64>(len)
+    };
+    bytes.map_err(|e| Error::Output(format!("npy header: {e}")))
+}
+
+/// One source's pairs in the compact form: each path's vertex count, and the ids (input
+/// numbering) as little-endian bytes of the run's id type.
+struct Segment {
+    counts: Vec<u64>,
+    ids: Vec<u8>,
+}
+
+/// A vertex whose path from the source is already written in a [`Segment`]: it is
+/// `ids[start..=at]` (a prefix of an earlier pair's path; in ids, not bytes).
+#[derive(Debug, Clone, Copy)]
+struct Known {
+    /// The entry of `v`'s predecessor ([`NONE`] for the source), always an earlier one.
+    parent: u32,
+    /// The weight of the arc from the predecessor (set by the arcs' check).
+    weight: u32,
+    start: usize,
+    at: usize,
+}
+
+/// A thread's buffers for the compact form's walks ([`source_segment`]).
+#[derive(Default)]
+struct TreeWalker {
+    bytes: Vec<u8>,
+    dist: Vec<u8>,
+    /// Per vertex: its predecessor (low 32 bits) and its entry of `known` + 1 (high 32 bits;
+    /// 0 while its path is not written), side by side so that a step of a walk reads one
+    /// place.
+    node: Vec<u64>,
+    /// The vertices of the source's paths, each after its predecessor.
+    known: Vec<Known>,
+    /// The same vertices as bits by id, for the arcs' check in id order.
+    marks: Vec<u64>,
+    /// Per entry of `known`: its path's length.
+    length: Vec<u64>,
+    /// Per target: its entry of `known` + 1, 0 when unreachable.
+    ends: Vec<u32>,
+    /// The walk back to the first known vertex.
+    stack: Vec<u32>,
+}
+
+/// Task `t`'s pairs in target order in the compact form. One source's paths form a tree: each
+/// walk goes back only to the first vertex an earlier walk wrote, and copies that vertex's path
+/// (a prefix of the earlier one) before its own new vertices, so the predecessor lookups are
+/// one per vertex of the paths' union and the rest is copying. Then the union's arcs are
+/// checked in vertex order (the in-arcs read in sequence, not at random): each exists, and
+/// every path's weights, summed once per vertex along the tree, equal its pair's distance.
+/// O(n + the union's vertices · in-degree + the paths' vertices).
+#[allow(clippy::too_many_arguments)]
+fn source_segment(
+    job: &ApspJob,
+    arcs: &InArcs,
+    trees: &NpyRows,
+    targets: &[u32],
+    dist_rows: &NpyRows,
+    ty: NpyType,
+    t: usize,
+    wk: &mut TreeWalker,
+    mut ids: Vec<u8>,
+) -> Result<Segment> {
+    let g = &job.graph;
+    let base = g.id_base;
+    read_row(trees, t, &mut wk.bytes)?;
+    read_row(dist_rows, t, &mut wk.dist)?;
+    wk.node.clear();
+    wk.node.extend(
+        wk.bytes
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as u64),
+    );
+    let pred = |node: u64| node as u32;
+    let entry = |node: u64| (node >> 32) as u32;
+    let s = job.sources[t];
+    let broken = |target: u32, v: u32| {
+        Error::Output(format!(
+            "{TREES}: the walk from vertex {} back to source {} breaks at vertex {} (a bug in \
+             tuccompi, or a file changed by hand; start over with --restart)",
+            target as u64 + base,
+            s as u64 + base,
+            v as u64 + base
+        ))
+    };
+    // Inputs with turn-restriction copies name them by their junctions, once.
+    let geo = job.geo.geo.as_ref().filter(|g| !g.departure.is_empty());
+    let road = |v: u32| geo.map_or(v, |g| g.road_vertex(v)) as u64 + base;
+    // The ids are written as they go, little-endian in `w` bytes (a u32 is a u64's first 4).
+    let w = ty.size();
+    wk.marks.clear();
+    wk.marks.resize(g.n.div_ceil(64), 0);
+    wk.known.clear();
+    ids.clear();
+    wk.ends.clear();
+    let mut counts = Vec::with_capacity(targets.len());
+    // The walks: ids and the union, in target order.
+    for &target in targets {
+        let start = ids.len() / w;
+        let tn = wk.node[target as usize];
+        if target != s && entry(tn) == 0 && pred(tn) == NONE {
+            wk.ends.push(0);
+            counts.push(0);
+            continue;
+        }
+        // Back to the first known vertex, or to the source (then the prefix is empty).
+        wk.stack.clear();
+        let mut v = target;
+        let mut parent = NONE;
+        loop {
+            let node = wk.node[v as usize];
+            if entry(node) > 0 {
+                parent = entry(node) - 1;
+                break;
+            }
+            wk.stack.push(v);
+            if v == s {
+                break;
+            }
+            v = pred(node);
+            if v == NONE || wk.stack.len() >= g.n {
+                return Err(broken(target, *wk.stack.last().expect("pushed")));
+            }
+        }
+        if parent != NONE {
+            let k = wk.known[parent as usize];
+            ids.extend_from_within(w * k.start..w * (k.at + 1));
+        }
+        for &v in wk.stack.iter().rev() {
+            let id = road(v).to_le_bytes();
+            if ids.len() == w * start || ids[ids.len() - w..] != id[..w] {
+                ids.extend_from_slice(&id[..w]);
+            }
+            wk.known.push(Known {
+                parent,
+                weight: 0,
+                start,
+                at: ids.len() / w - 1,
+            });
+            parent = wk.known.len() as u32 - 1;
+            wk.node[v as usize] |= (parent as u64 + 1) << 32;
+            wk.marks[v as usize / 64] |= 1 << (v % 64);
+        }
+        wk.ends.push(parent + 1);
+        counts.push((ids.len() / w - start) as u64);
+    }
+    // Each union vertex's arc from its predecessor, in vertex order.
+    for (word, &bits) in wk.marks.iter().enumerate() {
+        let mut bits = bits;
+        while bits != 0 {
+            let v = (word * 64) as u32 + bits.trailing_zeros();
+            bits &= bits - 1;
+            if v == s {
+                continue;
+            }
+            let node = wk.node[v as usize];
+            let (tails, weights) = arcs.of_head(v as usize);
+            let w = tails.iter().zip(weights).filter(|&(&x, _)| x == pred(node));
+            match w.map(|(_, &w)| w).min() {
+                Some(w) => wk.known[entry(node) as usize - 1].weight = w,
+                None => return Err(broken(v, v)),
+            }
+        }
+    }
+    // The lengths along the tree (each entry after its parent), then each pair's check.
+    wk.length.clear();
+    for k in &wk.known {
+        let length = match k.parent {
+            NONE => 0,
+            p => wk.length[p as usize] + k.weight as u64,
+        };
+        wk.length.push(length);
+    }
+    let wide = dist_rows.ty() != NpyType::U32;
+    for (i, (&target, &end)) in targets.iter().zip(&wk.ends).enumerate() {
+        let d = if wide {
+            let b = &wk.dist[8 * i..8 * i + 8];
+            let d = u64::from_le_bytes(b.try_into().expect("8 bytes"));
+            (d != u64::MAX).then_some(d)
+        } else {
+            let b = &wk.dist[4 * i..4 * i + 4];
+            let d = u32::from_le_bytes(b.try_into().expect("4 bytes"));
+            (d != u32::MAX).then_some(d as u64)
+        };
+        let length = (end > 0).then(|| wk.length[end as usize - 1]);
+        if length != d {
+            return Err(Error::Output(format!(
+                "{VERTICES}: the path from {} to {} has length {length:?}, its distance is \
+                 {d:?} (a bug in tuccompi; please report it)",
+                road(s),
+                road(target)
+            )));
+        }
+    }
+    Ok(Segment { counts, ids })
+}
+
+/// Write [`OFFSETS`] and [`VERTICES`]: sources walked in parallel a block at a time (4 per
+/// thread), each block's segments then written in parallel at their places and synced while
+/// the next block is walked, the offsets in order (memory: one block's paths). The vertices'
+/// header goes in last, into the room the longest header takes.
+fn write_compact(
+    job: &ApspJob,
+    p: &PathsJob,
+    trees: &NpyRows,
+    targets: &[u32],
+    dist_rows: &NpyRows,
+    dir: &Path,
+) -> Result<()> {
+    let tasks = job.sources.len();
+    let pairs = tasks as u64 * targets.len() as u64;
+    let room = header_1d(p.ids, u64::MAX)?.len();
+    // The segments' buffers, kept from block to block (fresh ones cost a page fault a page).
+    let pool = parking_lot::Mutex::new(Vec::<Vec<u8>>::new());
+    let segment = |wk: &mut TreeWalker, t: usize| {
+        let buf = pool.lock().pop().unwrap_or_default();
+        source_segment(job, &p.arcs, trees, targets, dist_rows, p.ids, t, wk, buf)
+    };
+    write_stream(dir, OFFSETS, |wo| {
+        use npyz::WriterBuilder;
+        let off = |e: std::io::Error| Error::Output(format!("{OFFSETS}: {e}"));
+        let mut offsets = npyz::WriteOptions::<u64>::new()
+            .default_dtype()
+            .shape(&[pairs + 1])
+            .writer(&mut *wo)
+            .begin_nd()
+            .map_err(off)?;
+        offsets.push(&0).map_err(off)?;
+        write_stream(dir, VERTICES, |wv| {
+            let file: &std::fs::File = wv.get_ref();
+            let out = |e: std::io::Error| Error::Output(format!("{VERTICES}: {e}"));
+            let (mut at, mut start) = (0u64, 0);
+            let block = 4 * rayon::current_num_threads();
+            let mut places = Vec::with_capacity(block);
+            // The disk writes back each block while the next is walked (one sync at a time),
+            // so that little is left for the sync that ends the file.
+            std::thread::scope(|scope| -> Result<()> {
+                let mut syncing: Option<std::thread::ScopedJoinHandle<'_, std::io::Result<()>>> =
+                    None;
+                while start < tasks {
+                    let end = (start + block).min(tasks);
+                    let segs: Vec<Segment> = (start..end)
+                        .into_par_iter()
+                        .map_init(TreeWalker::default, segment)
+                        .collect::<Result<_>>()?;
+                    places.clear();
+                    for seg in &segs {
+                        places.push(room as u64 + at * p.ids.size() as u64);
+                        for &c in &seg.counts {
+                            at += c;
+                            offsets.push(&at).map_err(off)?;
+                        }
+                    }
+                    segs.par_iter()
+                        .zip(&places)
+                        .try_for_each(|(seg, &place)| file.write_all_at(&seg.ids, place))
+                        .map_err(out)?;
+                    pool.lock().extend(segs.into_iter().map(|s| s.ids));
+                    if let Some(h) = syncing.take() {
+                        h.join().expect("sync_data does not panic").map_err(out)?;
+                    }
+                    syncing = Some(scope.spawn(|| file.sync_data()));
+                    start = end;
+                }
+                if let Some(h) = syncing.take() {
+                    h.join().expect("sync_data does not panic").map_err(out)?;
+                }
+                Ok(())
+            })?;
+            let header = header_1d(p.ids, at)?;
+            if header.len() != room {
+                return Err(Error::Output(format!(
+                    "{VERTICES}: a header of {} bytes for {room} reserved (a bug in tuccompi)",
+                    header.len()
+                )));
+            }
+            file.write_all_at(&header, 0).map_err(out)
+        })?;
+        offsets.finish().map_err(off)
+    })?;
     Ok(())
 }
 

@@ -1,4 +1,5 @@
-//! Shortest paths: `[apsp] paths` (`paths.csv`, `paths.geojson`) and `[apsp] predecessors`
+//! Shortest paths: `[apsp] paths` (`paths.csv`, `paths.geojson`, or with `paths_format =
+//! "npy"` `path_offsets.npy` and `path_vertices.npy`) and `[apsp] predecessors`
 //! (`predecessors.npy`) on the CPU and GPU halves, from PHAST and from Dijkstra, against a
 //! plain Dijkstra of this file over the arcs as read: every path is a chain of existing arcs
 //! whose weights sum to the pair's distance, and that distance is the reference's.
@@ -467,4 +468,318 @@ fn a_paths_run_killed_mid_way_resumes_to_byte_identical_files() {
         );
         child.kill().unwrap(); // SIGKILL
     });
+}
+
+/// The compact form of `dir`: each pair's path (ids as written), from `path_offsets.npy` and
+/// `path_vertices.npy` read with npyz, and the vertices' dtype.
+fn read_compact(dir: &Path) -> (Vec<Vec<u64>>, String) {
+    let (offsets, shape, descr) = npy::<u64>(&dir.join("path_offsets.npy"));
+    assert!(descr.contains("<u8"), "{descr}");
+    assert_eq!(shape, vec![offsets.len() as u64]);
+    let bytes = std::fs::read(dir.join("path_vertices.npy")).unwrap();
+    let f = npyz::NpyFile::new(bytes.as_slice()).unwrap();
+    let descr = f.dtype().descr();
+    let vertices: Vec<u64> = if descr.contains("<u4") {
+        f.into_vec::<u32>()
+            .unwrap()
+            .into_iter()
+            .map(u64::from)
+            .collect()
+    } else {
+        f.into_vec::<u64>().unwrap()
+    };
+    assert_eq!(offsets[0], 0);
+    assert_eq!(*offsets.last().unwrap(), vertices.len() as u64);
+    let paths = offsets
+        .windows(2)
+        .map(|w| vertices[w[0] as usize..w[1] as usize].to_vec())
+        .collect();
+    (paths, descr)
+}
+
+/// The compact form of `dir` (pairs `sources` x `targets`, source major) against the reference
+/// over `arcs`: an unreachable pair's path is empty, a reachable one runs from its source to
+/// its target over existing arcs whose weights sum to the reference distance.
+fn check_compact(dir: &Path, n: usize, base: u64, arcs: &Arcs, sources: &[u64], targets: &[u64]) {
+    let (paths, _) = read_compact(dir);
+    assert_eq!(paths.len(), sources.len() * targets.len());
+    let adj = adjacency(n, arcs);
+    let mut reached = 0;
+    for (i, &s) in sources.iter().enumerate() {
+        let want = reference(n, &adj, (s - base) as u32);
+        for (j, &t) in targets.iter().enumerate() {
+            let path = &paths[i * targets.len() + j];
+            let Some(d) = want[(t - base) as usize] else {
+                assert!(path.is_empty(), "{s} -> {t} is unreachable: {path:?}");
+                continue;
+            };
+            reached += 1;
+            assert_eq!((path[0], *path.last().unwrap()), (s, t), "{path:?}");
+            let length: u64 = path
+                .windows(2)
+                .map(|w| {
+                    let (u, v) = ((w[0] - base) as u32, (w[1] - base) as u32);
+                    *arcs
+                        .get(&(u, v))
+                        .unwrap_or_else(|| panic!("{s} -> {t}: no arc {} -> {}", w[0], w[1]))
+                })
+                .sum();
+            assert_eq!(length, d, "{s} -> {t}: the path's length");
+        }
+    }
+    assert!(reached > 0, "some pair is reachable");
+}
+
+/// The runs of [`zero_weight_arcs_and_cycles_give_exact_loopless_paths`]: both CPU halves and,
+/// where OpenCL is, GPU PHAST and the work list.
+fn every_half() -> Vec<Vec<&'static str>> {
+    let mut runs = vec![
+        vec!["units.opencl=none", "apsp.cpu_algorithm=\"phast\""],
+        vec!["units.opencl=none", "apsp.cpu_algorithm=\"dijkstra\""],
+    ];
+    if opencl() {
+        for a in [
+            "apsp.gpu_algorithm=\"phast\"",
+            "apsp.gpu_algorithm=\"worklist\"",
+        ] {
+            runs.push(vec!["units.cpu_workers=0", "units.device_type=\"all\"", a]);
+        }
+    }
+    runs
+}
+
+#[test]
+fn compact_paths_are_paths_csv_as_arrays_on_every_half() {
+    // Zero-weight cycles, unreachable pairs and a source equal to its target.
+    let (text, list) = zero_graph();
+    let dir = tmpdir("paths-compact");
+    let g = dir.join("z.gr");
+    std::fs::write(&g, text).unwrap();
+    let all: Vec<u64> = (1..=list.n as u64).collect();
+    let cfg = od_cfg(&g, &all, &all);
+    let arcs = arcs_of(&list);
+    for sets in every_half() {
+        let csv = run(&cfg, &sets);
+        let npy = run(&cfg, &[&sets[..], &["apsp.paths_format=\"npy\""]].concat());
+        check_compact(&npy.dir, list.n, 1, &arcs, &all, &all);
+        let (paths, descr) = read_compact(&npy.dir);
+        assert!(descr.contains("<u4"), "ids that fit u32 are u32: {descr}");
+        let want: Vec<Vec<u64>> = read_paths(&csv.dir).into_iter().map(|p| p.path).collect();
+        assert!(
+            paths == want,
+            "the compact form differs from paths.csv ({sets:?})"
+        );
+        // Only the compact form: no text, no hidden staging left behind.
+        for name in ["paths.csv", "paths.geojson", ".paths-trees.npy"] {
+            assert!(!npy.dir.join(name).exists(), "{name} ({sets:?})");
+        }
+        // The distances of od.npz are the pairs'; the unreachable ones have empty paths.
+        assert_eq!(npy.checksum(), csv.checksum());
+    }
+}
+
+#[test]
+fn compact_paths_of_real_graphs_match_paths_csv() {
+    // osm-moscow (1,000 pairs, every path against the reference) and Helsinki with its turn
+    // restrictions (junction copies named by their road vertex, once, as paths.csv names them).
+    if let Some(gr) = data("osm-moscow.gr.gz") {
+        let list = tuccompi_plugins::graph::read_graph(&gr).unwrap();
+        let arcs = arcs_of(&list);
+        let mut next = lcg(11);
+        let sources = ids(&mut next, list.n, list.id_base, 25);
+        let targets = ids(&mut next, list.n, list.id_base, 40);
+        let cfg = od_cfg(&gr, &sources, &targets);
+        let mut runs = vec![vec!["units.opencl=none", "apsp.cpu_algorithm=\"phast\""]];
+        if opencl() {
+            runs.push(vec![
+                "units.cpu_workers=0",
+                "units.device_type=\"all\"",
+                "apsp.gpu_algorithm=\"phast\"",
+            ]);
+        }
+        for sets in runs {
+            let csv = run(&cfg, &sets);
+            let npy = run(&cfg, &[&sets[..], &["apsp.paths_format=\"npy\""]].concat());
+            check_compact(&npy.dir, list.n, list.id_base, &arcs, &sources, &targets);
+            let want: Vec<Vec<u64>> = read_paths(&csv.dir).into_iter().map(|p| p.path).collect();
+            assert!(read_compact(&npy.dir).0 == want, "{sets:?}");
+        }
+    }
+    if let Some(pbf) = data("helsinki.osm.pbf") {
+        let cfg = format!(
+            "{}[apsp]\ntargets = 60\npaths = true\n",
+            apsp_file(&pbf, "[1, 50, 300, 600, 900]")
+        );
+        let sets = ["units.opencl=none"];
+        let csv = run(&cfg, &sets);
+        let npy = run(&cfg, &[&sets[..], &["apsp.paths_format=\"npy\""]].concat());
+        let want: Vec<Vec<u64>> = read_paths(&csv.dir).into_iter().map(|p| p.path).collect();
+        assert!(want.iter().any(|p| p.len() > 2), "some paths are long");
+        assert!(read_compact(&npy.dir).0 == want);
+        assert!(!npy.dir.join("paths.geojson").exists());
+    }
+}
+
+#[test]
+fn a_bad_paths_format_is_refused_naming_the_key() {
+    let cfg = apsp_gen("road", 100, "", "4");
+    let e = try_run(
+        &format!("{cfg}[apsp]\ntargets = 5\npaths = true\npaths_format = \"parquet\"\n"),
+        &["units.opencl=none"],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("paths_format = \"parquet\"") && e.contains("\"csv\"") && e.contains("\"npy\""),
+        "{e}"
+    );
+    // Past paths.csv's limit, the message points at the compact form.
+    let big = apsp_gen("road", 4000, "", "\"all\"");
+    let e = try_run(
+        &format!("{big}[apsp]\ntargets = 3000\npaths = true\n"),
+        &["units.opencl=none"],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("paths_format = \"npy\""), "{e}");
+}
+
+#[test]
+fn a_compact_paths_run_killed_mid_way_resumes_to_byte_identical_files() {
+    use std::process::{Command, Stdio};
+    use tuccompi::sink::outdir;
+    let Some(g) = data("rome99.gr.gz") else {
+        return;
+    };
+    let targets: Vec<u32> = (1..=64).map(|i| i * 50).collect();
+    let cfg = format!(
+        "{}[apsp]\ntargets = {targets:?}\npaths = true\npaths_format = \"npy\"\n",
+        apsp_file(&g, "\"all\"")
+    );
+    let sets = [
+        "units.opencl=none",
+        "units.cpu_workers=2",
+        "scheduler.chunk=16",
+        "output.sync_seconds=0.05",
+        "apsp.cpu_algorithm=\"dijkstra\"",
+    ];
+    let reference = run(&cfg, &sets);
+    let dir = tmpdir("paths-npy-kill");
+    std::fs::write(dir.join("c.toml"), &cfg).unwrap();
+    let out = dir.join("out");
+    let mut args = vec!["run".to_string(), dir.join("c.toml").display().to_string()];
+    for s in sets
+        .iter()
+        .map(|s| s.to_string())
+        .chain([format!("output.dir={:?}", out.display().to_string())])
+    {
+        args.extend(["--set".to_string(), s]);
+    }
+    let bin = env!("CARGO_BIN_EXE_tuccompi");
+    let mut child = Command::new(bin)
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed (SIGKILL) once the journal holds an entry and the trees are staged.
+    let staged = out.join(outdir::PARTIAL);
+    let t = std::time::Instant::now();
+    while !std::fs::metadata(staged.join(outdir::JOURNAL)).is_ok_and(|m| m.len() >= 40) {
+        assert!(child.try_wait().unwrap().is_none(), "the run ended first");
+        assert!(t.elapsed().as_secs() < 120, "no journal entry");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    assert!(
+        staged.join(".paths-trees.npy").exists(),
+        "the trees are staged"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!out.join("path_vertices.npy").exists());
+    args.push("--resume".into());
+    let resumed = Command::new(bin).args(&args).output().unwrap();
+    assert!(
+        resumed.status.success(),
+        "resume: {}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    for f in [
+        "path_offsets.npy",
+        "path_vertices.npy",
+        "od.npz",
+        "summary.csv",
+    ] {
+        let a = std::fs::read(reference.dir.join(f)).unwrap();
+        assert!(
+            a == std::fs::read(out.join(f)).unwrap(),
+            "{f} differs from the uninterrupted run's"
+        );
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let resumed_tasks = report["resumed_tasks"].as_u64().unwrap();
+    assert!(resumed_tasks > 0 && resumed_tasks < 3353, "{resumed_tasks}");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&reference.dir);
+}
+
+#[test]
+fn a_run_in_memory_hands_back_the_compact_paths() {
+    use std::sync::atomic::AtomicBool;
+    use tuccompi_plugins::api::{run_apsp, Graph, Ids, Rows};
+    let (_, list) = zero_graph();
+    // In memory the ids are 0-based.
+    let t: Vec<i64> = list.arcs.iter().map(|a| a.0 as i64).collect();
+    let h: Vec<i64> = list.arcs.iter().map(|a| a.1 as i64).collect();
+    let w: Vec<i64> = list.arcs.iter().map(|a| a.2).collect();
+    let g = Graph::from_arcs(list.n as u64, &t, &h, &w, ["t", "h", "w"], "zero").unwrap();
+    let all: Vec<u64> = (0..list.n as u64).collect();
+    let run_with = |format: &str| {
+        let config: toml::Table = toml::from_str(&format!(
+            "[apsp]\nsources = {all:?}\ntargets = {all:?}\npaths = true\n\
+             paths_format = \"{format}\"\n[units]\ncpu_workers = 2\nopencl = \"none\"\n"
+        ))
+        .unwrap();
+        run_apsp(&g, config, &[], true, &AtomicBool::new(false), None).unwrap()
+    };
+    let npy = run_with("npy");
+    let csv = run_with("csv");
+    assert!(csv.paths.is_none());
+    assert!(npy.tables.iter().all(|(name, _)| name != "paths.csv"));
+    let paths = npy.paths.expect("the compact paths");
+    let Ids::U32(vertices) = paths.vertices else {
+        panic!("u32 ids expected")
+    };
+    let text = &csv.tables.iter().find(|(n, _)| n == "paths.csv").unwrap().1;
+    let want: Vec<Vec<u64>> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let path = l.rsplit(',').next().unwrap();
+            path.split_whitespace()
+                .map(|x| x.parse().unwrap())
+                .collect()
+        })
+        .collect();
+    assert_eq!(paths.offsets.len(), want.len() + 1);
+    let got: Vec<Vec<u64>> = paths
+        .offsets
+        .windows(2)
+        .map(|o| {
+            vertices[o[0] as usize..o[1] as usize]
+                .iter()
+                .map(|&v| v as u64)
+                .collect()
+        })
+        .collect();
+    assert!(got == want);
+    // Empty exactly where the distance rows say unreachable.
+    let Some(Rows::U32(rows)) = npy.rows else {
+        panic!("u32 rows expected")
+    };
+    for (i, p) in got.iter().enumerate() {
+        assert_eq!(p.is_empty(), rows[i] == u32::MAX, "pair {i}");
+    }
+    assert!(rows.contains(&u32::MAX), "some pair is unreachable");
 }

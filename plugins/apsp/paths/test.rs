@@ -150,3 +150,14 @@ fn distances_no_arc_explains_are_an_error_not_a_loop() {
         "{e}"
     );
 }
+
+#[test]
+fn a_one_dimensional_header_has_the_same_length_for_every_count() {
+    // write_compact reserves the longest header and writes the real one last.
+    for ty in [NpyType::U32, NpyType::U64] {
+        let room = header_1d(ty, u64::MAX).unwrap().len();
+        for len in [0, 1, 9, 10, 123_456_789, 1 << 40, u64::MAX - 1] {
+            assert_eq!(header_1d(ty, len).unwrap().len(), room, "{ty:?} {len}");
+        }
+    }
+}
