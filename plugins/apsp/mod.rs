@@ -473,7 +473,9 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
         reach,
         paths: path_job,
         router,
-        selection: choice.selection.filter(|_| choice.cpu == phast::auto::CpuAlgorithm::Phast),
+        selection: choice
+            .selection
+            .filter(|_| choice.cpu == phast::auto::CpuAlgorithm::Phast),
     }))
 }
 
