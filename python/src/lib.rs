@@ -405,6 +405,87 @@ fn path_lines<'py>(
     ))
 }
 
+/// The network's arcs with their lines (`Graph.edges`): tails, heads (0-based u32 bytes) and
+/// weights (u32 bytes), and the lines as [`path_lines`] gives them (f64 x, y bytes, and u64
+/// point offsets, arcs + 1). Turn-restriction copies are shown as their junction
+/// (`Geo::road_vertex`, as [`route`]'s paths): the arcs that then join the same two junctions
+/// are one, at the lightest weight (its line the lightest way's, as routes draw it), and a
+/// copy's zero-weight link to its own junction, a loop there, is left out. A graph without
+/// copies gives its CSR's arcs in order. O(A) for A arcs, and the lines' points.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn edges<'py>(
+    py: Python<'py>,
+    graph: &Graph,
+) -> PyResult<(
+    Bound<'py, PyByteArray>,
+    Bound<'py, PyByteArray>,
+    Bound<'py, PyByteArray>,
+    Bound<'py, PyByteArray>,
+    Bound<'py, PyByteArray>,
+)> {
+    use std::collections::HashMap;
+    use tuccompi_plugins::apsp::isochrone::ArcShapes;
+    let g = graph.0.clone();
+    let (arcs, points, starts) = in_thread(py, move |_| {
+        let Some(geo) = g.geo.as_ref() else {
+            return Err(Error::Config(format!(
+                "edges: {} has no coordinates: read an OpenStreetMap extract, or a .gr file \
+                 with coordinates=\"x.co\"",
+                g.csr.name
+            )));
+        };
+        let c = &g.csr;
+        // (junction tail, junction head, weight, graph tail, graph head), in CSR order.
+        let mut all: Vec<(u32, u32, u32, u32, u32)> = Vec::with_capacity(c.m());
+        for u in 0..c.n {
+            for k in c.offsets[u] as usize..c.offsets[u + 1] as usize {
+                let (u, v) = (u as u32, c.targets[k]);
+                let (a, b) = (geo.road_vertex(u), geo.road_vertex(v));
+                if a != b {
+                    all.push((a, b, c.weights[k], u, v));
+                }
+            }
+        }
+        // Copies have ids above every road vertex: a stable sort by junction puts their arcs
+        // after the junction's own, and leaves a graph without copies in CSR order.
+        all.sort_by_key(|a| a.0);
+        let mut arcs: Vec<(u32, u32, u32, u32, u32)> = Vec::with_capacity(all.len());
+        let mut at: HashMap<u32, usize> = HashMap::new();
+        for group in all.chunk_by(|x, y| x.0 == y.0) {
+            at.clear();
+            for &arc in group {
+                match at.get(&arc.1) {
+                    Some(&i) if arcs[i].2 <= arc.2 => {}
+                    Some(&i) => arcs[i] = arc,
+                    None => {
+                        at.insert(arc.1, arcs.len());
+                        arcs.push(arc);
+                    }
+                }
+            }
+        }
+        let shapes = ArcShapes::of(geo);
+        let (mut points, mut starts, mut line) = (Vec::new(), vec![0u64], Vec::new());
+        for &(_, _, _, u, v) in &arcs {
+            if shapes.line(geo, u, v, &mut line) {
+                points.extend(line.iter().flatten().copied());
+            }
+            starts.push(points.len() as u64 / 2);
+        }
+        Ok((arcs, points, starts))
+    })?;
+    let column =
+        |f: fn(&(u32, u32, u32, u32, u32)) -> u32| -> Vec<u32> { arcs.iter().map(f).collect() };
+    Ok((
+        bytearray(py, &column(|a| a.0), u32::to_le_bytes)?,
+        bytearray(py, &column(|a| a.1), u32::to_le_bytes)?,
+        bytearray(py, &column(|a| a.2), u32::to_le_bytes)?,
+        bytearray(py, &points, f64::to_le_bytes)?,
+        bytearray(py, &starts, u64::to_le_bytes)?,
+    ))
+}
+
 /// 0-based vertex ids from int64 bytes, each checked against the `n` vertices.
 fn vertex_ids(bytes: &[u8], what: &str, n: usize) -> PyResult<Vec<u32>> {
     words(bytes, what)?
@@ -795,6 +876,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(snap, m)?)?;
     m.add_function(wrap_pyfunction!(isochrones, m)?)?;
     m.add_function(wrap_pyfunction!(path_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(edges, m)?)?;
     m.add_function(wrap_pyfunction!(run_config, m)?)?;
     m.add_function(wrap_pyfunction!(plugins, m)?)?;
     m.add_function(wrap_pyfunction!(wait_runs, m)?)?;

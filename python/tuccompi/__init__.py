@@ -687,25 +687,113 @@ class Graph:
         points, each snapped to its nearest vertex."""
         kind, v, _ = self._ids(values, name, False)
         if kind == "points":
-            return self.snap(v, name=name)["vertex"] - self.id_base
+            return self.snap(v, name=name, geodataframe=False)["vertex"] - self.id_base
         return v - self.id_base
 
-    def snap(self, points: Any, *, name: str = "points") -> Dict[str, np.ndarray]:
+    def snap(self, points: Any, *, name: str = "points",
+             geodataframe: Optional[bool] = None) -> Any:
         """Each of ``points`` (a (k, 2) float array: longitude, latitude for OpenStreetMap
         graphs, the ``.co`` file's own plane otherwise) snapped to its nearest vertex, as
-        :meth:`od`, :meth:`route` and the other calls snap points: a dict of numpy arrays,
-        ``vertex`` (int64, the graph's numbering) and ``distance`` (float64: metres on the
-        sphere for longitude and latitude, the coordinates' units otherwise)."""
+        :meth:`od`, :meth:`route` and the other calls snap points.
+
+        Snapping here is to the nearest *junction* (vertex) of the graph. The command line's
+        OpenStreetMap runs snap onto the nearest *road* by default (``[input.osm] snap =
+        "edge"``: a phantom vertex on the edge, docs/roads.md); ``snap = "vertex"`` is what this
+        call does. That gap is known and tracked: a point in the middle of a long block is
+        routed from the block's nearer end here, from its foot on the road there.
+
+        Returns a dict of numpy arrays: ``vertex`` (int64, the graph's numbering),
+        ``distance`` (float64: metres on the sphere for longitude and latitude, the
+        coordinates' units otherwise), and ``x``, ``y`` (float64: the vertex's place, where the
+        point snapped to). With ``geodataframe=True`` (needs geopandas), a GeoDataFrame
+        instead, one row per point: ``vertex``, ``distance``, ``input_x``, ``input_y`` (the
+        point as given: longitude and latitude for OpenStreetMap graphs) and a Point geometry
+        at the vertex's place, in the graph's coordinate system (crs "EPSG:4326" for
+        OpenStreetMap graphs, none for a ``.co`` plane). Unlike :meth:`edges`,
+        :meth:`isochrones` and :meth:`route`, ``geodataframe=None`` here means the dict even
+        where geopandas is installed: this call's result does not change type with what
+        happens to be installed."""
         a = np.asarray(points, dtype=np.float64)
         if a.ndim != 2 or a.shape[1] != 2:
             raise ValueError(f"{name}: a (k, 2) array of points is expected, got shape {a.shape}")
         if self._g.places() is None:
             raise ValueError(f"{name}: points need vertex coordinates (an OpenStreetMap extract, "
                              f"or a .gr file read with coordinates=\"x.co\")")
+        if not any(geodataframe is x for x in (None, True, False)):
+            raise ValueError(f"geodataframe = {geodataframe!r}: True (a GeoDataFrame, needs "
+                             f"geopandas), or False/None (a dict of numpy arrays)")
+        gpd = _geopandas(True) if geodataframe else None
         with _named_as_arguments():
             v, d = _native.snap(self._g, np.ascontiguousarray(a, dtype="<f8").tobytes(), name)
-        return {"vertex": np.frombuffer(v, dtype="<u4").astype(np.int64) + self.id_base,
-                "distance": np.frombuffer(d, dtype="<f8").copy()}
+        vertex = np.frombuffer(v, dtype="<u4").astype(np.int64)
+        at = self.coordinates[vertex]
+        out = {"vertex": vertex + self.id_base, "distance": np.frombuffer(d, dtype="<f8").copy(),
+               "x": at[:, 0].copy(), "y": at[:, 1].copy()}
+        if gpd is None:
+            return out
+        return gpd.GeoDataFrame(
+            {"vertex": out["vertex"], "distance": out["distance"], "input_x": a[:, 0].copy(),
+             "input_y": a[:, 1].copy()},
+            geometry=gpd.points_from_xy(out["x"], out["y"]), crs=self._crs())
+
+    def edges(self, *, geodataframe: Optional[bool] = None) -> Any:
+        """The network's arcs with their lines (graphs with places): ``source``, ``target``
+        (int64 ids in the graph's numbering), ``weight`` (int64, the graph's units: decimetres
+        or deciseconds for OpenStreetMap graphs) and a LineString from the source's place to
+        the target's: along the way's shape for OpenStreetMap graphs (the lightest way between
+        the two, as :meth:`route` draws it), the straight segment for a ``.co`` file's places
+        (None where a vertex has no place). Coordinates: WGS84 longitude/latitude for
+        OpenStreetMap graphs (crs "EPSG:4326"), a ``.co`` file's own plane otherwise (no crs).
+
+        Returns a geopandas GeoDataFrame when geopandas is installed (``geodataframe=None``;
+        ``True`` requires it, ``False`` never uses it), else a dict: ``source``, ``target``,
+        ``weight`` as numpy arrays and ``geometry`` a list of GeoJSON-like LineString dicts
+        (``{"type": "LineString", "coordinates": [[x, y], ...]}``, or None), the geometry
+        objects of :meth:`route`'s features.
+
+        One row per arc of the graph, in :meth:`csr` order, for a graph without
+        turn-restriction copies. An OpenStreetMap graph read with turn restrictions has extra
+        vertices, copies of a restricted junction; here, as in :meth:`route`'s paths, a copy
+        is shown as its junction, so each arc shows once between the two junctions it joins:
+        the arcs that then join the same two junctions are one row, at the lightest weight,
+        and a copy's zero-weight link to its own junction (a loop there) is left out. The
+        table is then the road network as a map shows it, which permits turns the graph
+        forbids: distances over it are lower bounds of the graph's, equal without
+        restrictions (``osm={"turn_restrictions": False}``). Rows are by source, each
+        source's arcs in the CSR's order, then its copies'. O(m) plus the lines' points."""
+        if not any(geodataframe is x for x in (None, True, False)):
+            raise ValueError(f"geodataframe = {geodataframe!r}: None (a GeoDataFrame when "
+                             f"geopandas is installed), True or False")
+        if self._g.places() is None:
+            raise ValueError(
+                f"edges: {self.name} has no coordinates, so its arcs have no geometry: read an "
+                f"OpenStreetMap extract, or a .gr file with coordinates=\"x.co\" (csr() gives "
+                f"the arcs without geometry)")
+        with _named_as_arguments():
+            t, h, w, xy, starts = _native.edges(self._g)
+        cols = {"source": np.frombuffer(t, dtype="<u4").astype(np.int64) + self.id_base,
+                "target": np.frombuffer(h, dtype="<u4").astype(np.int64) + self.id_base,
+                "weight": np.frombuffer(w, dtype="<u4").astype(np.int64)}
+        pts = np.frombuffer(xy, dtype="<f8").reshape(-1, 2)
+        at = np.frombuffer(starts, dtype="<u8").astype(np.int64)
+        gpd = None if geodataframe is False else _geopandas(bool(geodataframe))
+        if gpd is None:
+            lines: list = [{"type": "LineString", "coordinates": pts[a:b].tolist()} if b > a
+                           else None for a, b in zip(at[:-1].tolist(), at[1:].tolist())]
+            return {**cols, "geometry": lines}
+        import shapely
+        counts = np.diff(at)
+        geoms = np.full(len(counts), None, dtype=object)
+        if not hasattr(shapely, "linestrings"):  # shapely 1.x: one line at a time
+            from shapely.geometry import LineString
+            for k in np.flatnonzero(counts):
+                geoms[k] = LineString(pts[at[k]:at[k + 1]])
+        elif counts.any():
+            # One call for every line: each point tagged with its arc's row.
+            shapely.linestrings(pts, indices=np.repeat(np.arange(len(counts)), counts),
+                                out=geoms)
+        return gpd.GeoDataFrame(cols, geometry=gpd.GeoSeries(geoms, crs=self._crs()),
+                                crs=self._crs())
 
     def _crs(self) -> Optional[str]:
         """The coordinate reference system of the graph's places for geopandas: "EPSG:4326"
@@ -723,12 +811,8 @@ class Graph:
         and geopandas importable) in the graph's coordinate system, else as they are."""
         if geodataframe is False:
             return features
-        try:
-            import geopandas
-        except ImportError:
-            if geodataframe:
-                raise ImportError("geodataframe=True needs geopandas (pip install "
-                                  "'tuccompi[geo]')") from None
+        geopandas = _geopandas(bool(geodataframe))
+        if geopandas is None:
             return features
         columns = list(features[0]["properties"]) if features else []
         return geopandas.GeoDataFrame.from_features(features, crs=self._crs(),
@@ -917,6 +1001,19 @@ class Graph:
             import pandas as pd
             return pd.DataFrame(cols)
         return cols
+
+
+def _geopandas(required: bool) -> Any:
+    """The geopandas module, or None where it is not installed (an ImportError saying how to
+    install it when ``required``: ``geodataframe=True``)."""
+    try:
+        import geopandas
+    except ImportError:
+        if required:
+            raise ImportError("geodataframe=True needs geopandas (pip install "
+                              "'tuccompi[geo]')") from None
+        return None
+    return geopandas
 
 
 #: Bytes a distance of an od/distances result takes in memory at its peak: the float64 matrix
