@@ -221,6 +221,11 @@ fn run_apsp<'py>(
     Option<(Bound<'py, PyByteArray>, &'static str, (usize, usize))>,
     String,
     Vec<(String, String)>,
+    Option<(
+        Bound<'py, PyByteArray>,
+        Bound<'py, PyByteArray>,
+        &'static str,
+    )>,
 )> {
     let config = table_of(config_json)?;
     let lists = lists
@@ -274,7 +279,18 @@ fn run_apsp<'py>(
         Some(api::Rows::U32(v)) => Some((bytearray(py, &v, u32::to_le_bytes)?, "<u4", shape)),
         Some(api::Rows::U64(v)) => Some((bytearray(py, &v, u64::to_le_bytes)?, "<u8", shape)),
     };
-    Ok((r.report.to_string(), rows, r.summary, r.tables))
+    // The paths of `paths_format = "npy"`: offsets (u64, pairs + 1) and the vertex ids.
+    let paths = match &r.paths {
+        None => None,
+        Some(p) => {
+            let offsets = bytearray(py, &p.offsets, u64::to_le_bytes)?;
+            Some(match &p.vertices {
+                api::Ids::U32(v) => (offsets, bytearray(py, v, u32::to_le_bytes)?, "<u4"),
+                api::Ids::U64(v) => (offsets, bytearray(py, v, u64::to_le_bytes)?, "<u8"),
+            })
+        }
+    };
+    Ok((r.report.to_string(), rows, r.summary, r.tables, paths))
 }
 
 /// The shortest distance of each pair `origins[i] -> destinations[i]` (0-based int64 ids as

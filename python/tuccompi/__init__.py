@@ -558,7 +558,7 @@ class Graph:
             config.setdefault("apsp", {}).update(apsp)
         try:
             with _named_as_arguments():
-                report, matrix, summary, tables = _native.run_apsp(
+                report, matrix, summary, tables, paths = _native.run_apsp(
                     self._g, json.dumps(config), lists, rows, progress)
         finally:
             if progress is not None and hasattr(progress, "close"):
@@ -566,7 +566,18 @@ class Graph:
         self.last_report = json.loads(report)
         # The call's own tables: another thread's call on this graph cannot replace them.
         self._tables = dict(tables)
+        if paths is not None:
+            # paths_format = "npy": (offsets bytes, vertices bytes, vertices dtype).
+            self._tables["path arrays"] = paths
         return matrix, summary, (inv_s, ks), (inv_t, kt), self._tables
+
+    def _run_ids(self, ids: Any, name: str) -> np.ndarray:
+        """The distinct ids a run takes for ``ids`` (points: the vertices they snap to), in the
+        graph's numbering, in the order of its matrix's rows or columns."""
+        kind, values, _ = self._ids(ids, name, True)
+        if kind == "points":
+            return np.asarray(self.snap(values)["vertex"], dtype=np.int64)
+        return values.astype(np.int64)
 
     def _check_result(self, sources: Any, targets: Any) -> None:
         """A MemoryError, before the run, when the distance matrix asked for cannot fit in the
@@ -592,17 +603,35 @@ class Graph:
         ``[apsp] paths = true`` writes to ``paths.csv``; every path's arcs sum to its
         distance. Repeated ids are allowed (each distinct pair is run once). Run options: see
         :data:`RUN_OPTIONS`. Needs pandas."""
-        import io
         import pandas as pd
         if targets is None:
             raise ValueError("targets: None; give the target ids")
-        _, _, (inv_s, ks), (inv_t, kt), tables = self._run(sources, targets, False, options,
-                                                           {"paths": True})
-        frame = pd.read_csv(io.StringIO(tables["paths.csv"]), keep_default_na=False,
-                            dtype={"path": str})
-        frame["distance"] = pd.to_numeric(frame["distance"]).astype(float)
-        frame["hops"] = pd.to_numeric(frame["hops"]).astype("Int64")
-        frame["path"] = [np.array(p.split(), dtype=np.int64) for p in frame["path"]]
+        # The compact form (path_offsets.npy, path_vertices.npy) and the distance matrix: no
+        # text is written or parsed.
+        m, _, (inv_s, ks), (inv_t, kt), tables = self._run(
+            sources, targets, True, options, {"paths": True, "paths_format": "npy"})
+        offsets_b, vertices_b, vdtype = tables["path arrays"]
+        offsets = np.frombuffer(offsets_b, dtype="<u8").astype(np.int64)
+        vertices = np.frombuffer(vertices_b, dtype=vdtype).astype(np.int64)
+        buf, mdtype, shape = m
+        d = np.frombuffer(buf, dtype=mdtype).reshape(shape)
+        rows, cols = shape
+        src_ids, tgt_ids = self._run_ids(sources, "sources"), self._run_ids(targets, "targets")
+        if (len(src_ids), len(tgt_ids)) != (rows, cols):
+            raise RuntimeError(f"paths: a {rows} x {cols} matrix for {len(src_ids)} sources and "
+                               f"{len(tgt_ids)} targets (a bug in tuccompi; please report it)")
+        lengths = np.diff(offsets)
+        hops = pd.array(np.where(lengths > 0, lengths - 1, 0), dtype="Int64")
+        hops[lengths == 0] = pd.NA
+        unreachable = np.iinfo(d.dtype).max
+        distance = np.where(d == unreachable, np.nan, d.astype(np.float64)).ravel()
+        frame = pd.DataFrame({
+            "source": np.repeat(src_ids, cols),
+            "target": np.tile(tgt_ids, rows),
+            "distance": distance,
+            "hops": hops,
+            "path": np.split(vertices, offsets[1:-1]),
+        })
         if inv_s is not None or inv_t is not None:
             # The run's pairs are its distinct sources x its distinct targets, row-major.
             rs = np.arange(ks) if inv_s is None else inv_s
