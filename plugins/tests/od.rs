@@ -304,8 +304,9 @@ fn numpy_loads_od_npz() {
 }
 
 /// Pair queries (`cpu_algorithm = "pairs"`) give the reference's matrix and summaries, in u32
-/// and in u64 (weights up to 2^31: a u32 row overflows and is redone); `auto` takes them for
-/// few targets and sweeps for many; a run they cannot answer is refused naming the key.
+/// and in u64 (weights up to 2^31: a u32 row overflows and is redone); against full sweeps
+/// `auto` takes them for few targets and sweeps for many, and a sweep restricted to the targets
+/// beats them; a run they cannot answer is refused naming the key.
 #[test]
 fn pair_queries_answer_an_od_run_and_auto_takes_them_for_few_targets() {
     for (maxw, wide) in [(20, false), (1 << 31, true)] {
@@ -316,19 +317,28 @@ fn pair_queries_answer_an_od_run_and_auto_takes_them_for_few_targets() {
         assert_eq!(out.report["input"]["cpu_algorithm"], "pairs");
         check_od(&out, &arcs, wide);
     }
-    // auto, the hierarchy cached (a first run builds it): one target on a road graph of 3,000
-    // vertices is worth pair queries, 600 are not.
+    // auto, the hierarchy cached (a first run builds it): against full sweeps, one target on a
+    // road graph of 3,000 vertices is worth pair queries, 600 are not; against the sweep
+    // restricted to the one target's selection (a few dozen vertices), a sweep wins.
     let cfg = apsp_gen("road", 3000, "seed = 3", "[1, 2, 3, 4, 5, 6, 7, 8]");
     run(&cfg, &["units.opencl=none", "apsp.cpu_algorithm=\"phast\""]);
     let few = run(
         &format!("{cfg}[apsp]\ntargets = [2999]\n"),
-        &["units.opencl=none"],
+        &["units.opencl=none", "apsp.sweep=\"full\""],
     );
     assert_eq!(
         few.report["input"]["cpu_algorithm"], "pairs",
         "{}",
         few.report["input"]
     );
+    let restricted = run(
+        &format!("{cfg}[apsp]\ntargets = [2999]\n"),
+        &["units.opencl=none"],
+    );
+    let a = &restricted.report["input"]["algorithm"];
+    assert_eq!(restricted.report["input"]["cpu_algorithm"], "phast", "{a}");
+    assert_eq!(a["sweep"], "restricted", "{a}");
+    assert_eq!(restricted.summary(), few.summary());
     let many = run(
         &format!("{cfg}[apsp]\ntargets = 600\n"),
         &["units.opencl=none"],
