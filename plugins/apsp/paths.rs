@@ -269,7 +269,7 @@ pub struct PathsJob {
     pub trees: Option<NpyRows>,
     /// How `finish` writes the paths from the trees.
     pub format: PathsFormat,
-    /// The compact form's id type ([`vertex_type`]).
+    /// The compact form's id type (as `vertex_type` chooses it).
     pub ids: NpyType,
 }
 
