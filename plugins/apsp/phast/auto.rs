@@ -1160,12 +1160,12 @@ fn obtain<W: ChWeight>(
     Ok((h, report))
 }
 
-/// What a target's backward search costs against a sweep's visit of one vertex, per vertex of
-/// the upward search (`auto` answers a source's row by pair queries when targets x upward
-/// search x this < the vertices a sweep visits: n, or the targets' selection when the sweep is
-/// restricted, which on osm-moscow beat pair queries from one target on). On osm-moscow (upward search 242 of 411,992 vertices; 2-core machine,
-/// `plugins/benches/pairs.sh`) a target's backward search took 9-13 us and a PHAST tree
-/// 0.4-0.5 ms: even at about 40 targets.
+/// What a target's backward search costs against a sweep's visit of one vertex, per vertex of the
+/// upward search (`auto` answers a source's row by pair queries when targets x upward search x this
+/// is below the vertices a sweep visits: n, or the targets' selection when the sweep is restricted,
+/// which on osm-moscow beat pair queries from one target on). On osm-moscow (upward search 242 of
+/// 411,992 vertices; 2-core machine, `plugins/benches/pairs.sh`) a target's backward search took
+/// 9-13 us and a PHAST tree 0.4-0.5 ms: even at about 40 targets.
 pub const PAIR_COST: f64 = 40.0;
 
 /// Mean number of vertices an upward search from `samples` evenly spread sources reaches.
