@@ -477,6 +477,18 @@ fn arc_weight(g: &Csr, u: u32, v: u32) -> Option<u32> {
     heads.binary_search(&v).ok().map(|i| g.weights[a + i])
 }
 
+/// Entry `i` of a distance row's little-endian bytes (`wide`: u64, else u32); `None` for the
+/// type's maximum (unreachable).
+fn row_distance(row: &[u8], i: usize, wide: bool) -> Option<u64> {
+    if wide {
+        let d = u64::from_le_bytes(row[8 * i..8 * i + 8].try_into().expect("8 bytes"));
+        (d != u64::MAX).then_some(d)
+    } else {
+        let d = u32::from_le_bytes(row[4 * i..4 * i + 4].try_into().expect("4 bytes"));
+        (d != u32::MAX).then_some(u64::from(d))
+    }
+}
+
 /// Read row `t` of a bulk file (its bytes, as written) into `buf`.
 fn read_row(rows: &NpyRows, t: usize, buf: &mut Vec<u8>) -> Result<()> {
     let path = rows.path().ok_or_else(|| {
@@ -571,15 +583,7 @@ fn source_pairs(
     let geo = job.geo.geo.as_ref().filter(|g| !g.departure.is_empty());
     let path = &mut wk.path;
     for (i, &target) in targets.iter().enumerate() {
-        let d = if wide {
-            let b = &wk.dist[8 * i..8 * i + 8];
-            let d = u64::from_le_bytes(b.try_into().expect("8 bytes"));
-            (d != u64::MAX).then_some(d)
-        } else {
-            let b = &wk.dist[4 * i..4 * i + 4];
-            let d = u32::from_le_bytes(b.try_into().expect("4 bytes"));
-            (d != u32::MAX).then_some(d as u64)
-        };
+        let d = row_distance(&wk.dist, i, wide);
         let length = walk(g, &wk.pred, s, target, path)?;
         // Shown in road vertices: a turn-restriction copy as its via vertex, once.
         if let Some(geo) = geo {
@@ -663,7 +667,7 @@ pub fn write(job: &ApspJob, dir: &Path) -> Result<()> {
     })?;
     let places = job.geo.geo.as_ref().filter(|geo| geo.coords.spherical);
     if let Some(geo) = places {
-        let shapes = shapes(geo);
+        let shapes = super::isochrone::ArcShapes::of(geo);
         write_stream(dir, "paths.geojson", |w| {
             let out = |e: std::io::Error| Error::Output(format!("paths.geojson: {e}"));
             w.write_all(b"{\"type\":\"FeatureCollection\",\"features\":[\n")
@@ -880,15 +884,7 @@ fn source_segment(
     }
     let wide = dist_rows.ty() != NpyType::U32;
     for (i, (&target, &end)) in targets.iter().zip(&wk.ends).enumerate() {
-        let d = if wide {
-            let b = &wk.dist[8 * i..8 * i + 8];
-            let d = u64::from_le_bytes(b.try_into().expect("8 bytes"));
-            (d != u64::MAX).then_some(d)
-        } else {
-            let b = &wk.dist[4 * i..4 * i + 4];
-            let d = u32::from_le_bytes(b.try_into().expect("4 bytes"));
-            (d != u32::MAX).then_some(d as u64)
-        };
+        let d = row_distance(&wk.dist, i, wide);
         let length = (end > 0).then(|| wk.length[end as usize - 1]);
         if length != d {
             return Err(Error::Output(format!(
@@ -988,38 +984,13 @@ fn write_compact(
     Ok(())
 }
 
-/// The edge drawn for each directed step `(u, v)` of a route: an index into the network's
-/// edges and whether it runs from its tail (the lightest such edge, as the graph keeps the
-/// lightest of parallel arcs).
-type Shapes = std::collections::HashMap<(u32, u32), (usize, bool)>;
-
-/// [`Shapes`] of an input's network (empty without one).
-fn shapes(geo: &crate::common::geo::Geo) -> Shapes {
-    let mut best: std::collections::HashMap<(u32, u32), (usize, bool, i64)> = Default::default();
-    for (i, e) in geo.edges.iter().flatten().enumerate() {
-        let mut offer = |key: (u32, u32), forward: bool| {
-            let keep = best.get(&key).is_none_or(|&(_, _, w)| e.weight < w);
-            if keep {
-                best.insert(key, (i, forward, e.weight));
-            }
-        };
-        if e.forward {
-            offer((e.tail, e.head), true);
-        }
-        if e.backward {
-            offer((e.head, e.tail), false);
-        }
-    }
-    best.into_iter().map(|(k, (i, f, _))| (k, (i, f))).collect()
-}
-
 /// Append one pair's GeoJSON feature: a LineString over its vertices' lon/lat (a single
 /// vertex repeated for a source equal to its target), null geometry when unreachable or a
 /// vertex has no place.
 fn feature(
     text: &mut String,
     geo: &crate::common::geo::Geo,
-    shapes: &Shapes,
+    shapes: &super::isochrone::ArcShapes,
     src: u64,
     tgt: u64,
     d: Option<u64>,
@@ -1036,32 +1007,12 @@ fn feature(
         None => text.push_str("null,\"hops\":null},\"geometry\":"),
     }
     // Along the ways: each step's edge geometry where the network has one, else straight to
-    // the next vertex.
-    let located: Option<Vec<[f64; 2]>> = path.iter().map(|&v| geo.place(v)).collect();
-    let located = located.map(|l| {
-        let mut line = Vec::with_capacity(l.len());
-        for (k, &p) in l.iter().enumerate() {
-            if k > 0 {
-                if let Some(&(e, forward)) = shapes.get(&(path[k - 1], path[k])) {
-                    let g = &geo.edges.as_ref().expect("shapes come from edges")[e].geometry;
-                    let inner = &g[1..g.len().saturating_sub(1).max(1)];
-                    if forward {
-                        line.extend(inner.iter().copied());
-                    } else {
-                        line.extend(inner.iter().rev().copied());
-                    }
-                }
-            }
-            line.push(p);
-        }
-        line
-    });
-    match located.filter(|l| d.is_some() && !l.is_empty()) {
+    // the next vertex (a single vertex as its place twice).
+    let mut line = Vec::new();
+    let located = (d.is_some() && shapes.path_line(geo, path, &mut line)).then_some(line);
+    match located {
         None => text.push_str("null}"),
-        Some(mut l) => {
-            if l.len() == 1 {
-                l.push(l[0]);
-            }
+        Some(l) => {
             text.push_str("{\"type\":\"LineString\",\"coordinates\":[");
             for (k, [x, y]) in l.iter().enumerate() {
                 if k > 0 {
