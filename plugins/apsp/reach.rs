@@ -515,15 +515,24 @@ pub fn put<D: Dist>(
     s: &PathSummary,
     dist: impl Fn(u32) -> D,
 ) {
+    put_over(job, out, t, s, job.targets.as_deref(), job.graph.n, dist);
+}
+
+/// [`put`] with the fold reading `dist` over `targets` (`None`: every vertex of `n`) instead
+/// of the job's: a worker that gathered the targets' distances into a row folds it by column.
+pub fn put_over<D: Dist>(
+    job: &ApspJob,
+    out: &mut RecordsOut<'_>,
+    t: usize,
+    s: &PathSummary,
+    targets: Option<&[u32]>,
+    n: usize,
+    dist: impl Fn(u32) -> D,
+) {
     let rec = out.record(t);
     s.to_words(&mut rec[..PathSummary::WORDS]);
     if let Some(r) = &job.reach {
-        r.fold(
-            job.targets.as_deref(),
-            job.graph.n,
-            dist,
-            &mut rec[PathSummary::WORDS..],
-        );
+        r.fold(targets, n, dist, &mut rec[PathSummary::WORDS..]);
     }
 }
 

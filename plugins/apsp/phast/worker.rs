@@ -146,21 +146,17 @@ impl<W: ChWeight + RowWrite> Worker for PhastWorker<'_, W> {
                 }
                 let s = PathSummary::from_words(&self.recs[j]);
                 let sw = &self.sw;
-                match (&self.gathered, &self.job.reach) {
+                match &self.gathered {
                     // Folded by column from the gathered rows: the same targets in the same
                     // order, read from one contiguous row.
-                    (Some((g, cols)), Some(r)) => {
+                    Some((g, cols)) => {
                         let row = &g[j * cols.len()..(j + 1) * cols.len()];
-                        let rec = out.record(t);
-                        s.to_words(&mut rec[..PathSummary::WORDS]);
-                        r.fold(
-                            Some(cols),
-                            cols.len(),
-                            |c| row[c as usize],
-                            &mut rec[PathSummary::WORDS..],
-                        );
+                        let (job, n) = (self.job, cols.len());
+                        crate::apsp::reach::put_over(job, out, t, &s, Some(cols), n, |c| {
+                            row[c as usize]
+                        });
                     }
-                    _ => crate::apsp::reach::put(self.job, out, t, &s, |v| sw.dist(j, v)),
+                    None => crate::apsp::reach::put(self.job, out, t, &s, |v| sw.dist(j, v)),
                 }
                 if let Some(rows) = &self.job.rows {
                     self.sw.row(j, self.job.targets.as_deref(), &mut self.row);
