@@ -110,11 +110,16 @@ fn tune_times_a_plugins_candidates_and_run_uses_the_winner() {
     assert!(mine
         .iter()
         .all(|r| r.seconds.is_finite() && r.seconds > 0.0 && r.tasks == 8));
-    let fastest = mine
+    // The kept size is the smallest whose time is within the tuner's noise (3%) of the
+    // fastest: computed here from the listed times, not by the tuner's own `pick`.
+    let fastest = mine.iter().map(|r| r.seconds).fold(f64::INFINITY, f64::min);
+    let kept = mine
         .iter()
-        .min_by(|a, b| a.seconds.total_cmp(&b.seconds))
+        .filter(|r| r.seconds <= fastest * 1.03)
+        .map(|r| r.setting["local_size"])
+        .min()
         .unwrap();
-    assert_eq!(dev.best["local_size"], fastest.setting["local_size"]);
+    assert_eq!(dev.best["local_size"], kept, "{mine:?}");
     assert!(dev.key.contains("collatz.steps"), "{}", dev.key);
     // The next run reads the winner from the cache.
     let opts = RunOptions {
