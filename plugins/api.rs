@@ -20,14 +20,12 @@
 use crate::apsp;
 use crate::apsp::gpu::phast::DevWeight;
 use crate::common::geo::{self, Geo};
+use crate::common::sources::Sources;
 use crate::graph::{Csr, EdgeList, Origin};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use tuccompi::plugin::{DeviceCount, Job, Plugin, PrepareCtx};
 use tuccompi::{Error, Plan, Result, RunOptions};
-
-/// The temporary directory [`scratch_dir`] makes (removed when dropped).
-pub use tempfile::TempDir;
 
 /// The name a plan made here carries (no config file stands behind it); [`unplaced`] takes it
 /// out of messages.
@@ -353,8 +351,8 @@ pub enum Ids {
 }
 
 /// `apsp` on a graph from memory: [`Plugin`] whose `prepare` takes the graph it holds instead
-/// of the plan's `[input]`.
-struct InMemory<'g>(&'g Graph);
+/// of the plan's `[input]`, and the lists given in memory instead of the config's keys.
+struct InMemory<'g>(&'g Graph, apsp::Given);
 
 impl std::fmt::Debug for InMemory<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -372,14 +370,14 @@ impl Plugin for InMemory<'_> {
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
         // Points snap through the places read with the graph (to vertices: a graph already
         // built has no room for phantom vertices).
-        apsp::prepare_with(ctx, &mut |_| Ok((self.0.csr.clone(), self.0.geo_copy())))
+        let mut load = |_: &[(&str, &[[f64; 2]])]| Ok((self.0.csr.clone(), self.0.geo_copy()));
+        apsp::prepare_with(ctx, &mut load, &self.1)
     }
 }
 
-/// A list a run's config takes as a file (`apsp.sources`, `apsp.targets`,
-/// `apsp.reach.weights`), handed over in memory: [`run_apsp`] writes it as a `.npy` into the
-/// run's scratch directory and points the key at it (`{ file = "..." }`), which is much faster
-/// than an inline list of millions of entries. Messages name it `name`, not that file.
+/// A list a run's config would take as a file (`apsp.sources`, `apsp.targets`,
+/// `apsp.reach.weights`), handed over in memory: [`run_apsp`] gives it to the run as it is
+/// (no file, no text). Messages name it `name`.
 #[derive(Debug, Clone, Copy)]
 pub struct List<'a> {
     /// The dotted config key (`apsp.sources`).
@@ -393,33 +391,32 @@ pub struct List<'a> {
 /// The entries of a [`List`].
 #[derive(Debug, Clone, Copy)]
 pub enum Values<'a> {
-    /// Vertex ids (a 1-D int64 `.npy`).
+    /// Vertex ids, in the input's numbering.
     Ids(&'a [i64]),
-    /// Points to snap, (x, y) each (a k x 2 float64 `.npy`).
+    /// Points to snap, (x, y) each.
     Points(&'a [[f64; 2]]),
-    /// Numbers (a 1-D float64 `.npy`).
+    /// Numbers.
     Numbers(&'a [f64]),
 }
 
 /// Run `apsp` on `graph` with `config` (the tables `[run]`, `[units]`, `[scheduler]`,
 /// `[apsp]`, `[verify]` as in a config file; no `[input]`, no `[output]`) and `lists` (each
 /// sets its key, which `config` must leave out), into memory: `rows` asks for the distance
-/// rows. `interrupt`, once set, stops the run after its running chunks and the call returns
-/// [`Error::Interrupted`]. The run's files go to `scratch`, an empty directory the caller owns
-/// and removes, or (`None`) to a private temporary directory removed before the call returns.
+/// rows. Nothing is written anywhere (an in-memory run: [`RunOptions::in_memory`]) but the
+/// hierarchy cache. `interrupt`, once set, stops the run after its running chunks and the
+/// call returns [`Error::Interrupted`].
 pub fn run_apsp(
     graph: &Graph,
     config: toml::Table,
     lists: &[List<'_>],
     rows: bool,
     interrupt: &AtomicBool,
-    scratch: Option<&Path>,
 ) -> Result<Results> {
     let control = Control {
         interrupt,
         progress: None,
     };
-    run_apsp_watched(graph, config, lists, rows, &control, scratch)
+    run_apsp_watched(graph, config, lists, rows, &control)
 }
 
 /// How a caller watches and stops a run: its stop flag ([`tuccompi::RunOptions::interrupt`])
@@ -446,16 +443,10 @@ pub fn run_apsp_watched(
     config: toml::Table,
     lists: &[List<'_>],
     rows: bool,
-    interrupt: &Control<'_>,
-    scratch: Option<&Path>,
+    control: &Control<'_>,
 ) -> Result<Results> {
-    match scratch {
-        Some(dir) => run_apsp_in(graph, config, lists, rows, interrupt, dir),
-        None => {
-            let tmp = scratch_dir()?;
-            run_apsp_in(graph, config, lists, rows, interrupt, tmp.path())
-        }
-    }
+    let given = given_of(&config, lists)?;
+    run_apsp_plan(graph, config, given, rows, control).map_err(unplaced)
 }
 
 /// Answers of [`Graph::routes`], one per (origin, destination) pair, in pair order.
@@ -473,14 +464,38 @@ pub struct Routes {
     pub hierarchy: String,
 }
 
-/// Points snapped to vertices ([`Graph::snap`]), one per point.
-#[derive(Debug, Clone, PartialEq)]
+/// Points snapped ([`Graph::snap`], [`Graph::snap_to`]), one entry per point in each field.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Snapped {
-    /// The vertex each point snapped to (internal id).
+    /// The vertex each point snapped to (internal id), or lies at (a point snapped onto an
+    /// edge at one of its ends); `u32::MAX` for a point inside an edge.
     pub vertices: Vec<u32>,
-    /// The distance from each point to its vertex: metres (great-circle) for longitude and
-    /// latitude, the coordinates' own units otherwise.
+    /// The distance from each point to where it snapped: metres (great-circle) for
+    /// longitude and latitude, the coordinates' own units otherwise.
     pub distances: Vec<f64>,
+    /// Snapped onto an edge: the edge's tail and head (internal ids; `u32::MAX` when snapped
+    /// to a vertex).
+    pub tails: Vec<u32>,
+    /// See `tails`.
+    pub heads: Vec<u32>,
+    /// Snapped onto an edge: how far along it from the tail, as a fraction of its length
+    /// (NaN when snapped to a vertex).
+    pub fractions: Vec<f64>,
+    /// Snapped onto an edge: the weight from the tail to the point, `round(W · fraction)`,
+    /// the split the routes use (0 when snapped to a vertex).
+    pub offsets: Vec<u64>,
+    /// Where each point snapped: its foot on the edge, or the vertex's place.
+    pub places: Vec<[f64; 2]>,
+}
+
+/// Trip ends given to [`Graph::routes_at`] and [`Graph::matrix_at`].
+#[derive(Debug, Clone, Copy)]
+pub enum Ends<'a> {
+    /// Vertices (internal ids).
+    Vertices(&'a [u32]),
+    /// Points, snapped as the graph snaps them (onto edges for an OpenStreetMap graph read
+    /// with `snap = "edge"`, else to the nearest vertex).
+    Points(&'a [[f64; 2]]),
 }
 
 /// A hierarchy of the graph with the index its route unpacking needs, kept in the graph's
@@ -585,35 +600,18 @@ impl Graph {
                 routes.vertices = vertices;
             }
         }
-        if let (Some(geo), true) = (&self.geo, paths) {
-            // Shown in road vertices, as paths.csv: a turn-restriction copy as its via vertex,
-            // once.
-            let (mut offsets, mut vertices) =
-                (vec![0u64], Vec::with_capacity(routes.vertices.len()));
-            for w in routes.offsets.windows(2) {
-                let at = vertices.len();
-                for &v in &routes.vertices[w[0] as usize..w[1] as usize] {
-                    let r = geo.road_vertex(v);
-                    if vertices.len() == at || vertices.last() != Some(&r) {
-                        vertices.push(r);
-                    }
-                }
-                offsets.push(vertices.len() as u64);
-            }
-            routes.offsets = offsets;
-            routes.vertices = vertices;
+        if paths {
+            self.road_paths(&mut routes);
         }
         Ok(routes)
     }
 
-    /// Each of `points` (`[x, y]`: `[lon, lat]` for OpenStreetMap) snapped to its nearest
-    /// vertex, as the runs' point lists are in Python. `what` names the list in messages.
+    /// Each of `points` (`[x, y]`: `[lon, lat]` for OpenStreetMap) snapped as the graph snaps
+    /// points ([`Graph::snap_to`]): onto the nearest edge for an OpenStreetMap graph read with
+    /// `snap = "edge"` (the default), else to the nearest vertex. `what` names the list in
+    /// messages.
     pub fn snap(&self, points: &[[f64; 2]], what: &str) -> Result<Snapped> {
-        let (vertices, snaps) = geo::resolve(points, self.geo.as_ref(), what)?;
-        Ok(Snapped {
-            vertices,
-            distances: snaps.iter().map(|s| s.distance).collect(),
-        })
+        self.snap_to(points, what, self.snap_edges().is_some())
     }
 
     /// The graph's hierarchy of weight type `W` with its route index, kept in the session, and
@@ -662,161 +660,393 @@ impl Graph {
             .get_or_make(&key, || Ok((Resident { hierarchy, router }, bytes)))?;
         Ok((r, source))
     }
-}
 
-/// A private temporary directory under `$TMPDIR` (mode 0700, created exclusive), removed when
-/// dropped.
-pub fn scratch_dir() -> Result<TempDir> {
-    let mut b = tempfile::Builder::new();
-    b.prefix("tuccompi-");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        // tempfile's default is 0777 less the umask: 0755, readable by every user.
-        b.permissions(std::fs::Permissions::from_mode(0o700));
+    /// `routes`' paths shown in road vertices, as paths.csv: a turn-restriction copy as its
+    /// via vertex, once.
+    fn road_paths(&self, routes: &mut Routes) {
+        let Some(geo) = &self.geo else { return };
+        let (mut offsets, mut vertices) = (vec![0u64], Vec::with_capacity(routes.vertices.len()));
+        for w in routes.offsets.windows(2) {
+            let at = vertices.len();
+            for &v in &routes.vertices[w[0] as usize..w[1] as usize] {
+                let r = geo.road_vertex(v);
+                if vertices.len() == at || vertices.last() != Some(&r) {
+                    vertices.push(r);
+                }
+            }
+            offsets.push(vertices.len() as u64);
+        }
+        routes.offsets = offsets;
+        routes.vertices = vertices;
     }
-    b.tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))
-}
 
-fn run_apsp_in(
-    graph: &Graph,
-    config: toml::Table,
-    lists: &[List<'_>],
-    rows: bool,
-    interrupt: &Control<'_>,
-    scratch: &Path,
-) -> Result<Results> {
-    let mut files = Vec::with_capacity(lists.len());
-    with_lists(graph, config, lists, rows, interrupt, scratch, &mut files).map_err(|e| {
-        let mut e = unplaced(e);
-        for (path, name) in &files {
-            e = renamed(e, path, name);
-        }
-        e
-    })
-}
-
-/// [`run_apsp_plan`] with each list written to its file (listed in `files` with its name).
-fn with_lists<'a>(
-    graph: &Graph,
-    mut config: toml::Table,
-    lists: &[List<'a>],
-    rows: bool,
-    interrupt: &Control<'_>,
-    scratch: &Path,
-    files: &mut Vec<(PathBuf, &'a str)>,
-) -> Result<Results> {
-    for list in lists {
-        let path = write_list(list, scratch)?;
-        files.push((path.clone(), list.name));
-        let mut file = toml::Table::new();
-        file.insert("file".into(), path.display().to_string().into());
-        set_key(&mut config, list.key, toml::Value::Table(file))?;
+    /// Whether the graph snaps points onto edges (an OpenStreetMap graph read with `snap =
+    /// "edge"`, the default): [`Graph::snap`], [`Graph::routes_at`] and [`Graph::matrix_at`]
+    /// put points on the roads.
+    pub fn snaps_onto_edges(&self) -> bool {
+        self.snap_edges().is_some()
     }
-    run_apsp_plan(graph, config, rows, interrupt, scratch)
-}
 
-/// Write `list` as `DIR/KEY.npy` (created exclusive): its path.
-fn write_list(list: &List<'_>, dir: &Path) -> Result<PathBuf> {
-    use npyz::WriterBuilder;
-    use std::io::Write;
-    let path = dir.join(format!("{}.npy", list.key));
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .map_err(|e| Error::io(&path, e))?;
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-    let io = |e: std::io::Error| Error::io(&path, e);
-    match list.values {
-        Values::Ids(v) => {
-            let mut w = npyz::WriteOptions::<i64>::new()
-                .default_dtype()
-                .shape(&[v.len() as u64])
-                .writer(&mut out)
-                .begin_nd()
-                .map_err(io)?;
-            w.extend(v.iter().copied()).map_err(io)?;
-            w.finish().map_err(io)?;
-        }
-        Values::Points(v) => {
-            let mut w = npyz::WriteOptions::<f64>::new()
-                .default_dtype()
-                .shape(&[v.len() as u64, 2])
-                .writer(&mut out)
-                .begin_nd()
-                .map_err(io)?;
-            w.extend(v.iter().flatten().copied()).map_err(io)?;
-            w.finish().map_err(io)?;
-        }
-        Values::Numbers(v) => {
-            let mut w = npyz::WriteOptions::<f64>::new()
-                .default_dtype()
-                .shape(&[v.len() as u64])
-                .writer(&mut out)
-                .begin_nd()
-                .map_err(io)?;
-            w.extend(v.iter().copied()).map_err(io)?;
-            w.finish().map_err(io)?;
-        }
+    /// The network's edges points snap onto, when the graph snaps points onto edges (an
+    /// OpenStreetMap graph read with `snap = "edge"`, the default).
+    fn snap_edges(&self) -> Option<&[crate::graph::osm::Edge]> {
+        let geo = self.geo.as_ref().filter(|g| g.snap_edges)?;
+        geo.edges.as_deref().filter(|e| !e.is_empty())
     }
-    out.flush().map_err(io)?;
-    Ok(path)
-}
 
-/// Set the dotted `key` of `config` to `value`, making the tables on the way; a key `config`
-/// already sets is refused (the list and the table would disagree on which wins).
-fn set_key(config: &mut toml::Table, key: &str, value: toml::Value) -> Result<()> {
-    let (tables, last) = key.rsplit_once('.').unwrap_or(("", key));
-    let mut t = config;
-    for part in tables.split('.').filter(|p| !p.is_empty()) {
-        let entry = t
-            .entry(part)
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        let toml::Value::Table(inner) = entry else {
-            return Err(Error::Config(format!(
-                "{key}: {part} is a value in the config, not a table"
-            )));
+    /// The R-tree of the network's segments that points snap onto edges with, kept in the
+    /// graph's session (built by the first call that snaps onto edges: O(S log S)).
+    fn segments(
+        &self,
+        edges: &[crate::graph::osm::Edge],
+    ) -> Result<std::sync::Arc<crate::graph::osm::network::SegmentTree>> {
+        self.session.kept().get_or_make("api phantom segments", || {
+            let tree = crate::graph::osm::network::segment_tree(edges);
+            // A segment: two 3-D points, its tag and the tree's share of nodes.
+            let bytes = tree.size() as u64 * 72;
+            Ok((tree, bytes))
+        })
+    }
+
+    /// Each of `points` snapped onto the nearest edge ([`apsp::phantom`]) when `onto_edges`
+    /// (the graph needs an OpenStreetMap network), else to the nearest vertex; `what` names
+    /// the list in messages.
+    pub fn snap_to(&self, points: &[[f64; 2]], what: &str, onto_edges: bool) -> Result<Snapped> {
+        if !onto_edges {
+            let (vertices, snaps) = geo::resolve(points, self.geo.as_ref(), what)?;
+            let k = points.len();
+            return Ok(Snapped {
+                vertices,
+                distances: snaps.iter().map(|s| s.distance).collect(),
+                tails: vec![u32::MAX; k],
+                heads: vec![u32::MAX; k],
+                fractions: vec![f64::NAN; k],
+                offsets: vec![0; k],
+                places: snaps.iter().map(|s| s.on).collect(),
+            });
+        }
+        let edges = self
+            .geo
+            .as_ref()
+            .and_then(|g| g.edges.as_deref())
+            .filter(|e| !e.is_empty())
+            .ok_or_else(|| {
+                Error::Input(format!(
+                    "{what}: snapping onto edges needs an OpenStreetMap graph (its roads);                      snap to vertices instead"
+                ))
+            })?;
+        let tree = self.segments(edges)?;
+        let landings = apsp::phantom::land(edges, &tree, points, what)?;
+        let mut s = Snapped::default();
+        for l in &landings {
+            let e = &edges[l.edge];
+            s.vertices
+                .push(apsp::phantom::at_vertex(edges, l).unwrap_or(u32::MAX));
+            s.distances.push(l.distance);
+            s.tails.push(e.tail);
+            s.heads.push(e.head);
+            s.fractions.push(if e.metres > 0.0 {
+                (l.along / e.metres).clamp(0.0, 1.0)
+            } else {
+                0.0
+            });
+            s.offsets.push(l.cum as u64);
+            s.places.push(l.at);
+        }
+        Ok(s)
+    }
+
+    /// Where trip ends lie, as the searches meet them ([`apsp::phantom::end`]): vertices as
+    /// given (checked), points snapped onto edges when the graph snaps onto edges, else to
+    /// their nearest vertex. `what` names the list in messages.
+    fn trip_ends(&self, at: Ends<'_>, what: &str) -> Result<Vec<apsp::phantom::End>> {
+        use apsp::phantom::{end, Place};
+        let places: Vec<Place> = match at {
+            Ends::Vertices(v) => {
+                if let Some(&x) = v.iter().find(|&&x| x as usize >= self.csr.n) {
+                    return Err(Error::Input(format!(
+                        "{what}: vertex {x} is not a vertex of {} ({} vertices)",
+                        self.csr.name, self.csr.n
+                    )));
+                }
+                v.iter().map(|&x| Place::Vertex(x)).collect()
+            }
+            Ends::Points(p) => match self.snap_edges() {
+                Some(edges) => {
+                    let tree = self.segments(edges)?;
+                    apsp::phantom::land(edges, &tree, p, what)?
+                        .into_iter()
+                        .map(Place::OnEdge)
+                        .collect()
+                }
+                None => geo::resolve(p, self.geo.as_ref(), what)?
+                    .0
+                    .into_iter()
+                    .map(Place::Vertex)
+                    .collect(),
+            },
         };
-        t = inner;
+        Ok(places.iter().map(|p| end(self.geo.as_ref(), p)).collect())
     }
-    if t.contains_key(last) {
-        return Err(Error::Config(format!(
-            "{key}: given both in the config and as a list; give it once"
-        )));
+
+    /// [`Graph::routes`] between trip ends that may be points on edges (OSRM's phantom nodes,
+    /// [`apsp::phantom`]): the answers of the graph the command line makes by splitting the
+    /// edges at the points, on this graph's resident hierarchy (nothing is built for a new
+    /// set of points). A path holds the road vertices only: from the first the route reaches
+    /// from the origin to the last before the destination (a trip along one edge, between no
+    /// vertex, has an empty path and a finite distance).
+    pub fn routes_at(
+        &self,
+        origins: Ends<'_>,
+        destinations: Ends<'_>,
+        paths: bool,
+    ) -> Result<Routes> {
+        let o = self.trip_ends(origins, "origins")?;
+        let d = self.trip_ends(destinations, "destinations")?;
+        if o.len() != d.len() {
+            return Err(Error::Input(format!(
+                "origins has {} entries and destinations has {}: give one destination per \
+                 origin",
+                o.len(),
+                d.len()
+            )));
+        }
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let edges = self
+            .geo
+            .as_ref()
+            .and_then(|g| g.edges.as_deref())
+            .unwrap_or(&[]);
+        let (narrow, hierarchy) = self.resident::<u32>()?;
+        let seeds = |ends: &[apsp::phantom::End], out: bool| -> Vec<Vec<apsp::route::Seed<u32>>> {
+            ends.iter().map(|e| e.seeds(out)).collect()
+        };
+        let h = u32::of(&narrow.hierarchy).expect("kept at its own width");
+        let got = apsp::route::pairs_seeded(
+            h,
+            &narrow.router,
+            &self.csr,
+            &seeds(&o, true),
+            &seeds(&d, false),
+            paths,
+            threads,
+        );
+        let mut routes = Routes {
+            distances: got
+                .distances
+                .iter()
+                .map(|&x| if x == u32::MAX { u64::MAX } else { x as u64 })
+                .collect(),
+            offsets: got.offsets,
+            vertices: got.vertices,
+            hierarchy,
+        };
+        let ceil: Vec<usize> = (0..o.len())
+            .filter(|&i| {
+                routes.distances[i] >= crate::common::NARROW_CEIL && routes.distances[i] != u64::MAX
+            })
+            .collect();
+        let mut again = None;
+        if !ceil.is_empty() {
+            let (wide, _) = self.resident::<u64>()?;
+            let h = u64::of(&wide.hierarchy).expect("kept at its own width");
+            let pick =
+                |ends: &[apsp::phantom::End], out: bool| -> Vec<Vec<apsp::route::Seed<u64>>> {
+                    ceil.iter().map(|&i| ends[i].seeds(out)).collect()
+                };
+            let a = apsp::route::pairs_seeded(
+                h,
+                &wide.router,
+                &self.csr,
+                &pick(&o, true),
+                &pick(&d, false),
+                paths,
+                threads,
+            );
+            for (j, &i) in ceil.iter().enumerate() {
+                routes.distances[i] = a.distances[j];
+            }
+            again = Some(a);
+        }
+        // Along one edge: its own distance, and then no road vertex on the way.
+        let mut within = vec![false; o.len()];
+        for i in 0..o.len() {
+            if let Some(x) = apsp::phantom::along(edges, &o[i], &d[i]) {
+                if x <= routes.distances[i] {
+                    routes.distances[i] = x;
+                    within[i] = true;
+                }
+            }
+        }
+        if paths {
+            let mut redone = ceil.iter().enumerate().peekable();
+            let (mut offsets, mut vertices) =
+                (vec![0u64], Vec::with_capacity(routes.vertices.len()));
+            for i in 0..o.len() {
+                let path: &[u32] = match redone.peek() {
+                    Some(&(j, &r)) if r == i => {
+                        redone.next();
+                        let a = again.as_ref().expect("redone in 64 bits");
+                        &a.vertices[a.offsets[j] as usize..a.offsets[j + 1] as usize]
+                    }
+                    _ => {
+                        &routes.vertices[routes.offsets[i] as usize..routes.offsets[i + 1] as usize]
+                    }
+                };
+                if !within[i] {
+                    vertices.extend_from_slice(path);
+                }
+                offsets.push(vertices.len() as u64);
+            }
+            routes.offsets = offsets;
+            routes.vertices = vertices;
+            self.road_paths(&mut routes);
+        }
+        Ok(routes)
     }
-    t.insert(last.to_string(), value);
-    Ok(())
+
+    /// The distance from each of `sources` to each of `targets` (row-major; `u64::MAX` where
+    /// unreachable), ends as [`Graph::routes_at`] takes them: one upward search per end on the
+    /// resident hierarchy, met in buckets ([`apsp::route::many_to_many`]), plus the trips
+    /// along one edge. `Routes` without paths; nothing is built for a new set of points.
+    pub fn matrix_at(&self, sources: Ends<'_>, targets: Ends<'_>) -> Result<Routes> {
+        let o = self.trip_ends(sources, "sources")?;
+        let d = self.trip_ends(targets, "targets")?;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let edges = self
+            .geo
+            .as_ref()
+            .and_then(|g| g.edges.as_deref())
+            .unwrap_or(&[]);
+        let (narrow, hierarchy) = self.resident::<u32>()?;
+        let h = u32::of(&narrow.hierarchy).expect("kept at its own width");
+        let seeds = |ends: &[apsp::phantom::End], out: bool| -> Vec<Vec<apsp::route::Seed<u32>>> {
+            ends.iter().map(|e| e.seeds(out)).collect()
+        };
+        let m = apsp::route::many_to_many(h, &seeds(&o, true), &seeds(&d, false), threads);
+        let mut distances: Vec<u64> = m
+            .iter()
+            .map(|&x| if x == u32::MAX { u64::MAX } else { x as u64 })
+            .collect();
+        if distances
+            .iter()
+            .any(|&x| x >= crate::common::NARROW_CEIL && x != u64::MAX)
+        {
+            let (wide, _) = self.resident::<u64>()?;
+            let h = u64::of(&wide.hierarchy).expect("kept at its own width");
+            let seeds =
+                |ends: &[apsp::phantom::End], out: bool| -> Vec<Vec<apsp::route::Seed<u64>>> {
+                    ends.iter().map(|e| e.seeds(out)).collect()
+                };
+            distances = apsp::route::many_to_many(h, &seeds(&o, true), &seeds(&d, false), threads);
+        }
+        // Pairs on one edge: also along it.
+        let mut on_edge: std::collections::HashMap<usize, Vec<usize>> = Default::default();
+        for (j, e) in d.iter().enumerate() {
+            if let Some((edge, _)) = e.inside {
+                on_edge.entry(edge).or_default().push(j);
+            }
+        }
+        let nt = d.len();
+        for (i, a) in o.iter().enumerate() {
+            let Some(js) = a.inside.and_then(|(edge, _)| on_edge.get(&edge)) else {
+                continue;
+            };
+            for &j in js {
+                if let Some(x) = apsp::phantom::along(edges, a, &d[j]) {
+                    let m = &mut distances[i * nt + j];
+                    *m = (*m).min(x);
+                }
+            }
+        }
+        Ok(Routes {
+            distances,
+            offsets: Vec::new(),
+            vertices: Vec::new(),
+            hierarchy,
+        })
+    }
 }
 
-/// `e` with the list file `path` named `name` (what the caller calls the list).
-fn renamed(e: Error, path: &Path, name: &str) -> Error {
-    let shown = path.display().to_string();
-    let swap = |msg: String| msg.replace(&shown, name);
-    match e {
-        Error::Config(msg) => Error::Config(swap(msg)),
-        Error::Input(msg) => Error::Input(swap(msg)),
-        Error::Output(msg) => Error::Output(swap(msg)),
-        Error::Unit { unit, msg } => Error::Unit {
-            unit,
-            msg: swap(msg),
-        },
-        Error::Parse { path: p, line, msg } if p == path => {
-            Error::Input(format!("{name}: entry on line {line}: {msg}"))
+/// The lists as the run takes them: each key once, and not also set in `config`.
+fn given_of(config: &toml::Table, lists: &[List<'_>]) -> Result<apsp::Given> {
+    let mut given = apsp::Given::default();
+    for list in lists {
+        let (tables, last) = list.key.rsplit_once('.').unwrap_or(("", list.key));
+        let set_in_config = tables
+            .split('.')
+            .filter(|p| !p.is_empty())
+            .try_fold(config, |t, part| match t.get(part) {
+                Some(toml::Value::Table(inner)) => Some(inner),
+                _ => None,
+            })
+            .is_some_and(|t| t.contains_key(last));
+        if set_in_config {
+            return Err(Error::Config(format!(
+                "{}: given both in the config and as a list; give it once",
+                list.key
+            )));
         }
-        Error::Io { path: p, source } if p == path => {
-            Error::Input(format!("{name}: the run could not read it back: {source}"))
+        let name = list.name.to_string();
+        let ids = |v: &[i64]| -> Result<Sources> {
+            v.iter()
+                .enumerate()
+                .map(|(i, &x)| {
+                    u64::try_from(x)
+                        .map_err(|_| Error::Input(format!("{name}[{i}] = {x}: not a vertex id")))
+                })
+                .collect::<Result<Vec<u64>>>()
+                .map(Sources::List)
+        };
+        let spec = |values: Values<'_>| -> Result<Sources> {
+            match values {
+                Values::Ids(v) => ids(v),
+                Values::Points(p) => Ok(Sources::Points(p.to_vec())),
+                Values::Numbers(_) => Err(Error::Config(format!(
+                    "{}: numbers where ids or points are wanted (a bug in the caller)",
+                    list.key
+                ))),
+            }
+        };
+        let twice = || {
+            Error::Config(format!(
+                "{}: given twice as a list (a bug in the caller)",
+                list.key
+            ))
+        };
+        match (list.key, list.values) {
+            ("apsp.sources" | "run.sources", v) => {
+                if given.sources.replace((name.clone(), spec(v)?)).is_some() {
+                    return Err(twice());
+                }
+            }
+            ("apsp.targets", v) => {
+                if given.targets.replace((name.clone(), spec(v)?)).is_some() {
+                    return Err(twice());
+                }
+            }
+            ("apsp.reach.weights", Values::Numbers(w)) => {
+                if given.weights.replace((name.clone(), w.to_vec())).is_some() {
+                    return Err(twice());
+                }
+            }
+            (key, _) => {
+                return Err(Error::Config(format!(
+                    "{key}: not a list a run takes in memory (apsp.sources, apsp.targets, \
+                     apsp.reach.weights)"
+                )))
+            }
         }
-        e => e,
     }
+    Ok(given)
 }
 
 fn run_apsp_plan(
     graph: &Graph,
     mut config: toml::Table,
+    given: apsp::Given,
     rows: bool,
-    interrupt: &Control<'_>,
-    scratch: &Path,
+    control: &Control<'_>,
 ) -> Result<Results> {
     for key in ["input", "output"] {
         if config.contains_key(key) {
@@ -826,10 +1056,6 @@ fn run_apsp_plan(
             )));
         }
     }
-    let dir = scratch.join("out");
-    let mut output = toml::Table::new();
-    output.insert("dir".into(), dir.display().to_string().into());
-    config.insert("output".into(), toml::Value::Table(output));
     if let toml::Value::Table(t) = config
         .entry("apsp")
         .or_insert_with(|| toml::Value::Table(toml::Table::new()))
@@ -843,24 +1069,32 @@ fn run_apsp_plan(
         t.insert("plugin".into(), "apsp".into());
     }
     // `[apsp] paths_format` passes through as the caller set it: "npy" makes the paths come
-    // back as arrays (`Results::paths`), which no text parse stands between; the default
-    // keeps `paths.csv` in `tables`, which the Python `paths()` reads today.
+    // back as arrays (`Results::paths`); the default keeps `paths.csv` in `tables`.
     let plan = plan_of(config)?;
-    let in_memory = InMemory(graph);
+    let in_memory = InMemory(graph, given);
     let opts = RunOptions {
         quiet: true,
-        interrupt: Some(interrupt.interrupt),
-        progress: interrupt.progress,
+        interrupt: Some(control.interrupt),
+        progress: control.progress,
         plugins: vec![&in_memory],
+        in_memory: true,
         ..RunOptions::default()
     };
     let outcome = graph.session.run_with(&plan, opts)?;
-    let summary = std::fs::read_to_string(dir.join("summary.csv"))
-        .map_err(|e| Error::io(dir.join("summary.csv"), e))?;
-    let (rows, shape) = if rows {
-        read_rows(&dir.join("distances.npy"))?
-    } else {
-        (None, [0, 0])
+    let files = &outcome.files;
+    let text = |name: &str| -> Result<Option<String>> {
+        files
+            .bytes(name)?
+            .map(|b| {
+                String::from_utf8(b)
+                    .map_err(|_| Error::Output(format!("{name}: not UTF-8 (a bug in tuccompi)")))
+            })
+            .transpose()
+    };
+    let summary = text("summary.csv")?.unwrap_or_default();
+    let (rows, shape) = match files.bytes("distances.npy")? {
+        Some(bytes) if rows => read_rows(&bytes)?,
+        _ => (None, [0, 0]),
     };
     let mut tables = Vec::new();
     for name in [
@@ -870,13 +1104,11 @@ fn run_apsp_plan(
         "paths.csv",
         "reach.csv",
     ] {
-        let path = dir.join(name);
-        if path.exists() {
-            let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-            tables.push((name.to_string(), text));
+        if let Some(t) = text(name)? {
+            tables.push((name.to_string(), t));
         }
     }
-    let paths = read_compact_paths(&dir)?;
+    let paths = read_compact_paths(files)?;
     Ok(Results {
         report: outcome.report,
         rows,
@@ -887,25 +1119,24 @@ fn run_apsp_plan(
     })
 }
 
-/// The compact paths a run wrote into `dir`, if it wrote them.
-fn read_compact_paths(dir: &Path) -> Result<Option<CompactPaths>> {
-    let (offsets, vertices) = (dir.join("path_offsets.npy"), dir.join("path_vertices.npy"));
-    if !offsets.exists() {
+/// The compact paths of an in-memory run's files, if it wrote them.
+fn read_compact_paths(files: &tuccompi::sink::MemoryFiles) -> Result<Option<CompactPaths>> {
+    let (Some(offsets), Some(vertices)) = (
+        files.bytes(apsp::paths::OFFSETS)?,
+        files.bytes(apsp::paths::VERTICES)?,
+    ) else {
         return Ok(None);
-    }
-    let open = |path: &Path| -> Result<npyz::NpyFile<std::io::BufReader<std::fs::File>>> {
-        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        npyz::NpyFile::new(std::io::BufReader::with_capacity(1 << 20, file))
-            .map_err(|e| Error::io(path, e))
     };
-    let offsets_vec = open(&offsets)?
-        .into_vec::<u64>()
-        .map_err(|e| Error::io(&offsets, e))?;
-    let npy = open(&vertices)?;
-    let bad = |e: std::io::Error| Error::io(&vertices, e);
+    let bad = |name: &str, e: std::io::Error| Error::Output(format!("{name}: {e}"));
+    let offsets_vec = npyz::NpyFile::new(&offsets[..])
+        .and_then(|n| n.into_vec::<u64>())
+        .map_err(|e| bad(apsp::paths::OFFSETS, e))?;
+    let npy = npyz::NpyFile::new(&vertices[..]).map_err(|e| bad(apsp::paths::VERTICES, e))?;
     let ids = match npy.dtype() {
-        npyz::DType::Plain(t) if t.size_field() == 4 => Ids::U32(npy.into_vec().map_err(bad)?),
-        _ => Ids::U64(npy.into_vec().map_err(bad)?),
+        npyz::DType::Plain(t) if t.size_field() == 4 => {
+            Ids::U32(npy.into_vec().map_err(|e| bad(apsp::paths::VERTICES, e))?)
+        }
+        _ => Ids::U64(npy.into_vec().map_err(|e| bad(apsp::paths::VERTICES, e))?),
     };
     let len = match &ids {
         Ids::U32(v) => v.len(),
@@ -914,7 +1145,7 @@ fn read_compact_paths(dir: &Path) -> Result<Option<CompactPaths>> {
     if offsets_vec.last() != Some(&(len as u64)) {
         return Err(Error::Output(format!(
             "{}: the offsets end at {:?}, not at the {len} vertices (a bug in tuccompi)",
-            offsets.display(),
+            apsp::paths::OFFSETS,
             offsets_vec.last()
         )));
     }
@@ -924,21 +1155,18 @@ fn read_compact_paths(dir: &Path) -> Result<Option<CompactPaths>> {
     }))
 }
 
-/// A `distances.npy` the run wrote, whole.
-fn read_rows(path: &Path) -> Result<(Option<Rows>, [usize; 2])> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let npy = npyz::NpyFile::new(std::io::BufReader::with_capacity(1 << 20, file))
-        .map_err(|e| Error::io(path, e))?;
+/// The distance rows of a `distances.npy` (its bytes, whole).
+fn read_rows(bytes: &[u8]) -> Result<(Option<Rows>, [usize; 2])> {
+    let bad = |e: std::io::Error| Error::Output(format!("distances.npy: {e}"));
+    let npy = npyz::NpyFile::new(bytes).map_err(bad)?;
     let shape = match npy.shape() {
         [r, c] => [*r as usize, *c as usize],
         s => {
             return Err(Error::Output(format!(
-                "{}: shape {s:?}, not a matrix (a bug in tuccompi)",
-                path.display()
+                "distances.npy: shape {s:?}, not a matrix (a bug in tuccompi)"
             )))
         }
     };
-    let bad = |e: std::io::Error| Error::io(path, e);
     let rows = match npy.dtype() {
         npyz::DType::Plain(t) if t.size_field() == 4 => {
             Rows::U32(npy.into_vec::<u32>().map_err(bad)?)
@@ -1025,16 +1253,7 @@ mod test {
              [units]\ncpu_workers = 2\nopencl = \"none\"\n"
         ))
         .unwrap();
-        let scratch = scratch_dir().unwrap();
-        let r = run_apsp(
-            &g,
-            config,
-            &[],
-            true,
-            &AtomicBool::new(false),
-            Some(scratch.path()),
-        )
-        .unwrap();
+        let r = run_apsp(&g, config, &[], true, &AtomicBool::new(false)).unwrap();
         assert_eq!(r.shape, [3, 4]);
         let Some(Rows::U32(rows)) = r.rows else {
             panic!("u32 rows expected: {:?}", r.rows)
@@ -1083,7 +1302,7 @@ mod test {
     fn a_config_with_input_or_output_is_refused() {
         let g = graph(5, &arcs(5));
         let config: toml::Table = toml::from_str("[output]\ndir = \"x\"\n").unwrap();
-        let e = run_apsp(&g, config, &[], false, &AtomicBool::new(false), None).unwrap_err();
+        let e = run_apsp(&g, config, &[], false, &AtomicBool::new(false)).unwrap_err();
         assert!(e.to_string().contains("[output]"), "{e}");
     }
 
@@ -1105,17 +1324,8 @@ mod test {
         );
     }
 
-    #[cfg(unix)]
     #[test]
-    fn the_scratch_directory_is_private() {
-        use std::os::unix::fs::PermissionsExt;
-        let d = scratch_dir().unwrap();
-        let mode = std::fs::metadata(d.path()).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o700, "{mode:o}");
-    }
-
-    #[test]
-    fn lists_given_as_files_equal_inline_lists_and_errors_name_no_config_line() {
+    fn lists_given_in_memory_equal_inline_lists_and_errors_name_no_config_line() {
         let n = 200;
         let a = arcs(n);
         let g = graph(n, &a);
@@ -1123,7 +1333,7 @@ mod test {
             toml::from_str("[units]\ncpu_workers = 2\nopencl = \"none\"\n").unwrap();
         let (sources, targets) = ([3i64, 0, 150], [199i64, 1, 1, 42]);
         let run = |config: toml::Table, lists: &[List<'_>]| {
-            run_apsp(&g, config, lists, true, &AtomicBool::new(false), None)
+            run_apsp(&g, config, lists, true, &AtomicBool::new(false))
         };
         let mut inline = units.clone();
         inline.insert(
@@ -1154,8 +1364,7 @@ mod test {
             (Some(Rows::U32(a)), Some(Rows::U32(b))) => assert_eq!(a, b),
             other => panic!("u32 rows expected: {other:?}"),
         }
-        // A list's problem names the list, a key's problem the key: never `<arguments>:LINE`
-        // nor the scratch file.
+        // A list's problem names the list, a key's problem the key: never `<arguments>:LINE`.
         let mut reach = units.clone();
         reach.insert(
             "apsp".into(),

@@ -64,7 +64,7 @@ pub enum Error {
     #[error("{0}")]
     Output(String),
     /// The run was stopped (a signal) after its finished chunks were journaled.
-    #[error("interrupted: {done} of {total} tasks are done and journaled in {}", journal.display())]
+    #[error("interrupted: {done} of {total} tasks are done{}", journaled(journal))]
     Interrupted {
         /// Tasks done (this run and the runs it resumed).
         done: usize,
@@ -73,6 +73,16 @@ pub enum Error {
         /// The journal.
         journal: PathBuf,
     },
+}
+
+/// Where an interrupted run's tasks are journaled, for its message (an in-memory run has no
+/// journal: its path is empty).
+fn journaled(journal: &std::path::Path) -> String {
+    if journal.as_os_str().is_empty() {
+        " (an in-memory run: nothing is kept to resume)".into()
+    } else {
+        format!(" and journaled in {}", journal.display())
+    }
 }
 
 /// Result with the crate's [`Error`].

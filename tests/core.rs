@@ -634,3 +634,93 @@ fn a_progress_callback_sees_the_run_advance_to_its_end() {
     assert!(seen[0].0 < 200, "a call came while the run went: {seen:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An in-memory run (`RunOptions::in_memory`) writes nothing (its `[output] dir` is not even
+/// made) and hands back the same files, byte for byte, as the same run into a directory, on
+/// the CPU workers and (where there is one) an OpenCL device; the report comes back as a value.
+/// Such a run cannot resume, and an interrupted one says how many tasks were done.
+#[test]
+fn an_in_memory_run_writes_nothing_and_hands_back_the_files_a_run_writes() {
+    let dir = tmpdir("in-memory");
+    let units = if opencl() {
+        "opencl = \"all\"\ndevice_type = \"all\"\ncpu_workers = 1"
+    } else {
+        "opencl = \"none\"\ncpu_workers = 2"
+    };
+    let plan_into = |out: &str| {
+        let cfg = dir.join(format!("{out}.toml"));
+        std::fs::write(
+            &cfg,
+            format!(
+                "[run]\nplugin = \"probe\"\n[units]\n{units}\n[output]\ndir = {:?}\n[probe]\ntasks = 300\ncols = 5\n",
+                dir.join(out)
+            ),
+        )
+        .unwrap();
+        tuccompi::Plan::load(&cfg, &[]).unwrap()
+    };
+    let session = tuccompi::Session::new();
+    let memory = tuccompi::RunOptions {
+        quiet: true,
+        plugins: vec![&probe::Probe],
+        in_memory: true,
+        ..Default::default()
+    };
+    let outcome = session.run_with(&plan_into("memory"), memory).unwrap();
+    assert!(
+        !dir.join("memory").exists(),
+        "an in-memory run made its output.dir"
+    );
+    assert_eq!(outcome.report["output"], "memory");
+    // Its files, put where check_reference looks, with the report it returned.
+    let mem = dir.join("from-memory");
+    std::fs::create_dir(&mem).unwrap();
+    let names: Vec<String> = outcome.files.names().map(String::from).collect();
+    for name in &names {
+        std::fs::write(mem.join(name), outcome.files.bytes(name).unwrap().unwrap()).unwrap();
+    }
+    std::fs::write(mem.join("report.json"), outcome.report.to_string()).unwrap();
+    check_reference(&mem, 300, 5, 0);
+    // The same run into a directory: the same bytes in every file.
+    let disk = tuccompi::RunOptions {
+        quiet: true,
+        plugins: vec![&probe::Probe],
+        ..Default::default()
+    };
+    session.run_with(&plan_into("disk"), disk).unwrap();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["probe.csv", "rows_f32.npy", "rows_u32.npy"]);
+    for name in &names {
+        assert_eq!(
+            std::fs::read(dir.join("disk").join(name)).unwrap(),
+            outcome.files.bytes(name).unwrap().unwrap(),
+            "{name}"
+        );
+    }
+    // Nothing to resume in memory; an interrupted in-memory run is an interruption.
+    let resume = tuccompi::RunOptions {
+        quiet: true,
+        plugins: vec![&probe::Probe],
+        in_memory: true,
+        unfinished: tuccompi::runtime::Unfinished::Resume,
+        ..Default::default()
+    };
+    let e = session.run_with(&plan_into("memory"), resume).unwrap_err();
+    assert!(e.to_string().contains("cannot resume"), "{e}");
+    let stop = std::sync::atomic::AtomicBool::new(true);
+    let stopped = tuccompi::RunOptions {
+        quiet: true,
+        plugins: vec![&probe::Probe],
+        in_memory: true,
+        interrupt: Some(&stop),
+        ..Default::default()
+    };
+    let e = session.run_with(&plan_into("memory"), stopped).unwrap_err();
+    assert!(
+        matches!(e, tuccompi::Error::Interrupted { total: 300, .. }),
+        "{e}"
+    );
+    assert!(!dir.join("memory").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -6,7 +6,7 @@
 //! CPU and GPU workers, `finish`), kernels whose TOML declares what each buffer may index.
 
 use tuccompi::device::{Device, DeviceInfo, KernelArg, KernelSource, Local};
-use tuccompi::plugin::{worker, Gpu, Job, Plugin, PrepareCtx, Records, Worker};
+use tuccompi::plugin::{worker, Gpu, Job, Out, Plugin, PrepareCtx, Records, Worker};
 use tuccompi::tuning::{Choice, Knob, LaunchParams, Request, Shape, Tuner};
 use tuccompi::Result;
 
@@ -74,7 +74,7 @@ impl Job for CollatzJob {
     fn describe(&self) -> serde_json::Value {
         serde_json::json!({ "first": self.first, "count": self.count, "block": self.block })
     }
-    fn finish(&self, records: &Records, dir: &std::path::Path) -> Result<serde_json::Value> {
+    fn finish(&self, records: &Records, out: &Out) -> Result<serde_json::Value> {
         let mut csv = String::from("block,first,sum,max,argmax\n");
         let (mut total, mut best) = (0, [0, 0]);
         for t in 0..self.tasks() {
@@ -83,7 +83,7 @@ impl Job for CollatzJob {
             total += sum;
             best = if max > best[0] { [max, argmax] } else { best };
         }
-        tuccompi::sink::write_file(dir, "collatz.csv", &csv)?;
+        out.write_file("collatz.csv", &csv)?;
         Ok(serde_json::json!({ "total_steps": total, "max_steps": best[0], "argmax": best[1] }))
     }
     fn cpu_worker(&self) -> Result<Box<dyn Worker + '_>> {

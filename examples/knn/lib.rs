@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use tuccompi::device::{DBuf, Device, KernelArg, KernelSource};
 use tuccompi::npy::Array;
 use tuccompi::plugin::{worker, Details, DeviceData, Field, FieldType, Gpu, Job, Plugin};
-use tuccompi::plugin::{PrepareCtx, Records, RecordsOut, Tolerance, Worker};
+use tuccompi::plugin::{Out, PrepareCtx, Records, RecordsOut, Tolerance, Worker};
 use tuccompi::sink::NpyRows;
 use tuccompi::tuning::{LaunchParams, Request, Shape, Tuner};
 use tuccompi::Result;
@@ -131,7 +131,7 @@ impl Job for KnnJob {
             ..Details::default()
         }
     }
-    fn finish(&self, records: &Records, _dir: &Path) -> Result<serde_json::Value> {
+    fn finish(&self, records: &Records, _out: &Out) -> Result<serde_json::Value> {
         let (mut sum, mut hash) = (0.0f64, 0u64);
         for t in 0..self.tasks() {
             let [nearest, distance, _] = records.read::<[u64; 3]>(t);

@@ -15,9 +15,8 @@
 //! `Job::details`: `tolerance: Tolerance::f64_words([0, 1], 1e-12)`.)
 
 use std::ops::Range;
-use std::path::Path;
 use tuccompi::device::{Device, KernelArg, KernelSource};
-use tuccompi::plugin::{worker, Gpu, Job, Plugin, PrepareCtx, Records, Worker};
+use tuccompi::plugin::{worker, Gpu, Job, Out, Plugin, PrepareCtx, Records, Worker};
 use tuccompi::tuning::{LaunchParams, Request, Shape, Tuner};
 use tuccompi::Result;
 
@@ -182,7 +181,7 @@ impl Job for OptionsJob {
     fn describe(&self) -> serde_json::Value {
         serde_json::json!({ "paths": self.paths, "paths_per_task": self.paths_per_task })
     }
-    fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
+    fn finish(&self, records: &Records, out: &Out) -> Result<serde_json::Value> {
         let mut csv = String::from("task,paths,sum,sum_of_squares\n");
         let (mut n, mut sum, mut squares) = (0u64, 0.0f64, 0.0f64);
         for t in 0..self.tasks() {
@@ -191,7 +190,7 @@ impl Job for OptionsJob {
             csv.push_str(&format!("{t},{paths},{s:e},{q:e}\n"));
             (n, sum, squares) = (n + paths, sum + s, squares + q);
         }
-        tuccompi::sink::write_file(dir, "options.csv", &csv)?;
+        out.write_file("options.csv", &csv)?;
         let n = n as f64;
         let mean = sum / n;
         let variance = ((squares - n * mean * mean) / (n - 1.0).max(1.0)).max(0.0);

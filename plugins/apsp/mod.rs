@@ -17,6 +17,7 @@ pub mod isochrone;
 pub mod od;
 pub mod pairs;
 pub mod paths;
+pub mod phantom;
 pub mod phast;
 pub mod reach;
 pub mod route;
@@ -30,11 +31,10 @@ use crate::graph::Csr;
 use dijkstra::Dijkstra;
 use serde::Deserialize;
 use std::ops::Range;
-use std::path::Path;
 use tuccompi::config::AutoOr;
 use tuccompi::device::{Device, KernelSource};
 use tuccompi::plugin::{
-    Details, DeviceData, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker,
+    Details, DeviceData, Gpu, Job, Out, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker,
 };
 use tuccompi::sink::NpyRows;
 use tuccompi::tuning::{LaunchParams, Tuner};
@@ -254,10 +254,11 @@ impl Plugin for Apsp {
          work-list, Crauser, Martin or two-phase SSSP on OpenCL devices"
     }
     fn prepare(&self, ctx: &PrepareCtx<'_>) -> Result<Box<dyn Job>> {
-        prepare_with(ctx, &mut |points| {
+        let mut load = |points: &[(&str, &[[f64; 2]])]| {
             let input = crate::common::input::Input::on_this_rank(ctx.plan, ctx.share)?;
             geo::load_input(ctx, &input, points)
-        })
+        };
+        prepare_with(ctx, &mut load, &Given::default())
     }
     fn tables(&self) -> &'static [&'static str] {
         &["input"]
@@ -274,25 +275,55 @@ impl Plugin for Apsp {
 /// (`(key, points)`: snapped onto edges where the input allows, as they become vertices).
 pub type Load<'a> = dyn FnMut(&[(&str, &[[f64; 2]])]) -> Result<(Csr, Option<Geo>)> + 'a;
 
-/// The plugin's `prepare` on the graph (and its places) that `load` gives instead of the
-/// plan's `[input]`: how a caller holding a graph in memory runs `apsp` ([`crate::api`]).
-pub fn prepare_with(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
-    // Checks below name their key; this adds where it was set.
-    prepare(ctx, load).map_err(|e| ctx.plan.origins.locate(e))
+/// Lists a caller hands over in memory instead of the config's keys (the Python package's
+/// numpy arrays): each with the caller's name of it, which messages use.
+#[derive(Debug, Clone, Default)]
+pub struct Given {
+    /// The sources (`apsp.sources`): ids in the input's numbering, or points.
+    pub sources: Option<(String, Sources)>,
+    /// The targets (`apsp.targets`).
+    pub targets: Option<(String, Sources)>,
+    /// One weight per target (`[apsp.reach] weights`).
+    pub weights: Option<(String, Vec<f64>)>,
 }
 
-fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
-    let (options, keys): (ApspOptions, _) =
+/// The plugin's `prepare` on the graph (and its places) that `load` gives instead of the
+/// plan's `[input]`, with the lists `given` in memory: how a caller holding a graph in memory
+/// runs `apsp` ([`crate::api`]).
+pub fn prepare_with(
+    ctx: &PrepareCtx<'_>,
+    load: &mut Load<'_>,
+    given: &Given,
+) -> Result<Box<dyn Job>> {
+    // Checks below name their key; this adds where it was set.
+    prepare(ctx, load, given).map_err(|e| ctx.plan.origins.locate(e))
+}
+
+fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>, given: &Given) -> Result<Box<dyn Job>> {
+    let (mut options, keys): (ApspOptions, _) =
         crate::common::sources::split_options(ctx.plan, "apsp")?;
+    if let Some((_, t)) = &given.targets {
+        options.targets = Some(t.clone());
+    }
     options.check()?;
     // An id file's mistakes are found before the graph is read.
-    let (source_spec, source_origins) = crate::common::ids::sources(ctx.plan, &keys)?;
-    let source_key = keys.sources_key.as_str();
+    let (source_spec, source_origins) = match &given.sources {
+        Some((_, s)) => (s.clone(), None),
+        None => crate::common::ids::sources(ctx.plan, &keys)?,
+    };
+    let source_key = given
+        .sources
+        .as_ref()
+        .map_or(keys.sources_key.as_str(), |(name, _)| name.as_str());
+    let target_key = given
+        .targets
+        .as_ref()
+        .map_or("apsp.targets", |(name, _)| name.as_str());
     // The files named for `check` and the run's identity, as the config names them.
     let input = crate::common::input::Input::of(ctx.plan)?;
     let (target_spec, target_origins) = match options.targets.clone() {
         Some(t) => {
-            let (t, origins) = crate::common::ids::load_with_origins(t, "apsp.targets")?;
+            let (t, origins) = crate::common::ids::load_with_origins(t, target_key)?;
             (Some(t), origins)
         }
         None => (None, None),
@@ -303,7 +334,7 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
         points.push((source_key, p));
     }
     if let Some(Sources::Points(p)) = &target_spec {
-        points.push(("apsp.targets", p));
+        points.push((target_key, p));
     }
     let t_read = std::time::Instant::now();
     let (graph, places) = load(&points)?;
@@ -325,7 +356,7 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
     let (targets, target_snaps) = match &target_spec {
         None | Some(Sources::All) => (None, Vec::new()),
         Some(Sources::Points(p)) => {
-            let (ids, snaps) = geo::resolve(p, places.as_ref(), "apsp.targets")?;
+            let (ids, snaps) = geo::resolve(p, places.as_ref(), target_key)?;
             (Some(ids), snaps)
         }
         Some(t) => (
@@ -343,6 +374,10 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>) -> Result<Box<dyn Job>> {
     let reach = reach::Reach::prepare(
         options.reach.clone(),
         targets.as_ref().map_or(graph.n, Vec::len),
+        given
+            .weights
+            .as_ref()
+            .map(|(name, w)| (name.as_str(), &w[..])),
     )?;
     if let Some(r) = &reach {
         r.check_places(places.as_ref(), &graph.name)?;
@@ -651,24 +686,24 @@ impl Job for ApspJob {
         }
         knobs
     }
-    fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
+    fn finish(&self, records: &Records, out: &Out) -> Result<serde_json::Value> {
         if let Some(rows) = &self.rows {
             rows.sync()?;
         }
         if let Some(g) = &self.geo.geo {
             geo::write_outputs(
-                dir,
+                out,
                 g,
                 self.graph.id_base,
                 &[("source", &self.geo.sources), ("target", &self.geo.targets)],
             )?;
         }
-        od::write(self, dir, self.options.od_csv)?;
-        paths::write(self, dir)?;
-        let reached = reach::write(self, records, dir)?;
+        od::write(self, out, self.options.od_csv)?;
+        paths::write(self, out)?;
+        let reached = reach::write(self, records, out)?;
         let records = &reach::summaries(self, records);
         let mut checksum = write_summary_records(
-            dir,
+            out,
             &geo::source_labels(self.geo.geo.as_ref(), &self.sources),
             self.graph.id_base,
             self.targets.as_ref().map_or(self.graph.n, Vec::len),

@@ -13,7 +13,7 @@ use crate::common::npz::{npy_scalar_max, npy_u64, write_npz, NpzEntry};
 use crate::common::{RunKeys, TableFormat};
 use std::io::Write;
 use std::path::Path;
-use tuccompi::sink::{write_stream, NpyRows, NpyType};
+use tuccompi::sink::{NpyRows, NpyType, Out};
 use tuccompi::{Error, Result};
 
 /// The staging-folder name of the distance rows when `apsp.distances` is off: hidden, so the
@@ -97,42 +97,37 @@ pub fn finish_bytes_of(
 }
 
 /// Write `od.npz` (and `od.csv` when `csv`) into `dir` from the finished rows.
-pub fn write(job: &ApspJob, dir: &Path, csv: bool) -> Result<()> {
+pub fn write(job: &ApspJob, out: &Out, csv: bool) -> Result<()> {
     let (Some(targets), Some(rows)) = (&job.targets, &job.rows) else {
         return Ok(());
     };
-    let path = rows.path().ok_or_else(|| {
-        Error::Output(format!(
-            "{}: not opened before the outputs were written (a bug in tuccompi)",
-            rows.name()
-        ))
-    })?;
     let base = job.graph.id_base;
     let labels = crate::common::geo::source_labels(job.geo.geo.as_ref(), &job.sources);
     let source_ids: Vec<u64> = labels.iter().map(|&s| s as u64 + base).collect();
     let target_ids: Vec<u64> = targets.iter().map(|&t| t as u64 + base).collect();
     write_npz(
-        dir,
+        out,
         "od.npz",
         &[
             NpzEntry::Bytes("sources", npy_u64(&source_ids)?),
             NpzEntry::Bytes("targets", npy_u64(&target_ids)?),
-            NpzEntry::File("distances", path),
+            NpzEntry::Rows("distances", rows),
             NpzEntry::Bytes("unreachable", npy_scalar_max(rows.ty())?),
         ],
     )?;
     if csv {
-        write_csv(dir, path, rows.ty(), &source_ids, &target_ids)?;
+        write_csv(out, rows, &source_ids, &target_ids)?;
     }
     Ok(())
 }
 
 /// `od.csv`: `source,target,distance`, one line per pair in row order, the distance empty when
 /// the target is unreachable.
-fn write_csv(dir: &Path, rows: &Path, ty: NpyType, sources: &[u64], targets: &[u64]) -> Result<()> {
-    let file = tuccompi::owned::reopen(rows, false, "start over with --restart")?;
-    let npy = npyz::NpyFile::new(std::io::BufReader::with_capacity(1 << 20, file))
-        .map_err(|e| Error::io(rows, e))?;
+fn write_csv(out: &Out, matrix: &NpyRows, sources: &[u64], targets: &[u64]) -> Result<()> {
+    let (ty, name) = (matrix.ty(), Path::new(matrix.name()));
+    let npy = npyz::NpyFile::new(std::io::BufReader::with_capacity(1 << 20, matrix.reader()?))
+        .map_err(|e| Error::io(name, e))?;
+    let rows = name;
     fn lines<T: npyz::Deserialize + Copy + PartialEq + std::fmt::Display>(
         npy: npyz::NpyFile<impl std::io::Read>,
         rows: &Path,
@@ -161,7 +156,7 @@ fn write_csv(dir: &Path, rows: &Path, ty: NpyType, sources: &[u64], targets: &[u
         }
         Ok(())
     }
-    write_stream(dir, "od.csv", |w| match ty {
+    out.write_stream("od.csv", |w| match ty {
         NpyType::U32 => lines(npy, rows, u32::MAX, sources, targets, w),
         NpyType::U64 => lines(npy, rows, u64::MAX, sources, targets, w),
         NpyType::I64 => lines(npy, rows, i64::MAX, sources, targets, w),

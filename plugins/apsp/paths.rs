@@ -43,8 +43,7 @@ use serde::Deserialize;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
-use std::path::Path;
-use tuccompi::sink::{write_stream, NpyRows, NpyType};
+use tuccompi::sink::{NpyRows, NpyType, Out};
 use tuccompi::{Error, Result};
 
 /// The mark of "no predecessor" in `predecessors.npy` (the source itself, and vertices the
@@ -491,17 +490,10 @@ fn row_distance(row: &[u8], i: usize, wide: bool) -> Option<u64> {
 
 /// Read row `t` of a bulk file (its bytes, as written) into `buf`.
 fn read_row(rows: &NpyRows, t: usize, buf: &mut Vec<u8>) -> Result<()> {
-    let path = rows.path().ok_or_else(|| {
-        Error::Output(format!(
-            "{}: not opened before the outputs were written (a bug in tuccompi)",
-            rows.name()
-        ))
-    })?;
-    let (start, len) = rows.row_span();
-    buf.resize(len as usize, 0);
-    let file = tuccompi::owned::reopen(path, false, "start over with --restart")?;
-    file.read_exact_at(buf, start + t as u64 * len)
-        .map_err(|e| Error::io(path, e))
+    let bytes = rows.read_row(t)?;
+    buf.clear();
+    buf.extend_from_slice(&bytes);
+    Ok(())
 }
 
 /// One pair's walk: the path's vertices (internal ids, source first) into `path`, its length
@@ -631,7 +623,7 @@ fn write_pairs(
 
 /// Write the paths from the finished predecessor rows and distance rows: `paths.csv` (and
 /// `paths.geojson` for inputs with longitude/latitude places), or the compact form.
-pub fn write(job: &ApspJob, dir: &Path) -> Result<()> {
+pub fn write(job: &ApspJob, out: &Out) -> Result<()> {
     let Some(p) = &job.paths else { return Ok(()) };
     if let Some(rows) = &p.predecessors {
         rows.sync()?;
@@ -641,10 +633,10 @@ pub fn write(job: &ApspJob, dir: &Path) -> Result<()> {
     };
     trees.sync()?;
     if p.format == PathsFormat::Npy {
-        return write_compact(job, p, trees, targets, dist_rows, dir);
+        return write_compact(job, p, trees, targets, dist_rows, out);
     }
     let base = job.graph.id_base;
-    write_stream(dir, "paths.csv", |w| {
+    out.write_stream("paths.csv", |w| {
         writeln!(w, "source,target,distance,hops,path")
             .map_err(|e| Error::Output(format!("paths.csv: {e}")))?;
         write_pairs(job, trees, targets, dist_rows, w, "paths.csv", |line, p| {
@@ -668,7 +660,7 @@ pub fn write(job: &ApspJob, dir: &Path) -> Result<()> {
     let places = job.geo.geo.as_ref().filter(|geo| geo.coords.spherical);
     if let Some(geo) = places {
         let shapes = super::isochrone::ArcShapes::of(geo);
-        write_stream(dir, "paths.geojson", |w| {
+        out.write_stream("paths.geojson", |w| {
             let out = |e: std::io::Error| Error::Output(format!("paths.geojson: {e}"));
             w.write_all(b"{\"type\":\"FeatureCollection\",\"features\":[\n")
                 .map_err(out)?;
@@ -908,7 +900,7 @@ fn write_compact(
     trees: &NpyRows,
     targets: &[u32],
     dist_rows: &NpyRows,
-    dir: &Path,
+    out: &Out,
 ) -> Result<()> {
     let tasks = job.sources.len();
     let pairs = tasks as u64 * targets.len() as u64;
@@ -919,7 +911,7 @@ fn write_compact(
         let buf = pool.lock().pop().unwrap_or_default();
         source_segment(job, &p.arcs, trees, targets, dist_rows, p.ids, t, wk, buf)
     };
-    write_stream(dir, OFFSETS, |wo| {
+    out.write_stream(OFFSETS, |wo| {
         use npyz::WriterBuilder;
         let off = |e: std::io::Error| Error::Output(format!("{OFFSETS}: {e}"));
         let mut offsets = npyz::WriteOptions::<u64>::new()
@@ -929,7 +921,7 @@ fn write_compact(
             .begin_nd()
             .map_err(off)?;
         offsets.push(&0).map_err(off)?;
-        write_stream(dir, VERTICES, |wv| {
+        out.write_stream(VERTICES, |wv| {
             let file: &std::fs::File = wv.get_ref();
             let out = |e: std::io::Error| Error::Output(format!("{VERTICES}: {e}"));
             let (mut at, mut start) = (0u64, 0);

@@ -29,7 +29,7 @@ use crate::common::{Dist, PathSummary};
 use serde::Deserialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use tuccompi::plugin::{Field, FieldType, Record, Records, RecordsOut, Tolerance};
+use tuccompi::plugin::{Field, FieldType, Out, Record, Records, RecordsOut, Tolerance};
 use tuccompi::{Error, Result};
 
 /// Most radii (and most isochrone limits) one run folds.
@@ -130,9 +130,14 @@ pub struct Reach {
 }
 
 impl Reach {
-    /// Check `options` against a job of `cols` target columns and read the weights.
+    /// Check `options` against a job of `cols` target columns and read the weights (or take
+    /// `given`, the weights a caller handed over in memory, with its name of them).
     /// `None` when nothing is asked.
-    pub fn prepare(options: Option<ReachOptions>, cols: usize) -> Result<Option<Reach>> {
+    pub fn prepare(
+        options: Option<ReachOptions>,
+        cols: usize,
+        given: Option<(&str, &[f64])>,
+    ) -> Result<Option<Reach>> {
         let Some(o) = options else { return Ok(None) };
         let key = |k: &str| format!("[apsp.reach] {k}");
         if o.radii.is_empty() && o.nearest == 0 && o.isochrones.is_empty() {
@@ -185,9 +190,17 @@ impl Reach {
                     .into(),
             ));
         }
-        let weights = match &o.weights {
-            Some(w) => Some(read_weights(w, cols)?),
-            None => None,
+        let weights = match (&o.weights, given) {
+            (_, Some((name, w))) => Some(checked_weights(
+                w.iter()
+                    .enumerate()
+                    .map(|(i, &x)| (x, format!("{name}[{i}]")))
+                    .collect(),
+                cols,
+                name,
+            )?),
+            (Some(w), None) => Some(read_weights(w, cols)?),
+            (None, None) => None,
         };
         if o.isochrone_ids && o.isochrones.is_empty() {
             return Err(Error::Config(format!(
@@ -442,11 +455,16 @@ fn read_weights(w: &WeightsFile, cols: usize) -> Result<Vec<f64>> {
             path.display()
         )));
     };
+    checked_weights(values, cols, &path.display().to_string())
+}
+
+/// `values` (each with where it came from) as weights, one per target of `cols`, each finite;
+/// `name` names the list in messages.
+fn checked_weights(values: Vec<(f64, String)>, cols: usize, name: &str) -> Result<Vec<f64>> {
     if values.len() != cols {
         return Err(Error::Input(format!(
-            "{}: {} weights for {cols} targets; [apsp.reach] weights needs one per target, in \
-             the targets' order ({})",
-            path.display(),
+            "{name}: {} weights for {cols} targets; [apsp.reach] weights needs one per target, \
+             in the targets' order ({})",
             values.len(),
             if cols == 0 {
                 "there are none"
@@ -611,9 +629,9 @@ pub fn finish_bytes(job: &ApspJob) -> u64 {
     job.sources.len() as u64 * (per_source + ids + polygons) + 4096
 }
 
-/// Write `reach.csv`, `nearest.csv` and `isochrones.csv` (those asked) into `dir` from the
+/// Write `reach.csv`, `nearest.csv` and `isochrones.csv` (those asked) through `out` from the
 /// records; return their totals for the report.
-pub fn write(job: &ApspJob, records: &Records, dir: &Path) -> Result<serde_json::Value> {
+pub fn write(job: &ApspJob, records: &Records, out: &Out) -> Result<serde_json::Value> {
     let Some(r) = &job.reach else {
         return Ok(serde_json::Value::Null);
     };
@@ -646,7 +664,7 @@ pub fn write(job: &ApspJob, records: &Records, dir: &Path) -> Result<serde_json:
             }
             csv.push('\n');
         }
-        tuccompi::sink::write_file(dir, "reach.csv", &csv)?;
+        out.write_file("reach.csv", &csv)?;
         report.insert("reach_counts".into(), serde_json::json!(total));
     }
     if r.nearest > 0 {
@@ -676,7 +694,7 @@ pub fn write(job: &ApspJob, records: &Records, dir: &Path) -> Result<serde_json:
             }
             csv.push('\n');
         }
-        tuccompi::sink::write_file(dir, "nearest.csv", &csv)?;
+        out.write_file("nearest.csv", &csv)?;
         report.insert("nearest_found".into(), serde_json::json!(found));
     }
     if !r.isochrones.is_empty() {
@@ -694,14 +712,14 @@ pub fn write(job: &ApspJob, records: &Records, dir: &Path) -> Result<serde_json:
             }
             csv.push('\n');
         }
-        tuccompi::sink::write_file(dir, "isochrones.csv", &csv)?;
+        out.write_file("isochrones.csv", &csv)?;
         report.insert("isochrone_counts".into(), serde_json::json!(total));
         if r.isochrone_ids {
-            write_isochrone_ids(job, r, &folded, &source_id, dir)?;
+            write_isochrone_ids(job, r, &folded, &source_id, out)?;
             report.insert("isochrone_ids".into(), "isochrone_ids.csv".into());
         }
         if let Some(width) = r.isochrone_polygons {
-            let coarsened = write_isochrone_polygons(job, r, width, &folded, &source_id, dir)?;
+            let coarsened = write_isochrone_polygons(job, r, width, &folded, &source_id, out)?;
             report.insert("isochrone_polygons".into(), "isochrones.geojson".into());
             report.insert("isochrone_width".into(), serde_json::json!(width));
             if coarsened > 0 {
@@ -725,11 +743,11 @@ fn write_isochrone_ids(
     r: &Reach,
     folded: &[Folded],
     source_id: &(dyn Fn(usize) -> u64 + Sync),
-    dir: &Path,
+    out: &Out,
 ) -> Result<()> {
     use std::io::Write as _;
     let base = job.graph.id_base;
-    tuccompi::sink::write_stream(dir, "isochrone_ids.csv", |w| {
+    out.write_stream("isochrone_ids.csv", |w| {
         let out = |e: std::io::Error| Error::Output(format!("isochrone_ids.csv: {e}"));
         w.write_all(b"source,limit,count,vertices\n").map_err(out)?;
         crate::common::write_in_order(
@@ -778,7 +796,7 @@ fn write_isochrone_polygons(
     width: f64,
     folded: &[Folded],
     source_id: &(dyn Fn(usize) -> u64 + Sync),
-    dir: &Path,
+    out: &Out,
 ) -> Result<usize> {
     use super::isochrone;
     use std::io::Write as _;
@@ -792,7 +810,7 @@ fn write_isochrone_polygons(
     };
     let canvas = isochrone::Canvas::new(&job.graph, geo, width);
     let coarsened = AtomicUsize::new(0);
-    tuccompi::sink::write_stream(dir, name, |w| {
+    out.write_stream(name, |w| {
         let out = |e: std::io::Error| Error::Output(format!("{name}: {e}"));
         w.write_all(isochrone::collection_head(geo, width).as_bytes())
             .map_err(out)?;
@@ -881,7 +899,7 @@ mod test {
 
     #[test]
     fn refuses_empty_zero_and_long_lists() {
-        let e = |o: ReachOptions| Reach::prepare(Some(o), 3).unwrap_err().to_string();
+        let e = |o: ReachOptions| Reach::prepare(Some(o), 3, None).unwrap_err().to_string();
         assert!(e(ReachOptions::default()).contains("asks for nothing"));
         let zero = ReachOptions {
             radii: vec![0],

@@ -190,13 +190,31 @@ impl<W: ChWeight> Side<W> {
 
     /// Forget the last search (O(1), O(n) once every 2^32 searches) and start one at `p`.
     fn start(&mut self, p: u32) {
+        self.start_at(&[(p, W::ZERO)]);
+    }
+
+    /// Forget the last search and start one at each of `seeds` (position, the distance it
+    /// starts at; a position given twice keeps its smaller distance).
+    fn start_at(&mut self, seeds: &[(u32, W)]) {
         self.heap.clear();
         self.gen = self.gen.wrapping_add(1);
         if self.gen == 0 {
             self.stamp.fill(0);
             self.gen = 1;
         }
-        self.set(p, W::ZERO, (NONE, NONE));
+        for &(p, d) in seeds {
+            if d < self.get(p) {
+                self.set(p, d, (NONE, NONE));
+            }
+        }
+    }
+
+    /// The start of the tree's branch through `p`.
+    fn root(&self, mut p: u32) -> u32 {
+        while self.parent[p as usize].0 != NONE {
+            p = self.parent[p as usize].0;
+        }
+        p
     }
 
     #[inline(always)]
@@ -265,6 +283,8 @@ pub struct Search<W> {
     /// hierarchy whose distances fit `W`.
     pub fallbacks: u64,
     unpacking: Unpacking,
+    /// A query's seeds as positions.
+    seeds: Vec<(u32, W)>,
 }
 
 /// A route's unpacking, reused across queries: the route as a linked list of arcs still to
@@ -331,15 +351,36 @@ impl<W: ChWeight> Search<W> {
             bwd: Side::new(n),
             fallbacks: 0,
             unpacking: Unpacking::default(),
+            seeds: Vec::new(),
         }
     }
 }
 
+/// A search's start: a vertex of the graph and the distance the search starts it at (a point
+/// on an edge starts at the edge's ends, each with its part of the edge's weight).
+pub type Seed<W> = (u32, W);
+
 /// The bidirectional query: the distance and the meeting position (`NONE` when unreachable).
 fn query<W: ChWeight>(h: &Hierarchy<W>, s: u32, t: u32, search: &mut Search<W>) -> (W, u32) {
-    let (f, b) = (&mut search.fwd, &mut search.bwd);
-    f.start(h.pos[s as usize]);
-    b.start(h.pos[t as usize]);
+    query_seeded(h, &[(s, W::ZERO)], &[(t, W::ZERO)], search)
+}
+
+/// [`query`] from several starts to several ends: the least `ds + d(s, t) + dt` over the
+/// seeds `(s, ds)` of `sources` and `(t, dt)` of `targets` (a Dijkstra from a virtual vertex
+/// with an arc to each source seed, to one with an arc from each target seed: the stopping
+/// rule holds as for one seed each).
+fn query_seeded<W: ChWeight>(
+    h: &Hierarchy<W>,
+    sources: &[Seed<W>],
+    targets: &[Seed<W>],
+    search: &mut Search<W>,
+) -> (W, u32) {
+    let (f, b, buf) = (&mut search.fwd, &mut search.bwd, &mut search.seeds);
+    for (side, seeds) in [(&mut *f, sources), (&mut *b, targets)] {
+        buf.clear();
+        buf.extend(seeds.iter().map(|&(v, d)| (h.pos[v as usize], d)));
+        side.start_at(buf);
+    }
     let (mut best, mut meet) = (W::INF, NONE);
     loop {
         // The side with the smaller key steps; a side whose key reached `best` is done.
@@ -408,7 +449,23 @@ fn route_into<W: ChWeight>(
     search: &mut Search<W>,
     out: &mut Vec<u32>,
 ) -> W {
-    let (best, meet) = query(h, s, t, search);
+    let d = route_seeded_into(h, r, g, &[(s, W::ZERO)], &[(t, W::ZERO)], search, out);
+    debug_assert!(d == W::INF || out.last() == Some(&t));
+    d
+}
+
+/// [`query_seeded`] with its path appended to `out` (nothing when unreachable): from the
+/// source seed it starts at to the target seed it ends at; returns the distance.
+fn route_seeded_into<W: ChWeight>(
+    h: &Hierarchy<W>,
+    r: &Router<W>,
+    g: &Csr,
+    sources: &[Seed<W>],
+    targets: &[Seed<W>],
+    search: &mut Search<W>,
+    out: &mut Vec<u32>,
+) -> W {
+    let (best, meet) = query_seeded(h, sources, targets, search);
     if meet == NONE {
         return best;
     }
@@ -419,6 +476,7 @@ fn route_into<W: ChWeight>(
         bwd,
         unpacking: u,
         fallbacks,
+        ..
     } = search;
     let arc = |up: bool| move |(_, end, e)| (Node::Arc(Link { e, end, up }), NONE);
     u.nodes.clear();
@@ -429,9 +487,8 @@ fn route_into<W: ChWeight>(
     for (i, node) in (1..).zip(&mut u.nodes) {
         node.1 = if i < k { i } else { NONE };
     }
-    out.push(s);
+    out.push(h.order[fwd.root(meet) as usize]);
     unpack(h, r, g, u, out, fallbacks);
-    debug_assert_eq!(out.last(), Some(&t));
     best
 }
 
@@ -699,21 +756,59 @@ pub fn pairs<W: ChWeight>(
         .iter()
         .chain(destinations)
         .all(|&v| (v as usize) < g.n));
-    let k = origins.len();
+    pairs_by(h, r, g, origins.len(), paths, threads, &|i, s, t| {
+        s.push((origins[i], W::ZERO));
+        t.push((destinations[i], W::ZERO));
+    })
+}
+
+/// [`pairs`] from seeds: pair `i`'s query starts at `origins[i]`'s seeds and ends at
+/// `destinations[i]`'s (valid ids of `g`, equal lengths; an empty list is unreachable), and
+/// its path runs from the source seed it starts at to the target seed it ends at. O(pairs ·
+/// query + threads · n).
+pub fn pairs_seeded<W: ChWeight>(
+    h: &Hierarchy<W>,
+    r: &Router<W>,
+    g: &Csr,
+    origins: &[Vec<Seed<W>>],
+    destinations: &[Vec<Seed<W>>],
+    paths: bool,
+    threads: usize,
+) -> Pairs<W> {
+    debug_assert_eq!(origins.len(), destinations.len());
+    pairs_by(h, r, g, origins.len(), paths, threads, &|i, s, t| {
+        s.extend_from_slice(&origins[i]);
+        t.extend_from_slice(&destinations[i]);
+    })
+}
+
+/// The `k` pairs whose seeds `seeds(i, sources, targets)` appends, queried over `threads`.
+fn pairs_by<W: ChWeight>(
+    h: &Hierarchy<W>,
+    r: &Router<W>,
+    g: &Csr,
+    k: usize,
+    paths: bool,
+    threads: usize,
+    seeds: &(dyn Fn(usize, &mut Vec<Seed<W>>, &mut Vec<Seed<W>>) + Sync),
+) -> Pairs<W> {
     let block = k.div_ceil(threads.max(1)).max(1);
     let mut distances = vec![W::INF; k];
     // One block's work: its distances, and its paths' lengths and vertices.
     let run = |from: usize, d: &mut [W]| -> (Vec<u64>, Vec<u32>) {
         let mut search = Search::new(h.n);
         let (mut lens, mut vertices) = (Vec::new(), Vec::new());
+        let (mut s, mut t) = (Vec::new(), Vec::new());
         for (i, d) in (from..).zip(d.iter_mut()) {
-            let (s, t) = (origins[i], destinations[i]);
+            s.clear();
+            t.clear();
+            seeds(i, &mut s, &mut t);
             if paths {
                 let at = vertices.len();
-                *d = route_into(h, r, g, s, t, &mut search, &mut vertices);
+                *d = route_seeded_into(h, r, g, &s, &t, &mut search, &mut vertices);
                 lens.push((vertices.len() - at) as u64);
             } else {
-                *d = distance(h, r, s, t, &mut search);
+                *d = query_seeded(h, &s, &t, &mut search).0;
             }
         }
         (lens, vertices)
@@ -749,6 +844,90 @@ pub fn pairs<W: ChWeight>(
         offsets,
         vertices,
     }
+}
+
+/// The distance from each of `sources` to each of `targets` (each a list of seeds; row-major,
+/// `W::INF` where unreachable or a list is empty), by buckets (Knopp et al., 2007): each
+/// target's complete backward upward search leaves `(target, distance)` at every position it
+/// settles, then each source's complete forward upward search meets them: the shortest path's
+/// top is settled by both. Both phases are split over `threads`. O((S + T) · U log U + B)
+/// for U the vertices of an upward search and B the bucket entries the forward searches read;
+/// memory O(T · U).
+pub fn many_to_many<W: ChWeight>(
+    h: &Hierarchy<W>,
+    sources: &[Vec<Seed<W>>],
+    targets: &[Vec<Seed<W>>],
+    threads: usize,
+) -> Vec<W> {
+    let (ns, nt) = (sources.len(), targets.len());
+    let threads = threads.max(1);
+    // A complete upward search from `seeds`, each settled position with its distance to `f`.
+    let sweep =
+        |side: &mut Side<W>, seeds: &[Seed<W>], forward: bool, f: &mut dyn FnMut(u32, W)| {
+            let pos: Vec<(u32, W)> = seeds.iter().map(|&(v, d)| (h.pos[v as usize], d)).collect();
+            side.start_at(&pos);
+            while !side.heap.is_empty() {
+                if let Some((p, d)) = side.step(h, forward) {
+                    f(p, d);
+                }
+            }
+        };
+    // The buckets: (position, target, distance), sorted by position.
+    let per = nt.div_ceil(threads).max(1);
+    let mut entries: Vec<(u32, u32, W)> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..nt)
+            .step_by(per)
+            .map(|from| {
+                let sweep = &sweep;
+                sc.spawn(move || {
+                    let mut side = Side::new(h.n);
+                    let mut out = Vec::new();
+                    for (j, seeds) in (from..).zip(&targets[from..(from + per).min(nt)]) {
+                        sweep(&mut side, seeds, false, &mut |p, d| {
+                            out.push((p, j as u32, d))
+                        });
+                    }
+                    out
+                })
+            })
+            .collect();
+        (handles.into_iter())
+            .flat_map(|j| j.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    entries.sort_unstable_by_key(|e| e.0);
+    let mut starts = vec![0usize; h.n + 1];
+    for e in &entries {
+        starts[e.0 as usize + 1] += 1;
+    }
+    for p in 0..h.n {
+        starts[p + 1] += starts[p];
+    }
+    let mut out = vec![W::INF; ns * nt];
+    if nt == 0 {
+        return out;
+    }
+    let per = ns.div_ceil(threads).max(1);
+    std::thread::scope(|sc| {
+        for (b, rows) in out.chunks_mut(per * nt).enumerate() {
+            let (sweep, entries, starts) = (&sweep, &entries, &starts);
+            sc.spawn(move || {
+                let mut side = Side::new(h.n);
+                for (i, row) in rows.chunks_mut(nt).enumerate() {
+                    sweep(&mut side, &sources[b * per + i], true, &mut |p, d| {
+                        let r = starts[p as usize]..starts[p as usize + 1];
+                        for &(_, j, dj) in &entries[r] {
+                            let x = d.sat_add(dj);
+                            if x < row[j as usize] {
+                                row[j as usize] = x;
+                            }
+                        }
+                    });
+                }
+            });
+        }
+    });
+    out
 }
 
 #[cfg(test)]

@@ -5,14 +5,13 @@
 //! with the run's outputs.
 
 use crate::common::input::{is_osm, name_path, Input};
-use crate::graph::osm::network::Extra;
+use crate::graph::osm::network::{Extra, TurnArc};
 use crate::graph::osm::{read_network, Edge, OsmStats, SnapTo};
 use crate::graph::{read_co, Coords, Csr, Snap};
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::path::Path;
 use tuccompi::plugin::PrepareCtx;
-use tuccompi::sink::write_file;
+use tuccompi::sink::Out;
 use tuccompi::{Error, Result};
 
 /// The places of an input's vertices, when it has any.
@@ -35,6 +34,13 @@ pub struct Geo {
     pub edges: Option<Vec<Edge>>,
     /// Whether `edges.csv` is written (`[input.osm] export = true`).
     pub export: bool,
+    /// Whether points snap onto the nearest edge (`[input.osm] snap = "edge"`, the default for
+    /// OpenStreetMap input; false for `snap = "vertex"` and `.co` places). A graph read
+    /// without points keeps it for the points given later ([`crate::apsp::phantom`]).
+    pub snap_edges: bool,
+    /// The arcs the turn expansion moved (OSM input with restrictions), by `(edge,
+    /// backward)` into [`Geo::edges`] (as read, before any point split them).
+    pub turn_arcs: HashMap<(u32, bool), TurnArc>,
 }
 
 impl Geo {
@@ -47,6 +53,8 @@ impl Geo {
             snapped: Vec::new(),
             edges: None,
             export: false,
+            snap_edges: false,
+            turn_arcs: HashMap::new(),
         }
     }
 
@@ -128,6 +136,8 @@ pub fn load_input(
                 snapped,
                 edges: Some(net.edges),
                 export: opts.export,
+                snap_edges: opts.snap == SnapTo::Edge,
+                turn_arcs: net.turn_arcs,
             };
             return Ok((csr, Some(geo)));
         }
@@ -266,7 +276,7 @@ pub fn report(geo: &Geo, snapped: &[(&str, &[Snap])]) -> serde_json::Value {
 /// points were snapped, `snapped.csv` (`kind,index,lon,lat,vertex,distance,on_lon,on_lat`;
 /// `x,y`/`on_x,on_y` for a `.co` file's planar coordinates), ids in the input's numbering.
 pub fn write_outputs(
-    dir: &Path,
+    out: &Out,
     geo: &Geo,
     id_base: u64,
     snapped: &[(&str, &[Snap])],
@@ -299,11 +309,10 @@ pub fn write_outputs(
                 }
             };
         }
-        write_file(dir, "vertices.csv", &csv)?;
+        out.write_file("vertices.csv", &csv)?;
     }
     if let Some(edges) = geo.edges.as_ref().filter(|_| geo.export) {
-        write_file(
-            dir,
+        out.write_file(
             "edges.csv",
             &crate::graph::osm::network::edges_csv(edges, id_base),
         )?;
@@ -329,7 +338,7 @@ pub fn write_outputs(
                 );
             }
         }
-        write_file(dir, "snapped.csv", &csv)?;
+        out.write_file("snapped.csv", &csv)?;
     }
     Ok(())
 }

@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use tuccompi::config::Plan;
 use tuccompi::plugin::{PrepareCtx, Record, Records};
-use tuccompi::sink::{write_file, NpyRows, NpyType};
+use tuccompi::sink::{NpyRows, NpyType, Out};
 use tuccompi::{Error, Result};
 
 /// `[input.generate]` (the table `t` of the plan's input) as the generator's spec: an unknown
@@ -468,7 +468,7 @@ pub fn mean_of(r: &PathSummary, own: u64) -> String {
 /// report. `targets`: the columns the summaries cover (`None`: every vertex, `n` of them),
 /// internal ids, repeats allowed; the mean leaves out the source's own entries among them.
 pub fn write_summary(
-    dir: &Path,
+    out: &Out,
     sources: &[u32],
     id_base: u64,
     n: usize,
@@ -521,7 +521,7 @@ pub fn write_summary(
         String::with_capacity(header.len() + pieces.iter().map(String::len).sum::<usize>());
     csv.push_str(header);
     pieces.iter().for_each(|p| csv.push_str(p));
-    write_file(dir, "summary.csv", &csv)?;
+    out.write_file("summary.csv", &csv)?;
     let sum = if let Ok(s) = u64::try_from(total) {
         serde_json::json!(s)
     } else if let Ok(s) = i64::try_from(total) {
@@ -536,7 +536,7 @@ pub fn write_summary(
 
 /// [`write_summary`] over the records of every task (each a [`PathSummary`]).
 pub fn write_summary_records(
-    dir: &Path,
+    out: &Out,
     sources: &[u32],
     id_base: u64,
     n: usize,
@@ -544,7 +544,7 @@ pub fn write_summary_records(
     records: &Records,
 ) -> Result<serde_json::Value> {
     let summaries = (0..sources.len()).map(|t| records.read::<PathSummary>(t));
-    write_summary(dir, sources, id_base, n, targets, summaries)
+    write_summary(out, sources, id_base, n, targets, summaries)
 }
 
 /// Refuse `format = "csv"` in a plugin that writes no table besides `summary.csv` (only

@@ -2,21 +2,20 @@
 //! arrays, one entry `NAME.npy` per array. Entries are stored, not compressed, so a large
 //! matrix is copied at disk speed and its bytes inside the archive are the `.npy` file's own.
 //!
-//! The archive goes to an exclusive temporary file beside its target and is renamed into place
-//! ([`owned::temp_beside`]), like every whole file a run writes.
+//! The archive goes through the run's [`Out`]: on disk to an exclusive temporary file beside its
+//! target, renamed into place, like every whole file a run writes.
 
 use std::io::Write;
-use std::path::Path;
-use tuccompi::sink::NpyType;
-use tuccompi::{owned, Error, Result};
+use tuccompi::sink::{NpyRows, NpyType, Out};
+use tuccompi::{Error, Result};
 
 /// One array of an `.npz` archive.
 #[derive(Debug)]
 pub enum NpzEntry<'a> {
     /// A complete `.npy` file's bytes (see [`npy_u64`], [`npy_scalar_max`]).
     Bytes(&'a str, Vec<u8>),
-    /// A `.npy` file on disk (a run's [`super::NpyRows`]), copied into the archive as it is.
-    File(&'a str, &'a Path),
+    /// A run's bulk matrix (its `.npy` file, on disk or in memory), copied in as it is.
+    Rows(&'a str, &'a NpyRows),
 }
 
 /// A 1-D `<u8` array as `.npy` bytes.
@@ -69,18 +68,15 @@ fn npy_err(e: std::io::Error) -> Error {
 }
 
 /// Write `dir/name` as an `.npz` archive of `entries` (stored; zip64 where an entry needs it),
-/// through a temporary file renamed into place ([`tuccompi::sink::write_stream`]).
-pub fn write_npz(dir: &Path, name: &str, entries: &[NpzEntry<'_>]) -> Result<()> {
-    let target = dir.join(name);
-    let zip_err = |e: zip::result::ZipError| Error::Output(format!("{}: {e}", target.display()));
-    tuccompi::sink::write_stream(dir, name, |w| {
+/// through `out` ([`Out::write_stream`]).
+pub fn write_npz(out: &Out, name: &str, entries: &[NpzEntry<'_>]) -> Result<()> {
+    let zip_err = |e: zip::result::ZipError| Error::Output(format!("{name}: {e}"));
+    out.write_stream(name, |w| {
         let mut zip = zip::ZipWriter::new(&mut *w);
         for entry in entries {
             let (entry_name, len) = match entry {
                 NpzEntry::Bytes(n, b) => (*n, b.len() as u64),
-                NpzEntry::File(n, p) => {
-                    (*n, std::fs::metadata(p).map_err(|e| Error::io(p, e))?.len())
-                }
+                NpzEntry::Rows(n, rows) => (*n, rows.bytes()),
             };
             let options = zip::write::SimpleFileOptions::default()
                 .compression_method(zip::CompressionMethod::Stored)
@@ -91,15 +87,18 @@ pub fn write_npz(dir: &Path, name: &str, entries: &[NpzEntry<'_>]) -> Result<()>
             zip.start_file(format!("{entry_name}.npy"), options)
                 .map_err(zip_err)?;
             match entry {
-                NpzEntry::Bytes(_, b) => zip.write_all(b).map_err(|e| Error::io(&target, e))?,
-                NpzEntry::File(_, p) => {
-                    let mut f = owned::reopen(p, false, "start over with --restart")?;
-                    let copied = std::io::copy(&mut f, &mut zip).map_err(|e| Error::io(p, e))?;
+                NpzEntry::Bytes(_, b) => zip
+                    .write_all(b)
+                    .map_err(|e| Error::Output(format!("{name}: {e}")))?,
+                NpzEntry::Rows(_, rows) => {
+                    let mut f = rows.reader()?;
+                    let copied = std::io::copy(&mut f, &mut zip)
+                        .map_err(|e| Error::Output(format!("{}: {e}", rows.name())))?;
                     if copied != len {
                         return Err(Error::Output(format!(
                             "{}: {copied} bytes read, {len} expected: the file changed while \
                              {name} was written",
-                            p.display()
+                            rows.name()
                         )));
                     }
                 }

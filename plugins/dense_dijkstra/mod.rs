@@ -9,10 +9,9 @@ use crate::common::{
     Dist, PathSummary, RowWrite,
 };
 use std::ops::Range;
-use std::path::Path;
 use tuccompi::device::{DBuf, Device, KernelSource, Local, Queue};
 use tuccompi::plugin::{
-    Details, DeviceData, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker,
+    Details, DeviceData, Gpu, Job, Out, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker,
 };
 use tuccompi::sink::{NpyRows, NpyType};
 use tuccompi::tuning::{Choice, LaunchParams, Request, Shape, Tuner};
@@ -225,11 +224,11 @@ impl Job for DdJob {
             q: gpu.queue,
         }))
     }
-    fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
+    fn finish(&self, records: &Records, out: &Out) -> Result<serde_json::Value> {
         if let Some(rows) = &self.rows {
             rows.sync()?;
         }
-        write_summary_records(dir, &self.sources, self.id_base, self.n, None, records)
+        write_summary_records(out, &self.sources, self.id_base, self.n, None, records)
     }
 }
 

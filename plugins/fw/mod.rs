@@ -20,11 +20,10 @@ use crate::common::{
 use parking_lot::Mutex;
 use serde::Deserialize;
 use std::ops::Range;
-use std::path::Path;
 use tuccompi::config::AutoOr;
 use tuccompi::device::{Device, KernelSource};
 use tuccompi::plugin::{
-    Details, DeviceData, Gpu, Job, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker,
+    Details, DeviceData, Gpu, Job, Out, Plugin, PrepareCtx, Record, Records, RecordsOut, Worker,
 };
 use tuccompi::sink::{NpyRows, NpyType};
 use tuccompi::tuning::{LaunchParams, Tuner};
@@ -706,7 +705,7 @@ impl Job for FwJob {
     fn gpu_worker<'a>(&'a self, gpu: Gpu<'a>) -> Result<Box<dyn Worker + 'a>> {
         self.worker_on(gpu)
     }
-    fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
+    fn finish(&self, records: &Records, out: &Out) -> Result<serde_json::Value> {
         let summaries = records
             .get(0)
             .chunks_exact(PathSummary::WORDS)
@@ -723,7 +722,7 @@ impl Job for FwJob {
         if let Some(rows) = &self.rows {
             rows.sync()?;
         }
-        let mut checksum = write_summary(dir, &self.sources, self.id_base, n, None, summaries)?;
+        let mut checksum = write_summary(out, &self.sources, self.id_base, n, None, summaries)?;
         checksum["computed_by"] = serde_json::json!(unit);
         if let Some(t) = self.timing.lock().take() {
             checksum["gpu_seconds"] = t;

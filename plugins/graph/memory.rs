@@ -12,31 +12,8 @@ pub fn input_bytes(n: u64, m: u64) -> u64 {
     m.saturating_mul(32).saturating_add(n.saturating_mul(20))
 }
 
-/// Bytes the machine can still give this process: `MemAvailable` of `/proc/meminfo`, lowered to
-/// the cgroup's (v2) `memory.max` less its `memory.current` when a limit is set (a container,
-/// a Slurm job). `None` where neither can be read (the check is then skipped).
-pub fn available() -> Option<u64> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kib = meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))?
-        .split_whitespace()
-        .next()?
-        .parse::<u64>()
-        .ok()?;
-    let mut avail = kib.saturating_mul(1024);
-    let read = |f: &str| -> Option<u64> {
-        std::fs::read_to_string(format!("/sys/fs/cgroup/{f}"))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
-    };
-    if let (Some(max), Some(cur)) = (read("memory.max"), read("memory.current")) {
-        avail = avail.min(max.saturating_sub(cur));
-    }
-    Some(avail)
-}
+/// Bytes the machine can still give this process ([`tuccompi::sink::available_memory`]).
+pub use tuccompi::sink::available_memory as available;
 
 /// Refuse `need` bytes for `what` when more than `available` ([`available`] in a run): `what`
 /// names the input and `detail` says what the estimate is made of. No estimate is exact; the

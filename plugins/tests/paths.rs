@@ -741,7 +741,7 @@ fn a_run_in_memory_hands_back_the_compact_paths() {
              paths_format = \"{format}\"\n[units]\ncpu_workers = 2\nopencl = \"none\"\n"
         ))
         .unwrap();
-        run_apsp(&g, config, &[], true, &AtomicBool::new(false), None).unwrap()
+        run_apsp(&g, config, &[], true, &AtomicBool::new(false)).unwrap()
     };
     let npy = run_with("npy");
     let csv = run_with("csv");

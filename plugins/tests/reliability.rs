@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use tuccompi::device::{Device, KernelSource};
 use tuccompi::node::Single;
-use tuccompi::plugin::{Details, Gpu, Job, Plugin, PrepareCtx, Records, RecordsOut, Worker};
+use tuccompi::plugin::{Details, Gpu, Job, Out, Plugin, PrepareCtx, Records, RecordsOut, Worker};
 use tuccompi::runtime::{RunOptions, Unfinished};
 use tuccompi::sink::outdir;
 use tuccompi::tuning::{Choice, LaunchParams, Tuner};
@@ -115,11 +115,11 @@ impl Job for Planted {
     fn gpu_worker<'a>(&'a self, _gpu: Gpu<'a>) -> Result<Box<dyn Worker + 'a>> {
         Ok(Box::new(PlantedWorker(*self, true)))
     }
-    fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
+    fn finish(&self, records: &Records, out: &Out) -> Result<serde_json::Value> {
         let text: String = (0..self.tasks)
             .map(|t| format!("{}\n", records.get(t)[0]))
             .collect();
-        tuccompi::sink::write_file(dir, "planted.csv", &text)?;
+        out.write_file("planted.csv", &text)?;
         Ok(serde_json::json!({}))
     }
 }
@@ -921,7 +921,7 @@ impl Job for RowsJob {
     fn gpu_worker<'a>(&'a self, _gpu: Gpu<'a>) -> Result<Box<dyn Worker + 'a>> {
         Ok(Box::new(RowsWorker(self, 0.0)))
     }
-    fn finish(&self, _records: &Records, _dir: &Path) -> Result<serde_json::Value> {
+    fn finish(&self, _records: &Records, _out: &Out) -> Result<serde_json::Value> {
         Ok(serde_json::json!({}))
     }
 }

@@ -16,7 +16,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tuccompi::device::{Device, KernelSource};
-use tuccompi::plugin::{Gpu, Job, Plugin, PrepareCtx, Records, RecordsOut, Worker};
+use tuccompi::plugin::{Gpu, Job, Out, Plugin, PrepareCtx, Records, RecordsOut, Worker};
 use tuccompi::tuning::{Choice, LaunchParams, Tuner};
 use tuccompi::{node::Single, Error, Plan, Result, RunOptions};
 
@@ -120,7 +120,7 @@ impl Job for PacedJob {
         w.gpu = true;
         Ok(Box::new(w))
     }
-    fn finish(&self, records: &Records, _dir: &Path) -> Result<serde_json::Value> {
+    fn finish(&self, records: &Records, _out: &Out) -> Result<serde_json::Value> {
         let mut sum = 0u64;
         let mut by = vec![0usize; self.made.load(Ordering::Relaxed)];
         for t in 0..self.o.tasks {

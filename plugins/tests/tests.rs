@@ -20,6 +20,7 @@ mod od;
 mod osm;
 mod osm_duplicates;
 mod paths;
+mod phantoms;
 mod phast_cpu;
 mod phast_gpu;
 mod reach;

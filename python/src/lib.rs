@@ -8,11 +8,12 @@
 //! for signals: on KeyboardInterrupt the run is told to stop (the runtime's interrupt flag: no
 //! more chunks are handed out), the call waits at most [`STOP_WAIT`] for it, and re-raises. A
 //! run that is still busy then (a contraction hierarchy being built cannot stop midway)
-//! finishes on its own thread and removes its temporary directory; caches it writes appear
-//! whole or not at all. [`wait_runs`] stops every run still working and waits for it (at
-//! interpreter exit, and when a terminating signal comes during a call: the Python half turns
-//! SIGTERM into an exception while a call runs, then ends the process by that signal), so
-//! that no scratch directory outlives the process.
+//! finishes on its own thread; caches it writes appear whole or not at all. Runs write
+//! nothing else: their results stay in memory (`api::run_apsp`, an in-memory run), so no
+//! call leaves a file behind. [`wait_runs`] stops every run still working and waits for it
+//! (at interpreter exit, and when a terminating signal comes during a call: the Python half
+//! turns SIGTERM into an exception while a call runs, then ends the process by that signal),
+//! so that a cache being written is finished or not started.
 //!
 //! Arrays come in as little-endian bytes and go out as Python `bytes`/`bytearray` allocated
 //! by Python: every allocation that depends on an input's size is fallible, so a request too
@@ -202,7 +203,7 @@ fn read_graph(py: Python<'_>, input_json: &str) -> PyResult<Graph> {
 
 /// Run `apsp` on `graph` with the config tables given as JSON and `lists`, each (dotted config
 /// key, the caller's name of it, kind, little-endian bytes): kind `"ids"` (int64), `"points"`
-/// (float64 pairs) or `"numbers"` (float64); they reach the run as files (`api::List`).
+/// (float64 pairs) or `"numbers"` (float64); they reach the run in memory (`api::List`).
 /// `rows` asks for the distance rows. Returns the report (JSON text), the rows (a bytearray of
 /// little-endian values, their numpy dtype string and shape, or `None`), `summary.csv`'s text,
 /// and the other text tables the config asked for (`paths.csv`, `reach.csv`, ...) as (file
@@ -233,9 +234,6 @@ fn run_apsp<'py>(
         .map(|(key, name, kind, bytes)| OwnedList::new(key, name, &kind, &bytes))
         .collect::<PyResult<Vec<_>>>()?;
     let g = graph.0.clone();
-    let scratch = Scratch::new().map_err(to_py)?;
-    // The run's own error comes back as a value: a result too large for the scratch folder is
-    // told as the result's size, not as the command line's output.dir advice.
     // The run's thread stores (done, tasks); the waiting thread hands changes to `progress`.
     let state = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
     let seen = state.clone();
@@ -249,14 +247,7 @@ fn run_apsp<'py>(
             interrupt: stop,
             progress: Some(&store),
         };
-        Ok(api::run_apsp_watched(
-            &g,
-            config,
-            &lists,
-            rows,
-            &control,
-            Some(scratch.path()),
-        ))
+        Ok(api::run_apsp_watched(&g, config, &lists, rows, &control))
     };
     let mut last = (0, 0);
     let mut tick = |py: Python<'_>| -> PyResult<()> {
@@ -272,7 +263,7 @@ fn run_apsp<'py>(
             _ => Ok(()),
         }
     };
-    let r = in_thread_ticking(py, work, &mut tick)?.map_err(result_to_py)?;
+    let r = in_thread_ticking(py, work, &mut tick)?.map_err(to_py)?;
     let shape = (r.shape[0], r.shape[1]);
     let rows = match r.rows {
         None => None,
@@ -515,23 +506,140 @@ fn vertex_ids(bytes: &[u8], what: &str, n: usize) -> PyResult<Vec<u32>> {
         .collect()
 }
 
-/// Points (little-endian float64 x, y pairs) snapped to their nearest vertex: the vertices
-/// (0-based, u32 bytes) and the distances to them (f64 bytes).
+/// Points (little-endian float64 x, y pairs) snapped as the graph snaps them (`to`: `None`),
+/// onto the nearest edge (`"edge"`) or to the nearest vertex (`"vertex"`): per point the
+/// vertex (u32 bytes, `u32::MAX` inside an edge), the distance (f64), the edge's tail and head
+/// (u32, `u32::MAX` when snapped to a vertex), the fraction along the edge (f64, NaN then),
+/// the weight from the tail (u64) and the place it snapped to (f64 pairs).
 #[pyfunction]
+#[pyo3(signature = (graph, points, name, to=None))]
+#[allow(clippy::type_complexity)]
 fn snap<'py>(
     py: Python<'py>,
     graph: &Graph,
     points: &[u8],
     name: &str,
-) -> PyResult<(Bound<'py, PyByteArray>, Bound<'py, PyByteArray>)> {
+    to: Option<&str>,
+) -> PyResult<(
+    Bound<'py, PyByteArray>,
+    Bound<'py, PyByteArray>,
+    Bound<'py, PyByteArray>,
+    Bound<'py, PyByteArray>,
+    Bound<'py, PyByteArray>,
+    Bound<'py, PyByteArray>,
+    Bound<'py, PyByteArray>,
+)> {
     let p = points_of(points, name)?;
+    let onto = match to {
+        None => None,
+        Some("edge") => Some(true),
+        Some("vertex") => Some(false),
+        Some(other) => {
+            return Err(PyValueError::new_err(format!(
+                "to = {other:?}: \"edge\" (the nearest road) or \"vertex\" (the nearest \
+                 junction), or None for the graph's own setting"
+            )))
+        }
+    };
     let g = graph.0.clone();
     let what = name.to_string();
-    let s = in_thread(py, move |_| g.snap(&p, &what))?;
+    let s = in_thread(py, move |_| match onto {
+        None => g.snap(&p, &what),
+        Some(edges) => g.snap_to(&p, &what, edges),
+    })?;
+    let places: Vec<f64> = s.places.iter().flatten().copied().collect();
     Ok((
         bytearray(py, &s.vertices, u32::to_le_bytes)?,
         bytearray(py, &s.distances, f64::to_le_bytes)?,
+        bytearray(py, &s.tails, u32::to_le_bytes)?,
+        bytearray(py, &s.heads, u32::to_le_bytes)?,
+        bytearray(py, &s.fractions, f64::to_le_bytes)?,
+        bytearray(py, &s.offsets, u64::to_le_bytes)?,
+        bytearray(py, &places, f64::to_le_bytes)?,
     ))
+}
+
+/// Whether the graph snaps points onto the nearest edge (an OpenStreetMap graph read with
+/// `snap = "edge"`, the default): its trips from points start on the roads, as phantoms.
+#[pyfunction]
+fn snaps_onto_edges(graph: &Graph) -> bool {
+    graph.0.snaps_onto_edges()
+}
+
+/// Trip ends from Python: `("ids", int64 bytes)` (0-based vertex ids) or `("points", float64
+/// pair bytes)`, owned by the work's thread.
+enum OwnedEnds {
+    Vertices(Vec<u32>),
+    Points(Vec<[f64; 2]>),
+}
+
+impl OwnedEnds {
+    fn new(kind: &str, bytes: &[u8], what: &str, n: usize) -> PyResult<OwnedEnds> {
+        match kind {
+            "ids" => Ok(OwnedEnds::Vertices(vertex_ids(bytes, what, n)?)),
+            "points" => Ok(OwnedEnds::Points(points_of(bytes, what)?)),
+            _ => Err(PyValueError::new_err(format!(
+                "{what}: kind {kind:?} is neither \"ids\" nor \"points\""
+            ))),
+        }
+    }
+
+    fn ends(&self) -> api::Ends<'_> {
+        match self {
+            OwnedEnds::Vertices(v) => api::Ends::Vertices(v),
+            OwnedEnds::Points(p) => api::Ends::Points(p),
+        }
+    }
+}
+
+/// [`route`] between trip ends that may be points snapped onto edges (`api::Graph::routes_at`):
+/// each list as (kind, bytes) ([`OwnedEnds`]).
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn route_at<'py>(
+    py: Python<'py>,
+    graph: &Graph,
+    origins: (String, PyBackedBytes),
+    destinations: (String, PyBackedBytes),
+    paths: bool,
+) -> PyResult<(
+    Bound<'py, PyByteArray>,
+    Option<(Bound<'py, PyByteArray>, Bound<'py, PyByteArray>)>,
+    String,
+)> {
+    let n = graph.0.csr.n;
+    let o = OwnedEnds::new(&origins.0, &origins.1, "origins", n)?;
+    let d = OwnedEnds::new(&destinations.0, &destinations.1, "destinations", n)?;
+    let g = graph.0.clone();
+    let r = in_thread(py, move |_| g.routes_at(o.ends(), d.ends(), paths))?;
+    let distances = bytearray(py, &r.distances, u64::to_le_bytes)?;
+    let paths = if paths {
+        Some((
+            bytearray(py, &r.offsets, u64::to_le_bytes)?,
+            bytearray(py, &r.vertices, u32::to_le_bytes)?,
+        ))
+    } else {
+        None
+    };
+    Ok((distances, paths, r.hierarchy))
+}
+
+/// The distance matrix between trip ends that may be points snapped onto edges
+/// (`api::Graph::matrix_at`): row-major little-endian u64 (`u64::MAX` unreachable), and
+/// where the hierarchy came from.
+#[pyfunction]
+fn od_at<'py>(
+    py: Python<'py>,
+    graph: &Graph,
+    sources: (String, PyBackedBytes),
+    targets: (String, PyBackedBytes),
+) -> PyResult<(Bound<'py, PyByteArray>, String)> {
+    let n = graph.0.csr.n;
+    let s = OwnedEnds::new(&sources.0, &sources.1, "sources", n)?;
+    let t = OwnedEnds::new(&targets.0, &targets.1, "targets", n)?;
+    let g = graph.0.clone();
+    let r = in_thread(py, move |_| g.matrix_at(s.ends(), t.ends()))?;
+    Ok((bytearray(py, &r.distances, u64::to_le_bytes)?, r.hierarchy))
 }
 
 /// `[x, y]` points from little-endian float64 pairs.
@@ -767,59 +875,11 @@ fn to_py(e: Error) -> PyErr {
     }
 }
 
-/// The Python exception of a [`run_apsp`] error: the runtime's free-space refusal (`the outputs
-/// need X but only Y are free on the filesystem of DIR; ...`, worded for `tuccompi run` and its
-/// `output.dir`) is a MemoryError about the result's size, since the result passes through the
-/// call's scratch folder under `$TMPDIR` on its way into memory; any other error as [`to_py`].
-fn result_to_py(e: Error) -> PyErr {
-    if let Error::Output(msg) = &e {
-        let sizes = msg
-            .strip_prefix("the outputs need ")
-            .and_then(|rest| rest.split_once(" but only "))
-            .and_then(|(need, rest)| Some((need, rest.split_once(" are free on ")?.0)));
-        if let Some((need, free)) = sizes {
-            return PyMemoryError::new_err(format!(
-                "the result needs about {need} (its distances as the run computes them, \
-                 before they are read into memory), but only {free} are free on the filesystem \
-                 of the temporary folder it passes through ({}, $TMPDIR); ask for fewer \
-                 sources or targets (summary() and reach() keep no matrix), or set TMPDIR to a \
-                 larger disk",
-                std::env::temp_dir().display()
-            ));
-        }
-    }
-    to_py(e)
-}
-
 /// Bytes this process can still have (MemAvailable, lowered to a cgroup's limit), or `None`
 /// where that cannot be read: what a result is checked against before a run.
 #[pyfunction]
 fn available_memory() -> Option<u64> {
     tuccompi_plugins::graph::memory::available()
-}
-
-/// The scratch directories of the runs still working: [`wait_runs`] removes those whose run
-/// outlasts its wait.
-static SCRATCH: parking_lot::Mutex<Vec<std::path::PathBuf>> = parking_lot::Mutex::new(Vec::new());
-
-/// A run's private temporary directory, listed in [`SCRATCH`] while it lives.
-struct Scratch(tuccompi_plugins::api::TempDir);
-
-impl Scratch {
-    fn new() -> tuccompi::Result<Scratch> {
-        let dir = api::scratch_dir()?;
-        SCRATCH.lock().push(dir.path().to_path_buf());
-        Ok(Scratch(dir))
-    }
-    fn path(&self) -> &std::path::Path {
-        self.0.path()
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        SCRATCH.lock().retain(|p| p != self.0.path());
-    }
 }
 
 /// Runs whose thread is still working (one a KeyboardInterrupt left behind, say), each with
@@ -849,9 +909,8 @@ impl Live {
 
 /// Wait at most `timeout` seconds for every run's thread to end, after telling each to stop
 /// when `stop` (no more chunks are handed out). The package calls it at interpreter exit and
-/// when a terminating signal came during a call, so that the runs remove their temporary
-/// directories before the process goes; those of runs still working at the deadline are
-/// removed here. Whether all had ended.
+/// when a terminating signal came during a call, so that the runs end (and a cache being
+/// written is finished) before the process goes. Whether all had ended.
 #[pyfunction]
 #[pyo3(signature = (timeout, stop = false))]
 fn wait_runs(py: Python<'_>, timeout: f64, stop: bool) -> bool {
@@ -866,13 +925,6 @@ fn wait_runs(py: Python<'_>, timeout: f64, stop: bool) -> bool {
         while !live.runs.is_empty() {
             if ENDED.wait_until(&mut live, deadline).timed_out() {
                 break;
-            }
-        }
-        if !live.runs.is_empty() {
-            // The process is ending with runs still working (their running chunks outlast the
-            // wait): their scratch directories go now, as far as they can.
-            for dir in SCRATCH.lock().iter() {
-                let _ = std::fs::remove_dir_all(dir);
             }
         }
         live.runs.is_empty()
@@ -890,6 +942,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_apsp, m)?)?;
     m.add_function(wrap_pyfunction!(route, m)?)?;
     m.add_function(wrap_pyfunction!(snap, m)?)?;
+    m.add_function(wrap_pyfunction!(route_at, m)?)?;
+    m.add_function(wrap_pyfunction!(od_at, m)?)?;
+    m.add_function(wrap_pyfunction!(snaps_onto_edges, m)?)?;
     m.add_function(wrap_pyfunction!(isochrones, m)?)?;
     m.add_function(wrap_pyfunction!(path_lines, m)?)?;
     m.add_function(wrap_pyfunction!(edges, m)?)?;

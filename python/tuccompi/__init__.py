@@ -14,12 +14,13 @@ from 0 for graphs from memory, edge lists (``.csv``, ``.wel``...) and OpenStreet
 (``Graph.id_base`` says which).
 
 Runs release the GIL; Ctrl-C raises KeyboardInterrupt within a second; SIGTERM during a call
-stops its run and removes its scratch folder before the process ends by that signal. Errors
+stops its run before the process ends by that signal. Errors
 are Python exceptions (ValueError, FileNotFoundError, MemoryError, RuntimeError) carrying the
 command line's messages, naming the Python argument at fault. Log records go to the
 ``tuccompi`` logger of :mod:`logging` (a NullHandler keeps it silent until the application
 configures logging). No file is written unless asked
-(:func:`run` writes where its config says), besides the caches the command line keeps too.
+(:func:`run` writes where its config says), besides the caches the command line keeps too: a
+call's results come back in memory, with no scratch folder.
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ logging.getLogger("tuccompi").addHandler(logging.NullHandler())
 __version__ = "0.1.0"
 
 #: Seconds the interpreter waits at exit for runs a KeyboardInterrupt stopped to wind down
-#: (their running chunks finish and their temporary directories are removed), as the command
-#: line's grace period after a signal.
+#: (their running chunks finish; a cache being written is finished), as the command line's
+#: grace period after a signal.
 EXIT_GRACE = 10.0
 atexit.register(lambda: _native.wait_runs(EXIT_GRACE, True))
 
@@ -56,10 +57,6 @@ atexit.register(lambda: _native.wait_runs(EXIT_GRACE, True))
 _MAX_VERTICES = 2**32 - 2
 #: The heaviest arc weight (weights are 32-bit), as for the command line.
 _MAX_WEIGHT = 2**32 - 1
-#: Id lists longer than this reach the run as a .npy file in its scratch folder (an inline
-#: list of a million ids costs seconds to pass through the config; a file costs milliseconds).
-_INLINE_IDS = 4096
-
 #: ``od`` (without run options or ``integer``) answers at most this many pairs by one
 #: point-to-point query each (:meth:`Graph.route`); more by a run of the apsp plugin's sweeps.
 #: A query on a city's road graph costs tens of microseconds; a run's start, tens of
@@ -255,13 +252,13 @@ class _named_as_arguments:
 # ---- signals: a call stopped by SIGTERM leaves nothing behind ----------------------------
 
 #: Signals that end the process by default. While a call runs on the main thread, each whose
-#: handler is the default one raises _Stopped instead: the call's run is told to stop, its
-#: scratch folder goes, and the process then ends by that same signal. A handler the
+#: handler is the default one raises _Stopped instead: the call's run is told to stop, and
+#: the process then ends by that same signal. A handler the
 #: application installed is left alone (KeyboardInterrupt is Python's own).
 _ENDING = tuple(getattr(signal, s) for s in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, s))
-#: Seconds a call stopped by such a signal waits for its run to end before its scratch folder
-#: is removed under it: its results are lost either way, and a container's stop grants about
-#: 10 s before SIGKILL. tuccompi.run waits EXIT_GRACE, as the command line, for its journal.
+#: Seconds a call stopped by such a signal waits for its run to end before the process ends
+#: under it: its results are lost either way, and a container's stop grants about 10 s
+#: before SIGKILL. tuccompi.run waits EXIT_GRACE, as the command line, for its journal.
 _SIGNAL_GRACE = 1.0
 
 
@@ -309,9 +306,8 @@ def _ends_on_signal(call: Any = None, *, journaled: bool = False) -> Any:
 
 
 def _end_by(signum: int, installed: Sequence[int], grace: float) -> None:
-    """End the process by ``signum`` once every run has stopped and removed its scratch folder
-    (at most ``grace`` seconds, then the folders go under the runs still working; a second
-    signal meanwhile ends the process at once)."""
+    """End the process by ``signum`` once every run has stopped (at most ``grace`` seconds,
+    then under the runs still working; a second signal meanwhile ends the process at once)."""
     for sig in installed:
         signal.signal(sig, signal.SIG_DFL)
     try:
@@ -524,16 +520,10 @@ class Graph:
     @staticmethod
     def _put(config: Dict[str, Any], lists: list, key: str, name: str, kind: str,
              values: np.ndarray) -> None:
-        """Set ``key`` (dotted) of ``config`` to ``values``: inline when short, else as a list
-        the native half writes to a .npy file in the run's scratch folder."""
-        if len(values) > _INLINE_IDS:
-            lists.append((key, name, kind, values.tobytes()))
-            return
-        table, last = key.rsplit(".", 1)
-        t = config
-        for part in table.split("."):
-            t = t.setdefault(part, {})
-        t[last] = values.tolist()
+        """Hand ``values`` to the run as the list ``key`` (dotted): its bytes as they are, no
+        text and no file between them and the run."""
+        del config
+        lists.append((key, name, kind, np.ascontiguousarray(values).tobytes()))
 
     def _run(self, sources: Any, targets: Any, rows: bool, options: Mapping[str, Any],
              apsp: Optional[Mapping[str, Any]] = None, unique_targets: bool = True,
@@ -606,6 +596,8 @@ class Graph:
         import pandas as pd
         if targets is None:
             raise ValueError("targets: None; give the target ids")
+        if self._trip_ends(sources, "sources") or self._trip_ends(targets, "targets"):
+            return self._paths_phantoms(sources, targets, options)
         # The compact form (path_offsets.npy, path_vertices.npy) and the distance matrix: no
         # text is written or parsed.
         m, _, (inv_s, ks), (inv_t, kt), tables = self._run(
@@ -638,6 +630,46 @@ class Graph:
             rt = np.arange(kt) if inv_t is None else inv_t
             frame = frame.iloc[(rs[:, None] * kt + rt[None, :]).ravel()].reset_index(drop=True)
         return frame
+
+    def _paths_phantoms(self, sources: Any, targets: Any, options: Mapping[str, Any]) -> Any:
+        """:meth:`paths` with points on the roads (:meth:`_trip_ends`): one query per pair on
+        the resident hierarchy. ``source`` and ``target`` are then the entries' positions in
+        the lists given (a point is no vertex); ``path`` holds the road vertices between the
+        points' feet."""
+        import pandas as pd
+        if options:
+            raise ValueError(f"{', '.join(sorted(options))}: run options do not apply to points "
+                             f"snapped onto roads (their paths are answered on the graph's "
+                             f"resident hierarchy); leave them out")
+        s_ends, t_ends = self._ends_of(sources, "sources"), self._ends_of(targets, "targets")
+        ks, kt = self._count(s_ends), self._count(t_ends)
+        width = 16 if s_ends[0] == "points" else 8
+        o = (s_ends[0], b"".join(s_ends[1][i * width:(i + 1) * width] for i in range(ks)
+                                 for _ in range(kt)))
+        d = (t_ends[0], t_ends[1] * ks)
+        with _named_as_arguments():
+            dist, walks, source = _native.route_at(self._g, o, d, True)
+        raw = np.frombuffer(dist, dtype="<u8")
+        self.last_report = {"plugin": "apsp", "mode": "pairs", "pairs": len(raw),
+                            "hierarchy": source, "snap": "edge"}
+        offsets = np.frombuffer(walks[0], dtype="<u8").astype(np.int64)
+        vertices = np.frombuffer(walks[1], dtype="<u4").astype(np.int64) + self.id_base
+        lengths = np.diff(offsets)
+        hops = pd.array(np.where(lengths > 0, lengths - 1, 0), dtype="Int64")
+        hops[raw == UNREACHABLE_U64] = pd.NA
+
+        def label(ends: "tuple[str, bytes]", values: Any) -> np.ndarray:
+            if ends[0] == "points":
+                return np.arange(self._count(ends))
+            return np.asarray(values, dtype=np.int64).reshape(-1)
+
+        return pd.DataFrame({
+            "source": np.repeat(label(s_ends, sources), kt),
+            "target": np.tile(label(t_ends, targets), ks),
+            "distance": np.where(raw == UNREACHABLE_U64, np.nan, raw.astype(np.float64)),
+            "hops": hops,
+            "path": np.split(vertices, offsets[1:-1]),
+        })
 
     @_ends_on_signal
     def reach(self, sources: Any = None, targets: Any = None, *, radii: Sequence[int] = (),
@@ -721,27 +753,33 @@ class Graph:
 
     def snap(self, points: Any, *, name: str = "points",
              geodataframe: Optional[bool] = None) -> Any:
-        """Each of ``points`` (a (k, 2) float array: longitude, latitude for OpenStreetMap
-        graphs, the ``.co`` file's own plane otherwise) snapped to its nearest vertex, as
-        :meth:`od`, :meth:`route` and the other calls snap points.
+        """Where each of ``points`` (a (k, 2) float array: longitude, latitude for
+        OpenStreetMap graphs, the ``.co`` file's own plane otherwise) lands on the graph.
 
-        Snapping here is to the nearest *junction* (vertex) of the graph. The command line's
-        OpenStreetMap runs snap onto the nearest *road* by default (``[input.osm] snap =
-        "edge"``: a phantom vertex on the edge, docs/roads.md); ``snap = "vertex"`` is what this
-        call does. That gap is known and tracked: a point in the middle of a long block is
-        routed from the block's nearer end here, from its foot on the road there.
+        Two places, as the calls use them. The nearest *junction* (vertex): ``vertex`` (int64,
+        the graph's numbering), ``distance`` (float64: metres on the sphere for longitude and
+        latitude, the coordinates' units otherwise) and ``x``, ``y`` (the vertex's place);
+        :meth:`reach`, :meth:`isochrones`, :meth:`summary` and :meth:`distances` start points
+        there. And the nearest *road*, on OpenStreetMap graphs read with ``osm={"snap":
+        "edge"}`` (the default, as the command line's ``[input.osm] snap``): the point's foot
+        on the nearest edge, OSRM's phantom node, where :meth:`od`, :meth:`route` and
+        :meth:`paths` start and end trips from points (docs/python.md): ``tail``, ``head``
+        (int64: the edge's end vertices, as :meth:`edges` lists them), ``fraction`` (float64:
+        how far along the edge from ``tail``, by length), ``offset`` (int64: the weight from
+        ``tail`` to the point, ``round(weight · fraction)``, the split the trips use; 0 or the
+        edge's weight: the point is at that end vertex), ``road_x``, ``road_y`` (the foot) and
+        ``road_distance`` (from the point to its foot). On other graphs (``osm={"snap":
+        "vertex"}``, ``.co`` places) trips start at the junction: ``tail`` and ``head`` are -1,
+        ``offset`` -1 and the others NaN.
 
-        Returns a dict of numpy arrays: ``vertex`` (int64, the graph's numbering),
-        ``distance`` (float64: metres on the sphere for longitude and latitude, the
-        coordinates' units otherwise), and ``x``, ``y`` (float64: the vertex's place, where the
-        point snapped to). With ``geodataframe=True`` (needs geopandas), a GeoDataFrame
-        instead, one row per point: ``vertex``, ``distance``, ``input_x``, ``input_y`` (the
-        point as given: longitude and latitude for OpenStreetMap graphs) and a Point geometry
-        at the vertex's place, in the graph's coordinate system (crs "EPSG:4326" for
-        OpenStreetMap graphs, none for a ``.co`` plane). Unlike :meth:`edges`,
-        :meth:`isochrones` and :meth:`route`, ``geodataframe=None`` here means the dict even
-        where geopandas is installed: this call's result does not change type with what
-        happens to be installed."""
+        Returns a dict of numpy arrays under those keys. With ``geodataframe=True`` (needs
+        geopandas), a GeoDataFrame instead, one row per point: those columns (``x``, ``y``
+        left out), ``input_x``, ``input_y`` (the point as given) and a Point geometry at the
+        vertex's place, in the graph's coordinate system (crs "EPSG:4326" for OpenStreetMap
+        graphs, none for a ``.co`` plane). Unlike :meth:`edges`, :meth:`isochrones` and
+        :meth:`route`, ``geodataframe=None`` here means the dict even where geopandas is
+        installed: this call's result does not change type with what happens to be
+        installed."""
         a = np.asarray(points, dtype=np.float64)
         if a.ndim != 2 or a.shape[1] != 2:
             raise ValueError(f"{name}: a (k, 2) array of points is expected, got shape {a.shape}")
@@ -752,18 +790,61 @@ class Graph:
             raise ValueError(f"geodataframe = {geodataframe!r}: True (a GeoDataFrame, needs "
                              f"geopandas), or False/None (a dict of numpy arrays)")
         gpd = _geopandas(True) if geodataframe else None
+        xy = np.ascontiguousarray(a, dtype="<f8").tobytes()
         with _named_as_arguments():
-            v, d = _native.snap(self._g, np.ascontiguousarray(a, dtype="<f8").tobytes(), name)
+            v, d = _native.snap(self._g, xy, name, "vertex")[:2]
+            road = (_native.snap(self._g, xy, name, "edge")
+                    if _native.snaps_onto_edges(self._g) else None)
         vertex = np.frombuffer(v, dtype="<u4").astype(np.int64)
         at = self.coordinates[vertex]
         out = {"vertex": vertex + self.id_base, "distance": np.frombuffer(d, dtype="<f8").copy(),
                "x": at[:, 0].copy(), "y": at[:, 1].copy()}
+        k = len(a)
+        if road is None:
+            out.update(tail=np.full(k, -1, dtype=np.int64), head=np.full(k, -1, dtype=np.int64),
+                       fraction=np.full(k, np.nan), offset=np.full(k, -1, dtype=np.int64),
+                       road_x=np.full(k, np.nan), road_y=np.full(k, np.nan),
+                       road_distance=np.full(k, np.nan))
+        else:
+            _, rd, tails, heads, fractions, offsets, places = road
+            foot = np.frombuffer(places, dtype="<f8").reshape(-1, 2)
+            out.update(
+                tail=np.frombuffer(tails, dtype="<u4").astype(np.int64) + self.id_base,
+                head=np.frombuffer(heads, dtype="<u4").astype(np.int64) + self.id_base,
+                fraction=np.frombuffer(fractions, dtype="<f8").copy(),
+                offset=np.frombuffer(offsets, dtype="<u8").astype(np.int64),
+                road_x=foot[:, 0].copy(), road_y=foot[:, 1].copy(),
+                road_distance=np.frombuffer(rd, dtype="<f8").copy())
         if gpd is None:
             return out
+        columns = {key: value for key, value in out.items() if key not in ("x", "y")}
         return gpd.GeoDataFrame(
-            {"vertex": out["vertex"], "distance": out["distance"], "input_x": a[:, 0].copy(),
-             "input_y": a[:, 1].copy()},
+            {**columns, "input_x": a[:, 0].copy(), "input_y": a[:, 1].copy()},
             geometry=gpd.points_from_xy(out["x"], out["y"]), crs=self._crs())
+
+    def _trip_ends(self, values: Any, name: str) -> "Optional[tuple[str, bytes]]":
+        """A list of trip ends as :func:`_native.route_at` takes it, when it holds points and
+        the graph snaps points onto edges (their trips start on the roads, as phantoms):
+        ``("points", bytes)``; else None (the caller's usual path: points snap to
+        junctions)."""
+        a = np.asarray(values)
+        if not (a.ndim == 2 and a.shape[1] == 2 and a.dtype.kind == "f"):
+            return None
+        if self._g.places() is None or not _native.snaps_onto_edges(self._g):
+            return None
+        return "points", np.ascontiguousarray(a, dtype="<f8").tobytes()
+
+    @staticmethod
+    def _count(ends: "tuple[str, bytes]") -> int:
+        """The entries of a list of trip ends (:meth:`_ends_of`)."""
+        return len(ends[1]) // (16 if ends[0] == "points" else 8)
+
+    def _ends_of(self, values: Any, name: str) -> "tuple[str, bytes]":
+        """:meth:`_trip_ends`, or the list's 0-based vertex ids (``("ids", bytes)``)."""
+        ends = self._trip_ends(values, name)
+        if ends is not None:
+            return ends
+        return "ids", self._vertices(values, name).astype("<i8").tobytes()
 
     def edges(self, *, geodataframe: Optional[bool] = None) -> Any:
         """The network's arcs with their lines (graphs with places): ``source``, ``target``
@@ -943,6 +1024,9 @@ class Graph:
         vertices' places otherwise (None when unreachable; a trip to itself is its place
         twice). Coordinates: WGS84 longitude/latitude for OpenStreetMap graphs (crs
         "EPSG:4326"), a ``.co`` file's own plane otherwise (no crs)."""
+        if self._trip_ends(origins, "origins") or self._trip_ends(destinations, "destinations"):
+            return self._route_phantoms(origins, destinations, paths, integer, unreachable,
+                                        geometry, geodataframe)
         o = self._vertices(origins, "origins")
         d = self._vertices(destinations, "destinations")
         if len(o) != len(d):
@@ -970,6 +1054,36 @@ class Graph:
         vertices = np.frombuffer(walks[1], dtype="<u4").astype(np.int64) + self.id_base
         return out, [vertices[offsets[i]:offsets[i + 1]] for i in range(len(o))]
 
+    def _route_phantoms(self, origins: Any, destinations: Any, paths: bool, integer: bool,
+                        unreachable: float, geometry: bool, geodataframe: Optional[bool]) -> Any:
+        """:meth:`route` with points on the roads (:meth:`_trip_ends`)."""
+        o = self._ends_of(origins, "origins")
+        d = self._ends_of(destinations, "destinations")
+        with _named_as_arguments():
+            dist, walks, source = _native.route_at(self._g, o, d, bool(paths or geometry))
+        raw = np.frombuffer(dist, dtype="<u8")
+        self.last_report = {"plugin": "apsp", "mode": "pairs", "pairs": len(raw),
+                            "hierarchy": source, "snap": "edge"}
+        if geometry:
+            # The lines run through the routes' road vertices (the points' feet left out).
+            offsets = np.frombuffer(walks[0], dtype="<u8").astype(np.int64)
+            vertices = np.frombuffer(walks[1], dtype="<u4").astype(np.int64)
+            first = np.array([vertices[a] if b > a else -1
+                              for a, b in zip(offsets[:-1], offsets[1:])], dtype=np.int64)
+            last = np.array([vertices[b - 1] if b > a else -1
+                             for a, b in zip(offsets[:-1], offsets[1:])], dtype=np.int64)
+            return self._route_features(first, last, raw, walks, paths, geodataframe)
+        if integer:
+            out = raw.copy()
+        else:
+            out = raw.astype(np.float64)
+            out[raw == UNREACHABLE_U64] = unreachable
+        if not paths:
+            return out
+        offsets = np.frombuffer(walks[0], dtype="<u8").astype(np.int64)
+        vertices = np.frombuffer(walks[1], dtype="<u4").astype(np.int64) + self.id_base
+        return out, [vertices[offsets[i]:offsets[i + 1]] for i in range(len(raw))]
+
     @_ends_on_signal
     def od(self, sources: Any, targets: Any, *, integer: bool = False,
            unreachable: float = math.inf, as_frame: bool = False, **options: Any) -> Any:
@@ -989,6 +1103,24 @@ class Graph:
         if targets is None:
             raise ValueError("targets: None; give the target ids (distances() gives every vertex)")
         self._check_result(sources, targets)
+        if self._trip_ends(sources, "sources") or self._trip_ends(targets, "targets"):
+            # Points on the roads: their matrix on the resident hierarchy (nothing is built
+            # for a new set of points); a run would snap them to junctions.
+            if options:
+                raise ValueError(
+                    f"{', '.join(sorted(options))}: run options do not apply to points snapped "
+                    f"onto roads (their matrix is answered on the graph's resident hierarchy); "
+                    f"leave them out, or give vertex ids, or read the graph with "
+                    f"osm={{\"snap\": \"vertex\"}}")
+            s_ends, t_ends = self._ends_of(sources, "sources"), self._ends_of(targets, "targets")
+            with _named_as_arguments():
+                raw, source = _native.od_at(self._g, s_ends, t_ends)
+            shape = (len(np.frombuffer(raw, dtype="<u8")) // max(1, self._count(t_ends)),
+                     self._count(t_ends))
+            self.last_report = {"plugin": "apsp", "mode": "phantoms", "hierarchy": source,
+                                "snap": "edge", "pairs": shape[0] * shape[1]}
+            return _matrix((bytes(raw), "<u8", shape), integer, unreachable, as_frame,
+                           sources, targets, None, None)
         if not options and not integer:
             # auto: few pairs are answered by point-to-point queries on the graph's resident
             # hierarchy, in memory; more by the run's sweeps.

@@ -543,6 +543,7 @@ fn run_options<'a>(
         plugins: extra.to_vec(),
         session: Some(session),
         progress: None,
+        in_memory: false,
     })
 }
 

@@ -19,13 +19,14 @@ use crate::config::Plan;
 use crate::device::{DBuf, Device, DeviceInfo, Kernel, KernelSource, Queue, Scalar};
 pub use crate::sink::records::{Field, FieldType, Record, Records, RecordsOut};
 use crate::sink::NpyRows;
+pub use crate::sink::Out;
 use crate::tuning::{
     characterizations, default_candidates, kernel_names, Knob, LaunchParams, Request, Shape, Tuner,
 };
 use crate::{Error, Result};
 use std::any::Any;
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// A registered workload.
@@ -183,14 +184,15 @@ pub trait Job: Sync {
     fn record_words(&self) -> usize {
         0
     }
-    /// Turn the records of every task into output files under `dir` (the run's staging
-    /// directory; its files move into the output directory when the run succeeds,
-    /// [`crate::sink::write_file`] writes one); return the checksum object for
-    /// `report.json`. Called once, on the root node, after every task finished.
+    /// Turn the records of every task into output files through `out` (the run's staging
+    /// directory, whose files move into the output directory when the run succeeds, or memory
+    /// for an in-memory run: [`Out::write_file`], [`Out::write_stream`]); return the checksum
+    /// object for `report.json`. Called once, on the root node, after every task finished.
     /// Default: writes nothing and returns [`checksums`] (the xxh3 of the records and of each
     /// bulk file).
-    fn finish(&self, records: &Records, dir: &Path) -> Result<serde_json::Value> {
-        checksums(self.tasks(), records, &self.details().bulk, dir)
+    fn finish(&self, records: &Records, out: &Out) -> Result<serde_json::Value> {
+        let _ = out;
+        checksums(self.tasks(), records, &self.details().bulk)
     }
     /// Input facts for the report (sizes, options), as JSON. Default none.
     fn describe(&self) -> serde_json::Value {
@@ -320,14 +322,9 @@ impl Default for Details<'_> {
 }
 
 /// The default [`Job::finish`]'s checksum object: the `tasks` count, the xxh3-64 (hex) of the
-/// records' words (little-endian) when a task has any, and of each bulk file in `dir`, under
+/// records' words (little-endian) when a task has any, and of each bulk file, under
 /// its name: `{"tasks": 384, "counts.npy": "9f0c..."}`.
-pub fn checksums(
-    tasks: usize,
-    records: &Records,
-    bulk: &[&NpyRows],
-    dir: &Path,
-) -> Result<serde_json::Value> {
+pub fn checksums(tasks: usize, records: &Records, bulk: &[&NpyRows]) -> Result<serde_json::Value> {
     let mut sums = serde_json::json!({ "tasks": tasks });
     if records.words > 0 {
         let mut h = xxhash_rust::xxh3::Xxh3::new();
@@ -335,7 +332,7 @@ pub fn checksums(
         sums["records"] = format!("{:016x}", h.digest()).into();
     }
     for b in bulk {
-        sums[b.name()] = crate::sink::outdir::hash_path(&dir.join(b.name()))?.into();
+        sums[b.name()] = b.hash()?.into();
     }
     Ok(sums)
 }

@@ -20,9 +20,16 @@ pub fn run_with_cache(
     let t0 = Instant::now();
     let plugins = &opts.plugins;
     let plan = &plan_for(plan, plugins)?;
+    if opts.in_memory && (node.size() > 1 || opts.unfinished == Unfinished::Resume) {
+        return Err(node.fail(Error::Config(
+            "an in-memory run keeps no journal: it runs on one node and cannot resume; give \
+             it an output directory instead (RunOptions::in_memory = false)"
+                .into(),
+        )));
+    }
     // 0: the output directory and an unfinished run in it, before any preprocessing (rank 0;
     // checked again under the lock).
-    let done_tasks = if node.rank() == 0 {
+    let done_tasks = if node.rank() == 0 && !opts.in_memory {
         precheck(plan, opts.unfinished).map_err(|e| node.fail(e))?
     } else {
         0
@@ -31,6 +38,7 @@ pub fn run_with_cache(
         if let Some(report) = finish_pending_commit(plan, opts, node)? {
             return Ok(Outcome {
                 report,
+                files: Default::default(),
                 devices: Vec::new(),
                 run_seconds: 0.0,
             });
@@ -46,11 +54,24 @@ pub fn run_with_cache(
     // 3: execute.
     let mut ex = execute(plan, opts, cache, node, &prepared, &selection)?;
     ex.prepare_seconds = prepare_seconds;
+    if opts.in_memory {
+        let tasks = prepared.job.tasks();
+        if ex.counted < tasks {
+            return Err(unfinished(
+                ex.interrupted,
+                ex.counted,
+                tasks,
+                PathBuf::new(),
+            ));
+        }
+        return write_to_memory(plan, &prepared, ex, t0);
+    }
     let Some(stage) = ex.stage.take() else {
         // Other ranks: their records and statistics are at rank 0 now.
         node.barrier()?;
         return Ok(Outcome {
             report: serde_json::Value::Null,
+            files: Default::default(),
             devices: ex.devices,
             run_seconds: ex.run_seconds,
         });
@@ -163,9 +184,12 @@ fn unfinished(interrupted: bool, done: usize, tasks: usize, journal: PathBuf) ->
         }
     } else {
         Error::Output(format!(
-            "only {done} of {tasks} tasks ran (a bug in tuccompi: please report it); the \
-             journal in {} can be resumed",
-            journal.display()
+            "only {done} of {tasks} tasks ran (a bug in tuccompi: please report it){}",
+            if journal.as_os_str().is_empty() {
+                String::new()
+            } else {
+                format!("; the journal in {} can be resumed", journal.display())
+            }
         ))
     }
 }
@@ -194,6 +218,8 @@ pub(super) struct Executed<'p> {
     pub(super) device_note: Option<String>,
     /// Where each unit's starting model came from ("history" or "probe"; empty: no history).
     pub(super) starts: Vec<&'static str>,
+    /// Tasks whose chunks finished, in an in-memory run (no journal counts them).
+    pub(super) counted: usize,
 }
 
 /// Phase 3: check the output directory and its space (touching nothing), set up the units,
@@ -209,7 +235,9 @@ pub(super) fn execute<'p>(
 ) -> Result<Executed<'p>> {
     let t_setup = Instant::now();
     let job = prepared.job.as_ref();
-    if node.rank() == 0 {
+    if opts.in_memory {
+        fits_in_memory(plan, job)?;
+    } else if node.rank() == 0 {
         let st = output_status(plan, job).map_err(|e| node.fail(e))?;
         outdir::check_space(&plan.output.dir, st.need, st.free).map_err(|e| node.fail(e))?;
     }
@@ -222,9 +250,23 @@ pub(super) fn execute<'p>(
             "stopped by a signal before the run started; nothing was written".into(),
         )));
     }
-    let (mut stage, done) = open_output(plan, opts, job, node)?;
+    let (mut stage, done) = if opts.in_memory {
+        job.details()
+            .bulk
+            .iter()
+            .try_for_each(|r| r.open_in_memory())?;
+        (None, DoneSet::new(job.tasks()))
+    } else {
+        open_output(plan, opts, job, node)?
+    };
     let records = take_records(stage.as_mut(), job)?;
     let journal = stage.as_ref().map(|s| s.journal.clone());
+    let counted = std::sync::atomic::AtomicUsize::new(0);
+    let sink = match &journal {
+        Some(j) => Finished::Journal(j),
+        None if opts.in_memory => Finished::Memory(&counted),
+        None => Finished::Rank0,
+    };
     say_units(plan, opts, node, selection, &units, &devices);
     let cpus = cpu_workers(&units);
     tracing::info!(
@@ -247,7 +289,7 @@ pub(super) fn execute<'p>(
         &units,
         &records,
         &done,
-        journal.as_ref(),
+        sink,
         &interrupted,
         &history.priors,
     );
@@ -296,7 +338,27 @@ pub(super) fn execute<'p>(
         interrupted: interrupted.load(Ordering::Relaxed),
         device_note: selection.device_note.clone(),
         starts: history.starts(),
+        counted: counted.into_inner(),
     })
+}
+
+/// An in-memory run's outputs (its bulk files, records and the plugin's estimate of its
+/// files) against the memory this machine has available, before any task runs: a result that
+/// cannot fit is refused with the estimate, not left to the kernel's OOM killer.
+fn fits_in_memory(plan: &Plan, job: &dyn Job) -> Result<()> {
+    let need = output_bytes(plan, job);
+    let gib = |b: u64| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64);
+    match crate::sink::available_memory() {
+        Some(avail) if need > avail => Err(Error::Input(format!(
+            "the results of {} tasks: needs about {} in memory (their bulk files, records and \
+             tables), but this machine has {} available; ask for fewer tasks or smaller \
+             outputs, or run into an output directory",
+            job.tasks(),
+            gib(need),
+            gib(avail)
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Lock and stage the output directory (rank 0: a fresh run, or the unfinished one to
@@ -477,6 +539,17 @@ pub(super) struct NodeRun {
     pub(super) ended: Instant,
 }
 
+/// Where a node's finished chunks go once their records are in.
+#[derive(Clone, Copy)]
+pub(super) enum Finished<'a> {
+    /// Rank 0's journal (a run with an output directory).
+    Journal(&'a Arc<Journal>),
+    /// Sent to rank 0 (the other ranks under MPI).
+    Rank0,
+    /// Counted, nothing written (an in-memory run: [`RunOptions::in_memory`]).
+    Memory(&'a std::sync::atomic::AtomicUsize),
+}
+
 /// Run the units over the node's task source until it is dry or interrupted, skipping the
 /// `done` tasks; each finished chunk goes to rank 0's `journal` (or, on other ranks, is sent to
 /// it).
@@ -489,10 +562,14 @@ pub(super) fn run_chunks(
     units: &[Unit<'_>],
     records: &Mutex<Records>,
     done: &DoneSet,
-    journal: Option<&Arc<Journal>>,
+    sink: Finished<'_>,
     interrupted: &AtomicBool,
     priors: &[Option<Estimate>],
 ) -> Result<NodeRun> {
+    let journal = match sink {
+        Finished::Journal(j) => Some(j),
+        _ => None,
+    };
     let tasks = job.tasks();
     let quiet = opts.quiet || node.rank() != 0;
     let mut measured = Vec::new();
@@ -507,9 +584,13 @@ pub(super) fn run_chunks(
         .map(|(u, p)| u.info().with_prior(p))
         .collect();
     let finished = |unit: usize, r: Range<usize>, rec: &[u64]| -> Result<()> {
-        match journal {
-            Some(j) => j.append(r, rec),
-            None => node.forward_records(unit, r, rec),
+        match sink {
+            Finished::Journal(j) => j.append(r, rec),
+            Finished::Rank0 => node.forward_records(unit, r, rec),
+            Finished::Memory(n) => {
+                n.fetch_add(r.len(), Ordering::Relaxed);
+                Ok(())
+            }
         }
     };
     let result = node

@@ -116,6 +116,12 @@ pub struct RunOptions<'a> {
     /// when they stop (a library caller's progress: Python's callback and bar). Tasks an
     /// unfinished run resumed count as done.
     pub progress: Option<&'a (dyn Fn(u64, u64) + Sync)>,
+    /// Results into memory, nothing onto a disk: no output directory, lock, staging folder or
+    /// journal; the bulk files are anonymous in-memory files and the plugin's `finish` writes
+    /// into memory ([`crate::sink::Out::memory`]); [`Outcome::files`] hands both back, and
+    /// `report.json`'s content is [`Outcome::report`]. `[output]` is ignored. One node only,
+    /// and nothing to resume: an interrupted in-memory run is lost.
+    pub in_memory: bool,
 }
 
 /// How often [`RunOptions::progress`] is called while a run goes.
@@ -125,7 +131,7 @@ impl std::fmt::Debug for RunOptions<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "RunOptions(quiet={}, plugins={}, unfinished={:?}, interrupt={}, before_writing={}, discover_early={}, speed_history={}, session={}, progress={})",
+            "RunOptions(quiet={}, plugins={}, unfinished={:?}, interrupt={}, before_writing={}, discover_early={}, speed_history={}, session={}, progress={}, in_memory={})",
             self.quiet,
             self.plugins.len(),
             self.unfinished,
@@ -134,16 +140,20 @@ impl std::fmt::Debug for RunOptions<'_> {
             self.discover_early,
             self.speed_history,
             self.session.is_some(),
-            self.progress.is_some()
+            self.progress.is_some(),
+            self.in_memory
         )
     }
 }
 
 /// The outcome of a run (also written as `report.json`).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Outcome {
     /// The report as JSON.
     pub report: serde_json::Value,
+    /// An in-memory run's files ([`RunOptions::in_memory`]): the plugin's outputs and its bulk
+    /// files (`.npy`, whole), by name; empty for a run into an output directory.
+    pub files: crate::sink::MemoryFiles,
     /// This node's devices with their launch parameters.
     pub devices: Vec<DeviceReport>,
     /// Seconds of the scheduling phase alone (no input loading, kernel builds or output).

@@ -39,55 +39,18 @@ pub(super) fn write_outputs(
     let job = prepared.job.as_ref();
     let partial = stage.out.partial();
     let t = Instant::now();
-    let checksum = job.finish(&ex.records, &partial)?;
+    let checksum = job.finish(&ex.records, &crate::sink::Out::dir(&partial))?;
     tracing::debug!(
         "finish: the plugin's outputs written in {:.3} s",
         t.elapsed().as_secs_f64()
     );
-    let mut report = report_json(
-        plan,
-        prepared.plugin,
-        job,
-        &ex.stats,
-        &device_json(&ex.devices),
-        ex.node_stats,
-        checksum,
-        t0.elapsed().as_secs_f64(),
-        nodes,
-        ex.device_note.as_deref(),
-    );
-    // The scheduling phase alone (no input loading, kernel builds or output): what throughput
-    // figures divide by.
-    report["run_seconds"] = serde_json::json!(ex.run_seconds);
-    // Where the wall time went (rank 0): the rest is verification, gathering, the plugin's
-    // output files and the report.
-    let wall = report["wall_seconds"].as_f64().unwrap_or(0.0);
-    report["phase_seconds"] = serde_json::json!({
-        "prepare": ex.prepare_seconds,
-        "setup": ex.setup_seconds,
-        "run": ex.run_seconds,
-        "finish": (wall - ex.prepare_seconds - ex.setup_seconds - ex.run_seconds).max(0.0),
-    });
+    let mut report = run_report(plan, prepared, &ex, checksum, nodes, t0);
     report["resumed_tasks"] = serde_json::json!(stage.done.count());
-    if let Some(list) = report["units"].as_array_mut() {
-        for (u, start) in list.iter_mut().zip(&ex.starts) {
-            u["start"] = serde_json::json!(start);
-        }
-    }
     let js = stage.journal.stats();
     report["journal"] = serde_json::json!({
         "sync_every_seconds": plan.output.sync_seconds, "entries": js.entries, "bytes": js.bytes,
         "syncs": js.syncs, "sync_seconds": js.sync_seconds,
     });
-    if let Some(v) = &ex.verified {
-        let verified: u64 = report["nodes"].as_array().map_or(v.checked as u64, |n| {
-            n.iter().map(|x| x["verified"].as_u64().unwrap_or(0)).sum()
-        });
-        report["verify"] = serde_json::json!({
-            "sample": plan.verify.sample.map_or(serde_json::json!("auto"), |n| serde_json::json!(n)),
-            "verified": verified, "seed": v.seed, "seconds": v.seconds,
-        });
-    }
     write_file(
         &partial,
         "report.json",
@@ -106,9 +69,93 @@ pub(super) fn write_outputs(
     );
     Ok(Outcome {
         report,
+        files: Default::default(),
         devices: ex.devices,
         run_seconds: ex.run_seconds,
     })
+}
+
+/// Phase 4 of an in-memory run ([`RunOptions::in_memory`]): the plugin's files written into
+/// memory, handed back with the bulk files (hidden ones, the plugin's own scratch, left out)
+/// and the report; nothing is written anywhere.
+pub(super) fn write_to_memory(
+    plan: &Plan,
+    prepared: &Prepared<'_>,
+    ex: Executed<'_>,
+    t0: Instant,
+) -> Result<Outcome> {
+    let job = prepared.job.as_ref();
+    let out = crate::sink::Out::memory();
+    let checksum = job.finish(&ex.records, &out)?;
+    let mut report = run_report(plan, prepared, &ex, checksum, 1, t0);
+    report["output"] = serde_json::json!("memory");
+    let mut files = out.into_files();
+    for rows in job.details().bulk {
+        if !rows.name().starts_with('.') {
+            files.insert(rows.name(), rows.reader()?);
+        }
+    }
+    if plan.output.trace {
+        let trace = crate::sink::Out::memory();
+        trace.write_file("trace.json", &trace_json(&ex.units, &ex.slices))?;
+        files.extend(trace.into_files());
+    }
+    Ok(Outcome {
+        report,
+        files,
+        devices: ex.devices,
+        run_seconds: ex.run_seconds,
+    })
+}
+
+/// The run's report (`report.json`) from what phase 3 found and the plugin's `checksum`.
+fn run_report(
+    plan: &Plan,
+    prepared: &Prepared<'_>,
+    ex: &Executed<'_>,
+    checksum: serde_json::Value,
+    nodes: usize,
+    t0: Instant,
+) -> serde_json::Value {
+    let mut report = report_json(
+        plan,
+        prepared.plugin,
+        prepared.job.as_ref(),
+        &ex.stats,
+        &device_json(&ex.devices),
+        ex.node_stats.clone(),
+        checksum,
+        t0.elapsed().as_secs_f64(),
+        nodes,
+        ex.device_note.as_deref(),
+    );
+    // The scheduling phase alone (no input loading, kernel builds or output): what throughput
+    // figures divide by.
+    report["run_seconds"] = serde_json::json!(ex.run_seconds);
+    // Where the wall time went (rank 0): the rest is verification, gathering, the plugin's
+    // output files and the report.
+    let wall = report["wall_seconds"].as_f64().unwrap_or(0.0);
+    report["phase_seconds"] = serde_json::json!({
+        "prepare": ex.prepare_seconds,
+        "setup": ex.setup_seconds,
+        "run": ex.run_seconds,
+        "finish": (wall - ex.prepare_seconds - ex.setup_seconds - ex.run_seconds).max(0.0),
+    });
+    if let Some(list) = report["units"].as_array_mut() {
+        for (u, start) in list.iter_mut().zip(&ex.starts) {
+            u["start"] = serde_json::json!(start);
+        }
+    }
+    if let Some(v) = &ex.verified {
+        let verified: u64 = report["nodes"].as_array().map_or(v.checked as u64, |n| {
+            n.iter().map(|x| x["verified"].as_u64().unwrap_or(0)).sum()
+        });
+        report["verify"] = serde_json::json!({
+            "sample": plan.verify.sample.map_or(serde_json::json!("auto"), |n| serde_json::json!(n)),
+            "verified": verified, "seed": v.seed, "seconds": v.seconds,
+        });
+    }
+    report
 }
 
 #[allow(clippy::too_many_arguments)]

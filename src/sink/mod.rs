@@ -8,8 +8,10 @@
 //! Sinks take nothing from the layers above; the runtime and the plugins use them.
 
 pub mod journal;
+pub mod out;
 pub mod outdir;
 pub mod records;
+pub use out::{available_memory, MemoryFiles, Out};
 pub use records::{Records, RecordsOut};
 
 use crate::{owned, Error, Result};
@@ -33,7 +35,9 @@ pub struct NpyRows {
     rows: usize,
     cols: usize,
     ty: NpyType,
-    file: OnceLock<(File, PathBuf)>,
+    /// The opened file and its path (for messages), and whether it is an anonymous file in
+    /// memory ([`NpyRows::open_in_memory`]).
+    file: OnceLock<(File, PathBuf, bool)>,
     /// While `[verify]` re-runs tasks on the CPU half: the rows they write, kept here instead
     /// of the file, so that a check never changes the outputs ([`NpyRows::capture`]).
     captured: parking_lot::Mutex<Option<std::collections::BTreeMap<usize, Vec<u8>>>>,
@@ -117,7 +121,39 @@ impl NpyRows {
     /// The path of the opened file (in the run's staging folder); `None` before the runtime
     /// opened it.
     pub fn path(&self) -> Option<&Path> {
-        self.file.get().map(|(_, p)| p.as_path())
+        self.file
+            .get()
+            .filter(|(_, _, memory)| !memory)
+            .map(|(_, p, _)| p.as_path())
+    }
+
+    /// Open the matrix as an anonymous file in memory (an in-memory run: nothing on a disk),
+    /// at its full size, unwritten rows zero.
+    pub fn open_in_memory(&self) -> Result<()> {
+        let file = out::anonymous(&self.name)?;
+        let shown = PathBuf::from(format!("{} (in memory)", self.name));
+        file.write_all_at(&self.header, 0)
+            .and_then(|()| file.set_len(self.bytes()))
+            .map_err(|e| Error::io(&shown, e))?;
+        self.file
+            .set((file, shown, true))
+            .map_err(|_| Error::Output(format!("{}: opened twice", self.name)))
+    }
+
+    /// A handle of the opened file (the whole `.npy`, header first), positioned at its start:
+    /// for reading the finished matrix, on disk or in memory.
+    pub fn reader(&self) -> Result<File> {
+        use std::io::Seek;
+        let (file, path, _) = self.opened()?;
+        let mut f = file.try_clone().map_err(|e| Error::io(path, e))?;
+        f.rewind().map_err(|e| Error::io(path, e))?;
+        Ok(f)
+    }
+
+    /// The xxh3 of the whole file, as [`outdir::hash_path`] gives for a file on disk.
+    pub fn hash(&self) -> Result<String> {
+        let (_, path, _) = self.opened()?;
+        outdir::hash_whole(self.reader()?, path)
     }
 
     /// Byte offset of row 0 and the bytes of one row (the journal reads a chunk's rows back
@@ -181,11 +217,11 @@ impl NpyRows {
             file
         };
         self.file
-            .set((file, path.clone()))
+            .set((file, path.clone(), false))
             .map_err(|_| Error::Output(format!("{}: opened twice", path.display())))
     }
 
-    fn opened(&self) -> Result<&(File, PathBuf)> {
+    fn opened(&self) -> Result<&(File, PathBuf, bool)> {
         self.file.get().ok_or_else(|| {
             Error::Output(format!(
                 "{}: written before the runtime opened it (a bug in tuccompi or the plugin)",
@@ -212,7 +248,7 @@ impl NpyRows {
 
     /// Row `row` as the file holds it (little-endian bytes).
     pub fn read_row(&self, row: usize) -> Result<Vec<u8>> {
-        let (file, path) = self.opened()?;
+        let (file, path, _) = self.opened()?;
         let (start, len) = self.row_span();
         let mut bytes = vec![0u8; len as usize];
         file.read_exact_at(&mut bytes, start + row as u64 * len)
@@ -228,7 +264,7 @@ impl NpyRows {
             }
             return Ok(());
         }
-        let (file, path) = self.opened()?;
+        let (file, path, _) = self.opened()?;
         let off =
             self.header.len() as u64 + (row as u64) * (self.cols as u64) * self.ty.size() as u64;
         file.write_all_at(bytes, off)
@@ -273,8 +309,10 @@ impl NpyRows {
 
     /// Flush to disk.
     pub fn sync(&self) -> Result<()> {
-        let (file, path) = self.opened()?;
-        file.sync_data().map_err(|e| Error::io(path, e))
+        match self.opened()? {
+            (_, _, true) => Ok(()),
+            (file, path, false) => file.sync_data().map_err(|e| Error::io(path, e)),
+        }
     }
 }
 

@@ -171,6 +171,11 @@ pub fn hash_path(path: &Path) -> Result<String> {
     hash_upto(owned::reopen(path, false, "")?, path, u64::MAX)
 }
 
+/// The xxh3 of what `f` holds from its position on (`path` names it in messages).
+pub(crate) fn hash_whole(f: File, path: &Path) -> Result<String> {
+    hash_upto(f, path, u64::MAX)
+}
+
 fn hash_upto(f: File, path: &Path, limit: u64) -> Result<String> {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
     let mut r = f.take(limit);

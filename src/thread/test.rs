@@ -51,7 +51,7 @@ impl Job for Squares {
     fn describe(&self) -> serde_json::Value {
         serde_json::Value::Null
     }
-    fn finish(&self, _: &Records, _: &std::path::Path) -> Result<serde_json::Value> {
+    fn finish(&self, _: &Records, _out: &crate::plugin::Out) -> Result<serde_json::Value> {
         Ok(serde_json::Value::Null)
     }
     fn cpu_worker(&self) -> Result<Box<dyn Worker + '_>> {
@@ -318,7 +318,7 @@ fn a_job_without_a_cpu_half_gets_a_clear_error() {
         fn describe(&self) -> serde_json::Value {
             serde_json::Value::Null
         }
-        fn finish(&self, _: &Records, _: &std::path::Path) -> Result<serde_json::Value> {
+        fn finish(&self, _: &Records, _out: &crate::plugin::Out) -> Result<serde_json::Value> {
             Ok(serde_json::Value::Null)
         }
         fn details(&self) -> Details<'_> {

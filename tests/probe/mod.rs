@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tuccompi::device::KernelSource;
 use tuccompi::plugin::{
-    worker, Details, Field, FieldType, Gpu, Job, Plugin, PrepareCtx, Records, Tolerance, Worker,
+    worker, Details, Field, FieldType, Gpu, Job, Out, Plugin, PrepareCtx, Records, Tolerance,
+    Worker,
 };
 use tuccompi::sink::NpyRows;
 use tuccompi::{Error, Result};
@@ -122,10 +123,10 @@ impl Job for ProbeJob {
     fn describe(&self) -> serde_json::Value {
         serde_json::json!({ "tasks": self.o.tasks, "cols": self.o.cols, "seed": self.o.seed })
     }
-    fn finish(&self, records: &Records, dir: &std::path::Path) -> Result<serde_json::Value> {
+    fn finish(&self, records: &Records, out: &Out) -> Result<serde_json::Value> {
         if self.o.rows_only {
             let bulk = self.details().bulk;
-            return tuccompi::plugin::checksums(self.o.tasks, records, &bulk, dir);
+            return tuccompi::plugin::checksums(self.o.tasks, records, &bulk);
         }
         let mut csv = String::from("task,mix,quarter\n");
         let mut xor = 0;
@@ -134,7 +135,7 @@ impl Job for ProbeJob {
             csv.push_str(&format!("{t},{m},{}\n", FieldType::f32(q)));
             xor ^= m;
         }
-        tuccompi::sink::write_file(dir, "probe.csv", &csv)?;
+        out.write_file("probe.csv", &csv)?;
         Ok(serde_json::json!({ "mix_xor": xor }))
     }
     fn cpu_worker(&self) -> Result<Box<dyn Worker + '_>> {

@@ -94,6 +94,9 @@ pub struct Network {
     pub extra: Vec<Extra>,
     /// A restricted via vertex's departure copy, where paths from it start.
     pub departure: HashMap<u32, u32>,
+    /// The arcs the turn expansion moved, by `(edge, backward)`: where each lies in the graph
+    /// (set by [`Network::graph`]; a search from a point on the edge starts there).
+    pub turn_arcs: HashMap<(u32, bool), TurnArc>,
 }
 
 /// Unit vector back to `(lon, lat)` degrees.
@@ -113,19 +116,117 @@ struct Split {
     segment: usize,
 }
 
-/// A point's landing on an edge.
-struct Landing {
-    list: usize,
-    entry: usize,
-    edge: usize,
+/// A point's landing on an edge ([`land`]): the nearest point of the nearest segment.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Landing {
+    /// The edge (index into the network's edges).
+    pub edge: usize,
     /// The segment it lands on (from the edge's node `segment`).
-    segment: usize,
+    pub segment: usize,
     /// Metres along the edge from its tail.
-    along: f64,
-    /// Cumulative weight from the tail: `round(W · along / L)`.
-    cum: i64,
-    at: [f64; 2],
-    distance: f64,
+    pub along: f64,
+    /// Cumulative weight from the tail: `round(W · along / L)` (half away from zero), within
+    /// `0..=W`; 0 is the tail itself, `W` the head.
+    pub cum: i64,
+    /// Where it lands, `(lon, lat)`.
+    pub at: [f64; 2],
+    /// Metres from the point to `at` (great-circle).
+    pub distance: f64,
+}
+
+/// The edges' segments as 3-D chords of the unit sphere, tagged `(edge, segment)`.
+pub type SegmentTree = RTree<GeomWithData<Line<[f64; 3]>, (u32, u32)>>;
+
+/// The R*-tree of `edges`' segments that [`land`] searches (bulk-loaded in edge and segment
+/// order: the same edges give the same tree, and so the same ties). O(S log S) for S
+/// segments.
+pub fn segment_tree(edges: &[Edge]) -> SegmentTree {
+    let segments: Vec<_> = edges
+        .iter()
+        .enumerate()
+        .flat_map(|(e, edge)| {
+            edge.geometry.windows(2).enumerate().map(move |(k, w)| {
+                GeomWithData::new(
+                    Line::new(unit_vector(w[0]), unit_vector(w[1])),
+                    (e as u32, k as u32),
+                )
+            })
+        })
+        .collect();
+    RTree::bulk_load(segments)
+}
+
+/// Where point `p` (`[lon, lat]`, checked) lands on `edges` (module docs: the nearest point of
+/// the nearest segment, the weight split by its place along the edge); `tree` is
+/// [`segment_tree`] of `edges`, which are not empty. O(log S).
+pub fn land(edges: &[Edge], tree: &SegmentTree, p: [f64; 2]) -> Landing {
+    let u = unit_vector(p);
+    let seg = tree
+        .nearest_neighbor(&u)
+        .expect("a network has at least one edge");
+    let (e, k) = (seg.data.0 as usize, seg.data.1 as usize);
+    let (a, b) = (seg.geom().from, seg.geom().to);
+    let ab = [b[0] - a[0], b[1] - a[1], b[2] - a[2]];
+    let len2 = ab.iter().map(|x| x * x).sum::<f64>();
+    let t = if len2 > 0.0 {
+        (((u[0] - a[0]) * ab[0] + (u[1] - a[1]) * ab[1] + (u[2] - a[2]) * ab[2]) / len2)
+            .clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let edge = &edges[e];
+    let g = &edge.geometry;
+    let at = if t == 0.0 {
+        g[k]
+    } else if t == 1.0 {
+        g[k + 1]
+    } else {
+        lon_lat([a[0] + t * ab[0], a[1] + t * ab[1], a[2] + t * ab[2]])
+    };
+    // The same running sum as the edge's length, so that its end is at `metres`.
+    let mut along = 0.0;
+    for w in g[..=k].windows(2) {
+        along += haversine_m(w[0], w[1]);
+    }
+    along += haversine_m(g[k], at);
+    let cum = if edge.metres > 0.0 {
+        ((edge.weight as f64 * along / edge.metres).round() as i64).clamp(0, edge.weight)
+    } else {
+        0
+    };
+    Landing {
+        edge: e,
+        segment: k,
+        along,
+        cum,
+        at,
+        distance: haversine_m(p, at),
+    }
+}
+
+/// [`land`] for each of `points`, each checked first (`key` and its 1-based entry name a bad
+/// one in the error). O(P log S).
+pub fn land_all(
+    edges: &[Edge],
+    tree: &SegmentTree,
+    points: &[[f64; 2]],
+    key: &str,
+) -> Result<Vec<Landing>> {
+    for (i, &p) in points.iter().enumerate() {
+        check_point(p, key, i, true)?;
+    }
+    Ok(points.iter().map(|&p| land(edges, tree, p)).collect())
+}
+
+/// Where an arc of the road network lies in the turn-expanded graph (module docs), for an arc
+/// into or out of a restricted via vertex.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TurnArc {
+    /// The copy of the head it enters (`None`: the head itself).
+    pub head: Option<u32>,
+    /// The vertices it leaves from, when its tail is a restricted via vertex: the departure
+    /// copy and the copies whose allowed turns include it (empty: the tail itself).
+    pub tails: Vec<u32>,
 }
 
 impl Network {
@@ -145,6 +246,7 @@ impl Network {
             stats,
             extra: Vec::new(),
             departure: HashMap::new(),
+            turn_arcs: HashMap::new(),
         }
     }
 
@@ -163,70 +265,18 @@ impl Network {
                 check_point(p, key, i, true)?;
             }
         }
-        let segments: Vec<_> = self
-            .edges
+        let tree = segment_tree(&self.edges);
+        // (list, entry, landing)
+        let landings: Vec<(usize, usize, Landing)> = lists
             .iter()
             .enumerate()
-            .flat_map(|(e, edge)| {
-                edge.geometry.windows(2).enumerate().map(move |(k, w)| {
-                    GeomWithData::new(
-                        Line::new(unit_vector(w[0]), unit_vector(w[1])),
-                        (e as u32, k as u32),
-                    )
-                })
+            .flat_map(|(list, (_, points))| {
+                let tree = &tree;
+                let edges = &self.edges;
+                (points.iter().enumerate())
+                    .map(move |(entry, &p)| (list, entry, land(edges, tree, p)))
             })
             .collect();
-        let tree = RTree::bulk_load(segments);
-        let mut landings = Vec::new();
-        for (list, (_, points)) in lists.iter().enumerate() {
-            for (entry, &p) in points.iter().enumerate() {
-                let u = unit_vector(p);
-                let seg = tree
-                    .nearest_neighbor(&u)
-                    .expect("a network has at least one edge");
-                let (e, k) = (seg.data.0 as usize, seg.data.1 as usize);
-                let (a, b) = (seg.geom().from, seg.geom().to);
-                let ab = [b[0] - a[0], b[1] - a[1], b[2] - a[2]];
-                let len2 = ab.iter().map(|x| x * x).sum::<f64>();
-                let t = if len2 > 0.0 {
-                    (((u[0] - a[0]) * ab[0] + (u[1] - a[1]) * ab[1] + (u[2] - a[2]) * ab[2]) / len2)
-                        .clamp(0.0, 1.0)
-                } else {
-                    0.0
-                };
-                let edge = &self.edges[e];
-                let g = &edge.geometry;
-                let at = if t == 0.0 {
-                    g[k]
-                } else if t == 1.0 {
-                    g[k + 1]
-                } else {
-                    lon_lat([a[0] + t * ab[0], a[1] + t * ab[1], a[2] + t * ab[2]])
-                };
-                // The same running sum as the edge's length, so that its end is at `metres`.
-                let mut along = 0.0;
-                for w in g[..=k].windows(2) {
-                    along += haversine_m(w[0], w[1]);
-                }
-                along += haversine_m(g[k], at);
-                let cum = if edge.metres > 0.0 {
-                    ((edge.weight as f64 * along / edge.metres).round() as i64)
-                        .clamp(0, edge.weight)
-                } else {
-                    0
-                };
-                landings.push(Landing {
-                    list,
-                    entry,
-                    edge: e,
-                    segment: k,
-                    along,
-                    cum,
-                    at,
-                    distance: haversine_m(p, at),
-                });
-            }
-        }
         let mut snaps: Vec<Vec<Snap>> = lists
             .iter()
             .map(|(_, points)| {
@@ -243,7 +293,7 @@ impl Network {
             .collect();
         // Phantoms by edge and position, so their ids do not depend on the points' order.
         let mut splits: BTreeMap<usize, BTreeMap<i64, Split>> = BTreeMap::new();
-        for l in &landings {
+        for (_, _, l) in &landings {
             let edge = &self.edges[l.edge];
             if l.cum > 0 && l.cum < edge.weight {
                 let split = Split {
@@ -270,7 +320,7 @@ impl Network {
             }
         }
         self.stats.phantom_vertices = self.extra.len() as u64;
-        for l in &landings {
+        for (list, entry, l) in &landings {
             let edge = &self.edges[l.edge];
             let (vertex, on) = if l.cum == 0 {
                 (edge.tail, edge.geometry[0])
@@ -280,7 +330,7 @@ impl Network {
                 let p = splits[&l.edge][&l.cum];
                 (p.vertex, p.at)
             };
-            let s = &mut snaps[l.list][l.entry];
+            let s = &mut snaps[*list][*entry];
             s.vertex = vertex;
             s.distance = l.distance;
             s.on = if vertex >= n { on } else { l.at };
@@ -321,6 +371,20 @@ impl Network {
             self.edges.extend(pieces);
         }
         Ok(snaps)
+    }
+
+    /// Which edge and direction each of [`Network::arcs`] is: `(edge, backward)`.
+    fn arc_keys(&self) -> Vec<(u32, bool)> {
+        let mut keys = Vec::with_capacity(self.edges.len() * 2);
+        for (i, e) in self.edges.iter().enumerate() {
+            if e.forward {
+                keys.push((i as u32, false));
+            }
+            if e.backward {
+                keys.push((i as u32, true));
+            }
+        }
+        keys
     }
 
     /// The arcs of the edges: `(tail, head, weight, way)`, each direction the way allows.
@@ -475,6 +539,17 @@ impl Network {
             .iter()
             .filter(|e| matches!(e, Extra::Turn(_)))
             .count() as u64;
+        let keys = self.arc_keys();
+        self.turn_arcs.clear();
+        for (&i, &h) in &new_head {
+            self.turn_arcs.entry(keys[i]).or_default().head = Some(h);
+        }
+        for (&o, &t) in &new_tail {
+            self.turn_arcs.entry(keys[o]).or_default().tails.push(t);
+        }
+        for &(c, o) in &copied {
+            self.turn_arcs.entry(keys[o]).or_default().tails.push(c);
+        }
         let head = |i: usize| new_head.get(&i).copied().unwrap_or(arcs[i].1);
         let mut out: Vec<(u32, u32, i64, i64)> = arcs
             .iter()
