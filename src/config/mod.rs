@@ -47,6 +47,16 @@ pub struct SchedulerPlan {
     /// The work queue's rule *give back*: a CPU worker gives back the rest of its chunk while
     /// a unit waits with nothing to run (`scheduler.give_back`, default true).
     pub give_back: bool,
+    /// The work queue's rule *device rate*: the queues of a device share one model of its
+    /// combined rate (`scheduler.device_rate`, default true).
+    pub device_rate: bool,
+    /// The work queue's rule *small probe*: a device's first probe is at most a quarter of the
+    /// tasks (`scheduler.small_probe`, default true).
+    pub small_probe: bool,
+    /// The work queue's rule *hand over*: near the end a CPU worker hands the rest of its
+    /// chunk to a device that would finish all that is left first (`scheduler.hand_over`,
+    /// default true).
+    pub hand_over: bool,
 }
 
 impl SchedulerPlan {
@@ -59,6 +69,9 @@ impl SchedulerPlan {
             history: true,
             shares: Shares::Equal,
             give_back: true,
+            device_rate: true,
+            small_probe: true,
+            hand_over: true,
         }
     }
 }

@@ -232,6 +232,9 @@ pub(super) struct RawScheduler {
     history: Option<bool>,
     shares: Option<super::Shares>,
     give_back: Option<bool>,
+    device_rate: Option<bool>,
+    small_probe: Option<bool>,
+    hand_over: Option<bool>,
 }
 
 /// `[output]`; unknown keys are kept as in [`RawRun`].
@@ -349,6 +352,9 @@ impl RawConfig {
             history: self.scheduler.history.unwrap_or(true),
             shares: self.scheduler.shares.unwrap_or_default(),
             give_back: self.scheduler.give_back.unwrap_or(true),
+            device_rate: self.scheduler.device_rate.unwrap_or(true),
+            small_probe: self.scheduler.small_probe.unwrap_or(true),
+            hand_over: self.scheduler.hand_over.unwrap_or(true),
         };
         let dir = self
             .output

@@ -6,7 +6,8 @@
 //! `~/.cache/tuccompi/speeds.json`; a relative `XDG_CACHE_HOME` is ignored, as the XDG rule
 //! says), beside the tuning cache. Entries are keyed by plugin, workload (the job's
 //! [`crate::plugin::Details::workload`]: its algorithm and input size), unit class (CPU model and
-//! worker count, or device name, driver and queues) and the tasks a unit asks for. An entry that
+//! worker count, or device name, driver and queues) and the tasks a unit asks for; a device's
+//! entry is the model of the whole device, its queues together. An entry that
 //! is not a finite positive model, or a history of another version, is ignored with a note and
 //! rewritten after the run. The file is read and replaced through [`crate::owned::CacheFile`]:
 //! never through a link, never blocking (a named pipe or a device there is refused), checked
@@ -20,8 +21,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The file format's version: entries of another are ignored.
-const VERSION: u32 = 1;
+/// The file format's version: entries of another are ignored. Version 2: a device's entry is
+/// the model of the device, all its queues together (rule *device rate*); version 1 held a
+/// queue's.
+const VERSION: u32 = 2;
 /// Entries kept at most (the oldest go first).
 const MAX_ENTRIES: usize = 4096;
 
@@ -309,10 +312,10 @@ mod test {
         // Another version, impossible entries, entries of another shape: ignored, each with
         // a note, and replaced by the next save.
         for (text, says) in [
-            (r#"{"version": 1, "entries": {"x": 5}}"#, "unreadable"),
+            (r#"{"version": 2, "entries": {"x": 5}}"#, "unreadable"),
             (r#"{"version": 99, "entries": {}}"#, "version 99"),
             (
-                r#"{"version": 1, "entries": {"x": {"latency": -1, "per_task": 0, "tasks": 1, "stored": 0}}}"#,
+                r#"{"version": 2, "entries": {"x": {"latency": -1, "per_task": 0, "tasks": 1, "stored": 0}}}"#,
                 "impossible",
             ),
         ] {

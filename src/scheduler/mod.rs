@@ -74,8 +74,9 @@ pub trait TaskSource: Sync {
     ) -> Range<usize> {
         rest.end..rest.end
     }
-    /// Whether some unit waits with nothing left to hand out (then [`reclaim`] may take back
-    /// the tail of a chunk in progress). A cheap check, made between a CPU worker's groups.
+    /// Whether some unit waits with nothing left to hand out, or the run nears its end with
+    /// nothing left to hand out (then [`reclaim`] may take back the tail of a chunk in
+    /// progress). A cheap check, made between a CPU worker's groups.
     ///
     /// [`reclaim`]: TaskSource::reclaim
     fn starving(&self) -> bool {
@@ -86,7 +87,8 @@ pub trait TaskSource: Sync {
     /// size no chunks ignore it.
     fn granule(&self, _unit: usize, _tasks: usize) {}
     /// Each unit's cost model as measured so far (`None`: not measured), for the speed
-    /// history; empty for sources that measure nothing.
+    /// history (a device queue's: its device's, all its queues together); empty for sources
+    /// that measure nothing.
     fn estimates(&self) -> Vec<Option<Estimate>> {
         Vec::new()
     }
@@ -215,9 +217,15 @@ pub struct UnitInfo {
     /// device): a unit not measured yet borrows its class's estimate.
     pub class: String,
     /// Its cost model measured by an earlier run, if any: the queue starts from it instead of
-    /// probing, and the unit's own chunks take over as they finish.
+    /// probing, and the unit's own chunks take over as they finish. For a device queue, the
+    /// model of its device (all its queues together, as [`TaskSource::estimates`] gives it).
     #[serde(default)]
     pub prior: Option<Estimate>,
+    /// For a device queue, the device it runs on (its queues share the device's speed: the
+    /// work queue learns one model of their combined rate); `None`: its class names it (the
+    /// device's name, so that identical devices count as one).
+    #[serde(default)]
+    pub device: Option<String>,
     /// The most tasks it asks for at once (a device's batch), when known: where a speed is
     /// read off its model ([`speed_weights`]).
     #[serde(default)]
@@ -232,6 +240,7 @@ impl UnitInfo {
             class: class.into(),
             prior: None,
             chunk: None,
+            device: None,
         }
     }
     /// A device queue of class `class` (the device).
@@ -241,12 +250,22 @@ impl UnitInfo {
             class: class.into(),
             prior: None,
             chunk: None,
+            device: None,
         }
     }
     /// The same unit, asking for at most `chunk` tasks at once.
     pub fn with_chunk(mut self, chunk: usize) -> Self {
         self.chunk = Some(chunk);
         self
+    }
+    /// The same unit, a queue of device `device` (see [`UnitInfo::device`]).
+    pub fn on_device(mut self, device: impl Into<String>) -> Self {
+        self.device = Some(device.into());
+        self
+    }
+    /// For a device queue, the name of its device ([`UnitInfo::device`], else its class).
+    fn device_name(&self) -> Option<&str> {
+        (self.kind == UnitKind::Device).then(|| self.device.as_deref().unwrap_or(&self.class))
     }
     /// The same unit, with the cost model an earlier run measured.
     pub fn with_prior(mut self, prior: Option<Estimate>) -> Self {
@@ -297,15 +316,15 @@ pub fn source(
             };
             Box::new(Equitable::new(tasks, &weights))
         }
-        Policy::WorkQueue => Box::new(WorkQueue::new(tasks, units).give_back(plan.give_back)),
+        Policy::WorkQueue => Box::new(WorkQueue::new(tasks, units).rules_of(plan)),
     }
 }
 
 /// Each unit's speed in tasks per second, from the cost model an earlier run measured
 /// ([`UnitInfo::prior`], or a unit of its class's): the weights of speed-proportional
 /// equitable shares. A model is read at the unit's chunk ([`UnitInfo::chunk`], else
-/// [`SPEED_CHUNK`] tasks), its per-chunk latency spread over them. The error names the first
-/// unit with no model.
+/// [`SPEED_CHUNK`] tasks), its per-chunk latency spread over them; a device's speed is split
+/// evenly among its queues. The error names the first unit with no model.
 pub fn speed_weights(units: &[UnitInfo]) -> Result<Vec<f64>, String> {
     units
         .iter()
@@ -318,8 +337,16 @@ pub fn speed_weights(units: &[UnitInfo]) -> Result<Vec<f64>, String> {
                     .find_map(|v| v.prior)
             });
             let k = u.chunk.unwrap_or(SPEED_CHUNK).max(1);
+            // A device's model is its queues' together: each queue has its part.
+            let queues = units
+                .iter()
+                .filter(|v| v.device_name().is_some() && v.device_name() == u.device_name())
+                .count()
+                .max(1);
             match model {
-                Some(m) if m.time(k) > 0.0 && m.time(k).is_finite() => Ok(k as f64 / m.time(k)),
+                Some(m) if m.time(k) > 0.0 && m.time(k).is_finite() => {
+                    Ok(k as f64 / m.time(k) / queues as f64)
+                }
                 _ => Err(format!(
                     "no speed is known for unit {i} ({}): a work-queue run of the same job \
                      stores one (scheduler.history)",

@@ -4,8 +4,9 @@
 //! Model: a chunk of `k` tasks on unit `i` takes `latency_i + k · per_task_i` seconds, with `k`
 //! at most what the unit asks for (a device's batch). The estimate is a least-squares fit over
 //! the unit's finished chunks, older chunks weighing less (about the last `Rules::window`
-//! seconds of its work count); a CPU worker's latency is taken as 0. A unit not measured yet borrows the mean estimate of its class (the other CPU workers,
-//! the other queues of its device).
+//! seconds of its work count); a CPU worker's latency is taken as 0. The queues of a device
+//! share one model, the device's (rule *device rate*). A unit not measured yet borrows the
+//! mean estimate of its class (the other CPU workers, the queues of a device of its model).
 //!
 //! On every request at time `now`, with `R` tasks not handed out yet, the rules below size the
 //! requester's chunk ([`WorkQueue`]'s `chunk_size`, one step per rule). They are cited by name
@@ -26,11 +27,12 @@
 //!    ([`UnitInfo::prior`]). Otherwise, before a unit (or its class) has an estimate, it takes
 //!    a probe: 1 task on a CPU worker (one group of tasks, for a worker that runs several
 //!    together: [`TaskSource::granule`]); on a device a batch shared by its queues (rule *one
-//!    device*), or the device queues' even split of what is left when that is less. **Short while unmeasured:** while some unit is still
-//!    unmeasured, no unit takes a chunk longer than the run has lasted so far, so nothing big
-//!    is handed out on half the facts. Without an earlier run's model, a workspace of a few
-//!    batches can therefore end later than its ideal (a probe decides where the first tasks
-//!    go; see the tests).
+//!    device*), or the device queues' even split of what is left when that is less, and at
+//!    most a quarter of what is left (rule *small probe*). **Short while unmeasured:** while
+//!    some unit is still unmeasured, no unit takes a chunk longer than the run has lasted so
+//!    far, so nothing big is handed out on half the facts. Without an earlier run's model, a
+//!    workspace of a few batches can therefore end later than its ideal (a probe decides where
+//!    the first tasks go; see the tests).
 //!
 //! 5. **Class split.** A CPU worker never takes more than an even split of what is left among
 //!    the active units of its class, and a worker that runs tasks in groups gets whole groups.
@@ -89,6 +91,39 @@
 //!     tests `a_mixed_run_on_uneven_rows_is_not_slower_than_the_gpu_alone`,
 //!     `cpu_workers_with_a_wrong_prior_steal_each_others_tails`).
 //!
+//! 11. **Device rate.** The queues of a device are one device: their chunks make one model of
+//!     the device's combined rate, the one [`TaskSource::estimates`] gives for the speed
+//!     history, and a queue plans with its part of it (the model times the device's active
+//!     queues), so that the device's queues finish together. A finished chunk counts as its
+//!     tasks in the device's seconds it had, read three ways: in parts (its time over the
+//!     device's active queues: exact when each queue has a fixed part of the device, what a
+//!     queue's own model assumed), shared (1 over the number of its queues busy, over its time:
+//!     exact when their kernels share the device) and one after another (from the device's
+//!     previous chunk end: exact when the driver runs them in turn); the model is fitted to the
+//!     reading that fits a line best. On the H200 machine with 4 queues the NVIDIA driver ran the knn
+//!     example's kernels one after another, each about twice as long: a queue's own chunk
+//!     times mixed its kernels with the others', and the queues' models (the speed history's)
+//!     were hundreds of times apart (simulator test `a_devices_queues_are_learned_as_one_device`;
+//!     the makespan there moves by 2% at most: no policy that keeps 4 such queues busy comes
+//!     near one queue).
+//!
+//! 12. **Small probe.** A device's first probe (no model of its own, its class's, or an
+//!     earlier run's), its queues together, is at most a quarter of what is left (an even
+//!     split among fewer units: a device alone takes its batch): a device whose batch fills it
+//!     (the knn example's is the whole workspace) otherwise took every task as its probe,
+//!     however slow it turned out, and a wrong guess now costs at most a quarter of the
+//!     workspace on that device (test `a_devices_first_probe_is_a_small_part_of_the_tasks`).
+//!     The *device floor* (a batch per queue) is not bound by it: the tests of models from the
+//!     H100 machine's history need it.
+//!
+//! 13. **Hand over.** With nothing left to hand out, a CPU worker between two groups hands the
+//!     rest of its chunk to the device that would finish everything left (each CPU worker's
+//!     chunk in flight counted whole, gifts, after the device's own chunk) before the worker
+//!     finishes one more group at its rate on this chunk: the worker then starts no task the
+//!     device would finish sooner. On Mandelbrot rows (*give back*), the row each CPU worker
+//!     ran when the GPU ran out held the run 15% past the GPU alone in the simulator (test
+//!     `a_mixed_run_on_uneven_rows_is_not_slower_than_the_gpu_alone`).
+//!
 //! Complexity: a request costs O(units · 60) (a bisection for `T`) under the queue's lock.
 
 use super::{Chunk, Clock, TaskSource, UnitInfo, UnitKind, WallClock};
@@ -141,6 +176,13 @@ impl Estimate {
 /// chunk every millisecond would keep the queue's lock busy with the waiters' plans.
 pub(crate) const RECHECK: f64 = 0.02;
 
+/// Rule *small probe*: a device's first probe, its queues together, is at most this part of
+/// what is left (or an even split among fewer units). An even split among all the units (a
+/// sixteenth beside 15 CPU workers) was too little: probed at an eighth of its batch, the GPU
+/// of the simulator's 2,048-task scenario and of the 40 ms run read as slower than it was, and
+/// both runs ended 8% later.
+const PROBE_PARTS: usize = 4;
+
 /// The second chunk size an earlier run's model is entered at.
 const PRIOR_SIZE: usize = 64;
 
@@ -185,6 +227,17 @@ pub(crate) struct Rules {
     /// back the tail of its chunk between two groups. Off only in the simulator's test of the
     /// policy without it.
     pub give_back: bool,
+    /// Rule *device rate*: the queues of a device share one model, the device's combined
+    /// rate, each queue planned with its part of it. Off (each queue its own model, as if it
+    /// were a device of its own) only to measure without it.
+    pub device_rate: bool,
+    /// Rule *small probe*: a device's first probe, its queues together, is at most a quarter
+    /// of what is left ([`PROBE_PARTS`]). Off only to measure without it.
+    pub small_probe: bool,
+    /// Rule *hand over*: with nothing left to hand out, a CPU worker hands the rest of its
+    /// chunk to a device that would finish all that is left before the worker finishes one
+    /// more task. Off only to measure without it.
+    pub hand_over: bool,
 }
 
 impl Default for Rules {
@@ -201,6 +254,9 @@ impl Default for Rules {
             device_floor: true,
             prior_is_provisional: true,
             give_back: true,
+            device_rate: true,
+            small_probe: true,
+            hand_over: true,
         }
     }
 }
@@ -213,6 +269,7 @@ struct Samples {
     t: f64,
     kk: f64,
     kt: f64,
+    tt: f64,
 }
 
 impl Samples {
@@ -227,6 +284,28 @@ impl Samples {
         self.t = self.t * d + t;
         self.kk = self.kk * d + k * k;
         self.kt = self.kt * d + k * t;
+        self.tt = self.tt * d + t * t;
+    }
+
+    /// How badly a line `latency + k · per_task` fits the samples: 1 when its latency or
+    /// per-task time is negative (larger chunks took less time), else the residual variance of
+    /// the times over their mean square (0: exactly, as 2 samples always fit).
+    fn misfit(&self) -> f64 {
+        if self.w == 0.0 || self.k == 0.0 {
+            return 0.0;
+        }
+        let (mk, mt) = (self.k / self.w, self.t / self.w);
+        let var_k = self.kk / self.w - mk * mk;
+        let cov = self.kt / self.w - mk * mt;
+        if var_k <= (0.05 * mk).powi(2) {
+            return 0.0; // one chunk size: any split fits
+        }
+        let per_task = cov / var_k;
+        if per_task <= 0.0 || mt - per_task * mk < 0.0 {
+            return 1.0;
+        }
+        let var_t = (self.tt / self.w - mt * mt).max(0.0);
+        ((var_t - cov * per_task).max(0.0) / (mt * mt).max(1e-300)).min(0.99)
     }
 
     fn estimate(&self, kind: UnitKind) -> Fit {
@@ -301,22 +380,98 @@ struct UnitState {
     /// An earlier run's model (rule *prior gives way*): its model until its own chunks give
     /// one; its split between latency and per-task time while they show one size.
     prior: Option<Estimate>,
+    /// The device whose queue it is, when its queues share one model (rule *device rate*).
+    device: Option<usize>,
+    /// Its device's integral of 1 / (queues busy) when its chunk in flight was handed out.
+    area0: f64,
 }
 
 impl UnitState {
-    /// What its chunks (and an earlier run's model) say about its model.
+    /// What its own chunks (and an earlier run's model) say about its model.
     fn fit(&self) -> Fit {
-        match (self.samples.estimate(self.kind), self.prior) {
-            (Fit::None, Some(p)) => Fit::Known(p),
-            (Fit::OneSize { k, t }, Some(p)) => {
-                let split = (p.latency / p.time(k.round() as usize).max(1e-12)).clamp(0.0, 1.0);
-                Fit::Known(Estimate {
-                    latency: split * t,
-                    per_task: ((1.0 - split) * t / k).max(1e-12),
-                })
-            }
-            (fit, _) => fit,
+        fit_of(&self.samples, self.kind, self.prior)
+    }
+}
+
+/// What chunks (and an earlier run's model, rule *prior gives way*) say about a model.
+fn fit_of(samples: &Samples, kind: UnitKind, prior: Option<Estimate>) -> Fit {
+    match (samples.estimate(kind), prior) {
+        (Fit::None, Some(p)) => Fit::Known(p),
+        (Fit::OneSize { k, t }, Some(p)) => {
+            let split = (p.latency / p.time(k.round() as usize).max(1e-12)).clamp(0.0, 1.0);
+            Fit::Known(Estimate {
+                latency: split * t,
+                per_task: ((1.0 - split) * t / k).max(1e-12),
+            })
         }
+        (fit, _) => fit,
+    }
+}
+
+/// The queues of one device (rule *device rate*): their chunks, each counted at its share of
+/// the device, make one model of the device's combined rate.
+#[derive(Debug, Clone, Default)]
+struct DeviceState {
+    /// Each chunk of its queues as `k` tasks in the seconds of the device it had, read three
+    /// ways; the model is fitted to the reading that fits a line best. Here: its time over the
+    /// device's active queues, exact where each queue has a fixed part of the device (kernels
+    /// too small to fill it; what a queue's own model assumed before rule *device rate*).
+    parts: Samples,
+    /// The integral of 1 / (the device's queues busy) over the chunk's time (a chunk that ran
+    /// while 4 queues were busy had a quarter of the device): exact where the queues' kernels
+    /// share the device; these seconds add up to the time the device was busy.
+    shared: Samples,
+    /// The time from the device's previous chunk end (or the chunk's start, if later) to its
+    /// end: exact where the device runs its queues' kernels one after another (as the NVIDIA
+    /// driver did with 4 queues of the knn example); these too add up to its busy time.
+    serial: Samples,
+    /// When a chunk of its queues last ended.
+    last_end: f64,
+    /// An earlier run's model of the device (rule *prior gives way*).
+    prior: Option<Estimate>,
+    /// Chunks its queues finished.
+    chunks: usize,
+    /// Its queues with a chunk in flight.
+    busy: usize,
+    /// The integral of 1 / `busy` over the time some queue was busy, up to `since`: a queue's
+    /// part of the device's seconds.
+    area: f64,
+    since: f64,
+}
+
+impl DeviceState {
+    /// The reading of the device's chunk times its model is fitted to: the one that fits a
+    /// line best (on a tie the earlier: fixed parts, shared, one after another).
+    fn fitted(&self) -> &Samples {
+        let mut best = &self.parts;
+        for s in [&self.shared, &self.serial] {
+            if s.misfit() < best.misfit() {
+                best = s;
+            }
+        }
+        best
+    }
+    /// Bring the integral up to `now`.
+    fn touch(&mut self, now: f64) {
+        if now > self.since {
+            if self.busy > 0 {
+                self.area += (now - self.since) / self.busy as f64;
+            }
+            self.since = now;
+        }
+    }
+}
+
+/// A model of a whole device as one of its `queues` queues sees it while they all run: each
+/// has its part of the device, so its chunk takes `queues` times as long.
+fn per_queue(fit: Fit, queues: f64) -> Fit {
+    match fit {
+        Fit::Known(e) => Fit::Known(Estimate {
+            latency: e.latency * queues,
+            per_task: e.per_task * queues,
+        }),
+        Fit::OneSize { k, t } => Fit::OneSize { k, t: t * queues },
+        Fit::None => Fit::None,
     }
 }
 
@@ -329,6 +484,8 @@ struct State {
     /// Bumped whenever tasks come back (a unit failed, or gave back the tail of its chunk):
     /// waiting units may get them.
     returns: u64,
+    /// The devices whose queues share one model (rule *device rate*).
+    devices: Vec<DeviceState>,
 }
 
 impl State {
@@ -352,6 +509,55 @@ impl State {
     }
     fn in_flight(&self) -> usize {
         self.units.iter().filter(|u| u.in_flight.is_some()).count()
+    }
+    /// Active (not failed) queues of device `d` (rule *device rate*), at least 1.
+    fn queues(&self, d: usize) -> usize {
+        self.units
+            .iter()
+            .filter(|u| !u.out && u.device == Some(d))
+            .count()
+            .max(1)
+    }
+    /// `unit` starts running `k` tasks at `now` (its device counts one more queue busy).
+    fn begin(&mut self, unit: usize, now: f64, k: usize) {
+        self.units[unit].in_flight = Some((now, k));
+        if let Some(d) = self.units[unit].device {
+            let dev = &mut self.devices[d];
+            dev.touch(now);
+            dev.busy += 1;
+            self.units[unit].area0 = dev.area;
+        }
+    }
+    /// `unit`'s chunk in flight ended at `now` (finished or failed); returns the device's
+    /// seconds it had, shared and one after another (rule *device rate*: `None` for a unit of
+    /// its own).
+    fn end_chunk(&mut self, unit: usize, now: f64) -> Option<(f64, f64)> {
+        let u = &mut self.units[unit];
+        let (Some((start, _)), Some(d)) = (u.in_flight.take(), u.device) else {
+            return None;
+        };
+        let dev = &mut self.devices[d];
+        dev.touch(now);
+        dev.busy = dev.busy.saturating_sub(1);
+        let serial = now - start.max(dev.last_end);
+        dev.last_end = dev.last_end.max(now);
+        Some(((dev.area - u.area0).max(0.0), serial.max(0.0)))
+    }
+    /// Whether `u`'s model is an earlier run's alone, with no chunk of its own (of its device's
+    /// queues, under rule *device rate*) yet.
+    fn prior_only(&self, u: &UnitState) -> bool {
+        match u.device {
+            Some(d) => self.devices[d].prior.is_some() && self.devices[d].chunks == 0,
+            None => u.prior.is_some() && u.chunks == 0,
+        }
+    }
+    /// Whether `a` and `b` are queues of one device (rule *one device*): of one device under
+    /// rule *device rate*, else of one class.
+    fn same_device(a: &UnitState, b: &UnitState) -> bool {
+        match (a.device, b.device) {
+            (Some(x), Some(y)) => x == y,
+            _ => a.class == b.class,
+        }
     }
     /// Whether a unit other than `unit` runs a chunk or is about to ask for one (is neither
     /// out nor waiting): then `unit` may leave the rest to it.
@@ -475,6 +681,25 @@ impl WorkQueue {
         self
     }
 
+    /// The same queue, with the rules that `[scheduler]` switches (`give_back`,
+    /// `device_rate`, `small_probe`, `hand_over`) as `plan` sets them. Call it before the
+    /// first request: rule *device rate* decides how the units' models are kept.
+    pub fn rules_of(self, plan: &crate::config::SchedulerPlan) -> Self {
+        let mut q = self.give_back(plan.give_back);
+        q.rules.small_probe = plan.small_probe;
+        q.rules.hand_over = plan.hand_over;
+        if !plan.device_rate {
+            q.rules.device_rate = false;
+            // Each queue its own model (its own chunks and prior are kept beside the device's).
+            let st = q.state.get_mut();
+            for u in &mut st.units {
+                u.device = None;
+            }
+            st.devices.clear();
+        }
+        q
+    }
+
     /// A queue timed by `clock` (the simulator's virtual clock) under `rules`.
     pub(crate) fn with_clock(
         tasks: Range<usize>,
@@ -483,9 +708,34 @@ impl WorkQueue {
         rules: Rules,
     ) -> Self {
         let mut classes: Vec<&str> = Vec::new();
+        // Rule *device rate*: the queues of one device (named by the runtime, else by their
+        // class) share one model.
+        let mut devices: Vec<&str> = Vec::new();
+        let mut device_states: Vec<DeviceState> = Vec::new();
         let units = units
             .iter()
             .map(|u| {
+                let device = (rules.device_rate && u.kind == UnitKind::Device).then(|| {
+                    let name = u.device.as_deref().unwrap_or(&u.class);
+                    devices.iter().position(|d| *d == name).unwrap_or_else(|| {
+                        devices.push(name);
+                        device_states.push(DeviceState::default());
+                        devices.len() - 1
+                    })
+                });
+                if let (Some(d), Some(p)) = (device, u.prior) {
+                    // Its queues' earlier models are the device's (the speed history stores
+                    // the device's model under each of its queues' key).
+                    let dev = &mut device_states[d];
+                    if rules.prior_gives_way {
+                        dev.prior = dev.prior.or(Some(p));
+                    } else if dev.shared.w == 0.0 {
+                        for samples in [&mut dev.parts, &mut dev.shared, &mut dev.serial] {
+                            samples.add(1.0, p.time(1), rules.window);
+                            samples.add(PRIOR_SIZE as f64, p.time(PRIOR_SIZE), rules.window);
+                        }
+                    }
+                }
                 let class = classes
                     .iter()
                     .position(|c| *c == u.class)
@@ -514,15 +764,22 @@ impl WorkQueue {
                     out: false,
                     granule: 1,
                     chunks: 0,
+                    device,
+                    area0: 0.0,
                 }
             })
             .collect();
+        let now = clock.now();
+        for d in &mut device_states {
+            d.since = now;
+        }
         WorkQueue {
             state: Mutex::new(State {
                 next: tasks.start,
                 returned: Vec::new(),
                 units,
                 returns: 0,
+                devices: device_states,
             }),
             changed: Condvar::new(),
             end: tasks.end,
@@ -554,12 +811,35 @@ impl WorkQueue {
         st.units
             .iter()
             .zip(est)
-            .map(|(u, e)| e.filter(|_| u.chunks > 0 && !u.out))
+            .map(|(u, e)| match u.device {
+                // Rule *device rate*: the device's model, its queues' together.
+                Some(d) if st.devices[d].chunks > 0 && !u.out => e.map(|e| {
+                    let q = st.queues(d) as f64;
+                    Estimate {
+                        latency: e.latency / q,
+                        per_task: e.per_task / q,
+                    }
+                }),
+                Some(_) => None,
+                None => e.filter(|_| u.chunks > 0 && !u.out),
+            })
             .collect()
     }
 
     fn all_estimates(&self, st: &State) -> Vec<Option<Estimate>> {
-        let fits: Vec<Fit> = st.units.iter().map(UnitState::fit).collect();
+        let fits: Vec<Fit> = st
+            .units
+            .iter()
+            .map(|u| match u.device {
+                // Rule *device rate*: a queue plans with its part of the device's model.
+                Some(d) => {
+                    let dev = &st.devices[d];
+                    let fit = fit_of(dev.fitted(), UnitKind::Device, dev.prior);
+                    per_queue(fit, st.queues(d) as f64)
+                }
+                None => u.fit(),
+            })
+            .collect();
         let known = |class: usize| -> Vec<Estimate> {
             st.units
                 .iter()
@@ -699,7 +979,18 @@ impl WorkQueue {
             // as k and read as k times too slow.
             UnitKind::Cpu if self.rules.groups => me.granule.min(ask.want).min(ask.left).max(1),
             UnitKind::Cpu => 1,
-            UnitKind::Device => Self::device_probe(st, Some(ask.unit), ask.left, ask.want),
+            UnitKind::Device => {
+                // Rule *small probe*: the device's queues together take at most a quarter of
+                // what is left (an even split among fewer units): a device whose batch is the
+                // whole workspace took it all as its probe.
+                let bound = if self.rules.small_probe {
+                    let active = st.units.iter().filter(|u| !u.out).count();
+                    ask.left.div_ceil(active.clamp(1, PROBE_PARTS))
+                } else {
+                    usize::MAX
+                };
+                Self::device_probe(st, Some(ask.unit), ask.left, ask.want, bound)
+            }
         }
     }
 
@@ -734,11 +1025,7 @@ impl WorkQueue {
         let provisional = self.rules.prior_is_provisional && me_state.kind == UnitKind::Cpu;
         let unmeasured = st.units.iter().zip(est).any(|(u, e)| {
             !u.out
-                && (e.is_none()
-                    || (provisional
-                        && u.kind == UnitKind::Device
-                        && u.prior.is_some()
-                        && u.chunks == 0))
+                && (e.is_none() || (provisional && u.kind == UnitKind::Device && st.prior_only(u)))
         });
         if !unmeasured {
             return k;
@@ -748,7 +1035,7 @@ impl WorkQueue {
         // model, its latency most of a chunk, would make it a few tasks at a launch each).
         let floor = match me_state.kind {
             UnitKind::Device if self.rules.device_floor => {
-                Self::device_probe(st, None, ask.left, ask.want)
+                Self::device_probe(st, None, ask.left, ask.want, usize::MAX)
             }
             _ => 1,
         };
@@ -780,31 +1067,97 @@ impl WorkQueue {
     }
 
     /// A device's probe: what is left split among the devices' queues, up to a batch (a
-    /// smaller batch would cost as much).
+    /// smaller batch would cost as much), and at most `bound` for the device's queues together
+    /// (rule *small probe*).
     ///
     /// Rule *one device* (`unit`: the probing queue): the queues of a device probe one batch
     /// together, each its part, rather than a batch each: a device no faster than a CPU worker
     /// with 4 queues otherwise took 4 batches of the costliest tasks first and ended at 2.8x
     /// the ideal (test `scheduling_matrix`). The *device floor* keeps a batch per queue
     /// (`unit` = `None`).
-    fn device_probe(st: &State, unit: Option<usize>, left: usize, want: usize) -> usize {
+    fn device_probe(
+        st: &State,
+        unit: Option<usize>,
+        left: usize,
+        want: usize,
+        bound: usize,
+    ) -> usize {
         let active = st
             .units
             .iter()
             .filter(|u| !u.out && u.kind == UnitKind::Device);
         let queues = active.clone().count();
         let mates = unit.map_or(1, |me| {
-            let class = st.units[me].class;
-            active.filter(|u| u.class == class).count()
+            let me = &st.units[me];
+            active.filter(|u| State::same_device(u, me)).count()
         });
         left.div_ceil(queues.max(1))
             .min(want.div_ceil(mates.max(1)))
+            .min(bound.div_ceil(mates.max(1)))
             .clamp(1, want)
     }
 
+    /// Whether CPU workers should ask [`TaskSource::reclaim`] between their groups: some unit
+    /// starves (rule *give back*), or nothing is left to hand out while a device runs (rule
+    /// *hand over*).
     fn note_starving(&self, st: &State) {
         let any = st.units.iter().any(|u| u.starved && u.waiting && !u.out);
-        self.starving.store(any, Ordering::Relaxed);
+        let ending = self.rules.hand_over
+            && st.pool(self.end) == 0
+            && st
+                .units
+                .iter()
+                .any(|u| u.kind == UnitKind::Device && !u.out);
+        self.starving.store(any || ending, Ordering::Relaxed);
+    }
+
+    /// Rule *hand over*: with nothing left to hand out, the device to which `unit` (a CPU
+    /// worker that runs a task in `rate` seconds, `rest` tasks left in its chunk) hands its
+    /// rest: the one that would finish all that is left (every CPU worker's chunk taken
+    /// whole, gifts, and its own chunk) before the worker finishes one more task (or group).
+    fn hand_over_to(
+        &self,
+        st: &State,
+        est: &[Option<Estimate>],
+        unit: usize,
+        rate: f64,
+        rest: usize,
+    ) -> Option<usize> {
+        if !self.rules.hand_over || st.pool(self.end) > 0 || rate <= 0.0 {
+            return None;
+        }
+        let now = self.clock.now();
+        let cpu_left: usize = st
+            .units
+            .iter()
+            .enumerate()
+            .filter(|(j, u)| *j != unit && !u.out && u.kind == UnitKind::Cpu)
+            .map(|(_, u)| u.in_flight.map_or(0, |(_, k)| k))
+            .sum();
+        let gifts: usize = st
+            .units
+            .iter()
+            .flat_map(|u| &u.gifts)
+            .map(|r| r.len())
+            .sum();
+        let left = rest + cpu_left + gifts;
+        let mine = now + rate * st.units[unit].granule.max(1) as f64;
+        st.units
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| !u.out && u.kind == UnitKind::Device)
+            .filter_map(|(j, u)| {
+                let e = est[j]?;
+                let free = match u.in_flight {
+                    Some((start, k)) => (start + e.time(k)).max(now),
+                    None => now,
+                };
+                let cap = u.want.max(1);
+                let end = free + left.div_ceil(cap) as f64 * e.latency + left as f64 * e.per_task;
+                (end <= mine).then_some((end, j))
+            })
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, j)| j)
     }
 
     /// Rule *give back*: of the `rest` tasks left in `unit`'s chunk (a CPU worker that ran
@@ -826,15 +1179,18 @@ impl WorkQueue {
                 *j != unit && u.starved && u.waiting && !u.out && u.kind == kind
             })
         };
-        if rest < 2 {
-            return (rest, Vec::new());
-        }
         let est = self.all_estimates(st);
         let rate = if done > 0 && secs > 0.0 {
             secs / done as f64
         } else {
             est[unit].map_or(0.0, |e| e.per_task)
         };
+        if let Some(device) = self.hand_over_to(st, &est, unit, rate, rest) {
+            return (0, vec![device]);
+        }
+        if rest < 2 {
+            return (rest, Vec::new());
+        }
         // The device that finishes m tasks soonest, in chunks of at most its cap.
         let device_time = |m: usize| {
             starved(UnitKind::Device)
@@ -913,7 +1269,7 @@ impl TaskSource for WorkQueue {
             }
             let u = &mut st.units[unit];
             (u.waiting, u.starved, u.want) = (false, false, want.max(1));
-            u.in_flight = Some((self.clock.now(), r.len()));
+            st.begin(unit, self.clock.now(), r.len());
             self.note_starving(&st);
             drop(st);
             return Some(Chunk::new(self, unit, r));
@@ -938,8 +1294,8 @@ impl TaskSource for WorkQueue {
         }
         (st.units[unit].waiting, st.units[unit].starved) = (false, false);
         let r = Self::take(&mut st, k, self.end);
+        st.begin(unit, now, r.len());
         self.note_starving(&st);
-        st.units[unit].in_flight = Some((now, r.len()));
         drop(st);
         Some(Chunk::new(self, unit, r))
     }
@@ -954,10 +1310,21 @@ impl TaskSource for WorkQueue {
     fn finished(&self, unit: usize, tasks: Range<usize>, secs: f64) {
         let mut st = self.state.lock();
         let window = self.rules.window;
+        // Rule *device rate*: the chunk had its part of the device (1 over the number of its
+        // queues busy, over its time): that many of the device's seconds it took.
+        let had = st.end_chunk(unit, self.clock.now());
         let u = &mut st.units[unit];
-        u.in_flight = None;
         u.chunks += 1;
         u.samples.add(tasks.len() as f64, secs, window);
+        if let (Some(d), Some((shared, serial))) = (u.device, had) {
+            let queues = st.queues(d) as f64;
+            let dev = &mut st.devices[d];
+            dev.chunks += 1;
+            let k = tasks.len() as f64;
+            dev.parts.add(k, secs / queues, window);
+            dev.shared.add(k, shared, window);
+            dev.serial.add(k, serial, window);
+        }
         if st.in_flight() == 0 {
             // Waiting units may be done (or the last ones able to run what is left).
             self.changed.notify_all();
@@ -1010,8 +1377,8 @@ impl TaskSource for WorkQueue {
     }
     fn failed(&self, unit: usize, tasks: Range<usize>) {
         let mut st = self.state.lock();
+        st.end_chunk(unit, self.clock.now());
         let u = &mut st.units[unit];
-        u.in_flight = None;
         u.out = true;
         u.starved = false;
         let gifts = std::mem::take(&mut u.gifts);

@@ -65,6 +65,12 @@ pub(crate) struct SimUnit {
     /// Task `t` costs `weights[t]` times `per_task` (uneven tasks: rows of a fractal, the
     /// costly ones first); `None`: every task 1.
     pub(crate) weights: Option<std::sync::Arc<Vec<f64>>>,
+    /// A queue of a device that runs its queues' chunks one after another (`.0`: the device),
+    /// in the order they were handed out, each `.1` times as long when another chunk of the
+    /// device was in flight as it was handed out (the NVIDIA driver with 4 queues of the knn
+    /// example's kernel: one after another, each about twice as long); `None`: a unit of its
+    /// own.
+    pub(crate) serial: Option<(usize, f64)>,
 }
 
 impl SimUnit {
@@ -82,6 +88,7 @@ impl SimUnit {
             granule: 1,
             setup: 0.0,
             weights: None,
+            serial: None,
         }
     }
     /// A device queue of class `class` running batches of up to `batch` tasks.
@@ -98,11 +105,18 @@ impl SimUnit {
             granule: 1,
             setup: 0.0,
             weights: None,
+            serial: None,
         }
     }
     /// The same unit, task `t` costing `weights[t]` times its per-task time.
     pub(crate) fn weighted(mut self, weights: &std::sync::Arc<Vec<f64>>) -> Self {
         self.weights = Some(weights.clone());
+        self
+    }
+    /// The same unit, a queue of device `device` whose queues' chunks run one after another,
+    /// each `slower` times as long when the device has another in flight.
+    pub(crate) fn serial(mut self, device: usize, slower: f64) -> Self {
+        self.serial = Some((device, slower));
         self
     }
     /// The same unit, pausing for `secs` at time `at`.
@@ -209,6 +223,8 @@ pub(crate) struct Outcome {
     pub(crate) tasks: Vec<usize>,
     /// Chunks per unit.
     pub(crate) chunks: Vec<usize>,
+    /// Seconds the serial devices ([`SimUnit::serial`]) were busy, all together.
+    pub(crate) serial_busy: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -242,6 +258,8 @@ pub(crate) fn run(
         at: vec![0; n],
         started: vec![0; n],
         events: BinaryHeap::new(),
+        devices: std::collections::HashMap::new(),
+        serial_busy: 0.0,
     };
     let mut waiting = vec![false; n];
     let mut asked = vec![0.0; n];
@@ -249,6 +267,7 @@ pub(crate) fn run(
         makespan: 0.0,
         tasks: vec![0; n],
         chunks: vec![0; n],
+        serial_busy: 0.0,
     };
     let mut runs = vec![0u32; tasks.len()];
     for (u, unit) in units.iter().enumerate() {
@@ -293,6 +312,9 @@ pub(crate) fn run(
                 continue;
             }
         }
+        if let Some((d, _)) = units[u].serial {
+            sim.devices.entry(d).or_default().1 -= 1;
+        }
         for task in c.tasks() {
             runs[task - tasks.start] += 1;
         }
@@ -310,6 +332,7 @@ pub(crate) fn run(
             }
         }
     }
+    out.serial_busy = sim.serial_busy;
     if let Some(i) = runs.iter().position(|&r| r != 1) {
         panic!(
             "task {} ran {} times (units: {:?})",
@@ -330,6 +353,10 @@ struct Sim<'a> {
     at: Vec<usize>,
     started: Vec<usize>,
     events: Events,
+    /// Serial devices ([`SimUnit::serial`]): when each is free, and its chunks in flight.
+    devices: std::collections::HashMap<usize, (f64, usize)>,
+    /// Seconds they were busy.
+    serial_busy: f64,
 }
 
 impl Sim<'_> {
@@ -340,7 +367,15 @@ impl Sim<'_> {
             Some(c) => {
                 let first = c.tasks().start..group_end(unit, c.tasks().start, &c.tasks());
                 self.at[u] = first.end;
-                let end = unit.end(t, first, self.started[u], true);
+                let mut end = unit.end(t, first, self.started[u], true);
+                if let Some((d, slower)) = unit.serial {
+                    // After the device's earlier chunks, slower while it has others.
+                    let (free, busy) = self.devices.entry(d).or_default();
+                    let work = (end - t) * if *busy > 0 { slower } else { 1.0 };
+                    end = free.max(t) + work;
+                    (*free, *busy) = (end, *busy + 1);
+                    self.serial_busy += work;
+                }
                 self.events.push(Reverse((Time(end), u)));
                 self.started[u] += 1;
                 self.held[u] = Some(c);
