@@ -25,6 +25,7 @@ use crate::graph::{Csr, EdgeList, Origin};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use tuccompi::plugin::{DeviceCount, Job, Plugin, PrepareCtx};
+use tuccompi::sink::Table;
 use tuccompi::{Error, Plan, Result, RunOptions};
 
 /// The name a plan made here carries (no config file stands behind it); [`unplaced`] takes it
@@ -318,11 +319,14 @@ pub struct Results {
     pub rows: Option<Rows>,
     /// Rows and columns of `rows`.
     pub shape: [usize; 2],
-    /// `summary.csv`'s text (`source,reached,unreachable,sum,max,mean`).
-    pub summary: String,
-    /// The run's other text tables, by file name (`paths.csv`, `reach.csv`, `nearest.csv`,
+    /// `summary.csv`'s columns (`source,reached,unreachable,sum,max,mean`).
+    pub summary: Table,
+    /// The run's other tables as typed columns, by file name (`reach.csv`, `nearest.csv`,
     /// `isochrones.csv`, when the config asks for them), in name order.
-    pub tables: Vec<(String, String)>,
+    pub tables: Vec<(String, Table)>,
+    /// Its ragged tables as text, by file name (`paths.csv`, `isochrone_ids.csv`, when the
+    /// config asks for them), in name order.
+    pub texts: Vec<(String, String)>,
     /// The pairs' paths in the compact form, when the config asks for them (`[apsp] paths =
     /// true` with `paths_format = "npy"`; `tables` then has no `paths.csv`).
     pub paths: Option<CompactPaths>,
@@ -771,6 +775,11 @@ impl Graph {
                 }
                 v.iter().map(|&x| Place::Vertex(x)).collect()
             }
+            Ends::Points([]) => {
+                return Err(Error::Input(format!(
+                    "{what}: no points; give at least one"
+                )))
+            }
             Ends::Points(p) => match self.snap_edges() {
                 Some(edges) => {
                     let tree = self.segments(edges)?;
@@ -1091,21 +1100,19 @@ fn run_apsp_plan(
             })
             .transpose()
     };
-    let summary = text("summary.csv")?.unwrap_or_default();
+    let summary = files.table("summary.csv").cloned().unwrap_or_default();
     let (rows, shape) = match files.bytes("distances.npy")? {
         Some(bytes) if rows => read_rows(&bytes)?,
         _ => (None, [0, 0]),
     };
-    let mut tables = Vec::new();
-    for name in [
-        "isochrone_ids.csv",
-        "isochrones.csv",
-        "nearest.csv",
-        "paths.csv",
-        "reach.csv",
-    ] {
+    let tables = ["isochrones.csv", "nearest.csv", "reach.csv"]
+        .into_iter()
+        .filter_map(|name| Some((name.to_string(), files.table(name)?.clone())))
+        .collect();
+    let mut texts = Vec::new();
+    for name in ["isochrone_ids.csv", "paths.csv"] {
         if let Some(t) = text(name)? {
-            tables.push((name.to_string(), t));
+            texts.push((name.to_string(), t));
         }
     }
     let paths = read_compact_paths(files)?;
@@ -1115,6 +1122,7 @@ fn run_apsp_plan(
         shape,
         summary,
         tables,
+        texts,
         paths,
     })
 }
@@ -1271,7 +1279,8 @@ mod test {
                 assert_eq!(got, want, "{s} -> {t}");
             }
         }
-        assert!(r.summary.starts_with("source,reached,"), "{}", r.summary);
+        assert_eq!(r.summary.rows(), 3);
+        assert!(r.summary.to_csv().starts_with("source,reached,"));
         assert_eq!(r.report["tasks"], 3);
     }
 

@@ -50,6 +50,29 @@ pub struct Session {
 /// One filter's discovery: the devices, or why none was found.
 type DeviceList = std::result::Result<Vec<Arc<Device>>, String>;
 
+impl Drop for Session {
+    /// The devices are released together, each on a thread of its own (a driver takes tens of
+    /// milliseconds to release a context; one after the other, that added up at the end of a
+    /// run on several GPUs). A device a job still holds goes when that job drops it.
+    fn drop(&mut self) {
+        let lists: Vec<Arc<DeviceList>> = self.devices.get_mut().drain().map(|(_, l)| l).collect();
+        let devices: Vec<Arc<Device>> = lists
+            .into_iter()
+            .filter_map(|l| Arc::try_unwrap(l).ok())
+            .filter_map(|l| l.ok())
+            .flatten()
+            .collect();
+        if devices.len() < 2 {
+            return;
+        }
+        std::thread::scope(|s| {
+            for d in devices {
+                s.spawn(move || drop(d));
+            }
+        });
+    }
+}
+
 impl Session {
     /// An empty session: devices are discovered by the first job that uses them.
     pub fn new() -> Session {

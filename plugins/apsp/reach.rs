@@ -30,6 +30,7 @@ use serde::Deserialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use tuccompi::plugin::{Field, FieldType, Out, Record, Records, RecordsOut, Tolerance};
+use tuccompi::sink::{Column, Table};
 use tuccompi::{Error, Result};
 
 /// Most radii (and most isochrone limits) one run folds.
@@ -649,70 +650,57 @@ pub fn write(job: &ApspJob, records: &Records, out: &Out) -> Result<serde_json::
             + base
     };
     let mut report = serde_json::Map::new();
+    let sources = || Column::U64((0..folded.len()).map(source_id).collect());
     if !r.radii.is_empty() {
-        let mut csv = String::from("source");
-        for x in &r.radii {
-            let _ = write!(csv, ",count_{x},sum_{x}");
+        let mut table = Table::new().with("source", sources());
+        let mut total = Vec::with_capacity(r.radii.len());
+        for (i, x) in r.radii.iter().enumerate() {
+            let counts: Vec<u64> = folded.iter().map(|f| f.count[i]).collect();
+            total.push(counts.iter().sum::<u64>());
+            table = table.with(format!("count_{x}"), Column::U64(counts)).with(
+                format!("sum_{x}"),
+                Column::F64(folded.iter().map(|f| f.sum[i]).collect()),
+            );
         }
-        csv.push('\n');
-        let mut total = vec![0u64; r.radii.len()];
-        for (t, f) in folded.iter().enumerate() {
-            let _ = write!(csv, "{}", source_id(t));
-            for ((c, s), sum) in f.count.iter().zip(&f.sum).zip(&mut total) {
-                let _ = write!(csv, ",{c},{s}");
-                *sum += c;
-            }
-            csv.push('\n');
-        }
-        out.write_file("reach.csv", &csv)?;
+        out.write_table("reach.csv", table)?;
         report.insert("reach_counts".into(), serde_json::json!(total));
     }
     if r.nearest > 0 {
         let listed = job.targets.is_some();
-        let mut csv = String::from("source");
-        for i in 1..=r.nearest {
-            let _ = write!(csv, ",target_{i},distance_{i}");
-            if listed {
-                let _ = write!(csv, ",index_{i}");
-            }
-        }
-        csv.push('\n');
+        let mut table = Table::new().with("source", sources());
         let mut found = 0u64;
-        for (t, f) in folded.iter().enumerate() {
-            let _ = write!(csv, "{}", source_id(t));
-            for i in 0..r.nearest {
-                match f.near.get(i) {
-                    Some(&(d, c)) => {
-                        found += 1;
-                        let _ = write!(csv, ",{},{d}", target_id(c));
-                        if listed {
-                            let _ = write!(csv, ",{c}");
-                        }
-                    }
-                    None => csv.push_str(if listed { ",,," } else { ",," }),
-                }
+        for i in 0..r.nearest {
+            let near: Vec<Option<(u64, u64)>> =
+                folded.iter().map(|f| f.near.get(i).copied()).collect();
+            found += near.iter().flatten().count() as u64;
+            table = table
+                .with(
+                    format!("target_{}", i + 1),
+                    Column::MaybeU64(near.iter().map(|n| n.map(|(_, c)| target_id(c))).collect()),
+                )
+                .with(
+                    format!("distance_{}", i + 1),
+                    Column::MaybeU64(near.iter().map(|n| n.map(|(d, _)| d)).collect()),
+                );
+            if listed {
+                table = table.with(
+                    format!("index_{}", i + 1),
+                    Column::MaybeU64(near.iter().map(|n| n.map(|(_, c)| c)).collect()),
+                );
             }
-            csv.push('\n');
         }
-        out.write_file("nearest.csv", &csv)?;
+        out.write_table("nearest.csv", table)?;
         report.insert("nearest_found".into(), serde_json::json!(found));
     }
     if !r.isochrones.is_empty() {
-        let mut csv = String::from("source");
-        for x in &r.isochrones {
-            let _ = write!(csv, ",within_{x}");
+        let mut table = Table::new().with("source", sources());
+        let mut total = Vec::with_capacity(r.isochrones.len());
+        for (j, x) in r.isochrones.iter().enumerate() {
+            let counts: Vec<u64> = folded.iter().map(|f| f.iso[j]).collect();
+            total.push(counts.iter().sum::<u64>());
+            table = table.with(format!("within_{x}"), Column::U64(counts));
         }
-        csv.push('\n');
-        let mut total = vec![0u64; r.isochrones.len()];
-        for (t, f) in folded.iter().enumerate() {
-            let _ = write!(csv, "{}", source_id(t));
-            for (j, c) in f.iso.iter().enumerate() {
-                let _ = write!(csv, ",{c}");
-                total[j] += c;
-            }
-            csv.push('\n');
-        }
-        out.write_file("isochrones.csv", &csv)?;
+        out.write_table("isochrones.csv", table)?;
         report.insert("isochrone_counts".into(), serde_json::json!(total));
         if r.isochrone_ids {
             write_isochrone_ids(job, r, &folded, &source_id, out)?;

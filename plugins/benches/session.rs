@@ -5,7 +5,8 @@
 //!     cargo bench -p tuccompi-plugins --bench session -- CONFIG JOBS [KEY=VALUE ...]
 //!
 //! Runs CONFIG (with the `--set` style overrides) JOBS times as runs of their own, then JOBS
-//! times as jobs of one session, each into its own output directory under `$TMPDIR`, and
+//! times as jobs of one session, each into its own output directory under `$TMPDIR`, then JOBS
+//! times as in-memory jobs of that session (`RunOptions::in_memory`: no directory at all), and
 //! prints each job's wall and run-phase seconds and its checksum (every job must agree).
 use std::time::Instant;
 use tuccompi::{node::Single, Plan, RunOptions, Session};
@@ -24,7 +25,11 @@ fn main() -> tuccompi::Result<()> {
     let plugins = tuccompi_plugins::registry();
     let session = Session::new();
     let mut checksums = Vec::new();
-    for (mode, in_session) in [("cold", false), ("session", true)] {
+    for (mode, in_session, in_memory) in [
+        ("cold", false, false),
+        ("session", true, false),
+        ("memory", true, true),
+    ] {
         for j in 0..jobs {
             let mut sets: Vec<String> = args[2..].to_vec();
             let dir = base.path().join(format!("{mode}-{j}"));
@@ -33,6 +38,7 @@ fn main() -> tuccompi::Result<()> {
             let opts = RunOptions {
                 quiet: true,
                 plugins: plugins.clone(),
+                in_memory,
                 ..RunOptions::default()
             };
             let t = Instant::now();

@@ -746,12 +746,12 @@ fn a_run_in_memory_hands_back_the_compact_paths() {
     let npy = run_with("npy");
     let csv = run_with("csv");
     assert!(csv.paths.is_none());
-    assert!(npy.tables.iter().all(|(name, _)| name != "paths.csv"));
+    assert!(npy.texts.iter().all(|(name, _)| name != "paths.csv"));
     let paths = npy.paths.expect("the compact paths");
     let Ids::U32(vertices) = paths.vertices else {
         panic!("u32 ids expected")
     };
-    let text = &csv.tables.iter().find(|(n, _)| n == "paths.csv").unwrap().1;
+    let text = &csv.texts.iter().find(|(n, _)| n == "paths.csv").unwrap().1;
     let want: Vec<Vec<u64>> = text
         .lines()
         .skip(1)

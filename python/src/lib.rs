@@ -201,13 +201,56 @@ fn read_graph(py: Python<'_>, input_json: &str) -> PyResult<Graph> {
     Ok(Graph(Arc::new(g)))
 }
 
+/// A table's columns as Python takes them: (column name, numpy dtype string, little-endian
+/// bytes). Integers are `<u8`; a sum that does not fit in 64 unsigned bits makes its column
+/// 16-byte little-endian signed integers, dtype `i16` (the package turns them into Python
+/// ints); a column with a missing value is `<f8`, NaN where a value is missing.
+type PyTable<'py> = Vec<(String, &'static str, Bound<'py, PyByteArray>)>;
+
+fn table_to_py<'py>(py: Python<'py>, t: &tuccompi::sink::Table) -> PyResult<PyTable<'py>> {
+    use tuccompi::sink::Column;
+    let maybe = |v: &mut dyn Iterator<Item = Option<f64>>| -> Vec<f64> {
+        v.map(|x| x.unwrap_or(f64::NAN)).collect()
+    };
+    t.columns()
+        .iter()
+        .map(|(name, c)| {
+            let (dtype, bytes) = match c {
+                Column::U64(v) => ("<u8", bytearray(py, v, u64::to_le_bytes)?),
+                Column::F64(v) => ("<f8", bytearray(py, v, f64::to_le_bytes)?),
+                Column::MaybeU64(v) => match v.iter().copied().collect::<Option<Vec<u64>>>() {
+                    Some(all) => ("<u8", bytearray(py, &all, u64::to_le_bytes)?),
+                    None => {
+                        let f = maybe(&mut v.iter().map(|x| x.map(|y| y as f64)));
+                        ("<f8", bytearray(py, &f, f64::to_le_bytes)?)
+                    }
+                },
+                Column::MaybeF64(v) => {
+                    let f = maybe(&mut v.iter().copied());
+                    ("<f8", bytearray(py, &f, f64::to_le_bytes)?)
+                }
+                Column::I128(v) => match v
+                    .iter()
+                    .map(|&x| u64::try_from(x))
+                    .collect::<Result<Vec<u64>, _>>()
+                {
+                    Ok(u) => ("<u8", bytearray(py, &u, u64::to_le_bytes)?),
+                    Err(_) => ("i16", bytearray(py, v, i128::to_le_bytes)?),
+                },
+            };
+            Ok((name.clone(), dtype, bytes))
+        })
+        .collect()
+}
+
 /// Run `apsp` on `graph` with the config tables given as JSON and `lists`, each (dotted config
 /// key, the caller's name of it, kind, little-endian bytes): kind `"ids"` (int64), `"points"`
 /// (float64 pairs) or `"numbers"` (float64); they reach the run in memory (`api::List`).
 /// `rows` asks for the distance rows. Returns the report (JSON text), the rows (a bytearray of
-/// little-endian values, their numpy dtype string and shape, or `None`), `summary.csv`'s text,
-/// and the other text tables the config asked for (`paths.csv`, `reach.csv`, ...) as (file
-/// name, text).
+/// little-endian values, their numpy dtype string and shape, or `None`), `summary.csv`'s
+/// columns ([`table_to_py`]), the other tables the config asked for (`reach.csv`,
+/// `nearest.csv`, `isochrones.csv`) as (file name, columns), the ragged ones (`paths.csv`,
+/// `isochrone_ids.csv`) as (file name, text), and the compact paths.
 #[pyfunction]
 #[allow(clippy::type_complexity)]
 fn run_apsp<'py>(
@@ -220,7 +263,8 @@ fn run_apsp<'py>(
 ) -> PyResult<(
     String,
     Option<(Bound<'py, PyByteArray>, &'static str, (usize, usize))>,
-    String,
+    PyTable<'py>,
+    Vec<(String, PyTable<'py>)>,
     Vec<(String, String)>,
     Option<(
         Bound<'py, PyByteArray>,
@@ -281,7 +325,19 @@ fn run_apsp<'py>(
             })
         }
     };
-    Ok((r.report.to_string(), rows, r.summary, r.tables, paths))
+    let tables = r
+        .tables
+        .iter()
+        .map(|(name, t)| Ok((name.clone(), table_to_py(py, t)?)))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok((
+        r.report.to_string(),
+        rows,
+        table_to_py(py, &r.summary)?,
+        tables,
+        r.texts,
+        paths,
+    ))
 }
 
 /// The shortest distance of each pair `origins[i] -> destinations[i]` (0-based int64 ids as

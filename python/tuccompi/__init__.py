@@ -342,7 +342,7 @@ class Graph:
         self._g = native
         #: The report of the last run on this graph (as ``report.json``), or None.
         self.last_report: Optional[Dict[str, Any]] = None
-        self._tables: Dict[str, str] = {}
+        self._tables: Dict[str, Any] = {}
 
     # ---- construction -------------------------------------------------------------------
 
@@ -548,18 +548,22 @@ class Graph:
             config.setdefault("apsp", {}).update(apsp)
         try:
             with _named_as_arguments():
-                report, matrix, summary, tables, paths = _native.run_apsp(
+                report, matrix, summary, tables, texts, paths = _native.run_apsp(
                     self._g, json.dumps(config), lists, rows, progress)
         finally:
             if progress is not None and hasattr(progress, "close"):
                 progress.close()
         self.last_report = json.loads(report)
-        # The call's own tables: another thread's call on this graph cannot replace them.
-        self._tables = dict(tables)
+        # The call's own tables (another thread's call on this graph cannot replace them):
+        # the typed ones as dicts of columns, the ragged ones as text.
+        own: Dict[str, Any] = dict(texts)
+        for name, cols in tables:
+            own[name] = _columns(cols)
         if paths is not None:
             # paths_format = "npy": (offsets bytes, vertices bytes, vertices dtype).
-            self._tables["path arrays"] = paths
-        return matrix, summary, (inv_s, ks), (inv_t, kt), self._tables
+            own["path arrays"] = paths
+        self._tables = own
+        return matrix, _columns(summary), (inv_s, ks), (inv_t, kt), own
 
     def _run_ids(self, ids: Any, name: str) -> np.ndarray:
         """The distinct ids a run takes for ``ids`` (points: the vertices they snap to), in the
@@ -592,7 +596,10 @@ class Graph:
         source to the target in the graph's numbering (empty when unreachable). What
         ``[apsp] paths = true`` writes to ``paths.csv``; every path's arcs sum to its
         distance. Repeated ids are allowed (each distinct pair is run once). Run options: see
-        :data:`RUN_OPTIONS`. Needs pandas."""
+        :data:`RUN_OPTIONS`. Needs pandas. Points ((k, 2) arrays) on an OpenStreetMap graph read
+        with ``snap = "edge"`` (the default) are put on the nearest road as :meth:`route`
+        puts them, one query per pair and no run options: ``source``/``target`` are then
+        the entries' positions in the lists, and ``path`` the road vertices between them."""
         import pandas as pd
         if targets is None:
             raise ValueError("targets: None; give the target ids")
@@ -721,9 +728,10 @@ class Graph:
         _, _, (inv_s, ks), _, tables = self._run(sources, targets, False, options,
                                                  {"reach": table}, unique_targets=False,
                                                  lists=lists)
-        out = {name[:-4]: pd.read_csv(io.StringIO(text))
-               for name, text in tables.items()
-               if name not in ("paths.csv", "isochrone_ids.csv")}
+        # Typed columns straight from the run (no text between them): counts and ids as int64.
+        out = {name[:-4]: pd.DataFrame({k: v.astype(np.int64) if v.dtype == np.uint64 else v
+                                        for k, v in cols.items()})
+               for name, cols in tables.items() if isinstance(cols, dict)}
         if "nearest" in out:
             # Ids as int64, -1 where a source reaches fewer targets than asked.
             near = out["nearest"]
@@ -1004,8 +1012,11 @@ class Graph:
               integer: bool = False, unreachable: float = math.inf, geometry: bool = False,
               geodataframe: Optional[bool] = None) -> Any:
         """The shortest distance of each trip ``origins[i] -> destinations[i]`` (equal-length
-        lists of vertex ids in the graph's numbering, or (k, 2) arrays of points snapped to
-        their nearest vertex): one query per pair on the graph's contraction hierarchy, which
+        lists of vertex ids in the graph's numbering, or (k, 2) arrays of points: on the
+        nearest road for OpenStreetMap graphs read with ``snap = "edge"``, the default, as the
+        command line puts them (see :meth:`snap`; a path then holds the road vertices between
+        the points, empty along one edge), else on their nearest vertex): one query per pair
+        on the graph's contraction hierarchy, which
         the graph keeps in memory after its first use (read from the hierarchy cache, or built
         once), the pairs spread over the machine's cores. Nothing is written.
 
@@ -1089,8 +1100,10 @@ class Graph:
            unreachable: float = math.inf, as_frame: bool = False, **options: Any) -> Any:
         """The origin-destination matrix: ``d[i, j]`` is the shortest distance from
         ``sources[i]`` to ``targets[j]`` (vertex ids in the graph's numbering, repeats allowed:
-        each distinct id is run once; or (k, 2) float arrays of points, snapped to their
-        nearest vertex, for graphs with places).
+        each distinct id is run once; or (k, 2) float arrays of points, for graphs with places:
+        on the nearest road for OpenStreetMap graphs read with ``snap = "edge"`` (the default;
+        the command line's matrix for the same points, answered on the resident hierarchy with
+        no run options; ``integer=True`` gives uint64 then), else on their nearest vertex).
 
         Returns a float64 array with ``unreachable`` (default ``inf``, as scipy) where there is
         no path; ``integer=True`` returns the exact unsigned integers the run computed (uint32
@@ -1153,9 +1166,8 @@ class Graph:
         (float, NaN when nothing but the source is reached). A dict of numpy arrays, or a
         pandas DataFrame with ``as_frame=True``. No matrix is kept: any number of sources. A
         repeated source gets its row repeated; a repeated target counts once per entry."""
-        _, text, (inv_s, _), _, _ = self._run(sources, targets, False, options,
+        _, cols, (inv_s, _), _, _ = self._run(sources, targets, False, options,
                                               unique_targets=False)
-        cols = _summary(text)
         if inv_s is not None:
             cols = {k: v[inv_s] for k, v in cols.items()}
         if as_frame:
@@ -1261,19 +1273,17 @@ def _matrix(m: Any, integer: bool, unreachable: float, as_frame: bool, sources: 
     return out
 
 
-def _summary(text: str) -> Dict[str, np.ndarray]:
-    lines = text.splitlines()
-    header = lines[0].split(",")
-    rows = [line.split(",") for line in lines[1:] if line]
+def _columns(cols: Sequence[Any]) -> Dict[str, np.ndarray]:
+    """A table from the native half, ``(name, dtype, bytes)`` per column, as numpy arrays; a sum
+    beyond 64 bits (dtype ``i16``: 16-byte little-endian signed integers) as Python ints."""
     out: Dict[str, np.ndarray] = {}
-    for k, name in enumerate(header):
-        col = [r[k] for r in rows]
-        if name == "mean":
-            out[name] = np.array([float(x) if x else math.nan for x in col], dtype=np.float64)
+    for name, dtype, data in cols:
+        if dtype == "i16":
+            b = bytes(data)
+            out[name] = np.array([int.from_bytes(b[i:i + 16], "little", signed=True)
+                                  for i in range(0, len(b), 16)], dtype=object)
         else:
-            ints = [int(x) for x in col]
-            fits = all(0 <= x <= UNREACHABLE_U64 for x in ints)
-            out[name] = np.array(ints, dtype=np.uint64 if fits else object)
+            out[name] = np.frombuffer(data, dtype=dtype)
     return out
 
 

@@ -121,16 +121,18 @@ pub struct Device {
     builds: std::sync::atomic::AtomicUsize,
 }
 
-/// Held while devices are listed and while contexts are created or released. PoCL initializes
-/// its devices in clGetDeviceIDs, tears them down when the last context goes and sets them up
-/// again in the next enumeration; a device query in another thread meanwhile read freed memory
-/// (seen as crashes of concurrent tests). The OpenCL runtime is process-wide, so the lock is too.
+/// Held while devices are listed and while PoCL's contexts are created or released. PoCL
+/// initializes its devices in clGetDeviceIDs, tears them down when the last context goes and
+/// sets them up again in the next enumeration; a device query in another thread meanwhile read
+/// freed memory (seen as crashes of concurrent tests). Other platforms' contexts are created
+/// and released without it, several at once: NVIDIA's release of a context takes tens of
+/// milliseconds, which one after the other added up at a run's end with several GPUs.
 static SETUP: Mutex<()> = Mutex::new(());
 
 impl Drop for Device {
     fn drop(&mut self) {
         self.kept.clear();
-        let _setup = SETUP.lock();
+        let _setup = self.is_pocl().then(|| SETUP.lock());
         self.programs.lock().clear();
         // SAFETY: dropped once, here; no other use of the context follows.
         unsafe { std::mem::ManuallyDrop::drop(&mut self.context) };
@@ -268,7 +270,7 @@ fn list_unlocked() -> Result<Vec<(DeviceInfo, cl_device_id)>> {
 
 /// Open the devices `filter` selects, one context each. Errors when none matches.
 pub fn discover(filter: &Filter) -> Result<Vec<Arc<Device>>> {
-    let _setup = SETUP.lock();
+    let mut setup = Some(SETUP.lock());
     let listing = std::time::Instant::now();
     let all = list_unlocked()?;
     let listed = listing.elapsed().as_secs_f64();
@@ -302,6 +304,13 @@ pub fn discover(filter: &Filter) -> Result<Vec<Arc<Device>>> {
             },
             have.join(", ")
         )));
+    }
+    // Listed: the lock stays only for PoCL's contexts (see SETUP).
+    if !chosen
+        .iter()
+        .any(|(info, _)| info.platform == "Portable Computing Language")
+    {
+        setup.take();
     }
     // One context per device, created in parallel: a driver may take a few hundred
     // milliseconds per context (each device's initialization), which one after the other

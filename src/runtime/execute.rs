@@ -155,7 +155,13 @@ fn prepare_discovering<'a>(
             Ok((d, _)) if plan.units.opencl != DeviceSel::None => DeviceCount::of(d),
             _ => DeviceCount::default(),
         };
-        // Rank 0's plugin may check the free space before its expensive preprocessing.
+        // Rank 0's plugin may check the free space (or memory) before its expensive
+        // preprocessing.
+        let space = match (node.rank(), opts.in_memory) {
+            (0, true) => SpaceCheck::Memory,
+            (0, false) => SpaceCheck::Disk,
+            _ => SpaceCheck::None,
+        };
         let prepared = prepare_sharing(
             plan,
             plugins,
@@ -163,7 +169,7 @@ fn prepare_discovering<'a>(
             node.share(),
             done_tasks,
             &devices,
-            node.rank() == 0,
+            space,
             opts.session.map(crate::Session::kept),
         );
         // Discovered here or by the preparation: hand it on (else select_units discovers).
@@ -236,7 +242,9 @@ pub(super) fn execute<'p>(
     let t_setup = Instant::now();
     let job = prepared.job.as_ref();
     if opts.in_memory {
-        fits_in_memory(plan, job)?;
+        // Its outputs against the memory available, before any task runs: a result that
+        // cannot fit is refused with the estimate, not left to the kernel's OOM killer.
+        check_memory(output_bytes(plan, job), job.tasks())?;
     } else if node.rank() == 0 {
         let st = output_status(plan, job).map_err(|e| node.fail(e))?;
         outdir::check_space(&plan.output.dir, st.need, st.free).map_err(|e| node.fail(e))?;
@@ -340,25 +348,6 @@ pub(super) fn execute<'p>(
         starts: history.starts(),
         counted: counted.into_inner(),
     })
-}
-
-/// An in-memory run's outputs (its bulk files, records and the plugin's estimate of its
-/// files) against the memory this machine has available, before any task runs: a result that
-/// cannot fit is refused with the estimate, not left to the kernel's OOM killer.
-fn fits_in_memory(plan: &Plan, job: &dyn Job) -> Result<()> {
-    let need = output_bytes(plan, job);
-    let gib = |b: u64| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64);
-    match crate::sink::available_memory() {
-        Some(avail) if need > avail => Err(Error::Input(format!(
-            "the results of {} tasks: needs about {} in memory (their bulk files, records and \
-             tables), but this machine has {} available; ask for fewer tasks or smaller \
-             outputs, or run into an output directory",
-            job.tasks(),
-            gib(need),
-            gib(avail)
-        ))),
-        _ => Ok(()),
-    }
 }
 
 /// Lock and stage the output directory (rank 0: a fresh run, or the unfinished one to

@@ -85,15 +85,53 @@ pub fn prepare<'a>(plan: &Plan, plugins: &[&'a dyn Plugin], nodes: usize) -> Res
             .map(|(d, _)| DeviceCount::of(&d))
             .unwrap_or_default()
     };
-    prepare_with(plan, plugins, nodes, None, true, 0, &devices, false, None)
+    prepare_with(
+        plan,
+        plugins,
+        nodes,
+        None,
+        true,
+        0,
+        &devices,
+        SpaceCheck::None,
+        None,
+    )
 }
 
 /// [`prepare`], the ranks of one machine sharing bytes (the built-ins: one copy of the input) through `share`.
 ///
 /// `done_tasks`: the tasks an unfinished run that this one resumes has done; `devices`: the
 /// OpenCL devices the plan selects, counted (asked only by preprocessing that weighs them);
-/// `check_space`: whether the plugin may check the free space before its expensive
-/// preprocessing ([`PrepareCtx::check_space`]; rank 0 of a run).
+/// What a plugin's early check of its outputs' size ([`PrepareCtx::check_space`]) compares
+/// them with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpaceCheck {
+    /// Nothing (`check`, other ranks).
+    None,
+    /// The free space of the output directory's disk.
+    Disk,
+    /// The memory available (an in-memory run).
+    Memory,
+}
+
+/// The error of `need` bytes of a `tasks`-task run's outputs that cannot fit in the memory
+/// this machine has available (an in-memory run); `Ok` when they fit or it cannot be read.
+pub(super) fn check_memory(need: u64, tasks: usize) -> Result<()> {
+    let gib = |b: u64| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64);
+    match crate::sink::available_memory() {
+        Some(avail) if need > avail => Err(Error::Input(format!(
+            "the results of {tasks} tasks: needs about {} in memory (their bulk files, records \
+             and tables), but this machine has {} available; ask for fewer tasks or smaller \
+             outputs, or run into an output directory",
+            gib(need),
+            gib(avail)
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// `check_space`: what the plugin's early check of its outputs' size looks at
+/// ([`PrepareCtx::check_space`]; rank 0 of a run).
 #[allow(clippy::too_many_arguments)]
 pub fn prepare_sharing<'a>(
     plan: &Plan,
@@ -102,7 +140,7 @@ pub fn prepare_sharing<'a>(
     share: Option<&dyn crate::share::Share>,
     done_tasks: usize,
     devices: &(dyn Fn() -> DeviceCount + Sync),
-    check_space: bool,
+    check_space: SpaceCheck,
     kept: Option<&crate::session::Kept>,
 ) -> Result<Prepared<'a>> {
     prepare_with(
@@ -127,7 +165,7 @@ pub(super) fn prepare_with<'a>(
     dry_run: bool,
     done_tasks: usize,
     devices: &(dyn Fn() -> DeviceCount + Sync),
-    check_space: bool,
+    check_space: SpaceCheck,
     kept: Option<&crate::session::Kept>,
 ) -> Result<Prepared<'a>> {
     let plugin = resolve_plugin(plan, plugins)?;
@@ -135,9 +173,12 @@ pub(super) fn prepare_with<'a>(
     // The free-space check a plugin asks for before its expensive preprocessing: the bytes
     // an unfinished run already wrote in the partial folder count as written.
     let space = |size: OutputSize| -> Result<()> {
+        let need = output_bytes_of(plan, size.tasks, size.record_words, size.bulk_bytes);
+        if check_space == SpaceCheck::Memory {
+            return check_memory(need, size.tasks);
+        }
         let dir = &plan.output.dir;
-        let need = output_bytes_of(plan, size.tasks, size.record_words, size.bulk_bytes)
-            .saturating_sub(outdir::allocated_bytes(&dir.join(outdir::PARTIAL)));
+        let need = need.saturating_sub(outdir::allocated_bytes(&dir.join(outdir::PARTIAL)));
         outdir::check_space(dir, need, outdir::available_space(dir)?)
     };
     let job = plugin.prepare(&PrepareCtx {
@@ -146,7 +187,7 @@ pub(super) fn prepare_with<'a>(
         dry_run,
         done_tasks,
         devices,
-        space: (check_space && !dry_run)
+        space: (check_space != SpaceCheck::None && !dry_run)
             .then_some(&space as &(dyn Fn(OutputSize) -> Result<()> + Sync)),
         kept,
     })?;

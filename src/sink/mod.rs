@@ -11,7 +11,9 @@ pub mod journal;
 pub mod out;
 pub mod outdir;
 pub mod records;
+pub mod table;
 pub use out::{available_memory, MemoryFiles, Out};
+pub use table::{Column, Table};
 pub use records::{Records, RecordsOut};
 
 use crate::{owned, Error, Result};

@@ -3,6 +3,7 @@
 //! (a library caller's run with [`crate::RunOptions::in_memory`]: Python, an embedding
 //! program), where every file is an anonymous in-memory file and nothing touches a disk.
 
+use super::table::Table;
 use crate::{Error, Result};
 use parking_lot::Mutex;
 use std::fs::File;
@@ -19,7 +20,7 @@ pub struct Out {
 #[derive(Debug)]
 enum To {
     Dir(PathBuf),
-    Memory(Mutex<Vec<(String, File)>>),
+    Memory(Mutex<MemoryFiles>),
 }
 
 impl Out {
@@ -33,7 +34,7 @@ impl Out {
     /// Files in memory, taken back with [`into_files`](Out::into_files).
     pub fn memory() -> Out {
         Out {
-            to: To::Memory(Mutex::new(Vec::new())),
+            to: To::Memory(Mutex::new(MemoryFiles::default())),
         }
     }
 
@@ -75,9 +76,19 @@ impl Out {
                     w.flush()
                         .map_err(|e| Error::Output(format!("{name}: {e}")))?;
                 }
-                let mut files = files.lock();
-                files.retain(|(n, _)| n != name);
-                files.push((name.to_string(), file));
+                files.lock().insert(name, file);
+                Ok(())
+            }
+        }
+    }
+
+    /// Write `table` as the file `name`: CSV in a directory ([`Table::to_csv`]); in memory the
+    /// typed columns themselves ([`MemoryFiles::table`]), which a caller reads without parsing.
+    pub fn write_table(&self, name: &str, table: Table) -> Result<()> {
+        match &self.to {
+            To::Dir(d) => super::write_file(d, name, &table.to_csv()),
+            To::Memory(files) => {
+                files.lock().insert_table(name, table);
                 Ok(())
             }
         }
@@ -87,47 +98,71 @@ impl Out {
     pub fn into_files(self) -> MemoryFiles {
         match self.to {
             To::Dir(_) => MemoryFiles::default(),
-            To::Memory(files) => MemoryFiles {
-                files: files.into_inner(),
-            },
+            To::Memory(files) => files.into_inner(),
         }
     }
 }
 
 /// Files of a run held in memory ([`Out::memory`], and the bulk files of an in-memory run):
-/// each an anonymous file, read with [`bytes`](MemoryFiles::bytes).
+/// each an anonymous file, read with [`bytes`](MemoryFiles::bytes), or a [`Table`] as
+/// [`Out::write_table`] was given it ([`table`](MemoryFiles::table)).
 #[derive(Debug, Default)]
 pub struct MemoryFiles {
     files: Vec<(String, File)>,
+    tables: Vec<(String, Table)>,
 }
 
 impl MemoryFiles {
-    /// Add the file `name` (replacing one of that name).
+    /// Add the file `name` (replacing a file or table of that name).
     pub fn insert(&mut self, name: &str, file: File) {
-        self.files.retain(|(n, _)| n != name);
+        self.remove(name);
         self.files.push((name.to_string(), file));
     }
 
-    /// Move in every file of `other`.
+    /// Add the table `name` (replacing a file or table of that name).
+    pub fn insert_table(&mut self, name: &str, table: Table) {
+        self.remove(name);
+        self.tables.push((name.to_string(), table));
+    }
+
+    fn remove(&mut self, name: &str) {
+        self.files.retain(|(n, _)| n != name);
+        self.tables.retain(|(n, _)| n != name);
+    }
+
+    /// Move in every file and table of `other`.
     pub fn extend(&mut self, other: MemoryFiles) {
         for (n, f) in other.files {
             self.insert(&n, f);
         }
+        for (n, t) in other.tables {
+            self.insert_table(&n, t);
+        }
     }
 
-    /// The files' names, in the order they were written.
+    /// The names of the files, then of the tables, each in the order they were written.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.files.iter().map(|(n, _)| n.as_str())
+        let files = self.files.iter().map(|(n, _)| n.as_str());
+        files.chain(self.tables.iter().map(|(n, _)| n.as_str()))
     }
 
-    /// Whether there is a file `name`.
+    /// Whether there is a file or table `name`.
     pub fn contains(&self, name: &str) -> bool {
-        self.files.iter().any(|(n, _)| n == name)
+        self.names().any(|n| n == name)
     }
 
-    /// The content of file `name`, whole; `None` when there is none. A result larger than
-    /// the memory free for it is an error, never an abort.
+    /// The table `name`, as its columns, if the run wrote one of that name.
+    pub fn table(&self, name: &str) -> Option<&Table> {
+        self.tables.iter().find(|(n, _)| n == name).map(|(_, t)| t)
+    }
+
+    /// The content of file `name`, whole (a table as the CSV a directory would hold); `None`
+    /// when there is none. A result larger than the memory free for it is an error, never an
+    /// abort.
     pub fn bytes(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        if let Some(t) = self.table(name) {
+            return Ok(Some(t.to_csv().into_bytes()));
+        }
         let Some((_, file)) = self.files.iter().find(|(n, _)| n == name) else {
             return Ok(None);
         };
@@ -212,8 +247,15 @@ mod test {
         })
         .unwrap();
         out.write_file("a.csv", "z\n").unwrap();
+        let t = Table::new().with("x", super::super::table::Column::U64(vec![4, 5]));
+        out.write_table("t.csv", t.clone()).unwrap();
         let files = out.into_files();
-        assert_eq!(files.names().collect::<Vec<_>>(), ["b.bin", "a.csv"]);
+        assert_eq!(
+            files.names().collect::<Vec<_>>(),
+            ["b.bin", "a.csv", "t.csv"]
+        );
+        assert_eq!(files.table("t.csv"), Some(&t));
+        assert_eq!(files.bytes("t.csv").unwrap().unwrap(), b"x\n4\n5\n");
         assert_eq!(files.bytes("a.csv").unwrap().unwrap(), b"z\n");
         assert_eq!(files.bytes("b.bin").unwrap().unwrap(), [1, 9, 3]);
         assert!(files.bytes("c").unwrap().is_none());
@@ -230,6 +272,9 @@ mod test {
         .unwrap();
         assert_eq!(std::fs::read(dir.path().join("a.csv")).unwrap(), b"1\n");
         assert_eq!(std::fs::read(dir.path().join("b.csv")).unwrap(), b"2\n");
+        let t = Table::new().with("x", super::super::table::Column::U64(vec![3]));
+        out.write_table("t.csv", t).unwrap();
+        assert_eq!(std::fs::read(dir.path().join("t.csv")).unwrap(), b"x\n3\n");
         assert_eq!(out.into_files().names().count(), 0);
     }
 }
