@@ -80,6 +80,8 @@ impl Geo {
             .and_then(|i| self.extra.get(i as usize))
         {
             Some(Extra::Phantom(p)) => Some(*p),
+            // A copy of a phantom (no U-turn there) is at the phantom's place.
+            Some(Extra::Turn(b)) if *b >= roads => self.place(*b),
             _ => self
                 .coords
                 .points
@@ -298,9 +300,11 @@ pub fn write_outputs(
                     writeln!(csv, "{id},,{lon:.7},{lat:.7},phantom,")
                 }
                 Extra::Turn(b) => {
-                    let [lon, lat] =
-                        geo.coords.points[b as usize].expect("road vertices have places");
-                    let osm = osm_ids[b as usize];
+                    let [lon, lat] = geo.place(b).expect("road and phantom vertices have places");
+                    // A phantom's copy (no U-turn there) has no OSM node.
+                    let osm = osm_ids
+                        .get(b as usize)
+                        .map_or(String::new(), |x| x.to_string());
                     writeln!(
                         csv,
                         "{id},{osm},{lon:.7},{lat:.7},turn,{}",

@@ -121,7 +121,7 @@ fn helsinki_equals_the_command_line(turns: bool) {
     let (want, out) = cli(&pbf, &table, &src, &dst);
     let phantoms = find(&out.report, "phantom_vertices").expect("counted in the report");
     assert!(
-        phantoms > 250,
+        phantoms > 150,
         "the command line split edges: {phantoms} phantoms"
     );
     let got = g.matrix_at(Ends::Points(&src), Ends::Points(&dst)).unwrap();

@@ -1,7 +1,9 @@
 //! Query-time phantoms against the command line's phantom graph: on a small network with a
-//! one-way edge, a multi-segment edge and a turn restriction, random points (some exactly at
+//! one-way edge, a multi-segment edge and turn restrictions, random points (some exactly at
 //! vertices, some on one edge) are snapped both ways; every distance of the seeded pair
-//! queries and of the bucket matrix equals a Dijkstra on the graph split at the points.
+//! queries and of the bucket matrix equals a Dijkstra on the graph split at the points (where
+//! a trip may not U-turn at another point's phantom to dodge a restriction: with turns on,
+//! the first pair below did so before phantoms became no-U-turn vertices).
 
 use super::*;
 use crate::apsp::phast::ch::{ChParams, Hierarchy};

@@ -17,7 +17,18 @@
 //! the arcs out of `b` it allows and an arc of weight 0 into `b`. So the distance to `b` is the
 //! best arrival by any arc, and no path turns where a restriction forbids it. A path from `b`
 //! starts at its departure copy ([`Network::departure`]). Copies are numbered after the phantom
-//! vertices; `vertices.csv` maps each back to `b`. Cost: one departure copy plus one copy per
+//! vertices; `vertices.csv` maps each back to `b`.
+//!
+//! **No U-turn at a phantom.** A phantom vertex is a point on a road, not a junction: a trip
+//! that passes it may not turn back there. Without turn restrictions such a turn never
+//! shortens a trip (it comes back to the vertex it left); with them it could (turn onto a
+//! road, back at another point's phantom, and take the turn a restriction forbids), and a
+//! trip's distance would depend on the other points of the run. So where restrictions bind,
+//! every phantom inside a two-way edge is expanded as a via vertex with a rule that forbids
+//! the U-turn only (a departure copy and one copy per direction of arrival): each trip's
+//! distance is that of the road network with its own two points on it, as OSRM's phantom
+//! nodes give, and as the query-time phantoms of `apsp::phantom` give on a graph already
+//! built. Such copies are not counted in `turn_vertices`. Cost: one departure copy plus one copy per
 //! restricted set of allowed turns at each restricted via vertex, and their arcs.
 
 use super::{haversine_m, OsmStats};
@@ -98,6 +109,9 @@ pub struct Network {
     /// (set by [`Network::graph`]; a search from a point on the edge starts there).
     pub turn_arcs: HashMap<(u32, bool), TurnArc>,
 }
+
+/// The relation id of the rule that forbids U-turns at a phantom vertex (no OSM relation).
+const NO_U_TURN: i64 = i64::MIN;
 
 /// Unit vector back to `(lon, lat)` degrees.
 fn lon_lat(v: [f64; 3]) -> [f64; 2] {
@@ -433,6 +447,35 @@ impl Network {
                 Err(_) => unusable.push(r.relation),
             }
         }
+        // A phantom vertex is no junction: no U-turn there (module docs), where it has two
+        // neighbours (inside a two-way edge that is no loop; elsewhere none can happen).
+        if !at_via.is_empty() {
+            let roads = self.roads() as u32;
+            let mut around: BTreeMap<u32, (Vec<u32>, i64)> = BTreeMap::new();
+            for &(u, v, _, way) in &arcs {
+                let phantom = v
+                    .checked_sub(roads)
+                    .and_then(|i| self.extra.get(i as usize))
+                    .is_some_and(|x| matches!(x, Extra::Phantom(_)));
+                if phantom {
+                    let (from, _) = around.entry(v).or_insert((Vec::new(), way));
+                    if !from.contains(&u) {
+                        from.push(u);
+                    }
+                }
+            }
+            for (p, (from, way)) in around {
+                if from.len() == 2 {
+                    at_via.entry(p).or_default().push(Restriction {
+                        relation: NO_U_TURN,
+                        from: way,
+                        via: NO_U_TURN,
+                        to: way,
+                        only: false,
+                    });
+                }
+            }
+        }
         let mut ins: HashMap<u32, Vec<usize>> = HashMap::new();
         let mut outs: HashMap<u32, Vec<usize>> = HashMap::new();
         for (i, &(u, v, _, _)) in arcs.iter().enumerate() {
@@ -464,7 +507,9 @@ impl Network {
                 .iter()
                 .filter(|r| {
                     let ok = binds(r);
-                    if ok { &mut applied } else { &mut unusable }.push(r.relation);
+                    if r.relation != NO_U_TURN {
+                        if ok { &mut applied } else { &mut unusable }.push(r.relation);
+                    }
                     ok
                 })
                 .copied()
@@ -537,7 +582,7 @@ impl Network {
         self.stats.turn_vertices = self
             .extra
             .iter()
-            .filter(|e| matches!(e, Extra::Turn(_)))
+            .filter(|e| matches!(e, Extra::Turn(b) if (*b as usize) < self.coords.points.len()))
             .count() as u64;
         let keys = self.arc_keys();
         self.turn_arcs.clear();
