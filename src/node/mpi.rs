@@ -1005,13 +1005,13 @@ impl Node for MpiNode {
                     offsets.push(all.len());
                     all.extend(theirs.into_iter().map(|mut u| {
                         u.class = format!("rank{r}/{}", u.class);
+                        u.device = u.device.map(|d| format!("rank{r}/{d}"));
                         u
                     }));
                 }
             }
             offsets.push(all.len());
-            let queue =
-                Arc::new(WorkQueue::new(0..tasks, &all).give_back(plan.scheduler.give_back));
+            let queue = Arc::new(WorkQueue::new(0..tasks, &all).rules_of(&plan.scheduler));
             (Box::new(Shared(queue.clone())), Some(queue))
         } else {
             (scheduler::source(&plan.scheduler, share, units), None)

@@ -86,9 +86,11 @@ impl Unit<'_> {
     pub fn info(&self) -> UnitInfo {
         match &self.spec {
             UnitSpec::Cpu => UnitInfo::cpu("cpu"),
-            UnitSpec::Gpu { device, .. } => {
-                UnitInfo::device(device.info.name.clone()).with_chunk(self.chunk)
-            }
+            // The class is the model's name (identical GPUs share a speed prior); the device is
+            // this one, whose queues share one model of its rate.
+            UnitSpec::Gpu { device, .. } => UnitInfo::device(device.info.name.clone())
+                .on_device(format!("gpu{}", device.index))
+                .with_chunk(self.chunk),
         }
     }
 }
