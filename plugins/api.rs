@@ -891,7 +891,7 @@ impl Graph {
             let mut redone = ceil.iter().enumerate().peekable();
             let (mut offsets, mut vertices) =
                 (vec![0u64], Vec::with_capacity(routes.vertices.len()));
-            for i in 0..o.len() {
+            for (i, &within) in within.iter().enumerate() {
                 let path: &[u32] = match redone.peek() {
                     Some(&(j, &r)) if r == i => {
                         redone.next();
@@ -902,7 +902,7 @@ impl Graph {
                         &routes.vertices[routes.offsets[i] as usize..routes.offsets[i + 1] as usize]
                     }
                 };
-                if !within[i] {
+                if !within {
                     vertices.extend_from_slice(path);
                 }
                 offsets.push(vertices.len() as u64);

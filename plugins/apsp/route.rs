@@ -782,6 +782,9 @@ pub fn pairs_seeded<W: ChWeight>(
     })
 }
 
+/// Appends pair `i`'s source and target seeds: `(i, sources, targets)`.
+type SeedsOf<'a, W> = &'a (dyn Fn(usize, &mut Vec<Seed<W>>, &mut Vec<Seed<W>>) + Sync);
+
 /// The `k` pairs whose seeds `seeds(i, sources, targets)` appends, queried over `threads`.
 fn pairs_by<W: ChWeight>(
     h: &Hierarchy<W>,
@@ -790,7 +793,7 @@ fn pairs_by<W: ChWeight>(
     k: usize,
     paths: bool,
     threads: usize,
-    seeds: &(dyn Fn(usize, &mut Vec<Seed<W>>, &mut Vec<Seed<W>>) + Sync),
+    seeds: SeedsOf<'_, W>,
 ) -> Pairs<W> {
     let block = k.div_ceil(threads.max(1)).max(1);
     let mut distances = vec![W::INF; k];

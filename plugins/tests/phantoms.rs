@@ -58,10 +58,10 @@ fn osm(snap: &str, turns: bool) -> String {
 /// The command line's matrix from `sources` to `targets` (u64, `u64::MAX` unreachable).
 fn cli(path: &Path, osm: &str, sources: &[[f64; 2]], targets: &[[f64; 2]]) -> (Vec<u64>, Out) {
     let cfg = format!(
-        "[run]\nplugin = \"apsp\"\nsources = {}\n[input]\npath = {:?}\n[input.osm]\n{osm}\
-         [apsp]\ntargets = {}\n[output]\ndistances = true\n",
-        inline(sources),
+        "[run]\nplugin = \"apsp\"\n[input]\npath = {:?}\n[input.osm]\n{osm}\
+         [apsp]\nsources = {}\ntargets = {}\ndistances = true\n",
         path.display().to_string(),
+        inline(sources),
         inline(targets)
     );
     let out = run(&cfg, &["units.opencl=none"]);

@@ -777,8 +777,8 @@ class Graph:
         ``tail`` to the point, ``round(weight · fraction)``, the split the trips use; 0 or the
         edge's weight: the point is at that end vertex), ``road_x``, ``road_y`` (the foot) and
         ``road_distance`` (from the point to its foot). On other graphs (``osm={"snap":
-        "vertex"}``, ``.co`` places) trips start at the junction: ``tail`` and ``head`` are -1,
-        ``offset`` -1 and the others NaN.
+        "vertex"}``, ``.co`` places) trips start at the junction, and those keys are left
+        out.
 
         Returns a dict of numpy arrays under those keys. With ``geodataframe=True`` (needs
         geopandas), a GeoDataFrame instead, one row per point: those columns (``x``, ``y``
@@ -807,13 +807,7 @@ class Graph:
         at = self.coordinates[vertex]
         out = {"vertex": vertex + self.id_base, "distance": np.frombuffer(d, dtype="<f8").copy(),
                "x": at[:, 0].copy(), "y": at[:, 1].copy()}
-        k = len(a)
-        if road is None:
-            out.update(tail=np.full(k, -1, dtype=np.int64), head=np.full(k, -1, dtype=np.int64),
-                       fraction=np.full(k, np.nan), offset=np.full(k, -1, dtype=np.int64),
-                       road_x=np.full(k, np.nan), road_y=np.full(k, np.nan),
-                       road_distance=np.full(k, np.nan))
-        else:
+        if road is not None:
             _, rd, tails, heads, fractions, offsets, places = road
             foot = np.frombuffer(places, dtype="<f8").reshape(-1, 2)
             out.update(
@@ -831,7 +825,7 @@ class Graph:
             geometry=gpd.points_from_xy(out["x"], out["y"]), crs=self._crs())
 
     def _trip_ends(self, values: Any, name: str) -> "Optional[tuple[str, bytes]]":
-        """A list of trip ends as :func:`_native.route_at` takes it, when it holds points and
+        """A list of trip ends as the native ``route_at`` takes it, when it holds points and
         the graph snaps points onto edges (their trips start on the roads, as phantoms):
         ``("points", bytes)``; else None (the caller's usual path: points snap to
         junctions)."""

@@ -23,9 +23,12 @@ const AT: [[f64; 2]; 6] = [
     [25.004, 60.001],
 ];
 
-/// Six vertices in two rows; edges `(tail, head, backward too, way, middle node)`.
+/// An edge: `(tail, head, backward too, way, middle node)`.
+type Spec = (u32, u32, bool, i64, Option<[f64; 2]>);
+
+/// Six vertices in two rows.
 fn network(turns: bool) -> Network {
-    let spec: [(u32, u32, bool, i64, Option<[f64; 2]>); 7] = [
+    let spec: [Spec; 7] = [
         (0, 1, true, 10, None),
         (1, 2, true, 11, Some([25.003, 60.0002])),
         (3, 4, false, 12, None),
