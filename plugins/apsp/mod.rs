@@ -458,7 +458,6 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>, given: &Given) -> Result<B
     ) {
         choice.selection = Some(std::sync::Arc::new(phast::restrict::Selection::of(h, t)));
     }
-    let mut options = options;
     options.gpu_algorithm = choice.gpu;
     options.od_csv = csv;
     let mut report = choice.report;

@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 /// thread that unpacks an arc finds the same answer, so any value read is either "not yet
 /// known" or that answer). It records which arcs are arcs of the graph routed in: a router
 /// serves routes in the graph its hierarchy was built from only (as [`route`] requires).
-/// Clones copy the memo; equality compares the index only.
+/// Clones copy the memo (not the spare search states); equality compares the index only.
 #[derive(Debug)]
 pub struct Router<W> {
     offsets: Vec<u32>,
@@ -45,6 +45,9 @@ pub struct Router<W> {
     /// what the arc is, as [`Known::encode`] writes it (8 bytes an arc).
     up_memo: Vec<AtomicU64>,
     down_memo: Vec<AtomicU64>,
+    /// Search states the last calls left (two O(n) arrays per side each, 1.8 ms to make for
+    /// osm-moscow's 412,000 vertices: most of a one-pair call), taken by the next calls.
+    spare: parking_lot::Mutex<Vec<Search<W>>>,
 }
 
 /// What the memo knows of a hierarchy arc `x -> y` of weight `c`.
@@ -94,6 +97,7 @@ impl<W: Clone> Clone for Router<W> {
             weights: self.weights.clone(),
             up_memo: copy(&self.up_memo),
             down_memo: copy(&self.down_memo),
+            spare: parking_lot::Mutex::new(Vec::new()),
         }
     }
 }
@@ -143,6 +147,24 @@ impl<W: ChWeight> Router<W> {
             weights,
             up_memo: unknowns(h.up_heads.len()),
             down_memo: unknowns(h.down_tails.len()),
+            spare: parking_lot::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A search state for `h` (`n` vertices): one an earlier call left, else a new one.
+    fn search(&self, n: usize) -> Search<W> {
+        let spare = self.spare.lock().pop();
+        spare
+            .filter(|s| s.fwd.stamp.len() == n)
+            .unwrap_or_else(|| Search::new(n))
+    }
+
+    /// Keep `search` for the next call ([`Router::search`]); at most as many as the machine
+    /// has cores are kept.
+    fn keep(&self, search: Search<W>) {
+        let mut spare = self.spare.lock();
+        if spare.len() < std::thread::available_parallelism().map_or(1, |n| n.get()) {
+            spare.push(search);
         }
     }
 
@@ -799,7 +821,7 @@ fn pairs_by<W: ChWeight>(
     let mut distances = vec![W::INF; k];
     // One block's work: its distances, and its paths' lengths and vertices.
     let run = |from: usize, d: &mut [W]| -> (Vec<u64>, Vec<u32>) {
-        let mut search = Search::new(h.n);
+        let mut search = r.search(h.n);
         let (mut lens, mut vertices) = (Vec::new(), Vec::new());
         let (mut s, mut t) = (Vec::new(), Vec::new());
         for (i, d) in (from..).zip(d.iter_mut()) {
@@ -814,6 +836,7 @@ fn pairs_by<W: ChWeight>(
                 *d = query_seeded(h, &s, &t, &mut search).0;
             }
         }
+        r.keep(search);
         (lens, vertices)
     };
     let blocks: Vec<(Vec<u64>, Vec<u32>)> = if k <= block {

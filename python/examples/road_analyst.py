@@ -30,7 +30,7 @@ REPOSITORY = HERE.parents[2]
 DEFAULT_GRAPH = REPOSITORY.parent / "shared" / "data" / "helsinki.osm.pbf"
 
 #: Places to study in central Helsinki, longitude and latitude (WGS84). A point outside the
-#: extract still snaps, to its nearest junction, and says how far that is (snapped.csv's
+#: extract still has a nearest junction, and says how far that is (snapped.csv's
 #: distance_m); one on a pedestrian square snaps to a street by it. A place no car can leave or
 #: reach has empty distances in od.csv and no line in routes.geojson.
 PLACES = {
@@ -98,8 +98,11 @@ def main(argv=None):
     g = tuccompi.read_graph(graph_path)
     print(f"{g.name}: {g.n} vertices, {g.m} arcs")
 
-    # 2. Snap the places to their nearest junction (the command line's OSM runs snap onto the
-    #    nearest road instead; see docs/python.md).
+    # 2. Where the places land: g.snap gives each place's nearest junction (vertex, x, y,
+    #    distance) and, on this graph that snaps onto edges, its place on the nearest road
+    #    (tail, head, fraction, road_x, road_y, road_distance; see docs/python.md). This study
+    #    works from the junctions, which scipy (the example's check) knows too; g.od(points,
+    #    points) and g.route(points, ...) start on the roads themselves, as the command line.
     names = list(PLACES)
     points = np.array([PLACES[k] for k in names])
     snapped = g.snap(points)

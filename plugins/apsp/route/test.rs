@@ -265,6 +265,14 @@ fn pairs_over_threads_match_single_queries() {
         let q = pairs(&h, &r, &g, &origins, &destinations, false, threads);
         assert_eq!(q.distances, p.distances);
         assert!(q.offsets.is_empty() && q.vertices.is_empty());
+        // The calls' search states are kept for the next calls (which the comparisons above
+        // ran on), at most one per core.
+        let kept = r.spare.lock().len();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert!(
+            (1..=cores).contains(&kept),
+            "{kept} states kept, {cores} cores"
+        );
     }
     let none = pairs(&h, &r, &g, &[], &[], true, 4);
     assert_eq!(
