@@ -13,8 +13,8 @@ pub mod outdir;
 pub mod records;
 pub mod table;
 pub use out::{available_memory, MemoryFiles, Out};
-pub use table::{Column, Table};
 pub use records::{Records, RecordsOut};
+pub use table::{Column, Table};
 
 use crate::{owned, Error, Result};
 use std::fs::File;
