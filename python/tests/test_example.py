@@ -172,3 +172,162 @@ def test_road_analyst_example_refuses_an_output_in_the_repository(helsinki, env,
 def test_example_is_linked_from_the_guide():
     assert "examples/road_analyst.py" in (ROOT / "docs" / "python.md").read_text()
     assert pathlib.Path(EXAMPLE).exists()
+
+
+# The second example, python/examples/accessibility_map.py: POIs from a CSV, counts within 2, 5
+# and 10 minutes by car (weights in deciseconds) from every junction, the nearest POI's time,
+# and isochrones, against scipy's Dijkstra on the time-weighted graph read here.
+
+ACCESS = ROOT / "python" / "examples" / "accessibility_map.py"
+TIME = {"profile": "car", "weight": "time"}
+
+
+def accessibility_module():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("accessibility_map", ACCESS)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def time_reference(helsinki):
+    """(graph, junctions, exact): scipy from every junction over the time-weighted graph. A
+    trip from a junction with turn restrictions starts at its departure copy (a vertex beyond
+    the road vertices with the junction's OpenStreetMap node), so a junction's row is the least
+    of its own and its copies' rows; exact has shape (junctions, g.n)."""
+    from scipy.sparse.csgraph import dijkstra
+    g = tuccompi.read_graph(helsinki, osm=TIME)
+    roads = tuccompi.read_graph(helsinki, osm={**TIME, "turn_restrictions": False}).n
+    ids = g.osm_ids
+    junction = {int(x): v for v, x in enumerate(ids[:roads])}
+    assert len(junction) == roads, "one road vertex per OpenStreetMap node"
+    d = dijkstra(g.to_scipy())
+    exact = d[:roads].copy()
+    for c in range(roads, g.n):
+        j = junction[int(ids[c])]
+        exact[j] = np.minimum(exact[j], d[c])
+    return g, roads, exact
+
+
+@pytest.fixture(scope="module")
+def accessibility_run(helsinki, tmp_path_factory):
+    out = tmp_path_factory.mktemp("accessibility") / "out"
+    return accessibility_module().main(helsinki, out)
+
+
+def check_accessibility(acc, pois_vertex, names, roads, exact):
+    """accessibility.csv's rows (dicts of strings) against scipy: every junction, its counts
+    within 2, 5 and 10 minutes of the POIs' junctions and its nearest POI's time."""
+    assert [int(r["vertex"]) for r in acc] == list(range(roads))
+    to_pois = exact[:, pois_vertex]
+    for radius in (1200, 3000, 6000):
+        got = np.array([int(r[f"pois_within_{radius}"]) for r in acc])
+        np.testing.assert_array_equal(got, (to_pois <= radius).sum(axis=1), err_msg=radius)
+    nearest = np.array([float(r["nearest_ds"]) if r["nearest_ds"] else np.inf for r in acc])
+    np.testing.assert_array_equal(nearest, to_pois.min(axis=1))
+    for v, r in enumerate(acc):
+        if r["nearest_poi"]:
+            assert exact[v, pois_vertex[names.index(r["nearest_poi"])]] == nearest[v]
+            assert float(r["nearest_min"]) == round(nearest[v] / 600, 2)
+        else:
+            assert np.isinf(nearest[v])
+
+
+def test_accessibility_map_example_against_scipy(helsinki, time_reference, accessibility_run):
+    g, roads, exact = time_reference
+    res = accessibility_run
+    out = res["out"]
+
+    # 1. pois.csv, written and read back: the named places first, all inside the extract.
+    pois = rows(out / "pois.csv")
+    assert len(pois) == 40 and [r["name"] for r in pois[:2]] == ["Central station",
+                                                                 "Market Square"]
+    points = np.array([[float(r["lon"]), float(r["lat"])] for r in pois])
+    lo, hi = g.coordinates.min(axis=0), g.coordinates.max(axis=0)
+    assert ((points >= lo) & (points <= hi)).all()
+    np.testing.assert_array_equal(points, res["pois"][["lon", "lat"]].to_numpy())
+    # reach and isochrones start and count targets at a point's nearest junction.
+    vertex = g.snap(points)["vertex"]
+    np.testing.assert_array_equal(vertex, res["pois"]["vertex"])
+    assert (vertex < roads).all()
+
+    # 2. The counts and nearest times, as written and as returned.
+    acc = rows(out / "accessibility.csv")
+    check_accessibility(acc, vertex, [r["name"] for r in pois], roads, exact)
+    assert len(set(res["accessibility"]["pois_within_1200"])) > 5, "a map worth drawing"
+    np.testing.assert_array_equal(res["accessibility"]["pois_within_6000"],
+                                  (exact[:, vertex] <= 6000).sum(axis=1))
+
+    # 3. The isochrones: the first three POIs, 2 and 10 minutes, vertices within each.
+    iso = features(out / "isochrones.geojson")
+    assert [(f["properties"]["source"], f["properties"]["limit"]) for f in iso] == [
+        (v, limit) for v in vertex[:3] for limit in (1200, 6000)]
+    for f in iso:
+        p = f["properties"]
+        i = list(vertex[:3]).index(p["source"])
+        assert p["vertices"] == int((exact[vertex[i]] <= p["limit"]).sum())
+        assert f["geometry"]["type"] in ("Polygon", "MultiPolygon")
+
+    # 4. The map, where geopandas and matplotlib are installed.
+    try:
+        import geopandas  # noqa: F401
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert res["png"] is None and not (out / "accessibility.png").exists()
+    else:
+        assert (out / "accessibility.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_accessibility_map_isochrones_cover_the_junctions_within(time_reference,
+                                                                  accessibility_run):
+    gpd = pytest.importorskip("geopandas")
+    from shapely.geometry import Point
+    g, roads, exact = time_reference
+    iso = accessibility_run["isochrones"]
+    assert isinstance(iso, gpd.GeoDataFrame) and iso.crs == "EPSG:4326"
+    places = g.coordinates
+    for _, f in iso.iterrows():
+        d = exact[f["source"]]
+        within = np.flatnonzero(d <= f["limit"])
+        assert len(within) == f["vertices"]
+        outside = [v for v in within if not f.geometry.covers(Point(places[v]))]
+        assert not outside, (f["source"], f["limit"], outside[:5])
+        if f["limit"] == 1200:  # 2 minutes: far from the whole extract
+            assert not all(f.geometry.covers(Point(p)) for p in places[:roads])
+
+
+def test_accessibility_map_reads_a_given_csv_without_geopandas(helsinki, time_reference,
+                                                                tmp_path, env):
+    """The command line with --pois (columns in another order, an extra one), geopandas and
+    matplotlib hidden: no plot, the same counts."""
+    g, roads, exact = time_reference
+    places = [("kind", "lat", "name", "lon"), ("cafe", 60.1700, "Ateneum", 24.9440),
+              ("shop", 60.1686, "Stockmann", 24.9410), ("park", 60.1745, "Kaisaniemi", 24.9465),
+              ("pier", 60.1675, "Market Square", 24.9527)]
+    given = tmp_path / "places.csv"
+    given.write_text("\n".join(",".join(map(str, r)) for r in places) + "\n")
+    out = tmp_path / "out"
+    argv = [str(helsinki), "--out", str(out), "--pois", str(given)]
+    r = subprocess.run(
+        [sys.executable, "-c",
+         "import runpy, sys; sys.modules['geopandas'] = sys.modules['matplotlib'] = None; "
+         f"sys.argv = [{str(ACCESS)!r}] + {argv!r}; "
+         f"runpy.run_path({str(ACCESS)!r}, run_name='__main__')"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "4 POIs" in r.stdout and "no accessibility.png" in r.stdout
+    assert {p.name for p in out.iterdir()} == {"accessibility.csv", "isochrones.geojson"}
+    points = np.array([[lon, lat] for _, lat, _, lon in places[1:]])
+    vertex = g.snap(points)["vertex"]
+    check_accessibility(rows(out / "accessibility.csv"), vertex,
+                        [name for _, _, name, _ in places[1:]], roads, exact)
+    iso = features(out / "isochrones.geojson")
+    assert [f["properties"]["vertices"] for f in iso] == [
+        int((exact[v] <= limit).sum()) for v in vertex[:3] for limit in (1200, 6000)]
+
+
+def test_accessibility_map_is_in_the_guide():
+    guide = (ROOT / "docs" / "python.md").read_text()
+    assert "examples/accessibility_map.py" in guide
+    assert ACCESS.exists()
