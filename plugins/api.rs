@@ -468,6 +468,22 @@ pub struct Routes {
     pub hierarchy: String,
 }
 
+impl Routes {
+    /// The answers of 32-bit pair queries (`u32::MAX` unreachable) as [`Routes`].
+    fn of_narrow(got: apsp::route::Pairs<u32>, hierarchy: String) -> Routes {
+        Routes {
+            distances: got
+                .distances
+                .iter()
+                .map(|&x| if x == u32::MAX { u64::MAX } else { x as u64 })
+                .collect(),
+            offsets: got.offsets,
+            vertices: got.vertices,
+            hierarchy,
+        }
+    }
+}
+
 /// Points snapped ([`Graph::snap`], [`Graph::snap_to`]), one entry per point in each field.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Snapped {
@@ -559,16 +575,7 @@ impl Graph {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let (narrow, hierarchy) = self.resident::<u32>()?;
         let got = narrow.pairs(&self.csr, origins, destinations, paths, threads);
-        let mut routes = Routes {
-            distances: got
-                .distances
-                .iter()
-                .map(|&d| if d == u32::MAX { u64::MAX } else { d as u64 })
-                .collect(),
-            offsets: got.offsets,
-            vertices: got.vertices,
-            hierarchy,
-        };
+        let mut routes = Routes::of_narrow(got, hierarchy);
         // Saturated in 32 bits: those pairs again in 64.
         let ceil: Vec<usize> = (0..origins.len())
             .filter(|&i| routes.distances[i] == crate::common::NARROW_CEIL)
@@ -840,16 +847,7 @@ impl Graph {
             paths,
             threads,
         );
-        let mut routes = Routes {
-            distances: got
-                .distances
-                .iter()
-                .map(|&x| if x == u32::MAX { u64::MAX } else { x as u64 })
-                .collect(),
-            offsets: got.offsets,
-            vertices: got.vertices,
-            hierarchy,
-        };
+        let mut routes = Routes::of_narrow(got, hierarchy);
         let ceil: Vec<usize> = (0..o.len())
             .filter(|&i| {
                 routes.distances[i] >= crate::common::NARROW_CEIL && routes.distances[i] != u64::MAX
