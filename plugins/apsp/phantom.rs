@@ -18,8 +18,9 @@
 //! - two points on one edge are also joined along it, `c2 - c1` where the way runs from the
 //!   first to the second (the same place: 0), besides any route off the edge and back.
 //!
-//! The searches are [`route::pairs_seeded`](super::route::pairs_seeded) (one bidirectional query per pair) and
-//! [`route::many_to_many`](super::route::many_to_many) (buckets, for matrices).
+//! The searches are [`route::pairs_seeded`](super::route::pairs_seeded) (one bidirectional
+//! query per pair) and [`route::many_to_many`](super::route::many_to_many) (buckets, for
+//! matrices).
 
 use super::phast::ch::ChWeight;
 use super::route::Seed;
