@@ -369,6 +369,21 @@ fn route<'py>(
     let (o, d) = (ids(origins, "origins")?, ids(destinations, "destinations")?);
     let g = graph.0.clone();
     let r = in_thread(py, move |_| g.routes(&o, &d, paths))?;
+    routes_to_py(py, r, paths)
+}
+
+/// A call's routes as Python takes them: the distances as little-endian u64 bytes, with
+/// `paths` the path offsets (u64) and vertices (u32), and where the hierarchy came from.
+#[allow(clippy::type_complexity)]
+fn routes_to_py<'py>(
+    py: Python<'py>,
+    r: api::Routes,
+    paths: bool,
+) -> PyResult<(
+    Bound<'py, PyByteArray>,
+    Option<(Bound<'py, PyByteArray>, Bound<'py, PyByteArray>)>,
+    String,
+)> {
     let distances = bytearray(py, &r.distances, u64::to_le_bytes)?;
     let paths = if paths {
         Some((
@@ -668,16 +683,7 @@ fn route_at<'py>(
     let d = OwnedEnds::new(&destinations.0, &destinations.1, "destinations", n)?;
     let g = graph.0.clone();
     let r = in_thread(py, move |_| g.routes_at(o.ends(), d.ends(), paths))?;
-    let distances = bytearray(py, &r.distances, u64::to_le_bytes)?;
-    let paths = if paths {
-        Some((
-            bytearray(py, &r.offsets, u64::to_le_bytes)?,
-            bytearray(py, &r.vertices, u32::to_le_bytes)?,
-        ))
-    } else {
-        None
-    };
-    Ok((distances, paths, r.hierarchy))
+    routes_to_py(py, r, paths)
 }
 
 /// The distance matrix between trip ends that may be points snapped onto edges

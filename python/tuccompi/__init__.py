@@ -1048,16 +1048,7 @@ class Graph:
         raw = np.frombuffer(dist, dtype="<u8")
         if geometry:
             return self._route_features(o, d, raw, walks, paths, geodataframe)
-        if integer:
-            out = raw.copy()
-        else:
-            out = raw.astype(np.float64)
-            out[raw == UNREACHABLE_U64] = unreachable
-        if not paths:
-            return out
-        offsets = np.frombuffer(walks[0], dtype="<u8").astype(np.int64)
-        vertices = np.frombuffer(walks[1], dtype="<u4").astype(np.int64) + self.id_base
-        return out, [vertices[offsets[i]:offsets[i + 1]] for i in range(len(o))]
+        return self._routes_out(raw, walks, paths, integer, unreachable)
 
     def _route_phantoms(self, origins: Any, destinations: Any, paths: bool, integer: bool,
                         unreachable: float, geometry: bool, geodataframe: Optional[bool]) -> Any:
@@ -1078,6 +1069,12 @@ class Graph:
             last = np.array([vertices[b - 1] if b > a else -1
                              for a, b in zip(offsets[:-1], offsets[1:])], dtype=np.int64)
             return self._route_features(first, last, raw, walks, paths, geodataframe)
+        return self._routes_out(raw, walks, paths, integer, unreachable)
+
+    def _routes_out(self, raw: np.ndarray, walks: Any, paths: bool, integer: bool,
+                    unreachable: float) -> Any:
+        """:meth:`route`'s result from the native call's distances (``raw``, uint64) and
+        walks (offsets and 0-based vertices as bytes)."""
         if integer:
             out = raw.copy()
         else:
