@@ -218,6 +218,9 @@ pub struct ApspJob {
     /// The part of the hierarchy the CPU sweeps visit, when restricted to the targets
     /// ([`phast::restrict`]).
     pub selection: Option<std::sync::Arc<phast::restrict::Selection>>,
+    /// The hierarchy's cache file, written beside the run when this job built it; `finish`
+    /// waits for it.
+    pub stored: phast::auto::Stored,
 }
 
 /// An APSP job's places: the input's coordinates (OpenStreetMap or `.co`) and the sources' and
@@ -510,6 +513,7 @@ fn prepare(ctx: &PrepareCtx<'_>, load: &mut Load<'_>, given: &Given) -> Result<B
         selection: choice
             .selection
             .filter(|_| choice.cpu == phast::auto::CpuAlgorithm::Phast),
+        stored: choice.stored,
     }))
 }
 
@@ -686,6 +690,8 @@ impl Job for ApspJob {
         knobs
     }
     fn finish(&self, records: &Records, out: &Out) -> Result<serde_json::Value> {
+        // The hierarchy written beside the run is in its file when the run ends.
+        self.stored.wait();
         if let Some(rows) = &self.rows {
             rows.sync()?;
         }

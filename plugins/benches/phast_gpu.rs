@@ -109,6 +109,7 @@ fn main() -> tuccompi::Result<()> {
         reach: None,
         router: None,
         selection: None,
+        stored: Default::default(),
     };
     println!(
         "{:>5} {:>4} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>7} {:>10} {:>8}",

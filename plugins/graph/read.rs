@@ -43,7 +43,8 @@ pub fn read_graph_with(path: &Path, options: &InputOptions) -> Result<EdgeList> 
     // Only a regular file: a directory, a named pipe or a device is refused before reading.
     let file = tuccompi::input::open(path, "input.path", "a graph file", None)?;
     let raw: Box<dyn Read> = if gz {
-        Box::new(flate2::read::MultiGzDecoder::new(file))
+        // Inflated by a thread of its own while the text before is parsed.
+        Box::new(ReadAhead::new(flate2::read::MultiGzDecoder::new(file)))
     } else {
         Box::new(file)
     };
@@ -74,6 +75,102 @@ pub fn read_graph_with(path: &Path, options: &InputOptions) -> Result<EdgeList> 
         )));
     }
     Ok(list)
+}
+
+/// A reader whose source is read by a thread of its own, at most [`AHEAD`] blocks of
+/// [`AHEAD_BLOCK`] bytes ahead of its consumer: a compressed input is inflated while the text
+/// before is parsed (osm-moscow: 16.6 MB of text from 4.8 MB, about half of the read's time
+/// inflating). The source's errors reach the consumer in order; the thread stops when the
+/// source ends or fails, or when the consumer is dropped (a parse error stops the read).
+pub(super) struct ReadAhead {
+    blocks: std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>,
+    block: Vec<u8>,
+    at: usize,
+    ended: bool,
+}
+
+/// Bytes of each block [`ReadAhead`] reads.
+const AHEAD_BLOCK: usize = 1 << 20;
+/// Blocks [`ReadAhead`] holds ahead of its consumer.
+const AHEAD: usize = 4;
+
+impl ReadAhead {
+    pub(super) fn new<R: Read + Send + 'static>(mut source: R) -> ReadAhead {
+        let (tx, blocks) = std::sync::mpsc::sync_channel(AHEAD);
+        let read = move || loop {
+            let mut block = vec![0u8; AHEAD_BLOCK];
+            let mut filled = 0;
+            while filled < AHEAD_BLOCK {
+                match source.read(&mut block[filled..]) {
+                    Ok(0) => break,
+                    Ok(k) => filled += k,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                }
+            }
+            block.truncate(filled);
+            // The end is an empty block: a thread that stopped without one failed.
+            let end = filled < AHEAD_BLOCK;
+            if filled > 0 && tx.send(Ok(block)).is_err() {
+                return;
+            }
+            if end {
+                let _ = tx.send(Ok(Vec::new()));
+                return;
+            }
+        };
+        let blocks = match std::thread::Builder::new()
+            .name("input read-ahead".into())
+            .spawn(read)
+        {
+            Ok(_) => blocks,
+            Err(e) => {
+                let (tx, blocks) = std::sync::mpsc::sync_channel(1);
+                let _ = tx.send(Err(e));
+                blocks
+            }
+        };
+        ReadAhead {
+            blocks,
+            block: Vec::new(),
+            at: 0,
+            ended: false,
+        }
+    }
+}
+
+impl Read for ReadAhead {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.at == self.block.len() {
+            if self.ended {
+                return Ok(0);
+            }
+            match self.blocks.recv() {
+                Ok(Ok(block)) => {
+                    self.ended = block.is_empty();
+                    self.block = block;
+                    self.at = 0;
+                }
+                Ok(Err(e)) => {
+                    self.ended = true;
+                    return Err(e);
+                }
+                Err(_) => {
+                    self.ended = true;
+                    return Err(std::io::Error::other(
+                        "the thread reading the input stopped before its end",
+                    ));
+                }
+            }
+        }
+        let k = out.len().min(self.block.len() - self.at);
+        out[..k].copy_from_slice(&self.block[self.at..self.at + k]);
+        self.at += k;
+        Ok(k)
+    }
 }
 
 /// Arcs reserved up front from a header's count, at most: a header may declare far more arcs
@@ -493,6 +590,49 @@ mod test {
         let p = dir.join(name);
         std::fs::write(&p, text).unwrap();
         p
+    }
+
+    /// A source handing out its bytes a few at a time, then an error or its end.
+    struct Trickle(Vec<u8>, usize, bool);
+    impl Read for Trickle {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            if self.1 == self.0.len() {
+                return if self.2 {
+                    Err(std::io::Error::other("disk on fire"))
+                } else {
+                    Ok(0)
+                };
+            }
+            let k = out.len().min(7).min(self.0.len() - self.1);
+            out[..k].copy_from_slice(&self.0[self.1..self.1 + k]);
+            self.1 += k;
+            Ok(k)
+        }
+    }
+
+    #[test]
+    fn read_ahead_hands_over_every_byte_in_order_then_the_end_or_the_error() {
+        // Several blocks and a partial one; exactly one block; nothing.
+        for len in [3 * AHEAD_BLOCK + 12345, AHEAD_BLOCK, 0] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
+            let mut got = Vec::new();
+            ReadAhead::new(Trickle(bytes.clone(), 0, false))
+                .read_to_end(&mut got)
+                .unwrap();
+            assert!(got == bytes, "{len} bytes");
+            // An error after the bytes: every byte first, then the error.
+            let mut r = ReadAhead::new(Trickle(bytes.clone(), 0, true));
+            let mut got = vec![0u8; len];
+            r.read_exact(&mut got).unwrap();
+            assert!(got == bytes);
+            let e = r.read(&mut [0u8; 8]).unwrap_err();
+            assert_eq!(e.to_string(), "disk on fire");
+        }
+        // A consumer that stops early lets the thread go (it would block forever otherwise).
+        let mut r = ReadAhead::new(std::io::repeat(7));
+        let mut b = [0u8; 100];
+        r.read_exact(&mut b).unwrap();
+        drop(r);
     }
 
     #[test]

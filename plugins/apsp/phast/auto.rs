@@ -462,6 +462,9 @@ pub struct Choice {
     /// The part of the hierarchy the CPU sweeps visit, when restricted to the targets (made
     /// where the choice is made; not sent to other MPI ranks, which make their own).
     pub selection: Option<std::sync::Arc<super::restrict::Selection>>,
+    /// The hierarchy's cache file being written, when it was built here: the job waits for it
+    /// at its end ([`Stored`]).
+    pub stored: Stored,
 }
 
 /// What [`Choice::to_bytes`] writes before the hierarchy.
@@ -533,6 +536,7 @@ impl Choice {
             hierarchy,
             report,
             selection: None,
+            stored: Stored::default(),
         })
     }
 }
@@ -643,6 +647,7 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
         }
         Err(Obtain::Fail(e)) => return Err(e),
     };
+    let built = report["source"] == "built";
     let h = match req.kept {
         Some(k) => {
             let bytes = h.bytes();
@@ -650,7 +655,14 @@ pub fn choose(g: &Csr, wide: bool, req: &Request<'_>) -> Result<Choice> {
         }
         None => std::sync::Arc::new(h),
     };
-    asked.with_hierarchy(g, h, merge(report), seconds, verdicts.as_deref(), req)
+    let stored = match (cache.path, cache.store && built) {
+        (Some(path), true) => Stored::later(path.to_path_buf(), key, h.clone()),
+        _ => Stored::default(),
+    };
+    let mut choice =
+        asked.with_hierarchy(g, h, merge(report), seconds, verdicts.as_deref(), req)?;
+    choice.stored = stored;
+    Ok(choice)
 }
 
 /// `auto` tried PHAST and gave it up after spending time on the hierarchy: one line at
@@ -791,6 +803,7 @@ impl Asked {
             hierarchy: None,
             report,
             selection: None,
+            stored: Stored::default(),
         })
     }
 
@@ -1002,6 +1015,7 @@ impl Asked {
             hierarchy: Some(h),
             report,
             selection,
+            stored: Stored::default(),
         })
     }
 }
@@ -1148,16 +1162,64 @@ fn obtain<W: ChWeight>(
         ChError::Unfit(_) => Obtain::Fail(Error::Input(format!("{}: {e}", g.name))),
     })?;
     report["source"] = serde_json::json!("built");
-    if let (Some(path), true) = (cache.path, cache.store) {
-        if let Err(e) = cache::store(path, key, &h) {
-            tracing::warn!(
-                "{}: could not keep the hierarchy for later runs: {e}",
-                path.display()
-            );
-            report["cache_store_error"] = serde_json::json!(e.to_string());
+    // Stored by the caller, beside the run ([`Stored::later`]).
+    Ok((h, report))
+}
+
+/// A built hierarchy being written to its cache file by a thread of its own, beside the rest
+/// of the job (a cold start does not wait for the file). Joined by [`Stored::wait`] (the job's
+/// `finish`) or on drop (a job that ends early), so that no process exits while it writes; a
+/// write that fails is a warning, as a cache that cannot be written always was.
+#[derive(Debug, Default)]
+pub struct Stored(std::sync::Mutex<Option<std::thread::JoinHandle<()>>>);
+
+impl Stored {
+    /// Start writing `h` (keyed by `key`) to `path`.
+    fn later(path: PathBuf, key: Key, h: std::sync::Arc<AnyHierarchy>) -> Stored {
+        let write = move || {
+            let t = Instant::now();
+            let stored = match &*h {
+                AnyHierarchy::Narrow(h) => cache::store(&path, &key, h),
+                AnyHierarchy::Wide(h) => cache::store(&path, &key, h),
+            };
+            match stored {
+                Ok(()) => tracing::debug!(
+                    "{}: hierarchy stored in {:.3} s, beside the run",
+                    path.display(),
+                    t.elapsed().as_secs_f64()
+                ),
+                Err(e) => tracing::warn!(
+                    "{}: could not keep the hierarchy for later runs: {e}",
+                    path.display()
+                ),
+            }
+        };
+        match std::thread::Builder::new()
+            .name("hierarchy store".into())
+            .spawn(write)
+        {
+            Ok(handle) => Stored(std::sync::Mutex::new(Some(handle))),
+            Err(e) => {
+                tracing::warn!("the hierarchy is not cached: no thread to write it ({e})");
+                Stored::default()
+            }
         }
     }
-    Ok((h, report))
+
+    /// Wait until the hierarchy is in its file (at once when none is being written).
+    pub fn wait(&self) {
+        let handle = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(handle) = handle {
+            // The writer reports its own failure; a panic there is not the run's.
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for Stored {
+    fn drop(&mut self) {
+        self.wait();
+    }
 }
 
 /// What a target's backward search costs against a sweep's visit of one vertex, per vertex of the

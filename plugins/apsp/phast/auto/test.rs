@@ -348,6 +348,17 @@ fn the_report_sets_the_forecast_beside_what_happened() {
     assert_eq!(f["chosen"], "phast", "{f}");
     assert_eq!(f["build_finished"], true, "{f}");
     assert_eq!(f["measured_build_seconds"], c.report["preprocess_seconds"]);
+    // The built hierarchy goes to its cache file beside the run: there once waited for, and
+    // what the next run reads.
+    c.stored.wait();
+    let key = Key::of::<u32>(&g, &ChParams::default());
+    let stored = crate::apsp::phast::cache::load::<u32>(&cache_path, &key).unwrap();
+    let Some(AnyHierarchy::Narrow(h)) = c.hierarchy.as_deref() else {
+        panic!("a u32 hierarchy: {}", c.report)
+    };
+    assert!(&stored == h, "the cache file holds another hierarchy");
+    let again = choose(&g, false, &req).unwrap();
+    assert_eq!(again.report["source"], "cache", "{}", again.report);
 }
 
 /// Prints what the forecast's recorded samples are made of on this machine (osm-moscow, the
