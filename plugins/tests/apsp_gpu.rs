@@ -68,14 +68,14 @@ const MIXES: [(&str, &str, &str); 4] = [
 ];
 
 #[test]
-fn rome99_256_sources_every_algorithm_and_mix() {
+fn rome99_128_sources_every_algorithm_and_mix() {
     let Some(g) = data("rome99.gr.gz") else {
         return;
     };
     if !opencl() {
         return;
     }
-    let cfg = apsp_file(&g, "256");
+    let cfg = apsp_file(&g, "128");
     let want = cpu_reference(&cfg);
     for algo in ALGOS {
         let a = format!("apsp.gpu_algorithm={algo:?}");
@@ -126,14 +126,14 @@ fn rome99_batch_sizes() {
 }
 
 #[test]
-fn bremen_64_sources() {
+fn bremen_32_sources() {
     let Some(g) = data("osm-bremen-dist.gr.gz") else {
         return;
     };
     if !opencl() {
         return;
     }
-    let cfg = apsp_file(&g, "64");
+    let cfg = apsp_file(&g, "32");
     let want = cpu_reference(&cfg);
     gpu_matches(
         &cfg,
@@ -165,30 +165,6 @@ fn bremen_64_sources() {
             "units.cpu_workers=2",
             "units.concurrent_kernels=2",
             "scheduler.policy=work-queue",
-        ],
-    );
-}
-
-#[test]
-fn bremen_martin_subset() {
-    // Martin's baseline needs one iteration per distinct distance (tens of thousands on
-    // bremen): 8 sources, one batch, keep CI's time in bounds.
-    let Some(g) = data("osm-bremen-dist.gr.gz") else {
-        return;
-    };
-    if !opencl() {
-        return;
-    }
-    let cfg = apsp_file(&g, "8");
-    let want = cpu_reference(&cfg);
-    gpu_matches(
-        &cfg,
-        &want,
-        &[
-            "apsp.gpu_algorithm=\"martin\"",
-            "apsp.batch=8",
-            "units.cpu_workers=0",
-            "units.concurrent_kernels=1",
         ],
     );
 }
@@ -226,7 +202,7 @@ fn generated_graphs_every_algorithm() {
             "64",
         ),
     ];
-    for cfg in &graphs {
+    for (g, cfg) in graphs.iter().enumerate() {
         let cpu = run(
             cfg,
             &[
@@ -241,8 +217,13 @@ fn generated_graphs_every_algorithm() {
             "the graph should have unreachable pairs"
         );
         let cpu_npy = std::fs::read(cpu.dir.join("distances.npy")).unwrap();
-        for algo in ALGOS {
+        // Two of the four mixes per (graph, algorithm), turning with both: across the graphs
+        // every algorithm meets every mix twice, and every graph every mix twice.
+        for (k, algo) in ALGOS.iter().enumerate() {
             for (i, (q, c, p)) in MIXES.iter().enumerate() {
+                if (i + k + g) % 4 >= 2 {
+                    continue;
+                }
                 let a = format!("apsp.gpu_algorithm={algo:?}");
                 let b = format!("apsp.batch={}", [1, 7, 64, 5][i]);
                 let out = run(

@@ -1565,12 +1565,12 @@ fn a_run_too_big_for_the_disk_is_refused_before_the_hierarchy_is_built() {
 #[test]
 fn a_dense_run_whose_finish_failed_resumes_to_the_same_outputs() {
     let dir = tmpdir("rel-dense-resume");
-    // About a second of CPU Floyd-Warshall on two cores.
-    let cfg = "[run]\nplugin = \"fw-blocked\"\n[input.generate]\nmodel = \"complete\"\nvertices = 2000\nseed = 5\n";
+    // About half a second of CPU Floyd-Warshall on two cores.
+    let cfg = "[run]\nplugin = \"fw-blocked\"\n[input.generate]\nmodel = \"complete\"\nvertices = 1600\nseed = 5\n";
     let sets = [
         "units.opencl=none",
         "fw-blocked.distances=true",
-        "run.sources=[1999, 0, 700]",
+        "run.sources=[1599, 0, 700]",
     ];
     let whole = dir.join("whole");
     run_in(&whole, cfg, &sets, &quiet()).unwrap();
