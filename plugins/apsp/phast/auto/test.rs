@@ -129,6 +129,7 @@ fn a_choice_crosses_to_another_rank_whole_and_only_for_its_graph() {
             hierarchy: Some(std::sync::Arc::new(AnyHierarchy::build(&a, wide).unwrap())),
             report: serde_json::json!({"source": "built", "levels": 7}),
             selection: None,
+            stored: Stored::default(),
         };
         let bytes = c.to_bytes(&a);
         let back = Choice::from_bytes(&bytes, &a).unwrap();
@@ -174,6 +175,7 @@ fn a_choice_crosses_to_another_rank_whole_and_only_for_its_graph() {
         hierarchy: None,
         report: serde_json::json!({}),
         selection: None,
+        stored: Stored::default(),
     };
     let back = Choice::from_bytes(&c.to_bytes(&a), &b).unwrap();
     assert!(back.hierarchy.is_none() && back.gpu == GpuAlgorithm::Worklist);
