@@ -57,6 +57,9 @@ pub struct SchedulerPlan {
     /// chunk to a device that would finish all that is left first (`scheduler.hand_over`,
     /// default true).
     pub hand_over: bool,
+    /// The work queue's rule *busy queues*: a device with several queues hands work to only
+    /// as many of them as raise its combined rate (`scheduler.busy_queues`, default false).
+    pub busy_queues: bool,
 }
 
 impl SchedulerPlan {
@@ -72,6 +75,7 @@ impl SchedulerPlan {
             device_rate: true,
             small_probe: true,
             hand_over: true,
+            busy_queues: false,
         }
     }
 }

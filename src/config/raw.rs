@@ -235,6 +235,7 @@ pub(super) struct RawScheduler {
     device_rate: Option<bool>,
     small_probe: Option<bool>,
     hand_over: Option<bool>,
+    busy_queues: Option<bool>,
 }
 
 /// `[output]`; unknown keys are kept as in [`RawRun`].
@@ -355,6 +356,7 @@ impl RawConfig {
             device_rate: self.scheduler.device_rate.unwrap_or(true),
             small_probe: self.scheduler.small_probe.unwrap_or(true),
             hand_over: self.scheduler.hand_over.unwrap_or(true),
+            busy_queues: self.scheduler.busy_queues.unwrap_or(false),
         };
         let dir = self
             .output

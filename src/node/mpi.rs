@@ -1006,6 +1006,8 @@ impl Node for MpiNode {
                     all.extend(theirs.into_iter().map(|mut u| {
                         u.class = format!("rank{r}/{}", u.class);
                         u.device = u.device.map(|d| format!("rank{r}/{d}"));
+                        // A remote unit that gets nothing leaves (`Remote::wait_for_work`).
+                        u.leaves = true;
                         u
                     }));
                 }

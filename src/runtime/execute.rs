@@ -300,6 +300,7 @@ pub(super) fn execute<'p>(
         sink,
         &interrupted,
         &history.priors,
+        &history.busy,
     );
     let ran = match node_run {
         Ok(ran) => ran,
@@ -307,7 +308,7 @@ pub(super) fn execute<'p>(
     };
     if !interrupted.load(Ordering::Relaxed) {
         let t = Instant::now();
-        history.store(&units, &ran.stats, &ran.measured);
+        history.store(&units, &ran.stats, &ran.measured, &ran.busy);
         tracing::debug!(
             "finish: speed history stored in {:.3} s",
             t.elapsed().as_secs_f64()
@@ -520,6 +521,9 @@ pub(super) struct NodeRun {
     pub(super) slices: Vec<Slice>,
     /// The models the work queue measured, for the speed history.
     pub(super) measured: Vec<Option<Estimate>>,
+    /// How many of each device's queues the work queue kept busy (rule *busy queues*), per
+    /// unit, for the speed history.
+    pub(super) busy: Vec<Option<usize>>,
     /// The run's clock: from when every unit had its worker (set-up before this counts as
     /// set-up)...
     pub(super) started: Instant,
@@ -554,6 +558,7 @@ pub(super) fn run_chunks(
     sink: Finished<'_>,
     interrupted: &AtomicBool,
     priors: &[Option<Estimate>],
+    busy_priors: &[Option<usize>],
 ) -> Result<NodeRun> {
     let journal = match sink {
         Finished::Journal(j) => Some(j),
@@ -562,6 +567,7 @@ pub(super) fn run_chunks(
     let tasks = job.tasks();
     let quiet = opts.quiet || node.rank() != 0;
     let mut measured = Vec::new();
+    let mut busy = Vec::new();
     let progress = progress_bar(quiet, tasks as u64, done.count() as u64);
     let log_every = (!quiet
         && plan.output.progress_seconds > 0.0
@@ -570,7 +576,8 @@ pub(super) fn run_chunks(
     let infos: Vec<UnitInfo> = units
         .iter()
         .zip(priors.iter().copied().chain(std::iter::repeat(None)))
-        .map(|(u, p)| u.info().with_prior(p))
+        .zip(busy_priors.iter().copied().chain(std::iter::repeat(None)))
+        .map(|((u, p), b)| u.info().with_prior(p).with_busy(b))
         .collect();
     let finished = |unit: usize, r: Range<usize>, rec: &[u64]| -> Result<()> {
         match sink {
@@ -624,6 +631,7 @@ pub(super) fn run_chunks(
                 );
                 drop(over);
                 measured = source.estimates();
+                busy = source.busy_queues();
                 let ran = r?;
                 // Failed units gave their chunks back; if no unit was left to take them, say
                 // so (an interrupted run leaves tasks on purpose). Under MPI this waits for
@@ -664,6 +672,7 @@ pub(super) fn run_chunks(
         stats,
         slices,
         measured,
+        busy,
         started,
         ended,
     })

@@ -11,6 +11,9 @@ pub(super) struct SpeedHistory<'s> {
     session: Option<&'s parking_lot::Mutex<crate::scheduler::history::History>>,
     pub(super) keys: Vec<String>,
     pub(super) priors: Vec<Option<Estimate>>,
+    /// For a device queue, how many of its device's queues an earlier run kept busy (rule
+    /// *busy queues*), read with its model.
+    pub(super) busy: Vec<Option<usize>>,
 }
 
 impl<'s> SpeedHistory<'s> {
@@ -46,6 +49,7 @@ impl<'s> SpeedHistory<'s> {
                     session: None,
                     keys: Vec::new(),
                     priors: vec![None; units.len()],
+                    busy: vec![None; units.len()],
                 }
             }
         };
@@ -82,11 +86,20 @@ impl<'s> SpeedHistory<'s> {
                     .or_else(|| store.get(k))
             })
             .collect();
+        // The count of busy queues comes from where the model came from.
+        let busy = keys
+            .iter()
+            .map(|k| match session.filter(|s| s.lock().get(k).is_some()) {
+                Some(s) => s.lock().busy(k),
+                None => store.busy(k),
+            })
+            .collect();
         SpeedHistory {
             store: Some(store),
             session,
             keys,
             priors,
+            busy,
         }
     }
 
@@ -108,11 +121,12 @@ impl<'s> SpeedHistory<'s> {
         units: &[Unit<'_>],
         stats: &[UnitStats],
         measured: &[Option<Estimate>],
+        busy: &[Option<usize>],
     ) {
         let Some(store) = self.store.as_mut() else {
             return;
         };
-        let mut by_key: std::collections::BTreeMap<&str, (Estimate, u64, usize)> =
+        let mut by_key: std::collections::BTreeMap<&str, (Estimate, u64, usize, Option<usize>)> =
             Default::default();
         for (i, key) in self.keys.iter().enumerate() {
             let (Some(Some(e)), Some(s)) = (measured.get(i), stats.get(i)) else {
@@ -128,7 +142,10 @@ impl<'s> SpeedHistory<'s> {
                 },
                 0,
                 0,
+                None,
             ));
+            // Rule *busy queues*: the device's count (its queues agree), when decided.
+            acc.3 = acc.3.or(busy.get(i).copied().flatten());
             acc.0.latency += e.latency;
             acc.0.per_task += e.per_task;
             acc.1 += s.tasks as u64;
@@ -137,15 +154,15 @@ impl<'s> SpeedHistory<'s> {
         if by_key.is_empty() {
             return;
         }
-        for (key, (sum, tasks, n)) in by_key {
+        for (key, (sum, tasks, n, busy)) in by_key {
             let n = n as f64;
             let mean = Estimate {
                 latency: sum.latency / n,
                 per_task: sum.per_task / n,
             };
-            store.put(key.to_string(), mean, tasks);
+            store.put_busy(key.to_string(), mean, tasks, busy);
             if let Some(s) = self.session {
-                s.lock().put(key.to_string(), mean, tasks);
+                s.lock().put_busy(key.to_string(), mean, tasks, busy);
             }
         }
         if let Err(e) = store.save() {

@@ -23,7 +23,11 @@ use std::path::{Path, PathBuf};
 
 /// The file format's version: entries of another are ignored. Version 2: a device's entry is
 /// the model of the device, all its queues together (rule *device rate*); version 1 held a
-/// queue's.
+/// queue's. A device's entry may also hold `busy`, how many of its queues the run kept busy
+/// (rule *busy queues*), and its model is then the device's with that many busy: an entry
+/// without it (written before the rule, or by a run that did not decide) is read as not
+/// knowing the count, and a build that does not know the field ignores it, so the version
+/// stays 2 both ways.
 const VERSION: u32 = 2;
 /// Entries kept at most (the oldest go first).
 const MAX_ENTRIES: usize = 4096;
@@ -37,6 +41,9 @@ struct Saved {
     tasks: u64,
     /// Seconds since the epoch when it was stored (the oldest are dropped first).
     stored: u64,
+    /// For a device: how many of its queues were kept busy (rule *busy queues*), if decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    busy: Option<usize>,
 }
 
 impl Saved {
@@ -227,13 +234,30 @@ impl History {
             .map(|(k, s)| (k.as_str(), s.model(), s.tasks, s.stored))
     }
 
+    /// For a device's `key`: how many of its queues a run kept busy (rule *busy queues*), if
+    /// it decided.
+    pub fn busy(&self, key: &str) -> Option<usize> {
+        self.entries
+            .get(key)
+            .filter(|s| valid(s))
+            .and_then(|s| s.busy)
+            .filter(|&b| b > 0)
+    }
+
     /// Remember `model` for `key`, measured over `tasks` tasks.
     pub fn put(&mut self, key: String, model: Estimate, tasks: u64) {
+        self.put_busy(key, model, tasks, None);
+    }
+
+    /// Remember `model` for `key`, measured over `tasks` tasks with `busy` of the device's
+    /// queues busy (rule *busy queues*; `None`: not decided, or not a device).
+    pub fn put_busy(&mut self, key: String, model: Estimate, tasks: u64, busy: Option<usize>) {
         let s = Saved {
             latency: model.latency,
             per_task: model.per_task,
             tasks,
             stored: now_secs(),
+            busy: busy.filter(|&b| b > 0),
         };
         if valid(&s) {
             self.entries.insert(key, s);
@@ -331,6 +355,35 @@ mod test {
         h.put("k".into(), e, 100);
         h.save().unwrap();
         assert_eq!(History::load(&p).0.get("k"), Some(e));
+    }
+
+    /// Rule *busy queues*: a device's count of busy queues comes back with its model; an entry
+    /// written before the rule (no `busy`) is read, its count unknown.
+    #[test]
+    fn a_devices_busy_queues_come_back_and_older_entries_are_read() {
+        let p = tmp("busy");
+        let e = Estimate {
+            latency: 0.002,
+            per_task: 4.6e-5,
+        };
+        let (mut h, _) = History::load(&p);
+        h.put_busy("gpu".into(), e, 50_000, Some(1));
+        h.put("cpu".into(), e, 100);
+        h.save().unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert_eq!(text.matches("\"busy\"").count(), 1, "{text}");
+        let (h, note) = History::load(&p);
+        assert!(note.is_none(), "{note:?}");
+        assert_eq!((h.get("gpu"), h.busy("gpu")), (Some(e), Some(1)));
+        assert_eq!((h.get("cpu"), h.busy("cpu")), (Some(e), None));
+        std::fs::write(
+            &p,
+            r#"{"version": 2, "entries": {"old": {"latency": 0.002, "per_task": 4.6e-5, "tasks": 9, "stored": 0}}}"#,
+        )
+        .unwrap();
+        let (h, note) = History::load(&p);
+        assert!(note.is_none(), "{note:?}");
+        assert_eq!((h.get("old"), h.busy("old")), (Some(e), None));
     }
 
     /// What is not a speed history at its name (another program's JSON, garbage, a named

@@ -92,6 +92,19 @@ pub trait TaskSource: Sync {
     fn estimates(&self) -> Vec<Option<Estimate>> {
         Vec::new()
     }
+    /// For each unit that is a queue of a device with several queues, how many of its
+    /// device's queues the run found worth keeping busy (the work queue's rule *busy queues*),
+    /// for the speed history; `None` where it was not decided (or the unit is no such queue);
+    /// empty for sources that measure nothing.
+    fn busy_queues(&self) -> Vec<Option<usize>> {
+        Vec::new()
+    }
+    /// A counter that changes whenever waiting units should ask again because more of a
+    /// device's queues may now take work (rule *busy queues*); the thread layer's waiting
+    /// units are woken through [`TaskSource::wait_for_work`], the simulator reads this.
+    fn wakes(&self) -> u64 {
+        0
+    }
     /// Called by a unit that got `None`: blocks while other units are still running (one of
     /// them may fail and give its tasks back), then says whether to ask again (`true`: tasks
     /// came back) or to leave (`false`: the run is over for this unit). The default leaves at
@@ -230,6 +243,16 @@ pub struct UnitInfo {
     /// read off its model ([`speed_weights`]).
     #[serde(default)]
     pub chunk: Option<usize>,
+    /// For a device queue, how many of its device's queues an earlier run found worth keeping
+    /// busy (rule *busy queues*, from the speed history): the work queue starts there and
+    /// tries no other count. `None`: not known; the work queue finds it.
+    #[serde(default)]
+    pub busy: Option<usize>,
+    /// It leaves the run when it gets nothing, rather than wait to be asked again (another
+    /// rank's unit under MPI master-slave): rule *busy queues* keeps every queue of its device
+    /// busy, since a queue it held back would leave for good.
+    #[serde(default)]
+    pub leaves: bool,
 }
 
 impl UnitInfo {
@@ -241,6 +264,8 @@ impl UnitInfo {
             prior: None,
             chunk: None,
             device: None,
+            busy: None,
+            leaves: false,
         }
     }
     /// A device queue of class `class` (the device).
@@ -251,6 +276,8 @@ impl UnitInfo {
             prior: None,
             chunk: None,
             device: None,
+            busy: None,
+            leaves: false,
         }
     }
     /// The same unit, asking for at most `chunk` tasks at once.
@@ -266,6 +293,12 @@ impl UnitInfo {
     /// For a device queue, the name of its device ([`UnitInfo::device`], else its class).
     fn device_name(&self) -> Option<&str> {
         (self.kind == UnitKind::Device).then(|| self.device.as_deref().unwrap_or(&self.class))
+    }
+    /// The same unit, a queue of a device of which an earlier run kept `busy` queues busy
+    /// (see [`UnitInfo::busy`]).
+    pub fn with_busy(mut self, busy: Option<usize>) -> Self {
+        self.busy = busy;
+        self
     }
     /// The same unit, with the cost model an earlier run measured.
     pub fn with_prior(mut self, prior: Option<Estimate>) -> Self {

@@ -130,6 +130,37 @@
 //!     alternated): 0.345-0.378 s, median 0.346, against 0.324-0.498 s, median 0.402, with
 //!     the rule off; the GPU alone 0.45-0.46 s.
 //!
+//! 14. **Busy queues** (off by default: `Rules::busy_queues`, `scheduler.busy_queues`). A
+//!     device with several queues hands work to only as many of them as raise its combined
+//!     rate. Without a count from the speed history ([`UnitInfo::busy`]) or an earlier run's
+//!     model (one stored before the rule was measured with every queue busy: the device keeps
+//!     them so), each of its queues first runs one small chunk (a 256th of what is
+//!     left per queue: a queue's first chunk may hold its warm-up). Queues past the count are
+//!     parked: they take nothing and wait, not starved (no tails are handed to them). Then
+//!     rounds, each queue of the round one chunk of that size (or less, as its plan says) and
+//!     waiting for the others': one queue (the reference), two, then (if two paid) all of
+//!     them, then (if all did not) 3, 4, ...; after each trial the best count runs again. A
+//!     round's rate is its tasks over the device's seconds its chunks had (read one after
+//!     another: these partition the device's busy time), and a trial's count is kept only when
+//!     its rate beats the mean of the best count's before and after it by [`BUSY_MARGIN`] (5%;
+//!     the mean cancels costs that drift along the task space). The device then settles at the
+//!     best count for the rest of the run (parked queues end it with 0 tasks; a round that its
+//!     plan leaves waiting, near the end, settles it too), and [`TaskSource::busy_queues`]
+//!     gives the count for the speed history, so that a later run starts there and tries no
+//!     other. While a device searches, CPU workers keep the cap of *short while unmeasured*. A
+//!     queue that leaves when it gets nothing ([`UnitInfo::leaves`]: another rank's under MPI
+//!     master-slave) would leave for good: its device keeps all its queues busy. On the H200
+//!     machine the NVIDIA driver ran the knn example's kernels from 4 queues one after another,
+//!     each about twice as long, so 4 busy queues gave less than one: one queue 2.32 s, 4
+//!     queues 4.94 s with equitable shares, 3.7-4.9 s under the work queue from a history and
+//!     7.3-13.7 s without. In the simulator (test
+//!     `a_device_whose_queues_add_no_throughput_keeps_one_busy`) such a device ends within 3% of
+//!     one queue with the rule, and about 2x later without; a device whose 4 queues each have
+//!     a quarter of it keeps all 4 busy within 2-5% of the rule off (test
+//!     `a_device_whose_queues_add_throughput_keeps_them_all_busy`). Off by default: on the
+//!     scheduling matrix's heavy-tailed costs the rounds' few tasks a queue misread such
+//!     devices and kept 1 queue busy (up to 1.60 of the ideal, against 1.40 without the rule).
+//!
 //! Complexity: a request costs O(units · 60) (a bisection for `T`) under the queue's lock.
 
 use super::{Chunk, Clock, TaskSource, UnitInfo, UnitKind, WallClock};
@@ -189,6 +220,18 @@ pub(crate) const RECHECK: f64 = 0.02;
 /// both runs ended 8% later.
 const PROBE_PARTS: usize = 4;
 
+/// Rule *busy queues*: a count of busy queues is kept only when the device's combined rate
+/// with it is at least this much above the best count's so far.
+pub(crate) const BUSY_MARGIN: f64 = 0.05;
+
+/// Rule *busy queues*: a round's chunk, per queue, is at most what is left over this many
+/// times the device's queues (and at most the device's first chunk), so that the rounds that
+/// try more queues on a device that runs them one after another cost little (the knn
+/// example: 50,000 tasks, 4 queues, chunks of about 50 tasks in the rounds: 1.03x one queue
+/// in the simulator, against 1.04x with 64 parts), and a device whose queues do pay idles
+/// little while it searches.
+const ROUND_PARTS: usize = 256;
+
 /// The second chunk size an earlier run's model is entered at.
 const PRIOR_SIZE: usize = 64;
 
@@ -244,6 +287,11 @@ pub(crate) struct Rules {
     /// chunk to a device that would finish all that is left before the worker finishes one
     /// more task. Off only to measure without it.
     pub hand_over: bool,
+    /// Rule *busy queues*: a device with several queues hands work to only as many of them as
+    /// raise its combined rate (starting from one; the count the speed history holds, when it
+    /// holds one). Needs rule *device rate* (it counts a device's queues). Off: every queue
+    /// takes work, as before the rule.
+    pub busy_queues: bool,
 }
 
 impl Default for Rules {
@@ -263,6 +311,9 @@ impl Default for Rules {
             device_rate: true,
             small_probe: true,
             hand_over: true,
+            // Off by default: on tasks of uneven cost (the scheduling matrix's heavy tail) its
+            // small rounds misread devices whose queues do pay.
+            busy_queues: false,
         }
     }
 }
@@ -390,6 +441,8 @@ struct UnitState {
     device: Option<usize>,
     /// Its device's integral of 1 / (queues busy) when its chunk in flight was handed out.
     area0: f64,
+    /// Its device's step (rule *busy queues*) when its last chunk was handed out.
+    epoch0: u64,
 }
 
 impl UnitState {
@@ -443,9 +496,66 @@ struct DeviceState {
     /// part of the device's seconds.
     area: f64,
     since: f64,
+    /// Rule *busy queues*: how many of its queues take work (the first ones in unit order that
+    /// have not failed); `usize::MAX`: all of them (the rule off, or a single queue).
+    limit: usize,
+    /// Where the search for that count stands.
+    step: Step,
+    /// Bumped at every step: a chunk counts for the round it was handed out in.
+    epoch: u64,
+    /// The round's finished chunks: tasks, the device's seconds they had (read one after
+    /// another: these partition the device's busy time), chunks.
+    round: (f64, f64, usize),
+    /// Tasks a queue runs in a round (every round of the device the same, so that their rates
+    /// compare).
+    round_k: usize,
+    /// The best count so far, with its combined rate (tasks per second of the device).
+    best: Option<(usize, f64)>,
+    /// Tasks of its first chunk.
+    first_k: usize,
+    /// Whether its count was decided: by its rounds, or by an earlier run (the speed history
+    /// keeps it then).
+    decided: bool,
+    /// A trial round's count and rate, until the best count has run again.
+    pending: Option<(usize, f64)>,
+    /// Where rule *busy queues* starts: `None`, it does not apply (a single queue, queues
+    /// that leave, or an earlier run's model without a count); `Some(None)`: a search;
+    /// `Some(Some(c))`: the count an earlier run found.
+    start: Option<Option<usize>>,
+}
+
+/// Rule *busy queues*: where a device's search for its count of busy queues stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Step {
+    /// Its queues' first chunks, one each, small (a queue's first chunk may hold its
+    /// warm-up, which no round should measure).
+    #[default]
+    First,
+    /// Before a round: queues of the round that never ran a chunk run one (a queue's first
+    /// chunk may hold its warm-up), the others theirs as planned, at most the rounds' size.
+    Warm,
+    /// A round: each of its first `limit` queues runs one chunk of `round_k` tasks (and waits
+    /// for the others'); their combined rate is then compared with the best count's.
+    Round,
+    /// The count is decided (or the rule does not apply).
+    Settled,
 }
 
 impl DeviceState {
+    /// Rule *busy queues* on or off for this device of `queues` queues, before the run.
+    fn busy_rule(&mut self, on: bool, queues: usize) {
+        self.decided = false;
+        (self.limit, self.step) = match self.start {
+            Some(None) if on => (queues, Step::First),
+            Some(Some(b)) if on => {
+                self.decided = true;
+                (b, Step::Settled)
+            }
+            _ => (usize::MAX, Step::Settled),
+        };
+        // Its first step counts the chunks handed out in it (a queue's `epoch0` starts at 0).
+        self.epoch = 1;
+    }
     /// The reading of the device's chunk times its model is fitted to: the one that fits a
     /// line best (on a tie the earlier: fixed parts, shared, one after another).
     fn fitted(&self) -> &Samples {
@@ -516,13 +626,47 @@ impl State {
     fn in_flight(&self) -> usize {
         self.units.iter().filter(|u| u.in_flight.is_some()).count()
     }
-    /// Active (not failed) queues of device `d` (rule *device rate*), at least 1.
+    /// Active (not failed) queues of device `d` (rule *device rate*) that take work (rule
+    /// *busy queues*), at least 1.
     fn queues(&self, d: usize) -> usize {
+        self.active_queues(d).min(self.devices[d].limit).max(1)
+    }
+    /// Active (not failed) queues of device `d`.
+    fn active_queues(&self, d: usize) -> usize {
         self.units
             .iter()
             .filter(|u| !u.out && u.device == Some(d))
             .count()
-            .max(1)
+    }
+    /// Rule *busy queues*: whether `unit` is a queue its device keeps idle (past the count of
+    /// queues that take work).
+    fn parked(&self, unit: usize) -> bool {
+        let u = &self.units[unit];
+        let Some(d) = u.device else {
+            return false;
+        };
+        let limit = self.devices[d].limit;
+        if u.out || limit == usize::MAX {
+            return false;
+        }
+        let before = self.units[..unit]
+            .iter()
+            .filter(|v| !v.out && v.device == Some(d))
+            .count();
+        before >= limit
+    }
+    /// Rule *busy queues*: whether `unit` takes nothing now: it is parked, or it has run its
+    /// chunk of its device's round and waits for the round's end.
+    fn held(&self, unit: usize) -> bool {
+        let u = &self.units[unit];
+        match u.device {
+            Some(d) => {
+                let dev = &self.devices[d];
+                (matches!(dev.step, Step::Round | Step::First) && u.epoch0 == dev.epoch)
+                    || self.parked(unit)
+            }
+            None => false,
+        }
     }
     /// `unit` starts running `k` tasks at `now` (its device counts one more queue busy).
     fn begin(&mut self, unit: usize, now: f64, k: usize) {
@@ -532,6 +676,7 @@ impl State {
             dev.touch(now);
             dev.busy += 1;
             self.units[unit].area0 = dev.area;
+            self.units[unit].epoch0 = dev.epoch;
         }
     }
     /// `unit`'s chunk in flight ended at `now` (finished or failed); returns the device's
@@ -654,6 +799,8 @@ pub struct WorkQueue {
     stopped: AtomicBool,
     /// Some unit is starved ([`TaskSource::starving`]), kept with the units' flags.
     starving: AtomicBool,
+    /// Bumped when more of a device's queues may take work ([`TaskSource::wakes`]).
+    wakes: AtomicU64,
     rules: Rules,
 }
 
@@ -688,12 +835,18 @@ impl WorkQueue {
     }
 
     /// The same queue, with the rules that `[scheduler]` switches (`give_back`,
-    /// `device_rate`, `small_probe`, `hand_over`) as `plan` sets them. Call it before the
+    /// `device_rate`, `small_probe`, `hand_over`, `busy_queues`) as `plan` sets them. Call it before the
     /// first request: rule *device rate* decides how the units' models are kept.
     pub fn rules_of(self, plan: &crate::config::SchedulerPlan) -> Self {
         let mut q = self.give_back(plan.give_back);
         q.rules.small_probe = plan.small_probe;
         q.rules.hand_over = plan.hand_over;
+        q.rules.busy_queues = plan.busy_queues;
+        let st = q.state.get_mut();
+        for d in 0..st.devices.len() {
+            let queues = st.active_queues(d);
+            st.devices[d].busy_rule(plan.busy_queues, queues);
+        }
         if !plan.device_rate {
             q.rules.device_rate = false;
             // Each queue its own model (its own chunks and prior are kept beside the device's).
@@ -713,6 +866,7 @@ impl WorkQueue {
         clock: Box<dyn Clock>,
         rules: Rules,
     ) -> Self {
+        let units_in = units;
         let mut classes: Vec<&str> = Vec::new();
         // Rule *device rate*: the queues of one device (named by the runtime, else by their
         // class) share one model.
@@ -772,12 +926,34 @@ impl WorkQueue {
                     chunks: 0,
                     device,
                     area0: 0.0,
+                    epoch0: 0,
                 }
             })
-            .collect();
+            .collect::<Vec<UnitState>>();
         let now = clock.now();
-        for d in &mut device_states {
+        for (i, d) in device_states.iter_mut().enumerate() {
             d.since = now;
+            // Rule *busy queues*: a device of several queues starts with one busy, or with
+            // the count an earlier run found (then it tries no other).
+            let mine = || {
+                units_in
+                    .iter()
+                    .zip(&units)
+                    .filter(|(_, s)| s.device == Some(i))
+            };
+            let queues = mine().count();
+            let known = mine().find_map(|(u, _)| u.busy);
+            let leaves = mine().any(|(u, _)| u.leaves);
+            // An earlier run's model without a count (stored before the rule) was measured
+            // with every queue busy: the device keeps them so.
+            let prior = mine().any(|(u, _)| u.prior.is_some());
+            d.start = match known {
+                _ if queues < 2 || leaves => None,
+                None if prior => None,
+                Some(b) => Some(Some(b.clamp(1, queues))),
+                None => Some(None),
+            };
+            d.busy_rule(rules.busy_queues, queues);
         }
         WorkQueue {
             state: Mutex::new(State {
@@ -793,6 +969,7 @@ impl WorkQueue {
             clock,
             stopped: AtomicBool::new(false),
             starving: AtomicBool::new(false),
+            wakes: AtomicU64::new(0),
             rules,
         }
     }
@@ -896,6 +1073,35 @@ impl WorkQueue {
             want: me_state.want.min(left).max(1),
             now,
         };
+        // Rule *busy queues*: a parked queue takes nothing; in a round, a queue takes one
+        // chunk of the round's size (or less, as its plan says), and then waits for the
+        // others'.
+        if let Some(d) = me_state.device {
+            let dev = &st.devices[d];
+            if st.held(unit) {
+                return 0;
+            }
+            match dev.step {
+                Step::Round | Step::Warm => {
+                    let k = self.planned_size(st, unit, ask);
+                    return if k == 0 { 0 } else { k.min(dev.round_k) };
+                }
+                // Its first chunk on each queue: the rounds' size (a probe would keep the
+                // queues from the rounds for longer).
+                Step::First => {
+                    let active = st.active_queues(d).max(1);
+                    return left.div_ceil(ROUND_PARTS * active).min(ask.want).max(1);
+                }
+                Step::Settled => {}
+            }
+        }
+        self.planned_size(st, unit, ask)
+    }
+
+    /// The chunk `ask` gets from the rules after *busy queues* (0: none, it waits).
+    fn planned_size(&self, st: &State, unit: usize, ask: Ask) -> usize {
+        let (left, now) = (ask.left, ask.now);
+        let me_state = &st.units[unit];
         let est = self.all_estimates(st);
         let plan = self.plan(st, &est, ask);
         let Some(me) = est[unit] else {
@@ -932,7 +1138,7 @@ impl WorkQueue {
             .units
             .iter()
             .enumerate()
-            .filter(|(_, u)| !u.out)
+            .filter(|(j, u)| !u.out && !st.parked(*j))
             .filter_map(|(j, u)| {
                 let e = est[j]?;
                 let free = match u.in_flight {
@@ -1029,9 +1235,18 @@ impl WorkQueue {
         // Rule *prior is provisional*: for a CPU worker, a device known only from an earlier
         // run's model (no chunk of its own yet) counts as unmeasured here.
         let provisional = self.rules.prior_is_provisional && me_state.kind == UnitKind::Cpu;
+        // Rule *busy queues*: for a CPU worker, a device still searching for its count of busy
+        // queues (its chunks small, its first one's warm-up most of its model) too.
+        let searching = |u: &UnitState| {
+            me_state.kind == UnitKind::Cpu
+                && u.device
+                    .is_some_and(|d| st.devices[d].step != Step::Settled)
+        };
         let unmeasured = st.units.iter().zip(est).any(|(u, e)| {
             !u.out
-                && (e.is_none() || (provisional && u.kind == UnitKind::Device && st.prior_only(u)))
+                && (e.is_none()
+                    || (provisional && u.kind == UnitKind::Device && st.prior_only(u))
+                    || searching(u))
         });
         if !unmeasured {
             return k;
@@ -1151,7 +1366,7 @@ impl WorkQueue {
         st.units
             .iter()
             .enumerate()
-            .filter(|(_, u)| !u.out && u.kind == UnitKind::Device)
+            .filter(|(j, u)| !u.out && u.kind == UnitKind::Device && !st.held(*j))
             .filter_map(|(j, u)| {
                 let e = est[j]?;
                 let free = match u.in_flight {
@@ -1243,6 +1458,140 @@ impl WorkQueue {
         (rest - rest * thieves.len() / (thieves.len() + 1), thieves)
     }
 
+    /// Rule *busy queues*: a queue of a round that its plan leaves waiting (the others clear
+    /// what is left first: the run nears its end) ends its device's search, at the best count
+    /// so far (not decided without one).
+    fn busy_gives_up(&self, st: &mut State, unit: usize) {
+        let Some(d) = st.units[unit].device else {
+            return;
+        };
+        if !matches!(st.devices[d].step, Step::Round | Step::Warm) || st.held(unit) {
+            return;
+        }
+        let dev = &mut st.devices[d];
+        dev.epoch += 1;
+        dev.step = Step::Settled;
+        if let Some((best, _)) = dev.best {
+            (dev.limit, dev.decided) = (best, true);
+        }
+        tracing::debug!(
+            "busy queues: device {d} keeps {} queues busy (run ending)",
+            dev.limit
+        );
+        self.wake(st);
+    }
+
+    /// Waiting units ask again: more of a device's queues may take work (rule *busy queues*).
+    fn wake(&self, st: &mut State) {
+        st.returns += 1;
+        self.wakes.fetch_add(1, Ordering::Relaxed);
+        self.changed.notify_all();
+    }
+
+    /// Rule *busy queues*, after a chunk of device `d` ended: its first chunk starts the
+    /// rounds (one queue, two, then all, then three, four, ... while each count raises the
+    /// combined rate by [`BUSY_MARGIN`] over the best so far); a complete round is compared with the
+    /// best count, and the next round starts, or the device settles at the best count.
+    fn busy_step(&self, st: &mut State, d: usize) {
+        let active = st.active_queues(d);
+        let members = st.queues(d);
+        let left = st.pool(self.end);
+        // Whether each of the first `c` queues has run a chunk (its warm-up behind it).
+        let warm = |st: &State, c: usize| {
+            st.units
+                .iter()
+                .filter(|u| !u.out && u.device == Some(d))
+                .take(c)
+                .all(|u| u.chunks > 0)
+        };
+        let warm_now = warm(st, members);
+        let dev = &mut st.devices[d];
+        let next = match dev.step {
+            Step::Settled => return,
+            Step::Warm if !warm_now => return,
+            Step::Warm => {
+                // The round proper.
+                dev.epoch += 1;
+                dev.round = (0.0, 0.0, 0);
+                dev.step = Step::Round;
+                return;
+            }
+            Step::First if dev.round.2 < members => return,
+            Step::First => {
+                // The reference round: one queue, at the rounds' chunk size.
+                dev.round_k = dev
+                    .first_k
+                    .min(left.div_ceil(ROUND_PARTS * active.max(1)))
+                    .max(1);
+                Some(1)
+            }
+            Step::Round if dev.round.2 < members => return,
+            Step::Round => {
+                let rate = dev.round.0 / dev.round.1.max(1e-12);
+                let count = dev.limit.min(active);
+                tracing::debug!(
+                    "busy queues: device {d} ran {} tasks on {count} queues at {rate:.1} tasks/s",
+                    dev.round.0
+                );
+                match (dev.best, dev.pending) {
+                    // The first reference (one queue): then two.
+                    (None, _) => {
+                        dev.best = Some((count, rate));
+                        (active > 1).then_some(2)
+                    }
+                    // A trial: the best count runs again, so that the trial is compared with
+                    // the best count's rate before and after it (tasks whose cost drifts
+                    // along the task space, rising or falling, cancel out).
+                    (Some((best, _)), None) => {
+                        dev.pending = Some((count, rate));
+                        Some(best)
+                    }
+                    // The best count again: decide.
+                    (Some((best, before)), Some((trial, trial_rate))) => {
+                        dev.pending = None;
+                        let base = 0.5 * (before + rate);
+                        let kept = trial_rate >= (1.0 + BUSY_MARGIN) * base;
+                        dev.best = Some(if kept {
+                            (trial, trial_rate)
+                        } else {
+                            (best, rate)
+                        });
+                        tracing::debug!(
+                            "busy queues: device {d}, {trial} queues at {trial_rate:.1} tasks/s \
+                             against {best} at {base:.1}: {}",
+                            if kept { "kept" } else { "not kept" }
+                        );
+                        // One queue (the reference), then two; if two paid, all of them; if
+                        // all did not, three, four, ... while each pays.
+                        match trial {
+                            2 if kept && active > 2 => Some(active),
+                            c if c == active && !kept && active > 3 => Some(3),
+                            c if c > 2 && c < active && kept && c + 1 < active => Some(c + 1),
+                            _ => None,
+                        }
+                    }
+                }
+            }
+        };
+        dev.epoch += 1;
+        dev.round = (0.0, 0.0, 0);
+        match next {
+            // Only while each of its queues can still have a chunk.
+            Some(c) if left >= c => {
+                let step = if warm(st, c) { Step::Round } else { Step::Warm };
+                let dev = &mut st.devices[d];
+                (dev.limit, dev.step) = (c, step);
+            }
+            _ => {
+                let best = dev.best.map_or(dev.limit, |(c, _)| c);
+                (dev.limit, dev.step) = (best.max(1), Step::Settled);
+                dev.decided = dev.best.is_some();
+                tracing::debug!("busy queues: device {d} keeps {} queues busy", dev.limit);
+            }
+        }
+        self.wake(st);
+    }
+
     fn take(st: &mut State, k: usize, end: usize) -> Range<usize> {
         if let Some(last) = st.returned.last_mut() {
             let r = last.start..(last.start + k).min(last.end);
@@ -1295,6 +1644,11 @@ impl TaskSource for WorkQueue {
         let now = self.clock.now();
         let k = self.chunk_size(&st, unit, left, now);
         if k == 0 {
+            self.busy_gives_up(&mut st, unit);
+            if st.held(unit) {
+                // Rule *busy queues*: it waits by the rule, not for work: no tails for it.
+                st.units[unit].starved = false;
+            }
             self.note_starving(&st);
             return None;
         }
@@ -1322,6 +1676,7 @@ impl TaskSource for WorkQueue {
         let u = &mut st.units[unit];
         u.chunks += 1;
         u.samples.add(tasks.len() as f64, secs, window);
+        let epoch0 = u.epoch0;
         if let (Some(d), Some((shared, serial))) = (u.device, had) {
             let queues = st.queues(d) as f64;
             let dev = &mut st.devices[d];
@@ -1330,6 +1685,16 @@ impl TaskSource for WorkQueue {
             dev.parts.add(k, secs / queues, window);
             dev.shared.add(k, shared, window);
             dev.serial.add(k, serial, window);
+            // Rule *busy queues*: a chunk of the round counts for its rate.
+            if dev.chunks == 1 {
+                dev.first_k = tasks.len();
+            }
+            if matches!(dev.step, Step::Round | Step::First) && epoch0 == dev.epoch {
+                dev.round.0 += k;
+                dev.round.1 += serial;
+                dev.round.2 += 1;
+            }
+            self.busy_step(&mut st, d);
         }
         if st.in_flight() == 0 {
             // Waiting units may be done (or the last ones able to run what is left).
@@ -1338,6 +1703,20 @@ impl TaskSource for WorkQueue {
     }
     fn estimates(&self) -> Vec<Option<Estimate>> {
         self.measured()
+    }
+    fn busy_queues(&self) -> Vec<Option<usize>> {
+        let st = self.state.lock();
+        st.units
+            .iter()
+            .map(|u| {
+                let dev = &st.devices[u.device?];
+                (self.rules.busy_queues && dev.decided && dev.limit != usize::MAX)
+                    .then_some(dev.limit)
+            })
+            .collect()
+    }
+    fn wakes(&self) -> u64 {
+        self.wakes.load(Ordering::Relaxed)
     }
     fn granule(&self, unit: usize, tasks: usize) {
         self.state.lock().units[unit].granule = tasks.max(1);
@@ -1386,6 +1765,13 @@ impl TaskSource for WorkQueue {
         st.end_chunk(unit, self.clock.now());
         let u = &mut st.units[unit];
         u.out = true;
+        if let Some(d) = u.device {
+            // Rule *busy queues*: its round may be complete without it, and a parked queue
+            // takes its place.
+            self.busy_step(&mut st, d);
+            self.wake(&mut st);
+        }
+        let u = &mut st.units[unit];
         u.starved = false;
         let gifts = std::mem::take(&mut u.gifts);
         st.returned.extend(gifts);

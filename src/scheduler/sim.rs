@@ -270,6 +270,7 @@ pub(crate) fn run(
         serial_busy: 0.0,
     };
     let mut runs = vec![0u32; tasks.len()];
+    let mut wakes = source.wakes();
     for (u, unit) in units.iter().enumerate() {
         // As the thread layer does once it has made the unit's worker.
         source.granule(u, unit.granule);
@@ -324,9 +325,12 @@ pub(crate) fn run(
         drop(c);
         waiting[u] = !sim.ask(u, t);
         asked[u] = t;
-        // Waiting units plan again every RECHECK seconds, as in the thread layer.
+        // Waiting units plan again every RECHECK seconds, as in the thread layer, and at once
+        // when the source wakes them (more of a device's queues may take work).
+        let woken = source.wakes() != wakes;
+        wakes = source.wakes();
         for (w, wait) in waiting.iter_mut().enumerate() {
-            if *wait && w != u && t >= asked[w] + RECHECK {
+            if *wait && w != u && (woken || t >= asked[w] + RECHECK) {
                 asked[w] = t;
                 *wait = !sim.ask(w, t);
             }

@@ -973,9 +973,10 @@ fn scheduling_matrix() {
                     let ideal = sim::ideal(&mean_units, tasks);
                     let cell = format!("{profile}, 1:{ratio}, {queues} queues, {gpus} GPUs");
                     rows.push(format!(
-                        "{cell}: {:.3} of the fastest unit alone, {:.3} of ideal",
+                        "{cell}: {:.3} of the fastest unit alone, {:.3} of ideal; busy queues {:?}",
                         got / alone,
-                        got / ideal
+                        got / ideal,
+                        q.busy_queues().first().copied().flatten()
                     ));
                     if got > alone * 1.01 || got > 1.5 * ideal {
                         bad.push(rows.last().unwrap().clone());
@@ -1170,7 +1171,8 @@ fn knn_queues(queues: usize, slower: f64, batch: usize, cpus: usize, cpu: f64) -
 /// its own, hundreds of times apart in per-task time. Started from a first run's models, the
 /// work queue ends with equitable shares (which hand each queue its quarter at once, the best
 /// 4 queues of such a device can do), 2% later from the queues' own. No policy that keeps the
-/// 4 queues busy comes near one queue alone (2.31 s): the device is 2x slower with them.
+/// 4 queues busy comes near one queue alone (2.31 s): the device is 2x slower with them (rule
+/// *busy queues*, off here, keeps one busy).
 #[test]
 fn a_devices_queues_are_learned_as_one_device() {
     let tasks = 50_000;
@@ -1198,10 +1200,12 @@ fn a_devices_queues_are_learned_as_one_device() {
         let second = sim::run(&q, &clock, &units, 0..tasks).makespan;
         (first, second, models)
     };
-    let (first, second, models) = runs(Rules::default());
+    // With every queue busy (rule *busy queues* off; with it, the device keeps one busy:
+    // `a_device_whose_queues_add_no_throughput_keeps_one_busy`).
+    let (first, second, models) = runs(busy_off());
     let (first_off, second_off, models_off) = runs(Rules {
         device_rate: false,
-        ..Rules::default()
+        ..busy_off()
     });
     eprintln!(
         "4 serial queues: first run {first:.3} s, from its models {second:.3} s (device rate off: \
@@ -1233,4 +1237,160 @@ fn a_devices_queues_are_learned_as_one_device() {
         "device rate off passes: {second_off} s"
     );
     assert!((first - first_off).abs() < 0.01 * first_off);
+}
+
+/// A device of `queues` queues whose queues run side by side, each with its part of the
+/// device (kernels too small to fill it): the device runs a task in `per_task` seconds with
+/// all its queues busy, a queue alone at a `queues`-th of that rate.
+fn scaling_queues(queues: usize, latency: f64, per_task: f64, batch: usize) -> Vec<SimUnit> {
+    (0..queues)
+        .map(|_| SimUnit::gpu("H200", latency, per_task * queues as f64, batch))
+        .collect()
+}
+
+/// A run of `units` under `rules`, and the count of busy queues it decided per unit (what the
+/// speed history keeps).
+fn run_busy(units: &[SimUnit], tasks: usize, rules: Rules) -> (sim::Outcome, Vec<Option<usize>>) {
+    let clock = VirtualClock::default();
+    let infos: Vec<UnitInfo> = units.iter().map(|u| u.info.clone()).collect();
+    let q = WorkQueue::with_clock(0..tasks, &infos, Box::new(clock.clone()), rules);
+    let out = sim::run(&q, &clock, units, 0..tasks);
+    (out, q.busy_queues())
+}
+
+fn busy_on() -> Rules {
+    Rules {
+        busy_queues: true,
+        ..Rules::default()
+    }
+}
+
+fn busy_off() -> Rules {
+    Rules {
+        busy_queues: false,
+        ..busy_on()
+    }
+}
+
+/// Rule *busy queues* on the knn example's 4 queues of one H200 (`knn_queues`: the driver ran
+/// their kernels one after another, each about twice as long while another was in flight;
+/// measured there: one queue 2.32 s, 4 queues 4.94 s with equitable shares, 7.3-13.7 s for a
+/// first work-queue run). Without a history, the work queue tries one queue, then 4, then 2,
+/// and keeps one: within 5% of one queue alone. With the rule off, its 4 busy queues take far
+/// longer. Again beside 15 CPU workers (knn on a CPU core: 100 times a GPU query).
+#[test]
+fn a_device_whose_queues_add_no_throughput_keeps_one_busy() {
+    let tasks = 50_000;
+    for cpus in [0, 15] {
+        let units = knn_queues(4, 2.0, 16_384, cpus, 4.6e-3);
+        let one = run_under(&knn_queues(1, 2.0, 16_384, cpus, 4.6e-3), tasks, busy_on()).makespan;
+        let (on, busy) = run_busy(&units, tasks, busy_on());
+        let (off, _) = run_busy(&units, tasks, busy_off());
+        eprintln!(
+            "4 serial queues + {cpus} CPU workers: {:.3} s, tasks {:?} (busy queues off: {:.3} s, \
+             {:?}); one queue {one:.3} s; busy {:?}",
+            on.makespan,
+            &on.tasks[..4],
+            off.makespan,
+            &off.tasks[..4],
+            &busy[..4]
+        );
+        assert!(
+            on.makespan <= 1.05 * one,
+            "{} s against {one} s",
+            on.makespan
+        );
+        assert!(
+            off.makespan > 1.3 * one,
+            "busy queues off passes: {} s",
+            off.makespan
+        );
+        assert_eq!(&busy[..4], &[Some(1); 4]);
+        let others: usize = on.tasks[1..4].iter().sum();
+        assert!(others * 20 < tasks, "the other queues ran {others} tasks");
+    }
+}
+
+/// Rule *busy queues* leaves devices whose queues add throughput as they were: 4 queues that
+/// each have a quarter of the device (the scheduling matrix's device, and the knn device's
+/// speed) keep all 4 busy, within 5% of the rule off, alone and beside 15 CPU workers.
+#[test]
+fn a_device_whose_queues_add_throughput_keeps_them_all_busy() {
+    let cases = [
+        (
+            "matrix's device",
+            scaling_queues(4, 2e-3, CPU / 16.0 / 100.0, 256),
+            16_384,
+        ),
+        (
+            "knn's speed",
+            scaling_queues(4, 2e-3, 46e-6 / 4.0, 16_384),
+            50_000,
+        ),
+    ];
+    for (name, device, tasks) in cases {
+        for cpus in [0, 15] {
+            let mut units = device.clone();
+            units.extend((0..cpus).map(|_| SimUnit::cpu(CPU / 16.0)));
+            let (on, busy) = run_busy(&units, tasks, busy_on());
+            let (off, _) = run_busy(&units, tasks, busy_off());
+            eprintln!(
+                "4 scaling queues ({name}) + {cpus} CPU workers: {:.4} s, tasks {:?} (busy \
+                 queues off: {:.4} s, {:?}); busy {:?}",
+                on.makespan,
+                &on.tasks[..4],
+                off.makespan,
+                &off.tasks[..4],
+                &busy[..4]
+            );
+            assert!(
+                on.makespan <= 1.05 * off.makespan,
+                "{name}, {cpus} CPU workers: {} s against {} s",
+                on.makespan,
+                off.makespan
+            );
+            assert_eq!(&busy[..4], &[Some(4); 4], "{name}, {cpus} CPU workers");
+            assert!(on.tasks[..4].iter().all(|&t| t > 0), "{:?}", on.tasks);
+        }
+    }
+}
+
+/// Rule *busy queues* with the speed history: a run from an earlier run's models and counts
+/// starts at the count it learned (the serial device's other queues take nothing from the
+/// start, the scaling device's all take work) and keeps it for the history again.
+#[test]
+fn with_history_the_next_run_starts_at_the_learned_count() {
+    let tasks = 50_000;
+    let serial = knn_queues(4, 2.0, 16_384, 0, 0.0);
+    let scaling = scaling_queues(4, 2e-3, 46e-6 / 4.0, 16_384);
+    let one = run_under(&knn_queues(1, 2.0, 16_384, 0, 0.0), tasks, busy_on()).makespan;
+    for (name, units, expect) in [("serial", serial, 1), ("scaling", scaling, 4)] {
+        let clock = VirtualClock::default();
+        let infos: Vec<UnitInfo> = units.iter().map(|u| u.info.clone()).collect();
+        let q = WorkQueue::with_clock(0..tasks, &infos, Box::new(clock.clone()), busy_on());
+        let first = sim::run(&q, &clock, &units, 0..tasks);
+        let (models, busy) = (q.measured(), q.busy_queues());
+        assert_eq!(busy, vec![Some(expect); 4], "{name}");
+        let mut again = units.clone();
+        for ((u, m), b) in again.iter_mut().zip(&models).zip(&busy) {
+            u.info = u.info.clone().with_prior(*m).with_busy(*b);
+        }
+        let (second, busy2) = run_busy(&again, tasks, busy_on());
+        eprintln!(
+            "{name}: first run {:.3} s {:?}, from the history {:.3} s {:?}",
+            first.makespan, first.tasks, second.makespan, second.tasks
+        );
+        assert_eq!(busy2, busy, "{name}");
+        assert!(second.tasks[..expect].iter().all(|&t| t > 0), "{name}");
+        assert!(second.tasks[expect..].iter().all(|&t| t == 0), "{name}");
+        assert!(
+            second.makespan <= 1.01 * first.makespan,
+            "{name}: {} s against {} s",
+            second.makespan,
+            first.makespan
+        );
+        if expect == 1 {
+            assert!(second.makespan <= 1.02 * one, "{} s", second.makespan);
+        }
+    }
 }
