@@ -106,6 +106,11 @@ impl ReadAhead {
                     Ok(k) => filled += k,
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                     Err(e) => {
+                        // The bytes before the error first.
+                        block.truncate(filled);
+                        if filled > 0 && tx.send(Ok(block)).is_err() {
+                            return;
+                        }
                         let _ = tx.send(Err(e));
                         return;
                     }
