@@ -18,22 +18,34 @@
 //! Cost: O(n + m) per tree, no change to the hierarchy; the GPU half runs the first pass as
 //! the `paths_pred` kernel (`gpu/paths.rs`) and the search, when a tree needs it, on the host.
 //!
-//! **Paths of an origin-destination run.** The union of one source's paths to its targets can
-//! hold every vertex, so no fixed width smaller than `n` bounds it: each task writes its whole
-//! predecessor row (u32, internal ids) into the hidden staging file `.paths-trees.npy`, a
-//! bulk output like any other (written at its offset, journaled, resumed), and `finish` walks
-//! every target back to its source from it. The file costs `4·n` bytes per source on disk
-//! while the run lasts (1.6 MB a source on osm-moscow) and is never committed. Each walk is
-//! checked: its arcs exist and their weights sum to the pair's distance exactly.
+//! **Paths of an origin-destination run as `paths.csv`.** The union of one source's paths to
+//! its targets can hold every vertex, so no fixed width smaller than `n` bounds it: each task
+//! writes its whole predecessor row (u32, internal ids) into the hidden staging file
+//! `.paths-trees.npy`, a bulk output like any other (written at its offset, journaled,
+//! resumed), and `finish` walks every target back to its source from it. The file costs `4·n`
+//! bytes per source on disk while the run lasts (1.6 MB a source on osm-moscow) and is never
+//! committed. Each walk is checked: its arcs exist and their weights sum to the pair's distance
+//! exactly.
 //!
 //! **The compact form** (`[apsp] paths_format = "npy"`, [`PathsFormat`]) writes the same
 //! walks as two arrays instead of text: `path_offsets.npy` (u64, pairs + 1 entries) and
 //! `path_vertices.npy` (the ids in the input's numbering, u32 when they fit, else u64), pair
 //! `i` (sources major, `paths.csv`'s row order) being `vertices[offsets[i]..offsets[i + 1]]`,
-//! empty when unreachable. `finish` walks blocks of sources in parallel and appends their ids
-//! in order, so the vertex count is known only at the end: the file's header is written last,
-//! into room reserved for the longest one (a 1-D header's length does not depend on its
-//! count). No geometry is written in this form. O(pairs + path vertices) after the trees.
+//! empty when unreachable. No geometry is written in this form. Here the **workers** walk: right
+//! after a task's tree ([`Tracer`], whose predecessor row is in memory), its targets are walked
+//! and checked (arcs exist, weights sum to the pair's distance: an error there, as `finish`'s
+//! walk would be) and only the walked ids are staged, as a [`RaggedRows`] ([`WALKED`]): the ids
+//! appended to a hidden data file (`.paths-data.<k>`, one per process and run) at a place
+//! reserved with an atomic counter, and the task's row of the index `.paths-index.npy` (a
+//! bulk output, journaled and resumed like the distances: data file, start, checksum, and each
+//! target's path length, 0 = unreachable). The data is synced before the chunk is journaled
+//! ([`chunk_done`], or after each tree for workers that do not call it). A GPU unit's rows are
+//! finished and walked a launch at a time in parallel (`gpu/paths.rs`). `finish` then writes
+//! the offsets from the lengths and copies each task's ids, checked against the index's
+//! checksum, to its place in `path_vertices.npy` (known from the lengths), in parallel. Disk
+//! while the run lasts: the paths' ids once (about as much as a predecessor row on osm-moscow,
+//! 1,000 targets), not read back but once. O(n / 64 + the paths' vertices) a tree in the
+//! worker, O(pairs + path vertices) in `finish`.
 
 use super::ApspJob;
 use crate::common::Dist;
@@ -43,7 +55,7 @@ use serde::Deserialize;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
-use tuccompi::sink::{NpyRows, NpyType, Out};
+use tuccompi::sink::{NpyRows, NpyType, Out, RaggedRow, RaggedRows};
 use tuccompi::{Error, Result};
 
 /// The mark of "no predecessor" in `predecessors.npy` (the source itself, and vertices the
@@ -60,6 +72,11 @@ pub const PENDING: u32 = u32::MAX - 1;
 /// The staging-folder name of the whole predecessor rows `paths.csv` is walked from: hidden,
 /// so the commit leaves it behind.
 pub const TREES: &str = ".paths-trees.npy";
+
+/// The staging name of the compact form's walked paths: `.paths-index.npy` (a bulk output:
+/// each task's data file, start, checksum and per-target path lengths) and the data files
+/// `.paths-data.<k>` ([`RaggedRows`]); hidden, so the commit leaves them behind.
+pub const WALKED: &str = ".paths";
 
 /// `[apsp] paths_format`: how `[apsp] paths = true` writes the pairs' paths.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -264,8 +281,12 @@ pub struct PathsJob {
     pub arcs: InArcs,
     /// `predecessors.npy` (`[apsp] predecessors`): sources x targets (or n), input numbering.
     pub predecessors: Option<NpyRows>,
-    /// [`TREES`] (`[apsp] paths`): sources x n predecessor rows, internal ids.
+    /// The rows `finish` writes the paths from (`[apsp] paths`), a bulk output: for
+    /// `paths.csv`, [`TREES`] (sources x n predecessor rows, internal ids); for the compact
+    /// form, the index of the paths the workers walked ([`WALKED`], `compact`'s).
     pub trees: Option<NpyRows>,
+    /// The compact form's walked paths (the data `trees`' index rows point into).
+    pub compact: Option<RaggedRows>,
     /// How `finish` writes the paths from the trees.
     pub format: PathsFormat,
     /// The compact form's id type (as `vertex_type` chooses it).
@@ -285,6 +306,7 @@ pub fn prepare(
     if !options.predecessors && !options.paths {
         return Ok(None);
     }
+    let mut compact = None;
     let trees = if options.paths {
         let Some(ts) = targets else {
             return Err(Error::Config(
@@ -305,7 +327,14 @@ pub fn prepare(
                 super::od::MAX_CSV_PAIRS
             )));
         }
-        Some(NpyRows::new(TREES, sources, g.n, NpyType::U32)?)
+        if format == PathsFormat::Npy {
+            let walked = RaggedRows::new(WALKED, ts.len(), vertex_type(g).size());
+            let index = walked.index(sources)?;
+            compact = Some(walked);
+            Some(index)
+        } else {
+            Some(NpyRows::new(TREES, sources, g.n, NpyType::U32)?)
+        }
     } else {
         None
     };
@@ -319,6 +348,7 @@ pub fn prepare(
         arcs: InArcs::of(g),
         predecessors,
         trees,
+        compact,
         format,
         ids: vertex_type(g),
     }))
@@ -343,11 +373,22 @@ fn id_type(g: &Csr) -> NpyType {
     }
 }
 
-/// Bytes of the bulk rows the paths write (`predecessors.npy` and the hidden trees).
+/// Bytes of the bulk rows the paths write (`predecessors.npy` and the hidden trees, or the
+/// compact form's index and an estimate of its walked paths' data, as [`text_bytes`]'s).
 pub fn rows_bytes(job: Option<&PathsJob>) -> u64 {
     job.map_or(0, |p| {
+        let walked = match (&p.compact, &p.trees) {
+            (Some(_), Some(index)) => {
+                let pairs = index.rows() as u64 * (index.cols() as u64 - 3);
+                let n = p.arcs.offsets.len().saturating_sub(1);
+                let hops = 2 * (n as f64).sqrt() as u64 + 2;
+                pairs * p.ids.size() as u64 * (hops + 1)
+            }
+            _ => 0,
+        };
         p.predecessors.as_ref().map_or(0, NpyRows::bytes)
             + p.trees.as_ref().map_or(0, NpyRows::bytes)
+            + walked
     })
 }
 
@@ -384,6 +425,31 @@ pub struct Tracer {
     queue: Vec<u32>,
     i32s: Vec<i32>,
     i64s: Vec<i64>,
+    /// The compact form's walks: buffers, the walked ids, the per-target counts.
+    walker: TreeWalker,
+    ids: Vec<u8>,
+    counts: Vec<u64>,
+    /// Whether the worker calls [`chunk_done`] before its chunk is journaled; otherwise each
+    /// tree's walked paths are synced as they are written.
+    chunked: bool,
+}
+
+/// A worker whose trees' walked paths (the compact form) are synced once a chunk, by
+/// [`chunk_done`] at the end of `Worker::run`, rather than once a tree.
+pub fn chunked_tracer() -> Tracer {
+    Tracer {
+        chunked: true,
+        ..Tracer::default()
+    }
+}
+
+/// The end of a worker's chunk: the compact form's walked paths synced, before the runtime
+/// journals the chunk (whose index rows name them).
+pub fn chunk_done(job: &ApspJob) -> Result<()> {
+    match job.paths.as_ref().and_then(|p| p.compact.as_ref()) {
+        Some(c) => c.sync_data(),
+        None => Ok(()),
+    }
 }
 
 impl Tracer {
@@ -400,7 +466,10 @@ impl Tracer {
             &mut self.pred,
             &mut self.queue,
         )?;
-        self.write(job, t)
+        self.write(job, t, |_, v| {
+            let d = dist[v as usize];
+            (d != D::INF).then(|| d.to_u64())
+        })
     }
 
     /// The predecessor row being filled (for a GPU unit, whose first pass runs on the device).
@@ -410,7 +479,8 @@ impl Tracer {
 
     /// Finish a row the device's first pass filled ([`NONE`], [`PENDING`] or a tail): settle
     /// its zero-weight components with the distances `dist` (read only when some are pending)
-    /// and write it as task `t`'s.
+    /// and write it as task `t`'s. The compact form's walks are checked against task `t`'s
+    /// row of distances to the targets, which must be written already.
     pub fn finish_device_row<D: Dist>(
         &mut self,
         job: &ApspJob,
@@ -429,14 +499,48 @@ impl Tracer {
                 &mut self.queue,
             )?;
         }
-        self.write(job, t)
+        match (&p.compact, &job.targets, &job.rows) {
+            (Some(_), Some(ts), Some(rows)) => {
+                debug_assert_eq!(rows.cols(), ts.len());
+                let row = rows.read_row(t)?;
+                let wide = rows.ty() != NpyType::U32;
+                self.write(job, t, |i, _| row_distance(&row, i, wide))
+            }
+            _ => self.write(job, t, |_, _| None),
+        }
     }
 
-    /// Write the predecessor row in `self.pred` as task `t`'s rows.
-    fn write(&mut self, job: &ApspJob, t: usize) -> Result<()> {
+    /// Write the predecessor row in `self.pred` as task `t`'s rows; `dist(i, v)` is the
+    /// distance to target `i`, vertex `v` (`None` = unreachable), for the compact form's check.
+    fn write(
+        &mut self,
+        job: &ApspJob,
+        t: usize,
+        dist: impl Fn(usize, u32) -> Option<u64>,
+    ) -> Result<()> {
         let Some(p) = &job.paths else { return Ok(()) };
-        if let Some(rows) = &p.trees {
-            rows.write(t, &self.pred)?;
+        // (Without distance rows `finish` writes no paths: none are walked.)
+        match (&p.compact, &p.trees, &job.targets) {
+            (Some(c), Some(index), Some(ts)) if job.rows.is_some() => {
+                walk_targets(
+                    job,
+                    &p.arcs,
+                    &self.pred,
+                    t,
+                    ts,
+                    p.ids,
+                    dist,
+                    &mut self.walker,
+                    &mut self.ids,
+                    &mut self.counts,
+                )?;
+                c.write(index, t, &self.counts, &self.ids)?;
+                if !self.chunked {
+                    c.sync_data()?;
+                }
+            }
+            (None, Some(rows), _) => rows.write(t, &self.pred)?,
+            _ => {}
         }
         if let Some(rows) = &p.predecessors {
             let base = job.graph.id_base as i64;
@@ -631,10 +735,10 @@ pub fn write(job: &ApspJob, out: &Out) -> Result<()> {
     let (Some(trees), Some(targets), Some(dist_rows)) = (&p.trees, &job.targets, &job.rows) else {
         return Ok(());
     };
-    trees.sync()?;
-    if p.format == PathsFormat::Npy {
-        return write_compact(job, p, trees, targets, dist_rows, out);
+    if let Some(walked) = &p.compact {
+        return write_compact(job, p, walked, trees, out);
     }
+    trees.sync()?;
     let base = job.graph.id_base;
     out.write_stream("paths.csv", |w| {
         writeln!(w, "source,target,distance,hops,path")
@@ -705,14 +809,7 @@ pub fn header_1d(ty: NpyType, len: u64) -> Result<Vec<u8>> {
     bytes.map_err(|e| Error::Output(format!("npy header: {e}")))
 }
 
-/// One source's pairs in the compact form: each path's vertex count, and the ids (input
-/// numbering) as little-endian bytes of the run's id type.
-struct Segment {
-    counts: Vec<u64>,
-    ids: Vec<u8>,
-}
-
-/// A vertex whose path from the source is already written in a [`Segment`]: it is
+/// A vertex whose path from the source is already written in a walk's ids: it is
 /// `ids[start..=at]` (a prefix of an earlier pair's path; in ids, not bytes).
 #[derive(Debug, Clone, Copy)]
 struct Known {
@@ -724,11 +821,9 @@ struct Known {
     at: usize,
 }
 
-/// A thread's buffers for the compact form's walks ([`source_segment`]).
-#[derive(Default)]
+/// A worker's buffers for the compact form's walks ([`walk_targets`]).
+#[derive(Debug, Default)]
 struct TreeWalker {
-    bytes: Vec<u8>,
-    dist: Vec<u8>,
     /// Per vertex: its predecessor (low 32 bits) and its entry of `known` + 1 (high 32 bits;
     /// 0 while its path is not written), side by side so that a step of a walk reads one
     /// place.
@@ -745,42 +840,39 @@ struct TreeWalker {
     stack: Vec<u32>,
 }
 
-/// Task `t`'s pairs in target order in the compact form. One source's paths form a tree: each
-/// walk goes back only to the first vertex an earlier walk wrote, and copies that vertex's path
-/// (a prefix of the earlier one) before its own new vertices, so the predecessor lookups are
-/// one per vertex of the paths' union and the rest is copying. Then the union's arcs are
-/// checked in vertex order (the in-arcs read in sequence, not at random): each exists, and
-/// every path's weights, summed once per vertex along the tree, equal its pair's distance.
-/// O(n + the union's vertices · in-degree + the paths' vertices).
+/// Task `t`'s pairs in target order in the compact form, walked from its predecessor row
+/// `pred` (internal ids): each path's vertex count into `counts` (0 when unreachable) and the
+/// ids (input numbering, little-endian in `ty`'s width) into `ids`. One source's paths form a
+/// tree: each walk goes back only to the first vertex an earlier walk wrote, and copies that
+/// vertex's path (a prefix of the earlier one) before its own new vertices, so the predecessor
+/// lookups are one per vertex of the paths' union and the rest is copying. Then the union's
+/// arcs are checked in vertex order (the in-arcs read in sequence, not at random): each exists,
+/// and every path's weights, summed once per vertex along the tree, equal its pair's distance
+/// `dist(i, target)`. O(n / 64 + the union's vertices · in-degree + the paths' vertices).
 #[allow(clippy::too_many_arguments)]
-fn source_segment(
+fn walk_targets(
     job: &ApspJob,
     arcs: &InArcs,
-    trees: &NpyRows,
-    targets: &[u32],
-    dist_rows: &NpyRows,
-    ty: NpyType,
+    pred: &[u32],
     t: usize,
+    targets: &[u32],
+    ty: NpyType,
+    dist: impl Fn(usize, u32) -> Option<u64>,
     wk: &mut TreeWalker,
-    mut ids: Vec<u8>,
-) -> Result<Segment> {
+    ids: &mut Vec<u8>,
+    counts: &mut Vec<u64>,
+) -> Result<()> {
     let g = &job.graph;
     let base = g.id_base;
-    read_row(trees, t, &mut wk.bytes)?;
-    read_row(dist_rows, t, &mut wk.dist)?;
     wk.node.clear();
-    wk.node.extend(
-        wk.bytes
-            .chunks_exact(4)
-            .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as u64),
-    );
+    wk.node.extend(pred.iter().map(|&p| p as u64));
     let pred = |node: u64| node as u32;
     let entry = |node: u64| (node >> 32) as u32;
     let s = job.sources[t];
     let broken = |target: u32, v: u32| {
         Error::Output(format!(
-            "{TREES}: the walk from vertex {} back to source {} breaks at vertex {} (a bug in \
-             tuccompi, or a file changed by hand; start over with --restart)",
+            "paths: the walk from vertex {} back to source {} breaks at vertex {} (a bug in \
+             tuccompi; please report it with the input)",
             target as u64 + base,
             s as u64 + base,
             v as u64 + base
@@ -796,7 +888,7 @@ fn source_segment(
     wk.known.clear();
     ids.clear();
     wk.ends.clear();
-    let mut counts = Vec::with_capacity(targets.len());
+    counts.clear();
     // The walks: ids and the union, in target order.
     for &target in targets {
         let start = ids.len() / w;
@@ -874,9 +966,8 @@ fn source_segment(
         };
         wk.length.push(length);
     }
-    let wide = dist_rows.ty() != NpyType::U32;
     for (i, (&target, &end)) in targets.iter().zip(&wk.ends).enumerate() {
-        let d = row_distance(&wk.dist, i, wide);
+        let d = dist(i, target);
         let length = (end > 0).then(|| wk.length[end as usize - 1]);
         if length != d {
             return Err(Error::Output(format!(
@@ -887,30 +978,33 @@ fn source_segment(
             )));
         }
     }
-    Ok(Segment { counts, ids })
+    Ok(())
 }
 
-/// Write [`OFFSETS`] and [`VERTICES`]: sources walked in parallel a block at a time (4 per
-/// thread), each block's segments then written in parallel at their places and synced while
-/// the next block is walked, the offsets in order (memory: one block's paths). The vertices'
-/// header goes in last, into the room the longest header takes.
+/// Write [`OFFSETS`] and [`VERTICES`] from the paths the workers walked (`index`'s rows and
+/// `walked`'s data): the offsets from the per-target counts, in order; each task's ids,
+/// checked against its row's checksum, copied to its place (known from the counts) in
+/// parallel, a block of tasks at a time, each block synced while the next is copied.
 fn write_compact(
     job: &ApspJob,
     p: &PathsJob,
-    trees: &NpyRows,
-    targets: &[u32],
-    dist_rows: &NpyRows,
+    walked: &RaggedRows,
+    index: &NpyRows,
     out: &Out,
 ) -> Result<()> {
     let tasks = job.sources.len();
-    let pairs = tasks as u64 * targets.len() as u64;
-    let room = header_1d(p.ids, u64::MAX)?.len();
-    // The segments' buffers, kept from block to block (fresh ones cost a page fault a page).
-    let pool = parking_lot::Mutex::new(Vec::<Vec<u8>>::new());
-    let segment = |wk: &mut TreeWalker, t: usize| {
-        let buf = pool.lock().pop().unwrap_or_default();
-        source_segment(job, &p.arcs, trees, targets, dist_rows, p.ids, t, wk, buf)
-    };
+    let rows: Vec<RaggedRow> = (0..tasks)
+        .into_par_iter()
+        .map(|t| walked.row(index, t))
+        .collect::<Result<_>>()?;
+    let pairs: u64 = rows.iter().map(|r| r.lengths.len() as u64).sum();
+    // Each task's first id in the vertices.
+    let mut places = Vec::with_capacity(tasks + 1);
+    let mut total = 0u64;
+    for r in &rows {
+        places.push(total);
+        total += r.items();
+    }
     out.write_stream(OFFSETS, |wo| {
         use npyz::WriterBuilder;
         let off = |e: std::io::Error| Error::Output(format!("{OFFSETS}: {e}"));
@@ -920,58 +1014,48 @@ fn write_compact(
             .writer(&mut *wo)
             .begin_nd()
             .map_err(off)?;
-        offsets.push(&0).map_err(off)?;
-        out.write_stream(VERTICES, |wv| {
-            let file: &std::fs::File = wv.get_ref();
-            let out = |e: std::io::Error| Error::Output(format!("{VERTICES}: {e}"));
-            let (mut at, mut start) = (0u64, 0);
-            let block = 4 * rayon::current_num_threads();
-            let mut places = Vec::with_capacity(block);
-            // The disk writes back each block while the next is walked (one sync at a time),
-            // so that little is left for the sync that ends the file.
-            std::thread::scope(|scope| -> Result<()> {
-                let mut syncing: Option<std::thread::ScopedJoinHandle<'_, std::io::Result<()>>> =
-                    None;
-                while start < tasks {
-                    let end = (start + block).min(tasks);
-                    let segs: Vec<Segment> = (start..end)
-                        .into_par_iter()
-                        .map_init(TreeWalker::default, segment)
-                        .collect::<Result<_>>()?;
-                    places.clear();
-                    for seg in &segs {
-                        places.push(room as u64 + at * p.ids.size() as u64);
-                        for &c in &seg.counts {
-                            at += c;
-                            offsets.push(&at).map_err(off)?;
-                        }
-                    }
-                    segs.par_iter()
-                        .zip(&places)
-                        .try_for_each(|(seg, &place)| file.write_all_at(&seg.ids, place))
-                        .map_err(out)?;
-                    pool.lock().extend(segs.into_iter().map(|s| s.ids));
-                    if let Some(h) = syncing.take() {
-                        h.join().expect("sync_data does not panic").map_err(out)?;
-                    }
-                    syncing = Some(scope.spawn(|| file.sync_data()));
-                    start = end;
-                }
+        let mut at = 0u64;
+        offsets.push(&at).map_err(off)?;
+        for r in &rows {
+            for &c in &r.lengths {
+                at += c;
+                offsets.push(&at).map_err(off)?;
+            }
+        }
+        offsets.finish().map_err(off)
+    })?;
+    let header = header_1d(p.ids, total)?;
+    let width = p.ids.size() as u64;
+    out.write_stream(VERTICES, |wv| {
+        let file: &std::fs::File = wv.get_ref();
+        let out = |e: std::io::Error| Error::Output(format!("{VERTICES}: {e}"));
+        file.write_all_at(&header, 0).map_err(out)?;
+        let block = 16 * rayon::current_num_threads();
+        // The disk writes back each block while the next is copied (one sync at a time), so
+        // that little is left for the sync that ends the file.
+        std::thread::scope(|scope| -> Result<()> {
+            let mut syncing: Option<std::thread::ScopedJoinHandle<'_, std::io::Result<()>>> = None;
+            let mut start = 0;
+            while start < tasks {
+                let end = (start + block).min(tasks);
+                (start..end)
+                    .into_par_iter()
+                    .try_for_each_init(Vec::new, |buf, t| {
+                        walked.read(index, &rows[t], buf)?;
+                        let at = header.len() as u64 + places[t] * width;
+                        file.write_all_at(buf, at).map_err(out)
+                    })?;
                 if let Some(h) = syncing.take() {
                     h.join().expect("sync_data does not panic").map_err(out)?;
                 }
-                Ok(())
-            })?;
-            let header = header_1d(p.ids, at)?;
-            if header.len() != room {
-                return Err(Error::Output(format!(
-                    "{VERTICES}: a header of {} bytes for {room} reserved (a bug in tuccompi)",
-                    header.len()
-                )));
+                syncing = Some(scope.spawn(|| file.sync_data()));
+                start = end;
             }
-            file.write_all_at(&header, 0).map_err(out)
-        })?;
-        offsets.finish().map_err(off)
+            if let Some(h) = syncing.take() {
+                h.join().expect("sync_data does not panic").map_err(out)?;
+            }
+            Ok(())
+        })
     })?;
     Ok(())
 }

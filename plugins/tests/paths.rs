@@ -570,7 +570,13 @@ fn compact_paths_are_paths_csv_as_arrays_on_every_half() {
             "the compact form differs from paths.csv ({sets:?})"
         );
         // Only the compact form: no text, no hidden staging left behind.
-        for name in ["paths.csv", "paths.geojson", ".paths-trees.npy"] {
+        for name in [
+            "paths.csv",
+            "paths.geojson",
+            ".paths-trees.npy",
+            ".paths-index.npy",
+            ".paths-data.0",
+        ] {
             assert!(!npy.dir.join(name).exists(), "{name} ({sets:?})");
         }
         // The distances of od.npz are the pairs'; the unreachable ones have empty paths.
@@ -682,7 +688,7 @@ fn a_compact_paths_run_killed_mid_way_resumes_to_byte_identical_files() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Killed (SIGKILL) once the journal holds an entry and the trees are staged.
+    // Killed (SIGKILL) once the journal holds an entry and the walked paths are staged.
     let staged = out.join(outdir::PARTIAL);
     let t = std::time::Instant::now();
     while !std::fs::metadata(staged.join(outdir::JOURNAL)).is_ok_and(|m| m.len() >= 40) {
@@ -690,13 +696,22 @@ fn a_compact_paths_run_killed_mid_way_resumes_to_byte_identical_files() {
         assert!(t.elapsed().as_secs() < 120, "no journal entry");
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
-    assert!(
-        staged.join(".paths-trees.npy").exists(),
-        "the trees are staged"
-    );
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(!out.join("path_vertices.npy").exists());
+    // Only the walked paths are staged: an index (a bulk output, journaled with each chunk)
+    // and the data it points into; no predecessor rows.
+    let index = staged.join(".paths-index.npy");
+    assert!(index.exists() && staged.join(".paths-data.0").exists());
+    assert!(!staged.join(".paths-trees.npy").exists());
+    // Task 0's index row points elsewhere in the data now (its start word, past the header):
+    // a journaled row that changed is redone, as the journal's checksum of the index says, so
+    // the resumed files are still the reference's. An index the journal did not vouch for
+    // would send `finish` to the wrong bytes.
+    let mut bytes = std::fs::read(&index).unwrap();
+    let header = bytes.len() - 3353 * (3 + targets.len()) * 8;
+    bytes[header + 8] ^= 0x10;
+    std::fs::write(&index, &bytes).unwrap();
     args.push("--resume".into());
     let resumed = Command::new(bin).args(&args).output().unwrap();
     assert!(

@@ -10,9 +10,11 @@
 pub mod journal;
 pub mod out;
 pub mod outdir;
+pub mod ragged;
 pub mod records;
 pub mod table;
 pub use out::{available_memory, MemoryFiles, Out};
+pub use ragged::{RaggedRow, RaggedRows};
 pub use records::{Records, RecordsOut};
 pub use table::{Column, Table};
 

@@ -441,7 +441,6 @@ pub fn worker<'a>(job: &'a ApspJob, gpu: Gpu<'a>) -> Result<Box<dyn Worker + 'a>
             )?),
             None => None,
         },
-        tracer: Default::default(),
         q: queue,
         redo: width::Redo::default(),
         reach: reach::DeviceReach::new(job, device, shared.params.batch.value)?,
@@ -456,7 +455,6 @@ struct GpuWorker<'a> {
     batch: Batch,
     algo: Box<dyn Algorithm>,
     paths: Option<paths::DevicePaths>,
-    tracer: crate::apsp::paths::Tracer,
     redo: width::Redo,
     reach: Option<reach::DeviceReach>,
 }
@@ -495,7 +493,7 @@ impl GpuWorker<'_> {
         }
         if let Some(p) = &mut self.paths {
             let view = self.algo.distances(&cx, &self.batch);
-            p.trees(&cx, view, &self.batch, range, &over, &mut self.tracer)?;
+            p.trees(&cx, view, &self.batch, range, &over)?;
         }
         // u32 trees that overflowed: redone in u64 on the host (their rows overwritten).
         for t in over {
@@ -516,7 +514,8 @@ impl Worker for GpuWorker<'_> {
             self.run_batch(start..end, out)?;
             start = end;
         }
-        Ok(())
+        // The compact form's walked paths on disk before the chunk is journaled.
+        crate::apsp::paths::chunk_done(self.job)
     }
 }
 

@@ -3,14 +3,16 @@
 //! vertex's predecessor over the original graph's in-arcs, the first pass of
 //! [`crate::apsp::paths::predecessors`]. The rows come back to the host, which settles the
 //! zero-weight components a tree may have (reading that batch's distances back only then) and
-//! writes them through the job's [`Tracer`].
+//! writes them through [`Tracer`]s, the launch's rows in parallel (rayon): with the compact
+//! form each task's targets are walked there too (about 1,000 walks of a few hundred vertices a
+//! task on a large road graph), which one host thread would serialize behind the device.
 //!
 //! Device memory per queue: the in-arcs (`4·(n + 1 + 2m)` bytes), an identity index for the
 //! frontier algorithms (`4·n`), and predecessor rows for at most `2^24 / n` trees at once
 //! (64 MiB).
 
 use super::{Batch, Ctx};
-use crate::apsp::paths::{InArcs, Tracer, PENDING};
+use crate::apsp::paths::{chunked_tracer, InArcs, Tracer, PENDING};
 use crate::apsp::phast::AnyHierarchy;
 use std::ops::Range;
 use tuccompi::device::{Arg, DBuf, Device, Kernel, KernelSource};
@@ -62,6 +64,8 @@ pub struct DevicePaths {
     /// The in-arcs the offsets reach (their last offset), for the launches' checks.
     m: u32,
     host: Vec<u32>,
+    /// The host's path state, one a row being finished at once, kept from launch to launch.
+    tracers: parking_lot::Mutex<Vec<Tracer>>,
 }
 
 impl std::fmt::Debug for DevicePaths {
@@ -99,11 +103,13 @@ impl DevicePaths {
             rows,
             m: arcs.offsets.last().copied().unwrap_or(0),
             host: vec![0; rows * n],
+            tracers: parking_lot::Mutex::new(Vec::new()),
         })
     }
 
     /// The predecessor rows of the batch's tasks `tasks` (skipping `skip`, trees redone on the
-    /// host), written through `tracer`.
+    /// host), written through the host's tracers, a launch's rows in parallel. The worker calls
+    /// [`crate::apsp::paths::chunk_done`] at the end of its chunk.
     pub fn trees(
         &mut self,
         cx: &Ctx<'_>,
@@ -111,8 +117,8 @@ impl DevicePaths {
         batch: &Batch,
         tasks: Range<usize>,
         skip: &[usize],
-        tracer: &mut Tracer,
     ) -> Result<()> {
+        use rayon::prelude::*;
         let n = cx.n;
         let index = view.index.unwrap_or(&self.identity);
         let mut host_dist: Option<Vec<u64>> = None;
@@ -146,32 +152,43 @@ impl DevicePaths {
                 ],
             )?;
             cx.q.read(&self.pred, 0, &mut self.host[..r * n])?;
-            for i in 0..r {
-                let (j, t) = (j0 + i, tasks.start + j0 + i);
-                if skip.contains(&t) {
-                    continue;
-                }
+            let job = cx.job;
+            let rows: Vec<(usize, usize)> = (0..r)
+                .map(|i| (i, tasks.start + j0 + i))
+                .filter(|(_, t)| !skip.contains(t))
+                .collect();
+            // Checked, and the distances read back when a tree has zero-weight components to
+            // settle, before the rows are finished in parallel.
+            let scan = rows.par_iter().map(|&(i, t)| {
                 let row = &self.host[i * n..(i + 1) * n];
-                if let Some(v) = row.iter().position(|&p| p == UNEXPLAINED) {
-                    return Err(Error::Device(format!(
+                match row.iter().position(|&p| p == UNEXPLAINED) {
+                    Some(v) => Err(Error::Device(format!(
                         "paths_pred: vertex {} of source {} has a distance no in-arc explains \
                          (a bug in tuccompi; please report it with the input)",
-                        v as u64 + cx.job.graph.id_base,
-                        cx.job.sources[t] as u64 + cx.job.graph.id_base
-                    )));
+                        v as u64 + job.graph.id_base,
+                        job.sources[t] as u64 + job.graph.id_base
+                    ))),
+                    None => Ok(row.contains(&PENDING)),
                 }
-                let pending = row.contains(&PENDING);
+            });
+            let pending: Vec<bool> = scan.collect::<Result<_>>()?;
+            if pending.contains(&true) && host_dist.is_none() {
+                host_dist = Some(read_all(cx, &view)?);
+            }
+            let layout = Layout::of(cx, &view);
+            let (host, all, pool) = (&self.host, host_dist.as_deref(), &self.tracers);
+            rows.par_iter().try_for_each(|&(i, t)| {
+                let mut tracer = pool.lock().pop().unwrap_or_else(chunked_tracer);
                 let out = tracer.row();
                 out.clear();
-                out.extend_from_slice(row);
-                if pending && host_dist.is_none() {
-                    host_dist = Some(read_all(cx, &view)?);
-                }
-                tracer.finish_device_row(cx.job, t, || {
-                    let all = host_dist.as_ref().expect("read when a tree is pending");
-                    Ok(row_of(cx, &view, all, j))
-                })?;
-            }
+                out.extend_from_slice(&host[i * n..(i + 1) * n]);
+                let done = tracer.finish_device_row(job, t, || {
+                    let all = all.expect("read when a tree is pending");
+                    Ok(layout.row(all, j0 + i))
+                });
+                pool.lock().push(tracer);
+                done
+            })?;
             j0 += r;
         }
         Ok(())
@@ -196,13 +213,36 @@ fn read_all(cx: &Ctx<'_>, view: &DistView<'_>) -> Result<Vec<u64>> {
     })
 }
 
-/// Tree `j`'s distances by vertex id from the host copy `all`.
-fn row_of(cx: &Ctx<'_>, view: &DistView<'_>, all: &[u64], j: usize) -> Vec<u64> {
-    let at = |i: usize| all[i * view.vstride + j * view.jstride];
-    let pos = match (view.index, cx.job.hierarchy.as_deref()) {
-        (Some(_), Some(AnyHierarchy::Narrow(h))) => &h.pos,
-        (Some(_), Some(AnyHierarchy::Wide(h))) => &h.pos,
-        _ => return (0..cx.n).map(at).collect(),
-    };
-    pos.iter().map(|&p| at(p as usize)).collect()
+/// Where a tree's distances are in a host copy of the batch's buffer.
+struct Layout<'a> {
+    n: usize,
+    vstride: usize,
+    jstride: usize,
+    /// The sweep positions of the vertices (PHAST), else the vertex ids themselves.
+    pos: Option<&'a [u32]>,
+}
+
+impl<'a> Layout<'a> {
+    fn of(cx: &Ctx<'a>, view: &DistView<'_>) -> Layout<'a> {
+        let pos = match (view.index, cx.job.hierarchy.as_deref()) {
+            (Some(_), Some(AnyHierarchy::Narrow(h))) => Some(&h.pos[..]),
+            (Some(_), Some(AnyHierarchy::Wide(h))) => Some(&h.pos[..]),
+            _ => None,
+        };
+        Layout {
+            n: cx.n,
+            vstride: view.vstride,
+            jstride: view.jstride,
+            pos,
+        }
+    }
+
+    /// Tree `j`'s distances by vertex id from the host copy `all`.
+    fn row(&self, all: &[u64], j: usize) -> Vec<u64> {
+        let at = |i: usize| all[i * self.vstride + j * self.jstride];
+        match self.pos {
+            Some(pos) => pos.iter().map(|&p| at(p as usize)).collect(),
+            None => (0..self.n).map(at).collect(),
+        }
+    }
 }

@@ -109,7 +109,7 @@ impl<'a, W: ChWeight> PhastWorker<'a, W> {
             row: Vec::new(),
             batch: Vec::with_capacity(k),
             redo: Redo::default(),
-            tracer: Default::default(),
+            tracer: crate::apsp::paths::chunked_tracer(),
             gathered: match (&job.targets, &job.reach) {
                 (Some(t), Some(r)) if r.isochrones.is_empty() => {
                     Some((Vec::new(), (0..t.len() as u32).collect()))
@@ -169,6 +169,7 @@ impl<W: ChWeight + RowWrite> Worker for PhastWorker<'_, W> {
             }
             start = end;
         }
-        Ok(())
+        // The compact form's walked paths on disk before the chunk is journaled.
+        crate::apsp::paths::chunk_done(self.job)
     }
 }
