@@ -648,7 +648,7 @@ impl Job for ApspJob {
                 dj: Dijkstra::new(self.graph.n),
                 buf: Vec::new(),
                 redo: width::Redo::default(),
-                tracer: paths::Tracer::default(),
+                tracer: paths::chunked_tracer(),
             })
         } else {
             Box::new(CpuWorker::<u32> {
@@ -656,7 +656,7 @@ impl Job for ApspJob {
                 dj: Dijkstra::new(self.graph.n),
                 buf: Vec::new(),
                 redo: width::Redo::default(),
-                tracer: paths::Tracer::default(),
+                tracer: paths::chunked_tracer(),
             })
         })
     }
@@ -769,6 +769,7 @@ impl<D: Dist + RowWrite> Worker for CpuWorker<'_, D> {
                 reach::put(self.job, out, t, &s, |v| dist[v as usize]);
             }
         }
-        Ok(())
+        // The compact form's walked paths on disk before the chunk is journaled.
+        paths::chunk_done(self.job)
     }
 }
