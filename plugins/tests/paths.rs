@@ -688,10 +688,12 @@ fn a_compact_paths_run_killed_mid_way_resumes_to_byte_identical_files() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Killed (SIGKILL) once the journal holds an entry and the walked paths are staged.
+    // Killed (SIGKILL) once the journal holds a few entries (about 560 bytes per chunk of 16
+    // tasks: more than the chunk whose index row is altered below) and the walked paths are
+    // staged.
     let staged = out.join(outdir::PARTIAL);
     let t = std::time::Instant::now();
-    while !std::fs::metadata(staged.join(outdir::JOURNAL)).is_ok_and(|m| m.len() >= 40) {
+    while !std::fs::metadata(staged.join(outdir::JOURNAL)).is_ok_and(|m| m.len() >= 2400) {
         assert!(child.try_wait().unwrap().is_none(), "the run ended first");
         assert!(t.elapsed().as_secs() < 120, "no journal entry");
         std::thread::sleep(std::time::Duration::from_millis(2));
