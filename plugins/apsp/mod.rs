@@ -648,7 +648,7 @@ impl Job for ApspJob {
                 dj: Dijkstra::new(self.graph.n),
                 buf: Vec::new(),
                 redo: width::Redo::default(),
-                tracer: paths::chunked_tracer(),
+                tracer: paths::Tracer::default(),
             })
         } else {
             Box::new(CpuWorker::<u32> {
@@ -656,7 +656,7 @@ impl Job for ApspJob {
                 dj: Dijkstra::new(self.graph.n),
                 buf: Vec::new(),
                 redo: width::Redo::default(),
-                tracer: paths::chunked_tracer(),
+                tracer: paths::Tracer::default(),
             })
         })
     }

@@ -39,7 +39,7 @@
 //! reserved with an atomic counter, and the task's row of the index `.paths-index.npy` (a
 //! bulk output, journaled and resumed like the distances: data file, start, checksum, and each
 //! target's path length, 0 = unreachable). The data is synced before the chunk is journaled
-//! ([`chunk_done`], or after each tree for workers that do not call it). A GPU unit's rows are
+//! ([`chunk_done`], at the end of each worker's chunk). A GPU unit's rows are
 //! finished and walked a launch at a time in parallel (`gpu/paths.rs`). `finish` then writes
 //! the offsets from the lengths and copies each task's ids, checked against the index's
 //! checksum, to its place in `path_vertices.npy` (known from the lengths), in parallel. Disk
@@ -378,11 +378,9 @@ fn id_type(g: &Csr) -> NpyType {
 pub fn rows_bytes(job: Option<&PathsJob>) -> u64 {
     job.map_or(0, |p| {
         let walked = match (&p.compact, &p.trees) {
-            (Some(_), Some(index)) => {
-                let pairs = index.rows() as u64 * (index.cols() as u64 - 3);
+            (Some(c), Some(index)) => {
                 let n = p.arcs.offsets.len().saturating_sub(1);
-                let hops = 2 * (n as f64).sqrt() as u64 + 2;
-                pairs * p.ids.size() as u64 * (hops + 1)
+                compact_ids_bytes(p, index.rows() as u64 * c.cols() as u64, n)
             }
             _ => 0,
         };
@@ -408,14 +406,21 @@ pub fn text_bytes(
     };
     let Some(ts) = targets else { return 0 };
     let pairs = sources as u64 * ts.len() as u64;
-    let hops = 2 * (n as f64).sqrt() as u64 + 2;
+    let hops = hops_estimate(n);
     match p.format {
         PathsFormat::Csv => pairs * (48 + 8 * hops + if geo { 24 * hops + 80 } else { 0 }),
-        PathsFormat::Npy => {
-            let width = p.ids.size() as u64;
-            2 * 128 + 8 * (pairs + 1) + pairs * width * (hops + 1)
-        }
+        PathsFormat::Npy => 2 * 128 + 8 * (pairs + 1) + compact_ids_bytes(p, pairs, n),
     }
+}
+
+/// The estimates' length of a pair's path in a graph of `n` vertices: `2·√n` hops.
+fn hops_estimate(n: usize) -> u64 {
+    2 * (n as f64).sqrt() as u64 + 2
+}
+
+/// The compact form's ids of `pairs` paths (the vertices' width each), estimated.
+fn compact_ids_bytes(p: &PathsJob, pairs: u64, n: usize) -> u64 {
+    pairs * p.ids.size() as u64 * (hops_estimate(n) + 1)
 }
 
 /// A worker's path state: scratch rows, reused across trees.
@@ -429,22 +434,11 @@ pub struct Tracer {
     walker: TreeWalker,
     ids: Vec<u8>,
     counts: Vec<u64>,
-    /// Whether the worker calls [`chunk_done`] before its chunk is journaled; otherwise each
-    /// tree's walked paths are synced as they are written.
-    chunked: bool,
-}
-
-/// A worker whose trees' walked paths (the compact form) are synced once a chunk, by
-/// [`chunk_done`] at the end of `Worker::run`, rather than once a tree.
-pub fn chunked_tracer() -> Tracer {
-    Tracer {
-        chunked: true,
-        ..Tracer::default()
-    }
 }
 
 /// The end of a worker's chunk: the compact form's walked paths synced, before the runtime
-/// journals the chunk (whose index rows name them).
+/// journals the chunk (whose index rows name them). Every worker that writes paths through a
+/// [`Tracer`] calls it at the end of `Worker::run`.
 pub fn chunk_done(job: &ApspJob) -> Result<()> {
     match job.paths.as_ref().and_then(|p| p.compact.as_ref()) {
         Some(c) => c.sync_data(),
@@ -535,9 +529,6 @@ impl Tracer {
                     &mut self.counts,
                 )?;
                 c.write(index, t, &self.counts, &self.ids)?;
-                if !self.chunked {
-                    c.sync_data()?;
-                }
             }
             (None, Some(rows), _) => rows.write(t, &self.pred)?,
             _ => {}

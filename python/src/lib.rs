@@ -345,18 +345,13 @@ fn run_apsp<'py>(
 /// distances as little-endian u64 bytes (`u64::MAX` unreachable), and with `paths` the path
 /// offsets (u64, pairs + 1) and vertices (u32, 0-based), and where the hierarchy came from.
 #[pyfunction]
-#[allow(clippy::type_complexity)]
 fn route<'py>(
     py: Python<'py>,
     graph: &Graph,
     origins: &[u8],
     destinations: &[u8],
     paths: bool,
-) -> PyResult<(
-    Bound<'py, PyByteArray>,
-    Option<(Bound<'py, PyByteArray>, Bound<'py, PyByteArray>)>,
-    String,
-)> {
+) -> PyResult<RoutesPy<'py>> {
     let ids = |bytes: &[u8], what: &str| -> PyResult<Vec<u32>> {
         words(bytes, what)?
             .into_iter()
@@ -372,18 +367,20 @@ fn route<'py>(
     routes_to_py(py, r, paths)
 }
 
-/// A call's routes as Python takes them: the distances as little-endian u64 bytes, with
+/// A routes call's answer as Python takes it: the distances as little-endian u64 bytes, with
 /// `paths` the path offsets (u64) and vertices (u32), and where the hierarchy came from.
-#[allow(clippy::type_complexity)]
+type RoutesPy<'py> = (
+    Bound<'py, PyByteArray>,
+    Option<(Bound<'py, PyByteArray>, Bound<'py, PyByteArray>)>,
+    String,
+);
+
+/// [`RoutesPy`] of `r`.
 fn routes_to_py<'py>(
     py: Python<'py>,
     r: api::Routes,
     paths: bool,
-) -> PyResult<(
-    Bound<'py, PyByteArray>,
-    Option<(Bound<'py, PyByteArray>, Bound<'py, PyByteArray>)>,
-    String,
-)> {
+) -> PyResult<RoutesPy<'py>> {
     let distances = bytearray(py, &r.distances, u64::to_le_bytes)?;
     let paths = if paths {
         Some((
@@ -666,18 +663,13 @@ impl OwnedEnds {
 /// [`route`] between trip ends that may be points snapped onto edges (`api::Graph::routes_at`):
 /// each list as (kind, bytes) ([`OwnedEnds`]).
 #[pyfunction]
-#[allow(clippy::type_complexity)]
 fn route_at<'py>(
     py: Python<'py>,
     graph: &Graph,
     origins: (String, PyBackedBytes),
     destinations: (String, PyBackedBytes),
     paths: bool,
-) -> PyResult<(
-    Bound<'py, PyByteArray>,
-    Option<(Bound<'py, PyByteArray>, Bound<'py, PyByteArray>)>,
-    String,
-)> {
+) -> PyResult<RoutesPy<'py>> {
     let n = graph.0.csr.n;
     let o = OwnedEnds::new(&origins.0, &origins.1, "origins", n)?;
     let d = OwnedEnds::new(&destinations.0, &destinations.1, "destinations", n)?;

@@ -94,6 +94,11 @@ impl RaggedRows {
         }
     }
 
+    /// Pieces of each row (the lengths an index row holds).
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
     /// The index of `rows` rows: `<name>-index.npy`, a `rows x (3 + cols)` u64 matrix, the
     /// bulk output the job declares (`Details::bulk`) and hands to every call.
     pub fn index(&self, rows: usize) -> Result<NpyRows> {
@@ -287,13 +292,6 @@ fn words(r: &RaggedRow) -> Vec<u64> {
 mod test {
     use super::*;
 
-    fn tmp(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("tuccompi-ragged-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
-
     fn data_of(t: usize) -> (Vec<u64>, Vec<u8>) {
         let lengths = vec![t as u64 % 3, 0, 2 * t as u64];
         let items: u64 = lengths.iter().sum();
@@ -314,10 +312,11 @@ mod test {
 
     #[test]
     fn rows_written_in_any_order_from_threads_read_back_and_resume_in_a_new_file() {
-        let dir = tmp("order");
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let r = RaggedRows::new(".x", 3, 4);
         let ix = r.index(40).unwrap();
-        ix.open(&dir, true).unwrap();
+        ix.open(dir, true).unwrap();
         std::thread::scope(|s| {
             for k in 0..4 {
                 let (r, ix) = (&r, &ix);
@@ -336,7 +335,7 @@ mod test {
         // first still read from theirs.
         let again = RaggedRows::new(".x", 3, 4);
         let ix = again.index(40).unwrap();
-        ix.open(&dir, false).unwrap();
+        ix.open(dir, false).unwrap();
         for t in 20..40 {
             let (l, d) = data_of(t);
             again.write(&ix, t, &l, &d).unwrap();
@@ -361,7 +360,6 @@ mod test {
             })
             .count();
         assert!(errors >= 1);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -385,10 +383,11 @@ mod test {
 
     #[test]
     fn a_captured_rewrite_keeps_the_row_of_the_same_data() {
-        let dir = tmp("capture");
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let r = RaggedRows::new(".c", 3, 4);
         let ix = r.index(2).unwrap();
-        ix.open(&dir, true).unwrap();
+        ix.open(dir, true).unwrap();
         let (l, d) = data_of(1);
         r.write(&ix, 1, &l, &d).unwrap();
         let file = ix.read_row(1).unwrap();
@@ -400,6 +399,5 @@ mod test {
         let kept = ix.capture(false);
         assert_eq!(kept[1], (1, file), "the same data: the same row");
         assert_ne!(kept[0].1, ix.read_row(0).unwrap());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

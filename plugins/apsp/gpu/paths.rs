@@ -12,7 +12,7 @@
 //! (64 MiB).
 
 use super::{Batch, Ctx};
-use crate::apsp::paths::{chunked_tracer, InArcs, Tracer, PENDING};
+use crate::apsp::paths::{InArcs, Tracer, PENDING};
 use crate::apsp::phast::AnyHierarchy;
 use std::ops::Range;
 use tuccompi::device::{Arg, DBuf, Device, Kernel, KernelSource};
@@ -178,7 +178,7 @@ impl DevicePaths {
             let layout = Layout::of(cx, &view);
             let (host, all, pool) = (&self.host, host_dist.as_deref(), &self.tracers);
             rows.par_iter().try_for_each(|&(i, t)| {
-                let mut tracer = pool.lock().pop().unwrap_or_else(chunked_tracer);
+                let mut tracer = pool.lock().pop().unwrap_or_default();
                 let out = tracer.row();
                 out.clear();
                 out.extend_from_slice(&host[i * n..(i + 1) * n]);

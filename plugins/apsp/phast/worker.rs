@@ -109,7 +109,7 @@ impl<'a, W: ChWeight> PhastWorker<'a, W> {
             row: Vec::new(),
             batch: Vec::with_capacity(k),
             redo: Redo::default(),
-            tracer: crate::apsp::paths::chunked_tracer(),
+            tracer: Default::default(),
             gathered: match (&job.targets, &job.reach) {
                 (Some(t), Some(r)) if r.isochrones.is_empty() => {
                     Some((Vec::new(), (0..t.len() as u32).collect()))
