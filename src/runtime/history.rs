@@ -77,23 +77,18 @@ impl<'s> SpeedHistory<'s> {
                 crate::scheduler::history::key(prepared.plugin.name(), &workload, &class)
             })
             .collect();
-        // What this session measured first: it is this process's own units, now.
-        let priors = keys
+        // What this session measured first: it is this process's own units, now. The count of
+        // busy queues comes from where the model came from.
+        let (priors, busy) = keys
             .iter()
             .map(|k| {
-                session
-                    .and_then(|s| s.lock().get(k))
-                    .or_else(|| store.get(k))
+                let session = session.and_then(|s| {
+                    let s = s.lock();
+                    s.get(k).map(|e| (Some(e), s.busy(k)))
+                });
+                session.unwrap_or_else(|| (store.get(k), store.busy(k)))
             })
-            .collect();
-        // The count of busy queues comes from where the model came from.
-        let busy = keys
-            .iter()
-            .map(|k| match session.filter(|s| s.lock().get(k).is_some()) {
-                Some(s) => s.lock().busy(k),
-                None => store.busy(k),
-            })
-            .collect();
+            .unzip();
         SpeedHistory {
             store: Some(store),
             session,
