@@ -7,7 +7,9 @@
 //! up-down form whose top is settled by both sides, so each side stops once its heap's minimum
 //! reaches the best meeting distance found. The cost is the two search spaces (a few hundred
 //! vertices on road graphs), not `n`: [`Search`] keeps its arrays between queries and tells
-//! the live entries by generation stamps.
+//! the live entries by generation stamps. Each side stalls on demand: a position that a higher
+//! one already reached shows shorter is not expanded (on osm-bremen-dist, 41% fewer positions
+//! settled; `route::test`).
 //!
 //! A route is the chain of hierarchy arcs through the meeting vertex, each unpacked: an arc
 //! `x -> y` of weight `c` is an arc of the graph of that weight, or a shortcut made when a
@@ -15,9 +17,9 @@
 //! `x -> m` (downward) and `m -> y` (upward) whose weights sum to `c`. Shortcuts keep no
 //! middle, so [`Router`] indexes the downward arcs by tail to find one, and memoizes what it
 //! finds per hierarchy arc (that the arc is one of the graph's, or the two arcs a shortcut
-//! splits into): the first route through an arc pays the search (hundreds of candidates at the
-//! top of the hierarchy), later ones read one memo entry per arc, a level of the unpacking at
-//! a time. Saturated weights (a u32 hierarchy of a graph whose distances pass u32) cannot be
+//! splits into, or, when both are arcs of the graph, their two heads): the first route
+//! through an arc pays the search (hundreds of candidates at the top of the hierarchy), later
+//! ones read one memo entry per arc, a level of the unpacking at a time. Saturated weights (a u32 hierarchy of a graph whose distances pass u32) cannot be
 //! split exactly: such an arc is unpacked by a Dijkstra in the graph, counted in
 //! [`Search::fallbacks`].
 
@@ -45,6 +47,9 @@ pub struct Router<W> {
     /// what the arc is, as [`Known::encode`] writes it (8 bytes an arc).
     up_memo: Vec<AtomicU64>,
     down_memo: Vec<AtomicU64>,
+    /// Whether the memo may hold [`Known::Pair`]s: fewer than 2^31 - 1 downward arcs, so no
+    /// split's word has its top bit set.
+    pairs: bool,
     /// Search states the last calls left (two O(n) arrays per side each, 1.8 ms to make for
     /// osm-moscow's 412,000 vertices: most of a one-pair call), taken by the next calls.
     spare: parking_lot::Mutex<Vec<Search<W>>>,
@@ -60,25 +65,36 @@ enum Known {
     /// A shortcut, split at a middle `m` into the downward arc `x -> m` (this index in
     /// `h.down_*`) and the upward arc `m -> y` (this index in `h.up_*`).
     Split(u32, u32),
+    /// A shortcut whose two halves are arcs of the graph: the middle's and `y`'s vertex ids
+    /// (`order[m]`, below 2^31, and `order[y]`): the bottom of an unpacking, one memo read
+    /// instead of three.
+    Pair(u32, u32),
     /// No exact middle: unpacked by the Dijkstra fallback, every time.
     NoMiddle,
 }
 
 impl Known {
     /// 0 for `Unknown` (the memo starts zeroed); a split as `(down + 1) << 32 | up` (an arc
-    /// index is below `u32::MAX`: the offsets are u32); else the high word 0 and the low word
-    /// 1 (`NoMiddle`) or the vertex plus 2 (`Original`; ids are below `u32::MAX - 1`).
+    /// index is below `u32::MAX`: the offsets are u32); a pair as `1 << 63 | m << 32 | y`;
+    /// else the high word 0 and the low word 1 (`NoMiddle`) or the vertex plus 2 (`Original`;
+    /// ids are below `u32::MAX - 1`). Splits and pairs differ by the top bit only where the
+    /// downward arcs are fewer than 2^31 - 1 ([`Router::pairs`]; pairs are not made otherwise).
     fn encode(self) -> u64 {
         match self {
             Known::Unknown => 0,
             Known::NoMiddle => 1,
             Known::Original(v) => v as u64 + 2,
             Known::Split(down, up) => (down as u64 + 1) << 32 | up as u64,
+            Known::Pair(m, y) => 1 << 63 | (m as u64) << 32 | y as u64,
         }
     }
 
+    /// The memo word `m` of a router whose memo may hold pairs (`pairs`).
     #[inline(always)]
-    fn decode(m: u64) -> Known {
+    fn decode(m: u64, pairs: bool) -> Known {
+        if pairs && m >> 63 == 1 {
+            return Known::Pair((m >> 32) as u32 & PAIR_MASK, m as u32);
+        }
         match ((m >> 32) as u32, m as u32) {
             (0, 0) => Known::Unknown,
             (0, 1) => Known::NoMiddle,
@@ -97,6 +113,7 @@ impl<W: Clone> Clone for Router<W> {
             weights: self.weights.clone(),
             up_memo: copy(&self.up_memo),
             down_memo: copy(&self.down_memo),
+            pairs: self.pairs,
             spare: parking_lot::Mutex::new(Vec::new()),
         }
     }
@@ -107,6 +124,9 @@ impl<W: PartialEq> PartialEq for Router<W> {
         (&self.offsets, &self.heads, &self.weights) == (&o.offsets, &o.heads, &o.weights)
     }
 }
+
+/// The middle vertex ids a [`Known::Pair`] holds: below 2^31.
+const PAIR_MASK: u32 = (1 << 31) - 1;
 
 /// `len` memo entries, all `Known::Unknown`.
 fn unknowns(len: usize) -> Vec<AtomicU64> {
@@ -147,6 +167,7 @@ impl<W: ChWeight> Router<W> {
             weights,
             up_memo: unknowns(h.up_heads.len()),
             down_memo: unknowns(h.down_tails.len()),
+            pairs: h.down_tails.len() < PAIR_MASK as usize,
             spare: parking_lot::Mutex::new(Vec::new()),
         }
     }
@@ -155,7 +176,7 @@ impl<W: ChWeight> Router<W> {
     fn search(&self, n: usize) -> Search<W> {
         let spare = self.spare.lock().pop();
         spare
-            .filter(|s| s.fwd.stamp.len() == n)
+            .filter(|s| s.fwd.at.len() == n)
             .unwrap_or_else(|| Search::new(n))
     }
 
@@ -188,25 +209,49 @@ impl<W: ChWeight> Router<W> {
 /// No parent: the search's start.
 const NONE: u32 = u32::MAX;
 
-/// One direction's Dijkstra over positions. `dist[p]` and `parent[p]` hold only while
-/// `stamp[p] == gen`; `parent[p]` is `(position it was reached from, arc index)`.
+/// One position's state in a [`Side`]: its distance and parent hold only while `stamp` is the
+/// side's `gen`; `parent` is `(position it was reached from, arc index)`. One entry, so a
+/// relaxation touches one cache line.
+#[derive(Debug, Clone, Copy)]
+struct Entry<W> {
+    stamp: u32,
+    parent: (u32, u32),
+    dist: W,
+}
+
+/// One direction's Dijkstra over positions.
 #[derive(Debug, Clone)]
 struct Side<W> {
-    dist: Vec<W>,
-    parent: Vec<(u32, u32)>,
-    stamp: Vec<u32>,
+    at: Vec<Entry<W>>,
     gen: u32,
     heap: BinaryHeap<Reverse<(W, u32)>>,
+    /// Stall on demand (on unless a test turns it off): a popped position that a higher
+    /// position already reached shows shorter (through an arc that this side's direction does
+    /// not climb) is settled without relaxing its arcs. Its distance is no shortest one, so no
+    /// shortest up-down path climbs through it; on road hierarchies this prunes most of a
+    /// search space.
+    stall: bool,
+    /// Positions stalled, and positions whose arcs were relaxed, since this side was made.
+    stalled: u64,
+    settled: u64,
 }
 
 impl<W: ChWeight> Side<W> {
     fn new(n: usize) -> Self {
         Side {
-            dist: vec![W::INF; n],
-            parent: vec![(NONE, NONE); n],
-            stamp: vec![0; n],
+            at: vec![
+                Entry {
+                    stamp: 0,
+                    parent: (NONE, NONE),
+                    dist: W::INF,
+                };
+                n
+            ],
             gen: 0,
             heap: BinaryHeap::new(),
+            stall: true,
+            stalled: 0,
+            settled: 0,
         }
     }
 
@@ -221,7 +266,7 @@ impl<W: ChWeight> Side<W> {
         self.heap.clear();
         self.gen = self.gen.wrapping_add(1);
         if self.gen == 0 {
-            self.stamp.fill(0);
+            self.at.iter_mut().for_each(|e| e.stamp = 0);
             self.gen = 1;
         }
         for &(p, d) in seeds {
@@ -233,16 +278,17 @@ impl<W: ChWeight> Side<W> {
 
     /// The start of the tree's branch through `p`.
     fn root(&self, mut p: u32) -> u32 {
-        while self.parent[p as usize].0 != NONE {
-            p = self.parent[p as usize].0;
+        while self.at[p as usize].parent.0 != NONE {
+            p = self.at[p as usize].parent.0;
         }
         p
     }
 
     #[inline(always)]
     fn get(&self, p: u32) -> W {
-        if self.stamp[p as usize] == self.gen {
-            self.dist[p as usize]
+        let e = &self.at[p as usize];
+        if e.stamp == self.gen {
+            e.dist
         } else {
             W::INF
         }
@@ -251,7 +297,11 @@ impl<W: ChWeight> Side<W> {
     #[inline(always)]
     fn set(&mut self, p: u32, d: W, parent: (u32, u32)) {
         let i = p as usize;
-        (self.stamp[i], self.dist[i], self.parent[i]) = (self.gen, d, parent);
+        self.at[i] = Entry {
+            stamp: self.gen,
+            parent,
+            dist: d,
+        };
         self.heap.push(Reverse((d, p)));
     }
 
@@ -259,7 +309,7 @@ impl<W: ChWeight> Side<W> {
     /// `parent -> p`, backward `p -> parent`.
     fn back(&self, mut p: u32) -> impl Iterator<Item = (u32, u32, u32)> + '_ {
         std::iter::from_fn(move || {
-            let (q, e) = self.parent[p as usize];
+            let (q, e) = self.at[p as usize].parent;
             (q != NONE).then(|| (std::mem::replace(&mut p, q), q, e))
         })
     }
@@ -269,19 +319,32 @@ impl<W: ChWeight> Side<W> {
         self.heap.peek().map(|r| r.0 .0).filter(|&d| d < bound)
     }
 
-    /// Pop one entry; when it is live, relax its arcs (`forward`: upward arcs out of it, else
-    /// downward arcs into it) and return it with its distance.
+    /// Pop one entry; when it is live and not stalled, relax its arcs (`forward`: upward arcs
+    /// out of it, else downward arcs into it) and return it with its distance.
     fn step(&mut self, h: &Hierarchy<W>, forward: bool) -> Option<(u32, W)> {
         let Reverse((d, p)) = self.heap.pop()?;
         if d != self.get(p) {
             return None; // stale
         }
         let pi = p as usize;
-        let (offsets, ends, weights) = if forward {
-            (&h.up_offsets, &h.up_heads, &h.up_weights)
-        } else {
-            (&h.down_offsets, &h.down_tails, &h.down_weights)
-        };
+        let (up, down) = (
+            (&h.up_offsets, &h.up_heads, &h.up_weights),
+            (&h.down_offsets, &h.down_tails, &h.down_weights),
+        );
+        let ((offsets, ends, weights), (s_offsets, s_ends, s_weights)) =
+            if forward { (up, down) } else { (down, up) };
+        // The arcs the other way at `p`: forward, the downward arcs `q -> p` from higher `q`;
+        // backward, the upward arcs `p -> q`. Either gives a path through `q` to compare.
+        if self.stall {
+            for e in s_offsets[pi] as usize..s_offsets[pi + 1] as usize {
+                let dq = self.get(s_ends[e]);
+                if dq != W::INF && dq.sat_add(s_weights[e]) < d {
+                    self.stalled += 1;
+                    return None;
+                }
+            }
+        }
+        self.settled += 1;
         for e in offsets[pi] as usize..offsets[pi + 1] as usize {
             let q = ends[e];
             let nd = d.sat_add(weights[e]);
@@ -294,7 +357,7 @@ impl<W: ChWeight> Side<W> {
 }
 
 /// One thread's query state, reused across queries: per direction, distances, stamps and parent
-/// arcs over positions and a binary heap. (2·(W + 12)·n bytes; a query touches only its search
+/// arcs over positions and a binary heap. (2·16·n bytes, 2·24·n for u64 distances; a query touches only its search
 /// spaces.)
 #[derive(Debug, Clone)]
 pub struct Search<W> {
@@ -552,7 +615,7 @@ fn unpack<W: ChWeight>(
             let link = arc(node);
             // The middle's position when found here (the memo keeps the arcs only).
             let mut m = NONE;
-            let mut known = Known::decode(memo);
+            let mut known = Known::decode(memo, r.pairs);
             if known == Known::Unknown {
                 // Any thread that gets here finds the same answer: the order of the stores
                 // does not matter.
@@ -563,7 +626,17 @@ fn unpack<W: ChWeight>(
                 } else if let Some(mid) = middle(h, r, x, y, c) {
                     m = mid;
                     let (down, up) = split(h, x, m, y, c).expect("a middle splits its arc");
-                    Known::Split(down, up)
+                    let (vx, vm) = (h.order[x as usize], h.order[m as usize]);
+                    let (a, b) = (h.down_weights[down as usize], h.up_weights[up as usize]);
+                    if r.pairs
+                        && vm <= PAIR_MASK
+                        && has_arc(g, vx, vm, a.to_u64())
+                        && has_arc(g, vm, v, b.to_u64())
+                    {
+                        Known::Pair(vm, v)
+                    } else {
+                        Known::Split(down, up)
+                    }
                 } else {
                     Known::NoMiddle
                 };
@@ -571,6 +644,11 @@ fn unpack<W: ChWeight>(
             }
             match known {
                 Known::Original(v) => nodes[i as usize].0 = Node::Vertex(v),
+                Known::Pair(vm, vy) => {
+                    let j = nodes.len() as u32;
+                    nodes[i as usize] = (Node::Vertex(vm), j);
+                    nodes.push((Node::Vertex(vy), after));
+                }
                 Known::Split(down, up) => {
                     let j = nodes.len() as u32;
                     let (down, up) = (
@@ -762,8 +840,8 @@ pub struct Pairs<W> {
 }
 
 /// One query per pair `origins[i] -> destinations[i]` (valid ids of `g`, equal lengths), with
-/// the paths when `paths`; the pairs split into `threads` contiguous blocks, one thread and one
-/// [`Search`] each. O(pairs · query + threads · n).
+/// the paths when `paths`; `threads` threads, one [`Search`] each, take the pairs a few at a
+/// time. O(pairs · query + threads · n).
 pub fn pairs<W: ChWeight>(
     h: &Hierarchy<W>,
     r: &Router<W>,
@@ -807,7 +885,9 @@ pub fn pairs_seeded<W: ChWeight>(
 /// Appends pair `i`'s source and target seeds: `(i, sources, targets)`.
 type SeedsOf<'a, W> = &'a (dyn Fn(usize, &mut Vec<Seed<W>>, &mut Vec<Seed<W>>) + Sync);
 
-/// The `k` pairs whose seeds `seeds(i, sources, targets)` appends, queried over `threads`.
+/// The `k` pairs whose seeds `seeds(i, sources, targets)` appends, queried over `threads`:
+/// each thread takes the next [`PAIRS_CHUNK`] pairs while any are left (routes differ in cost
+/// by their lengths, so fixed blocks would leave a thread waiting on the longest).
 fn pairs_by<W: ChWeight>(
     h: &Hierarchy<W>,
     r: &Router<W>,
@@ -817,53 +897,73 @@ fn pairs_by<W: ChWeight>(
     threads: usize,
     seeds: SeedsOf<'_, W>,
 ) -> Pairs<W> {
-    let block = k.div_ceil(threads.max(1)).max(1);
-    let mut distances = vec![W::INF; k];
-    // One block's work: its distances, and its paths' lengths and vertices.
-    let run = |from: usize, d: &mut [W]| -> (Vec<u64>, Vec<u32>) {
+    let chunks = k.div_ceil(PAIRS_CHUNK);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    // One thread's work: per chunk it took, the chunk, its distances, and its paths' lengths and
+    // vertices.
+    type Done<W> = Vec<(usize, Vec<W>, Vec<u64>, Vec<u32>)>;
+    let run = || -> Done<W> {
         let mut search = r.search(h.n);
-        let (mut lens, mut vertices) = (Vec::new(), Vec::new());
         let (mut s, mut t) = (Vec::new(), Vec::new());
-        for (i, d) in (from..).zip(d.iter_mut()) {
-            s.clear();
-            t.clear();
-            seeds(i, &mut s, &mut t);
-            if paths {
-                let at = vertices.len();
-                *d = route_seeded_into(h, r, g, &s, &t, &mut search, &mut vertices);
-                lens.push((vertices.len() - at) as u64);
-            } else {
-                *d = query_seeded(h, &s, &t, &mut search).0;
+        let mut done = Vec::new();
+        loop {
+            let c = next.fetch_add(1, Relaxed);
+            if c >= chunks {
+                break;
             }
+            let pairs = c * PAIRS_CHUNK..((c + 1) * PAIRS_CHUNK).min(k);
+            let (mut d, mut lens, mut vertices) = (Vec::new(), Vec::new(), Vec::new());
+            for i in pairs {
+                s.clear();
+                t.clear();
+                seeds(i, &mut s, &mut t);
+                if paths {
+                    let at = vertices.len();
+                    d.push(route_seeded_into(
+                        h,
+                        r,
+                        g,
+                        &s,
+                        &t,
+                        &mut search,
+                        &mut vertices,
+                    ));
+                    lens.push((vertices.len() - at) as u64);
+                } else {
+                    d.push(query_seeded(h, &s, &t, &mut search).0);
+                }
+            }
+            done.push((c, d, lens, vertices));
         }
         r.keep(search);
-        (lens, vertices)
+        done
     };
-    let blocks: Vec<(Vec<u64>, Vec<u32>)> = if k <= block {
-        vec![run(0, &mut distances)]
+    let threads = threads.clamp(1, chunks.max(1));
+    let mut done: Done<W> = if threads == 1 {
+        run()
     } else {
         std::thread::scope(|sc| {
             let run = &run;
-            let handles: Vec<_> = distances
-                .chunks_mut(block)
-                .enumerate()
-                .map(|(i, d)| sc.spawn(move || run(i * block, d)))
-                .collect();
+            let handles: Vec<_> = (0..threads).map(|_| sc.spawn(run)).collect();
             (handles.into_iter())
-                .map(|j| j.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .flat_map(|j| j.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
                 .collect()
         })
     };
+    done.sort_unstable_by_key(|c| c.0);
+    let mut distances = Vec::with_capacity(k);
     let (mut offsets, mut vertices) = (Vec::new(), Vec::new());
     if paths {
         offsets.reserve(k + 1);
         offsets.push(0u64);
-        for (lens, vs) in blocks {
-            for l in lens {
-                offsets.push(offsets.last().unwrap() + l);
-            }
-            vertices.extend(vs);
+        vertices.reserve(done.iter().map(|c| c.3.len()).sum());
+    }
+    for (_, d, lens, vs) in done {
+        distances.extend(d);
+        for l in lens {
+            offsets.push(offsets.last().unwrap() + l);
         }
+        vertices.extend(vs);
     }
     Pairs {
         distances,
@@ -871,6 +971,9 @@ fn pairs_by<W: ChWeight>(
         vertices,
     }
 }
+
+/// Pairs a thread of [`pairs`] takes at a time.
+const PAIRS_CHUNK: usize = 16;
 
 /// The distance from each of `sources` to each of `targets` (each a list of seeds; row-major,
 /// `W::INF` where unreachable or a list is empty), by buckets (Knopp et al., 2007): each

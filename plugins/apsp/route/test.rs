@@ -101,6 +101,56 @@ fn exact_everywhere(g: &Csr) {
     }
 }
 
+/// Distances of `pairs_` on `h` with stall on demand on and off, and the positions each way
+/// settled (relaxed) and stalled, in that order.
+fn stall_counts<W: ChWeight>(h: &Hierarchy<W>, r: &Router<W>, pairs_: &[(u32, u32)]) -> [u64; 3] {
+    let mut on = Search::new(h.n);
+    let mut off = Search::new(h.n);
+    (off.fwd.stall, off.bwd.stall) = (false, false);
+    for &(s, t) in pairs_ {
+        assert_eq!(
+            distance(h, r, s, t, &mut on),
+            distance(h, r, s, t, &mut off),
+            "{s} -> {t}"
+        );
+    }
+    let count = |s: &Search<W>| [s.fwd.settled + s.bwd.settled, s.fwd.stalled + s.bwd.stalled];
+    let ([on_settled, stalled], [off_settled, off_stalled]) = (count(&on), count(&off));
+    assert_eq!(off_stalled, 0);
+    [on_settled, off_settled, stalled]
+}
+
+/// Stall on demand changes no distance (every pair of a generated road graph, against
+/// Dijkstra through [`exact_everywhere`] and against the search without it here) and settles
+/// fewer positions: on osm-bremen-dist, at most two thirds of them.
+#[test]
+fn stall_on_demand_prunes_and_changes_no_distance() {
+    let g = gen(GenModel::Road, 400, 0.0, 3, 1, 20);
+    let h = Hierarchy::<u32>::build(&g, &ChParams::default(), None).unwrap();
+    let r = Router::new(&h);
+    let all: Vec<(u32, u32)> = (0..g.n as u32)
+        .flat_map(|s| (0..g.n as u32).map(move |t| (s, t)))
+        .collect();
+    let [on, off, stalled] = stall_counts(&h, &r, &all);
+    assert!(
+        stalled > 0 && on < off,
+        "generated: {on} settled against {off}"
+    );
+    let Some(g) = real("osm-bremen-dist.gr.gz") else {
+        return;
+    };
+    let h = Hierarchy::<u32>::build(&g, &ChParams::default(), None).unwrap();
+    let r = Router::new(&h);
+    let mut rng = Rng(7);
+    let pairs_: Vec<(u32, u32)> = (0..300).map(|_| (rng.below(g.n), rng.below(g.n))).collect();
+    let [on, off, stalled] = stall_counts(&h, &r, &pairs_);
+    eprintln!("osm-bremen-dist, 300 pairs: {on} positions settled with stalls ({stalled} stalled), {off} without");
+    assert!(
+        stalled > 0 && 3 * on <= 2 * off,
+        "osm-bremen-dist: {on} settled against {off} ({stalled} stalled)"
+    );
+}
+
 #[test]
 fn router_indexes_every_downward_arc_by_tail() {
     let g = gen(GenModel::Road, 400, 0.0, 3, 1, 20);
@@ -334,8 +384,8 @@ fn random_pairs_on_bremen() {
 /// the same warm, with half the memo forgotten (warm splits over cold arcs, whose far ends are
 /// found in the offsets), from a clone, and from several threads at once on one cold router;
 /// all the same, every one checked against Dijkstra; the fallbacks are counted alike cold and
-/// warm. Returns the fallbacks of one pass.
-fn memo_keeps_routes<W: ChWeight>(g: &Csr, pairs_: &[(u32, u32)]) -> u64 {
+/// warm. Returns the fallbacks of one pass and the shortcuts memoized as pairs of arcs.
+fn memo_keeps_routes<W: ChWeight>(g: &Csr, pairs_: &[(u32, u32)]) -> (u64, usize) {
     let h = Hierarchy::<W>::build(g, &ChParams::default(), None).unwrap();
     let memo = |r: &Router<W>| -> Vec<u64> {
         (r.up_memo.iter().chain(&r.down_memo))
@@ -353,6 +403,10 @@ fn memo_keeps_routes<W: ChWeight>(g: &Csr, pairs_: &[(u32, u32)]) -> u64 {
     let cold = routes(&r);
     let filled = memo(&r);
     assert!(filled.iter().any(|&m| m != 0), "{}: no memo", g.name);
+    let pairs_made = (filled.iter())
+        .filter(|&&m| matches!(Known::decode(m, r.pairs), Known::Pair(..)))
+        .count();
+
     let warm = routes(&r);
     assert_eq!(warm, cold, "{}: warm memo", g.name);
     for (m, _) in (r.up_memo.iter().chain(&r.down_memo))
@@ -388,7 +442,7 @@ fn memo_keeps_routes<W: ChWeight>(g: &Csr, pairs_: &[(u32, u32)]) -> u64 {
     assert_eq!(memo(&shared), filled, "{}: memo filled by threads", g.name);
     let again = pairs(&h, &shared, g, &o, &d, true, 5);
     assert_eq!(again, want, "{}: threads, warm memo", g.name);
-    fallbacks / 4
+    (fallbacks / 4, pairs_made)
 }
 
 #[test]
@@ -404,8 +458,14 @@ fn memo_changes_no_route() {
     ] {
         let mut rng = Rng(g.n as u64);
         let pairs_: Vec<(u32, u32)> = (0..300).map(|_| (rng.below(g.n), rng.below(g.n))).collect();
-        assert_eq!(memo_keeps_routes::<u32>(&g, &pairs_), 0, "{}", g.name);
-        assert_eq!(memo_keeps_routes::<u64>(&g, &pairs_), 0, "{}", g.name);
+        // Routes of these graphs meet shortcuts of two of the graph's arcs.
+        for (fallbacks, pairs_made) in [
+            memo_keeps_routes::<u32>(&g, &pairs_),
+            memo_keeps_routes::<u64>(&g, &pairs_),
+        ] {
+            assert_eq!(fallbacks, 0, "{}", g.name);
+            assert!(pairs_made > 0, "{}: no pair memoized", g.name);
+        }
     }
     // Saturated shortcuts: the fallback, every time, memo or not.
     let arcs = (0..20u32)
@@ -413,7 +473,7 @@ fn memo_changes_no_route() {
         .collect();
     let g = csr(21, arcs);
     let all: Vec<(u32, u32)> = (0..21).flat_map(|s| (0..21).map(move |t| (s, t))).collect();
-    assert!(memo_keeps_routes::<u32>(&g, &all) > 0);
+    assert!(memo_keeps_routes::<u32>(&g, &all).0 > 0);
 }
 
 #[test]
@@ -425,10 +485,18 @@ fn memo_words_and_arc_ends() {
         Known::Original(u32::MAX - 2),
         Known::Split(0, 0),
         Known::Split(0, u32::MAX),
-        Known::Split(u32::MAX - 1, 7),
+        Known::Pair(0, 0),
+        Known::Pair(PAIR_MASK, u32::MAX - 2),
+        Known::Split(PAIR_MASK - 2, u32::MAX),
     ] {
-        assert_eq!(Known::decode(k.encode()), k);
+        assert_eq!(Known::decode(k.encode(), true), k);
+        if !matches!(k, Known::Pair(..)) {
+            assert_eq!(Known::decode(k.encode(), false), k);
+        }
     }
+    // Without pairs, a split of any arc index.
+    let k = Known::Split(u32::MAX - 1, 7);
+    assert_eq!(Known::decode(k.encode(), false), k);
     assert_eq!(Known::Unknown.encode(), 0);
     // An arc's far end from the offsets (isolated positions included) is the stored one.
     let g = gen(GenModel::Uniform, 300, 1.0, 5, 1, 9);
@@ -501,6 +569,22 @@ fn pairs_timing_on_moscow() {
         best(&mut path2, t);
     }
     assert_eq!(q1.distances, p1.distances);
+    // The same without stall on demand: the router's spare searches with it off.
+    let (mut dist_off, mut path_off) = (never, never);
+    for _ in 0..5 {
+        for _ in 0..2 {
+            let mut s = r.search(h.n);
+            (s.fwd.stall, s.bwd.stall) = (false, false);
+            r.keep(s);
+        }
+        let (t, q) = time(false);
+        assert_eq!(q, q1);
+        best(&mut dist_off, t);
+        let (t, p) = time(true);
+        assert_eq!(p, p1);
+        best(&mut path_off, t);
+    }
+    eprintln!("without stall on demand: distances {dist_off:?}, paths {path_off:?} best of 5");
     eprintln!(
         "osm-moscow ({} vertices, {} up + {} down arcs; build {build:?}, Router::new \
          {router_time:?}, Search::new {search_time:?}): 1,000 pairs on 2 threads: distances \
