@@ -130,36 +130,48 @@
 //!     alternated): 0.345-0.378 s, median 0.346, against 0.324-0.498 s, median 0.402, with
 //!     the rule off; the GPU alone 0.45-0.46 s.
 //!
-//! 14. **Busy queues** (off by default: `Rules::busy_queues`, `scheduler.busy_queues`). A
+//! 14. **Busy queues** (on by default: `Rules::busy_queues`, `scheduler.busy_queues`). A
 //!     device with several queues hands work to only as many of them as raise its combined
 //!     rate. Without a count from the speed history ([`UnitInfo::busy`]) or an earlier run's
 //!     model (one stored before the rule was measured with every queue busy: the device keeps
-//!     them so), each of its queues first runs one small chunk (a 256th of what is
-//!     left per queue: a queue's first chunk may hold its warm-up). Queues past the count are
-//!     parked: they take nothing and wait, not starved (no tails are handed to them). Then
-//!     rounds, each queue of the round one chunk of that size (or less, as its plan says) and
-//!     waiting for the others': one queue (the reference), two, then (if two paid) all of
-//!     them, then (if all did not) 3, 4, ...; after each trial the best count runs again. A
-//!     round's rate is its tasks over the device's seconds its chunks had (read one after
-//!     another: these partition the device's busy time), and a trial's count is kept only when
-//!     its rate beats the mean of the best count's before and after it by [`BUSY_MARGIN`] (5%;
-//!     the mean cancels costs that drift along the task space). The device then settles at the
-//!     best count for the rest of the run (parked queues end it with 0 tasks; a round that its
-//!     plan leaves waiting, near the end, settles it too), and [`TaskSource::busy_queues`]
-//!     gives the count for the speed history, so that a later run starts there and tries no
-//!     other. While a device searches, CPU workers keep the cap of *short while unmeasured*. A
-//!     queue that leaves when it gets nothing ([`UnitInfo::leaves`]: another rank's under MPI
+//!     them so), its first two queues first run one small chunk each (a 256th of what is left
+//!     per queue: a queue's first chunk may hold its warm-up); a queue past them runs its own
+//!     first chunk only when a round first tries it (step *warm*), so that a device that runs
+//!     its queues' kernels one after another runs no more than two warm-ups in turn (4 of them
+//!     cost the simulator's serial device with 0.1 s warm-ups 1.28x one queue's time, 2 of them
+//!     1.11x: test `a_serial_devices_first_run_settles_early_on_one_queue`). Queues past the
+//!     count are parked: they take nothing and wait, not starved (no tails are handed to
+//!     them). Then rounds, each queue of the round one chunk of that size (or less, as its plan
+//!     says) and waiting for the others': one queue (the reference), two, then (if two paid)
+//!     all of them, then (if all did not) 3, 4, ...; after each trial the best count runs
+//!     again. A round's rate is its tasks over the device's seconds its chunks had (read one
+//!     after another: these partition the device's busy time), and a trial's count is kept
+//!     only when its rate beats the mean of the best count's before and after it by
+//!     [`BUSY_MARGIN`] (5%; the mean cancels costs that drift along the task space), or at once,
+//!     without the best count's round again, when it beats the best count's rate before it by
+//!     [`BUSY_CLEAR`] (30%: its queues plainly add throughput; a device whose queues scale
+//!     settles after 1, 2 and all of them, and the fewer noisy comparisons misread the
+//!     scheduling matrix's heavy-tailed costs less). The device then settles at the best count
+//!     for the rest of the run (parked queues end it with 0 tasks; a round that its plan leaves
+//!     waiting, near the end, settles it too), and [`TaskSource::busy_queues`] gives the count
+//!     for the speed history, so that a later run starts there and tries no other. While a
+//!     device searches, CPU workers keep the cap of *short while unmeasured*. A queue that
+//!     leaves when it gets nothing ([`UnitInfo::leaves`]: another rank's under MPI
 //!     master-slave) would leave for good: its device keeps all its queues busy. On the H200
 //!     machine the NVIDIA driver ran the knn example's kernels from 4 queues one after another,
 //!     each about twice as long, so 4 busy queues gave less than one: one queue 2.32 s, 4
 //!     queues 4.94 s with equitable shares, 3.7-4.9 s under the work queue from a history and
-//!     7.3-13.7 s without. In the simulator (test
+//!     7.3-13.7 s without; with the rule (before its warm-ups were cut to two), 2.346 s from
+//!     the history and 9.9-22.4 s for a first run. In the simulator (test
 //!     `a_device_whose_queues_add_no_throughput_keeps_one_busy`) such a device ends within 3% of
-//!     one queue with the rule, and about 2x later without; a device whose 4 queues each have
-//!     a quarter of it keeps all 4 busy within 2-5% of the rule off (test
-//!     `a_device_whose_queues_add_throughput_keeps_them_all_busy`). Off by default: on the
-//!     scheduling matrix's heavy-tailed costs the rounds' few tasks a queue misread such
-//!     devices and kept 1 queue busy (up to 1.60 of the ideal, against 1.40 without the rule).
+//!     one queue with the rule, and about 2x later without, deciding after under 1% of the
+//!     tasks; a device whose 4 queues each have a quarter of it keeps all 4 busy within 2-5% of
+//!     the rule off (test `a_device_whose_queues_add_throughput_keeps_them_all_busy`). The
+//!     scheduling matrix passes its bounds with the rule (worst cells 0.993 of the fastest unit
+//!     alone and 1.466 of the ideal; before the trials kept at once and the two warm-ups, its
+//!     heavy-tailed costs misread devices whose queues scale and kept 1 queue busy, up to 1.60
+//!     of the ideal against 1.40 without the rule), though on those costs a device's rounds
+//!     may still keep fewer than all of its scaling queues (the matrix's 1:1 and 1:10 cells).
 //!
 //! Complexity: a request costs O(units · 60) (a bisection for `T`) under the queue's lock.
 
@@ -223,6 +235,13 @@ const PROBE_PARTS: usize = 4;
 /// Rule *busy queues*: a count of busy queues is kept only when the device's combined rate
 /// with it is at least this much above the best count's so far.
 pub(crate) const BUSY_MARGIN: f64 = 0.05;
+
+/// Rule *busy queues*: a trial count whose rate is at least this much above the best count's
+/// (before it) is kept at once, without the best count's round again (a device whose queues
+/// add throughput: 2 queues twice one's rate) so that the search costs such a device one
+/// round less, and no trial is kept thus on a device whose queues add none (half one queue's
+/// rate with 2 on the knn example's).
+pub(crate) const BUSY_CLEAR: f64 = 0.3;
 
 /// Rule *busy queues*: a round's chunk, per queue, is at most what is left over this many
 /// times the device's queues (and at most the device's first chunk), so that the rounds that
@@ -289,8 +308,8 @@ pub(crate) struct Rules {
     pub hand_over: bool,
     /// Rule *busy queues*: a device with several queues hands work to only as many of them as
     /// raise its combined rate (starting from one; the count the speed history holds, when it
-    /// holds one). Needs rule *device rate* (it counts a device's queues). Off: every queue
-    /// takes work, as before the rule.
+    /// holds one). Needs rule *device rate* (it counts a device's queues). On by default; off:
+    /// every queue takes work, as before the rule.
     pub busy_queues: bool,
 }
 
@@ -311,9 +330,7 @@ impl Default for Rules {
             device_rate: true,
             small_probe: true,
             hand_over: true,
-            // Off by default: on tasks of uneven cost (the scheduling matrix's heavy tail) its
-            // small rounds misread devices whose queues do pay.
-            busy_queues: false,
+            busy_queues: true,
         }
     }
 }
@@ -518,6 +535,8 @@ struct DeviceState {
     decided: bool,
     /// A trial round's count and rate, until the best count has run again.
     pending: Option<(usize, f64)>,
+    /// Tasks not handed out yet when its search ended (the simulator's tests).
+    settled_left: Option<usize>,
     /// Where rule *busy queues* starts: `None`, it does not apply (a single queue, queues
     /// that leave, or an earlier run's model without a count); `Some(None)`: a search;
     /// `Some(Some(c))`: the count an earlier run found.
@@ -527,8 +546,8 @@ struct DeviceState {
 /// Rule *busy queues*: where a device's search for its count of busy queues stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum Step {
-    /// Its queues' first chunks, one each, small (a queue's first chunk may hold its
-    /// warm-up, which no round should measure).
+    /// Its first two queues' first chunks, one each, small (a queue's first chunk may hold
+    /// its warm-up, which no round should measure).
     #[default]
     First,
     /// Before a round: queues of the round that never ran a chunk run one (a queue's first
@@ -546,7 +565,8 @@ impl DeviceState {
     fn busy_rule(&mut self, on: bool, queues: usize) {
         self.decided = false;
         (self.limit, self.step) = match self.start {
-            Some(None) if on => (queues, Step::First),
+            // Its first two queues warm up; the others when a round first tries them.
+            Some(None) if on => (2.min(queues), Step::First),
             Some(Some(b)) if on => {
                 self.decided = true;
                 (b, Step::Settled)
@@ -977,6 +997,17 @@ impl WorkQueue {
     /// When the run started, on the queue's clock.
     fn start_time(&self) -> f64 {
         f64::from_bits(self.start_time.load(Ordering::Relaxed))
+    }
+
+    /// Rule *busy queues*: for each unit of a device, the tasks not handed out yet when its
+    /// device's search ended (`None`: no search, or not ended).
+    #[cfg(test)]
+    pub(crate) fn busy_settled_left(&self) -> Vec<Option<usize>> {
+        let st = self.state.lock();
+        st.units
+            .iter()
+            .map(|u| st.devices[u.device?].settled_left)
+            .collect()
     }
 
     /// The current estimate of every unit (`None`: not measured, nor any of its class).
@@ -1468,9 +1499,11 @@ impl WorkQueue {
         if !matches!(st.devices[d].step, Step::Round | Step::Warm) || st.held(unit) {
             return;
         }
+        let left = st.pool(self.end);
         let dev = &mut st.devices[d];
         dev.epoch += 1;
         dev.step = Step::Settled;
+        dev.settled_left = Some(left);
         if let Some((best, _)) = dev.best {
             (dev.limit, dev.decided) = (best, true);
         }
@@ -1542,6 +1575,16 @@ impl WorkQueue {
                     // A trial: the best count runs again, so that the trial is compared with
                     // the best count's rate before and after it (tasks whose cost drifts
                     // along the task space, rising or falling, cancel out).
+                    // A trial far above the best count's rate (its queues plainly add
+                    // throughput) is kept at once: no drift comes near it.
+                    (Some((_, before)), None) if rate >= (1.0 + BUSY_CLEAR) * before => {
+                        tracing::debug!(
+                            "busy queues: device {d}, {count} queues at {rate:.1} tasks/s \
+                             against {before:.1}: kept at once"
+                        );
+                        dev.best = Some((count, rate));
+                        (count == 2 && active > 2).then_some(active)
+                    }
                     (Some((best, _)), None) => {
                         dev.pending = Some((count, rate));
                         Some(best)
@@ -1586,6 +1629,7 @@ impl WorkQueue {
                 let best = dev.best.map_or(dev.limit, |(c, _)| c);
                 (dev.limit, dev.step) = (best.max(1), Step::Settled);
                 dev.decided = dev.best.is_some();
+                dev.settled_left = Some(left);
                 tracing::debug!("busy queues: device {d} keeps {} queues busy", dev.limit);
             }
         }
