@@ -67,12 +67,26 @@ pub(super) fn write_outputs(
         "finish: report written and the output committed in {:.3} s",
         t.elapsed().as_secs_f64()
     );
+    let (devices, run_seconds) = (ex.devices, ex.run_seconds);
+    release("the units", ex.units);
     Ok(Outcome {
         report,
         files: Default::default(),
-        devices: ex.devices,
-        run_seconds: ex.run_seconds,
+        devices,
+        run_seconds,
     })
+}
+
+/// Frees `value` once a run's outputs are committed, timed at debug level (`finish: ... released
+/// in`): what a run's end costs beyond its report (device buffers, a job's data, and the pages
+/// of files it still holds open).
+pub(super) fn release<T>(what: &str, value: T) {
+    let t = Instant::now();
+    drop(value);
+    tracing::debug!(
+        "finish: {what} released in {:.3} s",
+        t.elapsed().as_secs_f64()
+    );
 }
 
 /// Phase 4 of an in-memory run ([`RunOptions::in_memory`]): the plugin's files written into
