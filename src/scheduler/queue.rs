@@ -130,7 +130,7 @@
 //!     alternated): 0.345-0.378 s, median 0.346, against 0.324-0.498 s, median 0.402, with
 //!     the rule off; the GPU alone 0.45-0.46 s.
 //!
-//! 14. **Busy queues** (on by default: `Rules::busy_queues`, `scheduler.busy_queues`). A
+//! 14. **Busy queues** (off by default: `Rules::busy_queues`, `scheduler.busy_queues`). A
 //!     device with several queues hands work to only as many of them as do not lower its
 //!     combined rate. Without a count from the speed history ([`UnitInfo::busy`]) or an earlier run's
 //!     model (one stored before the rule was measured with every queue busy: the device keeps
@@ -176,7 +176,12 @@
 //!     down, its heavy-tailed costs misread devices whose queues scale and kept 1 queue busy,
 //!     up to 1.60 of the ideal against 1.40 without the rule), though on those costs a slow
 //!     device's rounds may still keep fewer than all of its scaling queues (a heavy tail at 1:1
-//!     and 1:10: 1 and 3 of 4, 1.07 and 1.16 of the ideal).
+//!     and 1:10: 1 and 3 of 4, 1.07 and 1.16 of the ideal). Off by default: on the H200
+//!     machine (knn, 4 queues, 2026-11-29, `plugins/benches/knn_busy.sh`) its first runs took
+//!     21.5-26.1 s, against 7.2-11.1 s for the build before it without the rule and 2.33-2.36 s
+//!     from one queue; the runs after them settled on one queue once (2.336 s) and twice did
+//!     not (4.95 and 3.72 s). The simulator's serial device does not yet reproduce what the
+//!     driver does there.
 //!
 //! Complexity: a request costs O(units · 60) (a bisection for `T`) under the queue's lock.
 
@@ -318,8 +323,9 @@ pub(crate) struct Rules {
     pub hand_over: bool,
     /// Rule *busy queues*: a device with several queues hands work to only as many of them as
     /// do not lower its combined rate (starting from one; the count the speed history holds, when it
-    /// holds one). Needs rule *device rate* (it counts a device's queues). On by default; off:
-    /// every queue takes work, as before the rule.
+    /// holds one). Needs rule *device rate* (it counts a device's queues). Off by default (on the
+    /// H200 machine its first runs were slower than without it: module doc, rule 14); off,
+    /// every queue takes work.
     pub busy_queues: bool,
 }
 
@@ -340,7 +346,7 @@ impl Default for Rules {
             device_rate: true,
             small_probe: true,
             hand_over: true,
-            busy_queues: true,
+            busy_queues: false,
         }
     }
 }

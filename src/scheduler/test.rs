@@ -923,8 +923,8 @@ fn cpu_workers_on_uneven_tasks_come_near_work_stealing() {
 /// holds (BENCHMARKS.md, scheduling matrix), so that a change that loses ground fails: a mixed
 /// run within 1% of its fastest unit alone (the worst cell: a heavy tail, 1:100, 4 queues of
 /// one GPU, 1.010 since rule *device rate*, 0.989 before it: at the bound), and within 1.5x of
-/// the ideal (the worst: a heavy tail on devices no faster than a CPU worker, 1.40). With rule
-/// *busy queues* on (its default since its trials kept at once and its 10% margin below), the
+/// the ideal (the worst: a heavy tail on devices no faster than a CPU worker, 1.40). Each cell
+/// of several queues runs again with rule *busy queues* on (off by default): there the
 /// worst cells are 0.993 of the fastest unit alone (a heavy tail, 1:100, 4 queues of one GPU)
 /// and 1.324 of the ideal (costly tasks last, 1:100, 4 queues of each of 2 GPUs); before, the
 /// rule misread such devices on a heavy tail and kept 1 queue busy (up to 1.60 of the ideal). Before rule *one device* (each queue probing a whole batch) costly tasks
@@ -940,7 +940,13 @@ fn scheduling_matrix() {
         let mean = total / tasks as f64;
         for ratio in [1.0, 10.0, 100.0] {
             for queues in [1usize, 4] {
-                for gpus in [1usize, 2] {
+                for (gpus, busy) in [1usize, 2]
+                    .into_iter()
+                    .flat_map(|g| [(g, false), (g, true)])
+                {
+                    if busy && queues == 1 {
+                        continue; // rule busy queues acts on devices of several queues only
+                    }
                     let cpu_task = CPU / 16.0;
                     // A device runs `ratio` CPU workers' speed; its queues share it.
                     let per_task = cpu_task / ratio * queues as f64;
@@ -958,7 +964,10 @@ fn scheduling_matrix() {
                         0..tasks,
                         &infos,
                         Box::new(clock.clone()),
-                        Rules::default(),
+                        Rules {
+                            busy_queues: busy,
+                            ..Rules::default()
+                        },
                     );
                     let got = sim::run(&q, &clock, &units, 0..tasks).makespan;
                     // The fastest unit alone: one device with all its queues, or one CPU worker.
@@ -975,7 +984,8 @@ fn scheduling_matrix() {
                         })
                         .collect();
                     let ideal = sim::ideal(&mean_units, tasks);
-                    let cell = format!("{profile}, 1:{ratio}, {queues} queues, {gpus} GPUs");
+                    let rule = if busy { ", busy queues on" } else { "" };
+                    let cell = format!("{profile}, 1:{ratio}, {queues} queues, {gpus} GPUs{rule}");
                     rows.push(format!(
                         "{cell}: {:.3} of the fastest unit alone, {:.3} of ideal; busy queues {:?}",
                         got / alone,
