@@ -19,9 +19,9 @@
 //! finds per hierarchy arc (that the arc is one of the graph's, or the two arcs a shortcut
 //! splits into, or, when both are arcs of the graph, their two heads): the first route
 //! through an arc pays the search (hundreds of candidates at the top of the hierarchy), later
-//! ones read one memo entry per arc, a level of the unpacking at a time. Saturated weights (a u32 hierarchy of a graph whose distances pass u32) cannot be
-//! split exactly: such an arc is unpacked by a Dijkstra in the graph, counted in
-//! [`Search::fallbacks`].
+//! ones read one memo entry per arc, a level of the unpacking at a time. Saturated weights (a
+//! u32 hierarchy of a graph whose distances pass u32) cannot be split exactly: such an arc is
+//! unpacked by a Dijkstra in the graph, counted in [`Search::fallbacks`].
 
 use super::phast::ch::{ChWeight, Hierarchy};
 use crate::graph::Csr;
@@ -357,8 +357,8 @@ impl<W: ChWeight> Side<W> {
 }
 
 /// One thread's query state, reused across queries: per direction, distances, stamps and parent
-/// arcs over positions and a binary heap. (2·16·n bytes, 2·24·n for u64 distances; a query touches only its search
-/// spaces.)
+/// arcs over positions and a binary heap. (2·16·n bytes, 2·24·n for u64 distances; a query
+/// touches only its search spaces.)
 #[derive(Debug, Clone)]
 pub struct Search<W> {
     fwd: Side<W>,

@@ -101,12 +101,7 @@ pub fn run_with_cache(
     let outcome = write_outputs(plan, &prepared, &stage, ex, node.size(), t0);
     let outcome = outcome.map_err(|e| node.fail(e))?;
     // The output directory's lock and staging go whatever follows.
-    let t = Instant::now();
-    drop(stage);
-    tracing::debug!(
-        "finish: the output's stage released in {:.3} s",
-        t.elapsed().as_secs_f64()
-    );
+    super::report::release("the output's stage", stage);
     node.barrier()?;
     super::report::release("the job", prepared);
     Ok(outcome)

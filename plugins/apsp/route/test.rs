@@ -144,7 +144,10 @@ fn stall_on_demand_prunes_and_changes_no_distance() {
     let mut rng = Rng(7);
     let pairs_: Vec<(u32, u32)> = (0..300).map(|_| (rng.below(g.n), rng.below(g.n))).collect();
     let [on, off, stalled] = stall_counts(&h, &r, &pairs_);
-    eprintln!("osm-bremen-dist, 300 pairs: {on} positions settled with stalls ({stalled} stalled), {off} without");
+    eprintln!(
+        "osm-bremen-dist, 300 pairs: {on} positions settled with stalls ({stalled} stalled), \
+         {off} without"
+    );
     assert!(
         stalled > 0 && 3 * on <= 2 * off,
         "osm-bremen-dist: {on} settled against {off} ({stalled} stalled)"
